@@ -1,0 +1,33 @@
+# Two commands set everything up on a fresh Debian machine: `make demo` and `make test`.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+
+.PHONY: demo test wabt clean
+
+$(PY):
+	$(PYTHON) -m venv $(VENV)
+
+$(VENV)/.demo-installed: pyproject.toml | $(PY)
+	$(PY) -m pip install -q -e '.[demo]'
+	touch $@
+
+$(VENV)/.test-installed: pyproject.toml | $(PY)
+	$(PY) -m pip install -q -e '.[test,demo]'
+	touch $@
+
+# Debian's wabt (wat2wasm, wasm-validate, wast2json, ...) is used to check what we emit.
+wabt:
+	@command -v wat2wasm >/dev/null 2>&1 || { \
+	  echo "wat2wasm not found: installing Debian's wabt with apt-get"; \
+	  $(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq wabt; }
+
+demo: $(VENV)/.demo-installed wabt
+	$(PY) examples/digits/demo.py
+
+test: $(VENV)/.test-installed wabt
+	$(PY) -m pytest -q
+
+clean:
+	rm -rf $(VENV) build *.egg-info

@@ -1,0 +1,16 @@
+"""The WebAssembly binary format: opcode table, encoder, interface reader and extern types.
+
+It lives in ``wasm_kernels`` because every other package may depend on ``wasm_kernels``
+(the kernel generator, the compiler's code generator and the runtime's linker all use it),
+while ``wasm_kernels`` depends on nothing of ours.
+"""
+
+from .decode import Export, Import, ModuleInfo, WasmFormatError, read_module
+from .encode import Code, ModuleBuilder, instruction
+from .opcodes import OPCODES
+from .types import (ExternType, FuncType, GlobalType, Limits, MemoryType, TableType,
+                    is_subtype)
+
+__all__ = ["Code", "Export", "ExternType", "FuncType", "GlobalType", "Import", "Limits",
+           "MemoryType", "ModuleBuilder", "ModuleInfo", "OPCODES", "TableType",
+           "WasmFormatError", "instruction", "is_subtype", "read_module"]
