@@ -1,0 +1,209 @@
+"""Intrinsic modules after WAVM: host functions, globals and memories declared once in Python.
+
+    env = IntrinsicModule("env")
+
+    @env.function
+    def add(ctx: HostContext, a: i32, b: i32) -> i32:
+        return a + b
+
+``instantiate(store)`` turns the declaration into an ``IntrinsicInstance``: a mapping from
+export name to a wasmtime extern, with its declared type, that a linker can register
+under the module's name. Nothing reaches the host unless a declaration exports it.
+"""
+
+from __future__ import annotations
+
+import inspect
+import typing
+from dataclasses import dataclass
+from typing import Any, Callable, Iterator, Mapping
+
+import numpy as np
+import wasmtime
+
+from wasm_kernels.wasm import ExternType, FuncType, GlobalType, MemoryType
+
+
+class i32(int):
+    """Annotation: a wasm ``i32`` parameter or result (passed as a Python ``int``)."""
+
+
+class i64(int):
+    """Annotation: a wasm ``i64``."""
+
+
+class f32(float):
+    """Annotation: a wasm ``f32`` (passed as a Python ``float``)."""
+
+
+class f64(float):
+    """Annotation: a wasm ``f64``."""
+
+
+_ANNOTATIONS = {i32: "i32", i64: "i64", f32: "f32", f64: "f64"}
+_WASMTIME_VALTYPES = {"i32": wasmtime.ValType.i32, "i64": wasmtime.ValType.i64,
+                      "f32": wasmtime.ValType.f32, "f64": wasmtime.ValType.f64}
+
+
+def to_wasmtime(ty: FuncType) -> wasmtime.FuncType:
+    """Our ``FuncType`` as wasmtime's; v128 is refused (wasmtime-py aborts on it)."""
+    try:
+        return wasmtime.FuncType([_WASMTIME_VALTYPES[t]() for t in ty.params],
+                                 [_WASMTIME_VALTYPES[t]() for t in ty.results])
+    except KeyError as err:
+        raise ValueError(f"host functions cannot use value type {err.args[0]!r}; "
+                         f"supported: {sorted(_WASMTIME_VALTYPES)}") from None
+
+
+class HostContext:
+    """What a host function sees of its caller: the instance's state and linear memory."""
+
+    __slots__ = ("caller", "state", "_memory")
+
+    def __init__(self, caller: wasmtime.Caller, state: Any, memory: wasmtime.Memory | None):
+        self.caller = caller
+        self.state = state
+        self._memory = memory
+
+    @property
+    def memory(self) -> np.ndarray:
+        """A zero-copy ``uint8`` view of the caller's memory (its ``memory`` export, else the
+        memory the instance was bound to). Valid only during this call.
+
+        Raises:
+            LookupError: the caller exports no memory and none was bound.
+        """
+        exported = self.caller.get("memory")
+        memory = exported if isinstance(exported, wasmtime.Memory) else self._memory
+        if memory is None:
+            raise LookupError("the calling module exports no 'memory'")
+        size = memory.data_len(self.caller)
+        if size == 0:
+            return np.zeros(0, np.uint8)
+        return np.ctypeslib.as_array(memory.data_ptr(self.caller), shape=(size,))
+
+
+@dataclass(frozen=True)
+class _Declaration:
+    name: str
+    type: ExternType
+    value: Any  # a Python callable for functions, the initial value for globals
+
+
+class IntrinsicModule:
+    """A named, declared set of host functions, globals and memories."""
+
+    def __init__(self, name: str):
+        self.name = name
+        self._declarations: dict[str, _Declaration] = {}
+
+    def _declare(self, declaration: _Declaration) -> None:
+        if declaration.name in self._declarations:
+            raise ValueError(f"intrinsic module {self.name!r} already declares "
+                             f"{declaration.name!r}")
+        self._declarations[declaration.name] = declaration
+
+    def function(self, fn: Callable[..., Any] | None = None, *,
+                 name: str | None = None) -> Any:
+        """Decorator: declare ``fn(ctx, *params)`` with its wasm signature read from its
+        annotations (``i32``, ``i64``, ``f32``, ``f64``; ``-> None`` for no result).
+
+        Raises:
+            TypeError: a parameter or the result is not annotated with a wasm value type.
+        """
+        def declare(fn: Callable[..., Any]) -> Callable[..., Any]:
+            hints = typing.get_type_hints(fn)
+            params = list(inspect.signature(fn).parameters)[1:]
+            try:
+                types = tuple(_ANNOTATIONS[hints[p]] for p in params)
+            except KeyError as err:
+                raise TypeError(f"{fn.__name__}: parameter {err.args[0]!r} needs a wasm type "
+                                "annotation (i32, i64, f32 or f64)") from None
+            result = hints.get("return", type(None))
+            if result is not type(None) and result not in _ANNOTATIONS:
+                raise TypeError(f"{fn.__name__}: result must be annotated i32, i64, f32, f64 "
+                                f"or None, got {result!r}")
+            results = () if result is type(None) else (_ANNOTATIONS[result],)
+            self.define_function(name or fn.__name__, FuncType(types, results), fn)
+            return fn
+
+        return declare(fn) if fn is not None else declare
+
+    def define_function(self, name: str, ty: FuncType, fn: Callable[..., Any]) -> None:
+        """Declare host function ``name`` of type ``ty``; ``fn`` gets a ``HostContext`` first."""
+        to_wasmtime(ty)
+        self._declare(_Declaration(name, ty, fn))
+
+    def define_global(self, name: str, ty: GlobalType, value: int | float) -> None:
+        self._declare(_Declaration(name, ty, value))
+
+    def define_memory(self, name: str, ty: MemoryType) -> None:
+        self._declare(_Declaration(name, ty, None))
+
+    @property
+    def types(self) -> dict[str, ExternType]:
+        return {name: d.type for name, d in self._declarations.items()}
+
+    @classmethod
+    def merged(cls, name: str, *modules: "IntrinsicModule") -> "IntrinsicModule":
+        """One module exporting the declarations of all ``modules`` (WAVM merges WASI's parts).
+
+        Raises:
+            ValueError: two modules declare the same name.
+        """
+        out = cls(name)
+        for module in modules:
+            for declaration in module._declarations.values():
+                out._declare(declaration)
+        return out
+
+    def instantiate(self, store: wasmtime.Store, state: Any = None,
+                    memory: wasmtime.Memory | None = None) -> "IntrinsicInstance":
+        """Create the externs in ``store``; host functions see ``state`` and ``memory``."""
+        externs: dict[str, Any] = {}
+        for decl in self._declarations.values():
+            if isinstance(decl.type, FuncType):
+                externs[decl.name] = wasmtime.Func(store, to_wasmtime(decl.type),
+                                                   _thunk(decl.value, state, memory),
+                                                   access_caller=True)
+            elif isinstance(decl.type, GlobalType):
+                valtype = _WASMTIME_VALTYPES[decl.type.content]()
+                externs[decl.name] = wasmtime.Global(
+                    store, wasmtime.GlobalType(valtype, decl.type.mutable),
+                    _global_value(decl.type.content, decl.value))
+            else:
+                limits = decl.type.limits
+                externs[decl.name] = wasmtime.Memory(
+                    store, wasmtime.MemoryType(wasmtime.Limits(limits.min, limits.max)))
+        return IntrinsicInstance(self.name, externs, self.types)
+
+
+def _global_value(content: str, value: int | float) -> wasmtime.Val:
+    return {"i32": wasmtime.Val.i32, "i64": wasmtime.Val.i64, "f32": wasmtime.Val.f32,
+            "f64": wasmtime.Val.f64}[content](value)
+
+
+def _thunk(fn: Callable[..., Any], state: Any,
+           memory: wasmtime.Memory | None) -> Callable[..., Any]:
+    def call(caller: wasmtime.Caller, *args: Any) -> Any:
+        return fn(HostContext(caller, state, memory), *args)
+
+    return call
+
+
+class IntrinsicInstance(Mapping[str, Any]):
+    """An instantiated intrinsic module: export name -> wasmtime extern, plus declared types."""
+
+    def __init__(self, name: str, externs: dict[str, Any], types: dict[str, ExternType]):
+        self.name = name
+        self._externs = externs
+        self.types = types
+
+    def __getitem__(self, key: str) -> Any:
+        return self._externs[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._externs)
+
+    def __len__(self) -> int:
+        return len(self._externs)
