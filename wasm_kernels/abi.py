@@ -42,8 +42,17 @@ def _gemm(bias: bool, epilogue: tuple[str, ...]) -> KernelSpec:
                       f"C(m, n) = {math}; A is (m, k), B is (k, n), all row-major f32")
 
 
-KERNELS: tuple[KernelSpec, ...] = tuple(
-    _gemm(bias, epilogue) for bias in (False, True) for epilogue in GEMM_EPILOGUES
+UNARY_OPS: dict[str, str] = {"relu": "max(x, 0)"}
+
+
+def _unary(op: str, math: str) -> KernelSpec:
+    return KernelSpec(f"f32_{op}", "unary", ("x", "y", "n"),
+                      f"y[i] = {math} for i < n; y may alias x")
+
+
+KERNELS: tuple[KernelSpec, ...] = (
+    *(_gemm(bias, epilogue) for bias in (False, True) for epilogue in GEMM_EPILOGUES),
+    *(_unary(op, math) for op, math in UNARY_OPS.items()),
 )
 
 BY_NAME: dict[str, KernelSpec] = {k.name: k for k in KERNELS}

@@ -8,12 +8,17 @@ from ..wasm import Code
 
 
 def counted_loop(c: Code, counter: int, emit_limit: Callable[[], object],
-                 body: Callable[[], None]) -> None:
-    """``for counter in range(0, limit): body()``, with ``limit`` pushed by ``emit_limit``.
+                 body: Callable[[], None], start_local: int | None = None) -> None:
+    """``for counter in range(start, limit): body()``; ``emit_limit`` pushes the limit and
+    ``start`` is 0 or the value of local ``start_local``.
 
     ``body`` runs inside ``block``/``loop``, so a ``br`` in it must count those two labels.
     """
-    c.emit("i32.const", 0).emit("local.set", counter)
+    if start_local is None:
+        c.emit("i32.const", 0)
+    else:
+        c.emit("local.get", start_local)
+    c.emit("local.set", counter)
     c.emit("block").emit("loop")
     c.emit("local.get", counter)
     emit_limit()

@@ -1,0 +1,75 @@
+"""Op definitions, one file per op named after its ``nn.functional`` function.
+
+``modelc/ops/<op>.py`` defines ``OP``, an ``OpDef``: the shape and dtype rule, the lowering
+to kernel ABI calls, and which elementwise epilogues may fuse into it. The reference
+semantics stay in ``nn.functional``. Ops are found by file name; there is no registry list.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import pkgutil
+from typing import TYPE_CHECKING, Any
+
+from ..errors import CompileError, UnsupportedOpError
+
+if TYPE_CHECKING:
+    from ..codegen import LowerContext
+    from ..graph import Node, Shape
+
+
+class OpDef:
+    """What the compiler knows about one op. Subclasses implement ``infer`` and ``lower``."""
+
+    name: str = ""
+    epilogues: frozenset[str] = frozenset()
+    """Elementwise ops that may be fused into this op's output (see ``fuse_epilogues``)."""
+
+    def infer(self, shapes: list["Shape"], dtypes: list[str],
+              attrs: dict[str, Any]) -> list[tuple["Shape", str]]:
+        """Output shapes and dtypes from input shapes, dtypes and attrs.
+
+        Raises:
+            CompileError: the inputs do not fit this op.
+        """
+        raise NotImplementedError
+
+    def lower(self, node: "Node", ctx: "LowerContext") -> None:
+        """Emit the kernel calls that compute ``node`` into ``ctx``."""
+        raise NotImplementedError
+
+
+class Unary(OpDef):
+    """Elementwise one-input ops: output has the input's shape and (float) dtype."""
+
+    kernel: str = ""
+
+    def infer(self, shapes: list["Shape"], dtypes: list[str],
+              attrs: dict[str, Any]) -> list[tuple["Shape", str]]:
+        if dtypes[0] != "float32":
+            raise CompileError(f"{self.name} expects float32, got {dtypes[0]}")
+        return [(shapes[0], dtypes[0])]
+
+    def lower(self, node: "Node", ctx: "LowerContext") -> None:
+        ctx.address(node.inputs[0])
+        ctx.address(node.output)
+        ctx.numel(node.inputs[0].shape)
+        ctx.call(self.kernel)
+
+
+def available() -> list[str]:
+    """Every op with a definition file."""
+    return sorted(m.name for m in pkgutil.iter_modules(__path__) if not m.name.startswith("_"))
+
+
+@functools.lru_cache(maxsize=None)
+def get(op: str) -> OpDef:
+    """The ``OpDef`` of ``op``, from ``modelc/ops/<op>.py``.
+
+    Raises:
+        UnsupportedOpError: there is no such file; the message lists the available ops.
+    """
+    if not op.isidentifier() or op not in available():
+        raise UnsupportedOpError(f"unknown op {op!r}; available: {available()}")
+    return importlib.import_module(f"{__name__}.{op}").OP

@@ -1,0 +1,11 @@
+"""relu: elementwise ``max(x, 0)``; usually fused into the producer's epilogue."""
+
+from . import Unary
+
+
+class Relu(Unary):
+    name = "relu"
+    kernel = "f32_relu"
+
+
+OP = Relu()

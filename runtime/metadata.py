@@ -1,0 +1,174 @@
+"""Reads and checks the model metadata custom section (format written by ``modelc``).
+
+The section ``wasmnn.model`` holds one UTF-8 JSON object, format 1:
+
+    {"format": 1, "producer": "wasmnn 0.1.0",
+     "abi": {"module": "wasmnn_kernels_v1", "version": 1},
+     "entry": "run",                          # export called with one i32 per dim, in order
+     "dims": [{"name": "batch", "min": 1, "max": 64}],
+     "inputs":  [{"name": "x", "dtype": "float32", "shape": ["batch", 64], "offset": 1024}],
+     "outputs": [{"name": "output0", "dtype": "float32", "shape": ["batch", 10], "offset": 9216}],
+     "ops": ["linear", "relu"], "arena_bytes": 8192, "weights_bytes": 4096,
+     "memory_bytes": 131072}
+
+Tensors are dense, C-order, at byte ``offset`` in linear memory. The file is untrusted:
+every field is type-checked and every tensor must fit in ``memory_bytes`` at the largest
+dims, or ``ModelFormatError`` names the field.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .errors import ModelFormatError
+
+SECTION = "wasmnn.model"
+FORMAT = 1
+DTYPES = ("float32",)
+MAX_RANK = 8
+
+
+@dataclass(frozen=True)
+class Dim:
+    """A symbolic dimension and the inclusive range of values the model accepts."""
+
+    name: str
+    min: int
+    max: int
+
+
+@dataclass(frozen=True)
+class TensorInfo:
+    """An input or output: name, dtype, and shape whose entries are ints or dim names."""
+
+    name: str
+    dtype: str
+    shape: tuple[int | str, ...]
+    offset: int
+
+    def resolve(self, dims: dict[str, int]) -> tuple[int, ...]:
+        return tuple(d if isinstance(d, int) else dims[d] for d in self.shape)
+
+    def nbytes(self, dims: dict[str, int]) -> int:
+        return math.prod(self.resolve(dims)) * np.dtype(self.dtype).itemsize
+
+    def __str__(self) -> str:
+        return f"{self.name}: {self.dtype}[{', '.join(str(d) for d in self.shape)}]"
+
+
+@dataclass(frozen=True)
+class ModelMetadata:
+    raw: dict[str, Any]
+    producer: str
+    abi_module: str
+    abi_version: int
+    entry: str
+    dims: tuple[Dim, ...]
+    inputs: tuple[TensorInfo, ...]
+    outputs: tuple[TensorInfo, ...]
+    ops: tuple[str, ...]
+    arena_bytes: int
+    weights_bytes: int
+    memory_bytes: int
+
+    def max_dims(self) -> dict[str, int]:
+        return {d.name: d.max for d in self.dims}
+
+
+def _field(obj: Any, key: str, kind: type | tuple[type, ...], where: str) -> Any:
+    if not isinstance(obj, dict) or key not in obj:
+        raise ModelFormatError(f"model metadata: {where} has no {key!r} field")
+    value = obj[key]
+    if not isinstance(value, kind) or isinstance(value, bool) and kind is not bool:
+        expected = kind.__name__ if isinstance(kind, type) else "/".join(k.__name__ for k in kind)
+        raise ModelFormatError(f"model metadata: {where}.{key} should be {expected}, "
+                               f"got {value!r}")
+    return value
+
+
+def _count(obj: Any, key: str, where: str) -> int:
+    value = _field(obj, key, int, where)
+    if value < 0 or value >= 1 << 32:
+        raise ModelFormatError(f"model metadata: {where}.{key} = {value} is out of range")
+    return value
+
+
+def _tensor(obj: Any, where: str, dim_names: set[str]) -> TensorInfo:
+    name = _field(obj, "name", str, where)
+    dtype = _field(obj, "dtype", str, where)
+    if dtype not in DTYPES:
+        raise ModelFormatError(f"model metadata: {where} ({name!r}) has dtype {dtype!r}; "
+                               f"supported: {list(DTYPES)}")
+    shape = _field(obj, "shape", list, where)
+    if len(shape) > MAX_RANK:
+        raise ModelFormatError(f"model metadata: {where} ({name!r}) has rank {len(shape)} "
+                               f"> {MAX_RANK}")
+    for d in shape:
+        if isinstance(d, bool) or not (isinstance(d, int) and 0 <= d < 1 << 31
+                                       or isinstance(d, str) and d in dim_names):
+            raise ModelFormatError(f"model metadata: {where} ({name!r}) has shape entry "
+                                   f"{d!r}; expected a size or one of {sorted(dim_names)}")
+    return TensorInfo(name, dtype, tuple(shape), _count(obj, "offset", where))
+
+
+def parse(payload: bytes | None) -> ModelMetadata:
+    """Parse and check the metadata section payload.
+
+    Raises:
+        ModelFormatError: the section is missing, not JSON, of another format version, or
+            describes tensors that do not fit in the model's memory.
+    """
+    if payload is None:
+        raise ModelFormatError(f"not a wasmnn model: no {SECTION!r} custom section "
+                               "(is this a plain WebAssembly module? try 'wasmnn inspect')")
+    try:
+        raw = json.loads(payload.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise ModelFormatError(f"model metadata is not valid JSON: {err}") from None
+    if not isinstance(raw, dict):
+        raise ModelFormatError("model metadata must be a JSON object")
+    fmt = _field(raw, "format", int, "metadata")
+    if fmt != FORMAT:
+        raise ModelFormatError(f"model metadata format {fmt} is not supported (this wasmnn "
+                               f"reads format {FORMAT}); re-export the model")
+    abi = _field(raw, "abi", dict, "metadata")
+    dims = []
+    for i, d in enumerate(_field(raw, "dims", list, "metadata")):
+        where = f"dims[{i}]"
+        dim = Dim(_field(d, "name", str, where), _count(d, "min", where), _count(d, "max", where))
+        if dim.min > dim.max:
+            raise ModelFormatError(f"model metadata: {where} ({dim.name!r}) has min {dim.min} "
+                                   f"> max {dim.max}")
+        dims.append(dim)
+    names = {d.name for d in dims}
+    if len(names) != len(dims):
+        raise ModelFormatError("model metadata: dims has duplicate names")
+    inputs = tuple(_tensor(t, f"inputs[{i}]", names)
+                   for i, t in enumerate(_field(raw, "inputs", list, "metadata")))
+    outputs = tuple(_tensor(t, f"outputs[{i}]", names)
+                    for i, t in enumerate(_field(raw, "outputs", list, "metadata")))
+    meta = ModelMetadata(
+        raw=raw, producer=_field(raw, "producer", str, "metadata"),
+        abi_module=_field(abi, "module", str, "abi"), abi_version=_count(abi, "version", "abi"),
+        entry=_field(raw, "entry", str, "metadata"), dims=tuple(dims),
+        inputs=inputs, outputs=outputs,
+        ops=tuple(_field(raw, "ops", list, "metadata")),
+        arena_bytes=_count(raw, "arena_bytes", "metadata"),
+        weights_bytes=_count(raw, "weights_bytes", "metadata"),
+        memory_bytes=_count(raw, "memory_bytes", "metadata"))
+    largest = meta.max_dims()
+    for tensor in inputs + outputs:
+        end = tensor.offset + tensor.nbytes(largest)
+        if end > meta.memory_bytes:
+            raise ModelFormatError(f"model metadata: tensor {tensor.name!r} spans bytes "
+                                   f"[{tensor.offset}, {end}) but the model's memory has "
+                                   f"{meta.memory_bytes} bytes")
+    if len({t.name for t in inputs}) != len(inputs) or not inputs or not outputs:
+        raise ModelFormatError("model metadata: inputs must be non-empty with unique names, "
+                               "and outputs non-empty")
+    return meta
