@@ -103,7 +103,7 @@ _TRAP_CODES = {
     wasmtime.TrapCode.INTEGER_OVERFLOW: "division",
     wasmtime.TrapCode.INTEGER_DIVISION_BY_ZERO: "division",
     wasmtime.TrapCode.BAD_CONVERSION_TO_INTEGER: "conversion",
-    wasmtime.TrapCode.UNREACHABLE_CODE_REACHED: "unreachable",
+    wasmtime.TrapCode.UNREACHABLE: "unreachable",
 }
 
 

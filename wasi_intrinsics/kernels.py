@@ -43,7 +43,22 @@ def _gemm(spec: abi.KernelSpec) -> Callable[..., None]:
     return gemm
 
 
-FAMILIES: dict[str, Callable[[abi.KernelSpec], Callable[..., None]]] = {"gemm": _gemm}
+UNARY: dict[str, Callable[[np.ndarray, np.ndarray], object]] = {
+    "relu": lambda x, out: np.maximum(x, 0, out=out),
+}
+
+
+def _unary(spec: abi.KernelSpec) -> Callable[..., None]:
+    apply = UNARY[spec.name.removeprefix("f32_")]
+
+    def unary(ctx: HostContext, x: int, y: int, n: int) -> None:
+        memory = ctx.memory
+        apply(_tensor(memory, x, (n,)).copy(), _tensor(memory, y, (n,)))
+
+    return unary
+
+
+FAMILIES: dict[str, Callable[[abi.KernelSpec], Callable[..., None]]] = {"gemm": _gemm, "unary": _unary}
 
 
 def provider() -> IntrinsicModule:

@@ -45,7 +45,7 @@ class Linear(OpDef):
         out_features, in_features = weight.shape
         epilogue = node.attrs.get("epilogue", ())
         ctx.address(x)
-        ctx.push(ctx.constant(np.ascontiguousarray(weight.data.T, dtype=np.float32)))
+        ctx.constant(np.ascontiguousarray(weight.data.T, dtype=np.float32))
         if bias:
             ctx.address(bias[0])
         ctx.address(node.output)

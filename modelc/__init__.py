@@ -1,0 +1,11 @@
+"""The model compiler: trace an ``nn.Module`` -> graph IR -> passes -> a ``.wasm`` module."""
+
+from .errors import CompileError, TraceError, UnsupportedOpError
+from .export import compile_graph, export
+from .graph import Graph, Node, Value
+from .interpreter import interpret
+from .passes import optimize
+from .trace import trace
+
+__all__ = ["CompileError", "Graph", "Node", "TraceError", "UnsupportedOpError", "Value",
+           "compile_graph", "export", "interpret", "optimize", "trace"]

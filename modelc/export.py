@@ -1,0 +1,54 @@
+"""``modelc.export``: Module -> optimised graph -> model ``.wasm`` bytes."""
+
+from __future__ import annotations
+
+import os
+from importlib.metadata import PackageNotFoundError, version
+from typing import Any
+
+import nn
+
+from .codegen import generate
+from .graph import Graph
+from .passes import optimize
+from .trace import DynamicSpec, trace
+
+
+def producer() -> str:
+    try:
+        return f"wasmnn {version('wasmnn')}"
+    except PackageNotFoundError:
+        return "wasmnn (not installed)"
+
+
+def compile_graph(graph: Graph) -> bytes:
+    """Optimise ``graph`` and generate its model module."""
+    return generate(optimize(graph), producer())
+
+
+def export(model: nn.Module | Graph, example_inputs: Any = None,
+           path: str | os.PathLike[str] | None = None, *, dynamic: DynamicSpec | None = None,
+           standalone: bool = False) -> bytes:
+    """Compile ``model`` to a WebAssembly model module and return its bytes.
+
+    Args:
+        model: an ``nn.Module`` (traced on ``example_inputs``) or an already built ``Graph``.
+        example_inputs: ``{name: ndarray}`` or a tuple of arrays (``input0``, ``input1``, ...).
+        path: also write the bytes to this file.
+        dynamic: ``{input: {axis: (dim_name, min, max)}}`` for symbolic dimensions.
+        standalone: link the kernels in and read/write stdin/stdout under any WASI engine.
+
+    Raises:
+        TraceError, UnsupportedOpError, CompileError: the model cannot be compiled; the
+            message names the op and the user's source line.
+        NotImplementedError: ``standalone=True`` (not available yet).
+    """
+    if standalone:
+        raise NotImplementedError("standalone export is not available yet; export without "
+                                  "standalone=True and run the model with wasmnn's runtime")
+    graph = model if isinstance(model, Graph) else trace(model, example_inputs, dynamic)
+    wasm = compile_graph(graph)
+    if path is not None:
+        with open(path, "wb") as out:
+            out.write(wasm)
+    return wasm

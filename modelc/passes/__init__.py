@@ -1,0 +1,32 @@
+"""The pass pipeline: a linear list of named ``Graph -> Graph`` passes, verified after each."""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from ..graph import Graph
+from .eliminate_dead_code import eliminate_dead_code
+from .fuse_epilogues import fuse_epilogues
+from .infer_shapes import infer_shapes
+from .plan_memory import plan_memory
+
+Pass = Callable[[Graph], Graph]
+
+PIPELINE: tuple[Pass, ...] = (
+    infer_shapes,          # shapes and dtypes from each OpDef's rule
+    eliminate_dead_code,   # nodes that reach no output
+    fuse_epilogues,        # relu & co. into the producing gemm
+    plan_memory,           # one activation arena by liveness (must run last)
+)
+
+
+def optimize(graph: Graph, pipeline: tuple[Pass, ...] = PIPELINE) -> Graph:
+    """Run ``pipeline`` over ``graph``, calling ``graph.verify()`` after every pass."""
+    for run in pipeline:
+        graph = run(graph)
+        graph.verify()
+    return graph
+
+
+__all__ = ["PIPELINE", "eliminate_dead_code", "fuse_epilogues", "infer_shapes", "optimize",
+           "plan_memory"]

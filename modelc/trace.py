@@ -1,0 +1,246 @@
+"""Tracing: run ``Module.forward`` on symbolic tensors and record each primitive as a node.
+
+``SymbolicTensor`` implements the ``__nn_function__`` protocol of ``nn._dispatch``, so every
+``nn.functional`` primitive called with one is recorded instead of computed; composite ops
+record their primitives. Python operators on a symbolic tensor map to the primitives of
+the same name (``add``, ``mul``, ...). Branching on a symbolic tensor raises ``TraceError``.
+"""
+
+from __future__ import annotations
+
+import inspect
+import os
+import traceback
+from typing import Any, Mapping
+
+import numpy as np
+
+import nn
+from nn import functional as F
+
+from . import ops
+from .errors import CompileError, TraceError, UnsupportedOpError
+from .graph import Graph, Node, Shape, Value
+
+DynamicSpec = Mapping[str, Mapping[int, tuple[str, int, int]]]
+_OWN_DIRS = tuple(os.path.dirname(os.path.abspath(m.__file__ or ""))
+                  for m in (nn, __import__("modelc")))
+
+
+def user_frame() -> str | None:
+    """``file:line: code`` of the innermost stack frame outside ``nn`` and ``modelc``."""
+    for frame in reversed(traceback.extract_stack()):
+        path = os.path.abspath(frame.filename)
+        if not path.startswith(_OWN_DIRS) and "/_pytest/" not in path:
+            return f"{frame.filename}:{frame.lineno}: {(frame.line or '').strip()}"
+    return None
+
+
+class SymbolicTensor:
+    """A traced tensor: a handle on a graph value with a (possibly symbolic) shape."""
+
+    def __init__(self, tracer: "Tracer", value: Value):
+        self._tracer = tracer
+        self.value = value
+
+    @property
+    def shape(self) -> Shape:
+        return self.value.shape
+
+    @property
+    def dtype(self) -> np.dtype:
+        return np.dtype(self.value.dtype)
+
+    @property
+    def ndim(self) -> int:
+        return len(self.value.shape)
+
+    @classmethod
+    def __nn_function__(cls, name: str, signature: inspect.Signature,
+                        arguments: dict[str, Any]) -> Any:
+        tracer = next(a._tracer for a in _flatten(arguments.values()) if isinstance(a, cls))
+        return tracer.record(name, signature, arguments)
+
+    def _binary(self, op: str, other: Any, reflected: bool = False) -> Any:
+        fn = getattr(F, op, None)
+        if fn is None:
+            raise UnsupportedOpError(f"operator {op!r} on a traced tensor needs the primitive "
+                                     f"nn.functional.{op}, which does not exist; at "
+                                     f"{user_frame()}")
+        return fn(other, self) if reflected else fn(self, other)
+
+    def __add__(self, other: Any) -> Any: return self._binary("add", other)
+    def __radd__(self, other: Any) -> Any: return self._binary("add", other, True)
+    def __sub__(self, other: Any) -> Any: return self._binary("sub", other)
+    def __rsub__(self, other: Any) -> Any: return self._binary("sub", other, True)
+    def __mul__(self, other: Any) -> Any: return self._binary("mul", other)
+    def __rmul__(self, other: Any) -> Any: return self._binary("mul", other, True)
+    def __truediv__(self, other: Any) -> Any: return self._binary("div", other)
+    def __rtruediv__(self, other: Any) -> Any: return self._binary("div", other, True)
+    def __matmul__(self, other: Any) -> Any: return self._binary("matmul", other)
+    def __pow__(self, other: Any) -> Any: return self._binary("pow", other)
+
+    def __bool__(self) -> bool:
+        raise TraceError("data-dependent control flow: the truth value of a traced tensor "
+                         f"({self.value!r}) is not known at trace time; at {user_frame()}")
+
+    def __len__(self) -> int:
+        first = self.shape[0] if self.shape else None
+        if not isinstance(first, int):
+            raise TraceError(f"len() of a traced tensor with symbolic first dim {first!r}; "
+                             f"at {user_frame()}")
+        return first
+
+    def __array__(self, *args: Any, **kwargs: Any) -> np.ndarray:
+        raise TraceError(f"a traced tensor ({self.value!r}) was converted to a numpy array "
+                         "(a numpy call instead of an nn.functional primitive?); at "
+                         f"{user_frame()}")
+
+    def __repr__(self) -> str:
+        return f"SymbolicTensor({self.value!r}, shape={list(self.shape)})"
+
+
+def _flatten(values: Any) -> list[Any]:
+    out = []
+    for v in values:
+        out.extend(v if isinstance(v, (list, tuple)) else [v])
+    return out
+
+
+class Tracer:
+    """Builds a ``Graph`` as primitives are called on its symbolic tensors."""
+
+    def __init__(self, graph: Graph):
+        self.graph = graph
+        self._counts: dict[str, int] = {}
+        self._constants: dict[int, Value] = {}
+
+    def fresh(self, base: str) -> str:
+        self._counts[base] = self._counts.get(base, 0) + 1
+        return f"{base}_{self._counts[base]}"
+
+    def input(self, name: str, shape: Shape, dtype: str) -> SymbolicTensor:
+        value = Value(name, shape, dtype)
+        self.graph.inputs[name] = value
+        return SymbolicTensor(self, value)
+
+    def constant(self, array: np.ndarray) -> Value:
+        if id(array) not in self._constants:
+            data = np.asarray(array)
+            self._constants[id(array)] = Value(self.fresh("const"), tuple(data.shape),
+                                               str(data.dtype), data=data)
+        return self._constants[id(array)]
+
+    def record(self, op: str, signature: inspect.Signature, arguments: dict[str, Any]) -> Any:
+        source = user_frame()
+        try:
+            opdef = ops.get(op)
+        except UnsupportedOpError as err:
+            raise UnsupportedOpError(f"{err}\n  traced from {source}") from None
+        inputs: list[Value] = []
+        names: list[str] = []
+        attrs: dict[str, Any] = {}
+        for param, arg in arguments.items():
+            if isinstance(arg, SymbolicTensor):
+                inputs.append(arg.value)
+                names.append(param)
+            elif isinstance(arg, np.ndarray):
+                inputs.append(self.constant(arg))
+                names.append(param)
+            elif isinstance(arg, (list, tuple)) and any(
+                    isinstance(a, (SymbolicTensor, np.ndarray)) for a in arg):
+                raise TraceError(f"{op}: lists of tensors are not traced yet "
+                                 f"(argument {param!r}); at {source}")
+            else:
+                attrs[param] = arg
+        node = Node(self.fresh(op), op, inputs, tuple(names), attrs, meta={"source": source})
+        try:
+            results = opdef.infer([v.shape for v in inputs], [v.dtype for v in inputs], attrs)
+        except CompileError as err:
+            raise CompileError(f"while tracing {node}: {err}\n  traced from {source}") from None
+        node.outputs = [Value(node.name if len(results) == 1 else f"{node.name}.{i}",
+                              shape, dtype, producer=node)
+                        for i, (shape, dtype) in enumerate(results)]
+        for value in inputs:
+            value.users.append(node)
+        self.graph.nodes.append(node)
+        outs = [SymbolicTensor(self, v) for v in node.outputs]
+        return outs[0] if len(outs) == 1 else tuple(outs)
+
+
+def _named_inputs(example_inputs: Mapping[str, np.ndarray] | tuple | list | np.ndarray
+                  ) -> dict[str, np.ndarray]:
+    if isinstance(example_inputs, np.ndarray):
+        example_inputs = (example_inputs,)
+    if isinstance(example_inputs, Mapping):
+        named = dict(example_inputs)
+    elif isinstance(example_inputs, (tuple, list)):
+        named = {f"input{i}": a for i, a in enumerate(example_inputs)}
+    else:
+        raise TypeError("example_inputs must be a dict {name: ndarray} or a tuple of ndarrays, "
+                        f"got {type(example_inputs).__name__}")
+    for name, array in named.items():
+        if not isinstance(array, np.ndarray):
+            raise TypeError(f"example input {name!r}: expected an ndarray, "
+                            f"got {type(array).__name__}")
+    return named
+
+
+def _symbolic_shape(name: str, array: np.ndarray, spec: Mapping[int, tuple[str, int, int]],
+                    dims: dict[str, tuple[int, int]]) -> Shape:
+    shape: list[int | str] = list(array.shape)
+    for axis, entry in spec.items():
+        if not isinstance(entry, tuple) or len(entry) != 3:
+            raise TypeError(f"dynamic[{name!r}][{axis}] must be (name, min, max), got {entry!r}")
+        dim, low, high = entry
+        if not -array.ndim <= axis < array.ndim:
+            raise ValueError(f"dynamic[{name!r}] names axis {axis}, but the example input has "
+                             f"rank {array.ndim}")
+        if not (isinstance(low, int) and isinstance(high, int) and 1 <= low <= high):
+            raise ValueError(f"dynamic dim {dim!r}: need integers 1 <= min <= max, "
+                             f"got ({low}, {high})")
+        if dims.setdefault(dim, (low, high)) != (low, high):
+            raise ValueError(f"dynamic dim {dim!r} is given two ranges: {dims[dim]} and "
+                             f"{(low, high)}")
+        shape[axis] = dim
+    return tuple(shape)
+
+
+def trace(model: nn.Module, example_inputs: Any, dynamic: DynamicSpec | None = None) -> Graph:
+    """Record ``model``'s forward pass as a graph.
+
+    Args:
+        model: an ``nn.Module``; it is traced in its current mode (call ``eval()`` first).
+        example_inputs: ``{name: ndarray}`` (passed as keyword arguments) or a tuple of arrays
+            (positional, named ``input0``, ``input1``, ...); they fix shapes and dtypes.
+        dynamic: ``{input: {axis: (dim_name, min, max)}}`` makes those axes symbolic.
+
+    Raises:
+        TraceError: data-dependent control flow, or an untraceable argument or result.
+        UnsupportedOpError: the model calls a primitive with no ``modelc/ops`` definition.
+    """
+    named = _named_inputs(example_inputs)
+    dynamic = dynamic or {}
+    unknown = sorted(set(dynamic) - set(named))
+    if unknown:
+        raise ValueError(f"dynamic names inputs {unknown} that are not among {sorted(named)}")
+    graph = Graph()
+    tracer = Tracer(graph)
+    args = {name: tracer.input(name, _symbolic_shape(name, a, dynamic.get(name, {}), graph.dims),
+                               str(a.dtype))
+            for name, a in named.items()}
+    if isinstance(example_inputs, Mapping):
+        result = model(**args)
+    else:
+        result = model(*args.values())
+    if isinstance(result, SymbolicTensor):
+        result = {"output0": result}
+    elif isinstance(result, (tuple, list)):
+        result = {f"output{i}": r for i, r in enumerate(result)}
+    if not isinstance(result, Mapping) or not all(isinstance(r, SymbolicTensor)
+                                                  for r in result.values()):
+        raise TraceError("forward must return a traced tensor, a tuple of them or a dict of "
+                         f"them; got {type(result).__name__}")
+    graph.outputs = {name: r.value for name, r in result.items()}
+    graph.verify()
+    return graph
