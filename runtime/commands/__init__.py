@@ -1,0 +1,1 @@
+"""CLI subcommands, one module each, registered as ``wasmnn.commands`` entry points."""

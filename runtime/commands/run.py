@@ -1,0 +1,82 @@
+"""``wasmnn run MODEL.wasm --input NAME=FILE ...``: run a model in the sandbox."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+
+import numpy as np
+
+from ..session import KERNEL_CHOICES, load
+from ..tensor_io import read_arrays, summary, write_arrays
+from .options import add_limit_options, limits_from
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "run", help="run a .wasm model on inputs from files",
+        description="Run a wasmnn model in a sandbox (memory, time and fuel capped; no host "
+                    "access) on inputs read from .npy, .npz or .json files.",
+        epilog="examples:\n  wasmnn run mlp.wasm --input input0=x.npy\n"
+               "  wasmnn run mlp.wasm --input x.npy --output y.npz --timeout 5",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("model", metavar="MODEL.wasm", help="the model to run")
+    parser.add_argument("--input", "-i", metavar="NAME=FILE", action="append", default=[],
+                        help="an input: NAME=FILE.npy|.json, or FILE.npz holding inputs by "
+                             "name, or FILE alone for a one-input model (repeatable)")
+    parser.add_argument("--output", "-o", metavar="OUT",
+                        help="write outputs to OUT.npz / .npy / .json instead of a summary")
+    parser.add_argument("--json", action="store_true",
+                        help="print outputs and timing as one JSON object")
+    parser.add_argument("--kernels", choices=KERNEL_CHOICES, default="auto",
+                        help="kernel provider (default: %(default)s = relaxed SIMD)")
+    add_limit_options(parser)
+    parser.set_defaults(handler=run)
+
+
+def _gather_inputs(specs: list[str]) -> dict[str, np.ndarray] | np.ndarray:
+    named: dict[str, np.ndarray] = {}
+    for spec in specs:
+        name, sep, path = spec.partition("=")
+        if not sep:
+            loaded = read_arrays(name)
+            if isinstance(loaded, dict):
+                named.update(loaded)
+            elif len(specs) == 1:
+                return loaded
+            else:
+                raise ValueError(f"--input {spec!r}: name the input as NAME=FILE when giving "
+                                 "several inputs")
+            continue
+        loaded = read_arrays(path)
+        if isinstance(loaded, dict):
+            raise ValueError(f"--input {spec!r}: a .npz holds several arrays; pass it without "
+                             "NAME= to bind them by name")
+        named[name] = loaded
+    if not named:
+        raise ValueError("no inputs given; use --input NAME=FILE.npy (see --help)")
+    return named
+
+
+def run(args: argparse.Namespace) -> int:
+    limits = limits_from(args)
+    inputs = _gather_inputs(args.input)
+    start = time.perf_counter()
+    with load(args.model, max_memory=limits.max_memory, timeout=limits.timeout,
+              fuel=limits.fuel, kernels=args.kernels) as session:
+        loaded = time.perf_counter()
+        outputs = session.run(inputs)
+        done = time.perf_counter()
+    if args.output:
+        write_arrays(args.output, outputs)
+    if args.json:
+        print(json.dumps({"outputs": {k: v.tolist() for k, v in outputs.items()},
+                          "load_ms": 1e3 * (loaded - start), "run_ms": 1e3 * (done - loaded)}))
+    elif not args.output:
+        for name, array in outputs.items():
+            print(summary(name, array))
+        print(f"(load {1e3 * (loaded - start):.1f} ms, run {1e3 * (done - loaded):.2f} ms)")
+    else:
+        print(f"wrote {sorted(outputs)} to {args.output}")
+    return 0
