@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import stat
 from dataclasses import dataclass
 from typing import BinaryIO, TypeVar
 
@@ -36,8 +37,8 @@ class Stream(Descriptor):
 
 
 @dataclass
-class HostFile(Descriptor):
-    """A non-directory opened inside a preopen; ``fd`` is the host descriptor."""
+class HostDescriptor(Descriptor):
+    """A descriptor backed by a host fd that this layer opened (and so closes)."""
 
     fd: int
 
@@ -46,15 +47,28 @@ class HostFile(Descriptor):
 
 
 @dataclass
-class Directory(Descriptor):
+class HostFile(HostDescriptor):
+    """A non-directory opened inside a preopen."""
+
+
+@dataclass
+class Directory(HostDescriptor):
     """A directory inside (or at the root of) a preopen; ``preopen`` is its guest name if it
     was preopened by the host."""
 
-    fd: int
     preopen: str | None = None
 
-    def close(self) -> None:
-        os.close(self.fd)
+
+def filetype(mode: int) -> Filetype:
+    """The WASI file type for a host ``st_mode``."""
+    for test, kind in ((stat.S_ISREG, Filetype.REGULAR_FILE), (stat.S_ISDIR, Filetype.DIRECTORY),
+                       (stat.S_ISLNK, Filetype.SYMBOLIC_LINK),
+                       (stat.S_ISCHR, Filetype.CHARACTER_DEVICE),
+                       (stat.S_ISBLK, Filetype.BLOCK_DEVICE),
+                       (stat.S_ISSOCK, Filetype.SOCKET_STREAM)):
+        if test(mode):
+            return kind
+    return Filetype.UNKNOWN
 
 
 D = TypeVar("D", bound=Descriptor)
