@@ -206,13 +206,23 @@ def _symbolic_shape(name: str, array: np.ndarray, spec: Mapping[int, tuple[str, 
     return tuple(shape)
 
 
+def _takes_keywords(model: nn.Module, args: Mapping[str, Any]) -> bool:
+    try:
+        params = inspect.signature(model.forward).parameters
+    except (TypeError, ValueError):
+        return False
+    return all(name in params for name in args)
+
+
 def trace(model: nn.Module, example_inputs: Any, dynamic: DynamicSpec | None = None) -> Graph:
     """Record ``model``'s forward pass as a graph.
 
     Args:
         model: an ``nn.Module``; it is traced in its current mode (call ``eval()`` first).
-        example_inputs: ``{name: ndarray}`` (passed as keyword arguments) or a tuple of arrays
-            (positional, named ``input0``, ``input1``, ...); they fix shapes and dtypes.
+        example_inputs: ``{name: ndarray}`` (passed as keyword arguments when ``forward`` has
+            parameters of those names, else positionally in order; the names become the
+            model's input names) or a tuple of arrays (positional, named ``input0``, ...).
+            They fix shapes and dtypes.
         dynamic: ``{input: {axis: (dim_name, min, max)}}`` makes those axes symbolic.
 
     Raises:
@@ -229,7 +239,7 @@ def trace(model: nn.Module, example_inputs: Any, dynamic: DynamicSpec | None = N
     args = {name: tracer.input(name, _symbolic_shape(name, a, dynamic.get(name, {}), graph.dims),
                                str(a.dtype))
             for name, a in named.items()}
-    if isinstance(example_inputs, Mapping):
+    if isinstance(example_inputs, Mapping) and _takes_keywords(model, args):
         result = model(**args)
     else:
         result = model(*args.values())
