@@ -1,7 +1,13 @@
-"""A PyTorch-style Module API on numpy; its eager execution is the reference semantics."""
+"""A PyTorch-style Module API on numpy; its eager execution is the reference semantics.
 
-from . import functional
-from .layers import Linear, ReLU, Sequential
-from .module import Module, Parameter
+``from nn import functional as F`` gives the op vocabulary; layers are exported here by
+their torch names.
+"""
 
-__all__ = ["Linear", "Module", "Parameter", "ReLU", "Sequential", "functional"]
+from . import functional, init
+from .layers import *  # noqa: F403
+from .layers import __all__ as _layers
+from .module import IncompatibleKeys, Module
+from .parameter import Parameter
+
+__all__ = ["IncompatibleKeys", "Module", "Parameter", "functional", "init", *_layers]

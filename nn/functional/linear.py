@@ -1,17 +1,12 @@
-"""The op vocabulary: every layer calls these, and tracing records them.
-
-Primitives (``@primitive``) hold the numpy reference semantics and need a kernel lowering
-in ``modelc/ops/<name>.py``. Composite ops are written only in primitives, so they trace
-and compile with no further code. Functions take and return ``numpy.ndarray`` in eager mode.
-"""
+"""Matrix products: ``linear`` and ``matmul`` (numpy/torch batched broadcasting rules)."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from ._dispatch import primitive
+from .._dispatch import primitive
 
-__all__ = ["linear", "relu"]
+__all__ = ["linear", "matmul"]
 
 
 @primitive
@@ -28,10 +23,10 @@ def linear(input: np.ndarray, weight: np.ndarray, bias: np.ndarray | None = None
 
 
 @primitive
-def relu(input: np.ndarray) -> np.ndarray:
-    """``max(input, 0)`` elementwise; NaN stays NaN.
+def matmul(input: np.ndarray, other: np.ndarray) -> np.ndarray:
+    """Matrix product with batch broadcasting, as ``torch.matmul`` (also ``bmm``).
 
-    >>> relu(np.array([-1.0, 2.0], np.float32)).tolist()
-    [0.0, 2.0]
+    >>> matmul(np.ones((5, 2, 3), np.float32), np.ones((3, 4), np.float32)).shape
+    (5, 2, 4)
     """
-    return np.maximum(input, np.zeros((), dtype=input.dtype))
+    return np.matmul(input, other)

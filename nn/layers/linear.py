@@ -1,36 +1,55 @@
-"""Layers with PyTorch's constructor signatures, parameter names and shapes."""
+"""``Identity``, ``Linear`` (and torch's ``NonDynamicallyQuantizableLinear`` name for the
+output projection of attention, so reprs match)."""
 
 from __future__ import annotations
 
 import math
-from collections import OrderedDict
-from typing import Any, Iterator
+from typing import Any
 
 import numpy as np
 
-from . import functional as F
-from .module import Module, Parameter
+from .. import functional as F
+from .. import init
+from ..module import Module, Parameter
+
+__all__ = ["Identity", "Linear", "NonDynamicallyQuantizableLinear"]
 
 
-def _uniform(shape: tuple[int, ...], bound: float) -> Parameter:
-    rng = np.random.default_rng()
-    return Parameter(rng.uniform(-bound, bound, size=shape).astype(np.float32))
+class Identity(Module):
+    """Returns its input; accepts and ignores any constructor arguments, as torch's does."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__()
+
+    def forward(self, input: Any) -> Any:
+        return input
 
 
 class Linear(Module):
-    """``y = x @ weight.T + bias`` with ``weight`` of shape (out_features, in_features)."""
+    """``y = x @ weight.T + bias`` with ``weight`` of shape (out_features, in_features).
+
+    >>> Linear(3, 4)(np.ones((2, 3), np.float32)).shape
+    (2, 4)
+    """
 
     def __init__(self, in_features: int, out_features: int, bias: bool = True,
-                 dtype: Any = np.float32) -> None:
+                 device: Any = None, dtype: Any = None) -> None:
         super().__init__()
         self.in_features = in_features
         self.out_features = out_features
-        bound = 1 / math.sqrt(in_features) if in_features > 0 else 0.0
-        self.weight = Parameter(_uniform((out_features, in_features), bound).astype(dtype))
+        self.weight = Parameter(np.empty((out_features, in_features), dtype or np.float32))
         if bias:
-            self.bias = Parameter(_uniform((out_features,), bound).astype(dtype))
+            self.bias = Parameter(np.empty(out_features, dtype or np.float32))
         else:
             self.register_parameter("bias", None)
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        """torch's default: kaiming-uniform weight, bias from U(±1/sqrt(fan_in))."""
+        init.kaiming_uniform_(self.weight, a=math.sqrt(5))
+        if self.bias is not None:
+            bound = 1 / math.sqrt(self.in_features) if self.in_features > 0 else 0.0
+            init.uniform_(self.bias, -bound, bound)
 
     def forward(self, input: Any) -> Any:
         return F.linear(input, self.weight, self.bias)
@@ -40,35 +59,5 @@ class Linear(Module):
                 f"bias={self.bias is not None}")
 
 
-class ReLU(Module):
-    """Elementwise ``max(x, 0)``."""
-
-    def forward(self, input: Any) -> Any:
-        return F.relu(input)
-
-
-class Sequential(Module):
-    """Children called in order; ``Sequential(a, b)`` names them ``"0"``, ``"1"``."""
-
-    def __init__(self, *args: Module) -> None:
-        super().__init__()
-        if len(args) == 1 and isinstance(args[0], OrderedDict):
-            for name, module in args[0].items():
-                self.add_module(name, module)
-        else:
-            for index, module in enumerate(args):
-                self.add_module(str(index), module)
-
-    def __len__(self) -> int:
-        return len(self._modules)
-
-    def __iter__(self) -> Iterator[Module]:
-        return iter(self._modules.values())
-
-    def __getitem__(self, index: int) -> Module:
-        return list(self._modules.values())[index]
-
-    def forward(self, input: Any) -> Any:
-        for module in self:
-            input = module(input)
-        return input
+class NonDynamicallyQuantizableLinear(Linear):
+    """A ``Linear`` under the class name torch gives attention's output projection."""

@@ -1,0 +1,37 @@
+"""The op vocabulary: every layer calls these, and tracing records them.
+
+Primitives (``@primitive``) hold the numpy reference semantics and need a kernel lowering
+in ``modelc/ops/<name>.py``; ``PRIMITIVES`` names them all. Composite ops are written only
+in primitives, so they trace and compile with no further code. Functions take and return
+``numpy.ndarray`` in eager mode.
+"""
+
+from __future__ import annotations
+
+from .._dispatch import is_primitive
+from .activation import gelu, hardsigmoid, hardswish, hardtanh, leaky_relu, relu6, silu
+from .attention import attention_weights, scaled_dot_product_attention
+from .conv import conv1d, conv2d, conv_padding, conv_transpose2d
+from .dropout import dropout
+from .elementwise import (abs, add, cast, div, eq, erf, exp, ge, gt, le, log, lt, maximum,
+                          minimum, mul, ne, neg, pow, relu, rsqrt, sigmoid, sqrt, sub, tanh,
+                          where)
+from .linear import linear, matmul
+from .normalization import batch_norm, group_norm, instance_norm, layer_norm
+from .pooling import adaptive_avg_pool2d, avg_pool2d, max_pool2d
+from .reduction import amax, log_softmax, mean, softmax, sum
+from .shape import (concat, embedding, flatten, pad, permute, reshape, slice, split, squeeze,
+                    transpose, unsqueeze)
+
+__all__ = ["PRIMITIVES", "abs", "adaptive_avg_pool2d", "add", "amax", "attention_weights",
+           "avg_pool2d", "batch_norm", "cast", "concat", "conv1d", "conv2d", "conv_padding",
+           "conv_transpose2d", "div", "dropout", "embedding", "eq", "erf", "exp", "flatten",
+           "ge", "gelu", "group_norm", "gt", "hardsigmoid", "hardswish", "hardtanh",
+           "instance_norm", "layer_norm", "le", "leaky_relu", "linear", "log", "log_softmax",
+           "lt", "matmul", "max_pool2d", "maximum", "mean", "minimum", "mul", "ne", "neg",
+           "pad", "permute", "pow", "relu", "relu6", "reshape", "rsqrt",
+           "scaled_dot_product_attention", "sigmoid", "silu", "slice", "softmax", "split",
+           "sqrt", "squeeze", "sub", "sum", "tanh", "transpose", "unsqueeze", "where"]
+
+PRIMITIVES: tuple[str, ...] = tuple(sorted(
+    name for name in __all__ if name != "PRIMITIVES" and is_primitive(globals()[name])))

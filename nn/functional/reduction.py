@@ -1,0 +1,67 @@
+"""Reductions over axes, and the numerically stable softmax family."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .._dispatch import primitive
+
+__all__ = ["amax", "log_softmax", "mean", "softmax", "sum"]
+
+Dims = int | tuple[int, ...] | None
+
+
+def _axes(dim: int | tuple[int, ...] | list[int] | None) -> int | tuple[int, ...] | None:
+    return tuple(dim) if isinstance(dim, list) else dim
+
+
+@primitive
+def sum(input: np.ndarray, dim: Dims = None, keepdim: bool = False) -> np.ndarray:
+    """Sum over ``dim`` (all axes when None), as ``torch.sum``.
+
+    >>> sum(np.ones((2, 3), np.float32), dim=1).tolist()
+    [3.0, 3.0]
+    """
+    return np.asarray(np.sum(input, axis=_axes(dim), keepdims=keepdim))
+
+
+@primitive
+def mean(input: np.ndarray, dim: Dims = None, keepdim: bool = False) -> np.ndarray:
+    """Mean over ``dim`` (all axes when None), as ``torch.mean``.
+
+    >>> mean(np.array([[1.0, 3.0]], np.float32), dim=-1).tolist()
+    [2.0]
+    """
+    return np.asarray(np.mean(input, axis=_axes(dim), keepdims=keepdim))
+
+
+@primitive
+def amax(input: np.ndarray, dim: Dims = None, keepdim: bool = False) -> np.ndarray:
+    """Maximum over ``dim`` (all axes when None), as ``torch.amax``.
+
+    >>> amax(np.array([[1.0, 3.0]], np.float32), dim=-1).tolist()
+    [3.0]
+    """
+    return np.asarray(np.max(input, axis=_axes(dim), keepdims=keepdim))
+
+
+@primitive
+def softmax(input: np.ndarray, dim: int) -> np.ndarray:
+    """``exp(x) / sum(exp(x))`` along ``dim``, shifted by the max for stability.
+
+    >>> softmax(np.zeros((1, 4), np.float32), dim=-1).tolist()
+    [[0.25, 0.25, 0.25, 0.25]]
+    """
+    shifted = np.exp(input - np.max(input, axis=dim, keepdims=True))
+    return shifted / np.sum(shifted, axis=dim, keepdims=True)
+
+
+@primitive
+def log_softmax(input: np.ndarray, dim: int) -> np.ndarray:
+    """``log(softmax(input, dim))``, computed without forming the softmax.
+
+    >>> [round(v, 4) for v in log_softmax(np.zeros(2, np.float32), dim=-1).tolist()]
+    [-0.6931, -0.6931]
+    """
+    shifted = input - np.max(input, axis=dim, keepdims=True)
+    return shifted - np.log(np.sum(np.exp(shifted), axis=dim, keepdims=True))
