@@ -54,7 +54,12 @@ class Session:
                 f"the model imports kernels from {self.metadata.abi_module!r}, but this "
                 f"runtime provides {wasm_kernels.abi.MODULE!r}; re-export the model")
         store = self.compartment.store
-        pages = -(-self.metadata.memory_bytes // PAGE)
+        declared = next((i.type for i in info.imports
+                         if (i.module, i.name) == ("env", "memory")
+                         and isinstance(i.type, MemoryType)), None)
+        if declared is None:
+            raise ModelFormatError("the model does not import its memory as 'env.memory'")
+        pages = max(declared.limits.min, -(-self.metadata.memory_bytes // PAGE))
         if pages * PAGE > limits.max_memory:
             raise LimitExceeded("memory", f"the model needs {pages * PAGE} bytes of memory, "
                                 f"over the limit of {limits.max_memory} bytes")
