@@ -1,0 +1,119 @@
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from runtime.cli import main
+
+
+@pytest.fixture
+def model_file(mlp_wasm, tmp_path):
+    path = tmp_path / "mlp.wasm"
+    path.write_bytes(mlp_wasm)
+    return path
+
+
+@pytest.fixture
+def x_file(tmp_path):
+    path = tmp_path / "x.npy"
+    np.save(path, np.random.default_rng(0).standard_normal((3, 6)).astype(np.float32))
+    return path
+
+
+def test_run_prints_a_summary(model_file, x_file, capsys, mlp_model):
+    assert main(["run", str(model_file), "--input", f"x={x_file}"]) == 0
+    out = capsys.readouterr().out
+    assert "output0: float32[3, 3]" in out
+    expected = mlp_model(np.load(x_file)).argmax(axis=1)
+    assert f"argmax per row: {np.array2string(expected)}" in out
+
+
+@pytest.mark.parametrize("suffix", [".npz", ".npy", ".json"])
+def test_run_writes_outputs(model_file, x_file, tmp_path, mlp_model, suffix, capsys):
+    out = tmp_path / f"y{suffix}"
+    assert main(["run", str(model_file), "-i", str(x_file), "-o", str(out)]) == 0
+    if suffix == ".npz":
+        got = np.load(out)["output0"]
+    elif suffix == ".npy":
+        got = np.load(out)
+    else:
+        got = np.array(json.loads(out.read_text())["output0"], np.float32)
+    np.testing.assert_allclose(got, mlp_model(np.load(x_file)), rtol=1e-5, atol=1e-6)
+
+
+def test_json_input_and_json_output(model_file, tmp_path, capsys, mlp_model):
+    data = [[0.5] * 6, [-1.0] * 6]
+    path = tmp_path / "x.json"
+    path.write_text(json.dumps(data))
+    assert main(["run", str(model_file), "--input", f"x={path}", "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    np.testing.assert_allclose(result["outputs"]["output0"],
+                               mlp_model(np.array(data, np.float32)), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("args, code, message", [
+    (["run", "missing.wasm", "-i", "x.npy"], 3, "does not exist"),
+    (["run", "{model}", "-i", "x=missing.npy"], 3, "input file 'missing.npy' does not exist"),
+    (["run", "{model}", "-i", "x={x}", "-i", "y={x}"], 7, r"unexpected \['y'\]"),
+    (["run", "{model}"], 7, "no inputs given"),
+    (["run", "{garbage}", "-i", "{x}"], 3, "malformed WebAssembly"),
+    (["run", "{model}", "-i", "{x}", "--max-memory", "1KiB"], 6, "over the limit"),
+    (["run", "{model}", "-i", "{x}", "--max-memory", "lots"], 7, "invalid size 'lots'"),
+    (["inspect", "{garbage}"], 3, "is not valid WebAssembly"),
+])
+def test_errors_are_one_line_with_documented_exit_codes(args, code, message, model_file,
+                                                         x_file, tmp_path, capsys):
+    garbage = tmp_path / "garbage.wasm"
+    garbage.write_bytes(b"\0asm\x01\0\0\0\x01\xff")
+    args = [a.format(model=model_file, x=x_file, garbage=garbage) for a in args]
+    assert main(args) == code
+    err = capsys.readouterr().err
+    assert err.startswith("wasmnn: error: ")
+    assert "Traceback" not in err
+    assert message in err or __import__("re").search(message, err)
+
+
+def test_inspect_json_has_the_contract_keys(model_file, capsys):
+    assert main(["inspect", "--json", str(model_file)]) == 0
+    meta = json.loads(capsys.readouterr().out)
+    assert {"inputs", "outputs", "ops", "arena_bytes", "abi", "imports", "exports"} <= set(meta)
+    assert meta["inputs"][0]["shape"] == ["batch", 6]
+
+
+def test_inspect_readable(model_file, capsys):
+    assert main(["inspect", str(model_file)]) == 0
+    out = capsys.readouterr().out
+    assert "input x: float32[batch, 6]" in out and "dim batch: 1..8" in out
+    assert "wasmnn_kernels_v1.f32_gemm_bias_relu" in out
+
+
+def test_export_from_a_python_file(tmp_path, capsys):
+    source = tmp_path / "net.py"
+    source.write_text("import nn\n"
+                      "def make():\n"
+                      "    return nn.Sequential(nn.Linear(5, 2), nn.ReLU())\n")
+    out = tmp_path / "net.wasm"
+    assert main(["export", f"{source}:make", "-o", str(out), "--input", "input0=2x5",
+                 "--dynamic", "input0:0=batch:1:4"]) == 0
+    assert out.read_bytes()[:4] == b"\0asm"
+    assert main(["inspect", str(out)]) == 0
+    assert "input input0: float32[batch, 5]" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("args, message", [
+    (["export", "nofile.py:make", "-o", "x.wasm", "--input", "a=1x2"], "does not exist"),
+    (["export", "justaname", "-o", "x.wasm", "--input", "a=1x2"], "expected FILE.py:NAME"),
+    (["export", "os:path", "-o", "x.wasm", "--input", "a=0x2"], "expected NAME=SHAPE"),
+])
+def test_export_errors(args, message, capsys):
+    assert main(args) != 0
+    assert message in capsys.readouterr().err
+
+
+def test_console_script_help_lists_commands_and_exit_codes():
+    out = subprocess.run([sys.executable, "-m", "runtime", "--help"], capture_output=True,
+                         text=True, check=True).stdout
+    for word in ("run", "inspect", "export", "exit codes", "limit hit"):
+        assert word in out
