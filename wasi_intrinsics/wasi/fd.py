@@ -66,7 +66,8 @@ def _gather(memory: np.ndarray, iovs: int, iovs_len: int) -> bytes:
     return b"".join(buffer.tobytes() for buffer in read_iovecs(memory, iovs, iovs_len))
 
 
-def _scatter(memory: np.ndarray, iovs: int, iovs_len: int, read: Callable[[int], bytes]) -> int:
+def _scatter(memory: np.ndarray, iovs: int, iovs_len: int,
+             read: Callable[[int], bytes]) -> int:
     buffers = read_iovecs(memory, iovs, iovs_len)
     data = read(sum(b.size for b in buffers))
     done = 0
@@ -95,9 +96,13 @@ def fd_read(ctx: HostContext, file: i32, iovs: i32, iovs_len: i32, nread: i32) -
 
 
 def _seekable(ctx: HostContext, file: int, rights: Rights) -> HostFile:
-    descriptor = ctx.state.fds.get(file, Descriptor, rights)
+    """A file for positioned I/O: a stream is ESPIPE, a directory lacks the rights."""
+    descriptor = ctx.state.fds.get(file, Descriptor)
+    if isinstance(descriptor, Stream):
+        raise WasiError(Errno.ESPIPE, f"fd {file} is a stream")
+    descriptor.require(rights)
     if not isinstance(descriptor, HostFile):
-        raise WasiError(Errno.ESPIPE, f"fd {file} is not seekable")
+        raise WasiError(Errno.EBADF, f"fd {file} is not a file")
     return descriptor
 
 
