@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: demo test wabt clean
+.PHONY: demo test wabt wasi-toolchain clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -23,10 +23,17 @@ wabt:
 	  echo "wat2wasm not found: installing Debian's wabt with apt-get"; \
 	  $(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq wabt; }
 
+# clang for wasm32-wasi builds the C programs of the WASI tests (skipped without it).
+wasi-toolchain:
+	@command -v clang >/dev/null 2>&1 || { \
+	  echo "clang not found: installing clang, lld, wasi-libc and the wasm32 runtime with apt-get"; \
+	  $(SUDO) apt-get update -qq && \
+	  $(SUDO) apt-get install -y -qq clang lld wasi-libc libclang-rt-14-dev-wasm32; }
+
 demo: $(VENV)/.demo-installed wabt
 	$(PY) examples/digits/demo.py
 
-test: $(VENV)/.test-installed wabt
+test: $(VENV)/.test-installed wabt wasi-toolchain
 	$(PY) -m pytest -q
 
 clean:
