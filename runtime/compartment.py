@@ -97,7 +97,7 @@ _TRAP_CODES = {
     wasmtime.TrapCode.STACK_OVERFLOW: "stack_overflow",
     wasmtime.TrapCode.MEMORY_OUT_OF_BOUNDS: "out_of_bounds",
     wasmtime.TrapCode.HEAP_MISALIGNED: "out_of_bounds",
-    wasmtime.TrapCode.TABLE_OUT_OF_BOUNDS: "indirect_call",
+    wasmtime.TrapCode.TABLE_OUT_OF_BOUNDS: "out_of_bounds",
     wasmtime.TrapCode.INDIRECT_CALL_TO_NULL: "indirect_call",
     wasmtime.TrapCode.BAD_SIGNATURE: "indirect_call",
     wasmtime.TrapCode.INTEGER_OVERFLOW: "division",
@@ -107,30 +107,58 @@ _TRAP_CODES = {
 }
 
 
+_NUMBERED = re.compile(r"^\d+: ")
+# What wasmtime says when a store limit refuses an instantiation -> our LimitExceeded code.
+_LIMIT_ERRORS = ((re.compile(r"memory minimum size .* exceeds memory limits|memory count"),
+                  "memory"),
+                 (re.compile(r"table minimum size .* exceeds table limits|table count"),
+                  "tables"),
+                 (re.compile(r"instance count"), "instances"))
+
+
 def _frames(trap: wasmtime.Trap) -> list[str]:
     return [f"{frame.module_name or '?'}!{frame.func_name or f'func[{frame.func_index}]'}"
             f"+0x{frame.module_offset:x}" for frame in trap.frames]
 
 
+def _reason(text: str) -> str:
+    """A wasmtime error without its backtrace: the root cause (the last line after 'Caused
+    by:'), then any intermediate causes in parentheses."""
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    if "Caused by:" not in lines[:-1]:
+        return lines[0] if lines else "unknown error"
+    causes = [_NUMBERED.sub("", line) for line in lines[lines.index("Caused by:") + 1:]]
+    return causes[-1] + (f" ({'; '.join(causes[:-1])})" if len(causes) > 1 else "")
+
+
+def _limit_message(code: str, limits: Limits) -> str:
+    cap = {"memory": f"{limits.max_memory} bytes", "tables": f"{limits.max_tables} tables of "
+           f"at most {limits.max_table_elements} elements",
+           "instances": f"{limits.max_instances} instances"}[code]
+    return f"{code} limit of {cap} exceeded"
+
+
 def translate(error: BaseException, limits: Limits) -> Exception:
-    """Our exception for anything a guest call or instantiation raised."""
+    """Our exception for anything a guest call or instantiation raised: ``ExitTrap`` for
+    ``proc_exit``, ``LimitExceeded`` for a time, fuel, memory, table or instance cap, ``Trap``
+    with a code from ``TRAP_CODES`` for the rest. Other exceptions (a host function's own)
+    are returned unchanged."""
     if isinstance(error, ProcExit):
         return ExitTrap(error.code)
     if isinstance(error, wasmtime.Trap):
         code = error.trap_code
-        first_line = error.message.splitlines()[0] if error.message else "trap"
         if code == wasmtime.TrapCode.INTERRUPT:
             return LimitExceeded("timeout", f"time limit of {limits.timeout} s exceeded")
         if code == wasmtime.TrapCode.OUT_OF_FUEL:
             return LimitExceeded("fuel", f"fuel limit of {limits.fuel} exhausted")
-        return Trap(_TRAP_CODES.get(code, "unknown"), f"wasm trap: {first_line}",
-                    _frames(error))
+        return Trap(_TRAP_CODES.get(code, "unknown") if code is not None else "unknown",
+                    _reason(error.message or "trap"), _frames(error))
     if isinstance(error, wasmtime.WasmtimeError):
-        text = str(error)
-        if "memory" in text and ("limit" in text or "maximum" in text or "grow" in text):
-            return LimitExceeded("memory", f"memory limit of {limits.max_memory} bytes "
-                                 f"exceeded: {text.splitlines()[0]}")
-        return Trap("unknown", text.splitlines()[0] if text else "wasmtime error")
+        reason = _reason(str(error))
+        for pattern, limit in _LIMIT_ERRORS:
+            if pattern.search(reason):
+                return LimitExceeded(limit, f"{_limit_message(limit, limits)}: {reason}")
+        return Trap("unknown", reason)
     return error if isinstance(error, Exception) else RuntimeError(str(error))
 
 
@@ -181,7 +209,7 @@ class Compartment:
             LinkError: listing every unresolved or mistyped import.
             Trap: the start function trapped, or a limit was hit.
         """
-        result = link(info, resolver)
+        result = link(info, resolver, self.store)
         result.raise_if_failed()
         return self.call(wasmtime.Instance, self.store, module, result.externs)
 

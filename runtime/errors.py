@@ -39,9 +39,11 @@ class ExitTrap(Trap):
 
 
 class LimitExceeded(Trap):
-    """A compartment limit was hit: ``code`` is ``timeout``, ``fuel`` or ``memory``."""
+    """A compartment limit was hit: ``code`` is ``timeout``, ``fuel``, ``memory``, ``tables``
+    or ``instances``."""
 
 
 TRAP_CODES = ("out_of_bounds", "unreachable", "stack_overflow", "division", "conversion",
-              "indirect_call", "timeout", "fuel", "memory", "exit", "rejected", "unknown")
+              "indirect_call", "timeout", "fuel", "memory", "tables", "instances", "exit",
+              "rejected", "unknown")
 """Every ``Trap.code``; the CLI maps them to exit codes from one table."""

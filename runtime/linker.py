@@ -2,7 +2,9 @@
 collected into one ``LinkResult`` before anything is instantiated.
 
 Types are compared as our own ``ExternType`` values read from the binaries, never through
-wasmtime-py (which can abort the process on ``v128`` signatures).
+wasmtime-py (which aborts the process when it reads a ``v128`` signature). Matching follows
+the spec's import subtyping: functions and globals match exactly (value types and
+mutability), memories and tables by limits, where the minimum is the *current* size.
 """
 
 from __future__ import annotations
@@ -12,15 +14,16 @@ from typing import Any, Mapping, Protocol
 
 import wasmtime
 
-from wasm_kernels.wasm import ExternType, FuncType, Import, ModuleInfo, is_subtype
-from wasi_intrinsics import IntrinsicInstance, to_wasmtime
+from wasm_kernels.wasm import (ExternType, FuncType, GlobalType, Import, Limits, MemoryType,
+                               ModuleInfo, TableType, is_subtype)
+from wasi_intrinsics import IntrinsicInstance, IntrinsicModule
 
-from .errors import LinkError
+from .errors import LinkError, Trap
 
 
 @dataclass(frozen=True)
 class Resolved:
-    """An extern that answers an import, with the type it actually has."""
+    """An extern that answers an import, with the type it was declared with."""
 
     extern: Any
     type: ExternType
@@ -30,7 +33,9 @@ Exports = Mapping[str, Resolved]
 
 
 class Resolver(Protocol):
-    """Answers one import: the extern for ``module.name``, or ``None`` when it has none."""
+    """Answers one import: the extern for ``module.name``, or ``None`` when it has none.
+    ``expected`` is the type the importing module declares, for resolvers that build
+    externs on demand (``StubResolver``); the linker checks the answer's type itself."""
 
     def resolve(self, module: str, name: str, expected: ExternType) -> Resolved | None: ...
 
@@ -49,9 +54,19 @@ class RegistryResolver:
         self._modules: dict[str, Exports] = {}
 
     def register(self, module: str, exports: Exports | IntrinsicInstance) -> None:
+        """Make ``exports`` importable as ``module`` (replacing any earlier registration).
+
+        Raises:
+            TypeError: ``exports`` is neither an ``IntrinsicInstance`` nor a mapping of
+                names to ``Resolved``.
+        """
         if isinstance(exports, IntrinsicInstance):
             exports = {n: Resolved(exports[n], exports.types[n]) for n in exports}
-        self._modules[module] = exports
+        elif not isinstance(exports, Mapping) or not all(
+                isinstance(r, Resolved) for r in exports.values()):
+            raise TypeError(f"register({module!r}, ...) expected an IntrinsicInstance or a "
+                            f"mapping of names to Resolved, got {type(exports).__name__}")
+        self._modules[module] = dict(exports)
 
     def __contains__(self, module: str) -> bool:
         return module in self._modules
@@ -61,7 +76,8 @@ class RegistryResolver:
 
 
 class ChainResolver:
-    """Asks each resolver in turn; the first answer wins."""
+    """Asks each resolver in turn; the first answer wins (even a mistyped one, as in WAVM,
+    so a stub never hides a registered extern of the wrong type)."""
 
     def __init__(self, *resolvers: Resolver):
         self.resolvers = resolvers
@@ -74,9 +90,21 @@ class ChainResolver:
         return None
 
 
+def _uses_v128(ty: ExternType) -> bool:
+    if isinstance(ty, FuncType):
+        return "v128" in ty.params or "v128" in ty.results
+    return isinstance(ty, GlobalType) and ty.content == "v128"
+
+
 class StubResolver:
-    """Answers any *function* import with a stub that traps when called (``mode="trap"``) or
-    returns zeros (``mode="zero"``); other extern kinds stay unresolved."""
+    """Answers any import with a stub of exactly the expected type (WAVM's ``StubResolver``):
+    functions trap when called (``mode="trap"``) or return zeros (``mode="zero"``), memories
+    and tables are fresh and empty, globals hold zero or null.
+
+    Imports the host cannot build stay unresolved, so the link report names them: ``v128``
+    functions and globals (wasmtime-py aborts the process on such signatures) and shared
+    memories. Put it last in a ``ChainResolver``.
+    """
 
     def __init__(self, store: wasmtime.Store, mode: str = "trap"):
         if mode not in ("trap", "zero"):
@@ -85,17 +113,42 @@ class StubResolver:
         self.mode = mode
 
     def resolve(self, module: str, name: str, expected: ExternType) -> Resolved | None:
-        if not isinstance(expected, FuncType):
+        if _uses_v128(expected) or (isinstance(expected, MemoryType) and expected.shared):
             return None
-        results = expected.results
+        stub = IntrinsicModule(module)
+        if isinstance(expected, FuncType):
+            stub.define_function(name, expected, self._function(module, name, expected))
+        elif isinstance(expected, GlobalType):
+            zero = {"i32": 0, "i64": 0, "f32": 0.0, "f64": 0.0}.get(expected.content)
+            stub.define_global(name, expected, zero)
+        elif isinstance(expected, MemoryType):
+            stub.define_memory(name, expected)
+        else:
+            stub.define_table(name, expected)
+        return Resolved(stub.instantiate(self.store)[name], expected)
 
-        def stub(*_: Any) -> Any:
+    def _function(self, module: str, name: str, ty: FuncType) -> Any:
+        zeros = tuple(0.0 if t[0] == "f" else None if t.endswith("ref") else 0
+                      for t in ty.results)
+
+        def stub(_: Any, *args: Any) -> Any:
             if self.mode == "trap":
-                raise wasmtime.Trap(f"called unresolved import {module}.{name}")
-            zeros = [0.0 if t.startswith("f") else 0 for t in results]
-            return zeros[0] if len(zeros) == 1 else (tuple(zeros) or None)
+                raise Trap("unreachable", f"called the stub for unresolved import "
+                                          f"{module}.{name} {ty}")
+            return zeros[0] if len(zeros) == 1 else (zeros or None)
 
-        return Resolved(wasmtime.Func(self.store, to_wasmtime(expected), stub), expected)
+        return stub
+
+
+def current_type(store: wasmtime.Store, found: Resolved) -> ExternType:
+    """The type ``found`` has now: a memory's or table's minimum is its current size, which
+    grows at run time (the spec matches imports against this, not the declaration)."""
+    ty, extern = found.type, found.extern
+    if isinstance(ty, MemoryType) and isinstance(extern, wasmtime.Memory):
+        return MemoryType(Limits(extern.size(store), ty.limits.max), ty.shared)
+    if isinstance(ty, TableType) and isinstance(extern, wasmtime.Table):
+        return TableType(ty.element, Limits(extern.size(store), ty.limits.max))
+    return ty
 
 
 @dataclass
@@ -110,26 +163,40 @@ class LinkResult:
         return not self.problems
 
     def raise_if_failed(self) -> None:
+        """Raises:
+            LinkError: listing every problem, when there is any.
+        """
         if self.problems:
             raise LinkError(self.problems)
 
 
-def _problem(imp: Import, found: Resolved | None) -> str:
+def _problem(imp: Import, actual: ExternType | None) -> str:
     where = f"{imp.module}.{imp.name}"
-    if found is None:
-        return f"{where}: expected {imp.type}, got nothing (unknown import)"
-    return f"{where}: expected {imp.type}, got {found.type}"
+    if actual is None:
+        hint = "; the host cannot provide v128 externs" if _uses_v128(imp.type) else ""
+        return f"{where}: expected {imp.type}, got nothing (unknown import{hint})"
+    return f"{where}: expected {imp.type}, got {actual}"
 
 
-def link(info: ModuleInfo, resolver: Resolver) -> LinkResult:
-    """Resolve every import of ``info``; never stops at the first problem."""
+def link(info: ModuleInfo, resolver: Resolver, store: wasmtime.Store | None = None
+         ) -> LinkResult:
+    """Resolve every import of ``info``; never stops at the first problem.
+
+    Args:
+        store: the store the externs live in; with it, memories and tables are matched by
+            their current size rather than their declared minimum.
+    """
     result = LinkResult()
     for imp in info.imports:
         found = resolver.resolve(imp.module, imp.name, imp.type)
-        if found is None or not is_subtype(found.type, imp.type):
-            result.problems.append(_problem(imp, found))
-        else:
+        if found is None:
+            result.problems.append(_problem(imp, None))
+            continue
+        actual = found.type if store is None else current_type(store, found)
+        if is_subtype(actual, imp.type):
             result.externs.append(found.extern)
+        else:
+            result.problems.append(_problem(imp, actual))
     return result
 
 

@@ -1,4 +1,5 @@
-"""Intrinsic modules after WAVM: host functions, globals and memories declared once in Python.
+"""Intrinsic modules after WAVM: host functions, globals, memories and tables declared once in
+Python.
 
     env = IntrinsicModule("env")
 
@@ -21,7 +22,7 @@ from typing import Any, Callable, Iterator, Mapping
 import numpy as np
 import wasmtime
 
-from wasm_kernels.wasm import ExternType, FuncType, GlobalType, MemoryType
+from wasm_kernels.wasm import ExternType, FuncType, GlobalType, MemoryType, TableType
 
 
 class i32(int):
@@ -41,18 +42,34 @@ class f64(float):
 
 
 _ANNOTATIONS = {i32: "i32", i64: "i64", f32: "f32", f64: "f64"}
+# NOTE: no v128: wasmtime-py aborts the process when it reads or calls such a signature.
 _WASMTIME_VALTYPES = {"i32": wasmtime.ValType.i32, "i64": wasmtime.ValType.i64,
-                      "f32": wasmtime.ValType.f32, "f64": wasmtime.ValType.f64}
+                      "f32": wasmtime.ValType.f32, "f64": wasmtime.ValType.f64,
+                      "funcref": wasmtime.ValType.funcref, "externref": wasmtime.ValType.externref}
+_VALS = {"i32": wasmtime.Val.i32, "i64": wasmtime.Val.i64, "f32": wasmtime.Val.f32,
+         "f64": wasmtime.Val.f64, "funcref": wasmtime.Val.funcref,
+         "externref": wasmtime.Val.externref}
+
+
+def _valtype(name: str, what: str) -> wasmtime.ValType:
+    if name not in _WASMTIME_VALTYPES:
+        raise ValueError(f"{what} cannot use value type {name!r}; "
+                         f"supported: {sorted(_WASMTIME_VALTYPES)}")
+    return _WASMTIME_VALTYPES[name]()
 
 
 def to_wasmtime(ty: FuncType) -> wasmtime.FuncType:
-    """Our ``FuncType`` as wasmtime's; v128 is refused (wasmtime-py aborts on it)."""
-    try:
-        return wasmtime.FuncType([_WASMTIME_VALTYPES[t]() for t in ty.params],
-                                 [_WASMTIME_VALTYPES[t]() for t in ty.results])
-    except KeyError as err:
-        raise ValueError(f"host functions cannot use value type {err.args[0]!r}; "
-                         f"supported: {sorted(_WASMTIME_VALTYPES)}") from None
+    """Our ``FuncType`` as wasmtime's.
+
+    Raises:
+        ValueError: the signature uses ``v128`` (wasmtime-py aborts the process on it).
+    """
+    return wasmtime.FuncType([_valtype(t, "host functions") for t in ty.params],
+                             [_valtype(t, "host functions") for t in ty.results])
+
+
+def _limits(ty: MemoryType | TableType) -> wasmtime.Limits:
+    return wasmtime.Limits(ty.limits.min, ty.limits.max)
 
 
 class HostContext:
@@ -88,20 +105,26 @@ class _Declaration:
     name: str
     type: ExternType
     value: Any  # a Python callable for functions, the initial value for globals
+    origin: str  # the module that declared it, named when a merge finds a duplicate
 
 
 class IntrinsicModule:
-    """A named, declared set of host functions, globals and memories."""
+    """A named, declared set of host functions, globals, memories and tables."""
 
     def __init__(self, name: str):
         self.name = name
         self._declarations: dict[str, _Declaration] = {}
 
     def _declare(self, declaration: _Declaration) -> None:
-        if declaration.name in self._declarations:
+        previous = self._declarations.get(declaration.name)
+        if previous is None:
+            self._declarations[declaration.name] = declaration
+        elif declaration.origin == self.name:
             raise ValueError(f"intrinsic module {self.name!r} already declares "
-                             f"{declaration.name!r}")
-        self._declarations[declaration.name] = declaration
+                             f"{declaration.name!r}; every export name must be unique")
+        else:
+            raise ValueError(f"cannot merge {declaration.origin!r} into {self.name!r}: "
+                             f"{declaration.name!r} is already declared by {previous.origin!r}")
 
     def function(self, fn: Callable[..., Any] | None = None, *,
                  name: str | None = None) -> Any:
@@ -132,13 +155,47 @@ class IntrinsicModule:
     def define_function(self, name: str, ty: FuncType, fn: Callable[..., Any]) -> None:
         """Declare host function ``name`` of type ``ty``; ``fn`` gets a ``HostContext`` first."""
         to_wasmtime(ty)
-        self._declare(_Declaration(name, ty, fn))
+        if not callable(fn):
+            raise TypeError(f"host function {name!r} must be callable, got {fn!r}")
+        self._declare(_Declaration(name, ty, fn, self.name))
 
-    def define_global(self, name: str, ty: GlobalType, value: int | float) -> None:
-        self._declare(_Declaration(name, ty, value))
+    def define_global(self, name: str, ty: GlobalType, value: Any) -> None:
+        """Declare global ``name`` of type ``ty`` holding ``value`` (an ``int`` for ``i32`` and
+        ``i64``, a ``float`` for ``f32`` and ``f64``, ``None`` or a reference for refs).
+
+        Raises:
+            ValueError: ``ty`` is ``v128``, which the host cannot represent.
+            TypeError: ``value`` does not fit the global's value type.
+        """
+        _valtype(ty.content, "host globals")
+        numeric = {"i32": int, "i64": int, "f32": (int, float), "f64": (int, float)}
+        expected = numeric.get(ty.content, object)
+        if not isinstance(value, expected) or isinstance(value, bool):
+            raise TypeError(f"global {name!r} of type {ty.content} needs a "
+                            f"{'float' if ty.content[0] == 'f' else 'int'}, got {value!r}")
+        self._declare(_Declaration(name, ty, value, self.name))
 
     def define_memory(self, name: str, ty: MemoryType) -> None:
-        self._declare(_Declaration(name, ty, None))
+        """Declare memory ``name`` of type ``ty``; each instantiation creates a fresh one.
+
+        Raises:
+            ValueError: ``ty`` is shared (wasmtime-py cannot define a ``SharedMemory`` import).
+        """
+        if ty.shared:
+            raise ValueError(f"memory {name!r}: shared memories cannot be declared as "
+                             "intrinsics; create the SharedMemory in the host instead")
+        self._declare(_Declaration(name, ty, None, self.name))
+
+    def define_table(self, name: str, ty: TableType) -> None:
+        """Declare table ``name`` of type ``ty``, filled with null references.
+
+        Raises:
+            ValueError: the element type is not ``funcref`` or ``externref``.
+        """
+        if ty.element not in ("funcref", "externref"):
+            raise ValueError(f"table {name!r}: element type must be funcref or externref, "
+                             f"got {ty.element!r}")
+        self._declare(_Declaration(name, ty, None, self.name))
 
     @property
     def types(self) -> dict[str, ExternType]:
@@ -167,20 +224,17 @@ class IntrinsicModule:
                                                    _thunk(decl.value, state, memory),
                                                    access_caller=True)
             elif isinstance(decl.type, GlobalType):
-                valtype = _WASMTIME_VALTYPES[decl.type.content]()
+                content = decl.type.content
                 externs[decl.name] = wasmtime.Global(
-                    store, wasmtime.GlobalType(valtype, decl.type.mutable),
-                    _global_value(decl.type.content, decl.value))
+                    store, wasmtime.GlobalType(_valtype(content, "globals"), decl.type.mutable),
+                    _VALS[content](decl.value))
+            elif isinstance(decl.type, TableType):
+                externs[decl.name] = wasmtime.Table(store, wasmtime.TableType(
+                    _valtype(decl.type.element, "tables"), _limits(decl.type)), None)
             else:
-                limits = decl.type.limits
-                externs[decl.name] = wasmtime.Memory(
-                    store, wasmtime.MemoryType(wasmtime.Limits(limits.min, limits.max)))
+                externs[decl.name] = wasmtime.Memory(store,
+                                                     wasmtime.MemoryType(_limits(decl.type)))
         return IntrinsicInstance(self.name, externs, self.types)
-
-
-def _global_value(content: str, value: int | float) -> wasmtime.Val:
-    return {"i32": wasmtime.Val.i32, "i64": wasmtime.Val.i64, "f32": wasmtime.Val.f32,
-            "f64": wasmtime.Val.f64}[content](value)
 
 
 def _thunk(fn: Callable[..., Any], state: Any,

@@ -1,0 +1,166 @@
+"""Compartments: limits, fuel, epochs and the trap taxonomy, with inline WAT. Every case
+also checks that the process (and a fresh compartment) keeps working afterwards."""
+
+from __future__ import annotations
+
+import pytest
+import wasmtime
+
+from runtime.compartment import Compartment, Limits, parse_size, translate
+from runtime.errors import TRAP_CODES, ExitTrap, LimitExceeded, ModelFormatError, Trap
+from runtime.linker import NullResolver, RegistryResolver, instance_exports
+from wasi_intrinsics import IntrinsicModule
+from wasi_intrinsics.wasi import WasiState, preview1
+from wasm_kernels.wasm import FuncType
+
+PAGE = 65536
+
+
+def load(compartment: Compartment, wat: str, resolver=None):
+    module, info = compartment.compile(wasmtime.wat2wasm(wat))
+    instance = compartment.instantiate(module, info, resolver or NullResolver())
+    return {n: r.extern for n, r in instance_exports(compartment.store, instance, info).items()}
+
+
+def run(compartment: Compartment, wat: str, *args):
+    return compartment.call(load(compartment, wat)["run"], compartment.store, *args)
+
+
+LOOP = '(module (func (export "run") (loop (br 0))))'
+
+
+@pytest.fixture(autouse=True)
+def still_works_afterwards():
+    yield
+    assert run(Compartment(), '(module (func (export "run") (result i32) (i32.const 42)))') == 42
+
+
+@pytest.mark.parametrize("body, code, message", [
+    ("(unreachable)", "unreachable", r"wasm `unreachable` instruction executed"),
+    ("(drop (i32.load (i32.const 65536)))", "out_of_bounds", r"out of bounds memory access \(memory fault at wasm address 0x10000"),
+    ("(drop (i32.div_u (i32.const 1) (i32.const 0)))", "division", r"integer divide by zero"),
+    ("(drop (i32.div_s (i32.const 0x80000000) (i32.const -1)))", "division",
+     r"integer overflow"),
+    ("(drop (i32.trunc_f32_s (f32.const nan)))", "conversion",
+     r"invalid conversion to integer"),
+    ("(call_indirect (i32.const 5))", "out_of_bounds", r"undefined element"),
+    ("(call_indirect (i32.const 0))", "indirect_call", r"uninitialized element"),
+    ("(call $run)", "stack_overflow", r"call stack exhausted"),
+])
+def test_traps_map_to_the_taxonomy(body, code, message):
+    wat = f'(module (table 1 funcref) (memory 1) (func $run (export "run") {body}))'
+    with pytest.raises(Trap, match=message) as info:
+        run(Compartment(), wat)
+    assert info.value.code == code and code in TRAP_CODES
+    assert info.value.frames and "+0x" in info.value.frames[0]
+
+
+def test_an_infinite_loop_is_stopped_by_the_timeout():
+    compartment = Compartment(Limits(timeout=0.05))
+    with pytest.raises(LimitExceeded, match=r"time limit of 0\.05 s exceeded") as info:
+        run(compartment, LOOP)
+    assert info.value.code == "timeout"
+    # the deadline is re-armed per call, so the same compartment runs again
+    assert run(compartment, '(module (func (export "run") (result i32) (i32.const 1)))') == 1
+
+
+def test_an_infinite_loop_is_stopped_by_fuel():
+    compartment = Compartment(Limits(fuel=10_000))
+    with pytest.raises(LimitExceeded, match=r"fuel limit of 10000 exhausted") as info:
+        run(compartment, LOOP)
+    assert info.value.code == "fuel"
+
+
+def test_memory_grow_past_the_cap_returns_minus_one():
+    compartment = Compartment(Limits(max_memory=2 * PAGE))
+    grow = '(module (memory 1) (func (export "run") (param i32) (result i32) ' \
+           '(memory.grow (local.get 0))))'
+    exports = load(compartment, grow)
+    assert compartment.call(exports["run"], compartment.store, 1) == 1
+    assert compartment.call(exports["run"], compartment.store, 1) == -1
+
+
+def test_initial_memory_over_the_cap_is_a_memory_limit():
+    with pytest.raises(LimitExceeded, match=r"memory limit of 131072 bytes exceeded: memory "
+                                            r"minimum size of 3 pages") as info:
+        load(Compartment(Limits(max_memory=2 * PAGE)), "(module (memory 3))")
+    assert info.value.code == "memory"
+
+
+def test_table_and_instance_caps_are_limits():
+    with pytest.raises(LimitExceeded, match=r"tables limit of 16 tables of at most 10 "
+                                            r"elements exceeded") as table:
+        load(Compartment(Limits(max_table_elements=10)), "(module (table 11 funcref))")
+    compartment = Compartment(Limits(max_instances=1))
+    load(compartment, "(module)")
+    with pytest.raises(LimitExceeded, match=r"instances limit of 1 instances exceeded"
+                       ) as instances:
+        load(compartment, "(module)")
+    assert (table.value.code, instances.value.code) == ("tables", "instances")
+
+
+def test_proc_exit_is_an_exit_trap():
+    compartment = Compartment()
+    registry = RegistryResolver()
+    registry.register("wasi_snapshot_preview1",
+                      preview1().instantiate(compartment.store, WasiState()))
+    wat = '''(module (import "wasi_snapshot_preview1" "proc_exit" (func $exit (param i32)))
+             (func (export "run") (call $exit (i32.const 3)) (unreachable)))'''
+    with pytest.raises(ExitTrap, match="the program exited with code 3") as info:
+        compartment.call(load(compartment, wat, registry)["run"], compartment.store)
+    assert (info.value.code, info.value.exit_code) == ("exit", 3)
+
+
+def test_a_host_exception_surfaces_as_itself():
+    class Refused(Exception):
+        pass
+
+    def refuse(ctx) -> None:
+        raise Refused("no")
+
+    compartment = Compartment()
+    host = IntrinsicModule("host")
+    host.define_function("refuse", FuncType((), ()), refuse)
+    registry = RegistryResolver()
+    registry.register("host", host.instantiate(compartment.store))
+    wat = '''(module (import "host" "refuse" (func $r))
+             (func (export "run") (call $r)))'''
+    with pytest.raises(Refused, match="no"):
+        compartment.call(load(compartment, wat, registry)["run"], compartment.store)
+
+
+def test_a_trapping_start_function_fails_instantiation():
+    with pytest.raises(Trap, match="unreachable") as info:
+        load(Compartment(), "(module (func $s unreachable) (start $s))")
+    assert info.value.code == "unreachable"
+
+
+@pytest.mark.parametrize("data, message", [
+    (b"\0asm\x02\0\0\0", r"malformed WebAssembly: unsupported WebAssembly version 02000000"),
+    (b"nope", r"malformed WebAssembly: not a WebAssembly binary"),
+    (wasmtime.wat2wasm("(module (func (result i32)))"), r"invalid WebAssembly: "),
+])
+def test_bad_binaries_are_model_format_errors(data, message):
+    with pytest.raises(ModelFormatError, match=message):
+        Compartment().compile(data)
+
+
+def test_other_exceptions_pass_through_translate():
+    error = KeyError("x")
+    assert translate(error, Limits()) is error
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"max_memory": 0}, r"max_memory must be positive, got 0"),
+    ({"timeout": -1}, r"timeout must be positive seconds, got -1"),
+    ({"fuel": 0}, r"fuel must be a positive count, got 0"),
+])
+def test_limits_are_checked(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        Limits(**kwargs)
+
+
+def test_parse_size():
+    assert parse_size("64MiB") == 64 << 20 and parse_size("1kb") == 1000 and parse_size(7) == 7
+    with pytest.raises(ValueError, match=r"invalid size 'lots'; expected e\.g\. '64MiB'"):
+        parse_size("lots")
