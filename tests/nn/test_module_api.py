@@ -133,7 +133,7 @@ def test_registration_errors_match_torch() -> None:
     cases: list[tuple[Any, type[Exception], str]] = [
         (lambda: m.register_parameter("x", None), KeyError, "attribute 'x' already exists"),
         (lambda: m.register_parameter("a.b", None), KeyError, r'contain "\.", got: a\.b'),
-        (lambda: m.register_parameter("", None), KeyError, "can't be empty string"),
+        (lambda: m.register_parameter("", None), KeyError, "be empty string"),
         (lambda: m.register_parameter(1, None), TypeError,
          "parameter name should be a string. Got int"),
         (lambda: m.register_parameter("p", np.zeros(1)), TypeError,
