@@ -72,6 +72,7 @@ def parse_env(spec: str) -> tuple[str, str]:
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add ``wasi run`` to the ``wasmnn`` CLI (an entry point in ``wasmnn.commands``)."""
     parser = subparsers.add_parser("wasi", help="run WASI programs in the sandbox",
                                    description="Run WASI (preview1) programs in the sandbox.")
     commands = parser.add_subparsers(dest="wasi_command", metavar="COMMAND", required=True)

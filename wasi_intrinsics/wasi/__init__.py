@@ -3,6 +3,10 @@
 Deny by default: a program sees only the arguments, environment, streams and preopened
 directories in its ``WasiConfig``. Failures are errno values returned to the guest; only
 ``proc_exit`` unwinds (as ``ProcExit``).
+
+``LEGACY_MODULE`` (``wasi_unstable``) is served by the same functions: the few calls whose
+layouts changed in preview1 (``fd_seek``'s whence numbering, ``filestat``'s ``nlink`` width,
+``poll_oneoff``'s clock subscription) follow preview1.
 """
 
 from __future__ import annotations

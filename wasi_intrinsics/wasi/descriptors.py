@@ -84,6 +84,7 @@ class FdTable:
         self._fds: dict[int, Descriptor] = {}
 
     def add(self, descriptor: Descriptor) -> int:
+        """Give ``descriptor`` the lowest free fd number and return it."""
         fd = 0
         while fd in self._fds:
             fd += 1
