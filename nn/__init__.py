@@ -4,10 +4,10 @@
 their torch names.
 """
 
-from . import functional, init
+from . import functional, init, serialization
 from .layers import *  # noqa: F403
 from .layers import __all__ as _layers
 from .module import IncompatibleKeys, Module
 from .parameter import Parameter
 
-__all__ = ["IncompatibleKeys", "Module", "Parameter", "functional", "init", *_layers]
+__all__ = ["IncompatibleKeys", "Module", "Parameter", "functional", "init", "serialization", *_layers]
