@@ -13,6 +13,7 @@ known, and kernel calls once the imports are.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -99,8 +100,26 @@ def _message_segment(graph: Graph, base: int) -> tuple[bytes, dict[str, tuple[in
     return bytes(blob), where
 
 
-def generate(graph: Graph, producer: str) -> bytes:
-    """Encode ``graph`` (after ``passes.optimize``) as a model module.
+@dataclass(frozen=True)
+class Layout:
+    """Where things live in linear memory; every address the module uses derives from it."""
+
+    messages: bytes
+    message_at: dict[str, tuple[int, int]]
+    weights_base: int
+    arena_base: int
+    memory_bytes: int
+
+    @property
+    def pages(self) -> int:
+        return max(1, -(-self.memory_bytes // PAGE))
+
+    def address(self, graph: Graph, value: Value) -> int:
+        return self.arena_base + graph.meta["arena"][id(value)]
+
+
+def lower(graph: Graph) -> tuple[LowerContext, Layout]:
+    """Lower every node (after ``passes.optimize``) and lay out memory.
 
     Raises:
         CompileError: an op cannot be lowered, naming the node and the user's source line.
@@ -111,55 +130,81 @@ def generate(graph: Graph, producer: str) -> bytes:
             ops.get(node.op).lower(node, ctx)
         except CompileError as err:
             raise CompileError(f"while lowering {node.describe()}: {err}") from None
-
     messages, message_at = _message_segment(graph, SCRATCH_BYTES)
     weights_base = _aligned(SCRATCH_BYTES + len(messages))
     arena_base = _aligned(weights_base + len(ctx.weights))
-    memory_bytes = arena_base + graph.meta["arena_bytes"]
-    pages = max(1, -(-memory_bytes // PAGE))
+    return ctx, Layout(messages, message_at, weights_base, arena_base,
+                       arena_base + graph.meta["arena_bytes"])
 
+
+def report_error(code: Code, fd_write: int, pointer: int, length: int) -> None:
+    """Emit: write the message at ``pointer`` to stderr (iovec in the scratch bytes)."""
+    code.emit("i32.const", 0).emit("i32.const", pointer).emit("i32.store", 2)
+    code.emit("i32.const", 4).emit("i32.const", length).emit("i32.store", 2)
+    code.emit("i32.const", 2).emit("i32.const", 0).emit("i32.const", 1)
+    code.emit("i32.const", 8).emit("call", fd_write).emit("drop")
+
+
+def run_function(ctx: LowerContext, layout: Layout, kernel_index: dict[str, int],
+                 fd_write: int | None) -> Code:
+    """``run(dims...) -> i32``: check each dim's range (reporting on stderr, returning 1),
+    then make the kernel calls and return 0."""
+    graph = ctx.graph
+    code = Code(("i32",) * len(graph.dims))
+    for param, (name, (low, high)) in enumerate(graph.dims.items()):
+        assert fd_write is not None
+        code.emit("local.get", param).emit("i32.const", low).emit("i32.lt_u")
+        code.emit("local.get", param).emit("i32.const", high).emit("i32.gt_u").emit("i32.or")
+        code.emit("if")
+        report_error(code, fd_write, *layout.message_at[name])
+        code.emit("i32.const", 1).emit("return").emit("end")
+    for record in ctx.records:
+        kind = record[0]
+        if kind == "weight":
+            code.emit("i32.const", layout.weights_base + record[1])
+        elif kind == "arena":
+            code.emit("i32.const", layout.arena_base + record[1])
+        elif kind == "kernel":
+            code.emit("call", kernel_index[record[1]])
+        else:
+            code.emit(*record)
+    code.emit("i32.const", 0)
+    return code
+
+
+def add_data_and_metadata(builder: ModuleBuilder, ctx: LowerContext, layout: Layout,
+                          producer: str, **extra: object) -> None:
+    """The message and weight data segments, and the metadata custom section."""
+    graph = ctx.graph
+    if layout.messages:
+        builder.add_data(SCRATCH_BYTES, layout.messages)
+    if ctx.weights:
+        builder.add_data(layout.weights_base, bytes(ctx.weights))
+    builder.add_custom(SECTION, encode_metadata(
+        graph, producer=producer,
+        input_offsets={n: layout.address(graph, v) for n, v in graph.inputs.items()},
+        output_offsets={n: layout.address(graph, v) for n, v in graph.outputs.items()},
+        weights_bytes=len(ctx.weights), memory_bytes=layout.memory_bytes, **extra))
+
+
+def generate(graph: Graph, producer: str) -> bytes:
+    """Encode ``graph`` (after ``passes.optimize``) as a model module that imports its
+    memory, its kernels and (with symbolic dims) WASI ``fd_write``.
+
+    Raises:
+        CompileError: an op cannot be lowered, naming the node and the user's source line.
+    """
+    ctx, layout = lower(graph)
     builder = ModuleBuilder()
-    builder.import_memory("env", "memory", MemoryType(Limits(pages)))
+    builder.import_memory("env", "memory", MemoryType(Limits(layout.pages)))
     fd_write = builder.import_func(WASI, "fd_write", FD_WRITE) if graph.dims else None
     kernel_index = {}
     for name in ctx.kernels:
         spec = abi.BY_NAME[name]
         kernel_index[name] = builder.import_func(abi.MODULE, name,
                                                  FuncType(spec.param_types, spec.results))
-
-    code = Code(("i32",) * len(graph.dims))
-    for param, (name, (low, high)) in enumerate(graph.dims.items()):
-        pointer, length = message_at[name]
-        code.emit("local.get", param).emit("i32.const", low).emit("i32.lt_u")
-        code.emit("local.get", param).emit("i32.const", high).emit("i32.gt_u").emit("i32.or")
-        code.emit("if")
-        code.emit("i32.const", 0).emit("i32.const", pointer).emit("i32.store", 2)
-        code.emit("i32.const", 4).emit("i32.const", length).emit("i32.store", 2)
-        code.emit("i32.const", 2).emit("i32.const", 0).emit("i32.const", 1)
-        code.emit("i32.const", 8).emit("call", fd_write).emit("drop")
-        code.emit("i32.const", 1).emit("return").emit("end")
-    for record in ctx.records:
-        kind = record[0]
-        if kind == "weight":
-            code.emit("i32.const", weights_base + record[1])
-        elif kind == "arena":
-            code.emit("i32.const", arena_base + record[1])
-        elif kind == "kernel":
-            code.emit("call", kernel_index[record[1]])
-        else:
-            code.emit(*record)
-    code.emit("i32.const", 0)
-    builder.add_function(FuncType(("i32",) * len(graph.dims), ("i32",)), code, export="run")
+    builder.add_function(FuncType(("i32",) * len(graph.dims), ("i32",)),
+                         run_function(ctx, layout, kernel_index, fd_write), export="run")
     builder.export("memory", "memory", 0)
-
-    if messages:
-        builder.add_data(SCRATCH_BYTES, messages)
-    if ctx.weights:
-        builder.add_data(weights_base, bytes(ctx.weights))
-    arena = graph.meta["arena"]
-    builder.add_custom(SECTION, encode_metadata(
-        graph, producer=producer,
-        input_offsets={n: arena_base + arena[id(v)] for n, v in graph.inputs.items()},
-        output_offsets={n: arena_base + arena[id(v)] for n, v in graph.outputs.items()},
-        weights_bytes=len(ctx.weights), memory_bytes=memory_bytes))
+    add_data_and_metadata(builder, ctx, layout, producer)
     return builder.encode()

@@ -18,8 +18,9 @@ def _tensor(name: str, value: Value, offset: int) -> dict[str, object]:
 
 def encode_metadata(graph: Graph, *, producer: str, input_offsets: dict[str, int],
                     output_offsets: dict[str, int], weights_bytes: int,
-                    memory_bytes: int) -> bytes:
-    """The UTF-8 JSON payload describing ``graph``'s interface and memory use."""
+                    memory_bytes: int, **extra: object) -> bytes:
+    """The UTF-8 JSON payload describing ``graph``'s interface and memory use; ``extra``
+    keys (e.g. ``standalone``) are added as they are."""
     meta = {
         "format": FORMAT,
         "producer": producer,
@@ -33,5 +34,6 @@ def encode_metadata(graph: Graph, *, producer: str, input_offsets: dict[str, int
         "activation_bytes": graph.meta["activation_bytes"],
         "weights_bytes": weights_bytes,
         "memory_bytes": memory_bytes,
+        **extra,
     }
     return json.dumps(meta, separators=(",", ":")).encode()
