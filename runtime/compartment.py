@@ -61,14 +61,27 @@ class Limits:
             raise ValueError(f"fuel must be a positive count, got {self.fuel!r}")
 
 
+Features = tuple[tuple[str, bool], ...]
+"""Overrides of wasmtime's ``Config.wasm_<name>`` switches, e.g. ``(("multi_memory", False),)``."""
+
+
 @functools.lru_cache(maxsize=None)
-def engine(fuel: bool = False) -> wasmtime.Engine:
-    """The shared engine for a configuration; modules compiled on it are shared too."""
+def engine(fuel: bool = False, features: Features = ()) -> wasmtime.Engine:
+    """The shared engine for a configuration; modules compiled on it are shared too.
+
+    Raises:
+        ValueError: a feature name is not one of wasmtime's ``Config.wasm_*`` switches.
+    """
     config = wasmtime.Config()
     config.epoch_interruption = True
     config.consume_fuel = fuel
     config.wasm_relaxed_simd = True
     config.wasm_simd = True
+    known = sorted(n[len("wasm_"):] for n in dir(wasmtime.Config) if n.startswith("wasm_"))
+    for name, enabled in features:
+        if name not in known:
+            raise ValueError(f"unknown wasm feature {name!r}; available: {known}")
+        setattr(config, f"wasm_{name}", enabled)
     return wasmtime.Engine(config)
 
 
@@ -165,9 +178,17 @@ def translate(error: BaseException, limits: Limits) -> Exception:
 class Compartment:
     """One store with its limits: instantiate modules into it and call their exports."""
 
-    def __init__(self, limits: Limits | None = None):
+    def __init__(self, limits: Limits | None = None, features: Features = ()):
+        """Args:
+            features: wasm feature switches that differ from wasmtime's defaults (the spec
+                test runner turns off proposals newer than the suite it runs).
+
+        Raises:
+            ValueError: an unknown feature name.
+        """
         self.limits = limits or Limits()
-        self.engine = engine(fuel=self.limits.fuel is not None)
+        self.features = features
+        self.engine = engine(fuel=self.limits.fuel is not None, features=features)
         self.store = wasmtime.Store(self.engine)
         self.store.set_limits(memory_size=self.limits.max_memory,
                               instances=self.limits.max_instances,
@@ -192,7 +213,9 @@ class Compartment:
         """
         try:
             info = read_module(wasm)
-            module = compile_module(self.engine, wasm, f"fuel={self.limits.fuel is not None}")
+            key = f"fuel={self.limits.fuel is not None}" + (
+                f"|features={self.features}" if self.features else "")
+            module = compile_module(self.engine, wasm, key)
         except WasmFormatError as err:
             raise ModelFormatError(f"malformed WebAssembly: {err}") from None
         except wasmtime.WasmtimeError as err:
