@@ -4,10 +4,11 @@
 their torch names.
 """
 
-from . import functional, init, serialization
+from . import functional, init, models, serialization
 from .layers import *  # noqa: F403
 from .layers import __all__ as _layers
 from .module import IncompatibleKeys, Module
 from .parameter import Parameter
 
-__all__ = ["IncompatibleKeys", "Module", "Parameter", "functional", "init", "serialization", *_layers]
+__all__ = ["IncompatibleKeys", "Module", "Parameter", "functional", "init", "models",
+           "serialization", *_layers]

@@ -16,7 +16,7 @@ PathLike = str | os.PathLike[str]
 
 
 def _arrays(state_dict: Mapping[str, Any]) -> dict[str, np.ndarray]:
-    return {key: np.ascontiguousarray(np.asarray(value)) for key, value in state_dict.items()}
+    return {key: np.asarray(value, order="C") for key, value in state_dict.items()}
 
 
 def save_safetensors(state_dict: Mapping[str, Any], path: PathLike,

@@ -1,0 +1,193 @@
+"""``nn.functional`` against ``torch.nn.functional``, and the primitive protocol: composite
+ops and whole layers, run on a tracer, reach numpy only through primitives."""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any, Callable
+
+import numpy as np
+import pytest
+
+import nn
+from nn import functional as F
+from nn._dispatch import is_primitive
+from nn_parity import assert_close, copy_into, randomize
+
+torch = pytest.importorskip("torch")
+TF = torch.nn.functional
+
+rng = np.random.default_rng(0)
+X = (rng.standard_normal((2, 3, 5)) * 3).astype(np.float32)
+Y = (rng.standard_normal((3, 5)) * 3).astype(np.float32)
+POS = np.abs(X) + 0.1
+
+# (name, ours, torch, inputs): the same arguments go to both.
+CASES: list[tuple[str, Callable[..., Any], Callable[..., Any], tuple[Any, ...]]] = [
+    ("exp", F.exp, torch.exp, (X / 3,)),
+    ("log", F.log, torch.log, (POS,)),
+    ("sqrt", F.sqrt, torch.sqrt, (POS,)),
+    ("rsqrt", F.rsqrt, torch.rsqrt, (POS,)),
+    ("tanh", F.tanh, torch.tanh, (X,)),
+    ("erf", F.erf, torch.erf, (X,)),
+    ("sigmoid", F.sigmoid, torch.sigmoid, (X * 20,)),
+    ("abs", F.abs, torch.abs, (X,)),
+    ("neg", F.neg, torch.neg, (X,)),
+    ("relu", F.relu, TF.relu, (X,)),
+    ("add", F.add, torch.add, (X, Y)),
+    ("sub", F.sub, torch.sub, (X, Y)),
+    ("mul", F.mul, torch.mul, (X, Y)),
+    ("div", F.div, torch.div, (X, POS)),
+    ("pow", F.pow, torch.pow, (POS, Y)),
+    ("maximum", F.maximum, torch.maximum, (X, Y)),
+    ("minimum", F.minimum, torch.minimum, (X, Y)),
+    ("where", F.where, torch.where, (X > 0, X, Y)),
+    ("gt", F.gt, torch.gt, (X, Y)),
+    ("le", F.le, torch.le, (X, Y)),
+    ("sum", lambda x: F.sum(x, dim=(0, 2), keepdim=True),
+     lambda x: torch.sum(x, dim=(0, 2), keepdim=True), (X,)),
+    ("mean", lambda x: F.mean(x, dim=-1), lambda x: torch.mean(x, dim=-1), (X,)),
+    ("amax", lambda x: F.amax(x, dim=1), lambda x: torch.amax(x, dim=1), (X,)),
+    ("softmax", lambda x: F.softmax(x, 1), lambda x: TF.softmax(x, 1), (X * 10,)),
+    ("log_softmax", lambda x: F.log_softmax(x, -1), lambda x: TF.log_softmax(x, -1), (X,)),
+    ("matmul", F.matmul, torch.matmul, (X, Y.T.copy())),
+    ("linear", F.linear, TF.linear, (X, Y, Y[:, 0].copy())),
+    ("concat", lambda a, b: F.concat([a, b], dim=1), lambda a, b: torch.cat([a, b], dim=1),
+     (X, X)),
+    ("split", lambda x: F.split(x, [1, 4], dim=2), lambda x: torch.split(x, [1, 4], dim=2),
+     (X,)),
+    ("slice", lambda x: F.slice(x, 2, 1, 5, 2), lambda x: x[:, :, 1:5:2], (X,)),
+    ("pad", lambda x: F.pad(x, (1, 2, 0, -1)), lambda x: TF.pad(x, (1, 2, 0, -1)), (X,)),
+    ("pad_reflect", lambda x: F.pad(x, (2, 1), mode="reflect"),
+     lambda x: TF.pad(x, (2, 1), mode="reflect"), (X,)),
+    ("permute", lambda x: F.permute(x, (2, 0, 1)), lambda x: x.permute(2, 0, 1), (X,)),
+    ("transpose", lambda x: F.transpose(x, 0, 2), lambda x: x.transpose(0, 2), (X,)),
+    ("gelu", F.gelu, TF.gelu, (X,)),
+    ("gelu_tanh", lambda x: F.gelu(x, "tanh"), lambda x: TF.gelu(x, approximate="tanh"),
+     (X,)),
+    ("silu", F.silu, TF.silu, (X,)),
+    ("hardswish", F.hardswish, TF.hardswish, (X,)),
+    ("hardsigmoid", F.hardsigmoid, TF.hardsigmoid, (X,)),
+    ("relu6", F.relu6, TF.relu6, (X,)),
+    ("leaky_relu", lambda x: F.leaky_relu(x, 0.2), lambda x: TF.leaky_relu(x, 0.2), (X,)),
+    ("layer_norm", lambda x, w: F.layer_norm(x, (5,), w, w), 
+     lambda x, w: TF.layer_norm(x, (5,), w, w), (X, Y[0].copy())),
+    ("group_norm", lambda x: F.group_norm(x[None], 1), lambda x: TF.group_norm(x[None], 1),
+     (X,)),
+    ("instance_norm", F.instance_norm, TF.instance_norm, (X,)),
+    ("sdpa", F.scaled_dot_product_attention, TF.scaled_dot_product_attention, (X, X, X)),
+    ("sdpa_causal", lambda q: F.scaled_dot_product_attention(q, q, q, is_causal=True),
+     lambda q: TF.scaled_dot_product_attention(q, q, q, is_causal=True), (X,)),
+    ("sdpa_bool_mask", lambda q, m: F.scaled_dot_product_attention(q, q, q, m),
+     lambda q, m: TF.scaled_dot_product_attention(q, q, q, m), (X, np.eye(3, dtype=bool))),
+    ("conv1d", lambda x, w: F.conv1d(x, w, padding="same", dilation=2),
+     lambda x, w: TF.conv1d(x, w, padding="same", dilation=2),
+     (X, rng.standard_normal((4, 3, 3)).astype(np.float32))),
+]
+
+
+@pytest.mark.parametrize("case", CASES, ids=[case[0] for case in CASES])
+def test_function_matches_torch(case: tuple[Any, ...]) -> None:
+    _, ours, theirs, inputs = case
+    assert_close(ours(*inputs), theirs(*(torch.from_numpy(np.ascontiguousarray(x))
+                                         for x in inputs)))
+
+
+def test_every_public_function_has_a_doctest() -> None:
+    for name in F.__all__:
+        if name != "PRIMITIVES":
+            assert ">>>" in (inspect.getdoc(getattr(F, name)) or ""), name
+
+
+class Tracer:
+    """A minimal tracer: records primitive names, computes with their numpy bodies, and
+    refuses direct numpy use (so a composite calling numpy on it fails)."""
+
+    __array_ufunc__ = None
+    log: list[str] = []
+
+    def __init__(self, value: np.ndarray) -> None:
+        self.value = value
+
+    @classmethod
+    def __nn_function__(cls, name: str, signature: Any, bound: dict[str, Any]) -> Any:
+        cls.log.append(name)
+
+        def unwrap(v: Any) -> Any:
+            if isinstance(v, Tracer):
+                return v.value
+            return type(v)(unwrap(i) for i in v) if isinstance(v, (list, tuple)) else v
+
+        result = getattr(F, name).__nn_primitive__(**{k: unwrap(v) for k, v in bound.items()})
+        return tuple(map(Tracer, result)) if isinstance(result, tuple) else Tracer(result)
+
+    shape = property(lambda self: self.value.shape)
+    ndim = property(lambda self: self.value.ndim)
+    dtype = property(lambda self: self.value.dtype)
+    __add__ = lambda self, other: F.add(self, other)  # noqa: E731
+    __radd__ = lambda self, other: F.add(other, self)  # noqa: E731
+    __sub__ = lambda self, other: F.sub(self, other)  # noqa: E731
+    __rsub__ = lambda self, other: F.sub(other, self)  # noqa: E731
+    __mul__ = lambda self, other: F.mul(self, other)  # noqa: E731
+    __rmul__ = lambda self, other: F.mul(other, self)  # noqa: E731
+    __truediv__ = lambda self, other: F.div(self, other)  # noqa: E731
+    __matmul__ = lambda self, other: F.matmul(self, other)  # noqa: E731
+    __neg__ = lambda self: F.neg(self)  # noqa: E731
+
+
+def _traced(fn: Callable[..., Any], *inputs: Any, **kwargs: Any) -> tuple[Any, list[str]]:
+    Tracer.log = []
+    out = fn(*(Tracer(x) for x in inputs), **kwargs)
+    value = out[0] if isinstance(out, tuple) else out
+    return value.value, Tracer.log
+
+
+COMPOSITES = [name for name in F.__all__
+              if name != "PRIMITIVES" and not is_primitive(getattr(F, name))]
+
+
+@pytest.mark.parametrize("name", [case[0] for case in CASES if case[0] in COMPOSITES])
+def test_composite_traces_to_primitives_only(name: str) -> None:
+    _, ours, _, inputs = next(case for case in CASES if case[0] == name)
+    value, log = _traced(ours, *inputs)
+    assert log and set(log) <= set(F.PRIMITIVES)
+    np.testing.assert_allclose(value, ours(*inputs), rtol=1e-6, atol=1e-6)
+
+
+def test_layers_trace_to_primitives_and_match_eager() -> None:
+    torch.manual_seed(0)
+    layer = copy_into(nn.TransformerEncoderLayer(8, 2, 16, activation="gelu",
+                                                 batch_first=True),
+                      randomize(torch.nn.TransformerEncoderLayer(8, 2, 16, activation="gelu",
+                                                                 batch_first=True))).eval()
+    x = rng.standard_normal((2, 3, 8)).astype(np.float32)
+    padding = np.array([[False, False, True], [False] * 3])
+    value, log = _traced(lambda t: layer(t, src_key_padding_mask=padding), x)
+    np.testing.assert_allclose(value, layer(x, src_key_padding_mask=padding), rtol=1e-6)
+    assert {"linear", "softmax", "layer_norm", "erf"} <= set(log) <= set(F.PRIMITIVES)
+
+    config = nn.models.BertConfig(vocab_size=20, hidden_size=8, num_hidden_layers=1,
+                                  num_attention_heads=2, intermediate_size=16)
+    bert = nn.models.BertModel(config).eval()
+    ids, mask = np.array([[1, 5, 7]]), np.array([[1, 1, 0]])
+    value, log = _traced(bert, ids, mask)
+    np.testing.assert_allclose(value, bert(ids, mask)[0], rtol=1e-6)
+    assert "embedding" in log and set(log) <= set(F.PRIMITIVES)
+
+
+def test_functional_errors_name_the_offending_value() -> None:
+    with pytest.raises(ValueError, match=r"approximate argument must be either none or tanh, "
+                                         r"got 'fast'"):
+        F.gelu(X, "fast")
+    with pytest.raises(ValueError, match=r"unknown padding mode 'mirror'; available: "):
+        F.pad(X, (1, 1), mode="mirror")
+    with pytest.raises(ValueError, match=r"split sizes \[1, 1\] must sum to the length 5"):
+        F.split(X, [1, 1], dim=2)
+    with pytest.raises(ValueError, match=r"Expected 4D \(batched\) input to conv2d, but got "
+                                         r"input of size: \[2, 3, 5\]"):
+        F.conv2d(X, np.zeros((1, 3, 1, 1), np.float32))
+    with pytest.raises(ValueError, match=r"output padding \(2, 2\) must be smaller"):
+        F.conv_transpose2d(X[None], np.zeros((2, 1, 2, 2), np.float32), stride=2,
+                           output_padding=2)
+    with pytest.raises(ValueError, match="batch_norm outside training needs running_mean"):
+        F.batch_norm(X, None, None)
