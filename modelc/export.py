@@ -9,6 +9,7 @@ from typing import Any
 import nn
 
 from .codegen import generate
+from .standalone import generate_standalone
 from .graph import Graph
 from .passes import optimize
 from .trace import DynamicSpec, trace
@@ -21,14 +22,17 @@ def producer() -> str:
         return "wasmnn (not installed)"
 
 
-def compile_graph(graph: Graph) -> bytes:
-    """Optimise ``graph`` and generate its model module."""
-    return generate(optimize(graph), producer())
+def compile_graph(graph: Graph, *, standalone: bool = False, isa: str = "simd128") -> bytes:
+    """Optimise ``graph`` and generate its model module (linked or standalone)."""
+    graph = optimize(graph)
+    if standalone:
+        return generate_standalone(graph, producer(), isa)
+    return generate(graph, producer())
 
 
 def export(model: nn.Module | Graph, example_inputs: Any = None,
            path: str | os.PathLike[str] | None = None, *, dynamic: DynamicSpec | None = None,
-           standalone: bool = False) -> bytes:
+           standalone: bool = False, isa: str = "simd128") -> bytes:
     """Compile ``model`` to a WebAssembly model module and return its bytes.
 
     Args:
@@ -36,18 +40,18 @@ def export(model: nn.Module | Graph, example_inputs: Any = None,
         example_inputs: ``{name: ndarray}`` or a tuple of arrays (``input0``, ``input1``, ...).
         path: also write the bytes to this file.
         dynamic: ``{input: {axis: (dim_name, min, max)}}`` for symbolic dimensions.
-        standalone: link the kernels in and read/write stdin/stdout under any WASI engine.
+        standalone: link the kernels in and import only WASI: ``_start`` reads ``.npy``
+            inputs from stdin and writes ``.npy`` outputs to stdout (see
+            ``modelc.standalone``), so any WASI engine runs it.
+        isa: kernel variant linked into a standalone module: ``"simd128"`` (portable,
+            the default) or ``"relaxed"`` (relaxed SIMD) or ``"scalar"``.
 
     Raises:
         TraceError, UnsupportedOpError, CompileError: the model cannot be compiled; the
             message names the op and the user's source line.
-        NotImplementedError: ``standalone=True`` (not available yet).
     """
-    if standalone:
-        raise NotImplementedError("standalone export is not available yet; export without "
-                                  "standalone=True and run the model with wasmnn's runtime")
     graph = model if isinstance(model, Graph) else trace(model, example_inputs, dynamic)
-    wasm = compile_graph(graph)
+    wasm = compile_graph(graph, standalone=standalone, isa=isa)
     if path is not None:
         with open(path, "wb") as out:
             out.write(wasm)

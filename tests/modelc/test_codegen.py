@@ -52,8 +52,3 @@ def test_export_writes_the_file(mlp, tmp_path):
     path = tmp_path / "m.wasm"
     wasm = modelc.export(mlp, (np.zeros((1, 12), np.float32),), path)
     assert path.read_bytes() == wasm
-
-
-def test_standalone_is_refused_clearly(mlp):
-    with pytest.raises(NotImplementedError, match="standalone export is not available yet"):
-        modelc.export(mlp, (np.zeros((1, 12), np.float32),), standalone=True)

@@ -1,0 +1,104 @@
+"""Standalone exports run under wasmnn's WASI and Node's WASI with the same numbers."""
+
+import io
+import shutil
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import modelc
+from runtime.commands.wasi import run_command
+from wasi_intrinsics.wasi import WasiConfig
+from wasm_kernels import abi
+from wasm_kernels.wasm import read_module
+
+NODE_RUNNER = Path(__file__).parents[2] / "examples" / "standalone" / "run_wasi.mjs"
+
+
+def npy(array: np.ndarray) -> bytes:
+    buffer = io.BytesIO()
+    np.save(buffer, array)
+    return buffer.getvalue()
+
+
+def run_wasi(wasm: bytes, stdin: bytes) -> tuple[int, bytes, str]:
+    config = WasiConfig(args=["model.wasm"], stdin=io.BytesIO(stdin))
+    code = run_command(wasm, config)
+    return code, config.stdout.getvalue(), config.stderr.getvalue().decode()
+
+
+@pytest.fixture(scope="module")
+def standalone() -> tuple[object, bytes]:
+    import nn
+    np.random.seed(0)
+    model = nn.Sequential(nn.Linear(12, 16), nn.ReLU(), nn.Linear(16, 5)).eval()
+    wasm = modelc.export(model, (np.zeros((2, 12), np.float32),), standalone=True,
+                         dynamic={"input0": {0: ("batch", 1, 33)}})
+    return model, wasm
+
+
+def test_imports_only_wasi_and_contains_the_kernels(standalone):
+    _, wasm = standalone
+    info = read_module(wasm)
+    assert {i.module for i in info.imports} == {"wasi_snapshot_preview1"}
+    assert {e.name for e in info.exports} >= {"_start", "memory", "run"}
+    assert not any(e.name in abi.BY_NAME for e in info.exports)
+
+
+@pytest.mark.parametrize("batch", [1, 4, 33])
+def test_outputs_match_eager(standalone, batch):
+    model, wasm = standalone
+    x = np.random.default_rng(batch).standard_normal((batch, 12)).astype(np.float32)
+    code, stdout, stderr = run_wasi(wasm, npy(x))
+    assert code == 0, stderr
+    y = np.load(io.BytesIO(stdout))
+    assert y.shape == (batch, 5) and y.dtype == np.float32
+    ref = model(x)
+    assert np.abs(y - ref).max() / np.abs(ref).max() < 1e-5
+
+
+@pytest.mark.parametrize("payload, message", [
+    (b"", "expected a .npy array on stdin for input 'input0'"),
+    (b"not an npy file at all", "expected a .npy array on stdin"),
+    (npy(np.zeros((2, 12))), "input 'input0' must be float32"),
+    (npy(np.zeros((2, 11), np.float32)), r"input 'input0' must have shape \(batch, 12\)"),
+    (npy(np.zeros((2, 3, 12), np.float32)), r"must have shape \(batch, 12\)"),
+    (npy(np.zeros((40, 12), np.float32)), r"dim 'batch' must be in \[1, 33\]"),
+    (npy(np.zeros((3, 12), np.float32))[:-10], "fewer data bytes than its shape needs"),
+    (npy(np.zeros((3, 12), np.float32))[:40], "truncated .npy header"),
+    (npy(np.asfortranarray(np.zeros((3, 12), np.float32))), "must be in C order"),
+])
+def test_bad_stdin_is_one_line_on_stderr_and_exit_1(standalone, payload, message):
+    _, wasm = standalone
+    code, stdout, stderr = run_wasi(wasm, payload)
+    assert code == 1 and stdout == b""
+    assert stderr.count("\n") == 1
+    import re
+    assert re.search(message, stderr), stderr
+
+
+def test_relaxed_variant_is_only_used_when_asked(standalone):
+    model, _ = standalone
+    example = (np.zeros((2, 12), np.float32),)
+    relaxed = modelc.export(model, example, standalone=True, isa="relaxed")
+    portable = modelc.export(model, example, standalone=True)
+    assert b"\xfd\x85\x02" in relaxed  # f32x4.relaxed_madd
+    assert b"\xfd\x85\x02" not in portable
+    x = np.ones((2, 12), np.float32)
+    code, stdout, _ = run_wasi(relaxed, npy(x))
+    assert code == 0
+    np.testing.assert_allclose(np.load(io.BytesIO(stdout)), model(x), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.skipif(shutil.which("node") is None, reason="Node.js is not installed")
+def test_node_wasi_gives_the_same_bits(standalone, tmp_path):
+    _, wasm = standalone
+    path = tmp_path / "model.wasm"
+    path.write_bytes(wasm)
+    x = np.random.default_rng(7).standard_normal((6, 12)).astype(np.float32)
+    node = subprocess.run(["node", "--no-warnings", str(NODE_RUNNER), str(path)],
+                          input=npy(x), capture_output=True, check=True)
+    _, ours, _ = run_wasi(wasm, npy(x))
+    np.testing.assert_array_equal(np.load(io.BytesIO(node.stdout)), np.load(io.BytesIO(ours)))
