@@ -31,6 +31,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                              "repeat in forward's argument order")
     parser.add_argument("--dynamic", metavar="NAME:AXIS=DIM:MIN:MAX", action="append",
                         default=[], help="make an axis symbolic, e.g. input0:0=batch:1:64")
+    parser.add_argument("--standalone", action="store_true",
+                        help="link the kernels in and import only WASI: the module reads .npy "
+                             "inputs on stdin and writes .npy outputs on stdout under any WASI "
+                             "engine (wasmtime, Node, wasmnn wasi run)")
+    parser.add_argument("--isa", choices=("simd128", "relaxed", "scalar"), default="simd128",
+                        help="kernel variant for --standalone (default: %(default)s, which "
+                             "every SIMD engine runs; relaxed needs relaxed-SIMD support)")
     parser.set_defaults(handler=export_command)
 
 
@@ -98,6 +105,6 @@ def export_command(args: argparse.Namespace) -> int:
         dynamic.setdefault(name, {})[int(axis)] = (dim, int(low), int(high))
     positional = all(re.fullmatch(r"input\d+", n) for n in inputs)
     wasm = export(model, tuple(inputs.values()) if positional else inputs, args.output,
-                  dynamic=dynamic or None)
+                  dynamic=dynamic or None, standalone=args.standalone, isa=args.isa)
     print(f"wrote {args.output} ({len(wasm)} bytes)")
     return 0
