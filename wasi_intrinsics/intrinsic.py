@@ -137,11 +137,12 @@ class IntrinsicModule:
         def declare(fn: Callable[..., Any]) -> Callable[..., Any]:
             hints = typing.get_type_hints(fn)
             params = list(inspect.signature(fn).parameters)[1:]
-            try:
-                types = tuple(_ANNOTATIONS[hints[p]] for p in params)
-            except KeyError as err:
-                raise TypeError(f"{fn.__name__}: parameter {err.args[0]!r} needs a wasm type "
-                                "annotation (i32, i64, f32 or f64)") from None
+            for param in params:
+                if hints.get(param) not in _ANNOTATIONS:
+                    raise TypeError(f"{fn.__name__}: parameter {param!r} needs a wasm type "
+                                    f"annotation (i32, i64, f32 or f64), got "
+                                    f"{hints.get(param, 'none')!r}")
+            types = tuple(_ANNOTATIONS[hints[p]] for p in params)
             result = hints.get("return", type(None))
             if result is not type(None) and result not in _ANNOTATIONS:
                 raise TypeError(f"{fn.__name__}: result must be annotated i32, i64, f32, f64 "
