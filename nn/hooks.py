@@ -26,7 +26,7 @@ class RemovableHandle:
             if store is not None and self.id in store:
                 del store[self.id]
 
-    def __enter__(self) -> "RemovableHandle":
+    def __enter__(self) -> RemovableHandle:
         return self
 
     def __exit__(self, *exc_info: object) -> None:

@@ -8,7 +8,8 @@ Three dicts hold a module's state by name (``_parameters``, ``_buffers``, ``_mod
 from __future__ import annotations
 
 from collections import OrderedDict
-from typing import Any, Callable, Iterator, Mapping, NamedTuple
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -24,7 +25,7 @@ def _typename(value: Any) -> str:
     return name if module == "builtins" else f"{module}.{name}"
 
 
-def _check_name(kind: str, name: Any, owner: "Module", store: dict[str, Any]) -> None:
+def _check_name(kind: str, name: Any, owner: Module, store: dict[str, Any]) -> None:
     if not isinstance(name, str):
         raise TypeError(f"{kind} name should be a string. Got {_typename(name)}")
     if "." in name:
@@ -60,10 +61,10 @@ class Module:
     """
 
     training: bool
-    _parameters: "OrderedDict[str, Parameter | None]"
-    _buffers: "OrderedDict[str, np.ndarray | None]"
+    _parameters: OrderedDict[str, Parameter | None]
+    _buffers: OrderedDict[str, np.ndarray | None]
     _non_persistent_buffers_set: set[str]
-    _modules: "OrderedDict[str, Module | None]"
+    _modules: OrderedDict[str, Module | None]
 
     def __init__(self) -> None:
         for name, value in (("training", True), ("_parameters", OrderedDict()),
@@ -119,7 +120,7 @@ class Module:
         else:
             self._non_persistent_buffers_set.add(name)
 
-    def add_module(self, name: str, module: "Module | None") -> None:
+    def add_module(self, name: str, module: Module | None) -> None:
         """Add a child module (or None) under ``name``.
 
         Raises:
@@ -131,7 +132,7 @@ class Module:
         _check_name("module", name, self, self._modules)
         self._modules[name] = module
 
-    def register_module(self, name: str, module: "Module | None") -> None:
+    def register_module(self, name: str, module: Module | None) -> None:
         """Alias of ``add_module``."""
         self.add_module(name, module)
 
@@ -202,7 +203,7 @@ class Module:
     # -- traversal ----------------------------------------------------------------------
 
     def named_modules(self, memo: set[int] | None = None, prefix: str = "",
-                      remove_duplicate: bool = True) -> Iterator[tuple[str, "Module"]]:
+                      remove_duplicate: bool = True) -> Iterator[tuple[str, Module]]:
         """This module and every descendant, depth first; a shared module is yielded once."""
         if memo is None:
             memo = set()
@@ -215,11 +216,11 @@ class Module:
             if child is not None:
                 yield from child.named_modules(memo, _join(prefix, name), remove_duplicate)
 
-    def modules(self) -> Iterator["Module"]:
+    def modules(self) -> Iterator[Module]:
         """This module and every descendant, each once."""
         return (module for _, module in self.named_modules())
 
-    def named_children(self) -> Iterator[tuple[str, "Module"]]:
+    def named_children(self) -> Iterator[tuple[str, Module]]:
         """Direct children by name, each once."""
         seen: set[int] = set()
         for name, child in self._modules.items():
@@ -227,7 +228,7 @@ class Module:
                 seen.add(id(child))
                 yield name, child
 
-    def children(self) -> Iterator["Module"]:
+    def children(self) -> Iterator[Module]:
         """Direct children, each once."""
         return (child for _, child in self.named_children())
 
@@ -261,7 +262,7 @@ class Module:
         """Buffers, each once."""
         return (buf for _, buf in self.named_buffers(recurse=recurse))
 
-    def get_submodule(self, target: str) -> "Module":
+    def get_submodule(self, target: str) -> Module:
         """The descendant at dotted path ``target`` (``""`` is this module).
 
         Raises:
@@ -307,8 +308,8 @@ class Module:
 
     # -- state dict ---------------------------------------------------------------------
 
-    def state_dict(self, *, destination: "OrderedDict[str, np.ndarray] | None" = None,
-                   prefix: str = "", keep_vars: bool = False) -> "OrderedDict[str, np.ndarray]":
+    def state_dict(self, *, destination: OrderedDict[str, np.ndarray] | None = None,
+                   prefix: str = "", keep_vars: bool = False) -> OrderedDict[str, np.ndarray]:
         """Parameters and persistent buffers by dotted name, exactly as torch names them.
 
         Values share memory with the module; ``keep_vars`` keeps Parameters as Parameters,
@@ -447,7 +448,7 @@ class Module:
 
     # -- mode, apply, dtype -------------------------------------------------------------
 
-    def train(self, mode: bool = True) -> "Module":
+    def train(self, mode: bool = True) -> Module:
         """Set training mode on this module and, through ``train``, on every child.
 
         Raises:
@@ -460,18 +461,18 @@ class Module:
             child.train(mode)
         return self
 
-    def eval(self) -> "Module":
+    def eval(self) -> Module:
         """``train(False)``: dropout becomes identity, batch norm uses running statistics."""
         return self.train(False)
 
-    def apply(self, fn: Callable[["Module"], None]) -> "Module":
+    def apply(self, fn: Callable[[Module], None]) -> Module:
         """Call ``fn`` on every child (recursively, children first), then on this module."""
         for child in self.children():
             child.apply(fn)
         fn(self)
         return self
 
-    def _apply(self, fn: Callable[[np.ndarray], np.ndarray]) -> "Module":
+    def _apply(self, fn: Callable[[np.ndarray], np.ndarray]) -> Module:
         """Replace every parameter and buffer by ``fn`` of it; shared ones stay shared."""
         done: dict[int, np.ndarray] = {}
         for module in self.modules():
@@ -485,7 +486,7 @@ class Module:
                     store[name] = done[id(value)]  # type: ignore[assignment]
         return self
 
-    def to(self, dtype: Any) -> "Module":
+    def to(self, dtype: Any) -> Module:
         """Cast floating-point parameters and buffers to ``dtype``; ``"cpu"`` is a no-op.
 
         Raises:
@@ -500,15 +501,15 @@ class Module:
         return self._apply(
             lambda t: t.astype(target) if np.issubdtype(t.dtype, np.floating) else t)
 
-    def float(self) -> "Module":
+    def float(self) -> Module:
         """Cast floating-point parameters and buffers to float32."""
         return self.to(np.float32)
 
-    def half(self) -> "Module":
+    def half(self) -> Module:
         """Cast floating-point parameters and buffers to float16."""
         return self.to(np.float16)
 
-    def double(self) -> "Module":
+    def double(self) -> Module:
         """Cast floating-point parameters and buffers to float64."""
         return self.to(np.float64)
 

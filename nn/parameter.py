@@ -28,7 +28,7 @@ class Parameter(np.ndarray):
     ('ndarray', 'Parameter')
     """
 
-    def __new__(cls, data: Any = None) -> "Parameter":
+    def __new__(cls, data: Any = None) -> Parameter:
         if data is None:
             data = np.empty(0, dtype=np.float32)
         return np.asarray(data).view(cls)

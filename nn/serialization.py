@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import os
 from collections import OrderedDict
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 
@@ -31,7 +32,7 @@ def save_safetensors(state_dict: Mapping[str, Any], path: PathLike,
     save_file(_arrays(state_dict), os.fspath(path), metadata=metadata)
 
 
-def load_safetensors(path: PathLike) -> "OrderedDict[str, np.ndarray]":
+def load_safetensors(path: PathLike) -> OrderedDict[str, np.ndarray]:
     """Read a ``.safetensors`` file (for example a Hugging Face ``model.safetensors``).
 
     Raises:
@@ -58,7 +59,7 @@ def save_npz(state_dict: Mapping[str, Any], path: PathLike) -> None:
         np.savez(file, **_arrays(state_dict))  # type: ignore[arg-type]
 
 
-def load_npz(path: PathLike) -> "OrderedDict[str, np.ndarray]":
+def load_npz(path: PathLike) -> OrderedDict[str, np.ndarray]:
     """Read an ``.npz`` archive written by ``save_npz`` (or ``numpy.savez``).
 
     Raises:
@@ -68,7 +69,7 @@ def load_npz(path: PathLike) -> "OrderedDict[str, np.ndarray]":
         return OrderedDict((key, archive[key]) for key in archive.files)
 
 
-def load_torch_state_dict(path: PathLike) -> "OrderedDict[str, np.ndarray]":
+def load_torch_state_dict(path: PathLike) -> OrderedDict[str, np.ndarray]:
     """Read a PyTorch checkpoint saved with ``torch.save(model.state_dict(), path)``
     (tensors only, loaded with ``weights_only=True``); bfloat16 becomes float32.
 

@@ -13,15 +13,50 @@ from .activation import gelu, hardsigmoid, hardswish, hardtanh, leaky_relu, relu
 from .attention import attention_weights, scaled_dot_product_attention
 from .conv import conv1d, conv2d, conv_padding, conv_transpose2d
 from .dropout import dropout
-from .elementwise import (abs, add, cast, div, eq, erf, exp, ge, gt, le, log, lt, maximum,
-                          minimum, mul, ne, neg, pow, relu, rsqrt, sigmoid, sqrt, sub, tanh,
-                          where)
+from .elementwise import (
+                          abs,
+                          add,
+                          cast,
+                          div,
+                          eq,
+                          erf,
+                          exp,
+                          ge,
+                          gt,
+                          le,
+                          log,
+                          lt,
+                          maximum,
+                          minimum,
+                          mul,
+                          ne,
+                          neg,
+                          pow,
+                          relu,
+                          rsqrt,
+                          sigmoid,
+                          sqrt,
+                          sub,
+                          tanh,
+                          where,
+)
 from .linear import linear, matmul
 from .normalization import batch_norm, group_norm, instance_norm, layer_norm
 from .pooling import adaptive_avg_pool2d, avg_pool2d, max_pool2d
 from .reduction import amax, log_softmax, mean, softmax, sum
-from .shape import (concat, embedding, flatten, pad, permute, reshape, slice, split, squeeze,
-                    transpose, unsqueeze)
+from .shape import (
+                          concat,
+                          embedding,
+                          flatten,
+                          pad,
+                          permute,
+                          reshape,
+                          slice,
+                          split,
+                          squeeze,
+                          transpose,
+                          unsqueeze,
+)
 
 __all__ = ["PRIMITIVES", "abs", "adaptive_avg_pool2d", "add", "amax", "attention_weights",
            "avg_pool2d", "batch_norm", "cast", "concat", "conv1d", "conv2d", "conv_padding",

@@ -4,7 +4,7 @@ and the composites built on them (transpose, flatten, unsqueeze, squeeze)."""
 from __future__ import annotations
 
 import builtins
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 

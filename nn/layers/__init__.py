@@ -1,7 +1,17 @@
 """Layers with PyTorch's constructor signatures, parameter names and shapes."""
 
-from .activation import (GELU, Hardswish, LeakyReLU, LogSoftmax, ReLU, ReLU6, SiLU, Sigmoid,
-                         Softmax, Tanh)
+from .activation import (
+                         GELU,
+                         Hardswish,
+                         LeakyReLU,
+                         LogSoftmax,
+                         ReLU,
+                         ReLU6,
+                         Sigmoid,
+                         SiLU,
+                         Softmax,
+                         Tanh,
+)
 from .attention import MultiheadAttention
 from .container import ModuleDict, ModuleList, Sequential
 from .conv import Conv1d, Conv2d, ConvTranspose2d
@@ -13,9 +23,38 @@ from .pooling import AdaptiveAvgPool2d, AvgPool2d, MaxPool2d
 from .sparse import Embedding
 from .transformer import TransformerEncoder, TransformerEncoderLayer
 
-__all__ = ["AdaptiveAvgPool2d", "AvgPool2d", "BatchNorm1d", "BatchNorm2d", "Conv1d", "Conv2d",
-           "ConvTranspose2d", "Dropout", "Embedding", "Flatten", "GELU", "GroupNorm",
-           "Hardswish", "Identity", "InstanceNorm2d", "LayerNorm", "LeakyReLU", "Linear",
-           "LogSoftmax", "MaxPool2d", "ModuleDict", "ModuleList", "MultiheadAttention",
-           "NonDynamicallyQuantizableLinear", "ReLU", "ReLU6", "Sequential", "SiLU", "Sigmoid",
-           "Softmax", "Tanh", "TransformerEncoder", "TransformerEncoderLayer"]
+__all__ = [
+                         "GELU",
+                         "AdaptiveAvgPool2d",
+                         "AvgPool2d",
+                         "BatchNorm1d",
+                         "BatchNorm2d",
+                         "Conv1d",
+                         "Conv2d",
+                         "ConvTranspose2d",
+                         "Dropout",
+                         "Embedding",
+                         "Flatten",
+                         "GroupNorm",
+                         "Hardswish",
+                         "Identity",
+                         "InstanceNorm2d",
+                         "LayerNorm",
+                         "LeakyReLU",
+                         "Linear",
+                         "LogSoftmax",
+                         "MaxPool2d",
+                         "ModuleDict",
+                         "ModuleList",
+                         "MultiheadAttention",
+                         "NonDynamicallyQuantizableLinear",
+                         "ReLU",
+                         "ReLU6",
+                         "Sequential",
+                         "SiLU",
+                         "Sigmoid",
+                         "Softmax",
+                         "Tanh",
+                         "TransformerEncoder",
+                         "TransformerEncoderLayer",
+]

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import operator
 from collections import OrderedDict
-from typing import Any, Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Any
 
 from ..module import Module
 
@@ -37,12 +38,12 @@ class _Indexed(Module):
         self._modules = OrderedDict(
             (str(i), module) for i, module in enumerate(self._modules.values()))
 
-    def append(self, module: Module) -> "_Indexed":
+    def append(self, module: Module) -> _Indexed:
         """Add ``module`` at the end."""
         self.add_module(str(len(self)), module)
         return self
 
-    def extend(self, modules: Iterable[Module]) -> "_Indexed":
+    def extend(self, modules: Iterable[Module]) -> _Indexed:
         """Append every module of ``modules``."""
         for module in modules:
             self.append(module)
@@ -70,7 +71,7 @@ class Sequential(_Indexed):
     Linear(in_features=2, out_features=3, bias=True)
     """
 
-    def __init__(self, *args: Module | "OrderedDict[str, Module]") -> None:
+    def __init__(self, *args: Module | OrderedDict[str, Module]) -> None:
         super().__init__()
         if len(args) == 1 and isinstance(args[0], OrderedDict):
             for name, module in args[0].items():
@@ -108,7 +109,7 @@ class ModuleList(_Indexed):
             return type(self)(list(self._modules.values())[idx])  # type: ignore[arg-type]
         return self._modules[self._key(idx)]
 
-    def __iadd__(self, modules: Iterable[Module]) -> "ModuleList":
+    def __iadd__(self, modules: Iterable[Module]) -> ModuleList:
         return self.extend(modules)  # type: ignore[return-value]
 
     def __repr__(self) -> str:

@@ -4,7 +4,8 @@ attribute forms (tuples), parameter shapes, initialisation and reprs."""
 from __future__ import annotations
 
 import math
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 

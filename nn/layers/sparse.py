@@ -56,7 +56,7 @@ class Embedding(Module):
 
     @classmethod
     def from_pretrained(cls, embeddings: np.ndarray, freeze: bool = True,
-                        padding_idx: int | None = None) -> "Embedding":
+                        padding_idx: int | None = None) -> Embedding:
         """An Embedding whose weight is ``embeddings`` (2-D); ``freeze`` is accepted for
         compatibility (nn never trains).
 

@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import copy
-from typing import Any, Callable
-
-import numpy as np
+from collections.abc import Callable
+from typing import Any
 
 from .. import functional as F
 from ..module import Module
@@ -28,6 +27,7 @@ class TransformerEncoderLayer(Module):
     Raises:
         ValueError: an activation name other than relu/gelu.
 
+    >>> import numpy as np
     >>> layer = TransformerEncoderLayer(8, 2, dim_feedforward=16, batch_first=True).eval()
     >>> layer(np.ones((1, 3, 8), np.float32)).shape
     (1, 3, 8)
@@ -79,6 +79,7 @@ class TransformerEncoder(Module):
     Padded positions come out computed, not zeroed (torch's nested-tensor fast path
     zeroes them).
 
+    >>> import numpy as np
     >>> layer = TransformerEncoderLayer(8, 2, dim_feedforward=16, batch_first=True)
     >>> TransformerEncoder(layer, 2).eval()(np.ones((1, 3, 8), np.float32)).shape
     (1, 3, 8)

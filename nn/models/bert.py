@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import math
 import os
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -60,7 +60,7 @@ class BertConfig:
                              f"num_attention_heads {self.num_attention_heads}")
 
     @classmethod
-    def from_json(cls, path: str | os.PathLike[str]) -> "BertConfig":
+    def from_json(cls, path: str | os.PathLike[str]) -> BertConfig:
         """Read a Hugging Face ``config.json``.
 
         Raises:
@@ -219,7 +219,7 @@ class BertModel(Module):
         self.pooler = BertPooler(config) if add_pooling_layer else None
 
     @classmethod
-    def from_pretrained(cls, directory: str | os.PathLike[str]) -> "BertModel":
+    def from_pretrained(cls, directory: str | os.PathLike[str]) -> BertModel:
         """Load ``config.json`` and ``model.safetensors`` from a Hugging Face checkpoint
         directory, in eval mode. A ``bert.`` key prefix (task-model checkpoints) is
         stripped, task heads (``cls.``) and the ``position_ids`` buffer are skipped, and

@@ -4,15 +4,16 @@ ops and whole layers, run on a tracer, reach numpy only through primitives."""
 from __future__ import annotations
 
 import inspect
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any, ClassVar
 
 import numpy as np
 import pytest
+from nn_parity import assert_close, copy_into, randomize
 
 import nn
 from nn import functional as F
 from nn._dispatch import is_primitive
-from nn_parity import assert_close, copy_into, randomize
 
 torch = pytest.importorskip("torch")
 TF = torch.nn.functional
@@ -104,7 +105,7 @@ class Tracer:
     refuses direct numpy use (so a composite calling numpy on it fails)."""
 
     __array_ufunc__ = None
-    log: list[str] = []
+    log: ClassVar[list[str]] = []
 
     def __init__(self, value: np.ndarray) -> None:
         self.value = value
@@ -124,15 +125,15 @@ class Tracer:
     shape = property(lambda self: self.value.shape)
     ndim = property(lambda self: self.value.ndim)
     dtype = property(lambda self: self.value.dtype)
-    __add__ = lambda self, other: F.add(self, other)  # noqa: E731
-    __radd__ = lambda self, other: F.add(other, self)  # noqa: E731
-    __sub__ = lambda self, other: F.sub(self, other)  # noqa: E731
-    __rsub__ = lambda self, other: F.sub(other, self)  # noqa: E731
-    __mul__ = lambda self, other: F.mul(self, other)  # noqa: E731
-    __rmul__ = lambda self, other: F.mul(other, self)  # noqa: E731
-    __truediv__ = lambda self, other: F.div(self, other)  # noqa: E731
-    __matmul__ = lambda self, other: F.matmul(self, other)  # noqa: E731
-    __neg__ = lambda self: F.neg(self)  # noqa: E731
+    __add__ = lambda self, other: F.add(self, other)
+    __radd__ = lambda self, other: F.add(other, self)
+    __sub__ = lambda self, other: F.sub(self, other)
+    __rsub__ = lambda self, other: F.sub(other, self)
+    __mul__ = lambda self, other: F.mul(self, other)
+    __rmul__ = lambda self, other: F.mul(other, self)
+    __truediv__ = lambda self, other: F.div(self, other)
+    __matmul__ = lambda self, other: F.matmul(self, other)
+    __neg__ = lambda self: F.neg(self)
 
 
 def _traced(fn: Callable[..., Any], *inputs: Any, **kwargs: Any) -> tuple[Any, list[str]]:

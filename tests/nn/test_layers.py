@@ -7,10 +7,9 @@ from typing import Any
 
 import numpy as np
 import pytest
+from nn_parity import assert_close, copy_into, numpy_state, randomize, to_torch
 
 import nn
-
-from nn_parity import assert_close, copy_into, numpy_state, randomize, to_torch
 
 torch = pytest.importorskip("torch")
 

@@ -8,9 +8,9 @@ from typing import Any
 
 import numpy as np
 import pytest
+from nn_parity import assert_close, copy_into, randomize
 
 import nn
-from nn_parity import assert_close, copy_into, randomize
 
 torch = pytest.importorskip("torch")
 
@@ -124,7 +124,7 @@ def test_setattr_routes_parameters_modules_buffers_and_rejects_wrong_types() -> 
     del m.child, m.buf
     assert "child" not in m._modules and not hasattr(m, "child")
     with pytest.raises(AttributeError, match="'Module' object has no attribute 'nothing'"):
-        m.nothing
+        _ = m.nothing
 
 
 def test_registration_errors_match_torch() -> None:
@@ -207,15 +207,17 @@ def test_forward_hooks_and_pre_hooks_match_torch_behaviour() -> None:
         lin = lib.Identity()
         as_in = (lambda v: torch.tensor(v)) if lib is torch.nn else np.asarray
 
-        def pre(module: Any, args: tuple[Any, ...]) -> Any:
+        def pre(module: Any, args: tuple[Any, ...], calls: list[str] = calls) -> Any:
             calls.append("pre")
             return args[0] + 1  # a non-tuple result replaces the args
 
-        def pre_kwargs(module: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        def pre_kwargs(module: Any, args: tuple[Any, ...], kwargs: dict[str, Any],
+                       calls: list[str] = calls) -> Any:
             calls.append("pre_kwargs")
             return None
 
-        def post(module: Any, args: tuple[Any, ...], output: Any) -> Any:
+        def post(module: Any, args: tuple[Any, ...], output: Any,
+                 calls: list[str] = calls) -> Any:
             calls.append("post")
             return output * 10
 

@@ -7,11 +7,16 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from nn_parity import assert_close, randomize
 
 import nn
-from nn.serialization import (load_npz, load_safetensors, load_torch_state_dict, save_npz,
-                              save_safetensors)
-from nn_parity import assert_close, randomize
+from nn.serialization import (
+    load_npz,
+    load_safetensors,
+    load_torch_state_dict,
+    save_npz,
+    save_safetensors,
+)
 
 
 def _model(lib: object) -> object:
