@@ -151,6 +151,13 @@ def _limit_message(code: str, limits: Limits) -> str:
     return f"{code} limit of {cap} exceeded"
 
 
+def _untyped(reason: str, frames: list[str]) -> Trap:
+    """A trap wasmtime gives no trap code: an uncaught exception, or something unknown."""
+    if "thrown Wasm exception" in reason:
+        return Trap("exception", f"uncaught wasm exception ({reason})", frames)
+    return Trap("unknown", reason, frames)
+
+
 def translate(error: BaseException, limits: Limits) -> Exception:
     """Our exception for anything a guest call or instantiation raised: ``ExitTrap`` for
     ``proc_exit``, ``LimitExceeded`` for a time, fuel, memory, table or instance cap, ``Trap``
@@ -164,14 +171,16 @@ def translate(error: BaseException, limits: Limits) -> Exception:
             return LimitExceeded("timeout", f"time limit of {limits.timeout} s exceeded")
         if code == wasmtime.TrapCode.OUT_OF_FUEL:
             return LimitExceeded("fuel", f"fuel limit of {limits.fuel} exhausted")
-        return Trap(_TRAP_CODES.get(code, "unknown") if code is not None else "unknown",
-                    _reason(error.message or "trap"), _frames(error))
+        reason = _reason(error.message or "trap")
+        if code is None:
+            return _untyped(reason, _frames(error))
+        return Trap(_TRAP_CODES.get(code, "unknown"), reason, _frames(error))
     if isinstance(error, wasmtime.WasmtimeError):
         reason = _reason(str(error))
         for pattern, limit in _LIMIT_ERRORS:
             if pattern.search(reason):
                 return LimitExceeded(limit, f"{_limit_message(limit, limits)}: {reason}")
-        return Trap("unknown", reason)
+        return _untyped(reason, [])
     return error if isinstance(error, Exception) else RuntimeError(str(error))
 
 

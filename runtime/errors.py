@@ -44,6 +44,6 @@ class LimitExceeded(Trap):
 
 
 TRAP_CODES = ("out_of_bounds", "unreachable", "stack_overflow", "division", "conversion",
-              "indirect_call", "timeout", "fuel", "memory", "tables", "instances", "exit",
-              "rejected", "unknown")
+              "indirect_call", "exception", "timeout", "fuel", "memory", "tables", "instances",
+              "exit", "rejected", "unknown")
 """Every ``Trap.code``; the CLI maps them to exit codes from one table."""

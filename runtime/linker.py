@@ -16,6 +16,7 @@ import wasmtime
 
 from wasm_kernels.wasm import (ExternType, FuncType, GlobalType, Import, Limits, MemoryType,
                                ModuleInfo, TableType, is_subtype)
+from wasm_kernels.wasm.types import TagType
 from wasi_intrinsics import IntrinsicInstance, IntrinsicModule
 
 from .errors import LinkError, Trap
@@ -90,7 +91,8 @@ class ChainResolver:
         return None
 
 
-def _uses_v128(ty: ExternType) -> bool:
+def uses_v128(ty: ExternType) -> bool:
+    """Whether wasmtime-py must never see ``ty``: a function or global involving ``v128``."""
     if isinstance(ty, FuncType):
         return "v128" in ty.params or "v128" in ty.results
     return isinstance(ty, GlobalType) and ty.content == "v128"
@@ -102,8 +104,8 @@ class StubResolver:
     and tables are fresh and empty, globals hold zero or null.
 
     Imports the host cannot build stay unresolved, so the link report names them: ``v128``
-    functions and globals (wasmtime-py aborts the process on such signatures) and shared
-    memories. Put it last in a ``ChainResolver``.
+    functions and globals (wasmtime-py aborts the process on such signatures), shared
+    memories and exception tags. Put it last in a ``ChainResolver``.
     """
 
     def __init__(self, store: wasmtime.Store, mode: str = "trap"):
@@ -113,7 +115,8 @@ class StubResolver:
         self.mode = mode
 
     def resolve(self, module: str, name: str, expected: ExternType) -> Resolved | None:
-        if _uses_v128(expected) or (isinstance(expected, MemoryType) and expected.shared):
+        if (uses_v128(expected) or isinstance(expected, TagType)
+                or (isinstance(expected, MemoryType) and expected.shared)):
             return None
         stub = IntrinsicModule(module)
         if isinstance(expected, FuncType):
@@ -173,7 +176,7 @@ class LinkResult:
 def _problem(imp: Import, actual: ExternType | None) -> str:
     where = f"{imp.module}.{imp.name}"
     if actual is None:
-        hint = "; the host cannot provide v128 externs" if _uses_v128(imp.type) else ""
+        hint = "; the host cannot provide v128 externs" if uses_v128(imp.type) else ""
         return f"{where}: expected {imp.type}, got nothing (unknown import{hint})"
     return f"{where}: expected {imp.type}, got {actual}"
 

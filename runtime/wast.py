@@ -29,7 +29,7 @@ from wasm_kernels.wasm import FuncType, GlobalType, Limits as WasmLimits, Memory
 
 from .compartment import Compartment, Features, Limits
 from .errors import LinkError, ModelFormatError, Trap
-from .linker import RegistryResolver, Resolved, instance_exports, link
+from .linker import RegistryResolver, Resolved, instance_exports, link, uses_v128
 
 SCRIPT_LIMITS = Limits(max_memory=1 << 32, timeout=30.0, max_instances=100_000,
                        max_tables=100_000, max_table_elements=10_000_000)
@@ -115,12 +115,6 @@ class _Failed(Exception):
 
 class _Skipped(Exception):
     """The command cannot be run safely here (v128 through wasmtime-py)."""
-
-
-def _uses_v128(ty: object) -> bool:
-    if isinstance(ty, FuncType):
-        return "v128" in ty.params or "v128" in ty.results
-    return isinstance(ty, GlobalType) and ty.content == "v128"
 
 
 def _argument(value: dict[str, Any]) -> Any:
@@ -229,7 +223,7 @@ class WastRunner:
         found = exports.get(action["field"])
         if found is None:
             raise _Failed(f"no export {action['field']!r}; exports: {sorted(exports)}")
-        if _uses_v128(found.type):
+        if uses_v128(found.type):
             raise _Skipped(f"{action['field']!r} has a v128 type ({found.type}), which "
                            "wasmtime-py cannot call or read without aborting")
         store = self.compartment.store

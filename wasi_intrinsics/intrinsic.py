@@ -172,8 +172,8 @@ class IntrinsicModule:
         numeric = {"i32": int, "i64": int, "f32": (int, float), "f64": (int, float)}
         expected = numeric.get(ty.content, object)
         if not isinstance(value, expected) or isinstance(value, bool):
-            raise TypeError(f"global {name!r} of type {ty.content} needs a "
-                            f"{'float' if ty.content[0] == 'f' else 'int'}, got {value!r}")
+            raise TypeError(f"global {name!r} of type {ty.content} needs "
+                            f"{'a float' if ty.content[0] == 'f' else 'an int'}, got {value!r}")
         self._declare(_Declaration(name, ty, value, self.name))
 
     def define_memory(self, name: str, ty: MemoryType) -> None:

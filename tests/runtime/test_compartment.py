@@ -55,6 +55,13 @@ def test_traps_map_to_the_taxonomy(body, code, message):
     assert info.value.frames and "+0x" in info.value.frames[0]
 
 
+def test_an_uncaught_exception_is_a_trap():
+    wat = '(module (tag $t (param i32)) (func (export "run") (throw $t (i32.const 7))))'
+    with pytest.raises(Trap, match=r"uncaught wasm exception") as info:
+        run(Compartment(), wat)
+    assert info.value.code == "exception"
+
+
 def test_an_infinite_loop_is_stopped_by_the_timeout():
     compartment = Compartment(Limits(timeout=0.05))
     with pytest.raises(LimitExceeded, match=r"time limit of 0\.05 s exceeded") as info:
@@ -164,3 +171,13 @@ def test_parse_size():
     assert parse_size("64MiB") == 64 << 20 and parse_size("1kb") == 1000 and parse_size(7) == 7
     with pytest.raises(ValueError, match=r"invalid size 'lots'; expected e\.g\. '64MiB'"):
         parse_size("lots")
+
+
+def test_wasm_features_can_be_switched_off():
+    two_memories = wasmtime.wat2wasm("(module (memory 1) (memory 1))")
+    Compartment().compile(two_memories)
+    with pytest.raises(ModelFormatError, match=r"invalid WebAssembly: .*multiple memories"):
+        Compartment(features=(("multi_memory", False),)).compile(two_memories)
+    with pytest.raises(ValueError, match=r"unknown wasm feature 'telepathy'; available: "
+                                         r"\[.*'multi_memory'"):
+        Compartment(features=(("telepathy", True),))

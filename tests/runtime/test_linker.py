@@ -176,6 +176,17 @@ def test_v128_imports_are_reported_never_built(compartment):
     ]
 
 
+def test_tags_link_exactly_and_are_never_stubbed(compartment):
+    registry = RegistryResolver()
+    registry.register("M", instantiate(compartment, '(module (tag (export "t") (param i32)))'))
+    _, info = compartment.compile(wasm("""(module (import "M" "t" (tag (param i32)))
+        (import "M" "t" (tag (param f32))) (import "N" "t" (tag)))"""))
+    result = link(info, ChainResolver(registry, StubResolver(compartment.store)),
+                  compartment.store)
+    assert result.problems == ["M.t: expected tag (f32), got tag (i32)",
+                               "N.t: expected tag (), got nothing (unknown import)"]
+
+
 def test_v128_functions_link_between_modules_without_touching_wasmtime_types():
     # NOTE: in a subprocess, because a regression here aborts the interpreter.
     script = textwrap.dedent("""

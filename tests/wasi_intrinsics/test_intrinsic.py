@@ -101,9 +101,9 @@ def test_globals_of_every_type():
 
 
 @pytest.mark.parametrize("ty, value, error, message", [
-    (GlobalType("i32", False), 1.5, TypeError, r"global 'g' of type i32 needs a int, got 1\.5"),
+    (GlobalType("i32", False), 1.5, TypeError, r"global 'g' of type i32 needs an int, got 1\.5"),
     (GlobalType("f64", False), "1", TypeError, r"global 'g' of type f64 needs a float, got '1'"),
-    (GlobalType("i64", False), True, TypeError, r"global 'g' of type i64 needs a int, got True"),
+    (GlobalType("i64", False), True, TypeError, r"global 'g' of type i64 needs an int, got True"),
     (GlobalType("v128", False), 0, ValueError, r"host globals cannot use value type 'v128'"),
 ])
 def test_global_values_are_checked(ty, value, error, message):

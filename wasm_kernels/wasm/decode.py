@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 from .encode import MAGIC_AND_VERSION
 from .types import (VALUE_TYPE_NAMES, ExternType, FuncType, GlobalType, Limits, MemoryType,
-                    TableType)
+                    TableType, TagType)
 
 SECTION_NAMES = {0: "custom", 1: "type", 2: "import", 3: "function", 4: "table", 5: "memory",
                  6: "global", 7: "export", 8: "start", 9: "element", 10: "code", 11: "data",
@@ -120,6 +120,16 @@ class _Reader:
         results = tuple(self.valtype() for _ in range(self.u32()))
         return FuncType(params, results)
 
+    def tagtype(self, types: list[FuncType]) -> TagType:
+        attribute, index = self.byte(), self.u32()
+        if attribute != 0:
+            raise self.fail(f"invalid tag attribute {attribute} (only 0, exception, exists)")
+        if index >= len(types):
+            raise self.fail(f"tag uses unknown type {index}")
+        if types[index].results:
+            raise self.fail(f"tag type {index} has results {types[index].results}")
+        return TagType(types[index].params)
+
     def const_expr(self) -> None:
         """Skip a constant expression up to and including its ``end``."""
         while True:
@@ -163,6 +173,7 @@ def read_module(data: bytes) -> ModuleInfo:
     tables: list[TableType] = []
     memories: list[MemoryType] = []
     globals_: list[GlobalType] = []
+    tags: list[TagType] = []
     raw_exports: list[tuple[str, int, int]] = []
     while reader.pos < len(data):
         sid = reader.byte()
@@ -197,6 +208,9 @@ def read_module(data: bytes) -> ModuleInfo:
                 elif kind == 3:
                     ty = GlobalType(body.valtype(), bool(body.byte()))
                     globals_.append(ty)
+                elif kind == 4:
+                    ty = body.tagtype(types)
+                    tags.append(ty)
                 else:
                     raise body.fail(f"invalid import kind {kind}")
                 info.imports.append(Import(module, field_name, ty))
@@ -221,8 +235,11 @@ def read_module(data: bytes) -> ModuleInfo:
         elif sid == 7:
             for _ in range(body.u32()):
                 raw_exports.append((body.name(), body.byte(), body.u32()))
+        elif sid == 13:
+            tags.extend(body.tagtype(types) for _ in range(body.u32()))
     spaces: dict[int, tuple[str, list]] = {0: ("func", funcs), 1: ("table", tables),
-                                           2: ("memory", memories), 3: ("global", globals_)}
+                                           2: ("memory", memories), 3: ("global", globals_),
+                                           4: ("tag", tags)}
     for export_name, kind, index in raw_exports:
         if kind not in spaces:
             raise WasmFormatError(f"export {export_name!r} has invalid kind {kind}")

@@ -71,7 +71,18 @@ class GlobalType:
         return f"global {'mut ' if self.mutable else ''}{self.content}"
 
 
-ExternType = FuncType | MemoryType | TableType | GlobalType
+@dataclass(frozen=True)
+class TagType:
+    """An exception tag: the values its exceptions carry (a tag's function type has no
+    results)."""
+
+    params: tuple[str, ...]
+
+    def __str__(self) -> str:
+        return f"tag ({', '.join(self.params)})"
+
+
+ExternType = FuncType | MemoryType | TableType | GlobalType | TagType
 
 
 def is_subtype(actual: ExternType, expected: ExternType) -> bool:
@@ -83,5 +94,7 @@ def is_subtype(actual: ExternType, expected: ExternType) -> bool:
     if isinstance(actual, TableType) and isinstance(expected, TableType):
         return actual.element == expected.element and actual.limits.fits_in(expected.limits)
     if isinstance(actual, GlobalType) and isinstance(expected, GlobalType):
+        return actual == expected
+    if isinstance(actual, TagType) and isinstance(expected, TagType):
         return actual == expected
     return False
