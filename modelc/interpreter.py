@@ -14,6 +14,7 @@ from nn import functional as F
 
 from .errors import CompileError
 from .graph import Graph, Node
+from .trace import LIST_MARK
 
 
 def _reference(op: str) -> Any:
@@ -23,9 +24,34 @@ def _reference(op: str) -> Any:
     return fn.__nn_primitive__
 
 
-def run_node(node: Node, args: dict[str, np.ndarray]) -> np.ndarray:
-    """Evaluate one node on concrete ``args`` (keyed by ``node.input_names``)."""
-    attrs = {k: v for k, v in node.attrs.items() if k != "epilogue"}
+def bind_dims(graph: Graph, inputs: Mapping[str, np.ndarray]) -> dict[str, int]:
+    """The value of every symbolic dim, read off the input shapes."""
+    dims: dict[str, int] = {}
+    for name, value in graph.inputs.items():
+        for dim, size in zip(value.shape, np.shape(inputs[name])):
+            if isinstance(dim, str):
+                dims.setdefault(dim, int(size))
+    return dims
+
+
+def _resolve(value: Any, dims: dict[str, int]) -> Any:
+    """Attr values with symbolic dim names (inside tuples and lists) replaced by sizes."""
+    if isinstance(value, (tuple, list)):
+        return type(value)(dims.get(v, v) if isinstance(v, str) else _resolve(v, dims)
+                           for v in value)
+    return value
+
+
+def run_node(node: Node, values: list[np.ndarray], dims: dict[str, int] | None = None) -> Any:
+    """Evaluate one node on concrete input ``values`` (in ``node.inputs`` order); ``dims``
+    gives the sizes of symbolic dims named in its attrs."""
+    args: dict[str, Any] = {}
+    for name, value in zip(node.input_names, values):
+        if name.endswith(LIST_MARK):
+            args.setdefault(name[:-len(LIST_MARK)], []).append(value)
+        else:
+            args[name] = value
+    attrs = {k: _resolve(v, dims or {}) for k, v in node.attrs.items() if k != "epilogue"}
     out = _reference(node.op)(**args, **attrs)
     for op in node.attrs.get("epilogue", ()):
         out = _reference(op)(out)
@@ -42,13 +68,16 @@ def interpret(graph: Graph, inputs: Mapping[str, np.ndarray]) -> dict[str, np.nd
     if missing:
         raise ValueError(f"missing inputs {missing}; the graph takes {sorted(graph.inputs)}")
     env = {id(v): np.asarray(inputs[name]) for name, v in graph.inputs.items()}
+    dims = bind_dims(graph, inputs)
     last_use = {id(v): i for i, n in enumerate(graph.nodes) for v in n.inputs}
     keep = {id(v) for v in graph.outputs.values()}
     for index, node in enumerate(graph.nodes):
-        args = {name: value.data if value.is_constant else env[id(value)]
-                for name, value in zip(node.input_names, node.inputs)}
+        values = [value.data if value.is_constant else env[id(value)] for value in node.inputs]
         try:
-            env[id(node.output)] = run_node(node, args)
+            results = run_node(node, values, dims)
+            for value, result in zip(node.outputs, results if len(node.outputs) > 1
+                                     else (results,)):
+                env[id(value)] = np.asarray(result)
         except Exception as err:
             raise CompileError(f"while executing {node.describe()}: "
                                f"{type(err).__name__}: {err}") from err

@@ -22,6 +22,8 @@ from . import ops
 from .errors import CompileError, TraceError, UnsupportedOpError
 from .graph import Graph, Node, Shape, Value
 
+LIST_MARK = "*"
+"""Suffix of ``Node.input_names`` entries that were elements of one list argument."""
 DynamicSpec = Mapping[str, Mapping[int, tuple[str, int, int]]]
 _OWN_DIRS = tuple(os.path.dirname(os.path.abspath(m.__file__ or ""))
                   for m in (nn, __import__("modelc")))
@@ -79,6 +81,7 @@ class SymbolicTensor:
     def __rtruediv__(self, other: Any) -> Any: return self._binary("div", other, True)
     def __matmul__(self, other: Any) -> Any: return self._binary("matmul", other)
     def __pow__(self, other: Any) -> Any: return self._binary("pow", other)
+    def __neg__(self) -> Any: return F.neg(self)
 
     def __bool__(self) -> bool:
         raise TraceError("data-dependent control flow: the truth value of a traced tensor "
@@ -149,8 +152,10 @@ class Tracer:
                 names.append(param)
             elif isinstance(arg, (list, tuple)) and any(
                     isinstance(a, (SymbolicTensor, np.ndarray)) for a in arg):
-                raise TraceError(f"{op}: lists of tensors are not traced yet "
-                                 f"(argument {param!r}); at {source}")
+                for item in arg:
+                    inputs.append(item.value if isinstance(item, SymbolicTensor)
+                                  else self.constant(np.asarray(item)))
+                    names.append(param + LIST_MARK)
             else:
                 attrs[param] = arg
         node = Node(self.fresh(op), op, inputs, tuple(names), attrs, meta={"source": source})

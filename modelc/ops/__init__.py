@@ -36,26 +36,14 @@ class OpDef:
         raise NotImplementedError
 
     def lower(self, node: "Node", ctx: "LowerContext") -> None:
-        """Emit the kernel calls that compute ``node`` into ``ctx``."""
-        raise NotImplementedError
+        """Emit the kernel calls that compute ``node`` into ``ctx``.
 
-
-class Unary(OpDef):
-    """Elementwise one-input ops: output has the input's shape and (float) dtype."""
-
-    kernel: str = ""
-
-    def infer(self, shapes: list["Shape"], dtypes: list[str],
-              attrs: dict[str, Any]) -> list[tuple["Shape", str]]:
-        if dtypes[0] != "float32":
-            raise CompileError(f"{self.name} expects float32, got {dtypes[0]}")
-        return [(shapes[0], dtypes[0])]
-
-    def lower(self, node: "Node", ctx: "LowerContext") -> None:
-        ctx.address(node.inputs[0])
-        ctx.address(node.output)
-        ctx.numel(node.inputs[0].shape)
-        ctx.call(self.kernel)
+        Raises:
+            CompileError: the op has no wasm lowering (it still traces, optimises and runs
+                in the interpreter).
+        """
+        raise CompileError(f"op {self.name!r} has no WebAssembly lowering yet; it traces, "
+                           "optimises and runs in modelc.interpret")
 
 
 def available() -> list[str]:

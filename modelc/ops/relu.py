@@ -1,6 +1,6 @@
 """relu: elementwise ``max(x, 0)``; usually fused into the producer's epilogue."""
 
-from . import Unary
+from ._families import Unary
 
 
 class Relu(Unary):

@@ -1,0 +1,10 @@
+"""abs: elementwise absolute value."""
+
+from ._families import Unary
+
+
+class Abs(Unary):
+    name = "abs"
+
+
+OP = Abs()

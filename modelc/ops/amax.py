@@ -1,0 +1,10 @@
+"""amax: the maximum over ``dim`` (all axes when None), keeping axes with ``keepdim``."""
+
+from ._families import Reduce
+
+
+class Amax(Reduce):
+    name = "amax"
+
+
+OP = Amax()

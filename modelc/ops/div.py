@@ -1,0 +1,10 @@
+"""div: elementwise ``x / y`` with numpy broadcasting."""
+
+from ._families import Binary
+
+
+class Div(Binary):
+    name = "div"
+
+
+OP = Div()

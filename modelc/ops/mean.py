@@ -1,0 +1,10 @@
+"""mean: the mean over ``dim`` (all axes when None), keeping axes with ``keepdim``."""
+
+from ._families import Reduce
+
+
+class Mean(Reduce):
+    name = "mean"
+
+
+OP = Mean()

@@ -1,0 +1,10 @@
+"""minimum: elementwise ``min(x, y)`` with numpy broadcasting."""
+
+from ._families import Binary
+
+
+class Minimum(Binary):
+    name = "minimum"
+
+
+OP = Minimum()

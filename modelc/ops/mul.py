@@ -1,0 +1,10 @@
+"""mul: elementwise ``x * y`` with numpy broadcasting."""
+
+from ._families import Binary
+
+
+class Mul(Binary):
+    name = "mul"
+
+
+OP = Mul()

@@ -1,0 +1,10 @@
+"""sub: elementwise ``x - y`` with numpy broadcasting."""
+
+from ._families import Binary
+
+
+class Sub(Binary):
+    name = "sub"
+
+
+OP = Sub()
