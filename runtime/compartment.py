@@ -228,9 +228,7 @@ class Compartment:
         except WasmFormatError as err:
             raise ModelFormatError(f"malformed WebAssembly: {err}") from None
         except wasmtime.WasmtimeError as err:
-            reason = str(err).strip().splitlines()
-            raise ModelFormatError("invalid WebAssembly: " + " ".join(
-                line.strip() for line in reason[:3])) from None
+            raise ModelFormatError(f"invalid WebAssembly: {_reason(str(err))}") from None
         return module, info
 
     def instantiate(self, module: wasmtime.Module, info: ModuleInfo,
