@@ -90,6 +90,22 @@ class Graph:
     def max_numel(self, value: Value) -> int:
         return math.prod(d if isinstance(d, int) else self.dims[d][1] for d in value.shape)
 
+    def replace_uses(self, old: Value, new: Value) -> None:
+        """Make every user of ``old`` (and the graph outputs) use ``new`` instead."""
+        for user in old.users:
+            user.inputs = [new if v is old else v for v in user.inputs]
+            if user not in new.users:
+                new.users.append(user)
+        old.users = []
+        self.outputs = {k: new if v is old else v for k, v in self.outputs.items()}
+
+    def remove(self, node: Node) -> None:
+        """Drop ``node``, which must have no remaining users."""
+        for value in node.inputs:
+            if node in value.users:
+                value.users.remove(node)
+        self.nodes.remove(node)
+
     def verify(self) -> None:
         """Check the invariants every pass must keep; raise once listing every violation.
 

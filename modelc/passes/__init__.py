@@ -6,6 +6,8 @@ from typing import Callable
 
 from ..graph import Graph
 from .eliminate_dead_code import eliminate_dead_code
+from .fold_batchnorm import fold_batchnorm
+from .fold_constants import fold_constants
 from .fuse_epilogues import fuse_epilogues
 from .infer_shapes import infer_shapes
 from .plan_memory import plan_memory
@@ -14,6 +16,8 @@ Pass = Callable[[Graph], Graph]
 
 PIPELINE: tuple[Pass, ...] = (
     infer_shapes,          # shapes and dtypes from each OpDef's rule
+    fold_constants,        # nodes computed only from constants run at compile time
+    fold_batchnorm,        # inference batch norm merged into the conv/linear before it
     eliminate_dead_code,   # nodes that reach no output
     fuse_epilogues,        # relu & co. into the producing gemm
     plan_memory,           # one activation arena by liveness (must run last)
@@ -28,5 +32,5 @@ def optimize(graph: Graph, pipeline: tuple[Pass, ...] = PIPELINE) -> Graph:
     return graph
 
 
-__all__ = ["PIPELINE", "eliminate_dead_code", "fuse_epilogues", "infer_shapes", "optimize",
-           "plan_memory"]
+__all__ = ["PIPELINE", "eliminate_dead_code", "fold_batchnorm", "fold_constants",
+           "fuse_epilogues", "infer_shapes", "optimize", "plan_memory"]

@@ -1,0 +1,60 @@
+"""The models the compiler tests share: seeded, in eval mode, with non-trivial statistics."""
+
+from __future__ import annotations
+
+import numpy as np
+
+import nn
+from nn import functional as F
+
+
+def randomize(model: nn.Module, seed: int = 0) -> nn.Module:
+    rng = np.random.default_rng(seed)
+    for _, param in model.named_parameters():
+        param[...] = rng.standard_normal(param.shape).astype(np.float32) * 0.3
+    for name, buf in model.named_buffers():
+        if name.endswith("running_mean"):
+            buf[...] = rng.standard_normal(buf.shape).astype(np.float32) * 0.1
+        elif name.endswith("running_var"):
+            buf[...] = rng.uniform(0.5, 2.0, buf.shape).astype(np.float32)
+    return model.eval()
+
+
+class BasicBlock(nn.Module):
+    """A ResNet basic block with a strided projection shortcut, then a classifier head."""
+
+    def __init__(self, cin: int = 4, cout: int = 8) -> None:
+        super().__init__()
+        self.conv1 = nn.Conv2d(cin, cout, 3, stride=2, padding=1, bias=False)
+        self.bn1 = nn.BatchNorm2d(cout)
+        self.conv2 = nn.Conv2d(cout, cout, 3, padding=1, bias=False)
+        self.bn2 = nn.BatchNorm2d(cout)
+        self.shortcut = nn.Sequential(nn.Conv2d(cin, cout, 1, stride=2, bias=False),
+                                      nn.BatchNorm2d(cout))
+        self.pool = nn.AdaptiveAvgPool2d(1)
+        self.fc = nn.Linear(cout, 5)
+
+    def forward(self, x):
+        y = F.relu(self.bn1(self.conv1(x)))
+        y = F.relu(self.bn2(self.conv2(y)) + self.shortcut(x))
+        return self.fc(F.flatten(self.pool(y), 1))
+
+
+class DepthwiseSeparable(nn.Module):
+    """MobileNet's block: depthwise 3x3 + BN + ReLU6, pointwise 1x1 + BN, max pooling."""
+
+    def __init__(self, channels: int = 6, out: int = 10) -> None:
+        super().__init__()
+        self.dw = nn.Conv2d(channels, channels, 3, padding=1, groups=channels, bias=False)
+        self.bn1 = nn.BatchNorm2d(channels)
+        self.pw = nn.Conv2d(channels, out, 1, bias=False)
+        self.bn2 = nn.BatchNorm2d(out)
+
+    def forward(self, x):
+        y = F.relu6(self.bn1(self.dw(x)))
+        return F.max_pool2d(self.bn2(self.pw(y)), 2)
+
+
+def transformer_encoder(dim: int = 16, heads: int = 2) -> nn.Module:
+    return nn.TransformerEncoderLayer(dim, heads, 2 * dim, batch_first=True,
+                                      activation="gelu")

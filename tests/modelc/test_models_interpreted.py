@@ -1,0 +1,43 @@
+"""The #5 model set through trace -> every pass -> the numpy interpreter, against eager nn
+at two values of each symbolic dim (neither of them the traced one)."""
+
+import numpy as np
+import pytest
+
+import modelc
+from models import BasicBlock, DepthwiseSeparable, randomize, transformer_encoder
+
+CASES = {
+    "resnet_block": (lambda: randomize(BasicBlock()), (2, 4, 8, 8),
+                     {0: ("batch", 1, 4)}, [(1, 4, 8, 8), (3, 4, 8, 8)]),
+    "depthwise_separable": (lambda: randomize(DepthwiseSeparable()), (2, 6, 8, 8),
+                            {0: ("batch", 1, 4)}, [(1, 6, 8, 8), (4, 6, 8, 8)]),
+    "transformer_encoder": (lambda: randomize(transformer_encoder()), (2, 5, 16),
+                            {0: ("batch", 1, 4), 1: ("seq", 1, 12)},
+                            [(1, 3, 16), (4, 12, 16)]),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_optimized_graph_matches_eager(case):
+    build, example_shape, dynamic, run_shapes = CASES[case]
+    model = build()
+    rng = np.random.default_rng(1)
+    graph = modelc.optimize(modelc.trace(model, (np.zeros(example_shape, np.float32),),
+                                         dynamic={"input0": dynamic}))
+    for shape in run_shapes:
+        x = rng.standard_normal(shape).astype(np.float32)
+        got = modelc.interpret(graph, {"input0": x})["output0"]
+        ref = model(x)
+        assert got.shape == ref.shape
+        assert np.abs(got - ref).max() <= 1e-4 * np.abs(ref).max()
+
+
+def test_batchnorms_fold_into_their_convolutions():
+    graph = modelc.optimize(modelc.trace(randomize(BasicBlock()),
+                                         (np.zeros((1, 4, 8, 8), np.float32),)))
+    ops = [n.op for n in graph.nodes]
+    assert "batch_norm" not in ops
+    assert ops.count("conv2d") == 3
+    conv1 = graph.nodes[0]
+    assert conv1.attrs.get("epilogue") == ("relu",)
