@@ -34,6 +34,7 @@ def encode_metadata(graph: Graph, *, producer: str, input_offsets: dict[str, int
         "activation_bytes": graph.meta["activation_bytes"],
         "weights_bytes": weights_bytes,
         "memory_bytes": memory_bytes,
+        "graph": str(graph).splitlines(),
         **extra,
     }
     return json.dumps(meta, separators=(",", ":")).encode()

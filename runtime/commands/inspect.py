@@ -21,6 +21,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("model", metavar="MODEL.wasm")
     parser.add_argument("--json", action="store_true",
                         help="print one JSON object (metadata plus imports and exports)")
+    parser.add_argument("--graph", action="store_true",
+                        help="print the optimised graph the model was compiled from")
     parser.set_defaults(handler=inspect)
 
 
@@ -37,6 +39,11 @@ def inspect(args: argparse.Namespace) -> int:
     meta = md.parse(payload) if payload is not None else None
     imports = [{"module": i.module, "name": i.name, "type": str(i.type)} for i in info.imports]
     exports = [{"name": e.name, "kind": e.kind, "type": str(e.type)} for e in info.exports]
+    if args.graph:
+        if meta is None or not isinstance(meta.raw.get("graph"), list):
+            raise ModelFormatError(f"{str(path)!r} carries no graph listing")
+        print("\n".join(str(line) for line in meta.raw["graph"]))
+        return 0
     if args.json:
         out = dict(meta.raw) if meta else {"model": None}
         out.update(imports=imports, exports=exports, size_bytes=len(data))

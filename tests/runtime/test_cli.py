@@ -117,3 +117,10 @@ def test_console_script_help_lists_commands_and_exit_codes():
                          text=True, check=True).stdout
     for word in ("run", "inspect", "export", "exit codes", "limit hit"):
         assert word in out
+
+
+def test_inspect_graph_prints_the_compiled_graph(model_file, capsys):
+    assert main(["inspect", "--graph", str(model_file)]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("graph(%x: float32[batch, 6]):")
+    assert "linear(%x" in out and "epilogue=('relu',)" in out
