@@ -1,30 +1,26 @@
-"""Model sessions: load a ``.wasm`` model, then numpy in, numpy out."""
+"""Model sessions: load a ``.wasm`` model, then numpy in, numpy out, from any thread."""
 
 from __future__ import annotations
 
+import functools
 import os
-import threading
 import warnings
 from pathlib import Path
 from typing import Any, Mapping
 
 import numpy as np
-import wasmtime
 
 import wasm_kernels
-from wasi_intrinsics.kernels import provider as host_kernels
-from wasi_intrinsics.wasi import MODULE as WASI_MODULE
-from wasi_intrinsics.wasi import WasiConfig, WasiState, preview1
-from wasm_kernels.wasm import Limits as WasmLimits
 from wasm_kernels.wasm import MemoryType
 
+from . import cache
 from . import metadata as md
 from .compartment import Compartment, Limits, parse_size
 from .errors import LimitExceeded, ModelFormatError, Trap
-from .linker import RegistryResolver, Resolved, instance_exports
+from .pool import PAGE, Blueprint, Compiled, InstancePool, ModelInstance
 
 KERNEL_CHOICES = ("auto", "host") + wasm_kernels.ISAS
-PAGE = 65536
+Inputs = Mapping[str, Any] | np.ndarray
 
 
 def _read_model(model: str | os.PathLike[str] | bytes) -> bytes:
@@ -38,54 +34,192 @@ def _read_model(model: str | os.PathLike[str] | bytes) -> bytes:
     raise TypeError(f"expected a path or bytes for the model, got {type(model).__name__}")
 
 
-class Session:
-    """A loaded model in its own sandboxed compartment. ``run`` is safe to call from several
-    threads (calls are serialised); use ``close()`` or ``with`` to release it."""
+@functools.lru_cache(maxsize=None)
+def _kernel_wasm(isa: str) -> bytes:
+    """The kernel module for ``isa``, from the disk cache when this source already built it."""
+    source = Path(wasm_kernels.__file__).parent
+    return cache.generated_module(f"kernels-{isa}", cache.source_fingerprint(source),
+                                  lambda: wasm_kernels.build(isa))
 
-    def __init__(self, wasm: bytes, limits: Limits, kernels: str = "auto"):
+
+def _memory_pages(info_imports: Any, metadata: md.ModelMetadata, max_memory: int) -> int:
+    declared = next((i.type for i in info_imports if (i.module, i.name) == ("env", "memory")
+                     and isinstance(i.type, MemoryType)), None)
+    if declared is None:
+        raise ModelFormatError("the model does not import its memory as 'env.memory'")
+    pages = max(declared.limits.min, -(-metadata.memory_bytes // PAGE))
+    if pages * PAGE > max_memory:
+        raise LimitExceeded("memory", f"the model needs {pages * PAGE} bytes of memory, "
+                            f"over the limit of {max_memory} bytes")
+    return pages
+
+
+def bind(metadata: md.ModelMetadata, inputs: Inputs,
+         stacklevel: int = 2) -> tuple[dict[str, np.ndarray], dict[str, int]]:
+    """Check ``inputs`` against the model's inputs: the arrays by name, and each dim's value.
+
+    A dtype that converts safely (``same_kind``, e.g. float64 to float32) is allowed with a
+    warning naming the input; it is converted when copied into the model's memory.
+
+    Raises:
+        TypeError: not a dict or ndarray, an input is not an ndarray, or its dtype does not
+            convert safely.
+        ValueError: missing or unexpected inputs, or a shape the model does not accept.
+    """
+    expected = [t.name for t in metadata.inputs]
+    if isinstance(inputs, np.ndarray):
+        if len(expected) != 1:
+            raise TypeError(f"the model has {len(expected)} inputs {expected}; pass a dict")
+        inputs = {expected[0]: inputs}
+    if not isinstance(inputs, Mapping):
+        raise TypeError(f"expected a dict of ndarrays or one ndarray, "
+                        f"got {type(inputs).__name__}")
+    missing = [n for n in expected if n not in inputs]
+    extra = [n for n in inputs if n not in expected]
+    if missing or extra:
+        raise ValueError(f"inputs do not match the model: missing {missing}, unexpected "
+                         f"{extra}; expected {expected}")
+    arrays: dict[str, np.ndarray] = {}
+    dims: dict[str, int] = {}
+    ranges = {d.name: d for d in metadata.dims}
+    for info in metadata.inputs:
+        array = inputs[info.name]
+        if not isinstance(array, np.ndarray):
+            raise TypeError(f"input {info.name!r}: expected an ndarray, "
+                            f"got {type(array).__name__}")
+        if array.dtype != info.dtype:
+            if not np.can_cast(array.dtype, info.dtype, casting="same_kind"):
+                raise TypeError(f"input {info.name!r}: expected dtype {info.dtype}, got "
+                                f"{array.dtype} (no safe conversion)")
+            warnings.warn(f"input {info.name!r}: converting {array.dtype} to {info.dtype}",
+                          stacklevel=stacklevel + 1)
+        if array.ndim != len(info.shape):
+            raise ValueError(f"input {info.name!r}: expected rank {len(info.shape)} "
+                             f"shape {list(info.shape)}, got shape {list(array.shape)}")
+        for axis, (want, got) in enumerate(zip(info.shape, array.shape)):
+            if isinstance(want, int):
+                if want != got:
+                    raise ValueError(f"input {info.name!r}: axis {axis} must be {want}, "
+                                     f"got {got} (shape {list(array.shape)})")
+                continue
+            dim = ranges[want]
+            if not dim.min <= got <= dim.max:
+                raise ValueError(f"input {info.name!r}: axis {axis} ({want!r}) is {got}, "
+                                 f"outside the model's range [{dim.min}, {dim.max}]")
+            if dims.setdefault(want, got) != got:
+                raise ValueError(f"input {info.name!r}: axis {axis} ({want!r}) is {got}, "
+                                 f"but another input set {want!r} = {dims[want]}")
+        arrays[info.name] = array
+    unbound = [d.name for d in metadata.dims if d.name not in dims]
+    if unbound:
+        raise ModelFormatError(f"model metadata: dims {unbound} appear in no input shape")
+    return arrays, dims
+
+
+class Lease:
+    """One instance of the model held by one thread until ``close()`` (or the end of its
+    ``with`` block): successive ``run`` calls use the same instance, which makes zero-copy
+    outputs (``copy=False``) possible. Not for sharing between threads."""
+
+    def __init__(self, session: "Session"):
+        self._session = session
+        self._pool = session._pool
+        self._instance: ModelInstance | None = None
+
+    def run(self, inputs: Inputs, *, copy: bool = True) -> dict[str, np.ndarray]:
+        """Run the model: ``{name: ndarray}`` (or one ndarray) in, ``{name: ndarray}`` out.
+
+        Args:
+            copy: ``False`` returns read-only views of the instance's linear memory instead
+                of copies. A view stays safe to read for as long as you keep it (it keeps
+                the instance's memory alive), but its values are only this run's until the
+                next ``run`` on this lease, or until the lease is closed and the instance
+                goes back to the pool. Copy what you keep (``np.array(view)``).
+
+        Raises:
+            TypeError: an input is not an ndarray, or its dtype cannot be converted safely.
+            ValueError: missing or unexpected inputs, or a shape the model does not accept.
+            Trap: the model trapped, or a limit (``LimitExceeded``) was hit. The instance is
+                discarded (its memory may be half-written); the next run gets a fresh one.
+            RuntimeError: the session is closed.
+        """
+        metadata = self._session.metadata
+        arrays, dims = bind(metadata, inputs, stacklevel=3)
+        if self._pool.closed:
+            raise RuntimeError("the session is closed")
+        if self._instance is None:
+            self._instance = self._pool.acquire()
+        instance = self._instance
+        try:
+            memory = instance.memory_view()
+            for info in metadata.inputs:
+                target = memory[info.offset:info.offset + info.nbytes(dims)]
+                np.copyto(target.view(info.dtype).reshape(info.resolve(dims)),
+                          arrays[info.name], casting="same_kind")
+            instance.call([dims[d.name] for d in metadata.dims])
+        except Trap as trap:
+            if trap.code != "rejected":
+                self._drop(healthy=False)
+            raise
+        except BaseException:
+            self._drop(healthy=False)
+            raise
+        memory = instance.memory_view()  # NOTE: re-read: the guest may have grown memory.
+        outputs = {}
+        for info in metadata.outputs:
+            view = (memory[info.offset:info.offset + info.nbytes(dims)]
+                    .view(info.dtype).reshape(info.resolve(dims)))
+            if copy:
+                view = view.copy()
+            else:
+                view.flags.writeable = False
+            outputs[info.name] = view
+        return outputs
+
+    def _drop(self, healthy: bool) -> None:
+        if self._instance is not None:
+            self._pool.release(self._instance, healthy)
+            self._instance = None
+
+    def close(self) -> None:
+        """Give the instance back to the session's pool."""
+        self._drop(healthy=True)
+
+    def __enter__(self) -> "Lease":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class Session:
+    """A loaded model. ``run`` is safe to call from many threads at once: each call borrows
+    an instance (its own sandboxed compartment) from a pool that grows lazily up to
+    ``instances``. Use ``close()`` or ``with`` to release them."""
+
+    def __init__(self, wasm: bytes, limits: Limits, kernels: str = "auto", *,
+                 instances: int | None = None):
+        """Compile ``wasm``, check its metadata and create the first instance, so that a bad
+        model fails here rather than on the first ``run``. Raises as ``load`` does."""
         if kernels not in KERNEL_CHOICES:
             raise ValueError(f"unknown kernels {kernels!r}; available: {list(KERNEL_CHOICES)}")
-        self._lock = threading.Lock()
-        self.compartment = Compartment(limits)
-        module, info = self.compartment.compile(wasm)
-        self.metadata = md.parse(info.custom(md.SECTION))
+        size = instances if instances is not None else os.cpu_count() or 1
+        self.limits = limits
+        compartment = Compartment(limits)
+        model = compartment.compile(wasm)
+        self.metadata = md.parse(model[1].custom(md.SECTION))
         if self.metadata.abi_module != wasm_kernels.abi.MODULE:
             raise ModelFormatError(
                 f"the model imports kernels from {self.metadata.abi_module!r}, but this "
                 f"runtime provides {wasm_kernels.abi.MODULE!r}; re-export the model")
-        store = self.compartment.store
-        declared = next((i.type for i in info.imports
-                         if (i.module, i.name) == ("env", "memory")
-                         and isinstance(i.type, MemoryType)), None)
-        if declared is None:
-            raise ModelFormatError("the model does not import its memory as 'env.memory'")
-        pages = max(declared.limits.min, -(-self.metadata.memory_bytes // PAGE))
-        if pages * PAGE > limits.max_memory:
-            raise LimitExceeded("memory", f"the model needs {pages * PAGE} bytes of memory, "
-                                f"over the limit of {limits.max_memory} bytes")
-        memory_type = MemoryType(WasmLimits(pages))
-        self._memory = wasmtime.Memory(store, wasmtime.MemoryType(wasmtime.Limits(pages, None)))
-        self._stderr = WasiConfig().stderr
-        registry = RegistryResolver()
-        registry.register("env", {"memory": Resolved(self._memory, memory_type)})
-        registry.register(WASI_MODULE, preview1().instantiate(
-            store, WasiState(WasiConfig(stderr=self._stderr))))
-        registry.register(wasm_kernels.abi.MODULE, self._kernels(kernels, registry))
-        instance = self.compartment.instantiate(module, info, registry)
-        exports = instance.exports(store)
-        if self.metadata.entry not in exports:
-            raise ModelFormatError(f"the model has no {self.metadata.entry!r} export")
-        self._entry = exports[self.metadata.entry]
-        self._closed = False
-
-    def _kernels(self, choice: str, registry: RegistryResolver) -> Any:
-        store = self.compartment.store
-        if choice == "host":
-            return host_kernels().instantiate(store, memory=self._memory)
-        isa = "relaxed" if choice == "auto" else choice
-        module, info = self.compartment.compile(wasm_kernels.build(isa))
-        instance = self.compartment.instantiate(module, info, registry)
-        return instance_exports(store, instance, info)
+        pages = _memory_pages(model[1].imports, self.metadata, limits.max_memory)
+        kernel_module: Compiled | None = None
+        if kernels != "host":
+            kernel_module = compartment.compile(
+                _kernel_wasm("relaxed" if kernels == "auto" else kernels))
+        blueprint = Blueprint(self.metadata, model, kernel_module, pages)
+        self._pool = InstancePool(lambda: ModelInstance(blueprint, Compartment(limits)), size,
+                                  ModelInstance(blueprint, compartment))
 
     @property
     def inputs(self) -> tuple[md.TensorInfo, ...]:
@@ -97,97 +231,32 @@ class Session:
         """Output names, dtypes and shapes (symbolic dims by name)."""
         return self.metadata.outputs
 
-    def _view(self) -> np.ndarray:
-        store = self.compartment.store
-        return np.ctypeslib.as_array(self._memory.data_ptr(store),
-                                     shape=(self._memory.data_len(store),))
+    @property
+    def instances(self) -> int:
+        """How many instances exist now (at most the ``instances`` it was loaded with)."""
+        return self._pool.live
 
-    def _bind(self, inputs: Mapping[str, Any] | np.ndarray) -> tuple[dict[str, np.ndarray],
-                                                                     dict[str, int]]:
-        if isinstance(inputs, np.ndarray):
-            if len(self.inputs) != 1:
-                raise TypeError(f"the model has {len(self.inputs)} inputs "
-                                f"{[t.name for t in self.inputs]}; pass a dict")
-            inputs = {self.inputs[0].name: inputs}
-        if not isinstance(inputs, Mapping):
-            raise TypeError(f"expected a dict of ndarrays or one ndarray, "
-                            f"got {type(inputs).__name__}")
-        expected = [t.name for t in self.inputs]
-        missing = [n for n in expected if n not in inputs]
-        extra = [n for n in inputs if n not in expected]
-        if missing or extra:
-            raise ValueError(f"inputs do not match the model: missing {missing}, unexpected "
-                             f"{extra}; expected {expected}")
-        arrays: dict[str, np.ndarray] = {}
-        dims: dict[str, int] = {}
-        ranges = {d.name: d for d in self.metadata.dims}
-        for info in self.inputs:
-            array = inputs[info.name]
-            if not isinstance(array, np.ndarray):
-                raise TypeError(f"input {info.name!r}: expected an ndarray, "
-                                f"got {type(array).__name__}")
-            if array.dtype != info.dtype:
-                if not np.can_cast(array.dtype, info.dtype, casting="same_kind"):
-                    raise TypeError(f"input {info.name!r}: expected dtype {info.dtype}, got "
-                                    f"{array.dtype} (no safe conversion)")
-                warnings.warn(f"input {info.name!r}: converting {array.dtype} to {info.dtype}",
-                              stacklevel=3)
-            if array.ndim != len(info.shape):
-                raise ValueError(f"input {info.name!r}: expected rank {len(info.shape)} "
-                                 f"shape {list(info.shape)}, got shape {list(array.shape)}")
-            for axis, (want, got) in enumerate(zip(info.shape, array.shape)):
-                if isinstance(want, int):
-                    if want != got:
-                        raise ValueError(f"input {info.name!r}: axis {axis} must be {want}, "
-                                         f"got {got} (shape {list(array.shape)})")
-                    continue
-                dim = ranges[want]
-                if not dim.min <= got <= dim.max:
-                    raise ValueError(f"input {info.name!r}: axis {axis} ({want!r}) is {got}, "
-                                     f"outside the model's range [{dim.min}, {dim.max}]")
-                if dims.setdefault(want, got) != got:
-                    raise ValueError(f"input {info.name!r}: axis {axis} ({want!r}) is {got}, "
-                                     f"but another input set {want!r} = {dims[want]}")
-            arrays[info.name] = array
-        unbound = [d.name for d in self.metadata.dims if d.name not in dims]
-        if unbound:
-            raise ModelFormatError(f"model metadata: dims {unbound} appear in no input shape")
-        return arrays, dims
+    def lease(self) -> Lease:
+        """Hold one instance for a series of runs on this thread (see ``Lease``)."""
+        return Lease(self)
 
-    def run(self, inputs: Mapping[str, Any] | np.ndarray) -> dict[str, np.ndarray]:
+    def run(self, inputs: Inputs) -> dict[str, np.ndarray]:
         """Run the model: ``{name: ndarray}`` (or one ndarray) in, ``{name: ndarray}`` out.
+        Thread-safe; outputs are copies.
 
         Raises:
             TypeError: an input is not an ndarray, or its dtype cannot be converted safely.
             ValueError: missing or unexpected inputs, or a shape the model does not accept.
             Trap: the model trapped, or a limit (``LimitExceeded``) was hit.
+            RuntimeError: the session is closed.
         """
-        arrays, dims = self._bind(inputs)
-        with self._lock:
-            if self._closed:
-                raise RuntimeError("the session is closed")
-            memory = self._view()
-            for info in self.inputs:
-                target = memory[info.offset:info.offset + info.nbytes(dims)]
-                np.copyto(target.view(info.dtype).reshape(info.resolve(dims)),
-                          arrays[info.name], casting="same_kind")
-            args = [dims[d.name] for d in self.metadata.dims]
-            status = self.compartment.call(self._entry, self.compartment.store, *args)
-            if status != 0:
-                message = self._stderr.getvalue().decode(errors="replace").strip()
-                self._stderr.seek(0)
-                self._stderr.truncate()
-                raise Trap("rejected", f"the model rejected its inputs (status {status}): "
-                           f"{message or 'no message'}")
-            memory = self._view()
-            return {info.name: memory[info.offset:info.offset + info.nbytes(dims)]
-                    .view(info.dtype).reshape(info.resolve(dims)).copy()
-                    for info in self.outputs}
+        with Lease(self) as lease:
+            return lease.run(inputs)
 
     def close(self) -> None:
-        """Release the compartment; further ``run`` calls raise."""
-        with self._lock:
-            self._closed = True
+        """Release the instances; further ``run`` calls raise ``RuntimeError``. Runs under
+        way finish; outputs already returned stay valid."""
+        self._pool.close()
 
     def __enter__(self) -> "Session":
         return self
@@ -197,22 +266,25 @@ class Session:
 
 
 def load(model: str | os.PathLike[str] | bytes, *, max_memory: int | str = Limits.max_memory,
-         timeout: float | None = None, fuel: int | None = None,
-         kernels: str = "auto") -> Session:
+         timeout: float | None = None, fuel: int | None = None, kernels: str = "auto",
+         instances: int | None = None) -> Session:
     """Load a ``.wasm`` model into a new sandboxed session.
 
     Args:
         model: a path to a ``.wasm`` file, or its bytes.
-        max_memory: the memory cap, in bytes or as text such as ``"64MiB"``.
+        max_memory: the memory cap of each instance, in bytes or as text such as ``"64MiB"``.
         timeout: wall-clock seconds allowed per ``run`` call (``None``: no limit).
         fuel: wasm instructions allowed per ``run`` call (``None``: no limit).
         kernels: ``"auto"`` (relaxed SIMD), ``"simd128"``, ``"scalar"``, or ``"host"`` (numpy).
+        instances: how many instances concurrent ``run`` calls may use (default: the number
+            of CPUs); each is created on first need and has its own memory.
 
     Raises:
         FileNotFoundError: the path does not exist.
         ModelFormatError: the bytes are not a valid wasmnn model.
         LinkError: the model imports something the runtime does not provide.
         LimitExceeded: the model needs more memory than ``max_memory``.
+        ValueError: a limit or ``instances`` is not positive, or ``kernels`` is unknown.
     """
     limits = Limits(max_memory=parse_size(max_memory), timeout=timeout, fuel=fuel)
-    return Session(_read_model(model), limits, kernels)
+    return Session(_read_model(model), limits, kernels, instances=instances)

@@ -1,0 +1,177 @@
+"""Model instances and the pool a ``Session`` lends them from.
+
+Each ``ModelInstance`` is its own compartment (store, limits, linear memory, WASI, kernels)
+over compiled modules that all instances of a model share, so instances never see each
+other's memory and one thread at a time runs each. wasm calls release the GIL, so instances
+on different threads run in parallel. ``InstancePool`` creates instances lazily, up to a
+size, and drops the ones that trapped: their memory may be half-written.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import threading
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import numpy as np
+import wasmtime
+
+import wasm_kernels
+from wasi_intrinsics.kernels import provider as host_kernels
+from wasi_intrinsics.wasi import MODULE as WASI_MODULE
+from wasi_intrinsics.wasi import WasiConfig, WasiState, preview1
+from wasm_kernels.wasm import Limits as WasmLimits
+from wasm_kernels.wasm import MemoryType, ModuleInfo
+
+from . import metadata as md
+from .compartment import Compartment
+from .errors import ModelFormatError, Trap
+from .linker import RegistryResolver, Resolved, instance_exports
+
+PAGE = 65536
+Compiled = tuple[wasmtime.Module, ModuleInfo]
+
+
+@dataclass(frozen=True)
+class Blueprint:
+    """What every instance of one model shares: its metadata, its compiled module, the
+    compiled kernel module (``None`` for the numpy host provider) and its memory size."""
+
+    metadata: md.ModelMetadata
+    model: Compiled
+    kernels: Compiled | None
+    pages: int
+
+
+class ModelInstance:
+    """One instance of a model in its own compartment; not for concurrent use."""
+
+    def __init__(self, blueprint: Blueprint, compartment: Compartment):
+        """Link and instantiate the model in ``compartment``.
+
+        Raises:
+            LinkError: the model imports something the runtime does not provide.
+            ModelFormatError: the model does not export its metadata's entry point.
+            Trap: a start function trapped or a limit was hit while instantiating.
+        """
+        self.compartment = compartment
+        store = compartment.store
+        self.memory = wasmtime.Memory(
+            store, wasmtime.MemoryType(wasmtime.Limits(blueprint.pages, None)))
+        self._stderr = WasiConfig().stderr
+        registry = RegistryResolver()
+        registry.register("env", {"memory": Resolved(
+            self.memory, MemoryType(WasmLimits(blueprint.pages)))})
+        registry.register(WASI_MODULE, preview1().instantiate(
+            store, WasiState(WasiConfig(stderr=self._stderr))))
+        registry.register(wasm_kernels.abi.MODULE, self._kernels(blueprint.kernels, registry))
+        instance = compartment.instantiate(*blueprint.model, registry)
+        exports = instance.exports(store)
+        entry = blueprint.metadata.entry
+        if entry not in exports:
+            raise ModelFormatError(f"the model has no {entry!r} export")
+        self._entry = exports[entry]
+
+    def _kernels(self, compiled: Compiled | None, registry: RegistryResolver) -> Any:
+        store = self.compartment.store
+        if compiled is None:
+            return host_kernels().instantiate(store, memory=self.memory)
+        module, info = compiled
+        return instance_exports(store, self.compartment.instantiate(module, info, registry),
+                                info)
+
+    def memory_view(self) -> np.ndarray:
+        """The whole linear memory as a ``uint8`` array. The array keeps this instance (its
+        store, hence its memory) alive, so a view is never left dangling; its contents change
+        whenever the instance runs again."""
+        store = self.compartment.store
+        size = self.memory.data_len(store)
+        address = ctypes.cast(self.memory.data_ptr(store), ctypes.c_void_p).value
+        buffer = (ctypes.c_uint8 * size).from_address(address or 0)
+        buffer.owner = self  # type: ignore[attr-defined]  # NOTE: pins the store.
+        return np.frombuffer(buffer, np.uint8)
+
+    def call(self, args: list[int]) -> None:
+        """Call the entry point with one ``i32`` per dim.
+
+        Raises:
+            Trap: the model trapped, hit a limit (``LimitExceeded``), or rejected its inputs
+                (code ``"rejected"``, with what it wrote to stderr).
+        """
+        status = self.compartment.call(self._entry, self.compartment.store, *args)
+        if status != 0:
+            message = self._stderr.getvalue().decode(errors="replace").strip()
+            self._stderr.seek(0)
+            self._stderr.truncate()
+            raise Trap("rejected", f"the model rejected its inputs (status {status}): "
+                       f"{message or 'no message'}")
+
+
+class InstancePool:
+    """Lends instances to threads: an idle one, else a new one while fewer than ``size``
+    exist, else waits for one to come back."""
+
+    def __init__(self, create: Callable[[], ModelInstance], size: int, first: ModelInstance):
+        if size < 1:
+            raise ValueError(f"instances must be at least 1, got {size!r}")
+        self._create = create
+        self.size = size
+        self._idle = [first]
+        self._live = 1
+        self._closed = False
+        self._changed = threading.Condition()
+
+    @property
+    def live(self) -> int:
+        """How many instances exist now (idle or lent)."""
+        return self._live
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def acquire(self) -> ModelInstance:
+        """An instance for the calling thread's exclusive use; give it back with ``release``.
+
+        Raises:
+            RuntimeError: the pool is closed.
+            LinkError, Trap: creating a new instance failed.
+        """
+        with self._changed:
+            while True:
+                if self._closed:
+                    raise RuntimeError("the session is closed")
+                if self._idle:
+                    return self._idle.pop()
+                if self._live < self.size:
+                    self._live += 1
+                    break
+                self._changed.wait()
+        try:
+            return self._create()  # NOTE: outside the lock, so threads create in parallel.
+        except BaseException:
+            self._forget()
+            raise
+
+    def release(self, instance: ModelInstance, healthy: bool = True) -> None:
+        """Return ``instance``; an unhealthy one (it trapped) is dropped, not reused."""
+        with self._changed:
+            if healthy and not self._closed:
+                self._idle.append(instance)
+            else:
+                self._live -= 1
+            self._changed.notify()
+
+    def _forget(self) -> None:
+        with self._changed:
+            self._live -= 1
+            self._changed.notify()
+
+    def close(self) -> None:
+        """Drop idle instances and refuse further ``acquire`` calls (waiters raise too)."""
+        with self._changed:
+            self._closed = True
+            self._live -= len(self._idle)
+            self._idle.clear()
+            self._changed.notify_all()
