@@ -7,7 +7,7 @@ import functools
 import re
 import threading
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import wasmtime
 
@@ -65,7 +65,7 @@ Features = tuple[tuple[str, bool], ...]
 """Overrides of wasmtime's ``Config.wasm_<name>`` switches, e.g. ``(("multi_memory", False),)``."""
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def engine(fuel: bool = False, features: Features = ()) -> wasmtime.Engine:
     """The shared engine for a configuration; modules compiled on it are shared too.
 
@@ -88,7 +88,7 @@ def engine(fuel: bool = False, features: Features = ()) -> wasmtime.Engine:
 class _EpochTicker:
     """One daemon thread per engine advancing its epoch every ``EPOCH_TICK_SECONDS``."""
 
-    _started: set[int] = set()
+    _started: ClassVar[set[int]] = set()
     _lock = threading.Lock()
 
     @classmethod

@@ -9,15 +9,25 @@ mutability), memories and tables by limits, where the minimum is the *current* s
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Protocol
+from typing import Any, Protocol
 
 import wasmtime
 
-from wasm_kernels.wasm import (ExternType, FuncType, GlobalType, Import, Limits, MemoryType,
-                               ModuleInfo, TableType, is_subtype)
-from wasm_kernels.wasm.types import TagType
 from wasi_intrinsics import IntrinsicInstance, IntrinsicModule
+from wasm_kernels.wasm import (
+    ExternType,
+    FuncType,
+    GlobalType,
+    Import,
+    Limits,
+    MemoryType,
+    ModuleInfo,
+    TableType,
+    is_subtype,
+)
+from wasm_kernels.wasm.types import TagType
 
 from .errors import LinkError, Trap
 

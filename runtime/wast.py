@@ -18,14 +18,16 @@ import shutil
 import struct
 import subprocess
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import wasmtime
 
 from wasi_intrinsics import HostContext, IntrinsicModule
-from wasm_kernels.wasm import FuncType, GlobalType, Limits as WasmLimits, MemoryType, TableType
+from wasm_kernels.wasm import FuncType, GlobalType, MemoryType, TableType
+from wasm_kernels.wasm import Limits as WasmLimits
 
 from .compartment import Compartment, Features, Limits
 from .errors import LinkError, ModelFormatError, Trap
@@ -103,10 +105,12 @@ class WastReport:
         return sum(o.status == status for o in self.outcomes)
 
     def summary(self) -> str:
-        """``N passed, M failed``, plus the skipped count when there is one."""
-        skipped = self.count("skipped")
-        return (f"{self.count('passed')} passed, {self.count('failed')} failed"
-                + (f" ({skipped} skipped)" if skipped else ""))
+        return summary(self.count("passed"), self.count("failed"), self.count("skipped"))
+
+
+def summary(passed: int, failed: int, skipped: int) -> str:
+    """``N passed, M failed``, plus the skipped count when there is one."""
+    return f"{passed} passed, {failed} failed" + (f" ({skipped} skipped)" if skipped else "")
 
 
 class _Failed(Exception):
@@ -309,7 +313,7 @@ def run_script(path: Path, limits: Limits = SCRIPT_LIMITS) -> WastReport:
     with tempfile.TemporaryDirectory(prefix="wasmnn-wast-") as scratch:
         target = Path(scratch) / f"{path.stem}.json"
         done = subprocess.run([tool, str(path), "-o", str(target)], capture_output=True,
-                              text=True)
+                              text=True, check=False)
         if done.returncode != 0:
             first = (done.stderr.strip().splitlines() or ["no message"])[0]
             raise ModelFormatError(f"wast2json could not convert {path.name}: {first}")

@@ -16,8 +16,9 @@ from __future__ import annotations
 
 import inspect
 import typing
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator, Mapping
+from typing import Any
 
 import numpy as np
 import wasmtime
@@ -75,7 +76,7 @@ def _limits(ty: MemoryType | TableType) -> wasmtime.Limits:
 class HostContext:
     """What a host function sees of its caller: the instance's state and linear memory."""
 
-    __slots__ = ("caller", "state", "_memory")
+    __slots__ = ("_memory", "caller", "state")
 
     def __init__(self, caller: wasmtime.Caller, state: Any, memory: wasmtime.Memory | None):
         self.caller = caller
@@ -203,7 +204,7 @@ class IntrinsicModule:
         return {name: d.type for name, d in self._declarations.items()}
 
     @classmethod
-    def merged(cls, name: str, *modules: "IntrinsicModule") -> "IntrinsicModule":
+    def merged(cls, name: str, *modules: IntrinsicModule) -> IntrinsicModule:
         """One module exporting the declarations of all ``modules`` (WAVM merges WASI's parts).
 
         Raises:
@@ -216,7 +217,7 @@ class IntrinsicModule:
         return out
 
     def instantiate(self, store: wasmtime.Store, state: Any = None,
-                    memory: wasmtime.Memory | None = None) -> "IntrinsicInstance":
+                    memory: wasmtime.Memory | None = None) -> IntrinsicInstance:
         """Create the externs in ``store``; host functions see ``state`` and ``memory``."""
         externs: dict[str, Any] = {}
         for decl in self._declarations.values():

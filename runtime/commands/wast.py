@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ..wast import run_script
+from ..wast import run_script, summary
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -36,5 +36,5 @@ def run(args: argparse.Namespace) -> int:
         passed += report.count("passed")
         failed += report.count("failed")
         skipped += report.count("skipped")
-    print(f"{passed} passed, {failed} failed" + (f" ({skipped} skipped)" if skipped else ""))
+    print(summary(passed, failed, skipped))
     return 1 if failed else 0

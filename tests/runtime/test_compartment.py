@@ -32,12 +32,14 @@ LOOP = '(module (func (export "run") (loop (br 0))))'
 @pytest.fixture(autouse=True)
 def still_works_afterwards():
     yield
-    assert run(Compartment(), '(module (func (export "run") (result i32) (i32.const 42)))') == 42
+    answer = '(module (func (export "run") (result i32) (i32.const 42)))'
+    assert run(Compartment(), answer) == 42
 
 
 @pytest.mark.parametrize("body, code, message", [
     ("(unreachable)", "unreachable", r"wasm `unreachable` instruction executed"),
-    ("(drop (i32.load (i32.const 65536)))", "out_of_bounds", r"out of bounds memory access \(memory fault at wasm address 0x10000"),
+    ("(drop (i32.load (i32.const 65536)))", "out_of_bounds",
+     r"out of bounds memory access \(memory fault at wasm address 0x10000"),
     ("(drop (i32.div_u (i32.const 1) (i32.const 0)))", "division", r"integer divide by zero"),
     ("(drop (i32.div_s (i32.const 0x80000000) (i32.const -1)))", "division",
      r"integer overflow"),

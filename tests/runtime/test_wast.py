@@ -73,13 +73,13 @@ def test_every_command_kind_passes(tmp_path):
     ('(assert_unlinkable (module (import "spectest" "print" (func))) "unknown import")',
      r"our linker accepted the module, expected 'unknown import'"),
     ('(assert_trap (module (import "nope" "f" (func))) "unreachable")',
-     r"did not link \(1 import\(s\) could not be linked:\n  nope\.f: expected \(\) -> \(\), "
-     r"got nothing \(unknown import\)\)"),
+     (r"did not link \(1 import\(s\) could not be linked:\n  nope\.f: expected \(\) -> "
+      r"\(\), got nothing \(unknown import\)\)")),
     ('(assert_invalid (module (func)) "type mismatch")',
      r"the module was accepted, expected it rejected: 'type mismatch'"),
     ('(module (import "spectest" "print_i32" (func (param i64))))',
-     r"LinkError: 1 import\(s\) could not be linked:\n  spectest\.print_i32: expected "
-     r"\(i64\) -> \(\), got \(i32\) -> \(\)"),
+     (r"LinkError: 1 import\(s\) could not be linked:\n  spectest\.print_i32: expected "
+      r"\(i64\) -> \(\), got \(i32\) -> \(\)")),
 ])
 def test_failures_name_what_happened(tmp_path, command, detail):
     script = '(module (func (export "f") (result i32) (i32.const 1)))\n' + command
@@ -108,7 +108,7 @@ def test_v128_functions_are_skipped_not_called(tmp_path):
                            '(local.get 0)))\n(assert_return (invoke "v" (v128.const i32x4 1 2 '
                            '3 4)) (v128.const i32x4 1 2 3 4))')
     done = subprocess.run([sys.executable, "-m", "runtime", "wast", "-v", str(path)],
-                          capture_output=True, text=True, timeout=60)
+                          capture_output=True, text=True, check=False, timeout=60)
     assert done.returncode == 0, done.stderr
     assert "skipped assert_return: 'v' has a v128 type ((v128) -> v128)" in done.stdout
     assert done.stdout.splitlines()[-1] == "1 passed, 0 failed (1 skipped)"

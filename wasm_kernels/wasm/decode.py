@@ -10,8 +10,16 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from .encode import MAGIC_AND_VERSION
-from .types import (VALUE_TYPE_NAMES, ExternType, FuncType, GlobalType, Limits, MemoryType,
-                    TableType, TagType)
+from .types import (
+    VALUE_TYPE_NAMES,
+    ExternType,
+    FuncType,
+    GlobalType,
+    Limits,
+    MemoryType,
+    TableType,
+    TagType,
+)
 
 SECTION_NAMES = {0: "custom", 1: "type", 2: "import", 3: "function", 4: "table", 5: "memory",
                  6: "global", 7: "export", 8: "start", 9: "element", 10: "code", 11: "data",

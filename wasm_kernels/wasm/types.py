@@ -32,7 +32,7 @@ class Limits:
     min: int
     max: int | None = None
 
-    def fits_in(self, required: "Limits") -> bool:
+    def fits_in(self, required: Limits) -> bool:
         """Whether limits that *are* self satisfy an import that *requires* ``required``."""
         if self.min < required.min:
             return False
