@@ -8,6 +8,7 @@ Each family implements every row of that family, reading its arguments by parame
 
 from __future__ import annotations
 
+import math
 from typing import Callable
 
 import numpy as np
@@ -28,37 +29,138 @@ def _tensor(memory: np.ndarray, pointer: int, shape: tuple[int, ...]) -> np.ndar
     return memory[pointer:pointer + 4 * count].view(_F32).reshape(shape)
 
 
+def _special(name: str) -> Callable[[np.ndarray], np.ndarray]:
+    """``erf`` or ``erfc`` in float64: scipy's when installed, else ``math``'s per element."""
+    try:
+        from scipy import special
+    except ImportError:
+        return np.vectorize(getattr(math, name), otypes=[np.float64])
+    return getattr(special, name)
+
+
+def _sigmoid(x: np.ndarray) -> np.ndarray:
+    with np.errstate(over="ignore"):
+        return 1 / (1 + np.exp(-x))
+
+
+ACTIVATIONS: dict[str, Callable[[np.ndarray], np.ndarray]] = {
+    "relu": lambda x: np.maximum(x, 0),
+    "relu6": lambda x: np.minimum(np.maximum(x, 0), 6),
+    "neg": np.negative, "abs": np.abs, "sqrt": np.sqrt, "exp": np.exp, "log": np.log,
+    "tanh": np.tanh, "erf": lambda x: _special("erf")(x), "sigmoid": _sigmoid,
+    "silu": lambda x: x * _sigmoid(x),
+    "gelu": lambda x: x / 2 * _special("erfc")(-x / np.sqrt(2)),
+}
+"""The reference semantics of every activation in the ABI (computed in float64)."""
+
+
+def _activate(x: np.ndarray, op: str) -> np.ndarray:
+    with np.errstate(all="ignore"):
+        return ACTIVATIONS[op](x.astype(np.float64)).astype(np.float32)
+
+
 def _gemm(spec: abi.KernelSpec) -> Callable[..., None]:
+    activation = [part for part in spec.name.split("_")[2:] if part in ACTIVATIONS]
+
     def gemm(ctx: HostContext, *args: int) -> None:
         arg = dict(zip(spec.params, args))
         m, k, n = arg["m"], arg["k"], arg["n"]
         memory = ctx.memory
-        out = _tensor(memory, arg["a"], (m, k)) @ _tensor(memory, arg["b"], (k, n))
-        if "bias" in arg:
-            out += _tensor(memory, arg["bias"], (n,))
-        if spec.name.endswith("_relu"):
-            np.maximum(out, 0, out=out)
-        _tensor(memory, arg["c"], (m, n))[...] = out
+        batch = arg.get("batch", 1)
+        for i in range(batch):
+            a = _tensor(memory, arg["a"] + 4 * i * arg.get("a_stride", 0), (m, k))
+            b = _tensor(memory, arg["b"] + 4 * i * arg.get("b_stride", 0), (k, n))
+            out = a @ b
+            if "bias" in arg:
+                out += _tensor(memory, arg["bias"], (n,))
+            if "r" in arg:
+                out += _tensor(memory, arg["r"], (m, n))
+            for op in activation:
+                out = _activate(out, op)
+            _tensor(memory, arg["c"] + 4 * i * m * n, (m, n))[...] = out
 
     return gemm
 
 
-UNARY: dict[str, Callable[[np.ndarray, np.ndarray], object]] = {
-    "relu": lambda x, out: np.maximum(x, 0, out=out),
-}
-
-
 def _unary(spec: abi.KernelSpec) -> Callable[..., None]:
-    apply = UNARY[spec.name.removeprefix("f32_")]
+    op = spec.name.removeprefix("f32_")
 
     def unary(ctx: HostContext, x: int, y: int, n: int) -> None:
         memory = ctx.memory
-        apply(_tensor(memory, x, (n,)).copy(), _tensor(memory, y, (n,)))
+        _tensor(memory, y, (n,))[...] = _activate(_tensor(memory, x, (n,)), op)
 
     return unary
 
 
-FAMILIES: dict[str, Callable[[abi.KernelSpec], Callable[..., None]]] = {"gemm": _gemm, "unary": _unary}
+BINARY: dict[str, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
+    "add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.divide,
+    "max": np.maximum, "min": np.minimum,
+}
+
+
+def _strided(memory: np.ndarray, pointer: int, dims: tuple[int, ...],
+             strides: tuple[int, ...]) -> np.ndarray:
+    """A read-only view of floats at ``pointer`` with element ``strides`` (0 broadcasts)."""
+    extent = 1 + sum((d - 1) * s for d, s in zip(dims, strides) if d > 0)
+    base = _tensor(memory, pointer, (extent,))
+    return np.lib.stride_tricks.as_strided(base, dims, tuple(4 * s for s in strides),
+                                           writeable=False)
+
+
+def _binary(spec: abi.KernelSpec) -> Callable[..., None]:
+    op = BINARY[spec.name.removeprefix("f32_")]
+    rank = abi.BROADCAST_RANK
+
+    def binary(ctx: HostContext, *args: int) -> None:
+        arg = dict(zip(spec.params, args))
+        memory = ctx.memory
+        dims = tuple(arg[f"d{i}"] for i in range(rank))
+        a = _strided(memory, arg["a"], dims, tuple(arg[f"as{i}"] for i in range(rank)))
+        b = _strided(memory, arg["b"], dims, tuple(arg[f"bs{i}"] for i in range(rank)))
+        with np.errstate(all="ignore"):
+            out = op(a, b)
+        _tensor(memory, arg["y"], dims)[...] = out
+
+    return binary
+
+
+REDUCE: dict[str, Callable[..., np.ndarray]] = {"sum": np.sum, "mean": np.mean, "max": np.max}
+
+
+def _reduce(spec: abi.KernelSpec) -> Callable[..., None]:
+    op = REDUCE[spec.name.removeprefix("f32_reduce_")]
+
+    def reduce(ctx: HostContext, x: int, y: int, outer: int, n: int, inner: int) -> None:
+        memory = ctx.memory
+        _tensor(memory, y, (outer, inner))[...] = op(_tensor(memory, x, (outer, n, inner)),
+                                                     axis=1)
+
+    return reduce
+
+
+def _softmax(ctx: HostContext, x: int, y: int, rows: int, n: int) -> None:
+    data = _tensor(ctx.memory, x, (rows, n))
+    e = np.exp(data - data.max(axis=1, keepdims=True))
+    _tensor(ctx.memory, y, (rows, n))[...] = e / e.sum(axis=1, keepdims=True)
+
+
+def _layer_norm(ctx: HostContext, x: int, gamma: int, beta: int, y: int, rows: int, n: int,
+                eps: float) -> None:
+    memory = ctx.memory
+    data = _tensor(memory, x, (rows, n))
+    mean = data.mean(axis=1, keepdims=True)
+    var = ((data - mean) ** 2).mean(axis=1, keepdims=True)
+    _tensor(memory, y, (rows, n))[...] = ((data - mean) / np.sqrt(var + np.float32(eps))
+                                          * _tensor(memory, gamma, (n,))
+                                          + _tensor(memory, beta, (n,)))
+
+
+ROWWISE: dict[str, Callable[..., None]] = {"softmax": _softmax, "layer_norm": _layer_norm}
+
+FAMILIES: dict[str, Callable[[abi.KernelSpec], Callable[..., None]]] = {
+    "gemm": _gemm, "unary": _unary, "binary": _binary, "reduce": _reduce,
+    "rowwise": lambda spec: ROWWISE[spec.name.removeprefix("f32_")],
+}
 
 
 def provider() -> IntrinsicModule:

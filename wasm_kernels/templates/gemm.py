@@ -1,92 +1,186 @@
-"""The gemm family: C(m, n) = epilogue(A(m, k) @ B(k, n) [+ bias]).
+"""The gemm family: C(m, n) = epilogue(A(m, k) @ B(k, n) [+ bias]), row-major f32.
 
-Columns are processed ``LANES`` at a time with one f32x4 accumulator per column block
-(``simd128``: mul + add; ``relaxed``: ``f32x4.relaxed_madd``), then a scalar tail handles
-``n % 4`` columns. The ``scalar`` ISA runs only the tail loop and is the reference variant.
+A register-blocked micro-kernel computes an ``MR x NR`` tile of C with its accumulators in
+locals: per step of k it loads one row of the B panel (``NR / lanes`` registers), broadcasts
+one A element per tile row, and multiply-adds ``MR * NR / lanes`` accumulators; the k loop
+is unrolled ``UNROLL`` times so the A offsets become immediates. The driver walks row
+blocks of ``MR`` rows (then single rows) and, within them, column panels of ``NR``
+columns, then one register of columns, then single columns, so every ``m, k, n`` is exact.
+
+Rows of the family: ``f32_gemm[_bias][_<epilogue>...]`` and the batched ``f32_bmm[...]``,
+which loops the same body over ``batch`` with per-operand batch strides.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from ..abi import KernelSpec
 from ..wasm import Code, FuncType
-from .loops import counted_loop
+from . import activations
+from .isa import ISAS, Isa
+from .loops import strided_loop
 
-LANES = 4
+TILES: dict[str, tuple[int, int]] = {"relaxed": (4, 8), "simd128": (4, 8), "scalar": (4, 2)}
+"""(MR, NR): tile rows and columns per ISA. 4x8 keeps 8 f32x4 accumulators, 2 B registers
+and one broadcast A register within the 16 XMM registers; larger tiles spill."""
+
+UNROLL = 1
+"""k steps per loop iteration: the A loads of a step use immediate offsets 0, 4, 8, 12."""
 
 
-def emit(spec: KernelSpec, isa: str) -> tuple[FuncType, Code]:
-    """Generate the body of gemm kernel ``spec`` for ``isa`` ('relaxed', 'simd128', 'scalar')."""
-    has_bias = "bias" in spec.params
-    relu = spec.name.endswith("_relu")
+@dataclass
+class _Frame:
+    """Locals shared by the driver and the micro-kernels of one generated function."""
+
+    c: Code
+    isa: Isa
+    arg: dict[str, int]
+    epilogue: tuple[str, ...]
+    i: int
+    j: int
+    lda: int
+    ldc: int
+    pb: int
+    kmain: int
+
+
+def variant(isa: str) -> str:
+    """The variant suffix of gemm kernels for ``isa``, e.g. ``relaxed_4x8``."""
+    mr, nr = TILES[isa]
+    return f"{isa}_{mr}x{nr}"
+
+
+def emit(spec: KernelSpec, isa_name: str) -> tuple[FuncType, Code]:
+    """Generate gemm or bmm kernel ``spec`` for ``isa_name``."""
+    isa = ISAS[isa_name]
     c = Code(spec.param_types)
     arg = {p: i for i, p in enumerate(spec.params)}
-    i, j, p, pa, pb, arow, crow, row_bytes = (c.local("i32") for _ in range(8))
-
-    c.emit("local.get", arg["n"]).emit("i32.const", 2).emit("i32.shl").emit("local.set", row_bytes)
-
-    def row_body() -> None:
-        # arow = a + i * k * 4; crow = c + i * n * 4
-        c.emit("local.get", arg["a"]).emit("local.get", i).emit("local.get", arg["k"])
-        c.emit("i32.mul").emit("i32.const", 2).emit("i32.shl").emit("i32.add")
-        c.emit("local.set", arow)
-        c.emit("local.get", arg["c"]).emit("local.get", i).emit("local.get", row_bytes)
-        c.emit("i32.mul").emit("i32.add").emit("local.set", crow)
-        c.emit("i32.const", 0).emit("local.set", j)
-        if isa != "scalar":
-            _column_blocks(c, isa, arg, has_bias, relu, j, p, pa, pb, arow, crow, row_bytes)
-        _column_blocks(c, "scalar", arg, has_bias, relu, j, p, pa, pb, arow, crow, row_bytes)
-
-    counted_loop(c, i, lambda: c.emit("local.get", arg["m"]), row_body)
+    i32 = "i32"
+    f = _Frame(c, isa, arg, activations.epilogue_of(spec), *(c.local(i32) for _ in range(6)))
+    # lda = k * 4, ldc = n * 4 (byte strides); kmain = k rounded down to UNROLL.
+    c.emit("local.get", arg["k"]).emit("i32.const", 2).emit("i32.shl").emit("local.set", f.lda)
+    c.emit("local.get", arg["n"]).emit("i32.const", 2).emit("i32.shl").emit("local.set", f.ldc)
+    c.emit("local.get", arg["k"]).emit("i32.const", -UNROLL).emit("i32.and")
+    c.emit("local.set", f.kmain)
+    if "batch" in arg:
+        _batched(f)
+    else:
+        _gemm(f)
     return FuncType(spec.param_types, spec.results), c
 
 
-def _column_blocks(c: Code, isa: str, arg: dict[str, int], has_bias: bool, relu: bool,
-                   j: int, p: int, pa: int, pb: int, arow: int, crow: int,
-                   row_bytes: int) -> None:
-    """Columns from ``j`` on, ``LANES`` at a time for SIMD ISAs, one at a time for scalar."""
-    vector = isa != "scalar"
-    width = LANES if vector else 1
-    kind = "v128" if vector else "f32"
-    load = "v128.load" if vector else "f32.load"
-    acc = c.local(kind)
-
+def _batched(f: _Frame) -> None:
+    """``for batch: gemm; a += a_stride; b += b_stride; c += m * n``, strides in floats."""
+    c, arg = f.c, f.arg
     c.emit("block").emit("loop")
-    # while j + width <= n
-    c.emit("local.get", j).emit("i32.const", width).emit("i32.add")
-    c.emit("local.get", arg["n"]).emit("i32.gt_u").emit("br_if", 1)
-    if has_bias:
-        c.emit("local.get", arg["bias"]).emit("local.get", j).emit("i32.const", 2)
-        c.emit("i32.shl").emit("i32.add").emit(load, 2).emit("local.set", acc)
-    elif vector:
-        c.emit("v128.const", bytes(16)).emit("local.set", acc)
-    else:
-        c.emit("f32.const", 0.0).emit("local.set", acc)
-    c.emit("local.get", arow).emit("local.set", pa)
-    c.emit("local.get", arg["b"]).emit("local.get", j).emit("i32.const", 2).emit("i32.shl")
-    c.emit("i32.add").emit("local.set", pb)
-
-    def inner() -> None:
-        c.emit("local.get", pa).emit("f32.load", 2)
-        if vector:
-            c.emit("f32x4.splat")
-        c.emit("local.get", pb).emit(load, 2)
-        if isa == "relaxed":
-            c.emit("local.get", acc).emit("f32x4.relaxed_madd")
-        else:
-            c.emit("f32x4.mul" if vector else "f32.mul").emit("local.get", acc)
-            c.emit("f32x4.add" if vector else "f32.add")
-        c.emit("local.set", acc)
-        c.emit("local.get", pa).emit("i32.const", 4).emit("i32.add").emit("local.set", pa)
-        c.emit("local.get", pb).emit("local.get", row_bytes).emit("i32.add").emit("local.set", pb)
-
-    counted_loop(c, p, lambda: c.emit("local.get", arg["k"]), inner)
-    c.emit("local.get", crow).emit("local.get", j).emit("i32.const", 2).emit("i32.shl")
-    c.emit("i32.add").emit("local.get", acc)
-    if relu:
-        if vector:
-            c.emit("v128.const", bytes(16)).emit("f32x4.max")
-        else:
-            c.emit("f32.const", 0.0).emit("f32.max")
-    c.emit("v128.store" if vector else "f32.store", 2)
-    c.emit("local.get", j).emit("i32.const", width).emit("i32.add").emit("local.set", j)
+    c.emit("local.get", arg["batch"]).emit("i32.eqz").emit("br_if", 1)
+    _gemm(f)
+    for pointer, stride in (("a", "a_stride"), ("b", "b_stride")):
+        c.emit("local.get", arg[pointer]).emit("local.get", arg[stride]).emit("i32.const", 2)
+        c.emit("i32.shl").emit("i32.add").emit("local.set", arg[pointer])
+    for pointer in ("c",) + (("r",) if "r" in arg else ()):
+        c.emit("local.get", arg[pointer]).emit("local.get", arg["m"]).emit("local.get", f.ldc)
+        c.emit("i32.mul").emit("i32.add").emit("local.set", arg[pointer])
+    c.emit("local.get", arg["batch"]).emit("i32.const", 1).emit("i32.sub")
+    c.emit("local.set", arg["batch"])
     c.emit("br", 0).emit("end").emit("end")
+
+
+def _gemm(f: _Frame) -> None:
+    """Column panels of NR columns, then one register, then single columns; within each,
+    row blocks of MR rows, then single rows. Panels outermost keep a k x NR slice of B
+    in L1 while A streams through it."""
+    mr, nr = TILES[f.isa.name]
+    c, n = f.c, f.arg["n"]
+    panels = [(f.isa, nr, nr // f.isa.lanes)]
+    if f.isa.vector:
+        panels.append((f.isa, f.isa.lanes, 1))
+    panels.append((ISAS["scalar"], 1, 1))
+    c.emit("i32.const", 0).emit("local.set", f.j)
+    for isa, width, regs in panels:
+        def panel(isa: Isa = isa, regs: int = regs) -> None:
+            c.emit("i32.const", 0).emit("local.set", f.i)
+            strided_loop(c, f.i, mr, f.arg["m"], lambda: _tile(f, isa, mr, regs))
+            strided_loop(c, f.i, 1, f.arg["m"], lambda: _tile(f, isa, 1, regs))
+
+        strided_loop(c, f.j, width, n, panel)
+
+
+def _address(c: Code, base: int, row: int, r: int, row_bytes: int, col: int | None) -> None:
+    """Push ``base + (row + r) * row_bytes [+ col * 4]``."""
+    c.emit("local.get", base).emit("local.get", row)
+    if r:
+        c.emit("i32.const", r).emit("i32.add")
+    c.emit("local.get", row_bytes).emit("i32.mul").emit("i32.add")
+    if col is not None:
+        c.emit("local.get", col).emit("i32.const", 2).emit("i32.shl").emit("i32.add")
+
+
+def _tile(f: _Frame, isa: Isa, rows: int, regs: int) -> None:
+    """The micro-kernel: C[i:i+rows, j:j+regs*lanes] with ``rows * regs`` accumulators."""
+    c, arg, width = f.c, f.arg, 4 * isa.lanes
+    acc = [[c.local(isa.valtype) for _ in range(regs)] for _ in range(rows)]
+    bv = [c.local(isa.valtype) for _ in range(regs)]
+    av = c.local(isa.valtype)
+    pa = [c.local("i32") for _ in range(rows)]
+    end, rest = c.local("i32"), c.local("i32")
+    for r in range(rows):
+        _address(c, arg["a"], f.i, r, f.lda, None)
+        c.emit("local.set", pa[r])
+    c.emit("local.get", arg["b"]).emit("local.get", f.j).emit("i32.const", 2).emit("i32.shl")
+    c.emit("i32.add").emit("local.set", f.pb)
+    for v in range(regs):
+        if "bias" in arg:
+            c.emit("local.get", arg["bias"]).emit("local.get", f.j).emit("i32.const", 2)
+            c.emit("i32.shl").emit("i32.add")
+            isa.load(c, v * width)
+        else:
+            isa.const(c, 0.0)
+        c.emit("local.set", acc[0][v])
+        for r in range(1, rows):
+            c.emit("local.get", acc[0][v]).emit("local.set", acc[r][v])
+
+    def step(offset: int) -> None:
+        for v in range(regs):
+            c.emit("local.get", f.pb)
+            isa.load(c, v * width)
+            c.emit("local.set", bv[v])
+        c.emit("local.get", f.pb).emit("local.get", f.ldc).emit("i32.add").emit("local.set", f.pb)
+        for r in range(rows):
+            c.emit("local.get", pa[r])
+            isa.load_splat(c, offset)
+            c.emit("local.set", av)
+            for v in range(regs):
+                c.emit("local.get", av).emit("local.get", bv[v])
+                isa.madd_into(c, acc[r][v])
+
+    def k_loop(limit_words: int, unroll: int) -> None:
+        # end = pa[0] + limit_words * 4; loop while pa[0] != end.
+        c.emit("local.get", pa[0]).emit("local.get", limit_words).emit("i32.const", 2)
+        c.emit("i32.shl").emit("i32.add").emit("local.set", end)
+        c.emit("block").emit("loop")
+        c.emit("local.get", pa[0]).emit("local.get", end).emit("i32.eq").emit("br_if", 1)
+        for u in range(unroll):
+            step(4 * u)
+        for pointer in pa:
+            c.emit("local.get", pointer).emit("i32.const", 4 * unroll).emit("i32.add")
+            c.emit("local.set", pointer)
+        c.emit("br", 0).emit("end").emit("end")
+
+    k_loop(f.kmain, UNROLL)
+    # The remaining k % UNROLL steps: end = pa[0] + (k - kmain) * 4.
+    c.emit("local.get", arg["k"]).emit("local.get", f.kmain).emit("i32.sub")
+    c.emit("local.set", rest)
+    k_loop(rest, 1)
+    for r in range(rows):
+        for v in range(regs):
+            _address(c, arg["c"], f.i, r, f.ldc, f.j)
+            c.emit("local.get", acc[r][v])
+            if "r" in arg:
+                _address(c, arg["r"], f.i, r, f.ldc, f.j)
+                isa.load(c, v * width)
+                isa.op(c, "add")
+            for op in f.epilogue:
+                activations.apply(c, isa, op)
+            isa.store(c, v * width)

@@ -47,6 +47,7 @@ _MEMORY = {
     "i32.store16": (None, 0x3B, MEMARG),
     "memory.size": (None, 0x3F, ZERO1),
     "memory.grow": (None, 0x40, ZERO1),
+    "i32.trunc_sat_f32_s": (0xFC, 0, NONE),
     "memory.copy": (0xFC, 10, ZERO2),
     "memory.fill": (0xFC, 11, ZERO1),
 }
@@ -97,6 +98,7 @@ _SIMD = {
     **_simd_rows(0x4D, "v128.not v128.and v128.andnot v128.or v128.xor v128.bitselect "
                        "v128.any_true"),
     "v128.load32_zero": (0xFD, 0x5C, MEMARG),
+    **_simd_rows(0x67, "f32x4.ceil f32x4.floor f32x4.trunc f32x4.nearest"),
     **_simd_rows(0xAB, "i32x4.shl i32x4.shr_s i32x4.shr_u i32x4.add"),
     "i32x4.sub": (0xFD, 0xB1, NONE),
     "i32x4.mul": (0xFD, 0xB5, NONE),

@@ -1,0 +1,79 @@
+"""A harness that runs any kernel provider on numpy arrays: the wasm kernel module for each
+ISA, and the host (numpy) provider, both instantiated directly with wasmtime."""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import numpy as np
+import pytest
+import wasmtime
+
+import wasm_kernels
+from wasi_intrinsics.kernels import provider
+from wasm_kernels import abi
+
+PROVIDERS = (*wasm_kernels.ISAS, "host")
+PAGES = 512  # 32 MiB of linear memory
+
+
+class Harness:
+    """Calls kernels by ABI name with arrays placed in linear memory.
+
+    ``call(name, offset=..., x=array, y=shape, n=7)``: an ndarray argument is copied in, a
+    tuple argument allocates an output of that shape, ints and floats pass through. Every
+    operand starts ``offset`` bytes past a 64-byte boundary; outputs return as copies.
+    """
+
+    def __init__(self, name: str):
+        config = wasmtime.Config()
+        config.wasm_relaxed_simd = True
+        self.store = wasmtime.Store(wasmtime.Engine(config))
+        self.memory = wasmtime.Memory(self.store,
+                                      wasmtime.MemoryType(wasmtime.Limits(PAGES, None)))
+        if name == "host":
+            exports: Any = provider().instantiate(self.store, memory=self.memory)
+        else:
+            module = wasmtime.Module(self.store.engine, wasm_kernels.build(name))
+            exports = wasmtime.Instance(self.store, module, [self.memory]).exports(self.store)
+        self.funcs: Callable[[str], Any] = lambda kernel: exports[kernel]
+
+    def view(self) -> np.ndarray:
+        return np.ctypeslib.as_array(self.memory.data_ptr(self.store),
+                                     shape=(self.memory.data_len(self.store),))
+
+    def call(self, name: str, offset: int = 0, **args: Any) -> dict[str, np.ndarray]:
+        spec = abi.BY_NAME[name]
+        memory = self.view()
+        cursor, values, outputs = 64, [], {}
+        for param in spec.params:
+            key = param.split(":")[0]
+            value = args[key]
+            if isinstance(value, (np.ndarray, tuple)):
+                shape = value.shape if isinstance(value, np.ndarray) else value
+                nbytes = 4 * int(np.prod(shape))
+                address = cursor + offset
+                region = memory[address:address + nbytes].view(np.float32).reshape(shape)
+                if isinstance(value, np.ndarray):
+                    region[...] = value
+                else:
+                    region[...] = np.nan  # outputs must be fully written
+                    outputs[key] = region
+                values.append(address)
+                cursor = (address + nbytes + 127) // 64 * 64
+            else:
+                values.append(value)
+        assert cursor < memory.size, "test operands exceed the harness memory"
+        self.funcs(name)(self.store, *values)
+        return {key: region.copy() for key, region in outputs.items()}
+
+
+_harnesses: dict[str, Harness] = {}
+
+
+@pytest.fixture(params=PROVIDERS)
+def kernels(request: pytest.FixtureRequest) -> Harness:
+    """One harness per provider, shared by the whole session."""
+    if request.param not in _harnesses:
+        _harnesses[request.param] = Harness(request.param)
+    return _harnesses[request.param]

@@ -1,0 +1,104 @@
+"""Map and fold over contiguous rows of floats, one register at a time then a scalar tail:
+the building blocks of the row-wise (softmax, layer_norm), reduce and binary families.
+
+Element functions are expressions (``expr.Expr``): input ``k < len(sources)`` is the element
+of source ``k``; higher inputs are per-row values the caller keeps in locals (``scalars``
+maps an input index to a pair of locals: the splatted v128 and the f32).
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from ..wasm import Code
+from . import expr
+from .expr import Expr
+from .isa import ISAS, Isa
+from .loops import strided_loop
+
+ElementFn = Callable[[list[Expr]], Expr]
+
+
+def with_tail(isa: Isa) -> tuple[Isa, ...]:
+    """The ISA, then the scalar ISA for the tail (just scalar for the scalar variant)."""
+    return tuple(dict.fromkeys((isa, ISAS["scalar"])))
+
+
+def _element_inputs(c: Code, isa: Isa, sources: list[int], i: int,
+                    scalars: dict[int, tuple[int, int]]) -> dict[int, int]:
+    """Load element ``i`` of every source into a local; map each input to its local."""
+    inputs = {}
+    for k, base in enumerate(sources):
+        c.emit("local.get", base).emit("local.get", i).emit("i32.const", 2).emit("i32.shl")
+        c.emit("i32.add")
+        isa.load(c)
+        inputs[k] = c.local(isa.valtype)
+        c.emit("local.set", inputs[k])
+    for k, (vector, scalar) in scalars.items():
+        inputs[k] = vector if isa.vector else scalar
+    return inputs
+
+
+def row_map(c: Code, isa: Isa, sources: list[int], dst: int, n: int, fn: ElementFn,
+            scalars: dict[int, tuple[int, int]] | None = None) -> None:
+    """``dst[i] = fn(sources[0][i], ...)`` for ``i < n`` (locals hold the pointers and n)."""
+    i = c.local("i32")
+    c.emit("i32.const", 0).emit("local.set", i)
+    for each in with_tail(isa):
+        def body(each: Isa = each) -> None:
+            inputs = _element_inputs(c, each, sources, i, scalars or {})
+            c.emit("local.get", dst).emit("local.get", i).emit("i32.const", 2)
+            c.emit("i32.shl").emit("i32.add")
+            expr.emit(c, each, fn([Expr.input(k) for k in range(len(inputs))]), inputs)
+            each.store(c)
+
+        strided_loop(c, i, each.lanes, n, body)
+
+
+def row_fold(c: Code, isa: Isa, sources: list[int], n: int, combine: str, fn: ElementFn,
+             scalars: dict[int, tuple[int, int]] | None = None) -> None:
+    """Push the f32 ``combine``-fold (``add`` or ``max``) of ``fn(elements)`` over ``i < n``."""
+    identity = 0.0 if combine == "add" else float("-inf")
+    i = c.local("i32")
+    c.emit("i32.const", 0).emit("local.set", i)
+    accumulators = []
+    for each in with_tail(isa):
+        acc = c.local(each.valtype)
+        accumulators.append(acc)
+        if each.vector:
+            each.const(c, identity)
+        else:
+            _horizontal(c, isa, accumulators[0], combine, identity)
+        c.emit("local.set", acc)
+
+        def body(each: Isa = each, acc: int = acc) -> None:
+            inputs = _element_inputs(c, each, sources, i, scalars or {})
+            inputs[-1] = acc
+            value = fn([Expr.input(k) for k in range(len(sources) + len(scalars or {}))])
+            expr.emit(c, each, Expr(combine, (Expr.input(-1), value)), inputs)
+            c.emit("local.set", acc)
+
+        strided_loop(c, i, each.lanes, n, body)
+    c.emit("local.get", accumulators[-1])
+
+
+def _horizontal(c: Code, isa: Isa, vector: int, combine: str, identity: float) -> None:
+    """Push the fold of the lanes of local ``vector`` (the identity for the scalar ISA)."""
+    if not isa.vector:
+        c.emit("f32.const", identity)
+        return
+    for lane in range(isa.lanes):
+        c.emit("local.get", vector).emit("f32x4.extract_lane", lane)
+        if lane:
+            c.emit(f"f32.{combine}")
+
+
+def splat_scalar(c: Code, isa: Isa) -> tuple[int, int]:
+    """Store the f32 on the stack as an input for ``scalars``: (splatted register, f32)."""
+    scalar = c.local("f32")
+    c.emit("local.set", scalar)
+    if not isa.vector:
+        return scalar, scalar
+    vector = c.local("v128")
+    c.emit("local.get", scalar).emit("f32x4.splat").emit("local.set", vector)
+    return vector, scalar
