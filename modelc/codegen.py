@@ -63,6 +63,14 @@ class LowerContext:
         its address."""
         self.records.append(("weight", self._place(array)))
 
+    def scalar(self, number: float) -> None:
+        """Place one float32 among the weights and push its address."""
+        self.constant(np.array([number], np.float32))
+
+    def push_f32(self, number: float) -> None:
+        """Push an f32 constant."""
+        self.records.append(("f32.const", float(number)))
+
     def address(self, value: Value) -> None:
         """Push the address of ``value``: a weight for constants, else its arena slot."""
         if value.is_constant:

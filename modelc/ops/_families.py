@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import CompileError
 from . import OpDef
 from ._shapes import axis, broadcast
+from ._strided import emit_strided, operand_strides
 
 if TYPE_CHECKING:
     from ..codegen import LowerContext
@@ -18,9 +19,12 @@ FLOAT = "float32"
 
 
 class Unary(OpDef):
-    """Elementwise one-input float ops: output has the input's shape and dtype."""
+    """Elementwise one-input float ops: output has the input's shape and dtype; lowered to
+    the kernel ``f32_<name>``."""
 
-    kernel: str = ""
+    @property
+    def kernel(self) -> str:
+        return f"f32_{self.name}"
 
     def infer(self, shapes: list["Shape"], dtypes: list[str], attrs: dict[str, Any]) -> Result:
         if dtypes[0] != FLOAT:
@@ -28,8 +32,6 @@ class Unary(OpDef):
         return [(shapes[0], dtypes[0])]
 
     def lower(self, node: "Node", ctx: "LowerContext") -> None:
-        if not self.kernel:
-            super().lower(node, ctx)
         ctx.address(node.inputs[0])
         ctx.address(node.output)
         ctx.numel(node.inputs[0].shape)
@@ -38,9 +40,31 @@ class Unary(OpDef):
 
 class Binary(OpDef):
     """Elementwise two-operand ops with numpy broadcasting; a Python scalar operand is an
-    attr. ``result_dtype`` None keeps the tensor operands' dtype."""
+    attr. ``result_dtype`` None keeps the tensor operands' dtype. Lowered to the strided
+    kernel ``kernel`` when it has one."""
 
     result_dtype: str | None = None
+    kernel: str = ""
+    operands: tuple[str, str] = ("input", "other")
+
+    def lower(self, node: "Node", ctx: "LowerContext") -> None:
+        if not self.kernel:
+            super().lower(node, ctx)
+        if node.output.dtype != FLOAT or any(v.dtype != FLOAT for v in node.inputs):
+            raise CompileError(f"{self.name}: only float32 lowers to wasm, got "
+                               f"{[v.dtype for v in node.inputs]}")
+        rank = len(node.output.shape)
+        named = dict(zip(node.input_names, node.inputs))
+        strides = []
+        for operand in self.operands:
+            if operand in named:
+                ctx.address(named[operand])
+                strides.append(operand_strides(named[operand].shape, rank))
+            else:
+                ctx.scalar(node.attrs[operand])
+                strides.append([None] * rank)
+        ctx.address(node.output)
+        emit_strided(ctx, self.kernel, node.output.shape, strides)
 
     def infer(self, shapes: list["Shape"], dtypes: list[str], attrs: dict[str, Any]) -> Result:
         if len(set(dtypes)) > 1 and self.result_dtype is None:
@@ -53,15 +77,32 @@ class Compare(Binary):
 
 
 class Reduce(OpDef):
-    """Reductions over ``dim`` (None: all axes) with ``keepdim``."""
+    """Reductions over ``dim`` (None: all axes) with ``keepdim``; lowered to
+    ``f32_reduce_<kernel_op>`` over (outer, n, inner) when the axes are adjacent."""
+
+    kernel_op: str = ""
+
+    def _axes(self, shape: "Shape", dims: Any) -> list[int]:
+        if dims is None:
+            return list(range(len(shape)))
+        return sorted({axis(d, len(shape)) for d in ((dims,) if isinstance(dims, int)
+                                                      else dims)})
+
+    def lower(self, node: "Node", ctx: "LowerContext") -> None:
+        shape = node.inputs[0].shape
+        axes = self._axes(shape, node.attrs.get("dim"))
+        if axes != list(range(axes[0], axes[-1] + 1)):
+            raise CompileError(f"{self.name} over non-adjacent axes {axes} is not lowered")
+        ctx.address(node.inputs[0])
+        ctx.address(node.output)
+        ctx.numel(shape[:axes[0]])
+        ctx.numel(shape[axes[0]:axes[-1] + 1])
+        ctx.numel(shape[axes[-1] + 1:])
+        ctx.call(f"f32_reduce_{self.kernel_op}")
 
     def infer(self, shapes: list["Shape"], dtypes: list[str], attrs: dict[str, Any]) -> Result:
         shape = shapes[0]
-        dims = attrs.get("dim")
-        if dims is None:
-            axes = set(range(len(shape)))
-        else:
-            axes = {axis(d, len(shape)) for d in ((dims,) if isinstance(dims, int) else dims)}
+        axes = set(self._axes(shape, attrs.get("dim")))
         keep = attrs.get("keepdim", False)
         out = tuple(1 if i in axes else d for i, d in enumerate(shape) if keep or i not in axes)
         return [(out, dtypes[0])]

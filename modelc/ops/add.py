@@ -5,6 +5,7 @@ from ._families import Binary
 
 class Add(Binary):
     name = "add"
+    kernel = "f32_add"
 
 
 OP = Add()

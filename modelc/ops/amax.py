@@ -5,6 +5,7 @@ from ._families import Reduce
 
 class Amax(Reduce):
     name = "amax"
+    kernel_op = "max"
 
 
 OP = Amax()

@@ -5,6 +5,7 @@ from ._families import Binary
 
 class Div(Binary):
     name = "div"
+    kernel = "f32_div"
 
 
 OP = Div()

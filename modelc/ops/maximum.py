@@ -5,6 +5,7 @@ from ._families import Binary
 
 class Maximum(Binary):
     name = "maximum"
+    kernel = "f32_max"
 
 
 OP = Maximum()

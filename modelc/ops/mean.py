@@ -5,6 +5,7 @@ from ._families import Reduce
 
 class Mean(Reduce):
     name = "mean"
+    kernel_op = "mean"
 
 
 OP = Mean()

@@ -5,6 +5,7 @@ from ._families import Binary
 
 class Minimum(Binary):
     name = "minimum"
+    kernel = "f32_min"
 
 
 OP = Minimum()

@@ -5,6 +5,7 @@ from ._families import Binary
 
 class Mul(Binary):
     name = "mul"
+    kernel = "f32_mul"
 
 
 OP = Mul()

@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import CompileError
 from . import OpDef
 from ._shapes import axis
+from ._strided import copy, dense_strides
+
+if TYPE_CHECKING:
+    from ..codegen import LowerContext
+    from ..graph import Node
 
 
 class Permute(OpDef):
@@ -19,6 +24,13 @@ class Permute(OpDef):
             raise CompileError(f"permute: {list(attrs['dims'])} is not a permutation of "
                                f"{len(shape)} axes")
         return [(tuple(shape[d] for d in dims), dtypes[0])]
+
+    def lower(self, node: "Node", ctx: "LowerContext") -> None:
+        shape = node.inputs[0].shape
+        strides = dense_strides(shape)
+        order = [axis(d, len(shape)) for d in node.attrs["dims"]]
+        copy(ctx, node.inputs[0], node.output,
+             [None if shape[d] == 1 else strides[d] for d in order])
 
 
 OP = Permute()

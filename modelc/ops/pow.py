@@ -5,6 +5,7 @@ from ._families import Binary
 
 class Pow(Binary):
     name = "pow"
+    operands = ("input", "exponent")
 
 
 OP = Pow()

@@ -5,7 +5,6 @@ from ._families import Unary
 
 class Relu(Unary):
     name = "relu"
-    kernel = "f32_relu"
 
 
 OP = Relu()

@@ -5,6 +5,7 @@ from ._families import Binary
 
 class Sub(Binary):
     name = "sub"
+    kernel = "f32_sub"
 
 
 OP = Sub()

@@ -5,6 +5,7 @@ from ._families import Reduce
 
 class Sum(Reduce):
     name = "sum"
+    kernel_op = "sum"
 
 
 OP = Sum()

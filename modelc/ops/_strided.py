@@ -1,0 +1,90 @@
+"""Lowering to the 4-D strided elementwise kernels (``f32_add``, ``f32_mul``, ...).
+
+Those kernels write a dense (d0, d1, d2, d3) output and read each operand through its own
+per-axis strides (0 broadcasts). Any broadcast of up to 4 axes, and any permutation of up
+to 4 axes (a copy through ``mul`` by 1.0, which is exact), maps onto them; adjacent axes
+that every operand reads the same way are merged first, so higher ranks often fit too.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Sequence
+
+from ..errors import CompileError
+from ..graph import Dim, Value
+
+if TYPE_CHECKING:
+    from ..codegen import LowerContext
+
+RANK = 4
+Factors = tuple[Dim, ...]  # a product of ints and symbolic dims
+
+
+def dense_strides(shape: Sequence[Dim]) -> list[Factors]:
+    """Row-major strides in elements, each as a product of later dims."""
+    return [tuple(shape[i + 1:]) for i in range(len(shape))]
+
+
+def operand_strides(shape: Sequence[Dim], out_rank: int) -> list[Factors | None]:
+    """Strides of an operand broadcast to rank ``out_rank``; None where it broadcasts."""
+    strides = dense_strides(shape)
+    padded: list[Factors | None] = [None] * (out_rank - len(shape))
+    return padded + [None if d == 1 else s for d, s in zip(shape, strides)]
+
+
+def _canonical(factors: Factors) -> tuple[int, tuple[str, ...]]:
+    ints = 1
+    for f in factors:
+        if isinstance(f, int):
+            ints *= f
+    return ints, tuple(sorted(f for f in factors if isinstance(f, str)))
+
+
+def _merge(out: list[Factors], operands: list[list[Factors | None]]
+           ) -> tuple[list[Factors], list[list[Factors | None]]]:
+    """Merge axis i into i+1 where every operand reads axis i at (stride of i+1) * dim(i+1)."""
+    axes = list(range(len(out)))
+    i = 0
+    while i + 1 < len(axes) and len(axes) > 1:
+        a, b = axes[i], axes[i + 1]
+        mergeable = all((op[a] is None and op[b] is None)
+                        or (op[a] is not None and op[b] is not None
+                            and _canonical(op[a]) == _canonical(op[b] + out[b]))
+                        for op in operands)
+        if mergeable:
+            out[b] = out[a] + out[b]
+            axes.pop(i)
+        else:
+            i += 1
+    return [out[a] for a in axes], [[op[a] for a in axes] for op in operands]
+
+
+def emit_strided(ctx: "LowerContext", kernel: str, out_shape: Sequence[Dim],
+                 operands: list[list[Factors | None]]) -> None:
+    """Push the dims and operand strides (addresses already pushed) and call ``kernel``.
+
+    Raises:
+        CompileError: more than 4 axes remain after merging.
+    """
+    out, ops = _merge([(d,) for d in out_shape], [list(op) for op in operands])
+    if len(out) > RANK:
+        raise CompileError(f"{kernel}: {len(out)} independent axes after merging; the "
+                           f"strided kernels take at most {RANK}")
+    pad = RANK - len(out)
+    for dim in [(1,)] * pad + out:
+        ctx.numel(dim)
+    for op in ops:
+        for stride in [None] * pad + op:
+            ctx.push(0) if stride is None else ctx.numel(stride)
+    ctx.call(kernel)
+
+
+def copy(ctx: "LowerContext", source: "Value", target: "Value",
+         source_strides: list[Factors | None]) -> None:
+    """Write ``target`` (dense) by reading ``source`` through ``source_strides`` (one per
+    target axis): ``target = source * 1.0``, exact for every float including -0 and NaN."""
+    ctx.address(source)
+    ctx.scalar(1.0)
+    ctx.address(target)
+    emit_strided(ctx, "f32_mul", target.shape,
+                 [source_strides, [None] * len(target.shape)])
