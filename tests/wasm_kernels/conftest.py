@@ -3,7 +3,7 @@ ISA, and the host (numpy) provider, both instantiated directly with wasmtime."""
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import numpy as np
 import pytest
@@ -68,12 +68,17 @@ class Harness:
         return {key: region.copy() for key, region in outputs.items()}
 
 
-_harnesses: dict[str, Harness] = {}
+@pytest.fixture(scope="session")
+def harnesses() -> Iterator[dict[str, Harness]]:
+    """Harnesses by provider, built on first use and dropped before interpreter shutdown."""
+    cache: dict[str, Harness] = {}
+    yield cache
+    cache.clear()
 
 
 @pytest.fixture(params=PROVIDERS)
-def kernels(request: pytest.FixtureRequest) -> Harness:
-    """One harness per provider, shared by the whole session."""
-    if request.param not in _harnesses:
-        _harnesses[request.param] = Harness(request.param)
-    return _harnesses[request.param]
+def kernels(request: pytest.FixtureRequest, harnesses: dict[str, Harness]) -> Harness:
+    """The harness of each provider in turn."""
+    if request.param not in harnesses:
+        harnesses[request.param] = Harness(request.param)
+    return harnesses[request.param]

@@ -1,0 +1,38 @@
+"""Both kernel providers export exactly the ABI table: names and signatures."""
+
+import pytest
+import wasmtime
+
+import wasm_kernels
+from wasi_intrinsics.kernels import provider
+from wasm_kernels import abi
+from wasm_kernels.wasm import FuncType, read_module
+
+EXPECTED = {k.name: FuncType(k.param_types, k.results) for k in abi.KERNELS}
+
+
+def test_wasm_module_exports_exactly_the_table() -> None:
+    for isa in wasm_kernels.ISAS:
+        info = read_module(wasm_kernels.build(isa))
+        exported = {e.name: e.type for e in info.exports}
+        assert exported == EXPECTED, isa
+        assert [(i.module, i.name) for i in info.imports] == [("env", "memory")]
+
+
+def test_host_provider_declares_exactly_the_table() -> None:
+    assert provider().types == EXPECTED
+    assert provider().name == abi.MODULE
+
+
+def test_every_variant_compiles_with_relaxed_simd() -> None:
+    config = wasmtime.Config()
+    config.wasm_relaxed_simd = True
+    engine = wasmtime.Engine(config)
+    for isa in wasm_kernels.ISAS:
+        wasmtime.Module.validate(engine, wasm_kernels.build(isa))
+
+
+def test_unknown_isa_is_named() -> None:
+
+    with pytest.raises(ValueError, match="unknown kernel ISA 'avx'"):
+        wasm_kernels.build("avx")

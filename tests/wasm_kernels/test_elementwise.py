@@ -1,0 +1,50 @@
+"""Unary and broadcasting binary kernels against numpy, at register edges and odd offsets."""
+
+import numpy as np
+import pytest
+
+from wasi_intrinsics.kernels import ACTIVATIONS, BINARY
+from wasm_kernels import abi
+
+SIZES = [1, 3, 4, 7, 16, 33, 1000]
+
+
+@pytest.mark.parametrize("op", list(abi.UNARY_OPS))
+def test_unary(kernels, op: str) -> None:  # type: ignore[no-untyped-def]
+    rng = np.random.default_rng(1)
+    for size in SIZES:
+        x = (rng.standard_normal(size) * 3).astype(np.float32)
+        if op in ("log", "sqrt"):
+            x = np.abs(x) + np.float32(1e-3)
+        y = kernels.call(f"f32_{op}", offset=4 * (size % 4), x=x, y=(size,), n=size)["y"]
+        expected = ACTIVATIONS[op](x.astype(np.float64))
+        np.testing.assert_allclose(y, expected, rtol=2e-6, atol=1e-6, err_msg=f"{op} n={size}")
+
+
+# (output dims, a shape, b shape) — numpy broadcasting, padded to rank 4 by the caller.
+BROADCASTS = [
+    ((1, 1, 1, 13), (1, 1, 1, 13), (1, 1, 1, 13)),       # dense, tail
+    ((2, 3, 4, 8), (2, 3, 4, 8), (1, 1, 1, 8)),          # bias over the last axis
+    ((2, 3, 5, 7), (2, 3, 5, 7), (1, 3, 1, 1)),          # per-channel scale, b splatted
+    ((1, 2, 5, 6), (1, 1, 1, 1), (1, 2, 5, 6)),          # scalar a
+    ((2, 1, 4, 9), (2, 1, 4, 1), (1, 1, 1, 9)),          # outer product
+    ((3, 2, 2, 1), (3, 2, 2, 1), (3, 2, 2, 1)),          # inner size 1
+]
+
+
+def _strides(shape: tuple[int, ...], out: tuple[int, ...]) -> list[int]:
+    dense = np.cumprod((1,) + shape[:0:-1])[::-1]
+    return [0 if s == 1 and o != 1 else int(d) for s, o, d in zip(shape, out, dense)]
+
+
+@pytest.mark.parametrize("op", list(abi.BINARY_OPS))
+def test_binary_broadcasting(kernels, op: str) -> None:  # type: ignore[no-untyped-def]
+    rng = np.random.default_rng(2)
+    for out_shape, a_shape, b_shape in BROADCASTS:
+        a = rng.standard_normal(a_shape).astype(np.float32)
+        b = (rng.standard_normal(b_shape) + 3).astype(np.float32)
+        args = {f"d{i}": d for i, d in enumerate(out_shape)}
+        args.update({f"as{i}": s for i, s in enumerate(_strides(a_shape, out_shape))})
+        args.update({f"bs{i}": s for i, s in enumerate(_strides(b_shape, out_shape))})
+        y = kernels.call(f"f32_{op}", offset=4, a=a, b=b, y=out_shape, **args)["y"]
+        np.testing.assert_allclose(y, BINARY[op](a, b), rtol=1e-6, err_msg=f"{op} {out_shape}")

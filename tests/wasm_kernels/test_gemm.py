@@ -1,0 +1,63 @@
+"""Every gemm row and the batched matmul against numpy, at the tile edges of each variant."""
+
+import numpy as np
+import pytest
+
+from wasi_intrinsics.kernels import ACTIVATIONS
+from wasm_kernels import abi
+
+# (m, k, n): size 1, below the 4x8 tile, exactly one tile, n % 8 and m % 4 remainders,
+# a scalar column tail (n % 4), several tiles, and a larger case.
+SHAPES = [(1, 1, 1), (3, 5, 7), (4, 3, 8), (5, 17, 13), (8, 16, 16), (9, 33, 30), (37, 64, 70)]
+GEMMS = [k for k in abi.KERNELS if k.family == "gemm" and "batch" not in k.params]
+
+
+def reference(spec: abi.KernelSpec, a, b, bias, r) -> np.ndarray:  # type: ignore[no-untyped-def]
+    out = a.astype(np.float64) @ b
+    if bias is not None:
+        out += bias
+    if r is not None:
+        out += r
+    for part in spec.name.split("_")[2:]:
+        if part in ACTIVATIONS:
+            out = ACTIVATIONS[part](out)
+    return out
+
+
+@pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "x".join(map(str, s)))
+def test_gemm_rows(kernels, shape) -> None:  # type: ignore[no-untyped-def]
+    m, k, n = shape
+    rng = np.random.default_rng(m * 100 + n)
+    a = rng.standard_normal((m, k), np.float32)
+    b = rng.standard_normal((k, n), np.float32)
+    bias = rng.standard_normal(n).astype(np.float32)
+    r = rng.standard_normal((m, n)).astype(np.float32)
+    for offset, spec in enumerate(GEMMS):
+        args = dict(a=a, b=b, c=(m, n), m=m, k=k, n=n, bias=bias, r=r)
+        out = kernels.call(spec.name, offset=4 * (offset % 3), **args)["c"]
+        expected = reference(spec, a, b, bias if "bias" in spec.params else None,
+                             r if "r" in spec.params else None)
+        np.testing.assert_allclose(out, expected, rtol=1e-4, atol=1e-4 * np.sqrt(k),
+                                   err_msg=spec.name)
+
+
+@pytest.mark.parametrize("a_stride_on, b_stride_on", [(1, 1), (1, 0), (0, 1)])
+def test_bmm_broadcasts_by_zero_stride(kernels, a_stride_on, b_stride_on) -> None:  # type: ignore[no-untyped-def]
+    batch, m, k, n = 3, 6, 9, 11
+    rng = np.random.default_rng(7)
+    a = rng.standard_normal((batch, m, k), np.float32)
+    b = rng.standard_normal((batch, k, n), np.float32)
+    out = kernels.call("f32_bmm", offset=4, a=a, b=b, c=(batch, m, n), batch=batch, m=m,
+                       k=k, n=n, a_stride=a_stride_on * m * k,
+                       b_stride=b_stride_on * k * n)["c"]
+    expected = (a if a_stride_on else a[:1]) @ (b if b_stride_on else b[:1])
+    np.testing.assert_allclose(out, np.broadcast_to(expected, out.shape), rtol=1e-4, atol=1e-4)
+
+
+def test_gemm_large_k_accumulates_in_order(kernels) -> None:  # type: ignore[no-untyped-def]
+    m, k, n = 2, 1031, 9
+    a = np.ones((m, k), np.float32)
+    b = np.full((k, n), 0.5, np.float32)
+    out = kernels.call("f32_gemm_bias", a=a, b=b, bias=np.ones(n, np.float32), c=(m, n),
+                       m=m, k=k, n=n)["c"]
+    np.testing.assert_array_equal(out, np.full((m, n), k * 0.5 + 1, np.float32))

@@ -1,0 +1,43 @@
+"""softmax, layer_norm and the reductions against numpy, at register edges."""
+
+import numpy as np
+import pytest
+
+from wasm_kernels import abi
+
+ROW_SIZES = [1, 3, 4, 9, 64, 387]
+
+
+def test_softmax_is_stable(kernels) -> None:  # type: ignore[no-untyped-def]
+    rng = np.random.default_rng(3)
+    for n in ROW_SIZES:
+        x = (rng.standard_normal((3, n)) * 30 + 500).astype(np.float32)  # exp would overflow
+        y = kernels.call("f32_softmax", offset=4, x=x, y=(3, n), rows=3, n=n)["y"]
+        e = np.exp(x.astype(np.float64) - x.max(axis=1, keepdims=True))
+        np.testing.assert_allclose(y, e / e.sum(axis=1, keepdims=True), rtol=1e-5, atol=1e-7)
+
+
+def test_layer_norm(kernels) -> None:  # type: ignore[no-untyped-def]
+    rng = np.random.default_rng(4)
+    for n in ROW_SIZES:
+        x = (rng.standard_normal((2, n)) * 4 + 2).astype(np.float32)
+        gamma = rng.standard_normal(n).astype(np.float32)
+        beta = rng.standard_normal(n).astype(np.float32)
+        y = kernels.call("f32_layer_norm", x=x, gamma=gamma, beta=beta, y=(2, n), rows=2, n=n,
+                         eps=1e-5)["y"]
+        x64 = x.astype(np.float64)
+        mean = x64.mean(axis=1, keepdims=True)
+        expected = (x64 - mean) / np.sqrt(x64.var(axis=1, keepdims=True) + 1e-5) * gamma + beta
+        np.testing.assert_allclose(y, expected, rtol=1e-4, atol=1e-4, err_msg=f"n={n}")
+
+
+@pytest.mark.parametrize("op", list(abi.REDUCE_OPS))
+@pytest.mark.parametrize("shape", [(1, 1, 1), (2, 7, 1), (3, 33, 1), (2, 5, 3), (1, 4, 8),
+                                   (3, 6, 13)], ids=str)
+def test_reduce_middle_axis(kernels, op: str, shape: tuple[int, int, int]) -> None:  # type: ignore[no-untyped-def]
+    x = np.random.default_rng(5).standard_normal(shape).astype(np.float32)
+    outer, n, inner = shape
+    y = kernels.call(f"f32_reduce_{op}", offset=4, x=x, y=(outer, inner), outer=outer, n=n,
+                     inner=inner)["y"]
+    expected = getattr(np, op)(x.astype(np.float64), axis=1)
+    np.testing.assert_allclose(y, expected, rtol=1e-5, atol=1e-6)
