@@ -18,10 +18,11 @@ from .trace import LIST_MARK
 
 
 def _reference(op: str) -> Any:
+    """The numpy semantics of ``op``: a primitive's body, or a composite run eagerly."""
     fn = getattr(F, op, None)
-    if fn is None or not hasattr(fn, "__nn_primitive__"):
-        raise CompileError(f"op {op!r} has no primitive in nn.functional")
-    return fn.__nn_primitive__
+    if fn is None:
+        raise CompileError(f"op {op!r} is not in nn.functional")
+    return getattr(fn, "__nn_primitive__", fn)
 
 
 def bind_dims(graph: Graph, inputs: Mapping[str, np.ndarray]) -> dict[str, int]:
@@ -51,10 +52,11 @@ def run_node(node: Node, values: list[np.ndarray], dims: dict[str, int] | None =
             args.setdefault(name[:-len(LIST_MARK)], []).append(value)
         else:
             args[name] = value
+    residual = args.pop("residual", None)
     attrs = {k: _resolve(v, dims or {}) for k, v in node.attrs.items() if k != "epilogue"}
     out = _reference(node.op)(**args, **attrs)
     for op in node.attrs.get("epilogue", ()):
-        out = _reference(op)(out)
+        out = F.add(out, residual) if op == "add" else _reference(op)(out)
     return out
 
 

@@ -1,6 +1,8 @@
 """linear: ``input @ weight.T + bias`` lowered to one gemm with a fused epilogue.
 
 The weight is packed at compile time to (in, out) row-major so the gemm streams its rows.
+The epilogue may hold a residual ``add`` (an extra ``residual`` input) and then one
+activation, as the ``f32_gemm[_bias][_add][_<activation>]`` kernels compute them.
 """
 
 from __future__ import annotations
@@ -16,10 +18,12 @@ if TYPE_CHECKING:
     from ..codegen import LowerContext
     from ..graph import Node, Shape
 
+ACTIVATIONS = frozenset({"relu", "relu6", "gelu", "silu", "sigmoid"})
+
 
 class Linear(OpDef):
     name = "linear"
-    epilogues = frozenset({"relu"})
+    epilogues = ACTIVATIONS | {"add"}
 
     def infer(self, shapes: list["Shape"], dtypes: list[str],
               attrs: dict[str, Any]) -> list[tuple["Shape", str]]:
@@ -30,7 +34,7 @@ class Linear(OpDef):
         if x[-1] != weight[1]:
             raise CompileError(f"linear: input has {x[-1]} features but weight expects "
                                f"{weight[1]} (weight shape {list(weight)})")
-        if len(shapes) == 3 and tuple(shapes[2]) != (weight[0],):
+        if len(shapes) >= 3 and tuple(shapes[2]) != (weight[0],):
             raise CompileError(f"linear: bias shape {list(shapes[2])} does not match "
                                f"out_features {weight[0]}")
         if any(d != "float32" for d in dtypes):
@@ -38,21 +42,25 @@ class Linear(OpDef):
         return [(tuple(x[:-1]) + (weight[0],), "float32")]
 
     def lower(self, node: "Node", ctx: "LowerContext") -> None:
-        x, weight, *bias = node.inputs
+        named = dict(zip(node.input_names, node.inputs))
+        x, weight = named["input"], named["weight"]
         if not weight.is_constant:
             raise CompileError("linear with a weight computed at run time is not supported; "
                                "the weight must be a parameter or constant")
         out_features, in_features = weight.shape
-        epilogue = node.attrs.get("epilogue", ())
+        parts = ["f32_gemm"]
         ctx.address(x)
         ctx.constant(np.ascontiguousarray(weight.data.T, dtype=np.float32))
-        if bias:
-            ctx.address(bias[0])
+        for name in ("bias", "residual"):
+            if name in named:
+                ctx.address(named[name])
+                parts.append("bias" if name == "bias" else "add")
         ctx.address(node.output)
         ctx.numel(x.shape[:-1])
         ctx.push(in_features)
         ctx.push(out_features)
-        ctx.call("_".join(("f32_gemm",) + (("bias",) if bias else ()) + tuple(epilogue)))
+        parts += [e for e in node.attrs.get("epilogue", ()) if e != "add"]
+        ctx.call("_".join(parts))
 
 
 OP = Linear()

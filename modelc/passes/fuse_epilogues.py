@@ -1,30 +1,67 @@
-"""fuse_epilogues: fold an elementwise op into the epilogue of the op that produces its input.
+"""fuse_epilogues: fold elementwise work into the epilogue of the op that produces its input.
 
-Rule: ``y = f(p(...))`` becomes ``y = p(..., epilogue=(f,))`` when ``f`` is in ``p``'s
-``OpDef.epilogues``, ``p``'s output has no other user and is not a graph output, and ``f``
-takes only that one input. Chains fuse in order (``epilogue=(f, g)``).
+Rules, in the order a gemm epilogue applies them:
+- residual: ``y = add(p(...), r)`` (either operand order) becomes ``y = p(..., residual=r,
+  epilogue=("add",))`` when ``p`` accepts ``add``, has no epilogue yet, ``r`` has ``y``'s
+  shape and is computed before ``p`` runs;
+- activation: ``y = f(p(...))`` becomes ``y = p(..., epilogue=(..., f))`` when ``f`` is in
+  ``p``'s ``OpDef.epilogues`` and ``p`` has no activation yet.
+Either way ``p``'s output must have no other user and not be a graph output.
 """
 
 from __future__ import annotations
 
 from .. import ops
-from ..graph import Graph
+from ..graph import Graph, Node, Value
+
+
+def _fusable(graph: Graph, source: Value, op: str) -> Node | None:
+    producer = source.producer
+    if (producer is None or len(producer.outputs) != 1 or len(source.users) != 1
+            or source in graph.outputs.values() or op not in ops.get(producer.op).epilogues):
+        return None
+    return producer
+
+
+def _absorb(producer: Node, node: Node, step: str) -> None:
+    producer.attrs["epilogue"] = tuple(producer.attrs.get("epilogue", ())) + (step,)
+    producer.outputs = [node.output]
+    node.output.producer = producer
+
+
+def _fuse_activation(graph: Graph, node: Node) -> bool:
+    if len(node.inputs) != 1 or node.attrs:
+        return False
+    producer = _fusable(graph, node.inputs[0], node.op)
+    if producer is None or any(e != "add" for e in producer.attrs.get("epilogue", ())):
+        return False
+    node.inputs[0].users.remove(node)
+    _absorb(producer, node, node.op)
+    return True
+
+
+def _fuse_residual(graph: Graph, node: Node) -> bool:
+    if node.op != "add" or len(node.inputs) != 2 or node.attrs:
+        return False
+    for source, residual in (node.inputs, node.inputs[::-1]):
+        producer = _fusable(graph, source, "add")
+        if (producer is None or producer.attrs.get("epilogue")
+                or residual.shape != node.output.shape or residual.dtype != "float32"
+                or residual.producer is not None
+                and graph.nodes.index(residual.producer) > graph.nodes.index(producer)):
+            continue
+        for value in node.inputs:
+            value.users.remove(node)
+        producer.inputs.append(residual)
+        producer.input_names += ("residual",)
+        residual.users.append(producer)
+        _absorb(producer, node, "add")
+        return True
+    return False
 
 
 def fuse_epilogues(graph: Graph) -> Graph:
-    outputs = {id(v) for v in graph.outputs.values()}
-    kept = []
-    for node in graph.nodes:
-        source = node.inputs[0] if len(node.inputs) == 1 and not node.attrs else None
-        producer = source.producer if source is not None else None
-        if (producer is not None and len(producer.outputs) == 1
-                and node.op in ops.get(producer.op).epilogues
-                and len(source.users) == 1 and id(source) not in outputs):
-            producer.attrs["epilogue"] = tuple(producer.attrs.get("epilogue", ())) + (node.op,)
-            value = node.output
-            producer.outputs = [value]
-            value.producer = producer
-            continue
-        kept.append(node)
-    graph.nodes = kept
+    for node in list(graph.nodes):
+        if _fuse_residual(graph, node) or _fuse_activation(graph, node):
+            graph.nodes.remove(node)
     return graph
