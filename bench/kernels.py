@@ -1,0 +1,100 @@
+"""GFLOPS of the wasm gemm kernels (each ISA variant) beside numpy on one thread, in one run.
+
+    .venv/bin/python bench/kernels.py [--repeat 7]
+
+Prints, per (M, K, N), the median GFLOPS of every variant and of numpy (OpenBLAS pinned to
+one thread) and each variant's ratio to numpy and to its scalar reference. The machine is
+shared and noisy: medians over ``--repeat`` calls, and no result is asserted.
+"""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # before numpy loads OpenBLAS
+
+import argparse  # noqa: E402
+import statistics  # noqa: E402
+import time  # noqa: E402
+from typing import Callable  # noqa: E402
+
+import numpy as np  # noqa: E402
+import wasmtime  # noqa: E402
+
+import wasm_kernels  # noqa: E402
+
+GEMM_SHAPES = [(128, 384, 384), (128, 384, 1536), (128, 1536, 384), (512, 512, 512),
+               (1024, 1024, 1024)]
+
+
+def median_seconds(run: Callable[[], object], repeat: int) -> float:
+    run()  # warm up
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        run()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+class Variant:
+    """One kernel module instantiated on its own memory, as the runtime does it."""
+
+    def __init__(self, isa: str, pages: int):
+        config = wasmtime.Config()
+        config.wasm_relaxed_simd = True
+        self.store = wasmtime.Store(wasmtime.Engine(config))
+        self.memory = wasmtime.Memory(self.store,
+                                      wasmtime.MemoryType(wasmtime.Limits(pages, None)))
+        module = wasmtime.Module(self.store.engine, wasm_kernels.build(isa))
+        self.exports = wasmtime.Instance(self.store, module, [self.memory]).exports(self.store)
+
+    def place(self, arrays: list[np.ndarray]) -> list[int]:
+        """Copy ``arrays`` into memory, 64-byte aligned; return their addresses."""
+        view = np.ctypeslib.as_array(self.memory.data_ptr(self.store),
+                                     shape=(self.memory.data_len(self.store),))
+        addresses, cursor = [], 64
+        for array in arrays:
+            view[cursor:cursor + array.nbytes] = array.view(np.uint8).ravel()
+            addresses.append(cursor)
+            cursor = (cursor + array.nbytes + 63) // 64 * 64
+        return addresses
+
+
+def bench_gemm(repeat: int) -> None:
+    variants = {isa: Variant(isa, pages=400) for isa in wasm_kernels.ISAS}
+    head = "".join(f"{isa:>10}" for isa in variants)
+    ratios = "".join(f"{isa + '/np':>12}" for isa in variants if isa != "scalar")
+    simd = "".join(f"{isa + '/sc':>12}" for isa in variants if isa != "scalar")
+    print(f"gemm GFLOPS (median of {repeat})")
+    print(f"{'M x K x N':>18}{head}{'numpy-1t':>10}{ratios}{simd}")
+    for m, k, n in GEMM_SHAPES:
+        rng = np.random.default_rng(0)
+        a = rng.standard_normal((m, k), np.float32)
+        b = rng.standard_normal((k, n), np.float32)
+        flops = 2 * m * k * n
+        gflops = {}
+        for isa, variant in variants.items():
+            pa, pb, pc = variant.place([a, b, np.zeros((m, n), np.float32)])
+            gemm = variant.exports["f32_gemm"]
+            reps = max(1, repeat // 3) if isa == "scalar" else repeat
+            seconds = median_seconds(lambda: gemm(variant.store, pa, pb, pc, m, k, n), reps)
+            gflops[isa] = flops / seconds / 1e9
+        gflops["numpy"] = flops / median_seconds(lambda: a @ b, repeat) / 1e9
+        row = "".join(f"{gflops[isa]:>10.1f}" for isa in variants)
+        to_numpy = "".join(f"{gflops[isa] / gflops['numpy']:>12.2f}" for isa in variants
+                           if isa != "scalar")
+        to_scalar = "".join(f"{gflops[isa] / gflops['scalar']:>12.1f}" for isa in variants
+                            if isa != "scalar")
+        print(f"{f'{m}x{k}x{n}':>18}{row}{gflops['numpy']:>10.1f}{to_numpy}{to_scalar}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=7, help="timed calls per measurement")
+    args = parser.parse_args()
+    bench_gemm(args.repeat)
+
+
+if __name__ == "__main__":
+    main()
