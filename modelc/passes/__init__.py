@@ -11,6 +11,7 @@ from .fold_constants import fold_constants
 from .fuse_epilogues import fuse_epilogues
 from .infer_shapes import infer_shapes
 from .plan_memory import plan_memory
+from .recognize_composites import recognize_composites
 
 Pass = Callable[[Graph], Graph]
 
@@ -19,6 +20,7 @@ PIPELINE: tuple[Pass, ...] = (
     fold_constants,        # nodes computed only from constants run at compile time
     fold_batchnorm,        # inference batch norm merged into the conv/linear before it
     eliminate_dead_code,   # nodes that reach no output
+    recognize_composites,  # gelu, silu, relu6 expansions back into one node each
     fuse_epilogues,        # relu & co. into the producing gemm
     plan_memory,           # one activation arena by liveness (must run last)
 )
@@ -33,4 +35,5 @@ def optimize(graph: Graph, pipeline: tuple[Pass, ...] = PIPELINE) -> Graph:
 
 
 __all__ = ["PIPELINE", "eliminate_dead_code", "fold_batchnorm", "fold_constants",
-           "fuse_epilogues", "infer_shapes", "optimize", "plan_memory"]
+           "fuse_epilogues", "infer_shapes", "optimize", "plan_memory",
+           "recognize_composites"]

@@ -1,0 +1,11 @@
+"""relu6: the composite ``nn.functional.relu6``, recognised as one node by
+``recognize_composites`` and computed by one kernel (or a gemm epilogue)."""
+
+from ._families import Unary
+
+
+class Relu6(Unary):
+    name = "relu6"
+
+
+OP = Relu6()

@@ -1,0 +1,11 @@
+"""silu: the composite ``nn.functional.silu``, recognised as one node by
+``recognize_composites`` and computed by one kernel (or a gemm epilogue)."""
+
+from ._families import Unary
+
+
+class Silu(Unary):
+    name = "silu"
+
+
+OP = Silu()
