@@ -13,15 +13,15 @@ import os
 
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # before numpy loads OpenBLAS
 
-import argparse  # noqa: E402
-import statistics  # noqa: E402
-import time  # noqa: E402
-from typing import Callable  # noqa: E402
+import argparse
+import statistics
+import time
+from collections.abc import Callable
 
-import numpy as np  # noqa: E402
-import wasmtime  # noqa: E402
+import numpy as np
+import wasmtime
 
-import wasm_kernels  # noqa: E402
+import wasm_kernels
 
 GEMM_SHAPES = [(128, 384, 384), (128, 384, 1536), (128, 1536, 384), (512, 512, 512),
                (1024, 1024, 1024)]

@@ -9,7 +9,7 @@ Each family implements every row of that family, reading its arguments by parame
 from __future__ import annotations
 
 import math
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 

@@ -3,7 +3,8 @@ ISA, and the host (numpy) provider, both instantiated directly with wasmtime."""
 
 from __future__ import annotations
 
-from typing import Any, Callable, Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import numpy as np
 import pytest

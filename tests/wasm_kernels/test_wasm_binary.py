@@ -5,8 +5,17 @@ import subprocess
 
 import pytest
 
-from wasm_kernels.wasm import (OPCODES, Code, FuncType, GlobalType, Limits, MemoryType,
-                               ModuleBuilder, WasmFormatError, read_module)
+from wasm_kernels.wasm import (
+    OPCODES,
+    Code,
+    FuncType,
+    GlobalType,
+    Limits,
+    MemoryType,
+    ModuleBuilder,
+    WasmFormatError,
+    read_module,
+)
 from wasm_kernels.wasm.encode import sleb, uleb
 
 wabt = pytest.mark.skipif(shutil.which("wasm2wat") is None, reason="wabt is not installed")

@@ -4,7 +4,7 @@ top of the stack, for the vector and the scalar ISA alike."""
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from ..abi import KernelSpec
 from ..wasm import Code

@@ -7,7 +7,7 @@ splatted), and one float at a time with arbitrary strides otherwise.
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from ..abi import BROADCAST_RANK, KernelSpec
 from ..wasm import Code, FuncType

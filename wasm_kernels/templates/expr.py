@@ -13,8 +13,9 @@ once is computed once into a local. Both sides of ``select`` are always evaluate
 from __future__ import annotations
 
 import struct
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable, Union
+from typing import Union
 
 from ..wasm import Code
 from .isa import Isa
@@ -27,52 +28,52 @@ class Expr:
     """One node: ``op`` applied to ``args``; ``value`` for constants, inputs and shifts."""
 
     op: str
-    args: tuple["Expr", ...] = ()
+    args: tuple[Expr, ...] = ()
     kind: str = "f"
     value: float | int | None = None
 
     @staticmethod
-    def input(index: int) -> "Expr":
+    def input(index: int) -> Expr:
         """The float held in the caller's local number ``index`` of the ``inputs`` map."""
         return Expr("input", value=index)
 
     @staticmethod
-    def const(value: float) -> "Expr":
+    def const(value: float) -> Expr:
         return Expr("const", value=float(value))
 
     @staticmethod
-    def iconst(value: int) -> "Expr":
+    def iconst(value: int) -> Expr:
         return Expr("iconst", kind="i", value=int(value))
 
-    def _binary(self, op: str, other: Operand, kind: str = "f") -> "Expr":
+    def _binary(self, op: str, other: Operand, kind: str = "f") -> Expr:
         other_expr = other if isinstance(other, Expr) else Expr.const(other)
         return Expr(op, (self, other_expr), kind)
 
-    def __add__(self, o: Operand) -> "Expr": return self._binary("add", o)
-    def __radd__(self, o: Operand) -> "Expr": return Expr.const(o)._binary("add", self)  # type: ignore[arg-type]
-    def __sub__(self, o: Operand) -> "Expr": return self._binary("sub", o)
-    def __rsub__(self, o: Operand) -> "Expr": return Expr.const(o)._binary("sub", self)  # type: ignore[arg-type]
-    def __mul__(self, o: Operand) -> "Expr": return self._binary("mul", o)
-    def __rmul__(self, o: Operand) -> "Expr": return Expr.const(o)._binary("mul", self)  # type: ignore[arg-type]
-    def __truediv__(self, o: Operand) -> "Expr": return self._binary("div", o)
-    def __rtruediv__(self, o: Operand) -> "Expr": return Expr.const(o)._binary("div", self)  # type: ignore[arg-type]
-    def __neg__(self) -> "Expr": return Expr("neg", (self,))
-    def __lt__(self, o: Operand) -> "Expr": return self._binary("lt", o, "m")  # type: ignore[override]
-    def __gt__(self, o: Operand) -> "Expr": return self._binary("gt", o, "m")  # type: ignore[override]
+    def __add__(self, o: Operand) -> Expr: return self._binary("add", o)
+    def __radd__(self, o: Operand) -> Expr: return Expr.const(o)._binary("add", self)  # type: ignore[arg-type]
+    def __sub__(self, o: Operand) -> Expr: return self._binary("sub", o)
+    def __rsub__(self, o: Operand) -> Expr: return Expr.const(o)._binary("sub", self)  # type: ignore[arg-type]
+    def __mul__(self, o: Operand) -> Expr: return self._binary("mul", o)
+    def __rmul__(self, o: Operand) -> Expr: return Expr.const(o)._binary("mul", self)  # type: ignore[arg-type]
+    def __truediv__(self, o: Operand) -> Expr: return self._binary("div", o)
+    def __rtruediv__(self, o: Operand) -> Expr: return Expr.const(o)._binary("div", self)  # type: ignore[arg-type]
+    def __neg__(self) -> Expr: return Expr("neg", (self,))
+    def __lt__(self, o: Operand) -> Expr: return self._binary("lt", o, "m")  # type: ignore[override]
+    def __gt__(self, o: Operand) -> Expr: return self._binary("gt", o, "m")  # type: ignore[override]
 
-    def min(self, o: Operand) -> "Expr": return self._binary("min", o)
-    def max(self, o: Operand) -> "Expr": return self._binary("max", o)
-    def abs(self) -> "Expr": return Expr("abs", (self,))
-    def sqrt(self) -> "Expr": return Expr("sqrt", (self,))
-    def nearest(self) -> "Expr": return Expr("nearest", (self,))
-    def eq(self, o: Operand) -> "Expr": return self._binary("eq", o, "m")
-    def ne(self, o: Operand) -> "Expr": return self._binary("ne", o, "m")
+    def min(self, o: Operand) -> Expr: return self._binary("min", o)
+    def max(self, o: Operand) -> Expr: return self._binary("max", o)
+    def abs(self) -> Expr: return Expr("abs", (self,))
+    def sqrt(self) -> Expr: return Expr("sqrt", (self,))
+    def nearest(self) -> Expr: return Expr("nearest", (self,))
+    def eq(self, o: Operand) -> Expr: return self._binary("eq", o, "m")
+    def ne(self, o: Operand) -> Expr: return self._binary("ne", o, "m")
 
-    def bits(self) -> "Expr":
+    def bits(self) -> Expr:
         """The float's bits as an integer (no conversion)."""
         return Expr("bits", (self,), "i")
 
-    def to_int(self) -> "Expr":
+    def to_int(self) -> Expr:
         """Truncate toward zero to an integer, saturating; NaN gives 0."""
         return Expr("to_int", (self,), "i")
 

@@ -11,7 +11,7 @@ from ..abi import KernelSpec
 from ..wasm import Code, FuncType
 from .isa import ISAS, Isa
 from .loops import strided_loop
-from .rows import with_tail, row_fold
+from .rows import row_fold, with_tail
 
 COMBINE = {"sum": "add", "mean": "add", "max": "max"}
 

@@ -8,7 +8,7 @@ maps an input index to a pair of locals: the splatted v128 and the f32).
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from ..wasm import Code
 from . import expr

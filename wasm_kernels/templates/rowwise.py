@@ -3,7 +3,7 @@ from ``rows.row_fold`` and ``rows.row_map`` (one register at a time, then a scal
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from ..abi import KernelSpec
 from ..wasm import Code, FuncType

@@ -20,7 +20,7 @@ error measured against a float64 reference over all float classes by
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from .expr import Expr, copysign, from_bits, ibinary, select, shift, to_float
 
