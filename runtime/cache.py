@@ -1,28 +1,35 @@
 """Compiled-code cache: in memory per engine, and on disk across processes.
 
-A disk entry is ``MAGIC + sha256(payload) + payload``. Two kinds of entries live side by
-side: ``<key>.cwasm`` holds wasmtime's serialized machine code, keyed by the module bytes,
-the engine settings and the wasmtime version; ``<key>.wasm`` holds module bytes that the
-runtime generates itself (the kernel module), keyed by a name and a fingerprint of the
-generator's source, so a warm start neither regenerates nor recompiles them. Entries are
-written atomically (temp file + rename, safe under concurrent writers) and their checksum is
-verified before anything reads them, because deserializing corrupt machine code is not safe.
-A bad entry is deleted and rebuilt.
+Two kinds of disk entries live side by side: ``<key>.cwasm`` holds wasmtime's serialized
+machine code, keyed by the module bytes, the engine settings and the wasmtime version;
+``<name>-<fingerprint>.wasm`` holds module bytes the runtime generates itself (the kernel
+module), keyed by a fingerprint of the generator's source, so a warm start neither
+regenerates nor recompiles them. Each entry has a ``.sum`` file beside it (``MAGIC``, the
+length and a CRC-32 of the entry). Entries and sums are written atomically (temp file +
+rename, safe under concurrent writers) and checked before anything reads them, because
+deserializing corrupt machine code is not safe; a bad entry is deleted and rebuilt. Compiled
+code is then memory-mapped by wasmtime (``Module.deserialize_file``), not copied.
+
+NOTE: the checksum catches corruption (truncation, flipped bits), not tampering: whoever can
+write the cache directory can plant machine code whatever the checksum, so the directory
+must be as trusted as the runtime itself.
 """
 
 from __future__ import annotations
 
 import hashlib
+import mmap
 import os
 import tempfile
 import threading
+import zlib
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Callable
 
 import wasmtime
 
-MAGIC = b"wasmnn-cwasm-1\n"
+MAGIC = b"wasmnn-cache-2\n"
 _memory: dict[tuple[int, str], wasmtime.Module] = {}
 _lock = threading.Lock()
 
@@ -55,52 +62,82 @@ def _key(wasm: bytes, engine_key: str) -> str:
     return digest.hexdigest()
 
 
-def _read_entry(path: Path) -> bytes | None:
+def _sum_path(path: Path) -> Path:
+    return path.with_name(path.name + ".sum")
+
+
+def _checksum(data: bytes | mmap.mmap) -> bytes:
+    return MAGIC + len(data).to_bytes(8, "little") + zlib.crc32(data).to_bytes(4, "little")
+
+
+def _verified(path: Path) -> bool:
+    """Whether the entry at ``path`` matches its ``.sum``; a bad or half-written entry is
+    deleted (with its sum) so that it is rebuilt."""
     try:
-        raw = path.read_bytes()
-    except OSError:
-        return None
-    head = len(MAGIC)
-    payload = raw[head + 32:]
-    if raw[:head] != MAGIC or hashlib.sha256(payload).digest() != raw[head:head + 32]:
-        path.unlink(missing_ok=True)
-        return None
-    return payload
+        expected = _sum_path(path).read_bytes()
+        with open(path, "rb") as file, mmap.mmap(file.fileno(), 0,
+                                                 access=mmap.ACCESS_READ) as data:
+            good = _checksum(data) == expected
+    except (OSError, ValueError):  # NOTE: mmap raises ValueError for an empty file.
+        good = False
+    if not good:
+        _discard(path)
+    return good
+
+
+def _discard(path: Path) -> None:
+    for stale in (path, _sum_path(path)):
+        try:
+            stale.unlink(missing_ok=True)
+        except OSError:
+            pass
+
+
+def _atomic_write(path: Path, data: bytes) -> None:
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
+    with os.fdopen(fd, "wb") as out:
+        out.write(data)
+    os.replace(tmp, path)
 
 
 def _write_entry(path: Path, payload: bytes) -> None:
+    """Write ``payload`` then its sum; a reader that comes between the two finds no valid sum
+    and rebuilds, it never trusts unchecked bytes."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
-        with os.fdopen(fd, "wb") as out:
-            out.write(MAGIC + hashlib.sha256(payload).digest() + payload)
-        os.replace(tmp, path)
+        _atomic_write(path, payload)
+        _atomic_write(_sum_path(path), _checksum(payload))
     except OSError:
         pass  # NOTE: the cache is an optimisation; a read-only disk must not break loading.
 
 
 def source_fingerprint(directory: Path) -> str:
-    """A digest of every ``*.py`` file under ``directory`` (names and contents): it changes
-    whenever the code that generates a module could have."""
+    """A digest of the name, size and modification time of every ``*.py`` file under
+    ``directory`` (what Python's own bytecode cache trusts): it changes whenever the code
+    that generates a module is edited."""
     digest = hashlib.sha256()
     for path in sorted(directory.rglob("*.py")):
-        digest.update(str(path.relative_to(directory)).encode() + b"\0")
-        digest.update(path.read_bytes() + b"\0")
+        stat = path.stat()
+        digest.update(f"{path.relative_to(directory)}|{stat.st_size}|{stat.st_mtime_ns}\0"
+                      .encode())
     return digest.hexdigest()
 
 
 def generated_module(name: str, fingerprint: str, build: Callable[[], bytes]) -> bytes:
     """The bytes ``build()`` returns, from disk when a run with the same ``fingerprint`` (see
-    ``source_fingerprint``) already built them; generating a module in Python costs more than
+    ``source_fingerprint``) already built them: generating a module in Python costs more than
     loading its compiled code."""
     directory = cache_dir()
     if directory is None:
         return build()
     path = directory / f"{name}-{fingerprint[:32]}.wasm"
-    wasm = _read_entry(path)
-    if wasm is None:
-        wasm = build()
-        _write_entry(path, wasm)
+    if _verified(path):
+        try:
+            return path.read_bytes()
+        except OSError:
+            pass
+    wasm = build()
+    _write_entry(path, wasm)
     return wasm
 
 
@@ -118,13 +155,11 @@ def compile_module(engine: wasmtime.Engine, wasm: bytes, engine_key: str) -> was
     directory = cache_dir()
     path = directory / f"{key}.cwasm" if directory else None
     module = None
-    if path is not None:
-        payload = _read_entry(path)
-        if payload is not None:
-            try:
-                module = wasmtime.Module.deserialize(engine, payload)
-            except wasmtime.WasmtimeError:
-                path.unlink(missing_ok=True)
+    if path is not None and _verified(path):
+        try:
+            module = wasmtime.Module.deserialize_file(engine, str(path))
+        except wasmtime.WasmtimeError:
+            _discard(path)  # NOTE: e.g. written by another wasmtime build.
     if module is None:
         module = wasmtime.Module(engine, wasm)
         if path is not None:

@@ -1,3 +1,7 @@
+import subprocess
+import sys
+import threading
+
 import numpy as np
 import pytest
 
@@ -12,33 +16,117 @@ def cache_dir(tmp_path, monkeypatch):
     return tmp_path
 
 
-def test_compiled_code_is_written_and_reused(cache_dir, mlp_wasm):
-    runtime.load(mlp_wasm)
-    entries = sorted(cache_dir.glob("*.cwasm"))
-    assert len(entries) == 2  # the model and the kernel module
-    stamps = [e.stat().st_mtime_ns for e in entries]
+def _cold() -> None:
+    """Forget everything this process cached, as a fresh process would start."""
     cache._memory.clear()
+    from runtime import session
+    session._kernel_wasm.cache_clear()
+
+
+def test_compiled_code_and_kernel_bytes_are_written_and_reused(cache_dir, mlp_wasm):
+    _cold()
+    runtime.load(mlp_wasm)
+    entries = sorted(cache_dir.glob("*.cwasm")) + sorted(cache_dir.glob("kernels-*.wasm"))
+    assert len(entries) == 3  # the model, the kernel module, and the kernel module's bytes
+    assert all(e.with_name(e.name + ".sum").is_file() for e in entries)
+    stamps = [e.stat().st_mtime_ns for e in entries]
+    _cold()
     runtime.load(mlp_wasm)
     assert [e.stat().st_mtime_ns for e in entries] == stamps
 
 
-def test_corrupt_entry_is_detected_and_rebuilt(cache_dir, mlp_wasm, mlp_model):
+@pytest.mark.parametrize("damage", ["flip", "truncate", "empty", "no_sum", "not_machine_code"])
+def test_bad_entries_are_detected_and_rebuilt(cache_dir, mlp_wasm, mlp_model, damage):
+    _cold()
     runtime.load(mlp_wasm)
-    for entry in cache_dir.glob("*.cwasm"):
+    kinds = ("*.cwasm",) if damage == "not_machine_code" else ("*.cwasm", "*.wasm")
+    for entry in [e for kind in kinds for e in cache_dir.glob(kind)]:
         raw = bytearray(entry.read_bytes())
-        raw[len(raw) // 2] ^= 0xFF
-        entry.write_bytes(bytes(raw))
-    cache._memory.clear()
+        if damage == "flip":
+            raw[len(raw) // 2] ^= 0xFF
+            entry.write_bytes(bytes(raw))
+        elif damage == "truncate":
+            entry.write_bytes(bytes(raw[:len(raw) // 3]))
+        elif damage == "empty":
+            entry.write_bytes(b"")
+        elif damage == "no_sum":
+            entry.with_name(entry.name + ".sum").unlink()
+        else:  # a well-formed entry with a matching sum that wasmtime will not take
+            junk = b"\x7fELF not machine code"
+            entry.write_bytes(junk)
+            entry.with_name(entry.name + ".sum").write_bytes(cache._checksum(junk))
+    _cold()
     x = np.ones((2, 6), np.float32)
     np.testing.assert_allclose(runtime.load(mlp_wasm).run(x)["output0"], mlp_model(x),
                                rtol=1e-5, atol=1e-6)
-    for entry in cache_dir.glob("*.cwasm"):
-        assert cache._read_entry(entry) is not None
+    entries = list(cache_dir.glob("*.cwasm")) + list(cache_dir.glob("kernels-*.wasm"))
+    assert len(entries) == 3 and all(cache._verified(e) for e in entries)
+
+
+def test_concurrent_writers_leave_valid_entries(cache_dir, mlp_wasm, mlp_model):
+    _cold()
+    x = np.ones((1, 6), np.float32)
+    results: list[np.ndarray] = []
+
+    def load_and_run() -> None:
+        results.append(runtime.load(mlp_wasm, instances=1).run(x)["output0"])
+
+    code = ("import numpy as np, runtime, sys; "
+            "runtime.load(sys.stdin.buffer.read(), instances=1)")
+    procs = [subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE,
+                              env={**__import__("os").environ,
+                                   "WASMNN_CACHE_DIR": str(cache_dir)})
+             for _ in range(3)]
+    threads = [threading.Thread(target=load_and_run) for _ in range(3)]
+    for t in threads:
+        t.start()
+    for p in procs:
+        p.communicate(mlp_wasm, timeout=120)
+        assert p.returncode == 0
+    for t in threads:
+        t.join()
+    for out in results:
+        np.testing.assert_allclose(out, mlp_model(x), rtol=1e-5, atol=1e-6)
+    entries = list(cache_dir.glob("*.cwasm")) + list(cache_dir.glob("kernels-*.wasm"))
+    assert len(entries) == 3 and all(cache._verified(e) for e in entries)
+    assert not list(cache_dir.glob(".tmp-*"))
+
+
+def test_source_fingerprint_follows_edits(tmp_path):
+    (tmp_path / "a.py").write_text("x = 1\n")
+    before = cache.source_fingerprint(tmp_path)
+    assert cache.source_fingerprint(tmp_path) == before
+    (tmp_path / "a.py").write_text("x = 22\n")
+    assert cache.source_fingerprint(tmp_path) != before
+
+
+def test_generated_module_builds_once(cache_dir):
+    calls = []
+
+    def build() -> bytes:
+        calls.append(1)
+        return b"\0asm\x01\0\0\0"
+
+    assert cache.generated_module("thing", "f" * 64, build) == b"\0asm\x01\0\0\0"
+    assert cache.generated_module("thing", "f" * 64, build) == b"\0asm\x01\0\0\0"
+    assert len(calls) == 1
+    cache.generated_module("thing", "e" * 64, build)
+    assert len(calls) == 2
 
 
 def test_cache_can_be_turned_off(monkeypatch, tmp_path, mlp_wasm):
     monkeypatch.setenv("WASMNN_CACHE_DIR", "off")
     monkeypatch.setattr(cache, "_memory", {})
     monkeypatch.chdir(tmp_path)
+    _cold()
     runtime.load(mlp_wasm)
-    assert not list(tmp_path.rglob("*.cwasm"))
+    assert not list(tmp_path.rglob("*.cwasm")) and not list(tmp_path.rglob("*.wasm"))
+
+
+def test_an_unwritable_cache_directory_does_not_break_loading(monkeypatch, tmp_path, mlp_wasm):
+    blocker = tmp_path / "file"
+    blocker.write_text("not a directory")
+    monkeypatch.setenv("WASMNN_CACHE_DIR", str(blocker / "cache"))
+    monkeypatch.setattr(cache, "_memory", {})
+    _cold()
+    assert runtime.load(mlp_wasm).run(np.ones((1, 6), np.float32))["output0"].shape == (1, 3)
