@@ -33,6 +33,14 @@ WASI = "wasi_snapshot_preview1"
 FD_WRITE = FuncType(("i32", "i32", "i32", "i32"), ("i32",))
 
 
+def storage(array: np.ndarray) -> np.ndarray:
+    """How a constant is stored in linear memory: floats as float32, other dtypes as they
+    are (little-endian, C order)."""
+    array = np.asarray(array)
+    dtype = np.float32 if array.dtype.kind == "f" else array.dtype.newbyteorder("<")
+    return np.ascontiguousarray(array, dtype=dtype)
+
+
 def _aligned(n: int) -> int:
     return -(-n // ALIGN) * ALIGN
 
@@ -75,7 +83,7 @@ class LowerContext:
         """Push the address of ``value``: a weight for constants, else its arena slot."""
         if value.is_constant:
             if id(value) not in self._constant_offsets:
-                self._constant_offsets[id(value)] = self._place(value.data.astype(np.float32))
+                self._constant_offsets[id(value)] = self._place(storage(value.data))
             self.records.append(("weight", self._constant_offsets[id(value)]))
         else:
             self.records.append(("arena", self.graph.meta["arena"][id(value)]))

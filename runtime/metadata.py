@@ -29,7 +29,7 @@ from .errors import ModelFormatError
 
 SECTION = "wasmnn.model"
 FORMAT = 1
-DTYPES = ("float32",)
+DTYPES = ("float32", "int64", "int32", "bool")
 MAX_RANK = 8
 
 
