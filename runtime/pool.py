@@ -26,7 +26,7 @@ from wasm_kernels.wasm import MemoryType, ModuleInfo
 
 from . import metadata as md
 from .compartment import Compartment
-from .errors import ModelFormatError, Trap
+from .errors import Trap
 from .linker import RegistryResolver, Resolved, instance_exports
 
 PAGE = 65536
@@ -52,7 +52,6 @@ class ModelInstance:
 
         Raises:
             LinkError: the model imports something the runtime does not provide.
-            ModelFormatError: the model does not export its metadata's entry point.
             Trap: a start function trapped or a limit was hit while instantiating.
         """
         self.compartment = compartment
@@ -67,11 +66,7 @@ class ModelInstance:
             store, WasiState(WasiConfig(stderr=self._stderr))))
         registry.register(wasm_kernels.abi.MODULE, self._kernels(blueprint.kernels, registry))
         instance = compartment.instantiate(*blueprint.model, registry)
-        exports = instance.exports(store)
-        entry = blueprint.metadata.entry
-        if entry not in exports:
-            raise ModelFormatError(f"the model has no {entry!r} export")
-        self._entry = exports[entry]
+        self._entry = instance.exports(store)[blueprint.metadata.entry]
 
     def _kernels(self, compiled: Compiled | None, registry: RegistryResolver) -> Any:
         store = self.compartment.store

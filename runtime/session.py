@@ -11,7 +11,7 @@ from typing import Any, Mapping
 import numpy as np
 
 import wasm_kernels
-from wasm_kernels.wasm import MemoryType
+from wasm_kernels.wasm import FuncType, MemoryType, ModuleInfo
 
 from . import cache
 from . import metadata as md
@@ -52,6 +52,19 @@ def _memory_pages(info_imports: Any, metadata: md.ModelMetadata, max_memory: int
         raise LimitExceeded("memory", f"the model needs {pages * PAGE} bytes of memory, "
                             f"over the limit of {max_memory} bytes")
     return pages
+
+
+def _check_entry(info: ModuleInfo, metadata: md.ModelMetadata) -> None:
+    """The entry point must be a function taking one ``i32`` per dim and returning ``i32``:
+    a lying signature would otherwise fail inside wasmtime on the first run."""
+    want = FuncType(("i32",) * len(metadata.dims), ("i32",))
+    export = next((e for e in info.exports if e.name == metadata.entry), None)
+    if export is None:
+        raise ModelFormatError(f"the model has no {metadata.entry!r} export")
+    if export.type != want:
+        raise ModelFormatError(f"the model's {metadata.entry!r} export should be a function "
+                               f"{want} (one i32 per dim {[d.name for d in metadata.dims]}), "
+                               f"got {export.kind} {export.type}")
 
 
 def bind(metadata: md.ModelMetadata, inputs: Inputs,
@@ -212,6 +225,7 @@ class Session:
             raise ModelFormatError(
                 f"the model imports kernels from {self.metadata.abi_module!r}, but this "
                 f"runtime provides {wasm_kernels.abi.MODULE!r}; re-export the model")
+        _check_entry(model[1], self.metadata)
         pages = _memory_pages(model[1].imports, self.metadata, limits.max_memory)
         kernel_module: Compiled | None = None
         if kernels != "host":
