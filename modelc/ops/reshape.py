@@ -41,7 +41,10 @@ class Reshape(OpDef):
         return [(tuple(target), dtypes[0])]
 
     def lower(self, node: "Node", ctx: "LowerContext") -> None:
-        copy(ctx, node.inputs[0], node.output, dense_strides(node.output.shape))
+        source = node.inputs[0]
+        if source.is_constant:
+            copy(ctx, source, node.output, dense_strides(node.output.shape))
+        # Otherwise plan_memory made the output a view of the input: nothing to compute.
 
 
 OP = Reshape()

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Callable
 
 from ..graph import Graph
+from .compose_permutes import compose_permutes
 from .eliminate_dead_code import eliminate_dead_code
 from .fold_batchnorm import fold_batchnorm
 from .fold_constants import fold_constants
@@ -21,6 +22,7 @@ PIPELINE: tuple[Pass, ...] = (
     fold_batchnorm,        # inference batch norm merged into the conv/linear before it
     eliminate_dead_code,   # nodes that reach no output
     recognize_composites,  # gelu, silu, relu6 expansions back into one node each
+    compose_permutes,      # permute chains into one permute; identities removed
     fuse_epilogues,        # relu & co. into the producing gemm
     plan_memory,           # one activation arena by liveness (must run last)
 )
@@ -34,6 +36,6 @@ def optimize(graph: Graph, pipeline: tuple[Pass, ...] = PIPELINE) -> Graph:
     return graph
 
 
-__all__ = ["PIPELINE", "eliminate_dead_code", "fold_batchnorm", "fold_constants",
+__all__ = ["PIPELINE", "compose_permutes", "eliminate_dead_code", "fold_batchnorm", "fold_constants",
            "fuse_epilogues", "infer_shapes", "optimize", "plan_memory",
            "recognize_composites"]

@@ -1,5 +1,6 @@
 """plan_memory: place every activation in one arena, sharing bytes between values whose
-lifetimes do not overlap (greedy by size, as TFLite's planner).
+lifetimes do not overlap (greedy by size, as TFLite's planner). A reshape's output is a view:
+it shares its input's storage, whose lifetime then covers both.
 
 Sizes are taken at the largest value of every symbolic dim. Results go in ``graph.meta``:
 ``arena`` ({id(value): byte offset}), ``arena_bytes`` and ``activation_bytes`` (the sum of all
@@ -10,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..graph import Graph, Value
+from ..graph import Graph
 
 ALIGN = 16
 
@@ -19,25 +20,49 @@ def _aligned(n: int) -> int:
     return -(-n // ALIGN) * ALIGN
 
 
+VIEW_OPS = ("reshape",)
+"""Ops whose output is the same bytes as their input: they share its storage."""
+
+
+def _storage_roots(graph: Graph) -> dict[int, int]:
+    """Each value's storage: its own, or that of the value it is a view of."""
+    root: dict[int, int] = {}
+    for node in graph.nodes:
+        source = node.inputs[0] if node.inputs else None
+        for value in node.outputs:
+            if node.op in VIEW_OPS and source is not None and not source.is_constant:
+                root[id(value)] = root.get(id(source), id(source))
+            else:
+                root[id(value)] = id(value)
+    for value in graph.inputs.values():
+        root.setdefault(id(value), id(value))
+    return root
+
+
 def plan_memory(graph: Graph) -> Graph:
     end = len(graph.nodes)
-    first: dict[int, int] = {id(v): -1 for v in graph.inputs.values()}
+    root = _storage_roots(graph)
+    first: dict[int, int] = {}
     last: dict[int, int] = {}
-    values: dict[int, Value] = {id(v): v for v in graph.inputs.values()}
+    size: dict[int, int] = {}
+    values = graph.values()
+    for value in values:
+        nbytes = _aligned(graph.max_numel(value) * np.dtype(value.dtype).itemsize)
+        size[root[id(value)]] = max(size.get(root[id(value)], 0), nbytes)
+    for value in graph.inputs.values():
+        first[root[id(value)]] = -1
     for index, node in enumerate(graph.nodes):
         for value in node.outputs:
-            first[id(value)] = index
-            values[id(value)] = value
+            first.setdefault(root[id(value)], index)
         for value in node.inputs:
             if not value.is_constant:
-                last[id(value)] = index
+                last[root[id(value)]] = index
     for value in graph.outputs.values():
-        last[id(value)] = end
-    size = {key: _aligned(graph.max_numel(v) * np.dtype(v.dtype).itemsize)
-            for key, v in values.items()}
+        if not value.is_constant:
+            last[root[id(value)]] = end
     placed: list[tuple[int, int, int, int]] = []  # (offset, size, first, last)
-    arena: dict[int, int] = {}
-    for key in sorted(values, key=lambda k: (-size[k], first[k])):
+    offsets: dict[int, int] = {}
+    for key in sorted(size, key=lambda k: (-size[k], first[k])):
         start, stop = first[key], last.get(key, first[key])
         offset = 0
         for other_offset, other_size, other_first, other_last in sorted(placed):
@@ -45,9 +70,10 @@ def plan_memory(graph: Graph) -> Graph:
             if overlaps_in_time and offset + size[key] > other_offset \
                     and other_offset + other_size > offset:
                 offset = _aligned(other_offset + other_size)
-        arena[key] = offset
+        offsets[key] = offset
         placed.append((offset, size[key], start, stop))
-    graph.meta["arena"] = arena
+    graph.meta["arena"] = {id(v): offsets[root[id(v)]] for v in values}
     graph.meta["arena_bytes"] = max((o + s for o, s, _, _ in placed), default=0)
-    graph.meta["activation_bytes"] = sum(size.values())
+    graph.meta["activation_bytes"] = sum(
+        _aligned(graph.max_numel(v) * np.dtype(v.dtype).itemsize) for v in values)
     return graph

@@ -1,0 +1,147 @@
+"""ONNX math ops: elementwise (with broadcasting), comparisons, reductions, matrix products.
+
+``OPS`` maps an ONNX op type to a function of an ``OnnxNode`` that returns its output(s),
+written in ``nn.functional`` calls (traced, or evaluated eagerly on known values).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from nn import functional as F
+
+from .fold import is_known, operands
+from .node import OnnxNode
+
+OpFn = Callable[[OnnxNode], Any]
+
+_UNARY: dict[str, Callable[[Any], Any]] = {
+    "Abs": F.abs, "Erf": F.erf, "Exp": F.exp, "Log": F.log, "Neg": F.neg, "Relu": F.relu,
+    "Sigmoid": F.sigmoid, "Sqrt": F.sqrt, "Tanh": F.tanh,
+    "Reciprocal": lambda x: F.div(1.0, x),
+}
+
+_BINARY: dict[str, Callable[[Any, Any], Any]] = {
+    "Add": F.add, "Sub": F.sub, "Mul": F.mul, "Pow": F.pow,
+    "Equal": F.eq, "Less": F.lt, "LessOrEqual": F.le, "Greater": F.gt, "GreaterOrEqual": F.ge,
+}
+
+_VARIADIC: dict[str, Callable[[Any, Any], Any]] = {
+    "Sum": F.add, "Max": F.maximum, "Min": F.minimum, "Mean": F.add,
+}
+
+_REDUCE: dict[str, Callable[..., Any]] = {
+    "ReduceMean": F.mean, "ReduceSum": F.sum, "ReduceMax": F.amax,
+}
+_AXES_AS_INPUT = {"ReduceSum": 13}
+"""Opset from which a reduction takes ``axes`` as input 1 instead of an attribute (18 for
+the others)."""
+
+
+def _unary(fn: Callable[[Any], Any]) -> OpFn:
+    return lambda n: fn(n.input(0))
+
+
+def _binary(fn: Callable[[Any, Any], Any]) -> OpFn:
+    return lambda n: fn(*operands(n.input(0), n.input(1)))
+
+
+def _variadic(fn: Callable[[Any, Any], Any]) -> OpFn:
+    def run(n: OnnxNode) -> Any:
+        out = functools.reduce(lambda a, b: fn(*operands(a, b)), n.inputs)
+        return F.div(out, float(len(n.inputs))) if n.op_type == "Mean" else out
+    return run
+
+
+def div(n: OnnxNode) -> Any:
+    """Div: true division for floats; integer division truncates, as ONNX specifies."""
+    a, b = n.input(0), n.input(1)
+    if np.dtype(a.dtype).kind in "iuO":
+        if not is_known(a, b):
+            raise n.error("integer division of a run-time tensor is not supported")
+        quotient = np.abs(a) // np.abs(b)
+        return np.where((a < 0) != (b < 0), -quotient, quotient).astype(a.dtype)
+    return F.div(*operands(a, b))
+
+
+def _reduce(fn: Callable[..., Any]) -> OpFn:
+    def run(n: OnnxNode) -> Any:
+        axes_input = n.opset >= _AXES_AS_INPUT.get(n.op_type, 18)
+        axes = n.ints("axes", 1) if axes_input else n.attr("axes")
+        if not axes and n.attr("noop_with_empty_axes", 0):
+            return n.input(0)
+        dim = tuple(n.axis(a) for a in axes) if axes else None
+        return fn(n.input(0), dim=dim, keepdim=bool(n.attr("keepdims", 1)))
+    return run
+
+
+def clip(n: OnnxNode) -> Any:
+    """Clip: bounds are attributes before opset 11 and optional inputs from it."""
+    out = n.input(0)
+    low, high = ((n.scalar(1, "min", None), n.scalar(2, "max", None)) if n.opset >= 11
+                 else (n.attr("min"), n.attr("max")))
+    if low is not None:
+        out = F.maximum(out, low)
+    if high is not None:
+        out = F.minimum(out, high)
+    return out
+
+
+def where(n: OnnxNode) -> Any:
+    condition, a, b = n.input(0), n.input(1), n.input(2)
+    if is_known(condition, a, b):
+        return np.where(condition, a, b)
+    a, b = operands(a, b)
+    return F.where(condition, a, b)
+
+
+def cast(n: OnnxNode) -> Any:
+    """Cast; a known shape value naming symbolic dims stays as it is (it is integral)."""
+    from onnx.helper import tensor_dtype_to_np_dtype
+
+    x, dtype = n.input(0), tensor_dtype_to_np_dtype(n.attr("to"))
+    if isinstance(x, np.ndarray) and x.dtype == object and dtype.kind in "iu":
+        return x
+    return F.cast(x, dtype)
+
+
+def matmul(n: OnnxNode) -> Any:
+    """MatMul; a known 2-D right operand makes a ``linear`` (the gemm kernel's layout)."""
+    a, b = n.input(0), n.input(1)
+    if not is_known(a) and is_known(b) and b.ndim == 2:
+        return F.linear(a, np.ascontiguousarray(b.T))
+    return F.matmul(a, b)
+
+
+def gemm(n: OnnxNode) -> Any:
+    """Gemm: ``alpha * A' @ B' + beta * C``; a known B becomes a ``linear`` weight."""
+    a, b, c = n.input(0), n.input(1), n.optional(2)
+    alpha, beta = n.attr("alpha", 1.0), n.attr("beta", 1.0)
+    if n.attr("transA", 0):
+        a = F.permute(a, (1, 0))
+    if is_known(b) and not is_known(a):
+        weight = b if n.attr("transB", 0) else b.T
+        bias = None
+        if is_known(c) and c is not None and c.size == weight.shape[0]:
+            bias, c = (beta * c.reshape(-1)).astype(weight.dtype), None
+        out = F.linear(a, np.ascontiguousarray(alpha * weight, dtype=weight.dtype), bias)
+    else:
+        out = F.matmul(a, F.permute(b, (1, 0)) if n.attr("transB", 0) else b)
+        if alpha != 1.0:
+            out = F.mul(out, alpha)
+    if c is not None:
+        out = F.add(*operands(out, c if beta == 1.0 else F.mul(*operands(c, beta))))
+    return out
+
+
+OPS: dict[str, OpFn] = {
+    **{op: _unary(fn) for op, fn in _UNARY.items()},
+    **{op: _binary(fn) for op, fn in _BINARY.items()},
+    **{op: _variadic(fn) for op, fn in _VARIADIC.items()},
+    **{op: _reduce(fn) for op, fn in _REDUCE.items()},
+    "Div": div, "Clip": clip, "Where": where, "Cast": cast, "MatMul": matmul, "Gemm": gemm,
+}
