@@ -1,38 +1,99 @@
-"""Reading CLI inputs and writing outputs: ``.npy``, ``.npz`` and JSON (nested lists)."""
+"""Reading CLI inputs and writing outputs: ``.npy``, ``.npz`` and JSON (nested lists), from
+files or stdin.
+
+JSON is strict (RFC 8259) both ways: NaN and infinities, which it cannot spell, are the
+strings ``"NaN"``, ``"Infinity"`` and ``"-Infinity"``. A JSON object holds arrays by name,
+like ``.npz``.
+"""
 
 from __future__ import annotations
 
+import io
 import json
+import math
+import sys
 import zipfile
 from pathlib import Path
-from typing import Mapping
+from typing import Any, BinaryIO, Mapping
 
 import numpy as np
 
+Arrays = dict[str, np.ndarray] | np.ndarray
+_NONFINITE = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
+_NPY_MAGIC = b"\x93NUMPY"
+_ZIP_MAGIC = b"PK\x03\x04"
 
-def read_arrays(path: str | Path) -> dict[str, np.ndarray] | np.ndarray:
-    """One array from ``.npy`` or ``.json``, or a dict of arrays from ``.npz``.
+
+def _number(value: Any) -> Any:
+    if isinstance(value, list):
+        return [_number(v) for v in value]
+    if isinstance(value, str) and value in _NONFINITE:
+        return _NONFINITE[value]
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ValueError(f"expected numbers, nested lists or {sorted(_NONFINITE)}, "
+                         f"got {value!r}")
+    return value
+
+
+def _from_json(text: str) -> Arrays:
+    def array(value: Any) -> np.ndarray:
+        return np.asarray(_number(value), dtype=np.float32)
+
+    data = json.loads(text, parse_constant=lambda name: _NONFINITE[name])
+    if isinstance(data, dict):
+        return {str(name): array(value) for name, value in data.items()}
+    return array(data)
+
+
+def _parse(data: bytes, kind: str) -> Arrays:
+    if kind == ".npy":
+        return np.load(io.BytesIO(data), allow_pickle=False)
+    if kind == ".npz":
+        with np.load(io.BytesIO(data), allow_pickle=False) as archive:
+            return {name: archive[name] for name in archive.files}
+    return _from_json(data.decode("utf-8"))
+
+
+def _sniff(data: bytes) -> str:
+    if data.startswith(_NPY_MAGIC):
+        return ".npy"
+    return ".npz" if data.startswith(_ZIP_MAGIC) else ".json"
+
+
+def read_arrays(path: str | Path, stdin: BinaryIO | None = None) -> Arrays:
+    """One array from ``.npy`` or a JSON list, or a dict of arrays from ``.npz`` or a JSON
+    object. ``-`` reads ``stdin`` (default ``sys.stdin.buffer``) and tells the format from
+    its first bytes.
 
     Raises:
         FileNotFoundError: no such file.
-        ValueError: the file is not a readable array of the type its suffix names.
+        ValueError: the data is not a readable array of the type its suffix names.
     """
-    path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"input file {str(path)!r} does not exist")
-    suffix = path.suffix.lower()
+    if str(path) == "-":
+        data = (stdin or sys.stdin.buffer).read()
+        kind, where = _sniff(data), "stdin"
+    else:
+        path = Path(path)
+        if not path.is_file():
+            raise FileNotFoundError(f"input file {str(path)!r} does not exist")
+        kind, where = path.suffix.lower(), repr(str(path))
+        if kind not in (".npy", ".npz", ".json"):
+            raise ValueError(f"unsupported input file type {kind!r} for {where}; "
+                             "expected .npy, .npz or .json")
+        data = path.read_bytes()
     try:
-        if suffix == ".npy":
-            return np.load(path, allow_pickle=False)
-        if suffix == ".npz":
-            with np.load(path, allow_pickle=False) as archive:
-                return {name: archive[name] for name in archive.files}
-        if suffix == ".json":
-            return np.asarray(json.loads(path.read_text()), dtype=np.float32)
-    except (ValueError, OSError, zipfile.BadZipFile, json.JSONDecodeError, EOFError) as err:
-        raise ValueError(f"cannot read {str(path)!r} as {suffix}: {err}") from None
-    raise ValueError(f"unsupported input file type {suffix!r} for {str(path)!r}; "
-                     "expected .npy, .npz or .json")
+        return _parse(data, kind)
+    except (ValueError, OSError, zipfile.BadZipFile, EOFError, KeyError,
+            UnicodeDecodeError, RecursionError) as err:
+        raise ValueError(f"cannot read {where} as {kind}: {err}") from None
+
+
+def to_json(array: np.ndarray) -> Any:
+    """Nested lists for ``json.dumps``, with NaN and infinities as strings (strict JSON)."""
+    if array.dtype.kind != "f" or np.isfinite(array).all():
+        return array.tolist()
+    names = np.where(np.isnan(array), "NaN", np.where(array > 0, "Infinity", "-Infinity"))
+    return np.where(np.isfinite(array), array.astype(object), names).tolist()
 
 
 def write_arrays(path: str | Path, arrays: Mapping[str, np.ndarray]) -> None:
@@ -51,7 +112,8 @@ def write_arrays(path: str | Path, arrays: Mapping[str, np.ndarray]) -> None:
                              f"{len(arrays)} outputs {sorted(arrays)}; use .npz or .json")
         np.save(path, next(iter(arrays.values())))
     elif suffix == ".json":
-        path.write_text(json.dumps({k: v.tolist() for k, v in arrays.items()}))
+        path.write_text(json.dumps({k: to_json(v) for k, v in arrays.items()},
+                                   allow_nan=False))
     else:
         raise ValueError(f"unsupported output file type {suffix!r}; use .npz, .npy or .json")
 

@@ -9,7 +9,7 @@ import time
 import numpy as np
 
 from ..session import KERNEL_CHOICES, load
-from ..tensor_io import read_arrays, summary, write_arrays
+from ..tensor_io import read_arrays, summary, to_json, write_arrays
 from .options import add_limit_options, limits_from
 
 
@@ -23,8 +23,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("model", metavar="MODEL.wasm", help="the model to run")
     parser.add_argument("--input", "-i", metavar="NAME=FILE", action="append", default=[],
-                        help="an input: NAME=FILE.npy|.json, or FILE.npz holding inputs by "
-                             "name, or FILE alone for a one-input model (repeatable)")
+                        help="an input: NAME=FILE.npy|.json, or FILE.npz (or a JSON object) "
+                             "holding inputs by name, or FILE alone for a one-input model; "
+                             "FILE '-' reads stdin (.npy, .npz or JSON, told apart by their "
+                             "first bytes) (repeatable)")
     parser.add_argument("--output", "-o", metavar="OUT",
                         help="write outputs to OUT.npz / .npy / .json instead of a summary")
     parser.add_argument("--json", action="store_true",
@@ -36,24 +38,34 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _gather_inputs(specs: list[str]) -> dict[str, np.ndarray] | np.ndarray:
+    """The ``--input`` options as arrays by name (or one unnamed array).
+
+    Raises:
+        ValueError: an option is malformed, names an input twice, or reads stdin twice.
+        FileNotFoundError: a file does not exist.
+    """
     named: dict[str, np.ndarray] = {}
+    sources = [spec.partition("=")[2] if "=" in spec else spec for spec in specs]
+    if sources.count("-") > 1:
+        raise ValueError("--input: stdin ('-') can be read by one --input only")
     for spec in specs:
         name, sep, path = spec.partition("=")
-        if not sep:
-            loaded = read_arrays(name)
-            if isinstance(loaded, dict):
-                named.update(loaded)
-            elif len(specs) == 1:
+        if sep and not name:
+            raise ValueError(f"--input {spec!r}: expected NAME=FILE with a non-empty NAME")
+        loaded = read_arrays(path if sep else name)
+        if not sep and not isinstance(loaded, dict):
+            if len(specs) == 1:
                 return loaded
-            else:
-                raise ValueError(f"--input {spec!r}: name the input as NAME=FILE when giving "
-                                 "several inputs")
-            continue
-        loaded = read_arrays(path)
-        if isinstance(loaded, dict):
-            raise ValueError(f"--input {spec!r}: a .npz holds several arrays; pass it without "
-                             "NAME= to bind them by name")
-        named[name] = loaded
+            raise ValueError(f"--input {spec!r}: name the input as NAME=FILE when giving "
+                             "several inputs")
+        if sep and isinstance(loaded, dict):
+            raise ValueError(f"--input {spec!r}: a .npz or JSON object holds arrays by name; "
+                             "pass it without NAME= to bind them by name")
+        found = loaded if isinstance(loaded, dict) else {name: loaded}
+        twice = sorted(set(found) & set(named))
+        if twice:
+            raise ValueError(f"--input {spec!r}: input(s) {twice} given twice")
+        named.update(found)
     if not named:
         raise ValueError("no inputs given; use --input NAME=FILE.npy (see --help)")
     return named
@@ -71,8 +83,10 @@ def run(args: argparse.Namespace) -> int:
     if args.output:
         write_arrays(args.output, outputs)
     if args.json:
-        print(json.dumps({"outputs": {k: v.tolist() for k, v in outputs.items()},
-                          "load_ms": 1e3 * (loaded - start), "run_ms": 1e3 * (done - loaded)}))
+        print(json.dumps({"outputs": {k: to_json(v) for k, v in outputs.items()},
+                          "shapes": {k: list(v.shape) for k, v in outputs.items()},
+                          "load_ms": 1e3 * (loaded - start), "run_ms": 1e3 * (done - loaded)},
+                         allow_nan=False))
     elif not args.output:
         for name, array in outputs.items():
             print(summary(name, array))
