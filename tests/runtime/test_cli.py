@@ -124,3 +124,75 @@ def test_inspect_graph_prints_the_compiled_graph(model_file, capsys):
     out = capsys.readouterr().out
     assert out.startswith("graph(%x: float32[batch, 6]):")
     assert "linear(%x" in out and "epilogue=('relu',)" in out
+
+
+class _Stdin:
+    def __init__(self, data: bytes):
+        import io
+        self.buffer = io.BytesIO(data)
+
+
+def _npy_bytes(array: np.ndarray) -> bytes:
+    import io
+    out = io.BytesIO()
+    np.save(out, array)
+    return out.getvalue()
+
+
+@pytest.mark.parametrize("encode", [
+    _npy_bytes,
+    lambda x: json.dumps(x.tolist()).encode(),
+    lambda x: json.dumps({"x": x.tolist()}).encode(),
+])
+def test_input_from_stdin_in_any_format(encode, model_file, monkeypatch, capsys, mlp_model):
+    x = np.random.default_rng(4).standard_normal((2, 6)).astype(np.float32)
+    monkeypatch.setattr(sys, "stdin", _Stdin(encode(x)))
+    spec = "-" if encode(x).startswith(b"{") else "x=-"
+    assert main(["run", str(model_file), "-i", spec, "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["shapes"] == {"output0": [2, 3]}
+    np.testing.assert_allclose(result["outputs"]["output0"], mlp_model(x), rtol=1e-5, atol=1e-6)
+
+
+def test_json_output_file_is_strict_json_with_nonfinite_as_strings(tmp_path):
+    from runtime.tensor_io import read_arrays, write_arrays
+    out = tmp_path / "y.json"
+    write_arrays(out, {"y": np.array([np.nan, np.inf, -np.inf, 2.5], np.float32)})
+    assert json.loads(out.read_text(), parse_constant=lambda c: pytest.fail(c)) == {
+        "y": ["NaN", "Infinity", "-Infinity", 2.5]}
+    back = read_arrays(out)["y"]
+    np.testing.assert_array_equal(back, np.array([np.nan, np.inf, -np.inf, 2.5], np.float32))
+
+
+@pytest.mark.parametrize("args, stdin, message", [
+    (["-i", "x=-", "-i", "y=-"], b"", r"stdin \('-'\) can be read by one --input only"),
+    (["-i", "x={x}", "-i", "x={x}"], b"", r"input\(s\) \['x'\] given twice"),
+    (["-i", "={x}"], b"", "expected NAME=FILE with a non-empty NAME"),
+    (["-i", "x=-"], b"\x93NUMPY garbage", "cannot read stdin as .npy"),
+    (["-i", "x=-"], b"[[1, 2], [3]]", "cannot read stdin as .json"),
+    (["-i", "x=-"], b'[["a", 1]]', r"expected numbers, nested lists .*got 'a'"),
+    (["-i", "x=-"], b"[[true]]", "got True"),
+    (["-i", "x={npz}"], b"", "holds arrays by name; pass it without NAME="),
+    (["-i", "x={txt}"], b"", "unsupported input file type '.txt'"),
+])
+def test_bad_cli_inputs_are_one_line_exit_7(args, stdin, message, model_file, x_file, tmp_path,
+                                            monkeypatch, capsys):
+    npz, txt = tmp_path / "in.npz", tmp_path / "in.txt"
+    np.savez(npz, x=np.load(x_file))
+    txt.write_text("1 2 3")
+    monkeypatch.setattr(sys, "stdin", _Stdin(stdin))
+    args = [a.format(x=x_file, npz=npz, txt=txt) for a in args]
+    assert main(["run", str(model_file), *args]) == 7
+    err = capsys.readouterr().err
+    assert err.startswith("wasmnn: error: ") and len(err.strip().splitlines()) == 1
+    assert __import__("re").search(message, err)
+
+
+def test_help_documents_every_exit_code_and_the_limits():
+    out = subprocess.run([sys.executable, "-m", "runtime", "run", "--help"],
+                         capture_output=True, text=True, check=True).stdout
+    for word in ("--max-memory", "--timeout", "--fuel", "stdin"):
+        assert word in out
+    from runtime.cli import EXIT_CODES, _epilog
+    for _, code, meaning in EXIT_CODES:
+        assert f"{code}  " in _epilog() and meaning in _epilog()
