@@ -12,6 +12,7 @@ known, and kernel calls once the imports are.
 
 from __future__ import annotations
 
+import hashlib
 import math
 from dataclasses import dataclass
 from typing import Any
@@ -189,12 +190,18 @@ def run_function(ctx: LowerContext, layout: Layout, kernel_index: dict[str, int]
 
 
 def add_data_and_metadata(builder: ModuleBuilder, ctx: LowerContext, layout: Layout,
-                          producer: str, **extra: object) -> None:
-    """The message and weight data segments, and the metadata custom section."""
+                          producer: str, sidecar: str | None = None, **extra: object) -> None:
+    """The message and weight data segments, and the metadata custom section. With
+    ``sidecar`` (a file name), the weights are left out of the module and the metadata says
+    where the runtime must place that file's bytes, with their size and SHA-256."""
     graph = ctx.graph
     if layout.messages:
         builder.add_data(SCRATCH_BYTES, layout.messages)
-    if ctx.weights:
+    if sidecar is not None:
+        extra["sidecar"] = {"file": sidecar, "offset": layout.weights_base,
+                            "bytes": len(ctx.weights),
+                            "sha256": hashlib.sha256(ctx.weights).hexdigest()}
+    elif ctx.weights:
         builder.add_data(layout.weights_base, bytes(ctx.weights))
     builder.add_custom(SECTION, encode_metadata(
         graph, producer=producer,
@@ -203,9 +210,10 @@ def add_data_and_metadata(builder: ModuleBuilder, ctx: LowerContext, layout: Lay
         weights_bytes=len(ctx.weights), memory_bytes=layout.memory_bytes, **extra))
 
 
-def generate(graph: Graph, producer: str) -> bytes:
+def generate(graph: Graph, producer: str, sidecar: str | None = None) -> tuple[bytes, bytes]:
     """Encode ``graph`` (after ``passes.optimize``) as a model module that imports its
-    memory, its kernels and (with symbolic dims) WASI ``fd_write``.
+    memory, its kernels and (with symbolic dims) WASI ``fd_write``. Returns the module and
+    its weight bytes (inside the module too, unless ``sidecar`` names the file for them).
 
     Raises:
         CompileError: an op cannot be lowered, naming the node and the user's source line.
@@ -222,5 +230,5 @@ def generate(graph: Graph, producer: str) -> bytes:
     builder.add_function(FuncType(("i32",) * len(graph.dims), ("i32",)),
                          run_function(ctx, layout, kernel_index, fd_write), export="run")
     builder.export("memory", "memory", 0)
-    add_data_and_metadata(builder, ctx, layout, producer)
-    return builder.encode()
+    add_data_and_metadata(builder, ctx, layout, producer, sidecar)
+    return builder.encode(), bytes(ctx.weights)

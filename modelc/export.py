@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
@@ -27,12 +28,17 @@ def compile_graph(graph: Graph, *, standalone: bool = False, isa: str = "simd128
     graph = optimize(graph)
     if standalone:
         return generate_standalone(graph, producer(), isa)
-    return generate(graph, producer())
+    return generate(graph, producer())[0]
+
+
+def sidecar_path(path: str | os.PathLike[str]) -> Path:
+    """Where the weights of a model written to ``path`` go: ``model.wasm`` -> ``model.weights``."""
+    return Path(path).with_suffix(".weights")
 
 
 def export(model: nn.Module | Graph, example_inputs: Any = None,
            path: str | os.PathLike[str] | None = None, *, dynamic: DynamicSpec | None = None,
-           standalone: bool = False, isa: str = "simd128") -> bytes:
+           standalone: bool = False, isa: str = "simd128", sidecar: bool = False) -> bytes:
     """Compile ``model`` to a WebAssembly model module and return its bytes.
 
     Args:
@@ -45,13 +51,25 @@ def export(model: nn.Module | Graph, example_inputs: Any = None,
             ``modelc.standalone``), so any WASI engine runs it.
         isa: kernel variant linked into a standalone module: ``"simd128"`` (portable,
             the default) or ``"relaxed"`` (relaxed SIMD) or ``"scalar"``.
+        sidecar: keep the weights out of the module, in ``sidecar_path(path)`` (for models
+            too large to embed comfortably); the runtime reads and checks that file at load.
 
     Raises:
         TraceError, UnsupportedOpError, CompileError: the model cannot be compiled; the
             message names the op and the user's source line.
+        ValueError: ``sidecar`` without ``path``, or with ``standalone``.
     """
+    if sidecar and (path is None or standalone):
+        raise ValueError("sidecar=True needs a path to write next to, and a non-standalone "
+                         "module (a standalone module carries its weights)")
     graph = model if isinstance(model, Graph) else trace(model, example_inputs, dynamic)
-    wasm = compile_graph(graph, standalone=standalone, isa=isa)
+    if sidecar:
+        assert path is not None
+        weights_file = sidecar_path(path)
+        wasm, weights = generate(optimize(graph), producer(), sidecar=weights_file.name)
+        weights_file.write_bytes(weights)
+    else:
+        wasm = compile_graph(graph, standalone=standalone, isa=isa)
     if path is not None:
         with open(path, "wb") as out:
             out.write(wasm)

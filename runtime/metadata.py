@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -62,6 +63,34 @@ class TensorInfo:
 
 
 @dataclass(frozen=True)
+class Sidecar:
+    """Weights kept outside the module: the file (a plain name in the model's directory),
+    where its bytes go in memory, how many there are and their SHA-256."""
+
+    file: str
+    offset: int
+    bytes: int
+    sha256: str
+
+
+_PLAIN_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.\-]{0,254}$")
+
+
+def _sidecar(raw: Any) -> Sidecar | None:
+    if raw is None:
+        return None
+    file = _field(raw, "file", str, "sidecar")
+    if not _PLAIN_NAME.match(file) or ".." in file:
+        raise ModelFormatError(f"model metadata: sidecar file {file!r} must be a plain file "
+                               "name in the model's directory (no path, no '..')")
+    digest = _field(raw, "sha256", str, "sidecar")
+    if not re.fullmatch(r"[0-9a-f]{64}", digest):
+        raise ModelFormatError(f"model metadata: sidecar sha256 {digest!r} is not a hex digest")
+    return Sidecar(file, _count(raw, "offset", "sidecar"), _count(raw, "bytes", "sidecar"),
+                   digest)
+
+
+@dataclass(frozen=True)
 class ModelMetadata:
     raw: dict[str, Any]
     producer: str
@@ -75,6 +104,7 @@ class ModelMetadata:
     arena_bytes: int
     weights_bytes: int
     memory_bytes: int
+    sidecar: "Sidecar | None" = None
 
     def max_dims(self) -> dict[str, int]:
         return {d.name: d.max for d in self.dims}
@@ -160,7 +190,13 @@ def parse(payload: bytes | None) -> ModelMetadata:
         ops=tuple(_field(raw, "ops", list, "metadata")),
         arena_bytes=_count(raw, "arena_bytes", "metadata"),
         weights_bytes=_count(raw, "weights_bytes", "metadata"),
-        memory_bytes=_count(raw, "memory_bytes", "metadata"))
+        memory_bytes=_count(raw, "memory_bytes", "metadata"),
+        sidecar=_sidecar(raw.get("sidecar")))
+    if meta.sidecar and meta.sidecar.offset + meta.sidecar.bytes > meta.memory_bytes:
+        raise ModelFormatError(f"model metadata: sidecar weights span bytes "
+                               f"[{meta.sidecar.offset}, "
+                               f"{meta.sidecar.offset + meta.sidecar.bytes}) but the model's "
+                               f"memory has {meta.memory_bytes} bytes")
     largest = meta.max_dims()
     for tensor in inputs + outputs:
         end = tensor.offset + tensor.nbytes(largest)
