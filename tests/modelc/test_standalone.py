@@ -102,3 +102,18 @@ def test_node_wasi_gives_the_same_bits(standalone, tmp_path):
                           input=npy(x), capture_output=True, check=True)
     _, ours, _ = run_wasi(wasm, npy(x))
     np.testing.assert_array_equal(np.load(io.BytesIO(node.stdout)), np.load(io.BytesIO(ours)))
+
+
+@pytest.mark.skipif(shutil.which("node") is None, reason="Node.js is not installed")
+def test_transformer_with_two_symbolic_dims_runs_under_node(tmp_path):
+    from models import randomize, transformer_encoder
+    model = randomize(transformer_encoder())
+    path = tmp_path / "encoder.wasm"
+    modelc.export(model, (np.zeros((2, 5, 16), np.float32),), path, standalone=True,
+                  dynamic={"input0": {0: ("batch", 1, 4), 1: ("seq", 1, 12)}})
+    for shape in [(1, 2, 16), (3, 12, 16)]:
+        x = np.random.default_rng(sum(shape)).standard_normal(shape).astype(np.float32)
+        node = subprocess.run(["node", "--no-warnings", str(NODE_RUNNER), str(path)],
+                              input=npy(x), capture_output=True, check=True)
+        y, ref = np.load(io.BytesIO(node.stdout)), model(x)
+        assert np.abs(y - ref).max() <= 1e-4 * np.abs(ref).max()
