@@ -4,8 +4,9 @@ from .errors import CompileError, TraceError, UnsupportedOpError
 from .export import compile_graph, export
 from .graph import Graph, Node, Value
 from .interpreter import interpret
+from .onnx import from_onnx
 from .passes import optimize
 from .trace import trace
 
 __all__ = ["CompileError", "Graph", "Node", "TraceError", "UnsupportedOpError", "Value",
-           "compile_graph", "export", "interpret", "optimize", "trace"]
+           "compile_graph", "export", "from_onnx", "interpret", "optimize", "trace"]

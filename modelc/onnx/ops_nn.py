@@ -1,0 +1,247 @@
+"""ONNX neural-network ops: activations, softmax, convolutions, pooling, normalisations.
+
+``OPS`` maps an ONNX op type to a function of an ``OnnxNode`` returning its output(s),
+written in ``nn.functional`` calls. 1-D convolutions and pools run as 2-D ones over a
+height-1 image; asymmetric padding becomes an explicit ``pad``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from nn import functional as F
+
+from .node import OnnxNode
+
+OpFn = Callable[[OnnxNode], Any]
+
+
+@dataclass
+class _Window:
+    """A convolution or pooling window over the spatial axes: ONNX attributes resolved."""
+
+    kernel: list[int]
+    strides: list[int]
+    dilations: list[int]
+    pads: list[tuple[int, int]]
+
+    @classmethod
+    def of(cls, n: OnnxNode, kernel: list[int]) -> _Window:
+        """``kernel_shape``, ``strides``, ``dilations`` and ``pads`` / ``auto_pad`` of ``n``.
+
+        Raises:
+            CompileError: ``auto_pad`` SAME_* over a symbolic spatial size.
+        """
+        k = len(kernel)
+        strides = list(n.attr("strides") or [1] * k)
+        dilations = list(n.attr("dilations") or [1] * k)
+        auto = n.attr("auto_pad", "NOTSET")
+        if auto in ("SAME_UPPER", "SAME_LOWER"):
+            pads = []
+            for size, kk, s, d in zip(n.input(0).shape[2:], kernel, strides, dilations):
+                if not isinstance(size, int):
+                    raise n.error(f"auto_pad={auto} needs static spatial sizes, got {size!r}")
+                total = max((-(-size // s) - 1) * s + (kk - 1) * d + 1 - size, 0)
+                low, high = total // 2, total - total // 2
+                pads.append((low, high) if auto == "SAME_UPPER" else (high, low))
+        else:
+            flat = n.attr("pads") if auto == "NOTSET" and n.attr("pads") else [0] * 2 * k
+            pads = list(zip(flat[:k], flat[k:]))
+        return cls(list(kernel), strides, dilations, pads)
+
+    def planar(self) -> _Window:
+        """The same window over a 2-D image (a 1-D window gets a height-1 axis)."""
+        if len(self.kernel) == 2:
+            return self
+        return _Window([1] + self.kernel, [1] + self.strides, [1] + self.dilations,
+                       [(0, 0)] + self.pads)
+
+    @property
+    def symmetric(self) -> bool:
+        return all(low == high for low, high in self.pads)
+
+    def padding(self) -> tuple[int, int]:
+        return (self.pads[0][0], self.pads[1][0])
+
+    def torch_pad(self) -> list[int]:
+        """``pads`` as ``F.pad`` amounts (last axis first)."""
+        (top, bottom), (left, right) = self.pads
+        return [left, right, top, bottom]
+
+
+def _spatial(n: OnnxNode) -> int:
+    spatial = n.rank() - 2
+    if spatial not in (1, 2):
+        raise n.error(f"only 1-D and 2-D {n.op_type} are supported, got a rank-{n.rank()} "
+                      f"input {list(n.input(0).shape)}")
+    return spatial
+
+
+def _planar(x: Any) -> Any:
+    """(N, C, L) as (N, C, 1, L); 4-D input unchanged."""
+    return x if len(x.shape) == 4 else F.reshape(x, (*x.shape[:2], 1, x.shape[2]))
+
+
+def _unplanar(y: Any, spatial: int) -> Any:
+    return y if spatial == 2 else F.reshape(y, (*y.shape[:2], y.shape[3]))
+
+
+def conv(n: OnnxNode) -> Any:
+    spatial = _spatial(n)
+    x, w, bias = n.input(0), n.input(1), n.optional(2)
+    window = _Window.of(n, n.attr("kernel_shape") or list(w.shape[2:])).planar()
+    x, w = _planar(x), _planar(w)
+    if not window.symmetric:
+        x, window.pads = F.pad(x, window.torch_pad()), [(0, 0), (0, 0)]
+    y = F.conv2d(x, w, bias, tuple(window.strides), window.padding(),
+                 tuple(window.dilations), n.attr("group", 1))
+    return _unplanar(y, spatial)
+
+
+def conv_transpose(n: OnnxNode) -> Any:
+    """ConvTranspose; uneven ``pads`` or ``output_shape`` crop or extend the full result."""
+    spatial = _spatial(n)
+    x, w, bias = n.input(0), n.input(1), n.optional(2)
+    window = _Window.of(n, n.attr("kernel_shape") or list(w.shape[2:]))
+    extra = list(n.attr("output_padding") or [0] * spatial)
+    if n.attr("output_shape"):
+        window.pads = []
+        for i, want in enumerate(n.attr("output_shape")[-spatial:]):
+            full = ((x.shape[2 + i] - 1) * window.strides[i] + extra[i]
+                    + (window.kernel[i] - 1) * window.dilations[i] + 1)
+            total = full - want
+            low, high = total // 2, total - total // 2
+            window.pads.append((low, high) if n.attr("auto_pad") == "SAME_UPPER"
+                               else (high, low))
+    window, extra = window.planar(), ([0] + extra if spatial == 1 else extra)
+    x, w, groups = _planar(x), _planar(w), n.attr("group", 1)
+    simple = window.symmetric and all(e < max(s, d) for e, s, d in
+                                      zip(extra, window.strides, window.dilations))
+    if simple:
+        y = F.conv_transpose2d(x, w, bias, tuple(window.strides), window.padding(),
+                               tuple(extra), groups, tuple(window.dilations))
+    else:
+        y = F.conv_transpose2d(x, w, None, tuple(window.strides), 0, 0, groups,
+                               tuple(window.dilations))
+        (top, bottom), (left, right) = window.pads
+        y = F.pad(y, [-left, extra[1] - right, -top, extra[0] - bottom])  # crop or extend
+        if bias is not None:
+            y = F.add(y, F.reshape(bias, (1, -1, 1, 1)))
+    return _unplanar(y, spatial)
+
+
+def max_pool(n: OnnxNode) -> Any:
+    if n.outputs > 1:
+        raise n.error("the Indices output of MaxPool is not supported")
+    return _pool(n, -math.inf, lambda x, w: F.max_pool2d(
+        x, tuple(w.kernel), tuple(w.strides), w.padding(), tuple(w.dilations),
+        bool(n.attr("ceil_mode", 0))))
+
+
+def average_pool(n: OnnxNode) -> Any:
+    include_pad = bool(n.attr("count_include_pad", 0))
+    return _pool(n, 0.0 if include_pad else None, lambda x, w: F.avg_pool2d(
+        x, tuple(w.kernel), tuple(w.strides), w.padding(), bool(n.attr("ceil_mode", 0)),
+        include_pad))
+
+
+def _pool(n: OnnxNode, fill: float | None, run: Callable[[Any, _Window], Any]) -> Any:
+    """A 2-D pool; padding it cannot express (uneven, or over half the window) is applied
+    first with ``fill`` (None: such padding is not supported)."""
+    spatial = _spatial(n)
+    window = _Window.of(n, n.attr("kernel_shape")).planar()
+    x = _planar(n.input(0))
+    oversized = any(p > (d * (k - 1) + 1) // 2 for pair, k, d in
+                    zip(window.pads, window.kernel, window.dilations) for p in pair)
+    if not window.symmetric or oversized:
+        if fill is None:
+            raise n.error(f"uneven pads {window.pads} with count_include_pad=0")
+        x, window.pads = F.pad(x, window.torch_pad(), value=fill), [(0, 0), (0, 0)]
+    return _unplanar(run(x, window), spatial)
+
+
+def _global(fn: Callable[..., Any]) -> OpFn:
+    return lambda n: fn(n.input(0), dim=tuple(range(2, n.rank())), keepdim=True)
+
+
+def lrn(n: OnnxNode) -> Any:
+    """LRN: ``x / (bias + alpha * mean of x^2 over size channels) ** beta``, the channel
+    window being an average pool over a (C, H*W) image."""
+    x, size = n.input(0), n.attr("size")
+    batch, channels = x.shape[:2]
+    squares = F.reshape(F.mul(x, x), (batch, 1, channels, -1))  # (N, 1, C, H*W)
+    before = (size - 1) // 2
+    window = F.avg_pool2d(F.pad(squares, (0, 0, before, size - 1 - before)), (size, 1), 1)
+    scale = F.pow(F.add(F.mul(window, n.attr("alpha", 1e-4)), n.attr("bias", 1.0)),
+                  n.attr("beta", 0.75))
+    return F.div(x, F.reshape(scale, x.shape))
+
+
+def batch_normalization(n: OnnxNode) -> Any:
+    if n.attr("training_mode", 0) or n.outputs > 1:
+        raise n.error("training-mode BatchNormalization is not supported")
+    x, scale, bias, mean, var = (n.input(i) for i in range(5))
+    return F.batch_norm(x, mean, var, scale, bias, eps=n.attr("epsilon", 1e-5))
+
+
+def layer_normalization(n: OnnxNode) -> Any:
+    if n.outputs > 1:
+        raise n.error("the Mean and InvStdDev outputs of LayerNormalization are not supported")
+    x = n.input(0)
+    shape = tuple(x.shape[n.axis(n.attr("axis", -1)):])
+
+    def affine(value: Any) -> Any:
+        if isinstance(value, np.ndarray):
+            return np.broadcast_to(value, shape).astype(value.dtype)
+        return value
+
+    return F.layer_norm(x, shape, affine(n.input(1)), affine(n.optional(2)),
+                        n.attr("epsilon", 1e-5))
+
+
+def instance_normalization(n: OnnxNode) -> Any:
+    return F.instance_norm(n.input(0), weight=n.input(1), bias=n.input(2),
+                           eps=n.attr("epsilon", 1e-5))
+
+
+def _softmax(fn: Callable[..., Any]) -> OpFn:
+    """Softmax / LogSoftmax; before opset 13 they act on the input flattened to 2-D at
+    ``axis`` (default 1), which is a softmax over all trailing axes."""
+    def run(n: OnnxNode) -> Any:
+        x = n.input(0)
+        axis = n.axis(n.attr("axis", -1 if n.opset >= 13 else 1))
+        if n.opset >= 13 or axis == n.rank() - 1:
+            return fn(x, dim=axis)
+        flat = F.reshape(x, (*x.shape[:axis], -1))  # (*leading, prod(trailing))
+        return F.reshape(fn(flat, dim=-1), x.shape)
+    return run
+
+
+def hard_sigmoid(n: OnnxNode) -> Any:
+    linear = F.add(F.mul(n.input(0), n.attr("alpha", 0.2)), n.attr("beta", 0.5))
+    return F.minimum(F.maximum(linear, 0.0), 1.0)
+
+
+def prelu(n: OnnxNode) -> Any:
+    x = n.input(0)
+    return F.add(F.relu(x), F.mul(F.minimum(x, 0.0), n.input(1)))
+
+
+OPS: dict[str, OpFn] = {
+    "Conv": conv, "ConvTranspose": conv_transpose,
+    "MaxPool": max_pool, "AveragePool": average_pool,
+    "GlobalAveragePool": _global(F.mean), "GlobalMaxPool": _global(F.amax),
+    "LRN": lrn, "BatchNormalization": batch_normalization,
+    "LayerNormalization": layer_normalization,
+    "InstanceNormalization": instance_normalization,
+    "Softmax": _softmax(F.softmax), "LogSoftmax": _softmax(F.log_softmax),
+    "LeakyRelu": lambda n: F.leaky_relu(n.input(0), n.attr("alpha", 0.01)),
+    "Gelu": lambda n: F.gelu(n.input(0), n.attr("approximate", "none")),
+    "HardSigmoid": hard_sigmoid, "HardSwish": lambda n: F.hardswish(n.input(0)),
+    "PRelu": prelu,
+}

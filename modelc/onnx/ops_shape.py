@@ -1,0 +1,256 @@
+"""ONNX data-movement and shape ops: Reshape, Transpose, Concat, Split, Slice, Gather, ...,
+and the shape computations (Shape, Constant, ConstantOfShape, Range) folded at import time.
+
+``OPS`` maps an ONNX op type to a function of an ``OnnxNode`` returning its output(s).
+Known operands are computed eagerly (numpy); traced ones are recorded.
+"""
+
+from __future__ import annotations
+
+import builtins
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from nn import functional as F
+
+from .fold import dims, is_known, operands, product, shape_value
+from .node import OnnxNode
+
+OpFn = Callable[[OnnxNode], Any]
+_PAD_MODES = {"constant": "constant", "reflect": "reflect", "edge": "replicate",
+              "wrap": "circular"}
+
+
+def reshape(n: OnnxNode) -> Any:
+    """Reshape; a 0 copies the input's dim (unless ``allowzero``), dims may be names."""
+    x = n.input(0)
+    target = dims(n.known(1, "shape"))
+    if not n.attr("allowzero", 0):
+        target = [x.shape[i] if d == 0 else d for i, d in enumerate(target)]
+    return F.reshape(x, tuple(target))
+
+
+def flatten(n: OnnxNode) -> Any:
+    """Flatten to 2-D at ``axis``; a side whose size is a product of dim names is -1."""
+    x = n.input(0)
+    axis = n.axis(n.attr("axis", 1), n.rank() + 1)
+    outer, inner = product(x.shape[:axis]), product(x.shape[axis:])
+    if outer is None and inner is None:
+        raise n.error(f"cannot flatten {list(x.shape)} at axis {axis}: both sides are "
+                      "products of symbolic dims")
+    return F.reshape(x, (-1 if outer is None else outer, -1 if inner is None else inner))
+
+
+def _new_shape(n: OnnxNode, rank: int, axes: list[int], insert: bool) -> list[Any]:
+    shape = list(n.input(0).shape)
+    if insert:
+        for a in sorted(n.axis(a, rank + len(axes)) for a in axes):
+            shape.insert(a, 1)
+        return shape
+    drop = {n.axis(a, rank) for a in axes}
+    return [d for i, d in enumerate(shape) if i not in drop]
+
+
+def squeeze(n: OnnxNode) -> Any:
+    x = n.input(0)
+    axes = n.ints("axes", 1)
+    if axes is None:
+        axes = [i for i, d in enumerate(x.shape) if d == 1]
+    return F.reshape(x, tuple(_new_shape(n, len(x.shape), axes, insert=False)))
+
+
+def unsqueeze(n: OnnxNode) -> Any:
+    x = n.input(0)
+    axes = n.ints("axes", 1) or []
+    return F.reshape(x, tuple(_new_shape(n, len(x.shape), axes, insert=True)))
+
+
+def concat(n: OnnxNode) -> Any:
+    parts = [v for v in n.inputs if v is not None]
+    axis = n.axis(n.attr("axis"), len(parts[0].shape))
+    parts = [p for p in parts if not (is_known(p) and p.size == 0)] or parts[:1]
+    if is_known(*parts):
+        return np.concatenate(parts, axis=axis)
+    return F.concat(parts, axis)
+
+
+def split(n: OnnxNode) -> Any:
+    """Split by the ``split`` sizes (attribute before opset 13, input 1 from it), else into
+    ``num_outputs`` (opset 18) or as many equal parts as there are outputs."""
+    x = n.input(0)
+    axis = n.axis(n.attr("axis", 0))
+    sizes = n.ints("split", 1) if n.opset >= 13 else n.attr("split")
+    if not sizes:
+        length = x.shape[axis]
+        if not isinstance(length, int):
+            raise n.error(f"cannot split symbolic dim {length!r} into equal parts")
+        parts = n.attr("num_outputs", n.outputs)
+        size = -(-length // parts)
+        sizes = [min(size, length - i * size) for i in range(parts)]
+    out = F.split(x, list(sizes), axis)
+    return out if isinstance(out, tuple) else (out,)
+
+
+def slice_(n: OnnxNode) -> Any:
+    """Slice: starts/ends/axes/steps are attributes before opset 10 and inputs from it;
+    ONNX clamps bounds as Python slicing does."""
+    x = n.input(0)
+    if n.opset >= 10:
+        starts, ends = n.ints("starts", 1), n.ints("ends", 2)
+        axes, steps = n.ints("axes", 3), n.ints("steps", 4)
+    else:
+        starts, ends, axes, steps = n.attr("starts"), n.attr("ends"), n.attr("axes"), None
+    assert starts is not None and ends is not None
+    axes = axes or list(range(len(starts)))
+    steps = steps or [1] * len(starts)
+    for start, end, axis, step in zip(starts, ends, axes, steps):
+        axis, length = n.axis(axis), x.shape[n.axis(axis)]
+        if step > 0 and isinstance(length, int):
+            start, end, _ = builtins.slice(start, end, step).indices(length)
+        x = (x[(builtins.slice(None),) * axis + (builtins.slice(start, end, step),)]
+             if is_known(x) else F.slice(x, axis, start, end, step))
+    return x
+
+
+def gather(n: OnnxNode) -> Any:
+    """Gather: known from known; a known table indexed at run time is an ``embedding``; a
+    run-time tensor at known indices is slices joined by ``concat``."""
+    data, indices = n.input(0), n.input(1)
+    axis = n.axis(n.attr("axis", 0), len(data.shape))
+    if is_known(data, indices):
+        return np.asarray(np.take(data, indices, axis=axis), dtype=data.dtype)
+    if is_known(data):
+        table = np.moveaxis(data, axis, 0)
+        rows = F.embedding(indices, table.reshape(table.shape[0], -1))
+        out = F.reshape(rows, (*indices.shape, *table.shape[1:]))  # (*idx, *before, *after)
+        if axis == 0:
+            return out
+        k = len(indices.shape)
+        order = [*range(k, k + axis), *range(k), *range(k + axis, len(out.shape))]
+        return F.permute(out, order)
+    if not is_known(indices):
+        raise n.error("Gather of a run-time tensor at run-time indices is not supported")
+    length = data.shape[axis]
+    flat = [int(i) % length if isinstance(length, int) else int(i)
+            for i in indices.reshape(-1)]
+    if any(i < 0 for i in flat):
+        raise n.error(f"negative indices {flat} into symbolic dim {length!r}")
+    parts = [F.slice(data, axis, i, i + 1) for i in flat]
+    joined = parts[0] if len(parts) == 1 else F.concat(parts, axis)
+    shape = data.shape
+    return F.reshape(joined, (*shape[:axis], *indices.shape, *shape[axis + 1:]))
+
+
+def shape(n: OnnxNode) -> np.ndarray:
+    """Shape (folded): int64, or an object array naming the symbolic dims."""
+    full = n.input(0).shape
+    return shape_value(full[n.attr("start", 0):n.attr("end", len(full))])
+
+
+def size(n: OnnxNode) -> np.ndarray:
+    count = product(n.input(0).shape)
+    if not isinstance(count, int):
+        raise n.error(f"Size of symbolic shape {list(n.input(0).shape)} is not supported")
+    return np.array(count, dtype=np.int64)
+
+
+_CONSTANT_ATTRS: dict[str, Callable[[Any], np.ndarray]] = {
+    "value": np.asarray,
+    "value_float": lambda v: np.array(v, np.float32),
+    "value_floats": lambda v: np.array(v, np.float32),
+    "value_int": lambda v: np.array(v, np.int64),
+    "value_ints": lambda v: np.array(v, np.int64),
+}
+
+
+def constant(n: OnnxNode) -> np.ndarray:
+    for name, make in _CONSTANT_ATTRS.items():
+        if name in n.attrs:
+            return make(n.attrs[name])
+    raise n.error(f"needs one of the attributes {sorted(_CONSTANT_ATTRS)}, got "
+                  f"{sorted(n.attrs)}")
+
+
+def constant_of_shape(n: OnnxNode) -> np.ndarray:
+    target = dims(n.known(0, "shape"))
+    if not all(isinstance(d, int) for d in target):
+        raise n.error(f"shape {target} names symbolic dims; fix them with input_shapes")
+    fill = n.attr("value", np.zeros(1, np.float32))
+    return np.full(target, fill.reshape(-1)[0], dtype=fill.dtype)
+
+
+def expand(n: OnnxNode) -> Any:
+    """Expand (bidirectional broadcast): adding zeros of the target shape; a symbolic
+    target dim must already be the input's."""
+    x, target = n.input(0), dims(n.known(1, "shape"))
+    if is_known(x) and all(isinstance(d, int) for d in target):
+        return x * np.ones(target, dtype=x.dtype)
+    rank = max(len(x.shape), len(target))
+    have = [1] * (rank - len(x.shape)) + list(x.shape)
+    want = [1] * (rank - len(target)) + target
+    if any(isinstance(w, str) and h != w for h, w in zip(have, want)) or is_known(x):
+        raise n.error(f"cannot expand {list(x.shape)} to {target}: a symbolic target dim "
+                      "must already be the input's")
+    zeros = np.zeros([w if isinstance(w, int) else 1 for w in want], dtype=x.dtype)
+    return x if zeros.size == 1 and zeros.ndim <= len(x.shape) else F.add(x, zeros)
+
+
+def pad(n: OnnxNode) -> Any:
+    """Pad: ``pads`` is an attribute before opset 11 and input 1 from it (``axes`` input 3
+    from opset 18); amounts go to ``F.pad`` last axis first, from the first padded axis."""
+    x = n.input(0)
+    rank = len(x.shape)
+    amounts = n.ints("pads", 1) if n.opset >= 11 else n.attr("pads")
+    value = n.scalar(2, "value", 0.0) if n.opset >= 11 else n.attr("value", 0.0)
+    axes = [n.axis(a, rank) for a in (n.ints("axes", 3) or range(rank))]
+    begin, end = [0] * rank, [0] * rank
+    for i, a in enumerate(axes):
+        begin[a], end[a] = amounts[i], amounts[len(axes) + i]
+    mode = n.attr("mode", "constant")
+    if mode not in _PAD_MODES:
+        raise n.error(f"unknown mode {mode!r}; available: {sorted(_PAD_MODES)}")
+    first = next((a for a in range(rank) if begin[a] or end[a]), rank)
+    torch_pad = [p for a in reversed(range(first, rank)) for p in (begin[a], end[a])]
+    if not torch_pad:
+        return x
+    return F.pad(x, torch_pad, _PAD_MODES[mode], value or 0.0)
+
+
+def range_(n: OnnxNode) -> np.ndarray:
+    start, limit, delta = (n.known(i, name) for i, name in
+                           enumerate(("start", "limit", "delta")))
+    if start.dtype == object or limit.dtype == object:
+        raise n.error(f"Range up to symbolic dim {limit.tolist()!r} is not supported; fix it "
+                      "with input_shapes")
+    return np.arange(start, limit, delta, dtype=start.dtype)
+
+
+def tile(n: OnnxNode) -> Any:
+    x, repeats = n.input(0), [int(r) for r in n.known(1, "repeats")]
+    if is_known(x):
+        return np.tile(x, repeats)
+    for axis, count in enumerate(repeats):
+        x = x if count == 1 else F.concat([x] * count, axis)
+    return x
+
+
+def _identity(n: OnnxNode) -> Any:
+    return n.input(0)
+
+
+def logical_not(n: OnnxNode) -> Any:
+    x = n.input(0)
+    return np.logical_not(x) if is_known(x) else F.eq(*operands(x, False))
+
+
+OPS: dict[str, OpFn] = {
+    "Reshape": reshape, "Flatten": flatten, "Squeeze": squeeze, "Unsqueeze": unsqueeze,
+    "Transpose": lambda n: F.permute(n.input(0), tuple(
+        n.attr("perm") or reversed(range(n.rank())))),
+    "Concat": concat, "Split": split, "Slice": slice_, "Gather": gather,
+    "Shape": shape, "Size": size, "Constant": constant, "ConstantOfShape": constant_of_shape,
+    "Expand": expand, "Pad": pad, "Range": range_, "Tile": tile, "Not": logical_not,
+    "Identity": _identity, "Dropout": _identity,
+}
