@@ -37,7 +37,10 @@ def _number(value: Any) -> Any:
 
 def _from_json(text: str) -> Arrays:
     def array(value: Any) -> np.ndarray:
-        return np.asarray(_number(value), dtype=np.float32)
+        wide = np.asarray(_number(value), dtype=np.float64)
+        if np.any(np.abs(wide[np.isfinite(wide)]) > np.finfo(np.float32).max):
+            raise ValueError("a number is outside the float32 range")
+        return wide.astype(np.float32)
 
     data = json.loads(text, parse_constant=lambda name: _NONFINITE[name])
     if isinstance(data, dict):

@@ -196,3 +196,11 @@ def test_help_documents_every_exit_code_and_the_limits():
     from runtime.cli import EXIT_CODES, _epilog
     for _, code, meaning in EXIT_CODES:
         assert f"{code}  " in _epilog() and meaning in _epilog()
+
+
+def test_json_numbers_outside_float32_are_refused(tmp_path):
+    from runtime.tensor_io import read_arrays
+    path = tmp_path / "x.json"
+    path.write_text("[[1e300, 1]]")
+    with pytest.raises(ValueError, match="cannot read .* a number is outside the float32 range"):
+        read_arrays(path)
