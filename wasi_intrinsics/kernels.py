@@ -69,7 +69,10 @@ def _gemm(spec: abi.KernelSpec) -> Callable[..., None]:
         batch = arg.get("batch", 1)
         for i in range(batch):
             a = _tensor(memory, arg["a"] + 4 * i * arg.get("a_stride", 0), (m, k))
-            b = _tensor(memory, arg["b"] + 4 * i * arg.get("b_stride", 0), (k, n))
+            if "w" in arg:  # the linear family: W is (n, k)
+                b = _tensor(memory, arg["w"], (n, k)).T
+            else:
+                b = _tensor(memory, arg["b"] + 4 * i * arg.get("b_stride", 0), (k, n))
             out = a @ b
             if "bias" in arg:
                 out += _tensor(memory, arg["bias"], (n,))
@@ -158,7 +161,7 @@ def _layer_norm(ctx: HostContext, x: int, gamma: int, beta: int, y: int, rows: i
 ROWWISE: dict[str, Callable[..., None]] = {"softmax": _softmax, "layer_norm": _layer_norm}
 
 FAMILIES: dict[str, Callable[[abi.KernelSpec], Callable[..., None]]] = {
-    "gemm": _gemm, "unary": _unary, "binary": _binary, "reduce": _reduce,
+    "gemm": _gemm, "linear": _gemm, "unary": _unary, "binary": _binary, "reduce": _reduce,
     "rowwise": lambda spec: ROWWISE[spec.name.removeprefix("f32_")],
 }
 

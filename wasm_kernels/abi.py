@@ -46,6 +46,20 @@ def _gemm(bias: bool, residual: bool, activation: str) -> KernelSpec:
                       + ", all row-major f32; C may alias R")
 
 
+def _linear(bias: bool, residual: bool, activation: str) -> KernelSpec:
+    parts = ("f32_linear",) + (("bias",) if bias else ()) + (("add",) if residual else ())
+    name = "_".join(parts + ((activation,) if activation else ()))
+    params = (("a", "w") + (("bias",) if bias else ()) + (("r",) if residual else ())
+              + ("c", "m", "k", "n"))
+    math = "A @ W.T" + (" + bias[None, :]" if bias else "") + (" + R" if residual else "")
+    if activation:
+        math = f"{activation}({math})"
+    return KernelSpec(name, "linear", params,
+                      f"C(m, n) = {math}; A is (m, k), W is (n, k) (nn.Linear's weight as "
+                      "stored)" + (", R is (m, n)" if residual else "")
+                      + ", all row-major f32; C may alias R")
+
+
 BMM = KernelSpec(
     "f32_bmm", "gemm", ("a", "b", "c", "batch", "m", "k", "n", "a_stride", "b_stride"),
     "C[i](m, n) = A[i](m, k) @ B[i](k, n) for i < batch; A[i] starts a_stride floats after "
@@ -99,6 +113,8 @@ ROWWISE: tuple[KernelSpec, ...] = (
 
 KERNELS: tuple[KernelSpec, ...] = (
     *(_gemm(bias, residual, act) for bias in (False, True) for residual in (False, True)
+      for act in GEMM_ACTIVATIONS),
+    *(_linear(bias, residual, act) for bias in (False, True) for residual in (False, True)
       for act in GEMM_ACTIVATIONS),
     BMM,
     *(_unary(op, math) for op, math in UNARY_OPS.items()),

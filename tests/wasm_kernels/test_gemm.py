@@ -1,4 +1,5 @@
-"""Every gemm row and the batched matmul against numpy, at the tile edges of each variant."""
+"""Every gemm and linear row and the batched matmul against numpy, at the tile edges of each
+variant."""
 
 import numpy as np
 import pytest
@@ -7,9 +8,11 @@ from wasi_intrinsics.kernels import ACTIVATIONS
 from wasm_kernels import abi
 
 # (m, k, n): size 1, below the 4x8 tile, exactly one tile, n % 8 and m % 4 remainders,
-# a scalar column tail (n % 4), several tiles, and a larger case.
-SHAPES = [(1, 1, 1), (3, 5, 7), (4, 3, 8), (5, 17, 13), (8, 16, 16), (9, 33, 30), (37, 64, 70)]
-GEMMS = [k for k in abi.KERNELS if k.family == "gemm" and "batch" not in k.params]
+# a scalar column tail (n % 4), several tiles, and a larger case; the last has k % 4 == 1 and
+# W rows of 8004 bytes, so linear's L2 blocks of W are 32 rows and n = 70 spans three.
+SHAPES = [(1, 1, 1), (3, 5, 7), (4, 3, 8), (5, 17, 13), (8, 16, 16), (9, 33, 30), (37, 64, 70),
+          (5, 2001, 70)]
+GEMMS = [k for k in abi.KERNELS if k.family in ("gemm", "linear") and "batch" not in k.params]
 
 
 def reference(spec: abi.KernelSpec, a, b, bias, r) -> np.ndarray:  # type: ignore[no-untyped-def]
@@ -33,7 +36,8 @@ def test_gemm_rows(kernels, shape) -> None:  # type: ignore[no-untyped-def]
     bias = rng.standard_normal(n).astype(np.float32)
     r = rng.standard_normal((m, n)).astype(np.float32)
     for offset, spec in enumerate(GEMMS):
-        args = dict(a=a, b=b, c=(m, n), m=m, k=k, n=n, bias=bias, r=r)
+        args = dict(a=a, b=b, w=np.ascontiguousarray(b.T), c=(m, n), m=m, k=k, n=n, bias=bias,
+                    r=r)
         out = kernels.call(spec.name, offset=4 * (offset % 3), **args)["c"]
         expected = reference(spec, a, b, bias if "bias" in spec.params else None,
                              r if "r" in spec.params else None)
@@ -54,10 +58,11 @@ def test_bmm_broadcasts_by_zero_stride(kernels, a_stride_on, b_stride_on) -> Non
     np.testing.assert_allclose(out, np.broadcast_to(expected, out.shape), rtol=1e-4, atol=1e-4)
 
 
-def test_gemm_large_k_accumulates_in_order(kernels) -> None:  # type: ignore[no-untyped-def]
+@pytest.mark.parametrize("name", ["f32_gemm_bias", "f32_linear_bias"])
+def test_gemm_large_k_is_exact(kernels, name) -> None:  # type: ignore[no-untyped-def]
     m, k, n = 2, 1031, 9
     a = np.ones((m, k), np.float32)
     b = np.full((k, n), 0.5, np.float32)
-    out = kernels.call("f32_gemm_bias", a=a, b=b, bias=np.ones(n, np.float32), c=(m, n),
-                       m=m, k=k, n=n)["c"]
+    out = kernels.call(name, a=a, b=b, w=np.ascontiguousarray(b.T),
+                       bias=np.ones(n, np.float32), c=(m, n), m=m, k=k, n=n)["c"]
     np.testing.assert_array_equal(out, np.full((m, n), k * 0.5 + 1, np.float32))

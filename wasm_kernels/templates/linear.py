@@ -1,0 +1,235 @@
+"""The linear family: C(m, n) = epilogue(A(m, k) @ W(n, k).T [+ bias] [+ R]), row-major f32.
+
+W is ``nn.Linear``'s weight as it is stored: row ``j`` holds the ``k`` weights of output
+column ``j``, so A and W are both read along k, contiguously, and every register of either
+is a full vector load (no broadcasts, which cranelift lowers through a shuffle per use).
+The micro-kernel is a tile of dot products: ``MR`` rows of A against ``NR`` rows of W, with
+``MR * NR`` vector accumulators reduced across lanes once per tile; k steps that do not
+fill a register run scalar after the vector loop. A tile of ``NR == lanes`` columns
+reassembles its sums into one register, so the epilogue runs in SIMD.
+
+The driver blocks W by rows so a block stays in L2 (``BLOCK_BYTES``): within a block, row
+tiles of A (``MR`` rows, then single rows) stay in L1 while the block's column tiles
+(``NR`` columns, then single columns) stream past them.
+
+Rows of the family: ``f32_linear[_bias][_add][_<activation>]``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..abi import KernelSpec
+from ..wasm import Code, FuncType
+from . import activations
+from .isa import ISAS, Isa
+from .loops import strided_loop
+
+TILES: dict[str, tuple[int, int]] = {"relaxed": (2, 4), "simd128": (2, 4), "scalar": (2, 4)}
+"""(MR, NR): rows of A and of W per tile. 2x4 holds 8 accumulators, 2 A and 4 W registers
+(14 of the 16 XMM registers) and loads 6 registers per 8 multiply-adds."""
+
+BLOCK_BYTES = 1 << 18
+"""Bytes of W per block: half of a 512 KiB L2, so A's rows and C stay cached beside it."""
+
+
+@dataclass
+class _Frame:
+    """Locals shared by the driver and the micro-kernels of one generated function."""
+
+    c: Code
+    isa: Isa
+    arg: dict[str, int]
+    epilogue: tuple[str, ...]
+    i: int
+    j: int
+    jb: int
+    jend: int
+    nb: int
+    ld: int
+    kvec: int
+
+
+def variant(isa: str) -> str:
+    """The variant suffix of linear kernels for ``isa``, e.g. ``relaxed_2x4``."""
+    mr, nr = TILES[isa]
+    return f"{isa}_{mr}x{nr}"
+
+
+def emit(spec: KernelSpec, isa_name: str) -> tuple[FuncType, Code]:
+    """Generate linear kernel ``spec`` for ``isa_name``."""
+    isa = ISAS[isa_name]
+    mr, nr = TILES[isa_name]
+    c = Code(spec.param_types)
+    arg = {p: i for i, p in enumerate(spec.params)}
+    f = _Frame(c, isa, arg, activations.epilogue_of(spec), *(c.local("i32") for _ in range(7)))
+    # ld = k * 4: the byte stride of A's and W's rows; kvec: its whole registers, in bytes.
+    c.emit("local.get", arg["k"]).emit("i32.const", 2).emit("i32.shl").emit("local.set", f.ld)
+    c.emit("local.get", f.ld).emit("i32.const", -4 * isa.lanes).emit("i32.and")
+    c.emit("local.set", f.kvec)
+    # nb = max(NR, BLOCK_BYTES / ld rounded down to NR): W rows per block (ld | 1 avoids 0).
+    c.emit("i32.const", BLOCK_BYTES).emit("local.get", f.ld).emit("i32.const", 1).emit("i32.or")
+    c.emit("i32.div_u").emit("i32.const", -nr).emit("i32.and").emit("local.tee", f.nb)
+    c.emit("i32.const", nr).emit("local.get", f.nb).emit("i32.const", nr).emit("i32.gt_u")
+    c.emit("select").emit("local.set", f.nb)
+
+    def block() -> None:
+        # jend = min(jb + nb, n)
+        c.emit("local.get", f.jb).emit("local.get", f.nb).emit("i32.add").emit("local.tee", f.jend)
+        c.emit("local.get", arg["n"]).emit("local.get", f.jend).emit("local.get", arg["n"])
+        c.emit("i32.lt_u").emit("select").emit("local.set", f.jend)
+        c.emit("i32.const", 0).emit("local.set", f.i)
+        for rows in (mr, 1):
+            strided_loop(c, f.i, rows, arg["m"], lambda rows=rows: _row_tiles(f, rows, nr))
+        c.emit("local.get", f.jb).emit("local.get", f.nb).emit("i32.add").emit("local.set", f.jb)
+
+    c.emit("i32.const", 0).emit("local.set", f.jb)
+    c.emit("block").emit("loop")
+    c.emit("local.get", f.jb).emit("local.get", arg["n"]).emit("i32.ge_u").emit("br_if", 1)
+    block()
+    c.emit("br", 0).emit("end").emit("end")
+    return FuncType(spec.param_types, spec.results), c
+
+
+def _row_tiles(f: _Frame, rows: int, nr: int) -> None:
+    """Rows ``i .. i+rows`` of C against columns ``jb .. jend``: NR-column tiles, then single
+    columns."""
+    c = f.c
+    c.emit("local.get", f.jb).emit("local.set", f.j)
+    for cols in (nr, 1):
+        strided_loop(c, f.j, cols, f.jend, lambda cols=cols: _tile(f, rows, cols))
+
+
+def _row_pointer(c: Code, base: int, row: int, r: int, ld: int) -> None:
+    """Push ``base + (row + r) * ld``."""
+    c.emit("local.get", base).emit("local.get", row)
+    if r:
+        c.emit("i32.const", r).emit("i32.add")
+    c.emit("local.get", ld).emit("i32.mul").emit("i32.add")
+
+
+def _tile(f: _Frame, rows: int, cols: int) -> None:
+    """The micro-kernel: C[i:i+rows, j:j+cols] as ``rows * cols`` dot products over k."""
+    c, isa, arg = f.c, f.isa, f.arg
+    scalar = ISAS["scalar"]
+    acc = [[c.local(isa.valtype) for _ in range(cols)] for _ in range(rows)]
+    av = [c.local(isa.valtype) for _ in range(rows)]
+    wv = [c.local(isa.valtype) for _ in range(cols)]
+    pa = [c.local("i32") for _ in range(rows)]
+    pw = [c.local("i32") for _ in range(cols)]
+    kk = c.local("i32")
+    ends = [c.local("i32") for _ in range(rows + cols)]
+    for r in range(rows):
+        _row_pointer(c, arg["a"], f.i, r, f.ld)
+        c.emit("local.set", pa[r])
+    for v in range(cols):
+        _row_pointer(c, arg["w"], f.j, v, f.ld)
+        c.emit("local.set", pw[v])
+    for row in acc:
+        for value in row:
+            isa.const(c, 0.0)
+            c.emit("local.set", value)
+
+    def k_loop(step_isa: Isa, accs: list[list[int]], start: int | None, limit: int) -> None:
+        """``accs[r][v] += A[r, kk] * W[v, kk]`` for byte offsets ``start <= kk < limit``.
+
+        NOTE: multiply, then add, in every ISA: cranelift lowers ``f32x4.relaxed_madd`` to
+        ``vfmadd213ps``, whose destination is a multiplicand, so each one costs a copy of a
+        shared A or W register and each accumulator a move per step (37 instructions per
+        step against 31; 26-29 GFLOPS against 30-31 measured).
+
+        NOTE: the row pointers are biased by ``limit`` and ``kk`` counts up to 0, so the loop
+        test is the flags of one add, and each address is a fresh 32-bit add, which
+        cranelift uses without the zero-extending move a loop-carried pointer needs.
+        """
+        a = av if step_isa is isa else [c.local("f32") for _ in range(rows)]
+        w = wv if step_isa is isa else [c.local("f32") for _ in range(cols)]
+        for pointer, biased in zip(pa + pw, ends):
+            c.emit("local.get", pointer).emit("local.get", limit).emit("i32.add")
+            c.emit("local.set", biased)
+        if start is None:
+            c.emit("i32.const", 0)
+        else:
+            c.emit("local.get", start)
+        c.emit("local.get", limit).emit("i32.sub").emit("local.tee", kk)
+        # Entered if kk != 0, tested at the bottom: one branch per step.
+        c.emit("if").emit("loop")
+        for biased, register in zip(ends, a + w):
+            c.emit("local.get", biased).emit("local.get", kk).emit("i32.add")
+            step_isa.load(c)
+            c.emit("local.set", register)
+        for r in range(rows):
+            for v in range(cols):
+                c.emit("local.get", a[r]).emit("local.get", w[v])
+                step_isa.op(c, "mul")
+                c.emit("local.get", accs[r][v])
+                step_isa.op(c, "add")
+                c.emit("local.set", accs[r][v])
+        c.emit("local.get", kk).emit("i32.const", 4 * step_isa.lanes).emit("i32.add")
+        c.emit("local.tee", kk).emit("br_if", 0)
+        c.emit("end").emit("end")
+
+    k_loop(isa, acc, None, f.kvec)
+    sums = acc
+    if isa.vector:
+        sums = [[c.local("f32") for _ in range(cols)] for _ in range(rows)]
+        for r in range(rows):
+            for v in range(cols):
+                _lane_sum(c, isa, acc[r][v])
+                c.emit("local.set", sums[r][v])
+        k_loop(scalar, sums, f.kvec, f.ld)  # the k % lanes steps left
+    if cols == isa.lanes:
+        for r in range(rows):
+            for v in range(cols):
+                c.emit("local.get", sums[r][v])
+                if v == 0:
+                    isa.splat(c)
+                else:
+                    c.emit("f32x4.replace_lane", v)
+            _store(f, isa, r, 0)
+    else:
+        for r in range(rows):
+            for v in range(cols):
+                c.emit("local.get", sums[r][v])
+                _store(f, scalar, r, v)
+
+
+def _lane_sum(c: Code, isa: Isa, register: int) -> None:
+    """Push the sum of the lanes of ``register``: (l0 + l1) + (l2 + l3)."""
+    for lane in range(isa.lanes):
+        c.emit("local.get", register).emit("f32x4.extract_lane", lane)
+        if lane % 2:
+            c.emit("f32.add")
+        if lane == 3:
+            c.emit("f32.add")
+
+
+def _store(f: _Frame, isa: Isa, r: int, v: int) -> None:
+    """Apply the epilogue to the register on the stack and store it at C[i + r, j + v]."""
+    c, arg = f.c, f.arg
+    value = c.local(isa.valtype)
+    c.emit("local.set", value)
+
+    def address(base: int, row: bool) -> None:
+        # base + ((i + r) * n + j) * 4, or base + j * 4 for the bias row.
+        c.emit("local.get", base)
+        if row:
+            c.emit("local.get", f.i)
+            if r:
+                c.emit("i32.const", r).emit("i32.add")
+            c.emit("local.get", arg["n"]).emit("i32.mul")
+        c.emit("local.get", f.j)
+        if row:
+            c.emit("i32.add")
+        c.emit("i32.const", 2).emit("i32.shl").emit("i32.add")
+
+    address(arg["c"], row=True)
+    c.emit("local.get", value)
+    for name, row in (("bias", False), ("r", True)):
+        if name in arg:
+            address(arg[name], row)
+            isa.load(c, 4 * v)
+            isa.op(c, "add")
+    for op in f.epilogue:
+        activations.apply(c, isa, op)
+    isa.store(c, 4 * v)
