@@ -145,24 +145,29 @@ def max_pool(n: OnnxNode) -> Any:
 
 def average_pool(n: OnnxNode) -> Any:
     include_pad = bool(n.attr("count_include_pad", 0))
-    return _pool(n, 0.0 if include_pad else None, lambda x, w: F.avg_pool2d(
+    return _pool(n, 0.0, lambda x, w: F.avg_pool2d(
         x, tuple(w.kernel), tuple(w.strides), w.padding(), bool(n.attr("ceil_mode", 0)),
-        include_pad))
+        include_pad), count_padding=include_pad)
 
 
-def _pool(n: OnnxNode, fill: float | None, run: Callable[[Any, _Window], Any]) -> Any:
-    """A 2-D pool; padding it cannot express (uneven, or over half the window) is applied
-    first with ``fill`` (None: such padding is not supported)."""
+def _pool(n: OnnxNode, fill: float, run: Callable[[Any, _Window], Any],
+          count_padding: bool = True) -> Any:
+    """A 2-D pool. Padding ``run`` cannot express (uneven, or over half the window) is
+    applied first with ``fill``; when padding must not count, the result is divided by
+    the (known) share of real elements in each window."""
     spatial = _spatial(n)
     window = _Window.of(n, n.attr("kernel_shape")).planar()
     x = _planar(n.input(0))
     oversized = any(p > (d * (k - 1) + 1) // 2 for pair, k, d in
                     zip(window.pads, window.kernel, window.dilations) for p in pair)
-    if not window.symmetric or oversized:
-        if fill is None:
-            raise n.error(f"uneven pads {window.pads} with count_include_pad=0")
-        x, window.pads = F.pad(x, window.torch_pad(), value=fill), [(0, 0), (0, 0)]
-    return _unplanar(run(x, window), spatial)
+    if window.symmetric and not oversized:
+        return _unplanar(run(x, window), spatial)
+    amounts, window.pads = window.torch_pad(), [(0, 0), (0, 0)]
+    out = run(F.pad(x, amounts, value=fill), window)
+    if not count_padding:
+        ones = np.ones((1, 1, *x.shape[2:]), np.float32)
+        out = F.div(out, run(F.pad(ones, amounts), window))  # (1, 1, OH, OW) share
+    return _unplanar(out, spatial)
 
 
 def _global(fn: Callable[..., Any]) -> OpFn:
