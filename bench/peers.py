@@ -1,0 +1,448 @@
+"""wasmnn beside its peers, in one run: ONNX Runtime native, ONNX Runtime Web's WASM backend
+under Node, and PyTorch on the CPU, on MiniLM, ResNet-18, MobileNetV2 and an MLP.
+
+    .venv/bin/python bench/peers.py [--models minilm-b1,mlp] [--runtimes wasmnn,ort]
+                                    [--threads 1,2] [--repeat 20] [--budget 8] [--json out.json]
+
+Every (runtime, model, threads) cell runs in its own process, so its peak RSS and cold start
+(load + first run, imports excluded) are its own: ``peers.py --cell`` for the Python
+runtimes and ``node bench/peers_ortweb.mjs`` for ONNX Runtime Web (``npm install --prefix
+bench/.peers onnxruntime-web`` first). The same weights run everywhere: torch's random
+initialisation (or the MiniLM checkpoint) is copied into ``nn`` for wasmnn and exported to
+ONNX (in a temporary folder) for both ONNX Runtimes; every cell's first output is checked
+against torch eager. A cell that cannot run prints ``n/a (reason)``.
+
+Threads: ORT and torch use intra-op threads (lower latency per call); wasmnn has none, so
+its 2-thread column is two concurrent ``Session.run`` calls on a 2-instance session,
+reported as wall time per inference (throughput). The machine is shared: medians, one run,
+compare ratios within it; nothing is asserted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+BENCH = Path(__file__).resolve().parent
+ROOT = BENCH.parent
+sys.path.insert(0, str(ROOT / "examples" / "minilm"))
+ORTWEB = BENCH / ".peers" / "node_modules" / "onnxruntime-web"
+RUNTIMES = ["wasmnn", "wasmnn-onnx", "ort", "ortweb", "torch"]
+LABELS = {"wasmnn": "wasmnn", "wasmnn-onnx": "wasmnn (ONNX)", "ort": "onnxruntime",
+          "ortweb": "ORT-web wasm", "torch": "torch cpu"}
+ONE_THREAD_ONLY = {"wasmnn-onnx"}  # the same engine as wasmnn; one column is enough
+
+
+@dataclass
+class ModelSpec:
+    kind: str  # "minilm", or a builder in bench/models.py
+    inputs: Callable[[], dict[str, np.ndarray]]
+
+
+def _minilm_inputs(batch: int, length: int) -> Callable[[], dict[str, np.ndarray]]:
+    def make() -> dict[str, np.ndarray]:
+        rng = np.random.default_rng(0)
+        ids = rng.integers(1000, 30000, (batch, length), dtype=np.int64)
+        ids[:, 0], ids[:, -1] = 101, 102  # [CLS] ... [SEP]
+        return {"input_ids": ids, "attention_mask": np.ones((batch, length), np.int64)}
+    return make
+
+
+def _image(shape: tuple[int, ...], name: str = "x") -> Callable[[], dict[str, np.ndarray]]:
+    return lambda: {name: np.random.default_rng(0).standard_normal(shape, np.float32)}
+
+
+MODELS = {
+    "minilm-b1": ModelSpec("minilm", _minilm_inputs(1, 128)),
+    "minilm-b8": ModelSpec("minilm", _minilm_inputs(8, 128)),
+    "resnet18": ModelSpec("resnet18", _image((1, 3, 224, 224))),
+    "mobilenet_v2": ModelSpec("mobilenet_v2", _image((1, 3, 224, 224))),
+    "mlp": ModelSpec("mlp", _image((32, 784))),
+}
+TITLES = {"minilm-b1": "MiniLM b1 s128", "minilm-b8": "MiniLM b8 s128",
+          "resnet18": "ResNet-18 1x3x224²", "mobilenet_v2": "MobileNetV2 1x3x224²",
+          "mlp": "MLP 32x784"}
+
+
+# ---------------------------------------------------------------- torch models
+
+
+def torch_model(kind: str, workdir: Path | None = None, *, for_export: bool = False) -> Any:
+    """The torch model of ``kind``: MiniLM from the checkpoint, else bench/models.py with the
+    weights saved in ``workdir`` (or fresh seeded ones when there are none yet)."""
+    import torch
+
+    if kind == "minilm":
+        return torch_minilm(for_export=for_export)
+    import models
+
+    torch.manual_seed(0)
+    model = getattr(models, kind)(torch.nn).eval()
+    models.randomize_batchnorm(model)
+    if workdir is not None and (workdir / "torch.pt").exists():
+        model.load_state_dict(torch.load(workdir / "torch.pt"))
+    return model
+
+
+def torch_minilm(*, for_export: bool = False) -> Any:
+    """transformers' BertModel on the checkpoint, then mean pooling and L2 normalisation
+    (sentence-transformers' Pooling + Normalize), written in torch."""
+    import torch
+    import transformers
+    from sentence_encoder import find_minilm
+
+    os.environ["HF_HUB_OFFLINE"] = "1"
+    # NOTE: eager attention exports to plain ONNX ops; torch itself runs its fastest (sdpa).
+    bert = transformers.BertModel.from_pretrained(
+        find_minilm(), add_pooling_layer=False,
+        attn_implementation="eager" if for_export else "sdpa")
+
+    class TorchSentenceEncoder(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.bert = bert
+
+        def forward(self, input_ids: Any, attention_mask: Any) -> Any:
+            hidden = self.bert(input_ids=input_ids,
+                               attention_mask=attention_mask).last_hidden_state
+            keep = attention_mask.unsqueeze(-1).to(hidden.dtype)  # (B, T, 1)
+            mean = (hidden * keep).sum(1) / keep.sum(1).clamp(min=1e-9)  # (B, H)
+            return torch.nn.functional.normalize(mean, p=2, dim=1)
+
+    return TorchSentenceEncoder().eval()
+
+
+def nn_model(kind: str, reference: Any) -> Any:
+    """The ``nn`` twin of ``reference`` with the same weights."""
+    import nn
+
+    if kind == "minilm":
+        from sentence_encoder import SentenceEncoder, find_minilm
+        return SentenceEncoder.from_pretrained(find_minilm())
+    import models
+
+    return models.transfer(reference, getattr(models, kind)(nn))
+
+
+# ---------------------------------------------------------------- preparation (parent)
+
+
+def _first_line(error: BaseException) -> str:
+    text = f"{type(error).__name__}: {error}"
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    # A CompileError's last line says what is missing; its first names the node.
+    return lines[-1][:160] if len(lines) > 1 and "lowering" in lines[0] else lines[0][:160]
+
+
+def prepare(name: str, workdir: Path) -> dict[str, Any]:
+    """Write the inputs, the reference output, torch weights, ``model.onnx`` and
+    ``model.wasm`` (nn path) and ``model-onnx.wasm`` (ONNX path) into ``workdir``; return
+    what failed, by artifact."""
+    import torch
+
+    import modelc
+
+    spec = MODELS[name]
+    workdir.mkdir(parents=True, exist_ok=True)
+    inputs = spec.inputs()
+    np.savez(workdir / "inputs.npz", **inputs)
+    for key, value in inputs.items():
+        value.tofile(workdir / f"{key}.bin")
+    reference = torch_model(spec.kind)
+    if spec.kind != "minilm":
+        torch.save(reference.state_dict(), workdir / "torch.pt")
+    with torch.no_grad():
+        expected = reference(*(torch.from_numpy(v) for v in inputs.values())).numpy()
+    np.save(workdir / "expected.npy", expected)
+    failed: dict[str, str] = {}
+    try:
+        modelc.export(nn_model(spec.kind, reference), inputs, workdir / "model.wasm")
+    except Exception as error:  # noqa: BLE001 - reported in the table
+        failed["wasmnn"] = _first_line(error)
+    try:
+        exportable = torch_model(spec.kind, workdir, for_export=True)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            torch.onnx.export(exportable, tuple(torch.from_numpy(v) for v in inputs.values()),
+                              str(workdir / "model.onnx"), input_names=list(inputs),
+                              output_names=["output0"], opset_version=17, dynamo=False)
+    except Exception as error:  # noqa: BLE001
+        failed["ort"] = failed["ortweb"] = failed["wasmnn-onnx"] = _first_line(error)
+        return failed
+    try:
+        graph = modelc.from_onnx(str(workdir / "model.onnx"),
+                                 input_shapes={k: v.shape for k, v in inputs.items()})
+        modelc.export(graph, None, workdir / "model-onnx.wasm")
+    except Exception as error:  # noqa: BLE001
+        failed["wasmnn-onnx"] = _first_line(error)
+    return failed
+
+
+# ---------------------------------------------------------------- one cell (child)
+
+
+def _timed(run: Callable[[], Any], warmup: int, repeat: int, budget: float) -> list[float]:
+    for _ in range(warmup):
+        run()
+    times: list[float] = []
+    deadline = time.perf_counter() + budget
+    while len(times) < repeat and (len(times) < 3 or time.perf_counter() < deadline):
+        start = time.perf_counter()
+        run()
+        times.append(time.perf_counter() - start)
+    return times
+
+
+def _pair(run: Callable[[], Any]) -> Callable[[], Any]:
+    """Two concurrent calls of ``run``, on two host threads (one round)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    pool = ThreadPoolExecutor(2)
+
+    def both() -> None:
+        for future in [pool.submit(run), pool.submit(run)]:
+            future.result()
+    return both
+
+
+def run_cell(runtime_name: str, name: str, threads: int, workdir: Path,
+             args: argparse.Namespace) -> dict[str, Any]:
+    """Load, first run, timed runs; the measurements as a dict (in this process)."""
+    inputs = dict(np.load(workdir / "inputs.npz"))
+    if runtime_name in ("wasmnn", "wasmnn-onnx"):
+        import runtime
+
+        path = workdir / ("model.wasm" if runtime_name == "wasmnn" else "model-onnx.wasm")
+        start = time.perf_counter()
+        session = runtime.load(path, instances=threads, max_memory="2GiB")
+        output = session.run(inputs)["output0"]
+        cold = time.perf_counter() - start
+        run = (lambda: session.run(inputs)) if threads == 1 else _pair(
+            lambda: session.run(inputs))
+    elif runtime_name == "ort":
+        import onnxruntime as ort
+
+        options = ort.SessionOptions()
+        options.intra_op_num_threads = threads
+        options.inter_op_num_threads = 1
+        start = time.perf_counter()
+        session = ort.InferenceSession(str(workdir / "model.onnx"), options,
+                                       providers=["CPUExecutionProvider"])
+        output = session.run(None, inputs)[0]
+        cold = time.perf_counter() - start
+        run = lambda: session.run(None, inputs)
+    elif runtime_name == "torch":
+        import torch
+
+        torch.set_num_threads(threads)
+        tensors = [torch.from_numpy(v) for v in inputs.values()]
+        start = time.perf_counter()
+        model = torch_model(MODELS[name].kind, workdir)
+        with torch.inference_mode():
+            output = model(*tensors).numpy()
+        cold = time.perf_counter() - start
+
+        def run() -> None:
+            with torch.inference_mode():
+                model(*tensors)
+    else:
+        raise ValueError(f"unknown runtime {runtime_name!r}; available: {RUNTIMES}")
+    times = _timed(run, args.warmup, args.repeat, args.budget)
+    per_call = 2 if runtime_name.startswith("wasmnn") and threads == 2 else 1
+    return {"median_ms": 1e3 * statistics.median(times) / per_call, "runs": len(times),
+            "cold_ms": 1e3 * cold, "output": np.asarray(output)}
+
+
+def peak_rss_mb() -> float:
+    """This process's peak resident set (``VmHWM``). NOTE: not ``getrusage``, whose
+    ``ru_maxrss`` survives ``exec`` and so reports the forking parent's size."""
+    with open("/proc/self/status", encoding="ascii") as status:
+        for line in status:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def _child(args: argparse.Namespace) -> None:
+    runtime_name, name, threads = args.cell.split(":")
+    workdir = Path(args.workdir)
+    result = run_cell(runtime_name, name, int(threads), workdir, args)
+    np.save(workdir / f"out-{runtime_name}-{threads}.npy", result.pop("output"))
+    result["peak_rss_mb"] = peak_rss_mb()
+    print(json.dumps(result))
+
+
+def _reason(stderr: str) -> str:
+    lines = [line for line in stderr.strip().splitlines() if line.strip()]
+    return lines[-1].strip()[:160] if lines else "no output"
+
+
+def measure(runtime_name: str, name: str, threads: int, workdir: Path,
+            args: argparse.Namespace) -> dict[str, Any]:
+    """One cell in its own process; ``{"error": reason}`` when it cannot run."""
+    env = dict(os.environ, OMP_NUM_THREADS=str(threads), OPENBLAS_NUM_THREADS="1",
+               HF_HUB_OFFLINE="1")
+    if runtime_name == "ortweb":
+        if not ORTWEB.exists():
+            return {"error": "npm install --prefix bench/.peers onnxruntime-web"}
+        inputs = np.load(workdir / "inputs.npz")
+        spec = {"model": str(workdir / "model.onnx"), "threads": threads,
+                "warmup": args.warmup, "repeat": args.repeat, "budget_s": args.budget,
+                "output_file": str(workdir / f"out-ortweb-{threads}.bin"),
+                "inputs": [{"name": key, "dtype": str(inputs[key].dtype),
+                            "shape": list(inputs[key].shape),
+                            "file": str(workdir / f"{key}.bin")} for key in inputs]}
+        (workdir / "ortweb.json").write_text(json.dumps(spec))
+        command = ["node", str(BENCH / "peers_ortweb.mjs"), str(workdir / "ortweb.json")]
+    else:
+        command = [sys.executable, str(Path(__file__).resolve()), "--cell",
+                   f"{runtime_name}:{name}:{threads}", "--workdir", str(workdir),
+                   "--warmup", str(args.warmup), "--repeat", str(args.repeat),
+                   "--budget", str(args.budget)]
+    done = subprocess.run(command, check=False, capture_output=True, text=True, env=env,
+                          timeout=900)
+    if done.returncode != 0:
+        return {"error": _reason(done.stderr)}
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    expected = np.load(workdir / "expected.npy")
+    if runtime_name == "ortweb":
+        got = np.fromfile(workdir / f"out-ortweb-{threads}.bin", np.float32)
+    else:
+        got = np.load(workdir / f"out-{runtime_name}-{threads}.npy")
+    result["max_err"] = (float(np.abs(got.reshape(expected.shape) - expected).max())
+                         if got.size == expected.size else float("nan"))
+    return result
+
+
+# ---------------------------------------------------------------- the table
+
+
+def _size_mb(workdir: Path, runtime_name: str) -> str:
+    def mb(path: Path) -> float:
+        return path.stat().st_size / 2**20
+
+    if runtime_name == "wasmnn":
+        return f"{mb(workdir / 'model.wasm'):.1f}" if (workdir / "model.wasm").exists() else ""
+    if runtime_name == "wasmnn-onnx":
+        path = workdir / "model-onnx.wasm"
+        return f"{mb(path):.1f}" if path.exists() else ""
+    if runtime_name == "ortweb" and (workdir / "model.onnx").exists():
+        engine = ORTWEB / "dist" / "ort-wasm-simd-threaded.wasm"
+        extra = f"+{mb(engine):.1f}" if engine.exists() else ""
+        return f"{mb(workdir / 'model.onnx'):.1f}{extra}"
+    if runtime_name == "ort" and (workdir / "model.onnx").exists():
+        return f"{mb(workdir / 'model.onnx'):.1f}"
+    return ""
+
+
+def print_table(results: dict[str, dict[str, dict[int, dict[str, Any]]]],
+                sizes: dict[str, dict[str, str]], threads: list[int]) -> None:
+    head = f"{'model':<21}{'runtime':<15}"
+    for t in threads:
+        head += f"{f'{t}t ms':>10}{'x wasmnn':>9}"
+    head += f"{'cold ms':>9}{'RSS MB':>8}{'size MB':>10}{'max err':>9}"
+    print(head)
+    print("-" * len(head))
+    for name, by_runtime in results.items():
+        for index, (runtime_name, cells) in enumerate(by_runtime.items()):
+            row = f"{TITLES[name] if index == 0 else '':<21}{LABELS[runtime_name]:<15}"
+            notes = []
+            for t in threads:
+                cell = cells.get(t)
+                base = by_runtime.get("wasmnn", {}).get(t, {})
+                if cell is None:
+                    row += f"{'':>10}{'':>9}"
+                elif "error" in cell:
+                    row += f"{'n/a':>10}{'':>9}"
+                    notes.append(f"{t}t: {cell['error']}")
+                else:
+                    ratio = (f"{cell['median_ms'] / base['median_ms']:.2f}"
+                             if "median_ms" in base else "")
+                    row += f"{cell['median_ms']:>10.2f}{ratio:>9}"
+            first = cells.get(threads[0], {})
+            if "median_ms" in first:
+                row += (f"{first['cold_ms']:>9.0f}{first['peak_rss_mb']:>8.0f}"
+                        f"{sizes[name].get(runtime_name, ''):>10}{first['max_err']:>9.1e}")
+            print(row)
+            for note in dict.fromkeys(notes):
+                print(f"{'':<36}n/a ({note})")
+    print()
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--models", default=",".join(MODELS))
+    parser.add_argument("--runtimes", default=",".join(RUNTIMES))
+    parser.add_argument("--threads", default="1,2")
+    parser.add_argument("--warmup", type=int, default=2)
+    parser.add_argument("--repeat", type=int, default=20)
+    parser.add_argument("--budget", type=float, default=8.0, help="seconds of timed runs "
+                        "per cell (at least 3 runs)")
+    parser.add_argument("--json", help="also write the results here")
+    parser.add_argument("--keep", help="keep the artifacts (.wasm, .onnx) in this folder")
+    parser.add_argument("--cell", help=argparse.SUPPRESS)
+    parser.add_argument("--workdir", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.cell:
+        _child(args)
+        return 0
+    names = args.models.split(",")
+    runtimes = args.runtimes.split(",")
+    threads = [int(t) for t in args.threads.split(",")]
+    for value, known in ((names, MODELS), (runtimes, RUNTIMES)):
+        unknown = sorted(set(value) - set(known))
+        if unknown:
+            parser.error(f"unknown {unknown}; available: {list(known)}")
+    root = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="wasmnn-peers-"))
+    # NOTE: an empty compiled-code cache, so wasmnn's 1-thread cold start includes compiling
+    # the model and kernels; the 2-thread cells then start from the cache.
+    os.environ["WASMNN_CACHE_DIR"] = str(root / "cache")
+    print(f"wasmnn peers: load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}, "
+          f"{os.cpu_count()} CPUs, artifacts in {root}", flush=True)
+    results: dict[str, dict[str, dict[int, dict[str, Any]]]] = {}
+    sizes: dict[str, dict[str, str]] = {}
+    try:
+        for name in names:
+            workdir = root / name
+            start = time.perf_counter()
+            failed = prepare(name, workdir)
+            print(f"prepared {name} in {time.perf_counter() - start:.0f} s"
+                  + "".join(f"; {k}: {v}" for k, v in failed.items()), flush=True)
+            results[name] = {}
+            sizes[name] = {r: _size_mb(workdir, r) for r in runtimes}
+            for runtime_name in runtimes:
+                cells = results[name].setdefault(runtime_name, {})
+                for t in threads:
+                    if t > 1 and runtime_name in ONE_THREAD_ONLY:
+                        continue
+                    cells[t] = ({"error": failed[runtime_name]} if runtime_name in failed
+                                else measure(runtime_name, name, t, workdir, args))
+                    shown = (f"{cells[t]['median_ms']:.2f} ms" if "median_ms" in cells[t]
+                             else f"n/a ({cells[t]['error']})")
+                    print(f"  {runtime_name:<12} {t}t {shown}", flush=True)
+    finally:
+        if not args.keep:
+            shutil.rmtree(root, ignore_errors=True)
+    print(f"\nload average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}\n")
+    print_table(results, sizes, threads)
+    if args.json:
+        Path(args.json).write_text(json.dumps(results, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

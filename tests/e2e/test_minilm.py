@@ -1,0 +1,135 @@
+"""The real all-MiniLM-L6-v2 sentence encoder runs in WebAssembly, through ``nn`` (the
+checkpoint loaded by ``BertModel.from_pretrained``) and through ONNX (torch's export imported
+by ``modelc.from_onnx``), and its cosine similarities match Hugging Face's PyTorch BERT with
+sentence-transformers' mean pooling, written here in torch, within 1e-4."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+import modelc
+import runtime
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples" / "minilm"))
+
+from sentence_encoder import SentenceEncoder, find_minilm, load_tokenizer, tokenize
+
+pytest.importorskip("tokenizers")
+torch = pytest.importorskip("torch")
+transformers = pytest.importorskip("transformers")
+
+PAIRS = [("A man is eating food.", "A man is eating a piece of bread."),
+         ("A man is playing a guitar.", "A woman is slicing an onion."),
+         ("The new movie is awesome", "The new movie is so great"),
+         ("Stocks fell sharply on Monday.", "The cat sleeps on the warm windowsill.")]
+LENGTH = 24  # the longest sentence has 12 tokens; the rest is padding the mask hides
+
+
+@pytest.fixture(scope="module")
+def checkpoint(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    try:
+        return find_minilm(tmp_path_factory.mktemp("minilm"))
+    except ModuleNotFoundError as error:
+        pytest.skip(str(error))
+
+
+@pytest.fixture(scope="module")
+def batch(checkpoint: Path) -> dict[str, np.ndarray]:
+    return tokenize(load_tokenizer(checkpoint, LENGTH), [s for pair in PAIRS for s in pair])
+
+
+def _torch_encoder(checkpoint: Path, *, for_onnx: bool = False) -> Any:
+    """BERT + mean pooling + L2 normalisation in torch. ``for_onnx`` writes the same math
+    with ops ``modelc.from_onnx`` imports: transformers' own 2-D mask expansion exports as
+    ``And`` and ``normalize`` as ``ReduceL2``, so the mask is passed as the additive 4-D
+    mask BERT builds from it, and the norm as a square root."""
+    os.environ["HF_HUB_OFFLINE"] = "1"
+    bert = transformers.BertModel.from_pretrained(checkpoint, add_pooling_layer=False,
+                                                  attn_implementation="eager").eval()
+
+    class Encoder(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.bert = bert
+
+        def forward(self, input_ids: Any, attention_mask: Any, token_type_ids: Any) -> Any:
+            keep = attention_mask.unsqueeze(-1).float()  # (B, T, 1)
+            if for_onnx:
+                additive = (1.0 - keep.transpose(1, 2).unsqueeze(1)) * torch.finfo(
+                    torch.float32).min  # (B, 1, 1, T)
+                hidden = self.bert(input_ids=input_ids, attention_mask=additive,
+                                   token_type_ids=token_type_ids)
+            else:
+                hidden = self.bert(input_ids=input_ids, attention_mask=attention_mask,
+                                   token_type_ids=token_type_ids)
+            mean = (hidden.last_hidden_state * keep).sum(1) / keep.sum(1).clamp(min=1e-9)
+            if for_onnx:
+                return mean / (mean * mean).sum(1, keepdim=True).sqrt().clamp(min=1e-12)
+            return torch.nn.functional.normalize(mean, dim=1)
+
+    return Encoder().eval()
+
+
+@pytest.fixture(scope="module")
+def expected(checkpoint: Path, batch: dict[str, np.ndarray]) -> np.ndarray:
+    with torch.no_grad():
+        return _torch_encoder(checkpoint)(*(torch.from_numpy(v) for v in batch.values())).numpy()
+
+
+def _cosines(embeddings: np.ndarray) -> np.ndarray:
+    first, second = embeddings[0::2].astype(np.float64), embeddings[1::2].astype(np.float64)
+    return (first * second).sum(1) / np.linalg.norm(first, axis=1) / np.linalg.norm(second,
+                                                                                   axis=1)
+
+
+def _export_or_skip(model: Any, inputs: Any, dynamic: Any = None) -> bytes:
+    try:
+        return modelc.export(model, inputs, dynamic=dynamic)
+    except modelc.CompileError as error:
+        # Only a missing lowering is a known gap; any other compile error fails the test.
+        if "no WebAssembly lowering yet" not in str(error):
+            raise
+        pytest.skip(str(error).splitlines()[-1])
+
+
+def _check(wasm: bytes, batch: dict[str, np.ndarray], expected: np.ndarray) -> None:
+    with runtime.load(wasm, max_memory="512MiB", timeout=60.0, instances=1) as session:
+        (name,) = (info.name for info in session.outputs)
+        got = session.run(batch)[name]
+        if any(dim == "batch" for dim in session.inputs[0].shape):  # and one pair alone
+            pair = session.run({key: value[:2] for key, value in batch.items()})[name]
+            np.testing.assert_allclose(pair, got[:2], atol=1e-5)
+    assert got.shape == (len(PAIRS) * 2, 384) and got.dtype == np.float32
+    np.testing.assert_allclose(np.linalg.norm(got, axis=1), 1.0, atol=1e-5)
+    np.testing.assert_allclose(_cosines(got), _cosines(expected), atol=1e-4)
+    np.testing.assert_allclose(got, expected, atol=1e-4)
+    # The pairs are ordered: paraphrases score high, unrelated sentences low.
+    cosines = _cosines(got)
+    assert cosines[0] > 0.7 and cosines[2] > 0.8 and cosines[3] < 0.2
+
+
+def test_minilm_through_nn_matches_pytorch(checkpoint: Path, batch: dict[str, np.ndarray],
+                                           expected: np.ndarray) -> None:
+    encoder = SentenceEncoder.from_pretrained(checkpoint)
+    np.testing.assert_allclose(encoder(**batch), expected, atol=1e-5)  # eager nn first
+    dynamic = {key: {0: ("batch", 1, 16)} for key in batch}  # as the example exports it
+    _check(_export_or_skip(encoder, batch, dynamic), batch, expected)
+
+
+def test_minilm_through_onnx_matches_pytorch(checkpoint: Path, batch: dict[str, np.ndarray],
+                                             expected: np.ndarray, tmp_path: Path) -> None:
+    pytest.importorskip("onnx")
+    path = tmp_path / "minilm.onnx"
+    with pytest.warns(DeprecationWarning):  # the TorchScript exporter; onnxscript is absent
+        torch.onnx.export(_torch_encoder(checkpoint, for_onnx=True),
+                          tuple(torch.from_numpy(v) for v in batch.values()), str(path),
+                          input_names=list(batch), output_names=["embeddings"],
+                          opset_version=17, dynamo=False)
+    graph = modelc.from_onnx(str(path), input_shapes={k: v.shape for k, v in batch.items()})
+    _check(_export_or_skip(graph, None), batch, expected)
