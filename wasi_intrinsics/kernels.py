@@ -14,6 +14,7 @@ from collections.abc import Callable
 import numpy as np
 
 from wasm_kernels import abi
+from wasm_kernels.pack import unpack_linear_weight
 from wasm_kernels.wasm import FuncType
 
 from .intrinsic import HostContext, IntrinsicModule
@@ -69,8 +70,8 @@ def _gemm(spec: abi.KernelSpec) -> Callable[..., None]:
         batch = arg.get("batch", 1)
         for i in range(batch):
             a = _tensor(memory, arg["a"] + 4 * i * arg.get("a_stride", 0), (m, k))
-            if "w" in arg:  # the linear family: W is (n, k)
-                b = _tensor(memory, arg["w"], (n, k)).T
+            if "w" in arg:  # the linear family: W is (n, k), packed
+                b = unpack_linear_weight(_tensor(memory, arg["w"], (n * k,)), n, k).T
             else:
                 b = _tensor(memory, arg["b"] + 4 * i * arg.get("b_stride", 0), (k, n))
             out = a @ b

@@ -55,8 +55,8 @@ def _linear(bias: bool, residual: bool, activation: str) -> KernelSpec:
     if activation:
         math = f"{activation}({math})"
     return KernelSpec(name, "linear", params,
-                      f"C(m, n) = {math}; A is (m, k), W is (n, k) (nn.Linear's weight as "
-                      "stored)" + (", R is (m, n)" if residual else "")
+                      f"C(m, n) = {math}; A is (m, k), W is (n, k) (nn.Linear's weight), "
+                      "packed by wasm_kernels.pack.pack_linear_weight" + (", R is (m, n)" if residual else "")
                       + ", all row-major f32; C may alias R")
 
 

@@ -6,6 +6,7 @@ import pytest
 
 from wasi_intrinsics.kernels import ACTIVATIONS
 from wasm_kernels import abi
+from wasm_kernels.pack import pack_linear_weight
 
 # (m, k, n): size 1, below the 4x8 tile, exactly one tile, n % 8 and m % 4 remainders,
 # a scalar column tail (n % 4), several tiles, and a larger case; the last has k % 4 == 1 and
@@ -36,7 +37,7 @@ def test_gemm_rows(kernels, shape) -> None:  # type: ignore[no-untyped-def]
     bias = rng.standard_normal(n).astype(np.float32)
     r = rng.standard_normal((m, n)).astype(np.float32)
     for offset, spec in enumerate(GEMMS):
-        args = dict(a=a, b=b, w=np.ascontiguousarray(b.T), c=(m, n), m=m, k=k, n=n, bias=bias,
+        args = dict(a=a, b=b, w=pack_linear_weight(b.T), c=(m, n), m=m, k=k, n=n, bias=bias,
                     r=r)
         out = kernels.call(spec.name, offset=4 * (offset % 3), **args)["c"]
         expected = reference(spec, a, b, bias if "bias" in spec.params else None,
@@ -63,6 +64,6 @@ def test_gemm_large_k_is_exact(kernels, name) -> None:  # type: ignore[no-untype
     m, k, n = 2, 1031, 9
     a = np.ones((m, k), np.float32)
     b = np.full((k, n), 0.5, np.float32)
-    out = kernels.call(name, a=a, b=b, w=np.ascontiguousarray(b.T),
+    out = kernels.call(name, a=a, b=b, w=pack_linear_weight(b.T),
                        bias=np.ones(n, np.float32), c=(m, n), m=m, k=k, n=n)["c"]
     np.testing.assert_array_equal(out, np.full((m, n), k * 0.5 + 1, np.float32))

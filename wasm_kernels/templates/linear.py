@@ -1,19 +1,22 @@
 """The linear family: C(m, n) = epilogue(A(m, k) @ W(n, k).T [+ bias] [+ R]), row-major f32.
 
-W is ``nn.Linear``'s weight as it is stored: row ``j`` holds the ``k`` weights of output
-column ``j``, so A and W are both read along k, contiguously, and every register of either
-is a full vector load (no broadcasts, which cranelift lowers through a shuffle per use).
-The micro-kernel is a tile of dot products: ``MR`` rows of A against ``NR`` rows of W, with
-``MR * NR`` vector accumulators reduced across lanes once per tile; k steps that do not
-fill a register run scalar after the vector loop. A tile of ``NR == lanes`` columns
-reassembles its sums into one register, so the epilogue runs in SIMD.
+W is ``nn.Linear``'s weight, packed at compile time (``wasm_kernels.pack``): row ``j`` holds
+the ``k`` weights of output column ``j``, so A and W are both read along k, contiguously,
+and every register of either is one vector load (no broadcasts, which cranelift lowers
+through a shuffle per use). The micro-kernel is a tile of dot products: ``MR`` rows of A
+against a panel of ``PANEL`` rows of W, whose registers for one step of k sit side by side
+behind one pointer; its ``MR * PANEL`` vector accumulators are reduced across lanes once
+per tile, the ``k % GROUP`` last steps run scalar, and the sums are reassembled into one
+register per row, so the epilogue runs in SIMD. Columns after the last panel are single
+dot products with a scalar epilogue.
 
 The driver blocks W by rows so a block stays in L2 (``BLOCK_BYTES``): within a block, row
-tiles of A (``MR`` rows, then single rows) stay in L1 while the block's column tiles
-(``NR`` columns, then single columns) stream past them.
+tiles of A (``MR`` rows, then single rows) stay in L1 while the block's panels, then its
+single rows, stream past them.
 
 Rows of the family: ``f32_linear[_bias][_add][_<activation>]``.
 """
+
 
 from __future__ import annotations
 
@@ -22,15 +25,16 @@ from dataclasses import dataclass
 from ..abi import KernelSpec
 from ..wasm import Code, FuncType
 from . import activations
+from ..pack import GROUP, PANEL
 from .isa import ISAS, Isa
 from .loops import strided_loop
 
-TILES: dict[str, tuple[int, int]] = {"relaxed": (2, 4), "simd128": (2, 4), "scalar": (2, 4)}
-"""(MR, NR): rows of A and of W per tile. 2x4 holds 8 accumulators, 2 A and 4 W registers
-(14 of the 16 XMM registers) and loads 6 registers per 8 multiply-adds."""
+MR = 2
+"""Rows of A per tile. Against a panel of ``PANEL`` (4) rows of W: 8 accumulators, 2 A and
+4 W registers (14 of the 16 XMM registers), 6 loads per 8 multiply-adds."""
 
-BLOCK_BYTES = 1 << 18
-"""Bytes of W per block: half of a 512 KiB L2, so A's rows and C stay cached beside it."""
+BLOCK_BYTES = 1 << 17
+"""Bytes of W per block: a quarter of a 512 KiB L2, so it stays there while A streams by."""
 
 
 @dataclass
@@ -52,25 +56,23 @@ class _Frame:
 
 def variant(isa: str) -> str:
     """The variant suffix of linear kernels for ``isa``, e.g. ``relaxed_2x4``."""
-    mr, nr = TILES[isa]
-    return f"{isa}_{mr}x{nr}"
+    return f"{isa}_{MR}x{PANEL}"
 
 
 def emit(spec: KernelSpec, isa_name: str) -> tuple[FuncType, Code]:
     """Generate linear kernel ``spec`` for ``isa_name``."""
     isa = ISAS[isa_name]
-    mr, nr = TILES[isa_name]
     c = Code(spec.param_types)
     arg = {p: i for i, p in enumerate(spec.params)}
     f = _Frame(c, isa, arg, activations.epilogue_of(spec), *(c.local("i32") for _ in range(7)))
-    # ld = k * 4: the byte stride of A's and W's rows; kvec: its whole registers, in bytes.
+    # ld = k * 4: the byte stride of A's and W's rows; kvec: its whole groups, in bytes.
     c.emit("local.get", arg["k"]).emit("i32.const", 2).emit("i32.shl").emit("local.set", f.ld)
-    c.emit("local.get", f.ld).emit("i32.const", -4 * isa.lanes).emit("i32.and")
+    c.emit("local.get", f.ld).emit("i32.const", -4 * GROUP).emit("i32.and")
     c.emit("local.set", f.kvec)
-    # nb = max(NR, BLOCK_BYTES / ld rounded down to NR): W rows per block (ld | 1 avoids 0).
+    # nb = max(PANEL, BLOCK_BYTES / ld rounded down to PANEL): W rows per block (ld | 1 avoids 0).
     c.emit("i32.const", BLOCK_BYTES).emit("local.get", f.ld).emit("i32.const", 1).emit("i32.or")
-    c.emit("i32.div_u").emit("i32.const", -nr).emit("i32.and").emit("local.tee", f.nb)
-    c.emit("i32.const", nr).emit("local.get", f.nb).emit("i32.const", nr).emit("i32.gt_u")
+    c.emit("i32.div_u").emit("i32.const", -PANEL).emit("i32.and").emit("local.tee", f.nb)
+    c.emit("i32.const", PANEL).emit("local.get", f.nb).emit("i32.const", PANEL).emit("i32.gt_u")
     c.emit("select").emit("local.set", f.nb)
 
     def block() -> None:
@@ -79,8 +81,8 @@ def emit(spec: KernelSpec, isa_name: str) -> tuple[FuncType, Code]:
         c.emit("local.get", arg["n"]).emit("local.get", f.jend).emit("local.get", arg["n"])
         c.emit("i32.lt_u").emit("select").emit("local.set", f.jend)
         c.emit("i32.const", 0).emit("local.set", f.i)
-        for rows in (mr, 1):
-            strided_loop(c, f.i, rows, arg["m"], lambda rows=rows: _row_tiles(f, rows, nr))
+        for rows in (MR, 1):
+            strided_loop(c, f.i, rows, arg["m"], lambda rows=rows: _row_tiles(f, rows))
         c.emit("local.get", f.jb).emit("local.get", f.nb).emit("i32.add").emit("local.set", f.jb)
 
     c.emit("i32.const", 0).emit("local.set", f.jb)
@@ -91,12 +93,12 @@ def emit(spec: KernelSpec, isa_name: str) -> tuple[FuncType, Code]:
     return FuncType(spec.param_types, spec.results), c
 
 
-def _row_tiles(f: _Frame, rows: int, nr: int) -> None:
-    """Rows ``i .. i+rows`` of C against columns ``jb .. jend``: NR-column tiles, then single
+def _row_tiles(f: _Frame, rows: int) -> None:
+    """Rows ``i .. i+rows`` of C against columns ``jb .. jend``: panels, then single
     columns."""
     c = f.c
     c.emit("local.get", f.jb).emit("local.set", f.j)
-    for cols in (nr, 1):
+    for cols in (PANEL, 1):
         strided_loop(c, f.j, cols, f.jend, lambda cols=cols: _tile(f, rows, cols))
 
 
@@ -109,44 +111,48 @@ def _row_pointer(c: Code, base: int, row: int, r: int, ld: int) -> None:
 
 
 def _tile(f: _Frame, rows: int, cols: int) -> None:
-    """The micro-kernel: C[i:i+rows, j:j+cols] as ``rows * cols`` dot products over k."""
+    """The micro-kernel: C[i:i+rows, j:j+cols] as ``rows * cols`` dot products over k.
+
+    A tile of ``PANEL`` columns reads one panel of the packed W (``wasm_kernels.pack``);
+    a single column reads one of the row-major rows after the last panel.
+    """
     c, isa, arg = f.c, f.isa, f.arg
     scalar = ISAS["scalar"]
     acc = [[c.local(isa.valtype) for _ in range(cols)] for _ in range(rows)]
-    av = [c.local(isa.valtype) for _ in range(rows)]
-    wv = [c.local(isa.valtype) for _ in range(cols)]
     pa = [c.local("i32") for _ in range(rows)]
-    pw = [c.local("i32") for _ in range(cols)]
-    kk = c.local("i32")
-    ends = [c.local("i32") for _ in range(rows + cols)]
+    pw, kk = c.local("i32"), c.local("i32")
+    biased = [c.local("i32") for _ in range(rows + 1)]
+    # W's bytes per byte of an A row: a panel interleaves PANEL rows.
+    w_scale = PANEL if cols == PANEL else 1
     for r in range(rows):
         _row_pointer(c, arg["a"], f.i, r, f.ld)
         c.emit("local.set", pa[r])
-    for v in range(cols):
-        _row_pointer(c, arg["w"], f.j, v, f.ld)
-        c.emit("local.set", pw[v])
+    _row_pointer(c, arg["w"], f.j, 0, f.ld)
+    c.emit("local.set", pw)
     for row in acc:
         for value in row:
             isa.const(c, 0.0)
             c.emit("local.set", value)
 
-    def k_loop(step_isa: Isa, accs: list[list[int]], start: int | None, limit: int) -> None:
-        """``accs[r][v] += A[r, kk] * W[v, kk]`` for byte offsets ``start <= kk < limit``.
+    def k_loop(step: Isa, accs: list[list[int]], start: int | None, limit: int,
+               group: int) -> None:
+        """``accs[r][v] += A[r, kk] * W[v, kk]`` for A byte offsets ``start <= kk < limit``,
+        ``group`` floats of each row per loop step (W's group in a panel).
 
         NOTE: multiply, then add, in every ISA: cranelift lowers ``f32x4.relaxed_madd`` to
         ``vfmadd213ps``, whose destination is a multiplicand, so each one costs a copy of a
         shared A or W register and each accumulator a move per step (37 instructions per
         step against 31; 26-29 GFLOPS against 30-31 measured).
 
-        NOTE: the row pointers are biased by ``limit`` and ``kk`` counts up to 0, so the loop
+        NOTE: the pointers are biased by ``limit`` and ``kk`` counts up to 0, so the loop
         test is the flags of one add, and each address is a fresh 32-bit add, which
         cranelift uses without the zero-extending move a loop-carried pointer needs.
         """
-        a = av if step_isa is isa else [c.local("f32") for _ in range(rows)]
-        w = wv if step_isa is isa else [c.local("f32") for _ in range(cols)]
-        for pointer, biased in zip(pa + pw, ends):
-            c.emit("local.get", pointer).emit("local.get", limit).emit("i32.add")
-            c.emit("local.set", biased)
+        for pointer, scale, end in zip(pa + [pw], [1] * rows + [w_scale], biased):
+            c.emit("local.get", pointer).emit("local.get", limit)
+            if scale > 1:
+                c.emit("i32.const", scale).emit("i32.mul")
+            c.emit("i32.add").emit("local.set", end)
         if start is None:
             c.emit("i32.const", 0)
         else:
@@ -154,22 +160,32 @@ def _tile(f: _Frame, rows: int, cols: int) -> None:
         c.emit("local.get", limit).emit("i32.sub").emit("local.tee", kk)
         # Entered if kk != 0, tested at the bottom: one branch per step.
         c.emit("if").emit("loop")
-        for biased, register in zip(ends, a + w):
-            c.emit("local.get", biased).emit("local.get", kk).emit("i32.add")
-            step_isa.load(c)
-            c.emit("local.set", register)
-        for r in range(rows):
+        a = [c.local(step.valtype) for _ in range(rows)]
+        w = [c.local(step.valtype) for _ in range(cols)]
+        for lane in range(0, group, step.lanes):
+            for r in range(rows):
+                c.emit("local.get", biased[r]).emit("local.get", kk).emit("i32.add")
+                step.load(c, 4 * lane)
+                c.emit("local.set", a[r])
             for v in range(cols):
-                c.emit("local.get", a[r]).emit("local.get", w[v])
-                step_isa.op(c, "mul")
-                c.emit("local.get", accs[r][v])
-                step_isa.op(c, "add")
-                c.emit("local.set", accs[r][v])
-        c.emit("local.get", kk).emit("i32.const", 4 * step_isa.lanes).emit("i32.add")
+                c.emit("local.get", biased[rows]).emit("local.get", kk)
+                if w_scale > 1:
+                    c.emit("i32.const", w_scale.bit_length() - 1).emit("i32.shl")
+                c.emit("i32.add")
+                step.load(c, 4 * (v * group + lane))
+                c.emit("local.set", w[v])
+            for r in range(rows):
+                for v in range(cols):
+                    c.emit("local.get", a[r]).emit("local.get", w[v])
+                    step.op(c, "mul")
+                    c.emit("local.get", accs[r][v])
+                    step.op(c, "add")
+                    c.emit("local.set", accs[r][v])
+        c.emit("local.get", kk).emit("i32.const", 4 * group).emit("i32.add")
         c.emit("local.tee", kk).emit("br_if", 0)
         c.emit("end").emit("end")
 
-    k_loop(isa, acc, None, f.kvec)
+    k_loop(isa, acc, None, f.kvec, GROUP)
     sums = acc
     if isa.vector:
         sums = [[c.local("f32") for _ in range(cols)] for _ in range(rows)]
@@ -177,7 +193,7 @@ def _tile(f: _Frame, rows: int, cols: int) -> None:
             for v in range(cols):
                 _lane_sum(c, isa, acc[r][v])
                 c.emit("local.set", sums[r][v])
-        k_loop(scalar, sums, f.kvec, f.ld)  # the k % lanes steps left
+    k_loop(scalar, sums, f.kvec, f.ld, 1)  # the k % GROUP steps left
     if cols == isa.lanes:
         for r in range(rows):
             for v in range(cols):

@@ -1,0 +1,59 @@
+"""The packed weight layout of the ``f32_linear`` kernels, and its inverse (numpy only).
+
+``nn.Linear``'s weight W is (n, k). Packed, its rows come in panels of ``PANEL`` rows, each
+``PANEL * k`` floats long and starting at float ``j * k`` for its first row ``j``, so a
+kernel finds row ``j``'s panel where row ``j`` of W itself would start. Inside a panel, k
+goes in groups of ``GROUP``: group ``g`` is ``PANEL * GROUP`` floats, ``[v * GROUP + l] =
+W[j + v, g * GROUP + l]``, so one step of a 4-column tile reads its ``PANEL`` registers of W
+at fixed offsets from one pointer; the ``k % GROUP`` last columns follow as ``PANEL``
+floats each, ``[v] = W[j + v, kk]``. The ``n % PANEL`` last rows stay row-major.
+
+    >>> import numpy as np
+    >>> w = np.arange(30, dtype=np.float32).reshape(5, 6)
+    >>> packed = pack_linear_weight(w)
+    >>> packed[:8].tolist()
+    [0.0, 1.0, 2.0, 3.0, 6.0, 7.0, 8.0, 9.0]
+    >>> bool((unpack_linear_weight(packed, 5, 6) == w).all())
+    True
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+PANEL = 4
+"""Rows of W per panel: the column width of the linear micro-kernel's tile."""
+
+GROUP = 4
+"""Columns of W per group: the lanes of one f32x4 register."""
+
+
+def pack_linear_weight(w: np.ndarray) -> np.ndarray:
+    """W (n, k) as the flat float32 array the ``f32_linear`` kernels read.
+
+    Raises:
+        ValueError: ``w`` is not two-dimensional.
+    """
+    if w.ndim != 2:
+        raise ValueError(f"expected a weight of shape (n, k), got shape {w.shape}")
+    n, k = w.shape
+    full, kv = n - n % PANEL, k - k % GROUP
+    panels = np.asarray(w[:full], np.float32).reshape(full // PANEL, PANEL, k)
+    # (panels, PANEL, kv) -> (panels, groups, PANEL, GROUP); tail (panels, k % GROUP, PANEL)
+    head = panels[:, :, :kv].reshape(full // PANEL, PANEL, kv // GROUP, GROUP)
+    head = head.transpose(0, 2, 1, 3).reshape(full // PANEL, PANEL * kv)
+    tail = panels[:, :, kv:].transpose(0, 2, 1).reshape(full // PANEL, PANEL * (k - kv))
+    rest = np.asarray(w[full:], np.float32).ravel()
+    return np.concatenate([np.concatenate([head, tail], axis=1).ravel(), rest])
+
+
+def unpack_linear_weight(packed: np.ndarray, n: int, k: int) -> np.ndarray:
+    """The (n, k) weight that ``pack_linear_weight`` packed into ``packed``."""
+    full, kv = n - n % PANEL, k - k % GROUP
+    panels = packed[:full * k].reshape(full // PANEL, PANEL * k)
+    head = panels[:, :PANEL * kv].reshape(full // PANEL, kv // GROUP, PANEL, GROUP)
+    head = head.transpose(0, 2, 1, 3).reshape(full, kv)
+    tail = panels[:, PANEL * kv:].reshape(full // PANEL, k - kv, PANEL)
+    tail = tail.transpose(0, 2, 1).reshape(full, k - kv)
+    return np.concatenate([np.concatenate([head, tail], axis=1),
+                           packed[full * k:].reshape(n - full, k)])
