@@ -22,12 +22,13 @@ from .intrinsic import HostContext, IntrinsicModule
 _F32 = np.dtype("<f4")
 
 
-def _tensor(memory: np.ndarray, pointer: int, shape: tuple[int, ...]) -> np.ndarray:
-    count = int(np.prod(shape))
-    if pointer < 0 or pointer + 4 * count > memory.size:
-        raise IndexError(f"kernel operand [{pointer}, {pointer + 4 * count}) is outside "
+def _tensor(memory: np.ndarray, pointer: int, shape: tuple[int, ...],
+            dtype: np.dtype = _F32) -> np.ndarray:
+    nbytes = int(np.prod(shape)) * dtype.itemsize
+    if pointer < 0 or pointer + nbytes > memory.size:
+        raise IndexError(f"kernel operand [{pointer}, {pointer + nbytes}) is outside "
                          f"linear memory of {memory.size} bytes")
-    return memory[pointer:pointer + 4 * count].view(_F32).reshape(shape)
+    return memory[pointer:pointer + nbytes].view(dtype).reshape(shape)
 
 
 def _special(name: str) -> Callable[[np.ndarray], np.ndarray]:
@@ -161,9 +162,148 @@ def _layer_norm(ctx: HostContext, x: int, gamma: int, beta: int, y: int, rows: i
 
 ROWWISE: dict[str, Callable[..., None]] = {"softmax": _softmax, "layer_norm": _layer_norm}
 
+CASTS: dict[str, tuple[str, str]] = {"i64_to_f32": ("<i8", "<f4"), "f32_to_i64": ("<f4", "<i8"),
+                                     "bool_to_f32": ("u1", "<f4")}
+
+
+def _cast(spec: abi.KernelSpec) -> Callable[..., None]:
+    source, target = (np.dtype(d) for d in CASTS[spec.name])
+
+    def cast(ctx: HostContext, x: int, y: int, n: int) -> None:
+        values = _tensor(ctx.memory, x, (n,), source)
+        if source.kind == "u":
+            values = values != 0
+        elif target.kind == "i":
+            # toward zero, saturating, NaN -> 0, as i64.trunc_sat_f32_s
+            wide = np.nan_to_num(np.trunc(values.astype(np.float64)), nan=0.0)
+            clipped = np.clip(wide, -2.0 ** 63, np.nextafter(2.0 ** 63, 0)).astype(np.int64)
+            values = np.where(wide >= 2.0 ** 63, np.iinfo(np.int64).max, clipped)
+        _tensor(ctx.memory, y, (n,), target)[...] = values
+
+    return cast
+
+
+def _gather(ctx: HostContext, table: int, index: int, y: int, count: int, rows: int,
+            dim: int) -> None:
+    indices = _tensor(ctx.memory, index, (count,), np.dtype("<i8"))
+    bad = (indices < 0) | (indices >= rows)
+    if bad.any():
+        raise IndexError(f"f32_gather: index {int(indices[bad][0])} is outside [0, {rows})")
+    _tensor(ctx.memory, y, (count, dim))[...] = _tensor(ctx.memory, table, (rows, dim))[indices]
+
+
+def _windows(x: np.ndarray, kernel: tuple[int, int], stride: tuple[int, int],
+             pad: tuple[int, int], dilation: tuple[int, int], out: tuple[int, int],
+             fill: float) -> np.ndarray:
+    """Views (..., oh, ow, kh, kw) of the last two axes of ``x`` padded with ``fill``: the
+    padding runs past the input as far as the ``out`` windows reach (ceil_mode)."""
+    widths = [(0, 0)] * (x.ndim - 2)
+    for axis in range(2):
+        reach = (out[axis] - 1) * stride[axis] + dilation[axis] * (kernel[axis] - 1) + 1
+        widths.append((pad[axis], max(reach - x.shape[x.ndim - 2 + axis] - pad[axis], 0)))
+    padded = np.pad(x, widths, constant_values=fill)
+    spans = tuple(d * (k - 1) + 1 for k, d in zip(kernel, dilation))
+    views = np.lib.stride_tricks.sliding_window_view(padded, spans, axis=(-2, -1))
+    return views[..., :(out[0] - 1) * stride[0] + 1:stride[0],
+                 :(out[1] - 1) * stride[1] + 1:stride[1], ::dilation[0], ::dilation[1]]
+
+
+def _conv(spec: abi.KernelSpec) -> Callable[..., None]:
+    activation = [part for part in spec.name.split("_")[2:] if part in ACTIVATIONS]
+
+    def conv(ctx: HostContext, *args: int) -> None:
+        arg = dict(zip(spec.params, args))
+        memory = ctx.memory
+        n, c, o, groups = arg["n"], arg["c"], arg["o"], arg["groups"]
+        kh, kw, oh, ow = arg["kh"], arg["kw"], arg["oh"], arg["ow"]
+        x = _tensor(memory, arg["x"], (n, groups, c // groups, arg["h"], arg["w"]))
+        weight = _tensor(memory, arg["weight"], (groups, o // groups, c // groups, kh, kw))
+        views = _windows(x, (kh, kw), (arg["sh"], arg["sw"]), (arg["ph"], arg["pw"]),
+                         (arg["dh"], arg["dw"]), (oh, ow), 0.0)
+        out = np.einsum("ngchwij,gocij->ngohw", views, weight, optimize=True)
+        out = out.reshape(n, o, oh, ow) + _tensor(memory, arg["bias"], (o,))[:, None, None]
+        if "r" in arg:
+            out += _tensor(memory, arg["r"], (n, o, oh, ow))
+        for op in activation:
+            out = _activate(out, op)
+        _tensor(memory, arg["y"], (n, o, oh, ow))[...] = out
+
+    return conv
+
+
+def _pool(spec: abi.KernelSpec) -> Callable[..., None]:
+    average = "scale" in spec.params
+
+    def pool(ctx: HostContext, *args: int) -> None:
+        arg = dict(zip(spec.params, args))
+        memory = ctx.memory
+        out = (arg["oh"], arg["ow"])
+        x = _tensor(memory, arg["x"], (arg["planes"], arg["h"], arg["w"]))
+        views = _windows(x, (arg["kh"], arg["kw"]), (arg["sh"], arg["sw"]),
+                         (arg["ph"], arg["pw"]), (arg["dh"], arg["dw"]), out,
+                         0.0 if average else -np.inf)
+        if average:
+            result = views.sum(axis=(-2, -1)) * _tensor(memory, arg["scale"], out)
+        else:
+            result = views.max(axis=(-2, -1))
+        _tensor(memory, arg["y"], (arg["planes"],) + out)[...] = result
+
+    return pool
+
+
+def _copy(spec: abi.KernelSpec) -> Callable[..., None]:
+    rank = abi.BROADCAST_RANK
+
+    def copy(ctx: HostContext, *args: int) -> None:
+        arg = dict(zip(spec.params, args))
+        dims = tuple(arg[f"d{i}"] for i in range(rank))
+        source = _strided(ctx.memory, arg["x"], dims, tuple(arg[f"xs{i}"] for i in range(rank)))
+        ys = tuple(arg[f"ys{i}"] for i in range(rank))
+        extent = 1 + sum((d - 1) * s for d, s in zip(dims, ys) if d > 0)
+        target = np.lib.stride_tricks.as_strided(_tensor(ctx.memory, arg["y"], (extent,)),
+                                                 dims, tuple(4 * s for s in ys))
+        target[...] = source.copy()
+
+    return copy
+
+
+def _where(spec: abi.KernelSpec) -> Callable[..., None]:
+    rank = abi.BROADCAST_RANK
+
+    def where(ctx: HostContext, *args: int) -> None:
+        arg = dict(zip(spec.params, args))
+        dims = tuple(arg[f"d{i}"] for i in range(rank))
+        strides = {t: tuple(arg[f"{t}s{i}"] for i in range(rank)) for t in "cab"}
+        extent = 1 + sum((d - 1) * s for d, s in zip(dims, strides["c"]) if d > 0)
+        cond = np.lib.stride_tricks.as_strided(
+            _tensor(ctx.memory, arg["cond"], (extent,), np.dtype("u1")), dims, strides["c"],
+            writeable=False)
+        a = _strided(ctx.memory, arg["a"], dims, strides["a"])
+        b = _strided(ctx.memory, arg["b"], dims, strides["b"])
+        _tensor(ctx.memory, arg["y"], dims)[...] = np.where(cond != 0, a, b)
+
+    return where
+
+
+def _group_norm(ctx: HostContext, x: int, gamma: int, beta: int, y: int, n: int,
+                groups: int, channels: int, spatial: int, eps: float) -> None:
+    memory = ctx.memory
+    data = _tensor(memory, x, (n, groups, channels * spatial))
+    mean = data.mean(axis=-1, keepdims=True)
+    var = ((data - mean) ** 2).mean(axis=-1, keepdims=True)
+    normal = ((data - mean) / np.sqrt(var + np.float32(eps))).reshape(n, groups * channels,
+                                                                      spatial)
+    _tensor(memory, y, (n, groups * channels, spatial))[...] = (
+        normal * _tensor(memory, gamma, (groups * channels, 1))
+        + _tensor(memory, beta, (groups * channels, 1)))
+
+
 FAMILIES: dict[str, Callable[[abi.KernelSpec], Callable[..., None]]] = {
     "gemm": _gemm, "linear": _gemm, "unary": _unary, "binary": _binary, "reduce": _reduce,
     "rowwise": lambda spec: ROWWISE[spec.name.removeprefix("f32_")],
+    "cast": _cast, "gather": lambda spec: _gather, "conv": _conv, "pool": _pool,
+    "movement": lambda spec: _copy(spec) if spec.name == "f32_copy" else _where(spec),
+    "norm": lambda spec: _group_norm,
 }
 
 

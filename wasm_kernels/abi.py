@@ -111,6 +111,76 @@ ROWWISE: tuple[KernelSpec, ...] = (
                "the biased variance; gamma, beta are (n,); y may alias x"),
 )
 
+CASTS: dict[str, str] = {
+    "i64_to_f32": "float32(x[i]) for int64 x (rounded to nearest)",
+    "f32_to_i64": "int64(x[i]) truncated toward zero, saturating at the int64 range; NaN "
+                  "gives 0",
+    "bool_to_f32": "1.0 if the byte x[i] is nonzero else 0.0 (numpy bool)",
+}
+
+
+def _cast(name: str, math: str) -> KernelSpec:
+    return KernelSpec(name, "cast", ("x", "y", "n"), f"y[i] = {math} for i < n")
+
+
+GATHER = KernelSpec(
+    "f32_gather", "gather", ("table", "index", "y", "count", "rows", "dim"),
+    "y(count, dim) = table[index[i], :] for i < count: table is (rows, dim) f32, index is "
+    "(count,) int64; an index outside [0, rows) traps (unreachable) and is never read through")
+
+CONV_PARAMS = ("y", "n", "c", "h", "w", "o", "oh", "ow", "kh", "kw", "sh", "sw", "ph", "pw",
+               "dh", "dw", "groups")
+
+
+def _conv(residual: bool, activation: str) -> KernelSpec:
+    name = "_".join(("f32_conv2d",) + (("add",) if residual else ())
+                    + ((activation,) if activation else ()))
+    math = "conv2d(x, weight) + bias" + (" + R" if residual else "")
+    if activation:
+        math = f"{activation}({math})"
+    return KernelSpec(name, "conv", ("x", "weight", "bias") + (("r",) if residual else ())
+                      + CONV_PARAMS,
+                      f"Y(n, o, oh, ow) = {math}: torch's conv2d (cross-correlation) of "
+                      "x(n, c, h, w) with weight(o, c / groups, kh, kw), stride (sh, sw), zero "
+                      "padding (ph, pw) on both sides, dilation (dh, dw); bias is (o,)"
+                      + (", R is laid out as Y" if residual else "")
+                      + "; all row-major f32; oh, ow must be torch's output size")
+
+
+POOL_WINDOW = ("h", "w", "oh", "ow", "kh", "kw", "sh", "sw", "ph", "pw", "dh", "dw")
+POOLS: tuple[KernelSpec, ...] = (
+    KernelSpec("f32_max_pool2d", "pool", ("x", "y", "planes") + POOL_WINDOW,
+               "y(planes, oh, ow) = max of x(planes, h, w) over each window (stride (sh, sw), "
+               "padding (ph, pw) counting as -inf, dilation (dh, dw)); taps outside the input "
+               "are skipped, so oh, ow may include ceil_mode's partial windows"),
+    KernelSpec("f32_avg_pool2d", "pool", ("x", "scale", "y", "planes") + POOL_WINDOW,
+               "y(planes, oh, ow) = sum of x(planes, h, w) over each window (as max_pool2d, "
+               "padding counting as 0) times scale(oh, ow), the reciprocal of each window's "
+               "divisor"),
+)
+
+MOVEMENT: tuple[KernelSpec, ...] = (
+    KernelSpec("f32_copy", "movement",
+               ("x", "y") + tuple(f"d{i}" for i in range(BROADCAST_RANK))
+               + tuple(f"{t}s{i}" for t in "xy" for i in range(BROADCAST_RANK)),
+               "y[sum(ik * ysk)] = x[sum(ik * xsk)] over (d0, d1, d2, d3): strides in floats "
+               "for both sides (x strides 0 broadcast, e.g. a fill from one float); writes "
+               "into a region of a larger y (pad, concat)"),
+    KernelSpec("f32_where", "movement",
+               ("cond", "a", "b", "y") + tuple(f"d{i}" for i in range(BROADCAST_RANK))
+               + tuple(f"{t}s{i}" for t in "cab" for i in range(BROADCAST_RANK)),
+               "y[i0, i1, i2, i3] = a if cond else b over the dense (d0, d1, d2, d3) output, "
+               "reading the bool bytes cond[sum(ik * csk)] (nonzero is true) and the floats "
+               "a[sum(ik * ask)], b[sum(ik * bsk)]; strides in elements, 0 broadcasts"),
+)
+
+GROUP_NORM = KernelSpec(
+    "f32_group_norm", "norm",
+    ("x", "gamma", "beta", "y", "n", "groups", "channels", "spatial", "eps:f32"),
+    "y = (x - mean) / sqrt(var + eps) * gamma[ch] + beta[ch] for x(n, groups * channels, "
+    "spatial), mean and biased var over each (channels, spatial) group; gamma, beta are "
+    "(groups * channels,); y may alias x")
+
 KERNELS: tuple[KernelSpec, ...] = (
     *(_gemm(bias, residual, act) for bias in (False, True) for residual in (False, True)
       for act in GEMM_ACTIVATIONS),
@@ -121,6 +191,12 @@ KERNELS: tuple[KernelSpec, ...] = (
     *(_binary(op, math) for op, math in BINARY_OPS.items()),
     *(_reduce(op, math) for op, math in REDUCE_OPS.items()),
     *ROWWISE,
+    *(_cast(name, math) for name, math in CASTS.items()),
+    GATHER,
+    *(_conv(residual, act) for residual in (False, True) for act in GEMM_ACTIVATIONS),
+    *POOLS,
+    *MOVEMENT,
+    GROUP_NORM,
 )
 
 BY_NAME: dict[str, KernelSpec] = {k.name: k for k in KERNELS}

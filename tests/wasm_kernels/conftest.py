@@ -21,9 +21,9 @@ PAGES = 512  # 32 MiB of linear memory
 class Harness:
     """Calls kernels by ABI name with arrays placed in linear memory.
 
-    ``call(name, offset=..., x=array, y=shape, n=7)``: an ndarray argument is copied in, a
-    tuple argument allocates an output of that shape, ints and floats pass through. Every
-    operand starts ``offset`` bytes past a 64-byte boundary; outputs return as copies.
+    ``call(name, offset=..., x=array, y=shape, n=7)``: an ndarray argument is copied in (in
+    its own dtype), a tuple argument allocates a float32 output of that shape, ints and
+    floats pass through. Every operand starts ``offset`` bytes past a 64-byte boundary; outputs return as copies.
     """
 
     def __init__(self, name: str):
@@ -52,9 +52,10 @@ class Harness:
             value = args[key]
             if isinstance(value, (np.ndarray, tuple)):
                 shape = value.shape if isinstance(value, np.ndarray) else value
-                nbytes = 4 * int(np.prod(shape))
+                dtype = value.dtype if isinstance(value, np.ndarray) else np.dtype(np.float32)
+                nbytes = dtype.itemsize * int(np.prod(shape))
                 address = cursor + offset
-                region = memory[address:address + nbytes].view(np.float32).reshape(shape)
+                region = memory[address:address + nbytes].view(dtype).reshape(shape)
                 if isinstance(value, np.ndarray):
                     region[...] = value
                 else:

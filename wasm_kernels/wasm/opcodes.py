@@ -48,6 +48,7 @@ _MEMORY = {
     "memory.size": (None, 0x3F, ZERO1),
     "memory.grow": (None, 0x40, ZERO1),
     "i32.trunc_sat_f32_s": (0xFC, 0, NONE),
+    "i64.trunc_sat_f32_s": (0xFC, 4, NONE),
     "memory.copy": (0xFC, 10, ZERO2),
     "memory.fill": (0xFC, 11, ZERO1),
 }
@@ -72,6 +73,8 @@ def _simd_rows(first: int, names: str, immediate: str = NONE) -> dict[str, tuple
 _NUMERIC = {
     **_rows(0x45, "i32.eqz i32.eq i32.ne i32.lt_s i32.lt_u i32.gt_s i32.gt_u i32.le_s i32.le_u "
                   "i32.ge_s i32.ge_u"),
+    **_rows(0x50, "i64.eqz i64.eq i64.ne i64.lt_s i64.lt_u i64.gt_s i64.gt_u i64.le_s i64.le_u "
+                  "i64.ge_s i64.ge_u"),
     **_rows(0x5B, "f32.eq f32.ne f32.lt f32.gt f32.le f32.ge"),
     **_rows(0x67, "i32.clz i32.ctz i32.popcnt i32.add i32.sub i32.mul i32.div_s i32.div_u "
                   "i32.rem_s i32.rem_u i32.and i32.or i32.xor i32.shl i32.shr_s i32.shr_u "
@@ -81,7 +84,7 @@ _NUMERIC = {
                   "f32.sub f32.mul f32.div f32.min f32.max f32.copysign"),
     **_rows(0xA7, "i32.wrap_i64 i32.trunc_f32_s"),
     **_rows(0xAC, "i64.extend_i32_s i64.extend_i32_u"),
-    **_rows(0xB2, "f32.convert_i32_s f32.convert_i32_u"),
+    **_rows(0xB2, "f32.convert_i32_s f32.convert_i32_u f32.convert_i64_s"),
     **_rows(0xBC, "i32.reinterpret_f32 i64.reinterpret_f64 f32.reinterpret_i32 "
                   "f64.reinterpret_i64"),
 }

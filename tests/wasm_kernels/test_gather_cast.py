@@ -1,0 +1,45 @@
+"""f32_gather (bounds-checked row gather by int64 index) and the cast rows, on every
+provider."""
+
+import numpy as np
+import pytest
+import wasmtime
+
+
+@pytest.mark.parametrize("count, rows, dim", [(1, 1, 1), (5, 7, 3), (16, 30, 64), (9, 4, 13)])
+def test_gather_rows(kernels, count: int, rows: int, dim: int) -> None:  # type: ignore[no-untyped-def]
+    rng = np.random.default_rng(count)
+    table = rng.standard_normal((rows, dim)).astype(np.float32)
+    index = rng.integers(0, rows, count).astype(np.int64)
+    y = kernels.call("f32_gather", offset=4 * (dim % 3), table=table, index=index,
+                     y=(count, dim), count=count, rows=rows, dim=dim)["y"]
+    np.testing.assert_array_equal(y, table[index])
+
+
+@pytest.mark.parametrize("bad", [4, -1, 2 ** 32, -(2 ** 40)], ids=str)
+def test_gather_traps_on_an_index_out_of_range(kernels, bad: int) -> None:  # type: ignore[no-untyped-def]
+    table = np.ones((4, 2), np.float32)
+    index = np.array([0, bad], np.int64)
+    with pytest.raises((wasmtime.Trap, IndexError), match="unreachable|outside"):
+        kernels.call("f32_gather", table=table, index=index, y=(2, 2), count=2, rows=4, dim=2)
+
+
+def test_i64_to_f32(kernels) -> None:  # type: ignore[no-untyped-def]
+    x = np.array([0, 1, -7, 30522, 2 ** 24 + 1, -(2 ** 62), 2 ** 63 - 1], np.int64)
+    y = kernels.call("i64_to_f32", offset=8, x=x, y=(x.size,), n=x.size)["y"]
+    np.testing.assert_array_equal(y, x.astype(np.float32))
+
+
+def test_f32_to_i64_truncates_and_saturates(kernels) -> None:  # type: ignore[no-untyped-def]
+    x = np.array([0.0, 1.9, -1.9, 3e9, -2.5e18, np.nan, np.inf, -np.inf, 1e30], np.float32)
+    raw = kernels.call("f32_to_i64", x=x, y=(2 * x.size,), n=x.size)["y"]
+    info = np.iinfo(np.int64)
+    expected = [0, 1, -1, 3_000_000_000, int(np.float32(-2.5e18)), 0, info.max, info.min,
+                info.max]
+    assert raw.view("<i8").tolist() == expected
+
+
+def test_bool_to_f32(kernels) -> None:  # type: ignore[no-untyped-def]
+    x = np.array([True, False, True, True, False], bool)
+    y = kernels.call("bool_to_f32", offset=1, x=x, y=(x.size,), n=x.size)["y"]
+    np.testing.assert_array_equal(y, x.astype(np.float32))

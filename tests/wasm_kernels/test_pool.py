@@ -1,0 +1,45 @@
+"""max_pool2d and avg_pool2d rows against nn.functional: padding, dilation, ceil_mode."""
+
+import numpy as np
+import pytest
+
+from nn import functional as F
+
+# (input shape, kernel, stride, padding, dilation, ceil_mode)
+CASES = {
+    "2x2": ((2, 3, 8, 8), 2, 2, 0, 1, False),
+    "3x3-s2-p1": ((1, 4, 9, 10), 3, 2, 1, 1, False),
+    "ceil": ((1, 2, 7, 7), 3, 2, 0, 1, True),
+    "dilated": ((1, 2, 9, 9), 2, 1, 1, 2, False),
+}
+
+
+def _window(case: tuple) -> dict[str, int]:
+    shape, k, s, p, d, _ = case
+    return dict(planes=shape[0] * shape[1], h=shape[2], w=shape[3], kh=k, kw=k, sh=s, sw=s,
+                ph=p, pw=p, dh=d, dw=d)
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_max_pool2d(kernels, case: str) -> None:  # type: ignore[no-untyped-def]
+    shape, k, s, p, d, ceil = CASES[case]
+    x = np.random.default_rng(1).standard_normal(shape).astype(np.float32)
+    expected = F.max_pool2d(x, k, s, p, d, ceil)
+    out = kernels.call("f32_max_pool2d", offset=4, x=x, y=expected.shape,
+                       oh=expected.shape[2], ow=expected.shape[3], **_window(CASES[case]))["y"]
+    np.testing.assert_array_equal(out, expected)
+
+
+@pytest.mark.parametrize("count_include_pad", [True, False])
+@pytest.mark.parametrize("case", [c for c in CASES if CASES[c][4] == 1])
+def test_avg_pool2d(kernels, case: str, count_include_pad: bool) -> None:  # type: ignore[no-untyped-def]
+    shape, k, s, p, _, ceil = CASES[case]
+    x = np.random.default_rng(2).standard_normal(shape).astype(np.float32)
+    expected = F.avg_pool2d(x, k, s, p, ceil, count_include_pad)
+    ones = np.ones((1, 1) + shape[2:], np.float32)
+    sums = F.avg_pool2d(ones, k, s, p, ceil, count_include_pad, divisor_override=1)
+    scale = (F.avg_pool2d(ones, k, s, p, ceil, count_include_pad) / sums)[0, 0]
+    out = kernels.call("f32_avg_pool2d", x=x, scale=scale.astype(np.float32),
+                       y=expected.shape, oh=expected.shape[2], ow=expected.shape[3],
+                       **_window(CASES[case]))["y"]
+    np.testing.assert_allclose(out, expected, rtol=1e-6, atol=1e-6)

@@ -1,0 +1,80 @@
+"""The pool family: max or average over the windows of x(planes, h, w).
+
+One output at a time for every ISA: taps outside the input are skipped by an unsigned
+bounds check on the row (once per kernel row) and on the column, so padding, dilation and
+ceil_mode's partial windows need no copy of the input. ``f32_avg_pool2d`` multiplies each
+window's sum by its entry of ``scale``, which carries torch's divisor rules.
+"""
+
+from __future__ import annotations
+
+from ..abi import KernelSpec
+from ..wasm import Code, FuncType
+from .loops import strided_loop
+
+COMBINE: dict[str, tuple[str, float]] = {"f32_max_pool2d": ("f32.max", float("-inf")),
+                                         "f32_avg_pool2d": ("f32.add", 0.0)}
+"""The fold of each kernel and its identity (what a padding tap contributes)."""
+
+
+def emit(spec: KernelSpec, isa_name: str) -> tuple[FuncType, Code]:
+    """Generate pool kernel ``spec`` (the same code for every ISA)."""
+    combine, identity = COMBINE[spec.name]
+    c = Code(spec.param_types)
+    arg = {p: i for i, p in enumerate(spec.params)}
+    v = {name: c.local("i32") for name in ("plane", "row", "p", "oy", "ox", "i", "j", "ih",
+                                           "iw", "xp", "out")}
+    acc = c.local("f32")
+
+    def get(*names: str) -> Code:
+        for name in names:
+            c.emit("local.get", v[name] if name in v else arg[name])
+        return c
+
+    get("w").emit("i32.const", 2).emit("i32.shl").emit("local.set", v["row"])
+    get("h", "row").emit("i32.mul").emit("local.set", v["plane"])
+    get("y").emit("local.set", v["out"])
+    get("x").emit("local.set", v["xp"])
+
+    def tap() -> None:
+        # iw = ox * sw - pw + j * dw; acc = combine(acc, x[ih, iw]) when iw is inside
+        get("ox", "sw").emit("i32.mul").emit("local.get", arg["pw"]).emit("i32.sub")
+        get("j", "dw").emit("i32.mul").emit("i32.add").emit("local.tee", v["iw"])
+        get("w").emit("i32.lt_u").emit("if")
+        get("xp", "ih", "row").emit("i32.mul").emit("i32.add").emit("local.get", v["iw"])
+        c.emit("i32.const", 2).emit("i32.shl").emit("i32.add").emit("f32.load", 2)
+        c.emit("local.get", acc).emit(combine).emit("local.set", acc)
+        c.emit("end")
+
+    def kernel_row() -> None:
+        get("oy", "sh").emit("i32.mul").emit("local.get", arg["ph"]).emit("i32.sub")
+        get("i", "dh").emit("i32.mul").emit("i32.add").emit("local.tee", v["ih"])
+        get("h").emit("i32.lt_u").emit("if")
+        c.emit("i32.const", 0).emit("local.set", v["j"])
+        strided_loop(c, v["j"], 1, arg["kw"], tap)
+        c.emit("end")
+
+    def output() -> None:
+        c.emit("f32.const", identity).emit("local.set", acc)
+        c.emit("i32.const", 0).emit("local.set", v["i"])
+        strided_loop(c, v["i"], 1, arg["kh"], kernel_row)
+        get("out").emit("local.get", acc)
+        if "scale" in arg:
+            get("scale", "oy", "ow").emit("i32.mul").emit("local.get", v["ox"]).emit("i32.add")
+            c.emit("i32.const", 2).emit("i32.shl").emit("i32.add").emit("f32.load", 2)
+            c.emit("f32.mul")
+        c.emit("f32.store", 2)
+        get("out").emit("i32.const", 4).emit("i32.add").emit("local.set", v["out"])
+
+    def output_row() -> None:
+        c.emit("i32.const", 0).emit("local.set", v["ox"])
+        strided_loop(c, v["ox"], 1, arg["ow"], output)
+
+    def plane() -> None:
+        c.emit("i32.const", 0).emit("local.set", v["oy"])
+        strided_loop(c, v["oy"], 1, arg["oh"], output_row)
+        get("xp", "plane").emit("i32.add").emit("local.set", v["xp"])
+
+    c.emit("i32.const", 0).emit("local.set", v["p"])
+    strided_loop(c, v["p"], 1, arg["planes"], plane)
+    return FuncType(spec.param_types, spec.results), c
