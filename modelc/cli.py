@@ -1,4 +1,4 @@
-"""``wasmnn export``: compile a Python model (or later an ONNX file) to a ``.wasm`` model."""
+"""``wasmnn export``: compile a Python model or an ONNX file to a ``.wasm`` model."""
 
 from __future__ import annotations
 
@@ -12,25 +12,35 @@ from typing import Any
 
 import numpy as np
 
+from .onnx import DEFAULT_DIM_RANGE
+
 _DYNAMIC = re.compile(r"^(\w+):(-?\d+)=(\w+):(\d+):(\d+)$")
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "export", help="compile a model to a .wasm file",
-        description="Compile an nn.Module to a WebAssembly model module. MODEL names a "
-                    "factory (or Module) as 'path/to/file.py:name' or 'package.module:name'; "
-                    "it is called with no arguments and must return an nn.Module.",
-        epilog="example:\n  wasmnn export examples/digits/model.py:load_trained -o digits.wasm "
-               "\\\n      --input input0=1x64 --dynamic input0:0=batch:1:256",
+        description="Compile an nn.Module or an ONNX model to a WebAssembly model module. "
+                    "MODEL is a .onnx file, or names a factory (or Module) as "
+                    "'path/to/file.py:name' or 'package.module:name'; a factory is called "
+                    "with no arguments and must return an nn.Module.",
+        epilog="examples:\n  wasmnn export examples/digits/model.py:load_trained -o digits.wasm "
+               "\\\n      --input input0=1x64 --dynamic input0:0=batch:1:256\n"
+               "  wasmnn export bert.onnx -o bert.wasm --input-shape input_ids=1x128 "
+               "\\\n      --input-shape attention_mask=1x128",
         formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("model", metavar="MODEL", help="FILE.py:NAME or module:NAME")
+    parser.add_argument("model", metavar="MODEL", help="MODEL.onnx, FILE.py:NAME or module:NAME")
     parser.add_argument("-o", "--output", metavar="OUT.wasm", required=True)
     parser.add_argument("--input", metavar="NAME=SHAPE", action="append", default=[],
                         help="an input and its example shape, e.g. input0=8x64 (float32); "
-                             "repeat in forward's argument order")
+                             "repeat in forward's argument order (Python models)")
+    parser.add_argument("--input-shape", metavar="NAME=SHAPE", action="append", default=[],
+                        help="fix every dim of an ONNX model's input, e.g. input_ids=1x128 "
+                             "(its symbolic dims otherwise stay symbolic, bounded by "
+                             f"--dynamic or {DEFAULT_DIM_RANGE[0]}..{DEFAULT_DIM_RANGE[1]})")
     parser.add_argument("--dynamic", metavar="NAME:AXIS=DIM:MIN:MAX", action="append",
-                        default=[], help="make an axis symbolic, e.g. input0:0=batch:1:64")
+                        default=[], help="make an axis symbolic, e.g. input0:0=batch:1:64 "
+                                         "(for ONNX: bound it, or rename its symbolic dim)")
     parser.add_argument("--standalone", action="store_true",
                         help="link the kernels in and import only WASI: the module reads .npy "
                              "inputs on stdin and writes .npy outputs on stdout under any WASI "
@@ -71,40 +81,83 @@ def load_model(spec: str) -> Any:
     return obj() if callable(obj) and not hasattr(obj, "forward") else obj
 
 
-def _shape(text: str, spec: str) -> tuple[int, ...]:
+def _shape(text: str, spec: str, option: str = "--input") -> tuple[int, ...]:
     try:
         shape = tuple(int(d) for d in text.lower().split("x"))
     except ValueError:
         shape = ()
     if not shape or any(d < 1 for d in shape):
-        raise ValueError(f"--input {spec!r}: expected NAME=SHAPE like x=8x64")
+        raise ValueError(f"{option} {spec!r}: expected NAME=SHAPE like x=8x64")
     return shape
 
 
-def export_command(args: argparse.Namespace) -> int:
-    from .export import export
-
-    model = load_model(args.model)
-    if hasattr(model, "eval"):
-        model.eval()
-    if not args.input:
-        raise ValueError("give each input's example shape with --input NAME=SHAPE")
-    inputs = {}
-    for spec in args.input:
+def _shapes(specs: list[str], option: str) -> dict[str, tuple[int, ...]]:
+    shapes = {}
+    for spec in specs:
         name, sep, text = spec.partition("=")
         if not sep:
-            raise ValueError(f"--input {spec!r}: expected NAME=SHAPE like x=8x64")
-        inputs[name] = np.zeros(_shape(text, spec), np.float32)
+            raise ValueError(f"{option} {spec!r}: expected NAME=SHAPE like x=8x64")
+        shapes[name] = _shape(text, spec, option)
+    return shapes
+
+
+def _dynamic(specs: list[str]) -> dict[str, dict[int, tuple[str, int, int]]]:
     dynamic: dict[str, dict[int, tuple[str, int, int]]] = {}
-    for spec in args.dynamic:
+    for spec in specs:
         match = _DYNAMIC.match(spec)
         if not match:
             raise ValueError(f"--dynamic {spec!r}: expected NAME:AXIS=DIM:MIN:MAX like "
                              "x:0=batch:1:64")
         name, axis, dim, low, high = match.groups()
         dynamic.setdefault(name, {})[int(axis)] = (dim, int(low), int(high))
+    return dynamic
+
+
+def _onnx_graph(args: argparse.Namespace) -> Any:
+    from .onnx import from_onnx
+
+    if args.input:
+        raise ValueError("--input gives a Python model's example inputs; for an ONNX model "
+                         "use --input-shape NAME=SHAPE (or nothing: the model's shapes)")
+    if not Path(args.model).is_file():
+        raise FileNotFoundError(f"ONNX model {args.model!r} does not exist")
+    return from_onnx(args.model, _shapes(args.input_shape, "--input-shape"),
+                     _dynamic(args.dynamic))
+
+
+def _python_model(args: argparse.Namespace) -> tuple[Any, Any]:
+    """The Module and its example inputs (a tuple when all are named inputN)."""
+    if args.input_shape:
+        raise ValueError("--input-shape is for ONNX models; give a Python model's example "
+                         "inputs with --input NAME=SHAPE")
+    model = load_model(args.model)
+    if hasattr(model, "eval"):
+        model.eval()
+    if not args.input:
+        raise ValueError("give each input's example shape with --input NAME=SHAPE")
+    inputs = {name: np.zeros(shape, np.float32)
+              for name, shape in _shapes(args.input, "--input").items()}
     positional = all(re.fullmatch(r"input\d+", n) for n in inputs)
-    wasm = export(model, tuple(inputs.values()) if positional else inputs, args.output,
-                  dynamic=dynamic or None, standalone=args.standalone, isa=args.isa)
+    return model, tuple(inputs.values()) if positional else inputs
+
+
+def export_command(args: argparse.Namespace) -> int:
+    """Compile ``args.model`` (a ``.onnx`` file, or a Python model) to ``args.output``.
+
+    Raises:
+        NotImplementedError: the model uses ops the compiler does not cover (exit code 8).
+    """
+    from .errors import UnsupportedOpError
+    from .export import export
+
+    try:
+        if args.model.endswith(".onnx"):
+            model, inputs, dynamic = _onnx_graph(args), None, None
+        else:
+            (model, inputs), dynamic = _python_model(args), _dynamic(args.dynamic) or None
+        wasm = export(model, inputs, args.output, dynamic=dynamic,
+                      standalone=args.standalone, isa=args.isa)
+    except UnsupportedOpError as err:
+        raise NotImplementedError(str(err)) from err
     print(f"wrote {args.output} ({len(wasm)} bytes)")
     return 0

@@ -175,7 +175,11 @@ class _Importer:
                 raise
             raise onnx_node.error(str(err)) from err
         except (ValueError, TypeError, IndexError) as err:
-            raise onnx_node.error(f"{type(err).__name__}: {err}") from err
+            shapes = ", ".join(str(v.tolist()) for v in onnx_node.inputs
+                               if isinstance(v, np.ndarray) and v.dtype == object)
+            hint = (f" (its inputs hold symbolic dims {shapes}; fix them with input_shapes / "
+                    "--input-shape)" if shapes else "")
+            raise onnx_node.error(f"{type(err).__name__}: {err}{hint}") from err
         for graph_node in self.graph.nodes[start:]:
             graph_node.meta["source"] = f"ONNX node {name!r} ({node.op_type})"
             if any(v.is_constant and v.dtype == "object" for v in graph_node.inputs):

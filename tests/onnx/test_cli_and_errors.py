@@ -1,0 +1,122 @@
+"""``wasmnn export MODEL.onnx`` and the importer's error reports."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import modelc
+
+onnx = pytest.importorskip("onnx")
+torch = pytest.importorskip("torch")
+from onnx import helper, numpy_helper
+
+from runtime.cli import main
+
+
+def _mlp_onnx(torch_to_onnx, path) -> None:
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(6, 16), torch.nn.ReLU(), torch.nn.Linear(16, 3),
+                                torch.nn.Softmax(-1))
+    path.write_bytes(torch_to_onnx(model, (torch.randn(2, 6),), ["x"], ["probs"],
+                                   {"x": {0: "batch"}}))
+
+
+def test_export_onnx_runs_in_wasm_and_matches_onnxruntime(torch_to_onnx, tmp_path, capsys):
+    runtime = pytest.importorskip("runtime")
+    source, out = tmp_path / "mlp.onnx", tmp_path / "mlp.wasm"
+    _mlp_onnx(torch_to_onnx, source)
+    assert main(["export", str(source), "-o", str(out), "--dynamic", "x:0=batch:1:8"]) == 0
+    assert "wrote" in capsys.readouterr().out
+    x = np.random.default_rng(0).standard_normal((5, 6)).astype(np.float32)
+    want = pytest.importorskip("onnxruntime").InferenceSession(str(source)).run(None, {"x": x})
+    with runtime.load(out.read_bytes()) as session:
+        got = session.run({"x": x})["probs"]
+    assert np.abs(got - want[0]).max() <= 1e-4 * np.abs(want[0]).max()
+
+
+def test_export_onnx_with_fixed_input_shape(torch_to_onnx, tmp_path, capsys):
+    source, out = tmp_path / "mlp.onnx", tmp_path / "mlp.wasm"
+    _mlp_onnx(torch_to_onnx, source)
+    assert main(["export", str(source), "-o", str(out), "--input-shape", "x=4x6"]) == 0
+    assert main(["inspect", "--json", str(out)]) == 0
+    assert '"batch"' not in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("args, code, message", [
+    (["--input-shape", "x=4"], 7, "has rank 1, the model's input has rank 2"),
+    (["--input-shape", "y=4x6"], 7, r"name \['y'\], which are not among the model's inputs"),
+    (["--input", "x=4x6"], 7, "use --input-shape"),
+    (["--input-shape", "x=4xq"], 7, "expected NAME=SHAPE"),
+])
+def test_export_onnx_option_errors(args, code, message, torch_to_onnx, tmp_path, capsys):
+    source = tmp_path / "mlp.onnx"
+    _mlp_onnx(torch_to_onnx, source)
+    assert main(["export", str(source), "-o", str(tmp_path / "o.wasm"), *args]) == code
+    assert pytest.importorskip("re").search(message, capsys.readouterr().err)
+
+
+def _model(nodes, inputs, outputs, initializers=(), opset=13):
+    graph = helper.make_graph(nodes, "g", inputs, outputs, list(initializers))
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+
+
+def _float(name, shape):
+    return helper.make_tensor_value_info(name, onnx.TensorProto.FLOAT, shape)
+
+
+def test_unsupported_ops_are_reported_all_at_once(tmp_path, capsys):
+    model = _model([helper.make_node("Relu", ["x"], ["a"], name="ok"),
+                    helper.make_node("Einsum", ["a", "a"], ["b"], name="mix",
+                                     equation="ij,ij->ij"),
+                    helper.make_node("TopK", ["b", "k"], ["c", "i"], name="pick"),
+                    helper.make_node("FusedGemm", ["c", "c"], ["y"], name="vendor",
+                                     domain="com.microsoft")],
+                   [_float("x", [2, 3])], [_float("y", None)],
+                   [numpy_helper.from_array(np.array([1], np.int64), "k")])
+    message = r"3 unsupported node\(s\): 'mix' \(Einsum\), 'pick' \(TopK\), 'vendor' " \
+              r"\(com.microsoft.FusedGemm\); supported ops: \['Abs'"
+    with pytest.raises(modelc.UnsupportedOpError, match=message):
+        modelc.from_onnx(model)
+    path = tmp_path / "bad.onnx"
+    path.write_bytes(model.SerializeToString())
+    assert main(["export", str(path), "-o", str(tmp_path / "bad.wasm")]) == 8
+    assert "'mix' (Einsum)" in capsys.readouterr().err
+
+
+def test_opset_outside_the_supported_range():
+    model = _model([helper.make_node("Relu", ["x"], ["y"])], [_float("x", [2])],
+                   [_float("y", [2])], opset=8)
+    with pytest.raises(modelc.CompileError, match="opset 8 is not supported; expected 9 to 21"):
+        modelc.from_onnx(model)
+
+
+def test_a_node_error_names_the_node_and_op():
+    model = _model([helper.make_node("Conv", ["x", "w"], ["y"], name="conv3d")],
+                   [_float("x", [1, 1, 4, 4, 4])], [_float("y", None)],
+                   [numpy_helper.from_array(np.ones((1, 1, 2, 2, 2), np.float32), "w")])
+    with pytest.raises(modelc.CompileError,
+                       match=r"ONNX node 'conv3d' \(Conv\): only 1-D and 2-D Conv"):
+        modelc.from_onnx(model)
+
+
+def test_symbolic_shape_reaching_a_runtime_op_names_the_fix():
+    model = _model([helper.make_node("Shape", ["x"], ["s"]),
+                    helper.make_node("Cast", ["s"], ["f"], name="cast",
+                                     to=onnx.TensorProto.FLOAT),
+                    helper.make_node("Mul", ["x", "f"], ["y"], name="scale")],
+                   [_float("x", ["n"])], [_float("y", None)])
+    with pytest.raises(modelc.CompileError, match=r"'cast' \(Cast\).*symbolic dims \['n'\]"
+                                                  r".*input_shapes"):
+        modelc.from_onnx(model)
+    graph = modelc.from_onnx(model, input_shapes={"x": [3]})
+    x = np.arange(3, dtype=np.float32)
+    assert modelc.interpret(graph, {"x": x})["y"].tolist() == [0.0, 3.0, 6.0]
+
+
+def test_symbolic_dims_get_names_and_default_bounds():
+    model = _model([helper.make_node("Relu", ["x/0"], ["y"])],
+                   [_float("x/0", ["batch size", None, 4])], [_float("y", None)])
+    graph = modelc.from_onnx(model, dynamic={"x/0": {1: ("seq", 2, 9)}})
+    assert graph.inputs["x/0"].shape == ("batch_size", "seq", 4)
+    assert graph.dims == {"batch_size": modelc.onnx.DEFAULT_DIM_RANGE, "seq": (2, 9)}
