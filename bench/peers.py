@@ -100,13 +100,20 @@ def torch_model(kind: str, workdir: Path | None = None, *, for_export: bool = Fa
 
 def torch_minilm(*, for_export: bool = False) -> Any:
     """transformers' BertModel on the checkpoint, then mean pooling and L2 normalisation
-    (sentence-transformers' Pooling + Normalize), written in torch."""
+    (sentence-transformers' Pooling + Normalize), written in torch.
+
+    ``for_export`` writes the same math in ops every ONNX importer here takes: eager
+    attention, the additive 4-D mask BERT builds from the 2-D one (transformers' own mask
+    code exports as ``And``), explicit zero token types (else ``GatherElements``) and the
+    norm as a square root (else ``ReduceL2``). torch itself runs its fastest path (sdpa).
+    """
     import torch
     import transformers
     from sentence_encoder import find_minilm
 
     os.environ["HF_HUB_OFFLINE"] = "1"
-    # NOTE: eager attention exports to plain ONNX ops; torch itself runs its fastest (sdpa).
+    transformers.logging.set_verbosity_error()  # the checkpoint's unused pooler is expected
+    transformers.logging.disable_progress_bar()
     bert = transformers.BertModel.from_pretrained(
         find_minilm(), add_pooling_layer=False,
         attn_implementation="eager" if for_export else "sdpa")
@@ -117,10 +124,17 @@ def torch_minilm(*, for_export: bool = False) -> Any:
             self.bert = bert
 
         def forward(self, input_ids: Any, attention_mask: Any) -> Any:
-            hidden = self.bert(input_ids=input_ids,
-                               attention_mask=attention_mask).last_hidden_state
-            keep = attention_mask.unsqueeze(-1).to(hidden.dtype)  # (B, T, 1)
-            mean = (hidden * keep).sum(1) / keep.sum(1).clamp(min=1e-9)  # (B, H)
+            keep = attention_mask.unsqueeze(-1).float()  # (B, T, 1)
+            if for_export:
+                additive = (1.0 - keep.transpose(1, 2).unsqueeze(1)) * torch.finfo(
+                    torch.float32).min  # (B, 1, 1, T)
+                hidden = self.bert(input_ids=input_ids, attention_mask=additive,
+                                   token_type_ids=torch.zeros_like(input_ids))
+            else:
+                hidden = self.bert(input_ids=input_ids, attention_mask=attention_mask)
+            mean = (hidden.last_hidden_state * keep).sum(1) / keep.sum(1).clamp(min=1e-9)
+            if for_export:
+                return mean / (mean * mean).sum(1, keepdim=True).sqrt().clamp(min=1e-12)
             return torch.nn.functional.normalize(mean, p=2, dim=1)
 
     return TorchSentenceEncoder().eval()
@@ -142,10 +156,12 @@ def nn_model(kind: str, reference: Any) -> Any:
 
 
 def _first_line(error: BaseException) -> str:
+    """The gist of ``error`` in one short line (a CompileError's: what has no lowering)."""
     text = f"{type(error).__name__}: {error}"
-    lines = [line.strip() for line in text.splitlines() if line.strip()]
-    # A CompileError's last line says what is missing; its first names the node.
-    return lines[-1][:160] if len(lines) > 1 and "lowering" in lines[0] else lines[0][:160]
+    tail = text.rsplit(": op '", 1)
+    if len(tail) == 2:  # "... traced from <line>: op 'x' has no WebAssembly lowering yet; ..."
+        return f"{type(error).__name__}: op '{tail[1].split(';')[0]}"
+    return text.splitlines()[0][:160]
 
 
 def prepare(name: str, workdir: Path) -> dict[str, Any]:
