@@ -1,19 +1,32 @@
-"""conv2d: 2-D cross-correlation, (N, C, H, W) * (O, C/groups, KH, KW) -> (N, O, OH, OW)."""
+"""conv2d: 2-D cross-correlation, (N, C, H, W) * (O, C/groups, KH, KW) -> (N, O, OH, OW).
+
+Lowered to one ``f32_conv2d[_add][_<activation>]`` call (a zero bias when there is none):
+the kernel takes any stride, dilation and groups, and 1x1 convs run its gemm path. The
+bottom and right padding are implied by the output size, so ``'same'`` padding with an even
+kernel (one more row at the end) needs nothing extra.
+"""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
 
 from nn.functional.conv import conv_padding
+from wasm_kernels.abi import GEMM_ACTIVATIONS
 
 from ..errors import CompileError
 from . import OpDef
 from ._shapes import pair, require_static, window_out
 
+if TYPE_CHECKING:
+    from ..codegen import LowerContext
+    from ..graph import Node
+
 
 class Conv2d(OpDef):
     name = "conv2d"
-    epilogues = frozenset({"relu"})
+    epilogues = frozenset(a for a in GEMM_ACTIVATIONS if a) | {"add"}
 
     def infer(self, shapes: list, dtypes: list[str], attrs: dict[str, Any]) -> list:
         x, w = shapes[0], shapes[1]
@@ -29,6 +42,32 @@ class Conv2d(OpDef):
         out = tuple(window_out(x[2 + i], w[2 + i], stride[i], sum(pads[i]), dilation[i])
                     for i in range(2))
         return [((x[0], w[0]) + out, dtypes[0])]
+
+    def lower(self, node: "Node", ctx: "LowerContext") -> None:
+        named = dict(zip(node.input_names, node.inputs))
+        x, weight = named["input"], named["weight"]
+        if not weight.is_constant:
+            raise CompileError("conv2d with a weight computed at run time is not supported; "
+                               "the weight must be a parameter or constant")
+        out_channels, _, kh, kw = weight.shape
+        stride, dilation = pair(node.attrs.get("stride", 1)), pair(node.attrs.get("dilation", 1))
+        (top, _), (left, _) = conv_padding(node.attrs.get("padding", 0), (kh, kw), stride,
+                                           dilation)
+        ctx.address(x)
+        ctx.address(weight)
+        if "bias" in named:
+            ctx.address(named["bias"])
+        else:
+            ctx.constant(np.zeros(out_channels, np.float32))
+        if "residual" in named:
+            ctx.address(named["residual"])
+        ctx.address(node.output)
+        ctx.numel(x.shape[:1])
+        oh, ow = node.output.shape[2:]
+        for number in (*x.shape[1:], out_channels, oh, ow, kh, kw, *stride, top, left,
+                       *dilation, node.attrs.get("groups", 1)):
+            ctx.push(number)
+        ctx.call("_".join(("f32_conv2d",) + tuple(node.attrs.get("epilogue", ()))))
 
 
 OP = Conv2d()
