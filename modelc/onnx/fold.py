@@ -30,8 +30,10 @@ def shape_value(shape: Sequence[Dim]) -> np.ndarray:
     return np.array(list(shape), dtype=object)
 
 
-def dims(value: np.ndarray) -> list[Dim]:
-    """A known 1-D shape tensor as Python ints and dim names."""
+def dims(value: np.ndarray) -> list[Any]:
+    """A known 1-D shape tensor as Python ints and dim names (``Dim``s; typed ``Any``
+    because ``nn.functional`` annotates shapes as ints, dim names being the tracer's
+    extension)."""
     return [d if isinstance(d, str) else int(d) for d in np.asarray(value).reshape(-1).tolist()]
 
 

@@ -17,6 +17,9 @@ from ..errors import CompileError
 from ..trace import SymbolicTensor
 
 Operand = SymbolicTensor | np.ndarray
+Tensor = Any
+"""What op functions get: a ``SymbolicTensor`` or an ``ndarray``, both accepted by every
+``nn.functional`` call (the ``__nn_function__`` protocol), which numpy stubs cannot say."""
 
 
 class OnnxNode:
@@ -38,7 +41,7 @@ class OnnxNode:
     def has(self, index: int) -> bool:
         return index < len(self.inputs) and self.inputs[index] is not None
 
-    def input(self, index: int) -> Operand:
+    def input(self, index: int) -> Tensor:
         """Operand ``index``, which must be present.
 
         Raises:
@@ -49,7 +52,7 @@ class OnnxNode:
             raise self.error(f"input {index} is required")
         return value
 
-    def optional(self, index: int) -> Operand | None:
+    def optional(self, index: int) -> Tensor | None:
         return self.input(index) if self.has(index) else None
 
     def known(self, index: int, what: str) -> np.ndarray:

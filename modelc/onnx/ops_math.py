@@ -52,7 +52,8 @@ def _binary(fn: Callable[[Any, Any], Any]) -> OpFn:
 
 def _variadic(fn: Callable[[Any, Any], Any]) -> OpFn:
     def run(n: OnnxNode) -> Any:
-        out = functools.reduce(lambda a, b: fn(*operands(a, b)), n.inputs)
+        out = functools.reduce(lambda a, b: fn(*operands(a, b)),
+                               [n.input(i) for i in range(len(n.inputs))])
         return F.div(out, float(len(n.inputs))) if n.op_type == "Mean" else out
     return run
 

@@ -36,11 +36,11 @@ def flatten(n: OnnxNode) -> Any:
     """Flatten to 2-D at ``axis``; a side whose size is a product of dim names is -1."""
     x = n.input(0)
     axis = n.axis(n.attr("axis", 1), n.rank() + 1)
-    outer, inner = product(x.shape[:axis]), product(x.shape[axis:])
-    if outer is None and inner is None:
+    sides: list[Any] = [product(x.shape[:axis]), product(x.shape[axis:])]
+    if sides == [None, None]:
         raise n.error(f"cannot flatten {list(x.shape)} at axis {axis}: both sides are "
                       "products of symbolic dims")
-    return F.reshape(x, (-1 if outer is None else outer, -1 if inner is None else inner))
+    return F.reshape(x, [-1 if side is None else side for side in sides])
 
 
 def _new_shape(n: OnnxNode, rank: int, axes: list[int], insert: bool) -> list[Any]:
@@ -68,7 +68,7 @@ def unsqueeze(n: OnnxNode) -> Any:
 
 
 def concat(n: OnnxNode) -> Any:
-    parts = [v for v in n.inputs if v is not None]
+    parts: list[Any] = [v for v in n.inputs if v is not None]
     axis = n.axis(n.attr("axis"), len(parts[0].shape))
     parts = [p for p in parts if not (is_known(p) and p.size == 0)] or parts[:1]
     if is_known(*parts):
@@ -203,6 +203,8 @@ def pad(n: OnnxNode) -> Any:
     x = n.input(0)
     rank = len(x.shape)
     amounts = n.ints("pads", 1) if n.opset >= 11 else n.attr("pads")
+    if amounts is None:
+        raise n.error("needs pads")
     value = n.scalar(2, "value", 0.0) if n.opset >= 11 else n.attr("value", 0.0)
     axes = [n.axis(a, rank) for a in (n.ints("axes", 3) or range(rank))]
     begin, end = [0] * rank, [0] * rank
@@ -224,7 +226,7 @@ def range_(n: OnnxNode) -> np.ndarray:
     if start.dtype == object or limit.dtype == object:
         raise n.error(f"Range up to symbolic dim {limit.tolist()!r} is not supported; fix it "
                       "with input_shapes")
-    return np.arange(start, limit, delta, dtype=start.dtype)
+    return np.arange(start.item(), limit.item(), delta.item(), dtype=start.dtype)
 
 
 def tile(n: OnnxNode) -> Any:
