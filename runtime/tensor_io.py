@@ -12,6 +12,7 @@ import io
 import json
 import math
 import sys
+import tokenize
 import zipfile
 from pathlib import Path
 from typing import Any, BinaryIO, Mapping
@@ -86,8 +87,9 @@ def read_arrays(path: str | Path, stdin: BinaryIO | None = None) -> Arrays:
         data = path.read_bytes()
     try:
         return _parse(data, kind)
-    except (ValueError, OSError, zipfile.BadZipFile, EOFError, KeyError,
-            UnicodeDecodeError, RecursionError) as err:
+    except (ValueError, OSError, zipfile.BadZipFile, EOFError, KeyError, UnicodeDecodeError,
+            RecursionError, SyntaxError, tokenize.TokenError, MemoryError) as err:
+        # NOTE: numpy tokenizes and literal_evals a .npy header: a bad one raises either.
         raise ValueError(f"cannot read {where} as {kind}: {err}") from None
 
 

@@ -204,3 +204,14 @@ def test_json_numbers_outside_float32_are_refused(tmp_path):
     path.write_text("[[1e300, 1]]")
     with pytest.raises(ValueError, match="cannot read .* a number is outside the float32 range"):
         read_arrays(path)
+
+
+def test_a_corrupt_npy_header_is_a_bad_input_not_a_crash():
+    import io
+
+    from runtime.tensor_io import read_arrays
+    out = io.BytesIO()
+    np.save(out, np.zeros((3, 4), np.float32))
+    raw = out.getvalue().replace(b"}", b"\0", 1)  # found by test_fuzz
+    with pytest.raises(ValueError, match="cannot read stdin as .npy"):
+        read_arrays("-", stdin=io.BytesIO(raw))
