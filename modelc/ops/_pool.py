@@ -25,7 +25,7 @@ def window(attrs: dict[str, Any]) -> tuple[tuple[int, int], ...]:
     return kernel, stride, pair(attrs.get("padding", 0)), pair(attrs.get("dilation", 1))
 
 
-def emit_window(ctx: "LowerContext", kernel: str, shape: "Shape", out: "Shape",
+def emit_window(ctx: LowerContext, kernel: str, shape: Shape, out: Shape,
                 geometry: tuple[tuple[int, int], ...]) -> None:
     """Push planes (every axis before the last two), the sizes and the window of
     ``geometry``; call ``kernel`` (the operands' addresses are already pushed)."""
@@ -47,11 +47,11 @@ class Pool2d(OpDef):
                                ceil_mode) for i in range(2))
         return [(tuple(x[:2]) + out, dtypes[0])]
 
-    def scale(self, node: "Node") -> np.ndarray | None:
+    def scale(self, node: Node) -> np.ndarray | None:
         """The per-output multiplier of the window sums, or None for a max."""
         return None
 
-    def lower(self, node: "Node", ctx: "LowerContext") -> None:
+    def lower(self, node: Node, ctx: LowerContext) -> None:
         x = node.inputs[0]
         if x.dtype != "float32":
             raise CompileError(f"{self.name}: only float32 lowers to wasm, got {x.dtype}")

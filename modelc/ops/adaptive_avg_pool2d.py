@@ -31,7 +31,7 @@ class AdaptiveAvgPool2d(OpDef):
                     for size, full in zip(pair(attrs["output_size"]), x[-2:]))
         return [(tuple(x[:-2]) + out, dtypes[0])]
 
-    def lower(self, node: "Node", ctx: "LowerContext") -> None:
+    def lower(self, node: Node, ctx: LowerContext) -> None:
         x, out = node.inputs[0].shape, node.output.shape
         (h, w), (oh, ow) = x[-2:], out[-2:]
         if h % oh or w % ow:

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 class AvgPool2d(Pool2d):
     name = "avg_pool2d"
 
-    def scale(self, node: "Node") -> np.ndarray:
+    def scale(self, node: Node) -> np.ndarray:
         attrs = {k: v for k, v in node.attrs.items() if k != "divisor_override"}
         ones = np.ones((1, 1) + tuple(node.inputs[0].shape[2:]), np.float32)
         override = node.attrs.get("divisor_override")

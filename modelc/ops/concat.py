@@ -1,12 +1,19 @@
-"""concat: tensors joined along an existing axis ``dim``."""
+"""concat: tensors joined along an existing axis ``dim``; lowered to one strided copy per
+input into its region of the output."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import CompileError
 from . import OpDef
+from ._movement import axis_offset, copy_region, require_float
 from ._shapes import axis, require_static
+from ._strided import dense_strides
+
+if TYPE_CHECKING:
+    from ..codegen import LowerContext
+    from ..graph import Node
 
 
 class Concat(OpDef):
@@ -23,6 +30,16 @@ class Concat(OpDef):
                                    f"outside dim {dim}")
         total = sum(s[dim] for s in shapes)
         return [(first[:dim] + (total,) + first[dim + 1:], dtypes[0])]
+
+    def lower(self, node: Node, ctx: LowerContext) -> None:
+        out = node.output
+        require_float(self.name, out, *node.inputs)
+        dim = axis(node.attrs.get("dim", 0), len(out.shape))
+        start = 0
+        for part in node.inputs:
+            copy_region(ctx, part.shape, part, (0,), dense_strides(part.shape), out,
+                        axis_offset(out.shape, dim, start))
+            start += part.shape[dim]
 
 
 OP = Concat()

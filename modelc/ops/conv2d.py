@@ -43,7 +43,7 @@ class Conv2d(OpDef):
                     for i in range(2))
         return [((x[0], w[0]) + out, dtypes[0])]
 
-    def lower(self, node: "Node", ctx: "LowerContext") -> None:
+    def lower(self, node: Node, ctx: LowerContext) -> None:
         named = dict(zip(node.input_names, node.inputs))
         x, weight = named["input"], named["weight"]
         if not weight.is_constant:

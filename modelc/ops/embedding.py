@@ -1,11 +1,19 @@
-"""embedding: rows of ``weight`` gathered by integer indices: ``input.shape + (dim,)``."""
+"""embedding: rows of ``weight`` gathered by integer indices: ``input.shape + (dim,)``.
+
+Lowered to ``f32_gather``, which traps on an index outside the table instead of reading
+whatever memory lies beyond it.
+"""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import CompileError
 from . import OpDef
+
+if TYPE_CHECKING:
+    from ..codegen import LowerContext
+    from ..graph import Node
 
 
 class Embedding(OpDef):
@@ -15,6 +23,23 @@ class Embedding(OpDef):
         if not dtypes[0].startswith(("int", "uint")):
             raise CompileError(f"embedding indices must be integers, got {dtypes[0]}")
         return [(tuple(shapes[0]) + (shapes[1][1],), dtypes[1])]
+
+    def lower(self, node: Node, ctx: LowerContext) -> None:
+        named = dict(zip(node.input_names, node.inputs))
+        indices, table = named["input"], named["weight"]
+        if indices.dtype != "int64" or table.dtype != "float32":
+            raise CompileError(f"embedding lowers int64 indices into a float32 table, got "
+                               f"{indices.dtype} indices and a {table.dtype} table")
+        rows, dim = table.shape
+        if not isinstance(rows, int) or not isinstance(dim, int):
+            raise CompileError(f"embedding table shape {list(table.shape)} must be fixed")
+        ctx.address(table)
+        ctx.address(indices)
+        ctx.address(node.output)
+        ctx.numel(indices.shape)
+        ctx.push(rows)
+        ctx.push(dim)
+        ctx.call("f32_gather")
 
 
 OP = Embedding()

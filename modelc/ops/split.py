@@ -1,12 +1,19 @@
-"""split: chunks along ``dim`` of a given size (last may be smaller) or of listed sizes."""
+"""split: chunks along ``dim`` of a given size (last may be smaller) or of listed sizes;
+lowered to one strided copy per chunk."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import CompileError
 from . import OpDef
+from ._movement import axis_offset, copy_region, require_float
 from ._shapes import axis, require_static
+from ._strided import dense_strides
+
+if TYPE_CHECKING:
+    from ..codegen import LowerContext
+    from ..graph import Node
 
 
 class Split(OpDef):
@@ -22,6 +29,16 @@ class Split(OpDef):
         if sum(sizes) != length:
             raise CompileError(f"split: sections {sizes} do not add up to {length}")
         return [(shape[:dim] + (s,) + shape[dim + 1:], dtypes[0]) for s in sizes]
+
+    def lower(self, node: Node, ctx: LowerContext) -> None:
+        source = node.inputs[0]
+        require_float(self.name, source, *node.outputs)
+        dim = axis(node.attrs.get("dim", 0), len(source.shape))
+        start = 0
+        for part in node.outputs:
+            copy_region(ctx, part.shape, source, axis_offset(source.shape, dim, start),
+                        dense_strides(source.shape), part, (0,))
+            start += part.shape[dim]
 
 
 OP = Split()

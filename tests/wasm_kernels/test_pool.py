@@ -16,8 +16,8 @@ CASES = {
 
 def _window(case: tuple) -> dict[str, int]:
     shape, k, s, p, d, _ = case
-    return dict(planes=shape[0] * shape[1], h=shape[2], w=shape[3], kh=k, kw=k, sh=s, sw=s,
-                ph=p, pw=p, dh=d, dw=d)
+    return {"planes": shape[0] * shape[1], "h": shape[2], "w": shape[3], "kh": k, "kw": k,
+            "sh": s, "sw": s, "ph": p, "pw": p, "dh": d, "dw": d}
 
 
 @pytest.mark.parametrize("case", list(CASES))

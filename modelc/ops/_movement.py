@@ -1,0 +1,58 @@
+"""Lowering helpers for the data-movement ops (slice, split, concat, pad): strided copies
+through ``f32_copy``, whose source and target both take per-axis strides, so a region of
+either side is a base offset plus the dense strides of the whole tensor."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from ..errors import CompileError
+from ..graph import Dim, Value
+from ._strided import Factors, dense_strides, emit_strided
+
+if TYPE_CHECKING:
+    from ..codegen import LowerContext
+
+
+def require_float(op: str, *values: Value) -> None:
+    """Raises CompileError unless every value is float32 (the copy kernels move floats)."""
+    dtypes = [v.dtype for v in values]
+    if any(d != "float32" for d in dtypes):
+        raise CompileError(f"{op}: only float32 lowers to wasm, got {dtypes}")
+
+
+def address_at(ctx: LowerContext, value: Value, offset: Factors) -> None:
+    """Push the address of element ``product(offset)`` of ``value`` (float32)."""
+    ctx.address(value)
+    if any(f == 0 for f in offset):
+        return
+    ctx.numel(offset)
+    # NOTE: LowerContext has no "add an offset" call; these are the plain instructions.
+    ctx.push(2)
+    ctx.records.append(("i32.shl",))
+    ctx.records.append(("i32.add",))
+
+
+def axis_offset(shape: Sequence[Dim], axis: int, start: int) -> Factors:
+    """The element offset of index ``start`` along ``axis`` of a dense ``shape``."""
+    return (start,) + tuple(shape[axis + 1:])
+
+
+def copy_region(ctx: LowerContext, index_shape: Sequence[Dim],
+                source: Value, source_offset: Factors, source_strides: list[Factors | None],
+                target: Value, target_offset: Factors) -> None:
+    """``target[region] = source[region']`` over ``index_shape``: the target region starts
+    ``target_offset`` elements in and has the target's dense strides."""
+    address_at(ctx, source, source_offset)
+    address_at(ctx, target, target_offset)
+    emit_strided(ctx, "f32_copy", index_shape,
+                 [list(source_strides), list(dense_strides(target.shape))])
+
+
+def fill(ctx: LowerContext, target: Value, number: float) -> None:
+    """Every element of ``target`` = ``number`` (a copy from one float, strides 0)."""
+    ctx.scalar(number)
+    ctx.address(target)
+    emit_strided(ctx, "f32_copy", target.shape,
+                 [[None] * len(target.shape), list(dense_strides(target.shape))])

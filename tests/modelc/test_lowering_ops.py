@@ -1,0 +1,98 @@
+"""Lowerings of embedding, cast, where, concat, split, slice, pad, group_norm, batch_norm
+and pooling: small models compiled to wasm against eager nn on every kernel provider."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+import pytest
+
+import modelc
+import nn
+import runtime
+from nn import functional as F
+
+PROVIDERS = ["relaxed", "simd128", "scalar", "host"]
+
+
+class Lambda(nn.Module):
+    def __init__(self, fn: Callable[..., object]) -> None:
+        super().__init__()
+        self.fn = fn
+
+    def forward(self, *args):  # type: ignore[no-untyped-def]
+        return self.fn(*args)
+
+
+RNG = np.random.default_rng(0)
+TABLE = RNG.standard_normal((11, 6)).astype(np.float32)
+GAMMA = RNG.standard_normal(6).astype(np.float32)
+BETA = RNG.standard_normal(6).astype(np.float32)
+MEAN = RNG.standard_normal(6).astype(np.float32)
+VAR = RNG.uniform(0.5, 2, 6).astype(np.float32)
+
+
+def _x(*shape: int) -> np.ndarray:
+    return np.random.default_rng(len(shape)).standard_normal(shape).astype(np.float32)
+
+
+# name: (function, example inputs, {input: {axis: (dim, min, max)}})
+CASES: dict[str, tuple[Callable[..., object], tuple[np.ndarray, ...], dict]] = {
+    "embedding": (lambda ids: F.embedding(ids, TABLE) * 2.0,
+                  (np.array([[1, 0, 10], [3, 3, 7]], np.int64),), {}),
+    "cast_i64_f32": (lambda ids: F.cast(ids, np.float32) + 0.5,
+                     (np.array([[5, -3, 30521]], np.int64),), {}),
+    "cast_bool_f32": (lambda m: F.cast(m, np.float32) * 3.0,
+                      (np.array([[True, False, True]]),), {}),
+    "where": (lambda m, x: F.where(m, x, -1.5), (np.array([[True, False, True]]), _x(2, 3)),
+              {}),
+    "concat": (lambda x: F.concat([F.relu(x), x, F.neg(x)], 1), (_x(2, 3, 4),),
+               {"input0": {0: ("batch", 1, 3)}}),
+    "split_slice": (lambda x: F.split(x, [1, 3], 2)[1] + F.slice(x, 2, 1, None, 1),
+                    (_x(2, 3, 4, 5),), {}),
+    "slice_last": (lambda x: F.slice(x, -1, 1, 7, 3), (_x(3, 8),),
+                   {"input0": {0: ("rows", 1, 4)}}),
+    "pad_crop": (lambda x: F.pad(x, (2, -1, 1, 0), value=0.25), (_x(2, 3, 4, 5),), {}),
+    "group_norm": (lambda x: F.group_norm(x, 3, GAMMA, BETA), (_x(2, 6, 4, 3),),
+                   {"input0": {0: ("batch", 1, 3)}}),
+    "instance_norm": (lambda x: F.instance_norm(x), (_x(2, 6, 5),), {}),
+    "batch_norm": (lambda x: F.batch_norm(F.relu(x), MEAN, VAR, GAMMA, BETA),
+                   (_x(2, 6, 3, 3),), {}),
+    "avg_pool": (lambda x: F.avg_pool2d(x, 3, 2, 1, ceil_mode=True, count_include_pad=False),
+                 (_x(1, 2, 7, 8),), {}),
+    "max_pool": (lambda x: F.max_pool2d(x, 3, 2, 1), (_x(2, 2, 9, 9),), {}),
+    "adaptive_pool": (lambda x: F.adaptive_avg_pool2d(x, (2, 3)), (_x(1, 2, 4, 9),), {}),
+}
+
+
+@pytest.fixture(scope="module", params=sorted(CASES))
+def compiled(request):  # type: ignore[no-untyped-def]
+    fn, inputs, dynamic = CASES[request.param]
+    model = Lambda(fn)
+    return model, modelc.export(model, inputs, dynamic=dynamic), inputs
+
+
+@pytest.mark.parametrize("kernels", PROVIDERS)
+def test_lowered_op_matches_eager(compiled, kernels: str) -> None:  # type: ignore[no-untyped-def]
+    model, wasm, inputs = compiled
+    expected = model(*inputs)
+    with runtime.load(wasm, kernels=kernels) as session:
+        got = session.run({f"input{i}": x for i, x in enumerate(inputs)})["output0"]
+    assert got.shape == expected.shape
+    np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-5)
+
+
+def test_embedding_index_out_of_range_traps() -> None:
+    model = Lambda(lambda ids: F.embedding(ids, TABLE))
+    wasm = modelc.export(model, (np.zeros((1, 2), np.int64),))
+    with runtime.load(wasm, kernels="simd128") as session, \
+            pytest.raises(runtime.Trap, match="unreachable"):
+        session.run({"input0": np.array([[1, 11]], np.int64)})
+
+
+def test_unsupported_cast_names_the_available_ones() -> None:
+    model = Lambda(lambda x: F.cast(x, np.int32))
+    with pytest.raises(modelc.CompileError, match="cast float32 -> int32 is not lowered; "
+                                                  "available: .*int64 -> float32"):
+        modelc.export(model, (np.zeros(3, np.float32),))
