@@ -54,4 +54,6 @@ def main(sentences: list[str]) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:] if len(sys.argv) > 2 else SENTENCES))
+    if len(sys.argv) == 2:
+        sys.exit("give two sentences or more (or none, for the built-in ones)")
+    sys.exit(main(sys.argv[1:] or SENTENCES))
