@@ -2,8 +2,9 @@
 
 A register-blocked micro-kernel computes an ``MR x NR`` tile of C with its accumulators in
 locals: per step of k it loads one row of the B panel (``NR / lanes`` registers), broadcasts
-one A element per tile row, and multiply-adds ``MR * NR / lanes`` accumulators; the k loop
-is unrolled ``UNROLL`` times so the A offsets become immediates. The driver walks row
+one A element per tile row, and multiply-adds ``MR * NR / lanes`` accumulators. The k loop
+is not unrolled: cranelift schedules all loads of a loop body first, and a second step's
+registers would spill the accumulators. The driver walks row
 blocks of ``MR`` rows (then single rows) and, within them, column panels of ``NR``
 columns, then one register of columns, then single columns, so every ``m, k, n`` is exact.
 
@@ -25,10 +26,6 @@ TILES: dict[str, tuple[int, int]] = {"relaxed": (4, 8), "simd128": (4, 8), "scal
 """(MR, NR): tile rows and columns per ISA. 4x8 keeps 8 f32x4 accumulators, 2 B registers
 and one broadcast A register within the 16 XMM registers; larger tiles spill."""
 
-UNROLL = 1
-"""k steps per loop iteration: the A loads of a step use immediate offsets 0, 4, 8, 12."""
-
-
 @dataclass
 class _Frame:
     """Locals shared by the driver and the micro-kernels of one generated function."""
@@ -42,7 +39,6 @@ class _Frame:
     lda: int
     ldc: int
     pb: int
-    kmain: int
 
 
 def variant(isa: str) -> str:
@@ -57,12 +53,10 @@ def emit(spec: KernelSpec, isa_name: str) -> tuple[FuncType, Code]:
     c = Code(spec.param_types)
     arg = {p: i for i, p in enumerate(spec.params)}
     i32 = "i32"
-    f = _Frame(c, isa, arg, activations.epilogue_of(spec), *(c.local(i32) for _ in range(6)))
-    # lda = k * 4, ldc = n * 4 (byte strides); kmain = k rounded down to UNROLL.
+    f = _Frame(c, isa, arg, activations.epilogue_of(spec), *(c.local(i32) for _ in range(5)))
+    # lda = k * 4, ldc = n * 4 (byte strides).
     c.emit("local.get", arg["k"]).emit("i32.const", 2).emit("i32.shl").emit("local.set", f.lda)
     c.emit("local.get", arg["n"]).emit("i32.const", 2).emit("i32.shl").emit("local.set", f.ldc)
-    c.emit("local.get", arg["k"]).emit("i32.const", -UNROLL).emit("i32.and")
-    c.emit("local.set", f.kmain)
     if "batch" in arg:
         _batched(f)
     else:
@@ -124,9 +118,12 @@ def _tile(f: _Frame, isa: Isa, rows: int, regs: int) -> None:
     bv = [c.local(isa.valtype) for _ in range(regs)]
     av = c.local(isa.valtype)
     pa = [c.local("i32") for _ in range(rows)]
-    end, rest = c.local("i32"), c.local("i32")
+    kk = c.local("i32")
+    # pa[r]: the end of row i + r of A, so that A[i + r, k] is at pa[r] + kk for a kk
+    # counting up to 0 (bytes): the loop test is the flags of one add, and each A address
+    # is a fresh 32-bit add, which cranelift uses without a zero-extending move.
     for r in range(rows):
-        _address(c, arg["a"], f.i, r, f.lda, None)
+        _address(c, arg["a"], f.i, r + 1, f.lda, None)
         c.emit("local.set", pa[r])
     c.emit("local.get", arg["b"]).emit("local.get", f.j).emit("i32.const", 2).emit("i32.shl")
     c.emit("i32.add").emit("local.set", f.pb)
@@ -140,39 +137,23 @@ def _tile(f: _Frame, isa: Isa, rows: int, regs: int) -> None:
         c.emit("local.set", acc[0][v])
         for r in range(1, rows):
             c.emit("local.get", acc[0][v]).emit("local.set", acc[r][v])
-
-    def step(offset: int) -> None:
+    # Entered if k != 0, tested at the bottom: one branch per step.
+    c.emit("i32.const", 0).emit("local.get", f.lda).emit("i32.sub").emit("local.tee", kk)
+    c.emit("if").emit("loop")
+    for v in range(regs):
+        c.emit("local.get", f.pb)
+        isa.load(c, v * width)
+        c.emit("local.set", bv[v])
+    c.emit("local.get", f.pb).emit("local.get", f.ldc).emit("i32.add").emit("local.set", f.pb)
+    for r in range(rows):
+        c.emit("local.get", pa[r]).emit("local.get", kk).emit("i32.add")
+        isa.load_splat(c)
+        c.emit("local.set", av)
         for v in range(regs):
-            c.emit("local.get", f.pb)
-            isa.load(c, v * width)
-            c.emit("local.set", bv[v])
-        c.emit("local.get", f.pb).emit("local.get", f.ldc).emit("i32.add").emit("local.set", f.pb)
-        for r in range(rows):
-            c.emit("local.get", pa[r])
-            isa.load_splat(c, offset)
-            c.emit("local.set", av)
-            for v in range(regs):
-                c.emit("local.get", av).emit("local.get", bv[v])
-                isa.madd_into(c, acc[r][v])
-
-    def k_loop(limit_words: int, unroll: int) -> None:
-        # end = pa[0] + limit_words * 4; loop while pa[0] != end.
-        c.emit("local.get", pa[0]).emit("local.get", limit_words).emit("i32.const", 2)
-        c.emit("i32.shl").emit("i32.add").emit("local.set", end)
-        c.emit("block").emit("loop")
-        c.emit("local.get", pa[0]).emit("local.get", end).emit("i32.eq").emit("br_if", 1)
-        for u in range(unroll):
-            step(4 * u)
-        for pointer in pa:
-            c.emit("local.get", pointer).emit("i32.const", 4 * unroll).emit("i32.add")
-            c.emit("local.set", pointer)
-        c.emit("br", 0).emit("end").emit("end")
-
-    k_loop(f.kmain, UNROLL)
-    # The remaining k % UNROLL steps: end = pa[0] + (k - kmain) * 4.
-    c.emit("local.get", arg["k"]).emit("local.get", f.kmain).emit("i32.sub")
-    c.emit("local.set", rest)
-    k_loop(rest, 1)
+            c.emit("local.get", av).emit("local.get", bv[v])
+            isa.madd_into(c, acc[r][v])
+    c.emit("local.get", kk).emit("i32.const", 4).emit("i32.add").emit("local.tee", kk)
+    c.emit("br_if", 0).emit("end").emit("end")
     for r in range(rows):
         for v in range(regs):
             _address(c, arg["c"], f.i, r, f.ldc, f.j)
