@@ -176,7 +176,8 @@ def _tile(f: _Frame, rows: int, cols: int) -> None:
                 c.emit("local.set", w[v])
             for r in range(rows):
                 for v in range(cols):
-                    c.emit("local.get", a[r]).emit("local.get", w[v])
+                    # W first: vfmadd213ps overwrites it, and it has MR uses, not PANEL.
+                    c.emit("local.get", w[v]).emit("local.get", a[r])
                     step.madd_into(c, accs[r][v])
         c.emit("local.get", kk).emit("i32.const", 4 * group).emit("i32.add")
         c.emit("local.tee", kk).emit("br_if", 0)
