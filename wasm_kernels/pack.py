@@ -40,8 +40,8 @@ def pack_linear_weight(w: np.ndarray) -> np.ndarray:
     full, kv = n - n % PANEL, k - k % GROUP
     panels = np.asarray(w[:full], np.float32).reshape(full // PANEL, PANEL, k)
     # (panels, PANEL, kv) -> (panels, groups, PANEL, GROUP); tail (panels, k % GROUP, PANEL)
-    head = panels[:, :, :kv].reshape(full // PANEL, PANEL, kv // GROUP, GROUP)
-    head = head.transpose(0, 2, 1, 3).reshape(full // PANEL, PANEL * kv)
+    groups = panels[:, :, :kv].reshape(full // PANEL, PANEL, kv // GROUP, GROUP)
+    head = groups.transpose(0, 2, 1, 3).reshape(full // PANEL, PANEL * kv)
     tail = panels[:, :, kv:].transpose(0, 2, 1).reshape(full // PANEL, PANEL * (k - kv))
     rest = np.asarray(w[full:], np.float32).ravel()
     return np.concatenate([np.concatenate([head, tail], axis=1).ravel(), rest])
@@ -51,9 +51,9 @@ def unpack_linear_weight(packed: np.ndarray, n: int, k: int) -> np.ndarray:
     """The (n, k) weight that ``pack_linear_weight`` packed into ``packed``."""
     full, kv = n - n % PANEL, k - k % GROUP
     panels = packed[:full * k].reshape(full // PANEL, PANEL * k)
-    head = panels[:, :PANEL * kv].reshape(full // PANEL, kv // GROUP, PANEL, GROUP)
-    head = head.transpose(0, 2, 1, 3).reshape(full, kv)
-    tail = panels[:, PANEL * kv:].reshape(full // PANEL, k - kv, PANEL)
-    tail = tail.transpose(0, 2, 1).reshape(full, k - kv)
+    groups = panels[:, :PANEL * kv].reshape(full // PANEL, kv // GROUP, PANEL, GROUP)
+    head = groups.transpose(0, 2, 1, 3).reshape(full, kv)
+    last = panels[:, PANEL * kv:].reshape(full // PANEL, k - kv, PANEL)
+    tail = last.transpose(0, 2, 1).reshape(full, k - kv)
     return np.concatenate([np.concatenate([head, tail], axis=1),
                            packed[full * k:].reshape(n - full, k)])

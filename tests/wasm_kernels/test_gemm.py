@@ -37,8 +37,8 @@ def test_gemm_rows(kernels, shape) -> None:  # type: ignore[no-untyped-def]
     bias = rng.standard_normal(n).astype(np.float32)
     r = rng.standard_normal((m, n)).astype(np.float32)
     for offset, spec in enumerate(GEMMS):
-        args = dict(a=a, b=b, w=pack_linear_weight(b.T), c=(m, n), m=m, k=k, n=n, bias=bias,
-                    r=r)
+        args = {"a": a, "b": b, "w": pack_linear_weight(b.T), "c": (m, n), "m": m, "k": k,
+                "n": n, "bias": bias, "r": r}
         out = kernels.call(spec.name, offset=4 * (offset % 3), **args)["c"]
         expected = reference(spec, a, b, bias if "bias" in spec.params else None,
                              r if "r" in spec.params else None)

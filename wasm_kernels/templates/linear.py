@@ -21,11 +21,12 @@ Rows of the family: ``f32_linear[_bias][_add][_<activation>]``.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 
 from ..abi import KernelSpec
+from ..pack import GROUP, PANEL
 from ..wasm import Code, FuncType
 from . import activations
-from ..pack import GROUP, PANEL
 from .isa import ISAS, Isa
 from .loops import strided_loop
 
@@ -82,7 +83,7 @@ def emit(spec: KernelSpec, isa_name: str) -> tuple[FuncType, Code]:
         c.emit("i32.lt_u").emit("select").emit("local.set", f.jend)
         c.emit("i32.const", 0).emit("local.set", f.i)
         for rows in (MR, 1):
-            strided_loop(c, f.i, rows, arg["m"], lambda rows=rows: _row_tiles(f, rows))
+            strided_loop(c, f.i, rows, arg["m"], partial(_row_tiles, f, rows))
         c.emit("local.get", f.jb).emit("local.get", f.nb).emit("i32.add").emit("local.set", f.jb)
 
     c.emit("i32.const", 0).emit("local.set", f.jb)
@@ -99,7 +100,7 @@ def _row_tiles(f: _Frame, rows: int) -> None:
     c = f.c
     c.emit("local.get", f.jb).emit("local.set", f.j)
     for cols in (PANEL, 1):
-        strided_loop(c, f.j, cols, f.jend, lambda cols=cols: _tile(f, rows, cols))
+        strided_loop(c, f.j, cols, f.jend, partial(_tile, f, rows, cols))
 
 
 def _row_pointer(c: Code, base: int, row: int, r: int, ld: int) -> None:
