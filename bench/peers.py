@@ -313,6 +313,8 @@ def measure(runtime_name: str, name: str, threads: int, workdir: Path,
     env = dict(os.environ, OMP_NUM_THREADS=str(threads), OPENBLAS_NUM_THREADS="1",
                HF_HUB_OFFLINE="1")
     if runtime_name == "ortweb":
+        if shutil.which("node") is None:
+            return {"error": "node is not on PATH"}
         if not ORTWEB.exists():
             return {"error": "npm install --prefix bench/.peers onnxruntime-web"}
         inputs = np.load(workdir / "inputs.npz")
