@@ -1,8 +1,10 @@
 """linear: ``input @ weight.T + bias`` lowered to one gemm with a fused epilogue.
 
-The weight is packed at compile time to (in, out) row-major so the gemm streams its rows.
-The epilogue may hold a residual ``add`` (an extra ``residual`` input) and then one
-activation, as the ``f32_gemm[_bias][_add][_<activation>]`` kernels compute them.
+The weight is packed at compile time by ``wasm_kernels.pack.pack_linear_weight`` for the
+``f32_linear`` dot-product kernels (vector loads only, no broadcasts: faster than the
+gemm over a transposed weight). The epilogue may hold a residual ``add`` (an extra
+``residual`` input) and then one activation, as ``f32_linear[_bias][_add][_<act>]``
+compute them.
 """
 
 from __future__ import annotations
@@ -10,6 +12,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+from wasm_kernels.pack import pack_linear_weight
 
 from ..errors import CompileError
 from . import OpDef
@@ -48,9 +52,9 @@ class Linear(OpDef):
             raise CompileError("linear with a weight computed at run time is not supported; "
                                "the weight must be a parameter or constant")
         out_features, in_features = weight.shape
-        parts = ["f32_gemm"]
+        parts = ["f32_linear"]
         ctx.address(x)
-        ctx.constant(np.ascontiguousarray(weight.data.T, dtype=np.float32))
+        ctx.constant(pack_linear_weight(np.asarray(weight.data, dtype=np.float32)))
         for name in ("bias", "residual"):
             if name in named:
                 ctx.address(named[name])

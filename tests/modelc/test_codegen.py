@@ -22,7 +22,8 @@ def test_imports_are_memory_wasi_and_only_the_kernels_used(wasm):
     assert isinstance(imports.pop(("env", "memory")), MemoryType)
     assert imports.pop(("wasi_snapshot_preview1", "fd_write")) == FuncType(("i32",) * 4,
                                                                            ("i32",))
-    assert set(imports) == {(abi.MODULE, "f32_gemm_bias_relu"), (abi.MODULE, "f32_gemm_bias")}
+    assert set(imports) == {(abi.MODULE, "f32_linear_bias_relu"),
+                            (abi.MODULE, "f32_linear_bias")}
     for (_, name), ty in imports.items():
         assert ty == FuncType(abi.BY_NAME[name].param_types, ())
     assert {e.name for e in info.exports} == {"run", "memory"}
