@@ -30,7 +30,9 @@ def resnet18(lib: ModuleType, num_classes: int = 1000) -> Any:
     """ResNet-18: conv7x7/2, bn, relu, maxpool, four stages of two BasicBlocks
     (64, 128, 256, 512 channels), global average pool, fc."""
 
-    class BasicBlock(lib.Module):
+    base: Any = lib.Module  # nn.Module or torch.nn.Module
+
+    class BasicBlock(base):
         def __init__(self, inplanes: int, planes: int, stride: int) -> None:
             super().__init__()
             self.conv1 = lib.Conv2d(inplanes, planes, 3, stride, 1, bias=False)
@@ -48,7 +50,7 @@ def resnet18(lib: ModuleType, num_classes: int = 1000) -> Any:
             out = self.relu(self.bn1(self.conv1(x)))
             return self.relu(self.bn2(self.conv2(out)) + identity)
 
-    class ResNet(lib.Module):
+    class ResNet(base):
         def __init__(self) -> None:
             super().__init__()
             self.conv1 = lib.Conv2d(3, 64, 7, 2, 3, bias=False)
@@ -82,7 +84,9 @@ def mobilenet_v2(lib: ModuleType, num_classes: int = 1000) -> Any:
             lib.Conv2d(inp, oup, kernel, stride, (kernel - 1) // 2, groups=groups, bias=False),
             lib.BatchNorm2d(oup), lib.ReLU6())
 
-    class InvertedResidual(lib.Module):
+    base: Any = lib.Module
+
+    class InvertedResidual(base):
         def __init__(self, inp: int, oup: int, stride: int, expand: int) -> None:
             super().__init__()
             hidden = inp * expand
@@ -95,7 +99,7 @@ def mobilenet_v2(lib: ModuleType, num_classes: int = 1000) -> Any:
         def forward(self, x: Any) -> Any:
             return x + self.conv(x) if self.use_res_connect else self.conv(x)
 
-    class MobileNetV2(lib.Module):
+    class MobileNetV2(base):
         def __init__(self) -> None:
             super().__init__()
             features, inp = [conv_bn(3, 32, 3, 2)], 32
@@ -126,11 +130,12 @@ def randomize_batchnorm(model: Any, seed: int = 0) -> None:
     with torch.no_grad():
         for module in model.modules():
             if isinstance(module, torch.nn.BatchNorm2d):
-                n = module.num_features
-                module.running_mean.copy_(0.1 * torch.randn(n, generator=generator))
-                module.running_var.copy_(0.5 + torch.rand(n, generator=generator))
-                module.weight.copy_(0.5 + torch.rand(n, generator=generator))
-                module.bias.copy_(0.1 * torch.randn(n, generator=generator))
+                bn: Any = module  # its running stats are typed Optional
+                n = bn.num_features
+                bn.running_mean.copy_(0.1 * torch.randn(n, generator=generator))
+                bn.running_var.copy_(0.5 + torch.rand(n, generator=generator))
+                bn.weight.copy_(0.5 + torch.rand(n, generator=generator))
+                bn.bias.copy_(0.1 * torch.randn(n, generator=generator))
 
 
 def transfer(torch_model: Any, ours: Any) -> Any:

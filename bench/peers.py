@@ -175,7 +175,8 @@ def prepare(name: str, workdir: Path) -> dict[str, Any]:
     spec = MODELS[name]
     workdir.mkdir(parents=True, exist_ok=True)
     inputs = spec.inputs()
-    np.savez(workdir / "inputs.npz", **inputs)
+    arrays: dict[str, Any] = inputs  # numpy's stubs read ndarray-typed keywords as its flags
+    np.savez(workdir / "inputs.npz", **arrays)
     for key, value in inputs.items():
         value.tofile(workdir / f"{key}.bin")
     reference = torch_model(spec.kind)

@@ -102,7 +102,9 @@ class SentenceEncoder(nn.Module):
     @classmethod
     def from_pretrained(cls, checkpoint: str | os.PathLike[str]) -> SentenceEncoder:
         """The encoder around ``BertModel.from_pretrained(checkpoint)``, in eval mode."""
-        return cls(BertModel.from_pretrained(checkpoint)).eval()
+        encoder = cls(BertModel.from_pretrained(checkpoint))
+        encoder.eval()
+        return encoder
 
     def forward(self, input_ids: Any, attention_mask: Any, token_type_ids: Any = None) -> Any:
         # NOTE: pass token_type_ids for a symbolic batch: BERT's default (zeros) needs a

@@ -21,8 +21,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples" / "minil
 from sentence_encoder import SentenceEncoder, find_minilm, load_tokenizer, tokenize
 
 pytest.importorskip("tokenizers")
-torch = pytest.importorskip("torch")
-transformers = pytest.importorskip("transformers")
+torch: Any = pytest.importorskip("torch")
+transformers: Any = pytest.importorskip("transformers")
 
 PAIRS = [("A man is eating food.", "A man is eating a piece of bread."),
          ("A man is playing a guitar.", "A woman is slicing an onion."),
