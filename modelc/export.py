@@ -3,16 +3,16 @@
 from __future__ import annotations
 
 import os
-from pathlib import Path
 from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
 from typing import Any
 
 import nn
 
 from .codegen import generate
-from .standalone import generate_standalone
 from .graph import Graph
 from .passes import optimize
+from .standalone import generate_standalone
 from .trace import DynamicSpec, trace
 
 
@@ -36,14 +36,16 @@ def sidecar_path(path: str | os.PathLike[str]) -> Path:
     return Path(path).with_suffix(".weights")
 
 
-def export(model: nn.Module | Graph, example_inputs: Any = None,
+def export(model: nn.Module | Graph | str | os.PathLike[str], example_inputs: Any = None,
            path: str | os.PathLike[str] | None = None, *, dynamic: DynamicSpec | None = None,
            standalone: bool = False, isa: str = "simd128", sidecar: bool = False) -> bytes:
     """Compile ``model`` to a WebAssembly model module and return its bytes.
 
     Args:
-        model: an ``nn.Module`` (traced on ``example_inputs``) or an already built ``Graph``.
-        example_inputs: ``{name: ndarray}`` or a tuple of arrays (``input0``, ``input1``, ...).
+        model: an ``nn.Module`` (traced on ``example_inputs``), an already built ``Graph``,
+            or the path of an ``.onnx`` file (imported with ``modelc.from_onnx``).
+        example_inputs: ``{name: ndarray}`` or a tuple of arrays (``input0``, ``input1``, ...);
+            for ONNX, optional ``{input: shape}`` fixing those inputs' dims.
         path: also write the bytes to this file.
         dynamic: ``{input: {axis: (dim_name, min, max)}}`` for symbolic dimensions.
         standalone: link the kernels in and import only WASI: ``_start`` reads ``.npy``
@@ -62,7 +64,14 @@ def export(model: nn.Module | Graph, example_inputs: Any = None,
     if sidecar and (path is None or standalone):
         raise ValueError("sidecar=True needs a path to write next to, and a non-standalone "
                          "module (a standalone module carries its weights)")
-    graph = model if isinstance(model, Graph) else trace(model, example_inputs, dynamic)
+    if isinstance(model, (str, os.PathLike)) and str(model).endswith(".onnx"):
+        from .onnx import from_onnx
+
+        graph = from_onnx(model, example_inputs, dynamic)
+    elif isinstance(model, Graph):
+        graph = model
+    else:
+        graph = trace(model, example_inputs, dynamic)
     if sidecar:
         assert path is not None
         weights_file = sidecar_path(path)

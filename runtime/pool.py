@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import ctypes
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 import wasmtime
@@ -36,12 +37,14 @@ Compiled = tuple[wasmtime.Module, ModuleInfo]
 @dataclass(frozen=True)
 class Blueprint:
     """What every instance of one model shares: its metadata, its compiled module, the
-    compiled kernel module (``None`` for the numpy host provider) and its memory size."""
+    compiled kernel module (``None`` for the numpy host provider), its memory size, and its
+    sidecar weight bytes when the module does not carry them."""
 
     metadata: md.ModelMetadata
     model: Compiled
     kernels: Compiled | None
     pages: int
+    sidecar_weights: bytes | None = None
 
 
 class ModelInstance:
@@ -67,6 +70,9 @@ class ModelInstance:
         registry.register(wasm_kernels.abi.MODULE, self._kernels(blueprint.kernels, registry))
         instance = compartment.instantiate(*blueprint.model, registry)
         self._entry = instance.exports(store)[blueprint.metadata.entry]
+        sidecar = blueprint.metadata.sidecar
+        if sidecar is not None and blueprint.sidecar_weights is not None:
+            self.memory.write(store, blueprint.sidecar_weights, sidecar.offset)
 
     def _kernels(self, compiled: Compiled | None, registry: RegistryResolver) -> Any:
         store = self.compartment.store

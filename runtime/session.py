@@ -5,8 +5,9 @@ from __future__ import annotations
 import functools
 import os
 import warnings
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 import numpy as np
 
@@ -18,6 +19,7 @@ from . import metadata as md
 from .compartment import Compartment, Limits, parse_size
 from .errors import LimitExceeded, ModelFormatError, Trap
 from .pool import PAGE, Blueprint, Compiled, InstancePool, ModelInstance
+from .sidecar import read_sidecar
 
 KERNEL_CHOICES = ("auto", "host") + wasm_kernels.ISAS
 Inputs = Mapping[str, Any] | np.ndarray
@@ -211,7 +213,9 @@ class Session:
     ``instances``. Use ``close()`` or ``with`` to release them."""
 
     def __init__(self, wasm: bytes, limits: Limits, kernels: str = "auto", *,
-                 instances: int | None = None):
+                 instances: int | None = None,
+                 model_path: str | os.PathLike[str] | None = None,
+                 weights: str | os.PathLike[str] | bytes | None = None):
         """Compile ``wasm``, check its metadata and create the first instance, so that a bad
         model fails here rather than on the first ``run``. Raises as ``load`` does."""
         if kernels not in KERNEL_CHOICES:
@@ -231,7 +235,9 @@ class Session:
         if kernels != "host":
             kernel_module = compartment.compile(
                 _kernel_wasm("relaxed" if kernels == "auto" else kernels))
-        blueprint = Blueprint(self.metadata, model, kernel_module, pages)
+        sidecar = (read_sidecar(self.metadata.sidecar, model_path, weights)
+                   if self.metadata.sidecar is not None else None)
+        blueprint = Blueprint(self.metadata, model, kernel_module, pages, sidecar)
         self._pool = InstancePool(lambda: ModelInstance(blueprint, Compartment(limits)), size,
                                   ModelInstance(blueprint, compartment))
 
@@ -281,7 +287,8 @@ class Session:
 
 def load(model: str | os.PathLike[str] | bytes, *, max_memory: int | str = Limits.max_memory,
          timeout: float | None = None, fuel: int | None = None, kernels: str = "auto",
-         instances: int | None = None) -> Session:
+         instances: int | None = None,
+         weights: str | os.PathLike[str] | bytes | None = None) -> Session:
     """Load a ``.wasm`` model into a new sandboxed session.
 
     Args:
@@ -292,6 +299,8 @@ def load(model: str | os.PathLike[str] | bytes, *, max_memory: int | str = Limit
         kernels: ``"auto"`` (relaxed SIMD), ``"simd128"``, ``"scalar"``, or ``"host"`` (numpy).
         instances: how many instances concurrent ``run`` calls may use (default: the number
             of CPUs); each is created on first need and has its own memory.
+        weights: for a model exported with ``sidecar=True``: its weights file (or bytes);
+            by default the file the metadata names, next to ``model``.
 
     Raises:
         FileNotFoundError: the path does not exist.
@@ -301,4 +310,6 @@ def load(model: str | os.PathLike[str] | bytes, *, max_memory: int | str = Limit
         ValueError: a limit or ``instances`` is not positive, or ``kernels`` is unknown.
     """
     limits = Limits(max_memory=parse_size(max_memory), timeout=timeout, fuel=fuel)
-    return Session(_read_model(model), limits, kernels, instances=instances)
+    model_path = model if isinstance(model, (str, os.PathLike)) else None
+    return Session(_read_model(model), limits, kernels, instances=instances,
+                   model_path=model_path, weights=weights)
