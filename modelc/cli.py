@@ -45,6 +45,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="link the kernels in and import only WASI: the module reads .npy "
                              "inputs on stdin and writes .npy outputs on stdout under any WASI "
                              "engine (wasmtime, Node, wasmnn wasi run)")
+    parser.add_argument("--sidecar", action="store_true",
+                        help="write the weights to OUT.weights beside the module instead of "
+                             "embedding them (for large models); wasmnn run finds the file")
     parser.add_argument("--isa", choices=("simd128", "relaxed", "scalar"), default="simd128",
                         help="kernel variant for --standalone (default: %(default)s, which "
                              "every SIMD engine runs; relaxed needs relaxed-SIMD support)")
@@ -156,7 +159,8 @@ def export_command(args: argparse.Namespace) -> int:
         else:
             (model, inputs), dynamic = _python_model(args), _dynamic(args.dynamic) or None
         wasm = export(model, inputs, args.output, dynamic=dynamic,
-                      standalone=args.standalone, isa=args.isa)
+                      standalone=args.standalone, isa=args.isa,
+                      sidecar=args.sidecar)
     except UnsupportedOpError as err:
         raise NotImplementedError(str(err)) from err
     print(f"wrote {args.output} ({len(wasm)} bytes)")
