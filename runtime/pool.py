@@ -31,6 +31,7 @@ from .errors import Trap
 from .linker import RegistryResolver, Resolved, instance_exports
 
 PAGE = 65536
+_WASI = preview1()  # NOTE: declarations are immutable; instances are made per compartment.
 Compiled = tuple[wasmtime.Module, ModuleInfo]
 
 
@@ -65,8 +66,9 @@ class ModelInstance:
         registry = RegistryResolver()
         registry.register("env", {"memory": Resolved(
             self.memory, MemoryType(WasmLimits(blueprint.pages)))})
-        registry.register(WASI_MODULE, preview1().instantiate(
-            store, WasiState(WasiConfig(stderr=self._stderr))))
+        wasi_imports = [i.name for i in blueprint.model[1].imports if i.module == WASI_MODULE]
+        registry.register(WASI_MODULE, _WASI.instantiate(
+            store, WasiState(WasiConfig(stderr=self._stderr)), only=wasi_imports))
         registry.register(wasm_kernels.abi.MODULE, self._kernels(blueprint.kernels, registry))
         instance = compartment.instantiate(*blueprint.model, registry)
         self._entry = instance.exports(store)[blueprint.metadata.entry]

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import inspect
 import typing
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -217,10 +217,16 @@ class IntrinsicModule:
         return out
 
     def instantiate(self, store: wasmtime.Store, state: Any = None,
-                    memory: wasmtime.Memory | None = None) -> IntrinsicInstance:
-        """Create the externs in ``store``; host functions see ``state`` and ``memory``."""
+                    memory: wasmtime.Memory | None = None,
+                    only: Iterable[str] | None = None) -> IntrinsicInstance:
+        """Create the externs in ``store``; host functions see ``state`` and ``memory``.
+        ``only`` restricts the instance to those names (e.g. what one module imports), which
+        saves creating the rest; unknown names are simply absent, for the linker to report."""
+        wanted = None if only is None else set(only)
         externs: dict[str, Any] = {}
         for decl in self._declarations.values():
+            if wanted is not None and decl.name not in wanted:
+                continue
             if isinstance(decl.type, FuncType):
                 externs[decl.name] = wasmtime.Func(store, to_wasmtime(decl.type),
                                                    _thunk(decl.value, state, memory),
