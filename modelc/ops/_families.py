@@ -53,6 +53,13 @@ class Binary(OpDef):
         if node.output.dtype != FLOAT or any(v.dtype != FLOAT for v in node.inputs):
             raise CompileError(f"{self.name}: only float32 lowers to wasm, got "
                                f"{[v.dtype for v in node.inputs]}")
+        strides = self.push_operands(node, ctx)
+        ctx.address(node.output)
+        emit_strided(ctx, self.kernel, node.output.shape, strides)
+
+    def push_operands(self, node: "Node", ctx: "LowerContext") -> list:
+        """Push each operand's address (a scalar attr becomes one placed float) and return
+        its strides against the output's rank, for ``emit_strided``."""
         rank = len(node.output.shape)
         named = dict(zip(node.input_names, node.inputs))
         strides = []
@@ -63,8 +70,7 @@ class Binary(OpDef):
             else:
                 ctx.scalar(node.attrs[operand])
                 strides.append([None] * rank)
-        ctx.address(node.output)
-        emit_strided(ctx, self.kernel, node.output.shape, strides)
+        return strides
 
     def infer(self, shapes: list["Shape"], dtypes: list[str], attrs: dict[str, Any]) -> Result:
         if len(set(dtypes)) > 1 and self.result_dtype is None:

@@ -33,17 +33,10 @@ class Where(Binary):
         values = [named[n].dtype for n in self.operands if n in named] + [node.output.dtype]
         if any(d != "float32" for d in values):
             raise CompileError(f"where: only float32 values lower to wasm, got {values}")
-        rank = len(node.output.shape)
         condition = named["condition"]
         ctx.address(condition)
-        strides = [operand_strides(condition.shape, rank)]
-        for operand in self.operands:
-            if operand in named:
-                ctx.address(named[operand])
-                strides.append(operand_strides(named[operand].shape, rank))
-            else:
-                ctx.scalar(node.attrs[operand])
-                strides.append([None] * rank)
+        strides = [operand_strides(condition.shape, len(node.output.shape))]
+        strides += self.push_operands(node, ctx)
         ctx.address(node.output)
         emit_strided(ctx, "f32_where", node.output.shape, strides)
 
