@@ -14,7 +14,7 @@ from nn import functional as F
 
 from .errors import CompileError
 from .graph import Graph, Node
-from .trace import LIST_MARK
+from .trace import LIST_MARK, SymbolicDim
 
 
 def _reference(op: str) -> Any:
@@ -36,7 +36,10 @@ def bind_dims(graph: Graph, inputs: Mapping[str, np.ndarray]) -> dict[str, int]:
 
 
 def _resolve(value: Any, dims: dict[str, int]) -> Any:
-    """Attr values with symbolic dim names (inside tuples and lists) replaced by sizes."""
+    """Attr values with symbolic dim names (alone, or inside tuples and lists) replaced by
+    sizes."""
+    if isinstance(value, SymbolicDim):
+        return dims[value]
     if isinstance(value, (tuple, list)):
         return type(value)(dims.get(v, v) if isinstance(v, str) else _resolve(v, dims)
                            for v in value)

@@ -38,6 +38,25 @@ def user_frame() -> str | None:
     return None
 
 
+class SymbolicDim(str):
+    """A symbolic dim as ``SymbolicTensor.shape`` hands it out: a ``str`` (its name) that
+    also routes a primitive called with it, e.g. ``slice(table, 0, 0, seq)`` on a constant
+    table, to the tracer, so the call is recorded rather than run."""
+
+    _tracer: "Tracer"
+
+    def __new__(cls, name: str, tracer: "Tracer") -> "SymbolicDim":
+        dim = super().__new__(cls, name)
+        dim._tracer = tracer
+        return dim
+
+    @classmethod
+    def __nn_function__(cls, name: str, signature: inspect.Signature,
+                        arguments: dict[str, Any]) -> Any:
+        tracer = next(a._tracer for a in _flatten(arguments.values()) if isinstance(a, cls))
+        return tracer.record(name, signature, arguments)
+
+
 class SymbolicTensor:
     """A traced tensor: a handle on a graph value with a (possibly symbolic) shape."""
 
@@ -47,7 +66,8 @@ class SymbolicTensor:
 
     @property
     def shape(self) -> Shape:
-        return self.value.shape
+        return tuple(SymbolicDim(d, self._tracer) if isinstance(d, str) else d
+                     for d in self.value.shape)
 
     @property
     def dtype(self) -> np.dtype:
@@ -60,7 +80,8 @@ class SymbolicTensor:
     @classmethod
     def __nn_function__(cls, name: str, signature: inspect.Signature,
                         arguments: dict[str, Any]) -> Any:
-        tracer = next(a._tracer for a in _flatten(arguments.values()) if isinstance(a, cls))
+        tracer = next(a._tracer for a in _flatten(arguments.values())
+                      if isinstance(a, (cls, SymbolicDim)))
         return tracer.record(name, signature, arguments)
 
     def _binary(self, op: str, other: Any, reflected: bool = False) -> Any:

@@ -84,15 +84,20 @@ class BertEmbeddings(Module):
         self.token_type_embeddings = Embedding(config.type_vocab_size, config.hidden_size)
         self.LayerNorm = LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
         self.dropout = Dropout(config.hidden_dropout_prob)
-        self.register_buffer("position_ids",
-                             np.arange(config.max_position_embeddings, dtype=np.int64)[None],
-                             persistent=False)
 
-    def forward(self, input_ids: Any, token_type_ids: Any) -> Any:
+    def forward(self, input_ids: Any, token_type_ids: Any | None = None) -> Any:
+        """Embeddings of (B, T) token ids; ``token_type_ids`` None means all type 0.
+
+        Position ``t`` uses row ``t`` of the position table (Hugging Face's default
+        ``position_ids = arange(T)``), taken as a slice so ``T`` may be symbolic.
+        """
         length = input_ids.shape[1]
-        positions = self.position_ids[:, :length]  # (1, T)
-        x = (self.word_embeddings(input_ids) + self.token_type_embeddings(token_type_ids)
-             + self.position_embeddings(positions))  # (B, T, H)
+        x = self.word_embeddings(input_ids)  # (B, T, H)
+        if token_type_ids is None:
+            x = x + self.token_type_embeddings.weight[0]
+        else:
+            x = x + self.token_type_embeddings(token_type_ids)
+        x = x + F.slice(self.position_embeddings.weight, 0, 0, length)  # (T, H)
         return self.dropout(self.LayerNorm(x))
 
 
@@ -240,13 +245,11 @@ class BertModel(Module):
     def forward(self, input_ids: Any, attention_mask: Any = None,
                 token_type_ids: Any = None) -> tuple[Any, Any]:
         batch, length = input_ids.shape
-        if attention_mask is None:
-            attention_mask = np.ones((batch, length), dtype=np.int64)
-        if token_type_ids is None:
-            token_type_ids = np.zeros((batch, length), dtype=np.int64)
         hidden = self.embeddings(input_ids, token_type_ids)  # (B, T, H)
-        keep = F.reshape(F.cast(attention_mask, hidden.dtype), (batch, 1, 1, length))
-        # NOTE: Hugging Face's additive mask: 0 to attend, the dtype's lowest value to skip.
-        mask = (1.0 - keep) * float(np.finfo(hidden.dtype).min)  # (B, 1, 1, T)
+        mask = None
+        if attention_mask is not None:
+            keep = F.reshape(F.cast(attention_mask, hidden.dtype), (batch, 1, 1, length))
+            # NOTE: Hugging Face's additive mask: 0 to attend, the dtype's lowest value to skip.
+            mask = (1.0 - keep) * float(np.finfo(hidden.dtype).min)  # (B, 1, 1, T)
         hidden = self.encoder(hidden, mask)
         return hidden, (self.pooler(hidden) if self.pooler is not None else None)

@@ -1,4 +1,5 @@
 import numpy as np
+import pytest
 
 import modelc
 import nn
@@ -43,3 +44,27 @@ def test_reshape_is_a_view_of_its_input_and_numbers_hold():
     ref = Heads()(x)
     np.testing.assert_array_equal(out["output0"], ref[0])
     np.testing.assert_array_equal(out["output1"], ref[1])
+
+
+class Positions(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.table = nn.Parameter(np.arange(40, dtype=np.float32).reshape(10, 4))
+
+    def forward(self, x):
+        seq = x.shape[1]
+        return x + F.slice(self.table, 0, 0, seq), F.slice(x, 1, 0, 1)
+
+
+def test_slices_up_to_and_within_a_symbolic_dim():
+    import runtime
+    example = (np.zeros((1, 3, 4), np.float32),)
+    wasm = modelc.export(Positions(), example,
+                         dynamic={"input0": {1: ("seq", 1, 10)}})
+    for seq in (1, 10):
+        x = np.random.default_rng(seq).standard_normal((1, seq, 4)).astype(np.float32)
+        out = runtime.load(wasm).run(x)
+        np.testing.assert_array_equal(out["output0"], Positions()(x)[0])
+        np.testing.assert_array_equal(out["output1"], x[:, :1])
+    with pytest.raises(modelc.CompileError, match="slice up to 'seq' \\(at most 11\\)"):
+        modelc.export(Positions(), example, dynamic={"input0": {1: ("seq", 1, 11)}})
