@@ -20,9 +20,9 @@ class Value:
     name: str
     shape: Shape
     dtype: str
-    producer: "Node | None" = None
+    producer: Node | None = None
     data: np.ndarray | None = None
-    users: list["Node"] = field(default_factory=list)
+    users: list[Node] = field(default_factory=list)
 
     @property
     def is_constant(self) -> bool:

@@ -6,7 +6,8 @@ epilogues run after it. Values are freed after their last use.
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 

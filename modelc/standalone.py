@@ -15,15 +15,14 @@ output stream reads the results back.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Iterator
 
 from wasm_kernels import abi
 from wasm_kernels.build import generate as generate_kernel
 from wasm_kernels.wasm import Code, FuncType, GlobalType, Limits, MemoryType, ModuleBuilder
 
-from .codegen import (FD_WRITE, PAGE, WASI, Layout, add_data_and_metadata, lower,
-                      run_function)
+from .codegen import FD_WRITE, PAGE, WASI, Layout, add_data_and_metadata, lower, run_function
 from .errors import CompileError
 from .graph import Graph, Value
 
@@ -41,14 +40,14 @@ class Asm:
     def __init__(self, params: tuple[str, ...] = ()):
         self.code = Code(params)
 
-    def __call__(self, op: str, *args: object) -> "Asm":
+    def __call__(self, op: str, *args: object) -> Asm:
         self.code.emit(op, *args)
         return self
 
     def local(self) -> int:
         return self.code.local("i32")
 
-    def const(self, value: int) -> "Asm":
+    def const(self, value: int) -> Asm:
         return self("i32.const", value)
 
     @contextmanager

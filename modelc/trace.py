@@ -11,7 +11,8 @@ from __future__ import annotations
 import inspect
 import os
 import traceback
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 
@@ -43,9 +44,9 @@ class SymbolicDim(str):
     also routes a primitive called with it, e.g. ``slice(table, 0, 0, seq)`` on a constant
     table, to the tracer, so the call is recorded rather than run."""
 
-    _tracer: "Tracer"
+    _tracer: Tracer
 
-    def __new__(cls, name: str, tracer: "Tracer") -> "SymbolicDim":
+    def __new__(cls, name: str, tracer: Tracer) -> SymbolicDim:
         dim = super().__new__(cls, name)
         dim._tracer = tracer
         return dim
@@ -60,7 +61,7 @@ class SymbolicDim(str):
 class SymbolicTensor:
     """A traced tensor: a handle on a graph value with a (possibly symbolic) shape."""
 
-    def __init__(self, tracer: "Tracer", value: Value):
+    def __init__(self, tracer: Tracer, value: Value):
         self._tracer = tracer
         self.value = value
 

@@ -1,7 +1,7 @@
 """The engine side: linker, compartments, sessions, compiled-code cache and the CLI."""
 
 from .compartment import Compartment, Limits, parse_size
-from .errors import (ExitTrap, LimitExceeded, LinkError, ModelFormatError, Trap, WasmnnError)
+from .errors import ExitTrap, LimitExceeded, LinkError, ModelFormatError, Trap, WasmnnError
 from .metadata import ModelMetadata, TensorInfo
 from .session import Session, load
 

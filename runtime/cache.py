@@ -23,9 +23,9 @@ import os
 import tempfile
 import threading
 import zlib
+from collections.abc import Callable
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
-from typing import Callable
 
 import wasmtime
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 import argparse
 import sys
 import traceback
+from collections.abc import Sequence
 from importlib.metadata import entry_points
-from typing import Sequence
 
 from .errors import ExitTrap, LimitExceeded, LinkError, ModelFormatError, Trap
 

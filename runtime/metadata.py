@@ -104,7 +104,7 @@ class ModelMetadata:
     arena_bytes: int
     weights_bytes: int
     memory_bytes: int
-    sidecar: "Sidecar | None" = None
+    sidecar: Sidecar | None = None
 
     def max_dims(self) -> dict[str, int]:
         return {d.name: d.max for d in self.dims}

@@ -36,7 +36,7 @@ def _read_model(model: str | os.PathLike[str] | bytes) -> bytes:
     raise TypeError(f"expected a path or bytes for the model, got {type(model).__name__}")
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _kernel_wasm(isa: str) -> bytes:
     """The kernel module for ``isa``, from the disk cache when this source already built it."""
     source = Path(wasm_kernels.__file__).parent
@@ -136,7 +136,7 @@ class Lease:
     ``with`` block): successive ``run`` calls use the same instance, which makes zero-copy
     outputs (``copy=False``) possible. Not for sharing between threads."""
 
-    def __init__(self, session: "Session"):
+    def __init__(self, session: Session):
         self._session = session
         self._pool = session._pool
         self._instance: ModelInstance | None = None
@@ -200,7 +200,7 @@ class Lease:
         """Give the instance back to the session's pool."""
         self._drop(healthy=True)
 
-    def __enter__(self) -> "Lease":
+    def __enter__(self) -> Lease:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -278,7 +278,7 @@ class Session:
         way finish; outputs already returned stay valid."""
         self._pool.close()
 
-    def __enter__(self) -> "Session":
+    def __enter__(self) -> Session:
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -14,8 +14,9 @@ import math
 import sys
 import tokenize
 import zipfile
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, BinaryIO, Mapping
+from typing import Any, BinaryIO
 
 import numpy as np
 

@@ -26,8 +26,8 @@ class OpDef:
     epilogues: frozenset[str] = frozenset()
     """Elementwise ops that may be fused into this op's output (see ``fuse_epilogues``)."""
 
-    def infer(self, shapes: list["Shape"], dtypes: list[str],
-              attrs: dict[str, Any]) -> list[tuple["Shape", str]]:
+    def infer(self, shapes: list[Shape], dtypes: list[str],
+              attrs: dict[str, Any]) -> list[tuple[Shape, str]]:
         """Output shapes and dtypes from input shapes, dtypes and attrs.
 
         Raises:
@@ -35,7 +35,7 @@ class OpDef:
         """
         raise NotImplementedError
 
-    def lower(self, node: "Node", ctx: "LowerContext") -> None:
+    def lower(self, node: Node, ctx: LowerContext) -> None:
         """Emit the kernel calls that compute ``node`` into ``ctx``.
 
         Raises:
@@ -51,7 +51,7 @@ def available() -> list[str]:
     return sorted(m.name for m in pkgutil.iter_modules(__path__) if not m.name.startswith("_"))
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def get(op: str) -> OpDef:
     """The ``OpDef`` of ``op``, from ``modelc/ops/<op>.py``.
 

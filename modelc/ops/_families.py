@@ -26,12 +26,12 @@ class Unary(OpDef):
     def kernel(self) -> str:
         return f"f32_{self.name}"
 
-    def infer(self, shapes: list["Shape"], dtypes: list[str], attrs: dict[str, Any]) -> Result:
+    def infer(self, shapes: list[Shape], dtypes: list[str], attrs: dict[str, Any]) -> Result:
         if dtypes[0] != FLOAT:
             raise CompileError(f"{self.name} expects float32, got {dtypes[0]}")
         return [(shapes[0], dtypes[0])]
 
-    def lower(self, node: "Node", ctx: "LowerContext") -> None:
+    def lower(self, node: Node, ctx: LowerContext) -> None:
         ctx.address(node.inputs[0])
         ctx.address(node.output)
         ctx.numel(node.inputs[0].shape)
@@ -47,7 +47,7 @@ class Binary(OpDef):
     kernel: str = ""
     operands: tuple[str, str] = ("input", "other")
 
-    def lower(self, node: "Node", ctx: "LowerContext") -> None:
+    def lower(self, node: Node, ctx: LowerContext) -> None:
         if not self.kernel:
             super().lower(node, ctx)
         if node.output.dtype != FLOAT or any(v.dtype != FLOAT for v in node.inputs):
@@ -57,7 +57,7 @@ class Binary(OpDef):
         ctx.address(node.output)
         emit_strided(ctx, self.kernel, node.output.shape, strides)
 
-    def push_operands(self, node: "Node", ctx: "LowerContext") -> list:
+    def push_operands(self, node: Node, ctx: LowerContext) -> list:
         """Push each operand's address (a scalar attr becomes one placed float) and return
         its strides against the output's rank, for ``emit_strided``."""
         rank = len(node.output.shape)
@@ -72,7 +72,7 @@ class Binary(OpDef):
                 strides.append([None] * rank)
         return strides
 
-    def infer(self, shapes: list["Shape"], dtypes: list[str], attrs: dict[str, Any]) -> Result:
+    def infer(self, shapes: list[Shape], dtypes: list[str], attrs: dict[str, Any]) -> Result:
         if len(set(dtypes)) > 1 and self.result_dtype is None:
             raise CompileError(f"{self.name}: operand dtypes differ: {dtypes}")
         return [(broadcast(*shapes), self.result_dtype or dtypes[0])]
@@ -88,13 +88,13 @@ class Reduce(OpDef):
 
     kernel_op: str = ""
 
-    def _axes(self, shape: "Shape", dims: Any) -> list[int]:
+    def _axes(self, shape: Shape, dims: Any) -> list[int]:
         if dims is None:
             return list(range(len(shape)))
         return sorted({axis(d, len(shape)) for d in ((dims,) if isinstance(dims, int)
                                                       else dims)})
 
-    def lower(self, node: "Node", ctx: "LowerContext") -> None:
+    def lower(self, node: Node, ctx: LowerContext) -> None:
         shape = node.inputs[0].shape
         axes = self._axes(shape, node.attrs.get("dim"))
         if axes != list(range(axes[0], axes[-1] + 1)):
@@ -106,7 +106,7 @@ class Reduce(OpDef):
         ctx.numel(shape[axes[-1] + 1:])
         ctx.call(f"f32_reduce_{self.kernel_op}")
 
-    def infer(self, shapes: list["Shape"], dtypes: list[str], attrs: dict[str, Any]) -> Result:
+    def infer(self, shapes: list[Shape], dtypes: list[str], attrs: dict[str, Any]) -> Result:
         shape = shapes[0]
         axes = set(self._axes(shape, attrs.get("dim")))
         keep = attrs.get("keepdim", False)
@@ -117,7 +117,7 @@ class Reduce(OpDef):
 class SameShape(OpDef):
     """Ops whose output has the input's shape and dtype (normalisations, softmax); float."""
 
-    def infer(self, shapes: list["Shape"], dtypes: list[str], attrs: dict[str, Any]) -> Result:
+    def infer(self, shapes: list[Shape], dtypes: list[str], attrs: dict[str, Any]) -> Result:
         if dtypes[0] != FLOAT:
             raise CompileError(f"{self.name} expects float32, got {dtypes[0]}")
         if "dim" in attrs and attrs["dim"] is not None:

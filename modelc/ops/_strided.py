@@ -8,7 +8,8 @@ that every operand reads the same way are merged first, so higher ranks often fi
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Sequence
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from ..errors import CompileError
 from ..graph import Dim, Value
@@ -59,7 +60,7 @@ def _merge(out: list[Factors], operands: list[list[Factors | None]]
     return [out[a] for a in axes], [[op[a] for a in axes] for op in operands]
 
 
-def emit_strided(ctx: "LowerContext", kernel: str, out_shape: Sequence[Dim],
+def emit_strided(ctx: LowerContext, kernel: str, out_shape: Sequence[Dim],
                  operands: list[list[Factors | None]]) -> None:
     """Push the dims and operand strides (addresses already pushed) and call ``kernel``.
 
@@ -79,7 +80,7 @@ def emit_strided(ctx: "LowerContext", kernel: str, out_shape: Sequence[Dim],
     ctx.call(kernel)
 
 
-def copy(ctx: "LowerContext", source: "Value", target: "Value",
+def copy(ctx: LowerContext, source: Value, target: Value,
          source_strides: list[Factors | None]) -> None:
     """Write ``target`` (dense) by reading ``source`` through ``source_strides`` (one per
     target axis): ``target = source * 1.0``, exact for every float including -0 and NaN."""

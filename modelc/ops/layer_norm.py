@@ -17,7 +17,7 @@ if TYPE_CHECKING:
 class LayerNorm(SameShape):
     name = "layer_norm"
 
-    def lower(self, node: "Node", ctx: "LowerContext") -> None:
+    def lower(self, node: Node, ctx: LowerContext) -> None:
         named = dict(zip(node.input_names, node.inputs))
         x, trailing = named["input"], len(tuple(node.attrs["normalized_shape"]))
         features = x.shape[len(x.shape) - trailing:]

@@ -29,8 +29,8 @@ class Linear(OpDef):
     name = "linear"
     epilogues = ACTIVATIONS | {"add"}
 
-    def infer(self, shapes: list["Shape"], dtypes: list[str],
-              attrs: dict[str, Any]) -> list[tuple["Shape", str]]:
+    def infer(self, shapes: list[Shape], dtypes: list[str],
+              attrs: dict[str, Any]) -> list[tuple[Shape, str]]:
         x, weight = shapes[0], shapes[1]
         if len(x) < 1 or len(weight) != 2:
             raise CompileError(f"linear expects input (..., in) and weight (out, in), "
@@ -45,7 +45,7 @@ class Linear(OpDef):
             raise CompileError(f"linear supports float32 only, got {dtypes}")
         return [(tuple(x[:-1]) + (weight[0],), "float32")]
 
-    def lower(self, node: "Node", ctx: "LowerContext") -> None:
+    def lower(self, node: Node, ctx: LowerContext) -> None:
         named = dict(zip(node.input_names, node.inputs))
         x, weight = named["input"], named["weight"]
         if not weight.is_constant:

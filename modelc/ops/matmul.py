@@ -35,7 +35,7 @@ class Matmul(OpDef):
             out = out[:-1]
         return [(out, dtypes[0])]
 
-    def lower(self, node: "Node", ctx: "LowerContext") -> None:
+    def lower(self, node: Node, ctx: LowerContext) -> None:
         a, b = node.inputs
         if len(a.shape) < 2 or len(b.shape) < 2:
             raise CompileError("matmul with a 1-D operand is not lowered; reshape it to 2-D")

@@ -25,7 +25,7 @@ class Permute(OpDef):
                                f"{len(shape)} axes")
         return [(tuple(shape[d] for d in dims), dtypes[0])]
 
-    def lower(self, node: "Node", ctx: "LowerContext") -> None:
+    def lower(self, node: Node, ctx: LowerContext) -> None:
         shape = node.inputs[0].shape
         strides = dense_strides(shape)
         order = [axis(d, len(shape)) for d in node.attrs["dims"]]

@@ -40,7 +40,7 @@ class Reshape(OpDef):
             raise CompileError(f"reshape {list(source)} -> {target}: element counts differ")
         return [(tuple(target), dtypes[0])]
 
-    def lower(self, node: "Node", ctx: "LowerContext") -> None:
+    def lower(self, node: Node, ctx: LowerContext) -> None:
         source = node.inputs[0]
         if source.is_constant:
             copy(ctx, source, node.output, dense_strides(node.output.shape))

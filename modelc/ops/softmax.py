@@ -16,7 +16,7 @@ if TYPE_CHECKING:
 class Softmax(SameShape):
     name = "softmax"
 
-    def lower(self, node: "Node", ctx: "LowerContext") -> None:
+    def lower(self, node: Node, ctx: LowerContext) -> None:
         shape = node.inputs[0].shape
         if axis(node.attrs["dim"], len(shape)) != len(shape) - 1:
             raise CompileError("softmax is lowered along the last axis only; permute first")

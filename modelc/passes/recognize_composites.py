@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import functools
 import math
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -28,7 +29,7 @@ COMPOSITES: dict[str, Callable[[Any], Any]] = {
 }
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def pattern(name: str) -> Graph:
     """The graph of composite ``name`` traced on one symbolic input ``x``."""
     graph = Graph(dims={"n": (1, 1)})

@@ -8,9 +8,23 @@ while ``wasm_kernels`` depends on nothing of ours.
 from .decode import Export, Import, ModuleInfo, WasmFormatError, read_module
 from .encode import Code, ModuleBuilder, instruction
 from .opcodes import OPCODES
-from .types import (ExternType, FuncType, GlobalType, Limits, MemoryType, TableType,
-                    is_subtype)
+from .types import ExternType, FuncType, GlobalType, Limits, MemoryType, TableType, is_subtype
 
-__all__ = ["Code", "Export", "ExternType", "FuncType", "GlobalType", "Import", "Limits",
-           "MemoryType", "ModuleBuilder", "ModuleInfo", "OPCODES", "TableType",
-           "WasmFormatError", "instruction", "is_subtype", "read_module"]
+__all__ = [
+                    "OPCODES",
+                    "Code",
+                    "Export",
+                    "ExternType",
+                    "FuncType",
+                    "GlobalType",
+                    "Import",
+                    "Limits",
+                    "MemoryType",
+                    "ModuleBuilder",
+                    "ModuleInfo",
+                    "TableType",
+                    "WasmFormatError",
+                    "instruction",
+                    "is_subtype",
+                    "read_module",
+]

@@ -5,8 +5,7 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass, field
 
-from .opcodes import (BLOCK, F32, F64, I32, I64, LANE, MEMARG, NONE, OPCODES, U32, V128,
-                      ZERO1, ZERO2)
+from .opcodes import BLOCK, F32, F64, I32, I64, LANE, MEMARG, NONE, OPCODES, U32, V128, ZERO1, ZERO2
 from .types import VALUE_TYPES, FuncType, GlobalType, Limits, MemoryType
 
 MAGIC_AND_VERSION = b"\0asm\x01\0\0\0"
@@ -106,7 +105,7 @@ class Code:
         self._locals.append(valtype)
         return len(self.params) + len(self._locals) - 1
 
-    def emit(self, op: str, *args: object) -> "Code":
+    def emit(self, op: str, *args: object) -> Code:
         self._body += instruction(op, *args)
         return self
 
