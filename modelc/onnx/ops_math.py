@@ -34,8 +34,12 @@ _VARIADIC: dict[str, Callable[[Any, Any], Any]] = {
     "Sum": F.add, "Max": F.maximum, "Min": F.minimum, "Mean": F.add,
 }
 
+def _l2(x: Any, dim: Any = None, keepdim: bool = False) -> Any:
+    return F.sqrt(F.sum(F.mul(x, x), dim=dim, keepdim=keepdim))
+
+
 _REDUCE: dict[str, Callable[..., Any]] = {
-    "ReduceMean": F.mean, "ReduceSum": F.sum, "ReduceMax": F.amax,
+    "ReduceMean": F.mean, "ReduceSum": F.sum, "ReduceMax": F.amax, "ReduceL2": _l2,
 }
 _AXES_AS_INPUT = {"ReduceSum": 13}
 """Opset from which a reduction takes ``axes`` as input 1 instead of an attribute (18 for
@@ -78,6 +82,16 @@ def _reduce(fn: Callable[..., Any]) -> OpFn:
         dim = tuple(n.axis(a) for a in axes) if axes else None
         return fn(n.input(0), dim=dim, keepdim=bool(n.attr("keepdims", 1)))
     return run
+
+
+def logical_and(n: OnnxNode) -> Any:
+    """And: numpy on known operands; otherwise ``cast(a) * cast(b) != 0`` in float32 (no
+    bool primitive; bool -> float32 casts and ``mul`` lower to wasm)."""
+    a, b = n.input(0), n.input(1)
+    if is_known(a, b):
+        return np.logical_and(a, b)
+    a, b = (F.cast(v, np.float32) for v in (a, b))
+    return F.ne(F.mul(*operands(a, b)), 0.0)
 
 
 def clip(n: OnnxNode) -> Any:
@@ -144,5 +158,5 @@ OPS: dict[str, OpFn] = {
     **{op: _binary(fn) for op, fn in _BINARY.items()},
     **{op: _variadic(fn) for op, fn in _VARIADIC.items()},
     **{op: _reduce(fn) for op, fn in _REDUCE.items()},
-    "Div": div, "Clip": clip, "Where": where, "Cast": cast, "MatMul": matmul, "Gemm": gemm,
+    "Div": div, "And": logical_and, "Clip": clip, "Where": where, "Cast": cast, "MatMul": matmul, "Gemm": gemm,
 }

@@ -143,6 +143,29 @@ def gather(n: OnnxNode) -> Any:
     return F.reshape(joined, (*shape[:axis], *indices.shape, *shape[axis + 1:]))
 
 
+def gather_elements(n: OnnxNode) -> Any:
+    """GatherElements: known from known; a run-time tensor at known indices is one
+    ``embedding`` of its flattened elements (a column table) at flat indices computed
+    here. Run-time indices are not supported (the flat index needs integer arithmetic)."""
+    data, indices = n.input(0), n.input(1)
+    axis = n.axis(n.attr("axis", 0), len(data.shape))
+    if not is_known(indices):
+        raise n.error("GatherElements at run-time indices is not supported")
+    if not all(isinstance(d, int) for d in data.shape):
+        raise n.error(f"GatherElements of symbolic shape {list(data.shape)} is not supported; "
+                      "fix its dims with input_shapes")
+    if len(indices.shape) != len(data.shape):
+        raise n.error(f"indices rank {len(indices.shape)} != data rank {len(data.shape)}")
+    indices = np.where(indices < 0, indices + data.shape[axis], indices).astype(np.int64)
+    if is_known(data):
+        return np.take_along_axis(data, indices, axis=axis)
+    coords = list(np.indices(indices.shape, dtype=np.int64))
+    coords[axis] = indices
+    flat = np.ravel_multi_index(tuple(coords), data.shape)
+    column = F.reshape(data, (int(np.prod(data.shape)), 1))
+    return F.reshape(F.embedding(flat, column), indices.shape)
+
+
 def shape(n: OnnxNode) -> np.ndarray:
     """Shape (folded): int64, or an object array naming the symbolic dims."""
     full = n.input(0).shape
@@ -252,6 +275,7 @@ OPS: dict[str, OpFn] = {
     "Transpose": lambda n: F.permute(n.input(0), tuple(
         n.attr("perm") or reversed(range(n.rank())))),
     "Concat": concat, "Split": split, "Slice": slice_, "Gather": gather,
+    "GatherElements": gather_elements,
     "Shape": shape, "Size": size, "Constant": constant, "ConstantOfShape": constant_of_shape,
     "Expand": expand, "Pad": pad, "Range": range_, "Tile": tile, "Not": logical_not,
     "Identity": _identity, "Dropout": _identity,

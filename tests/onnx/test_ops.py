@@ -34,6 +34,10 @@ def f32(value: float) -> np.ndarray:
     return np.array(value, np.float32)
 
 
+def bools(*shape: int) -> np.ndarray:
+    return _rng.random(shape) < 0.5
+
+
 # id: (op, operands (None = omitted), attrs, opset[, number of outputs])
 CASES: dict[str, tuple] = {
     "conv_1d": ("Conv", [Run(r(1, 2, 9)), r(4, 2, 3), r(4)], {"pads": [1, 2]}, 13),
@@ -95,9 +99,14 @@ CASES: dict[str, tuple] = {
     "reduce_sum_axes_input": ("ReduceSum", [Run(r(2, 3, 4)), i64(0, 2)], {"keepdims": 0}, 13),
     "reduce_mean_axes_attr": ("ReduceMean", [Run(r(2, 3, 4))], {"axes": [-1]}, 13),
     "reduce_mean_axes_input": ("ReduceMean", [Run(r(2, 3, 4)), i64(1)], {}, 18),
+    "reduce_l2_axes_attr": ("ReduceL2", [Run(r(2, 3, 4))], {"axes": [-1], "keepdims": 0}, 13),
+    "reduce_l2_axes_input": ("ReduceL2", [Run(r(2, 3, 4)), i64(0, 2)], {}, 18),
+    "reduce_l2_all": ("ReduceL2", [Run(r(2, 3, 4))], {"keepdims": 0}, 18),
     "reduce_max_all": ("ReduceMax", [Run(r(2, 3, 4))], {"keepdims": 0}, 13),
     "where_equal": ("Where", [Run(np.array([[True, False, True]])), Run(r(2, 3)), f32(-1.0)],
                     {}, 16),
+    "and_runtime": ("And", [Run(bools(2, 3)), Run(bools(3))], {}, 13),
+    "and_known_operand": ("And", [bools(2, 1), Run(bools(2, 3))], {}, 13),
     "equal_int": ("Equal", [Run(i64(1, 2, 3)), i64(2)], {}, 13),
     "gemm_trans_alpha_beta": ("Gemm", [Run(r(4, 3)), r(5, 4), r(5)],
                               {"transA": 1, "transB": 1, "alpha": 0.5, "beta": 2.0}, 13),
@@ -115,6 +124,10 @@ CASES: dict[str, tuple] = {
     "gather_scalar_index": ("Gather", [Run(r(3, 5)), np.array(-1, np.int64)], {"axis": 1}, 13),
     "gather_known_table": ("Gather", [r(4, 6, 3), Run(np.array([[1, 0], [2, 1]]))],
                            {"axis": 1}, 13),
+    "gather_elements_runtime_data": ("GatherElements", [Run(r(3, 4)), np.array(
+        [[0, -1], [3, 2], [1, 1]], np.int64)], {"axis": 1}, 13),
+    "gather_elements_axis0_smaller": ("GatherElements", [Run(r(3, 4, 2)), np.array(
+        [[[2], [0], [1], [-3]], [[1], [1], [0], [2]]], np.int64)], {}, 11),
     "squeeze_attr": ("Squeeze", [Run(r(2, 1, 3, 1))], {"axes": [1]}, 11),
     "squeeze_all": ("Squeeze", [Run(r(2, 1, 3, 1))], {}, 13),
     "unsqueeze_input": ("Unsqueeze", [Run(r(2, 3)), i64(0, -1)], {}, 13),
@@ -130,6 +143,13 @@ CASES: dict[str, tuple] = {
     "pad_constant_attrs": ("Pad", [Run(r(2, 3))], {"pads": [0, 1, 0, 2], "value": 1.5}, 9),
     "cast_to_int": ("Cast", [Run(r(2, 3) * 4)], {"to": onnx.TensorProto.INT64}, 13),
     "dropout_identity": ("Dropout", [Run(r(2, 3))], {}, 13),
+}
+
+# Every operand known: the importer folds the op in numpy, the graph output is a constant.
+FOLDED: dict[str, tuple] = {
+    "and_known": ("And", [bools(2, 3), bools(3)], {}, 13),
+    "gather_elements_known": ("GatherElements", [r(3, 4), np.array(
+        [[1, 0, 2, -1], [2, 2, 0, 0]], np.int64)], {"axis": 0}, 13),
 }
 
 
@@ -161,6 +181,21 @@ def single_node(op: str, operands: list[Any], attrs: dict[str, Any], opset: int,
 def test_op_matches_onnxruntime(case, check_against_ort):
     model, feeds = single_node(*CASES[case])
     check_against_ort(model, [feeds])
+
+
+@pytest.mark.parametrize("case", sorted(FOLDED))
+def test_folded_op_matches_onnxruntime(case):
+    """A folded op is exact (a selection or logic in numpy), so it equals onnxruntime."""
+    import modelc
+
+    ort = pytest.importorskip("onnxruntime")
+    model, _ = single_node(*FOLDED[case])
+    (got,) = modelc.from_onnx(model).outputs.values()
+    (want,) = ort.InferenceSession(model.SerializeToString(),
+                                   providers=["CPUExecutionProvider"]).run(None, {})
+    assert got.is_constant, "the op was not folded"
+    assert got.dtype == str(want.dtype)
+    np.testing.assert_array_equal(got.data, want)
 
 
 def test_op_table_covers_the_issue_op_list():
