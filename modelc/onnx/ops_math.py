@@ -34,6 +34,7 @@ _VARIADIC: dict[str, Callable[[Any, Any], Any]] = {
     "Sum": F.add, "Max": F.maximum, "Min": F.minimum, "Mean": F.add,
 }
 
+
 def _l2(x: Any, dim: Any = None, keepdim: bool = False) -> Any:
     return F.sqrt(F.sum(F.mul(x, x), dim=dim, keepdim=keepdim))
 
@@ -158,5 +159,6 @@ OPS: dict[str, OpFn] = {
     **{op: _binary(fn) for op, fn in _BINARY.items()},
     **{op: _variadic(fn) for op, fn in _VARIADIC.items()},
     **{op: _reduce(fn) for op, fn in _REDUCE.items()},
-    "Div": div, "And": logical_and, "Clip": clip, "Where": where, "Cast": cast, "MatMul": matmul, "Gemm": gemm,
+    "Div": div, "And": logical_and, "Clip": clip, "Where": where, "Cast": cast,
+    "MatMul": matmul, "Gemm": gemm,
 }
