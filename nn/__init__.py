@@ -1,87 +1,13 @@
 """A PyTorch-style Module API on numpy; its eager execution is the reference semantics.
 
 ``from nn import functional as F`` gives the op vocabulary; layers are exported here by
-their torch names.
+their torch names (the list is ``nn.layers.__all__``).
 """
 
-from . import functional, init, models, serialization
-from .layers import (
-                     GELU,
-                     AdaptiveAvgPool2d,
-                     AvgPool2d,
-                     BatchNorm1d,
-                     BatchNorm2d,
-                     Conv1d,
-                     Conv2d,
-                     ConvTranspose2d,
-                     Dropout,
-                     Embedding,
-                     Flatten,
-                     GroupNorm,
-                     Hardswish,
-                     Identity,
-                     InstanceNorm2d,
-                     LayerNorm,
-                     LeakyReLU,
-                     Linear,
-                     LogSoftmax,
-                     MaxPool2d,
-                     ModuleDict,
-                     ModuleList,
-                     MultiheadAttention,
-                     NonDynamicallyQuantizableLinear,
-                     ReLU,
-                     ReLU6,
-                     Sequential,
-                     Sigmoid,
-                     SiLU,
-                     Softmax,
-                     Tanh,
-                     TransformerEncoder,
-                     TransformerEncoderLayer,
-)
+from . import functional, init, layers, models, serialization
+from .layers import *  # every layer, by its torch name
 from .module import IncompatibleKeys, Module
 from .parameter import Parameter
 
-__all__ = [
-                     "GELU",
-                     "AdaptiveAvgPool2d",
-                     "AvgPool2d",
-                     "BatchNorm1d",
-                     "BatchNorm2d",
-                     "Conv1d",
-                     "Conv2d",
-                     "ConvTranspose2d",
-                     "Dropout",
-                     "Embedding",
-                     "Flatten",
-                     "GroupNorm",
-                     "Hardswish",
-                     "Identity",
-                     "IncompatibleKeys",
-                     "InstanceNorm2d",
-                     "LayerNorm",
-                     "LeakyReLU",
-                     "Linear",
-                     "LogSoftmax",
-                     "MaxPool2d",
-                     "Module",
-                     "ModuleDict",
-                     "ModuleList",
-                     "MultiheadAttention",
-                     "NonDynamicallyQuantizableLinear",
-                     "Parameter",
-                     "ReLU",
-                     "ReLU6",
-                     "Sequential",
-                     "SiLU",
-                     "Sigmoid",
-                     "Softmax",
-                     "Tanh",
-                     "TransformerEncoder",
-                     "TransformerEncoderLayer",
-                     "functional",
-                     "init",
-                     "models",
-                     "serialization",
-]
+__all__ = [*layers.__all__, "IncompatibleKeys", "Module", "Parameter",  # noqa: PLE0604
+           "functional", "init", "models", "serialization"]
