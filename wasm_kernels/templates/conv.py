@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from ..abi import KernelSpec
 from ..wasm import Code, FuncType
 from . import activations
-from .isa import ISAS, Isa
+from .isa import ISAS, Isa, KernelFrame
 from .loops import strided_loop
 
 MR, NR, WIDE = 4, 2, 4
@@ -50,13 +50,9 @@ _LOOP = ("image", "group", "oy", "oc", "ox", "ch", "t", "j", "i_lo", "i_hi", "sk
 
 
 @dataclass
-class _Frame:
+class _Frame(KernelFrame):
     """The generated function's code, ISA, arguments and named i32 locals."""
 
-    c: Code
-    isa: Isa
-    arg: dict[str, int]
-    epilogue: tuple[str, ...]
     v: dict[str, int]
     column_offset: list[int]
     """Locals holding ``k * sw * 4``: the byte offset of a tile's k-th column."""

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from ..abi import KernelSpec
 from ..wasm import Code, FuncType
 from . import activations
-from .isa import ISAS, Isa
+from .isa import ISAS, Isa, KernelFrame
 from .loops import strided_loop
 
 TILES: dict[str, tuple[int, int]] = {"relaxed": (4, 8), "simd128": (4, 8), "scalar": (4, 2)}
@@ -27,13 +27,9 @@ TILES: dict[str, tuple[int, int]] = {"relaxed": (4, 8), "simd128": (4, 8), "scal
 and one broadcast A register within the 16 XMM registers; larger tiles spill."""
 
 @dataclass
-class _Frame:
+class _Frame(KernelFrame):
     """Locals shared by the driver and the micro-kernels of one generated function."""
 
-    c: Code
-    isa: Isa
-    arg: dict[str, int]
-    epilogue: tuple[str, ...]
     i: int
     j: int
     lda: int

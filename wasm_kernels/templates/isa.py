@@ -82,3 +82,15 @@ ISAS: dict[str, Isa] = {
     "simd128": Isa("simd128", 4, fma=False),
     "scalar": Isa("scalar", 1, fma=False),
 }
+
+
+@dataclass
+class KernelFrame:
+    """What every generated kernel function carries: its code, ISA, the locals of its
+    arguments by parameter name, and its fused epilogue. Templates subclass it with the
+    locals their loops share."""
+
+    c: Code
+    isa: Isa
+    arg: dict[str, int]
+    epilogue: tuple[str, ...]

@@ -27,7 +27,7 @@ from ..abi import KernelSpec
 from ..pack import GROUP, PANEL
 from ..wasm import Code, FuncType
 from . import activations
-from .isa import ISAS, Isa
+from .isa import ISAS, Isa, KernelFrame
 from .loops import strided_loop
 
 MR = 2
@@ -39,13 +39,9 @@ BLOCK_BYTES = 1 << 17
 
 
 @dataclass
-class _Frame:
+class _Frame(KernelFrame):
     """Locals shared by the driver and the micro-kernels of one generated function."""
 
-    c: Code
-    isa: Isa
-    arg: dict[str, int]
-    epilogue: tuple[str, ...]
     i: int
     j: int
     jb: int
