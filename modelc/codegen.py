@@ -97,6 +97,13 @@ class LowerContext:
                 self.records.append(("local.get", self.dim_params[dim]))
                 self.records.append(("i32.mul",))
 
+    def advance(self, elements: Shape, itemsize: int = 4) -> None:
+        """Add ``product(elements) * itemsize`` bytes to the address on top of the stack."""
+        self.numel(elements)
+        self.push(itemsize)
+        self.records.append(("i32.mul",))
+        self.records.append(("i32.add",))
+
     def call(self, kernel: str) -> None:
         """Call kernel ``kernel`` of the ABI with the arguments pushed so far."""
         if kernel not in abi.BY_NAME:

@@ -25,13 +25,8 @@ def require_float(op: str, *values: Value) -> None:
 def address_at(ctx: LowerContext, value: Value, offset: Factors) -> None:
     """Push the address of element ``product(offset)`` of ``value`` (float32)."""
     ctx.address(value)
-    if any(f == 0 for f in offset):
-        return
-    ctx.numel(offset)
-    # NOTE: LowerContext has no "add an offset" call; these are the plain instructions.
-    ctx.push(2)
-    ctx.records.append(("i32.shl",))
-    ctx.records.append(("i32.add",))
+    if all(f != 0 for f in offset):
+        ctx.advance(offset)
 
 
 def axis_offset(shape: Sequence[Dim], axis: int, start: int) -> Factors:
