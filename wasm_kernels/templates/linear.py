@@ -7,7 +7,13 @@ through a shuffle per use). The micro-kernel is a tile of dot products: ``MR`` r
 against a panel of ``PANEL`` rows of W, whose registers for one step of k sit side by side
 behind one pointer; its ``MR * PANEL`` vector accumulators are reduced across lanes once
 per tile, the ``k % GROUP`` last steps run scalar, and the sums are reassembled into one
-register per row, so the epilogue runs in SIMD. Columns after the last panel are single
+register per row, so the epilogue runs in SIMD.
+
+Every variant multiplies and adds separately, the relaxed one included: cranelift lowers
+``f32x4.relaxed_madd`` to ``vfmadd213ps``, whose destination is a multiplicand, so each
+multiply-add of the tile costs a copy of a shared A or W register and a move of its
+accumulator per step (34 instructions per step against 28), and the fused tile measured
+~5% slower (bench/README.md). Columns after the last panel are single
 dot products with a scalar epilogue.
 
 The driver blocks W by rows so a block stays in L2 (``BLOCK_BYTES``): within a block, row
@@ -20,7 +26,7 @@ Rows of the family: ``f32_linear[_bias][_add][_<activation>]``.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 
 from ..abi import KernelSpec
@@ -136,11 +142,6 @@ def _tile(f: _Frame, rows: int, cols: int) -> None:
         """``accs[r][v] += A[r, kk] * W[v, kk]`` for A byte offsets ``start <= kk < limit``,
         ``group`` floats of each row per loop step (W's group in a panel).
 
-        NOTE: cranelift lowers ``f32x4.relaxed_madd`` to ``vfmadd213ps``, whose destination
-        is a multiplicand: each costs a copy of a shared A or W register, and each
-        accumulator a move per step (34 instructions per step against 28 for mul + add),
-        yet both measure the same here, the copies being renamed away.
-
         NOTE: the pointers are biased by ``limit`` and ``kk`` counts up to 0, so the loop
         test is the flags of one add, and each address is a fresh 32-bit add, which
         cranelift uses without the zero-extending move a loop-carried pointer needs.
@@ -173,14 +174,13 @@ def _tile(f: _Frame, rows: int, cols: int) -> None:
                 c.emit("local.set", w[v])
             for r in range(rows):
                 for v in range(cols):
-                    # W first: vfmadd213ps overwrites it, and it has MR uses, not PANEL.
                     c.emit("local.get", w[v]).emit("local.get", a[r])
                     step.madd_into(c, accs[r][v])
         c.emit("local.get", kk).emit("i32.const", 4 * group).emit("i32.add")
         c.emit("local.tee", kk).emit("br_if", 0)
         c.emit("end").emit("end")
 
-    k_loop(isa, acc, None, f.kvec, GROUP)
+    k_loop(replace(isa, fma=False), acc, None, f.kvec, GROUP)
     sums = acc
     if isa.vector:
         sums = [[c.local("f32") for _ in range(cols)] for _ in range(rows)]
