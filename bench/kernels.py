@@ -5,8 +5,12 @@
 Prints, per kernel (``f32_gemm``: B is (k, n); ``f32_linear``: W = B.T is (n, k), what
 ``nn.Linear`` holds, packed) and (M, K, N), the median GFLOPS of every variant and of numpy
 (OpenBLAS pinned to one thread, ``A @ B``) and each variant's ratio to numpy and to its
-scalar reference. The machine is shared and noisy: medians over ``--repeat`` calls, and no
-result is asserted.
+scalar reference. For ``f32_linear`` it also runs ``native/linear128.c``, the same
+algorithm compiled natively to 128-bit FMA code (when a C compiler is installed), and
+prints each variant's ratio to it: how much of its own design's 128-bit ceiling the wasm
+kernel keeps under wasmtime. The machine is shared and noisy: the contenders of a shape
+are timed in interleaved rounds, ratios are medians of per-round ratios, and no result is
+asserted.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ import argparse
 import statistics
 import time
 from collections.abc import Callable
+from functools import partial
 
 import numpy as np
 import wasmtime
@@ -66,36 +71,90 @@ class Variant:
         return addresses
 
 
+def native_linear() -> Callable[..., None] | None:
+    """``linear128(a, w, c, m, k, n)``: ``native/linear128.c`` compiled by the system's C
+    compiler with FMA, or None when there is none (the column is then left out)."""
+    import ctypes
+    import shutil
+    import subprocess
+    import tempfile
+
+    compiler = shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
+    if compiler is None:
+        return None
+    source = os.path.join(os.path.dirname(os.path.abspath(__file__)), "native", "linear128.c")
+    library = os.path.join(tempfile.mkdtemp(prefix="wasmnn-bench-"), "linear128.so")
+    built = subprocess.run([compiler, "-O2", "-mavx2", "-mfma", "-shared", "-fPIC", source,
+                            "-o", library], capture_output=True)
+    if built.returncode != 0:
+        return None
+    function = ctypes.CDLL(library).linear128
+    pointer = ctypes.POINTER(ctypes.c_float)
+
+    def run(a: np.ndarray, w: np.ndarray, c: np.ndarray, m: int, k: int, n: int) -> None:
+        function(a.ctypes.data_as(pointer), w.ctypes.data_as(pointer),
+                 c.ctypes.data_as(pointer), m, k, n)
+    return run
+
+
+def interleaved_seconds(runs: dict[str, Callable[[], object]], repeat: int
+                        ) -> dict[str, list[float]]:
+    """Each run timed once per round, ``repeat`` rounds, after one warm-up round: a burst
+    of load from other jobs then slows every contender of its round, not one of them."""
+    for run in runs.values():
+        run()
+    times: dict[str, list[float]] = {name: [] for name in runs}
+    for _ in range(repeat):
+        for name, run in runs.items():
+            start = time.perf_counter()
+            run()
+            times[name].append(time.perf_counter() - start)
+    return times
+
+
+def ratio(times: dict[str, list[float]], name: str, base: str) -> float:
+    """Median over rounds of ``base``'s time / ``name``'s time: ``name``'s speed ratio."""
+    return statistics.median(b / t for t, b in zip(times[name], times[base]))
+
+
 def bench_gemm(repeat: int) -> None:
     variants = {isa: Variant(isa, pages=400) for isa in wasm_kernels.ISAS}
-    head = "".join(f"{isa:>10}" for isa in variants)
-    ratios = "".join(f"{isa + '/np':>12}" for isa in variants if isa != "scalar")
-    simd = "".join(f"{isa + '/sc':>12}" for isa in variants if isa != "scalar")
-    print(f"gemm GFLOPS (median of {repeat}); {TARGETS}")
-    print(f"{'kernel':>11}{'M x K x N':>16}{head}{'numpy-1t':>10}{ratios}{simd}")
+    simd = [isa for isa in variants if isa != "scalar"]
+    native = native_linear()
+    peers = (["native128"] if native else []) + ["numpy"]
+    print(f"gemm GFLOPS (median of {repeat} interleaved rounds; ratios: median of per-round "
+          f"ratios); {TARGETS}")
+    print(f"{'kernel':>11}{'M x K x N':>16}" + "".join(f"{x:>10}" for x in [*variants, *peers])
+          + "".join(f"{isa + '/np':>12}" for isa in simd)
+          + "".join(f"{isa + '/sc':>12}" for isa in simd)
+          + "".join(f"{isa + '/n128':>14}" for isa in simd if native))
     for kernel in ("f32_gemm", "f32_linear"):
         for m, k, n in GEMM_SHAPES:
             rng = np.random.default_rng(0)
             a = rng.standard_normal((m, k), np.float32)
             b = rng.standard_normal((k, n), np.float32)
             right = pack_linear_weight(b.T) if kernel == "f32_linear" else b
-            flops = 2 * m * k * n
-            gflops = {}
+            runs: dict[str, Callable[[], object]] = {}
             for isa, variant in variants.items():
                 pa, pb, pc = variant.place([a, right, np.zeros((m, n), np.float32)])
-                gemm = variant.exports[kernel]
-                reps = max(1, repeat // 3) if isa == "scalar" else repeat
-                seconds = median_seconds(lambda: gemm(variant.store, pa, pb, pc, m, k, n),
-                                         reps)
-                gflops[isa] = flops / seconds / 1e9
-            gflops["numpy"] = flops / median_seconds(lambda: a @ b, repeat) / 1e9
-            row = "".join(f"{gflops[isa]:>10.1f}" for isa in variants)
-            to_numpy = "".join(f"{gflops[isa] / gflops['numpy']:>12.2f}" for isa in variants
-                               if isa != "scalar")
-            to_scalar = "".join(f"{gflops[isa] / gflops['scalar']:>12.1f}" for isa in variants
-                                if isa != "scalar")
-            print(f"{kernel:>11}{f'{m}x{k}x{n}':>16}{row}{gflops['numpy']:>10.1f}{to_numpy}"
-                  f"{to_scalar}")
+                runs[isa] = partial(variant.exports[kernel], variant.store, pa, pb, pc, m, k, n)
+            if native and kernel == "f32_linear":
+                runs["native128"] = partial(native, a, right, np.zeros((m, n), np.float32),
+                                            m, k, n)
+            runs["numpy"] = partial(np.matmul, a, b)
+            scalar = runs.pop("scalar")
+            times = interleaved_seconds(runs, repeat)
+            times.update(interleaved_seconds({"scalar": scalar}, max(1, repeat // 3)))
+            flops = 2 * m * k * n
+            row = "".join(f"{flops / statistics.median(times[x]) / 1e9:>10.1f}" if x in times
+                          else f"{'-':>10}" for x in [*variants, *peers])
+            row += "".join(f"{ratio(times, isa, 'numpy'):>12.2f}" for isa in simd)
+            row += "".join(f"{statistics.median(times['scalar']) / statistics.median(times[isa]):>12.1f}"
+                           for isa in simd)
+            if native:
+                row += "".join(f"{ratio(times, isa, 'native128'):>14.2f}" if "native128" in times
+                               else f"{'-':>14}" for isa in simd)
+            print(f"{kernel:>11}{f'{m}x{k}x{n}':>16}{row}")
 
 
 # name: (input (N, C, H, W), out channels, kernel, padding, groups)
