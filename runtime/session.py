@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import hashlib
 import os
 import warnings
 from collections.abc import Mapping
@@ -37,11 +38,20 @@ def _read_model(model: str | os.PathLike[str] | bytes) -> bytes:
 
 
 @functools.cache
-def _kernel_wasm(isa: str) -> bytes:
-    """The kernel module for ``isa``, from the disk cache when this source already built it."""
+def _kernel_wasm(isa: str, names: frozenset[str]) -> bytes:
+    """The kernel module for ``isa`` with the kernels ``names`` only, from the disk cache when
+    this source already built it."""
     source = Path(wasm_kernels.__file__).parent
-    return cache.generated_module(f"kernels-{isa}", cache.source_fingerprint(source),
-                                  lambda: wasm_kernels.build(isa))
+    subset = hashlib.sha256("\0".join(sorted(names)).encode()).hexdigest()[:16]
+    return cache.generated_module(f"kernels-{isa}-{subset}", cache.source_fingerprint(source),
+                                  lambda: wasm_kernels.build(isa, names))
+
+
+def _imported_kernels(info: ModuleInfo) -> frozenset[str]:
+    """The ABI kernels the model imports; names the ABI lacks are left for the linker to
+    report."""
+    return frozenset(i.name for i in info.imports
+                     if i.module == wasm_kernels.abi.MODULE and i.name in wasm_kernels.abi.BY_NAME)
 
 
 def _memory_pages(info_imports: Any, metadata: md.ModelMetadata, max_memory: int) -> int:
@@ -234,7 +244,8 @@ class Session:
         kernel_module: Compiled | None = None
         if kernels != "host":
             kernel_module = compartment.compile(
-                _kernel_wasm("relaxed" if kernels == "auto" else kernels))
+                _kernel_wasm("relaxed" if kernels == "auto" else kernels,
+                             _imported_kernels(model[1])))
         sidecar = (read_sidecar(self.metadata.sidecar, model_path, weights)
                    if self.metadata.sidecar is not None else None)
         blueprint = Blueprint(self.metadata, model, kernel_module, pages, sidecar)

@@ -21,15 +21,20 @@ def generate(spec: abi.KernelSpec, isa: str) -> tuple[FuncType, Code]:
 
 
 @functools.lru_cache(maxsize=None)
-def build(isa: str = "simd128") -> bytes:
-    """The kernel module for ``isa``: imports ``env.memory``, exports every ABI kernel.
+def build(isa: str = "simd128", names: frozenset[str] | None = None) -> bytes:
+    """The kernel module for ``isa``: imports ``env.memory`` and exports every ABI kernel, or
+    only those in ``names`` (what one model imports: fewer to generate and to compile).
 
     Raises:
-        ValueError: ``isa`` is not one of ``ISAS``.
+        ValueError: ``isa`` is not one of ``ISAS``, or a name is not an ABI kernel.
     """
+    if names is not None and not names <= abi.BY_NAME.keys():
+        unknown = sorted(names - abi.BY_NAME.keys())
+        raise ValueError(f"not kernels of {abi.MODULE}: {unknown}")
     builder = ModuleBuilder()
     builder.import_memory("env", "memory", MemoryType(Limits(1)))
     for spec in abi.KERNELS:
-        ty, code = generate(spec, isa)
-        builder.add_function(ty, code, export=spec.name)
+        if names is None or spec.name in names:
+            ty, code = generate(spec, isa)
+            builder.add_function(ty, code, export=spec.name)
     return builder.encode()

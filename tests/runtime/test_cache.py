@@ -7,6 +7,8 @@ import pytest
 
 import runtime
 from runtime import cache
+from wasm_kernels import abi
+from wasm_kernels.wasm import read_module
 
 
 @pytest.fixture
@@ -130,3 +132,12 @@ def test_an_unwritable_cache_directory_does_not_break_loading(monkeypatch, tmp_p
     monkeypatch.setattr(cache, "_memory", {})
     _cold()
     assert runtime.load(mlp_wasm).run(np.ones((1, 6), np.float32))["output0"].shape == (1, 3)
+
+
+def test_the_kernel_module_holds_only_what_the_model_imports(cache_dir, mlp_wasm):
+    _cold()
+    runtime.load(mlp_wasm)
+    imported = {i.name for i in read_module(mlp_wasm).imports
+                if i.module == abi.MODULE}
+    [kernels] = cache_dir.glob("kernels-*.wasm")
+    assert {e.name for e in read_module(kernels.read_bytes()).exports} == imported

@@ -36,3 +36,14 @@ def test_unknown_isa_is_named() -> None:
 
     with pytest.raises(ValueError, match="unknown kernel ISA 'avx'"):
         wasm_kernels.build("avx")
+
+
+def test_a_subset_module_exports_only_the_kernels_asked_for() -> None:
+    names = frozenset({"f32_linear", "f32_softmax"})
+    info = read_module(wasm_kernels.build("simd128", names))
+    assert {e.name: e.type for e in info.exports} == {n: EXPECTED[n] for n in names}
+
+
+def test_a_subset_with_an_unknown_kernel_is_named() -> None:
+    with pytest.raises(ValueError, match=r"not kernels of wasmnn_kernels_v1: \['f32_nope'\]"):
+        wasm_kernels.build("simd128", frozenset({"f32_linear", "f32_nope"}))
