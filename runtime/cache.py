@@ -66,7 +66,7 @@ def _sum_path(path: Path) -> Path:
     return path.with_name(path.name + ".sum")
 
 
-def _checksum(data: bytes | mmap.mmap) -> bytes:
+def _checksum(data: bytes | bytearray | mmap.mmap) -> bytes:
     return MAGIC + len(data).to_bytes(8, "little") + zlib.crc32(data).to_bytes(4, "little")
 
 
@@ -93,14 +93,14 @@ def _discard(path: Path) -> None:
             pass
 
 
-def _atomic_write(path: Path, data: bytes) -> None:
+def _atomic_write(path: Path, data: bytes | bytearray) -> None:
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
     with os.fdopen(fd, "wb") as out:
         out.write(data)
     os.replace(tmp, path)
 
 
-def _write_entry(path: Path, payload: bytes) -> None:
+def _write_entry(path: Path, payload: bytes | bytearray) -> None:
     """Write ``payload`` then its sum; a reader that comes between the two finds no valid sum
     and rebuilds, it never trusts unchecked bytes."""
     try:

@@ -122,7 +122,7 @@ class _Skipped(Exception):
 
 
 def _argument(value: dict[str, Any]) -> Any:
-    kind, text = value["type"], value.get("value")
+    kind, text = value["type"], value.get("value", "")
     if kind in _BITS:
         bits = int(text)
         return bits - (1 << _BITS[kind]) if bits >> (_BITS[kind] - 1) else bits
@@ -135,7 +135,7 @@ def _argument(value: dict[str, Any]) -> Any:
 
 
 def _matches(expected: dict[str, Any], got: Any) -> bool:
-    kind, text = expected["type"], expected.get("value")
+    kind, text = expected["type"], expected.get("value", "")
     if kind in _BITS:
         return isinstance(got, int) and got & ((1 << _BITS[kind]) - 1) == int(text)
     if kind in _FLOATS:
@@ -238,6 +238,8 @@ class WastRunner:
         results = self.compartment.call(found.extern, store, *args)
         # NOTE: count by the binary's signature: wasmtime-py returns None both for "no
         # results" and for one null reference.
+        if not isinstance(found.type, FuncType):
+            raise _Failed(f"{action['field']!r} is a {type(found.type).__name__}, not a function")
         count = len(found.type.results)
         return list(results) if count > 1 else [results] if count == 1 else []
 
@@ -272,7 +274,8 @@ class WastRunner:
         not even parse)."""
         data = (self.directory / command["filename"]).read_bytes()
         try:
-            wasm = wasmtime.wat2wasm(data.decode()) if command["module_type"] == "text" else data
+            wasm = (bytes(wasmtime.wat2wasm(data.decode())) if command["module_type"] == "text"
+                    else data)
             self.compartment.compile(wasm)
         except (ModelFormatError, wasmtime.WasmtimeError, UnicodeDecodeError):
             return

@@ -86,6 +86,6 @@ def poll_oneoff(ctx: HostContext, subscriptions: i32, events: i32, nsubscription
     elapsed = time.monotonic_ns() - start
     ready += [(userdata, Errno.SUCCESS, EventType.CLOCK, 0) for delay, userdata in clocks
               if delay <= elapsed or (not ready and delay == wait)]
-    for index, (userdata, error, kind, nbytes) in enumerate(ready):
-        pack(memory, events + _EVENT * index, "QHB5xQH6x", userdata, error, kind, nbytes, 0)
+    for index, (userdata, errno, kind, nbytes) in enumerate(ready):
+        pack(memory, events + _EVENT * index, "QHB5xQH6x", userdata, errno, kind, nbytes, 0)
     write_u32(memory, nevents, len(ready))
