@@ -1,4 +1,5 @@
-"""softmax: ``exp(x - max) / sum(exp(x - max))`` along ``dim`` (lowered for the last axis)."""
+"""softmax: ``exp(x - max) / sum(exp(x - max))`` along ``dim`` (lowered for the last axis;
+the ``softmax_last_axis`` pass moves any other there)."""
 
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ class Softmax(SameShape):
     def lower(self, node: Node, ctx: LowerContext) -> None:
         shape = node.inputs[0].shape
         if axis(node.attrs["dim"], len(shape)) != len(shape) - 1:
-            raise CompileError("softmax is lowered along the last axis only; permute first")
+            raise CompileError("softmax is lowered along the last axis only (the softmax_last_axis pass moves other axes there)")
         ctx.address(node.inputs[0])
         ctx.address(node.output)
         ctx.numel(shape[:-1])

@@ -13,6 +13,7 @@ from .fuse_epilogues import fuse_epilogues
 from .infer_shapes import infer_shapes
 from .plan_memory import plan_memory
 from .recognize_composites import recognize_composites
+from .softmax_last_axis import softmax_last_axis
 
 Pass = Callable[[Graph], Graph]
 
@@ -22,6 +23,7 @@ PIPELINE: tuple[Pass, ...] = (
     fold_batchnorm,        # inference batch norm merged into the conv/linear before it
     eliminate_dead_code,   # nodes that reach no output
     recognize_composites,  # gelu, silu, relu6 expansions back into one node each
+    softmax_last_axis,     # softmax along an inner axis: permuted to the last and back
     compose_permutes,      # permute chains into one permute; identities removed
     fuse_epilogues,        # relu & co. into the producing gemm
     plan_memory,           # one activation arena by liveness (must run last)
@@ -38,4 +40,4 @@ def optimize(graph: Graph, pipeline: tuple[Pass, ...] = PIPELINE) -> Graph:
 
 __all__ = ["PIPELINE", "compose_permutes", "eliminate_dead_code", "fold_batchnorm", "fold_constants",
            "fuse_epilogues", "infer_shapes", "optimize", "plan_memory",
-           "recognize_composites"]
+           "recognize_composites", "softmax_last_axis"]

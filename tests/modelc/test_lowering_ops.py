@@ -1,5 +1,6 @@
-"""Lowerings of embedding, cast, where, concat, split, slice, pad, group_norm, batch_norm
-and pooling: small models compiled to wasm against eager nn on every kernel provider."""
+"""Lowerings of embedding, cast, where, concat, split, slice, pad, group_norm, batch_norm,
+pooling and softmax along inner axes: small models compiled to wasm against eager nn on
+every kernel provider."""
 
 from __future__ import annotations
 
@@ -63,6 +64,8 @@ CASES: dict[str, tuple[Callable[..., object], tuple[np.ndarray, ...], dict]] = {
                  (_x(1, 2, 7, 8),), {}),
     "max_pool": (lambda x: F.max_pool2d(x, 3, 2, 1), (_x(2, 2, 9, 9),), {}),
     "adaptive_pool": (lambda x: F.adaptive_avg_pool2d(x, (2, 3)), (_x(1, 2, 4, 9),), {}),
+    "softmax_inner_axes": (lambda x: F.softmax(x, 1) + F.softmax(x, 0) * F.softmax(x, -1),
+                           (_x(3, 4, 5),), {"input0": {0: ("batch", 1, 3)}}),
 }
 
 
