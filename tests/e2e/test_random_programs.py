@@ -1,10 +1,12 @@
 """Differential tests: seeded random chains of ``nn.functional`` ops, compiled to wasm and
 run on a kernel provider, against the same model run eagerly (numpy).
 
-Each program starts from a (batch, S, D) input with a symbolic batch and applies 4-7 steps
-drawn from a menu of shape-changing and elementwise ops, so that lowering meets
-combinations the hand-written model tests do not: broadcasts against reshaped and permuted
-views, reductions feeding matmuls, slices of concatenations, epilogue fusion after any op.
+Each program starts from an input with a symbolic batch and applies 4-7 steps drawn from a
+menu, so that lowering meets combinations the hand-written model tests do not. Sequence
+programs ((batch, S, D)): broadcasts against reshaped and permuted views, reductions
+feeding matmuls, slices of concatenations, epilogue fusion after any op. Image programs
+((batch, C, H, W)): convolutions of random kernel, stride, padding, dilation and groups,
+batch norms to fold, pooling, padding and residual branches.
 """
 
 from __future__ import annotations
@@ -20,7 +22,6 @@ import nn
 import nn.functional as F
 import runtime
 
-Shape = tuple[int, int]  # (S, D): the static axes after the batch
 Step = Callable[[np.ndarray], np.ndarray]
 
 
@@ -28,102 +29,33 @@ def _constant(rng: np.random.Generator, shape: tuple[int, ...]) -> np.ndarray:
     return (rng.uniform(0.5, 1.5, shape) * rng.choice([-1, 1], shape)).astype(np.float32)
 
 
-class Program(nn.Module):
-    """The steps of one random program, with its weights as submodules and buffers."""
+class RandomProgram(nn.Module):
+    """4-7 steps drawn from ``options()``, with their weights as buffers and submodules.
+    Each step's output shape is measured by running it eagerly on zeros, so no shape rule
+    is written twice."""
 
-    def __init__(self, seed: int, shape: Shape):
+    def __init__(self, seed: int, shape: tuple[int, ...]):
         super().__init__()
         self.rng = np.random.default_rng(seed)
         self.steps: list[tuple[str, Step]] = []
-        self.shape = shape
+        self.shape = shape  # the static axes after the batch
         for _ in range(int(self.rng.integers(4, 8))):
-            self._add_step()
+            options = self.options()
+            name = str(self.rng.choice(sorted(options)))
+            step = options[name]()
+            self.shape = step(np.zeros((1, *self.shape), np.float32)).shape[1:]
+            self.steps.append((name, step))
 
-    def _buffer(self, value: np.ndarray) -> np.ndarray:
-        name = f"c{len(self._buffers)}"
-        self.register_buffer(name, value)
+    def options(self) -> dict[str, Callable[[], Step]]:
+        raise NotImplementedError
+
+    def buffer(self, value: np.ndarray) -> np.ndarray:
+        self.register_buffer(f"c{len(self._buffers)}", value)
         return value
 
-    def _linear(self, inputs: int, outputs: int) -> nn.Linear:
-        layer = nn.Linear(inputs, outputs)
-        for param in layer.parameters():
-            param[...] = self.rng.uniform(-1, 1, param.shape) / math.sqrt(inputs)
-        self.add_module(f"linear{len(self._modules)}", layer)
-        return layer
-
-    def _add_step(self) -> None:
-        s, d = self.shape
-        rng = self.rng
-        options: dict[str, Callable[[], tuple[Step, Shape]]] = {
-            "linear": lambda: self._linear_step(d, int(rng.choice([3, 5, 8, 16]))),
-            "unary": lambda: (getattr(F, str(rng.choice(
-                ["relu", "gelu", "sigmoid", "tanh", "silu", "neg", "abs"]))), (s, d)),
-            "scale_shift": lambda: self._scale_shift(s, d),
-            "residual": lambda: self._residual(d),
-            "softmax": lambda: (lambda x, dim=int(rng.choice([1, 2])): F.softmax(x, dim), (s, d)),
-            "layer_norm": lambda: self._layer_norm(d),
-            "transpose": lambda: (lambda x: F.transpose(x, 1, 2), (d, s)),
-            "reduce": lambda: self._reduce(s, d),
-            "concat": lambda: self._concat(s, d),
-            "slice": lambda: self._slice(s, d),
-            "gram": lambda: (lambda x: F.matmul(x, F.transpose(x, 1, 2)) * (1 / math.sqrt(d)),
-                             (s, s)),
-            "reshape": lambda: self._reshape(s, d),
-            "clamp": lambda: self._clamp(s, d),
-            "ratio": lambda: (lambda x: x / (F.abs(x) + 1.0), (s, d)),
-        }
-        name = str(rng.choice(sorted(options)))
-        step, self.shape = options[name]()
-        self.steps.append((name, step))
-
-    def _linear_step(self, d: int, out: int) -> tuple[Step, Shape]:
-        layer = self._linear(d, out)
-        return layer, (self.shape[0], out)
-
-    def _scale_shift(self, s: int, d: int) -> tuple[Step, Shape]:
-        scale_shape = [(d,), (1, s, 1), (s, d), (1, 1, 1)][int(self.rng.integers(4))]
-        scale = self._buffer(_constant(self.rng, scale_shape))
-        shift = self._buffer(_constant(self.rng, (d,)))
-        return (lambda x: x * scale + shift), (s, d)
-
-    def _residual(self, d: int) -> tuple[Step, Shape]:
-        layer = self._linear(d, d)
-        return (lambda x: x + F.tanh(layer(x))), self.shape
-
-    def _layer_norm(self, d: int) -> tuple[Step, Shape]:
-        weight = self._buffer(_constant(self.rng, (d,)))
-        bias = self._buffer(_constant(self.rng, (d,)))
-        return (lambda x: F.layer_norm(x, (d,), weight, bias)), self.shape
-
-    def _reduce(self, s: int, d: int) -> tuple[Step, Shape]:
-        dim = int(self.rng.choice([1, 2]))
-        reduce = getattr(F, str(self.rng.choice(["sum", "mean", "amax"])))
-        return (lambda x: reduce(x, dim, keepdim=True)), ((1, d) if dim == 1 else (s, 1))
-
-    def _concat(self, s: int, d: int) -> tuple[Step, Shape]:
-        dim = int(self.rng.choice([1, 2]))
-        return (lambda x: F.concat([x, F.tanh(x)], dim)), ((2 * s, d) if dim == 1
-                                                           else (s, 2 * d))
-
-    def _slice(self, s: int, d: int) -> tuple[Step, Shape]:
-        dim = 1 if s > 1 and (d == 1 or self.rng.integers(2)) else 2
-        size = s if dim == 1 else d
-        if size < 2:
-            return (lambda x: x), (s, d)
-        step = int(self.rng.choice([1, 2]))
-        kept = len(range(1, size, step))
-        return (lambda x: F.slice(x, dim, 1, size, step)), ((kept, d) if dim == 1
-                                                             else (s, kept))
-
-    def _reshape(self, s: int, d: int) -> tuple[Step, Shape]:
-        if d % 2:
-            return (lambda x: F.reshape(x, (-1, s * d, 1))), (s * d, 1)
-        return (lambda x: F.reshape(x, (-1, s * 2, d // 2))), (s * 2, d // 2)
-
-    def _clamp(self, s: int, d: int) -> tuple[Step, Shape]:
-        bound = self._buffer(_constant(self.rng, (1, 1, d)))
-        op = F.maximum if self.rng.integers(2) else F.minimum
-        return (lambda x: op(x, bound)), (s, d)
+    def weight(self, shape: tuple[int, ...], fan_in: int) -> np.ndarray:
+        return self.buffer((self.rng.uniform(-1, 1, shape) / math.sqrt(fan_in))
+                           .astype(np.float32))
 
     def forward(self, x: np.ndarray) -> np.ndarray:
         for _, step in self.steps:
@@ -134,24 +66,156 @@ class Program(nn.Module):
         return " -> ".join(name for name, _ in self.steps)
 
 
+class SequenceProgram(RandomProgram):
+    """Steps over (batch, S, D)."""
+
+    def options(self) -> dict[str, Callable[[], Step]]:
+        rng, (s, d) = self.rng, self.shape
+        return {
+            "linear": lambda: self._linear(d, int(rng.choice([3, 5, 8, 16]))),
+            "unary": lambda: getattr(F, str(rng.choice(
+                ["relu", "gelu", "sigmoid", "tanh", "silu", "neg", "abs"]))),
+            "scale_shift": self._scale_shift,
+            "residual": self._residual,
+            "softmax": lambda: (lambda x, dim=int(rng.choice([1, 2])): F.softmax(x, dim)),
+            "layer_norm": self._layer_norm,
+            "transpose": lambda: (lambda x: F.transpose(x, 1, 2)),
+            "reduce": self._reduce,
+            "concat": lambda: (lambda x, dim=int(rng.choice([1, 2])):
+                               F.concat([x, F.tanh(x)], dim)),
+            "slice": self._slice,
+            "gram": lambda: (lambda x: F.matmul(x, F.transpose(x, 1, 2)) * (1 / math.sqrt(d))),
+            "reshape": lambda: (lambda x: F.reshape(x, (-1, s * 2, d // 2)) if d % 2 == 0
+                                else F.reshape(x, (-1, s * d, 1))),
+            "clamp": self._clamp,
+            "ratio": lambda: (lambda x: x / (F.abs(x) + 1.0)),
+        }
+
+    def _linear(self, inputs: int, outputs: int) -> nn.Linear:
+        layer = nn.Linear(inputs, outputs)
+        for param in layer.parameters():
+            param[...] = self.rng.uniform(-1, 1, param.shape) / math.sqrt(inputs)
+        self.add_module(f"linear{len(self._modules)}", layer)
+        return layer
+
+    def _scale_shift(self) -> Step:
+        s, d = self.shape
+        scale_shape = [(d,), (1, s, 1), (s, d), (1, 1, 1)][int(self.rng.integers(4))]
+        scale = self.buffer(_constant(self.rng, scale_shape))
+        shift = self.buffer(_constant(self.rng, (d,)))
+        return lambda x: x * scale + shift
+
+    def _residual(self) -> Step:
+        layer = self._linear(self.shape[1], self.shape[1])
+        return lambda x: x + F.tanh(layer(x))
+
+    def _layer_norm(self) -> Step:
+        d = self.shape[1]
+        weight, bias = (self.buffer(_constant(self.rng, (d,))) for _ in range(2))
+        return lambda x: F.layer_norm(x, (d,), weight, bias)
+
+    def _reduce(self) -> Step:
+        dim = int(self.rng.choice([1, 2]))
+        reduce = getattr(F, str(self.rng.choice(["sum", "mean", "amax"])))
+        return lambda x: reduce(x, dim, keepdim=True)
+
+    def _slice(self) -> Step:
+        dim = int(self.rng.choice([1, 2]))
+        size, step = self.shape[dim - 1], int(self.rng.choice([1, 2]))
+        return (lambda x: x) if size < 2 else (lambda x: F.slice(x, dim, 1, size, step))
+
+    def _clamp(self) -> Step:
+        bound = self.buffer(_constant(self.rng, (1, 1, self.shape[1])))
+        op = F.maximum if self.rng.integers(2) else F.minimum
+        return lambda x: op(x, bound)
+
+
+class ImageProgram(RandomProgram):
+    """Steps over (batch, C, H, W)."""
+
+    def options(self) -> dict[str, Callable[[], Step]]:
+        return {
+            "conv": self._conv,
+            "batch_norm": self._batch_norm,
+            "activation": lambda: getattr(F, str(self.rng.choice(
+                ["relu", "relu6", "hardswish", "sigmoid", "silu", "tanh"]))),
+            "residual": self._residual,
+            "pool": self._pool,
+            "pad": self._pad,
+            "concat": lambda: (lambda x: F.concat([x, F.relu(x)], 1)),
+            "channel_affine": self._channel_affine,
+        }
+
+    def _conv(self) -> Step:
+        rng, (c, h, w) = self.rng, self.shape
+        out = int(rng.choice([2, 4, 6, 8]))
+        groups = int(rng.choice([g for g in (1, 2, c) if c % g == 0 and out % g == 0
+                                 and (g != c or out == c)]))
+        k, stride = int(rng.choice([1, 3, 5])), int(rng.choice([1, 2]))
+        dilation = int(rng.choice([1, 2])) if k > 1 else 1
+        padding = int(rng.integers(0, k // 2 + 1))
+        if min(h, w) + 2 * padding < dilation * (k - 1) + 1:
+            return lambda x: x
+        weight = self.weight((out, c // groups, k, k), c // groups * k * k)
+        bias = self.weight((out,), 1) if rng.integers(2) else None
+        return lambda x: F.conv2d(x, weight, bias, stride, padding, dilation, groups)
+
+    def _batch_norm(self) -> Step:
+        c = self.shape[0]
+        mean, gamma, beta = (self.weight((c,), 1) for _ in range(3))
+        var = self.weight((c,), 1) ** 2 + 0.5
+        return lambda x: F.batch_norm(x, mean, var, gamma, beta)
+
+    def _residual(self) -> Step:
+        c = self.shape[0]
+        weight = self.weight((c, c, 3, 3), 9 * c)
+        return lambda x: F.relu(x + F.conv2d(x, weight, None, 1, 1))
+
+    def _pool(self) -> Step:
+        rng, (_, h, w) = self.rng, self.shape
+        k, stride = int(rng.choice([2, 3])), int(rng.choice([1, 2]))
+        padding, ceil = int(rng.integers(0, k // 2 + 1)), bool(rng.integers(2))
+        if min(h, w) + 2 * padding < k:
+            return lambda x: x
+        if rng.integers(2):
+            return lambda x: F.max_pool2d(x, k, stride, padding, ceil_mode=ceil)
+        include = bool(rng.integers(2))
+        return lambda x: F.avg_pool2d(x, k, stride, padding, ceil_mode=ceil,
+                                      count_include_pad=include)
+
+    def _pad(self) -> Step:
+        amounts = tuple(int(a) for a in self.rng.integers(0, 3, 4))
+        value = float(self.rng.uniform(-1, 1))
+        return lambda x: F.pad(x, amounts, value=value)
+
+    def _channel_affine(self) -> Step:
+        c = self.shape[0]
+        scale, shift = self.weight((1, c, 1, 1), 1), self.weight((1, c, 1, 1), 1)
+        return lambda x: x * scale + shift
+
+
 SEEDS = range(40)
+KINDS = {"sequence": (SequenceProgram, (6, 8)), "image": (ImageProgram, (3, 11, 12))}
 
 
-@pytest.fixture(scope="module", params=SEEDS, ids=[f"seed{s}" for s in SEEDS])
+@pytest.fixture(scope="module", params=[(k, s) for k in KINDS for s in SEEDS],
+                ids=[f"{k}{s}" for k in KINDS for s in SEEDS])
 def program(request):
-    model = Program(request.param, (6, 8)).eval()
-    wasm = modelc.export(model, (np.zeros((2, 6, 8), np.float32),),
+    kind, seed = request.param
+    cls, shape = KINDS[kind]
+    model = cls(seed, shape).eval()
+    wasm = modelc.export(model, (np.zeros((2, *shape), np.float32),),
                          dynamic={"input0": {0: ("batch", 1, 4)}})
-    return model, wasm
+    return model, wasm, shape
 
 
 @pytest.mark.parametrize("kernels", ["relaxed", "simd128", "scalar", "host"])
 def test_random_program_matches_eager(program, kernels):
-    model, wasm = program
+    model, wasm, shape = program
     rng = np.random.default_rng(1)
     with runtime.load(wasm, kernels=kernels) as session:
         for batch in (1, 3):
-            x = rng.standard_normal((batch, 6, 8)).astype(np.float32)
+            x = rng.standard_normal((batch, *shape)).astype(np.float32)
             got, ref = session.run(x)["output0"], model(x)
             assert got.shape == ref.shape, model.describe()
             scale = max(float(np.abs(ref).max()), 1e-6)
