@@ -20,7 +20,7 @@ def generate(spec: abi.KernelSpec, isa: str) -> tuple[FuncType, Code]:
     return template.emit(spec, isa)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def build(isa: str = "simd128", names: frozenset[str] | None = None) -> bytes:
     """The kernel module for ``isa``: imports ``env.memory`` and exports every ABI kernel, or
     only those in ``names`` (what one model imports: fewer to generate and to compile).

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from functools import partial
 
 import numpy as np
 import pytest
@@ -77,12 +78,11 @@ class SequenceProgram(RandomProgram):
                 ["relu", "gelu", "sigmoid", "tanh", "silu", "neg", "abs"]))),
             "scale_shift": self._scale_shift,
             "residual": self._residual,
-            "softmax": lambda: (lambda x, dim=int(rng.choice([1, 2])): F.softmax(x, dim)),
+            "softmax": lambda: partial(F.softmax, dim=int(rng.choice([1, 2]))),
             "layer_norm": self._layer_norm,
             "transpose": lambda: (lambda x: F.transpose(x, 1, 2)),
             "reduce": self._reduce,
-            "concat": lambda: (lambda x, dim=int(rng.choice([1, 2])):
-                               F.concat([x, F.tanh(x)], dim)),
+            "concat": self._concat,
             "slice": self._slice,
             "gram": lambda: (lambda x: F.matmul(x, F.transpose(x, 1, 2)) * (1 / math.sqrt(d))),
             "reshape": lambda: (lambda x: F.reshape(x, (-1, s * 2, d // 2)) if d % 2 == 0
@@ -118,6 +118,10 @@ class SequenceProgram(RandomProgram):
         dim = int(self.rng.choice([1, 2]))
         reduce = getattr(F, str(self.rng.choice(["sum", "mean", "amax"])))
         return lambda x: reduce(x, dim, keepdim=True)
+
+    def _concat(self) -> Step:
+        dim = int(self.rng.choice([1, 2]))
+        return lambda x: F.concat([x, F.tanh(x)], dim)
 
     def _slice(self) -> Step:
         dim = int(self.rng.choice([1, 2]))
