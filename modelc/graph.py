@@ -99,6 +99,20 @@ class Graph:
         old.users = []
         self.outputs = {k: new if v is old else v for k, v in self.outputs.items()}
 
+    def insert(self, position: int, name: str, op: str, inputs: list[Value],
+               input_names: tuple[str, ...], attrs: dict[str, Any], meta: dict[str, Any],
+               output: Value) -> Value:
+        """Insert ``output = op(inputs, **attrs)`` as node ``name`` at ``position`` (a pass
+        rewriting the graph); ``output`` becomes the new node's. Returns ``output``."""
+        node = Node(name, op, list(inputs), input_names, attrs, meta=meta)
+        node.outputs = [output]
+        output.producer = node
+        for value in inputs:
+            if node not in value.users:
+                value.users.append(node)
+        self.nodes.insert(position, node)
+        return output
+
     def remove(self, node: Node) -> None:
         """Drop ``node``, which must have no remaining users."""
         for value in node.inputs:

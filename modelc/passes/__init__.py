@@ -7,6 +7,7 @@ from collections.abc import Callable
 from ..graph import Graph
 from .compose_permutes import compose_permutes
 from .eliminate_dead_code import eliminate_dead_code
+from .expand_powers import expand_powers
 from .fold_batchnorm import fold_batchnorm
 from .fold_constants import fold_constants
 from .fuse_epilogues import fuse_epilogues
@@ -24,6 +25,7 @@ PIPELINE: tuple[Pass, ...] = (
     eliminate_dead_code,   # nodes that reach no output
     recognize_composites,  # gelu, silu, relu6 expansions back into one node each
     softmax_last_axis,     # softmax along an inner axis: permuted to the last and back
+    expand_powers,         # pow by a constant, rsqrt: into mul, sqrt, div, exp and log
     compose_permutes,      # permute chains into one permute; identities removed
     fuse_epilogues,        # relu & co. into the producing gemm
     plan_memory,           # one activation arena by liveness (must run last)
@@ -38,6 +40,7 @@ def optimize(graph: Graph, pipeline: tuple[Pass, ...] = PIPELINE) -> Graph:
     return graph
 
 
-__all__ = ["PIPELINE", "compose_permutes", "eliminate_dead_code", "fold_batchnorm", "fold_constants",
+__all__ = ["PIPELINE", "compose_permutes", "eliminate_dead_code", "expand_powers",
+           "fold_batchnorm", "fold_constants",
            "fuse_epilogues", "infer_shapes", "optimize", "plan_memory",
            "recognize_composites", "softmax_last_axis"]

@@ -4,23 +4,19 @@ before ``compose_permutes``, which merges the new permutes with any beside them.
 
 from __future__ import annotations
 
-from ..graph import Graph, Node, Value
+from ..graph import Graph, Value
 from ..ops._shapes import axis
 
 
 def _permute(graph: Graph, position: int, source: Value, dims: list[int], meta: dict,
              output: Value | None = None) -> Value:
     """Insert ``permute(source, dims)`` at ``position``, writing ``output`` (or a new value
-    named after it); its output value."""
+    named after it)."""
     name = f"{source.name}_permuted"
-    node = Node(name, "permute", [source], ("input",), {"dims": tuple(dims)}, meta=meta)
     if output is None:
         output = Value(name, tuple(source.shape[d] for d in dims), source.dtype)
-    output.producer = node
-    node.outputs = [output]
-    source.users.append(node)
-    graph.nodes.insert(position, node)
-    return output
+    return graph.insert(position, name, "permute", [source], ("input",),
+                        {"dims": tuple(dims)}, meta, output)
 
 
 def softmax_last_axis(graph: Graph) -> Graph:

@@ -1,6 +1,6 @@
 """Lowerings of embedding, cast, where, concat, split, slice, pad, group_norm, batch_norm,
-pooling and softmax along inner axes: small models compiled to wasm against eager nn on
-every kernel provider."""
+pooling, softmax along inner axes, pow by constants and rsqrt: small models compiled to
+wasm against eager nn on every kernel provider."""
 
 from __future__ import annotations
 
@@ -66,6 +66,10 @@ CASES: dict[str, tuple[Callable[..., object], tuple[np.ndarray, ...], dict]] = {
     "adaptive_pool": (lambda x: F.adaptive_avg_pool2d(x, (2, 3)), (_x(1, 2, 4, 9),), {}),
     "softmax_inner_axes": (lambda x: F.softmax(x, 1) + F.softmax(x, 0) * F.softmax(x, -1),
                            (_x(3, 4, 5),), {"input0": {0: ("batch", 1, 3)}}),
+    "pow_constants": (lambda x: F.pow(x, 2) - F.pow(x, 3) + F.pow(F.abs(x) + 0.5, -1.5)
+                      + F.pow(F.abs(x) + 0.1, 0.3) + F.pow(x, -2) * 1e-3, (_x(2, 9),), {}),
+    "rms_norm": (lambda x: x * F.rsqrt(F.mean(F.pow(x, 2), -1, keepdim=True) + 1e-6),
+                 (_x(2, 3, 8),), {"input0": {0: ("batch", 1, 4)}}),
 }
 
 

@@ -67,3 +67,17 @@ def torch_to_onnx() -> Callable[..., bytes]:
                               dynamic_axes=dynamic_axes or {}, opset_version=opset, **kwargs)
         return out.getvalue()
     return export
+
+
+@pytest.fixture
+def compare_with_ort() -> Callable[[Mapping[str, np.ndarray], Any, Mapping[str, np.ndarray], str],
+                                   None]:
+    """``compare(got, model, inputs, what)``: every output in ``got`` within 1e-4 relative of
+    onnxruntime's run of ``model`` on ``inputs``."""
+    def compare(got: Mapping[str, np.ndarray], model: Any, inputs: Mapping[str, np.ndarray],
+                what: str) -> None:
+        want = ort_run(model, inputs)
+        assert sorted(got) == sorted(want), what
+        for name in want:
+            assert_close(got[name], want[name], f"{name}: {what}")
+    return compare
