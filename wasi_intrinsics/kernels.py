@@ -231,7 +231,39 @@ def _conv(spec: abi.KernelSpec) -> Callable[..., None]:
     return conv
 
 
+def _conv_transpose(ctx: HostContext, *args: int) -> None:
+    arg = dict(zip(abi.CONV_TRANSPOSE.params, args))
+    memory = ctx.memory
+    n, c, h, w, o, groups = (arg[k] for k in ("n", "c", "h", "w", "o", "groups"))
+    kh, kw, oh, ow = arg["kh"], arg["kw"], arg["oh"], arg["ow"]
+    sh, sw, ph, pw, dh, dw = (arg[k] for k in ("sh", "sw", "ph", "pw", "dh", "dw"))
+    x = _tensor(memory, arg["x"], (n, groups, c // groups, h, w))
+    packed = _tensor(memory, arg["weight"], (groups, c // groups, kh, kw, o // groups))
+    cols = np.einsum("ngchw,gcijo->ngoijhw", x, packed, optimize=True)
+    full = np.zeros((n, groups, o // groups, max((h - 1) * sh + dh * (kh - 1) + 1, ph + oh),
+                     max((w - 1) * sw + dw * (kw - 1) + 1, pw + ow)), np.float32)
+    for i in range(kh):
+        for j in range(kw):
+            full[..., i * dh:i * dh + (h - 1) * sh + 1:sh,
+                 j * dw:j * dw + (w - 1) * sw + 1:sw] += cols[:, :, :, i, j]
+    out = full.reshape(n, o, *full.shape[-2:])[:, :, ph:ph + oh, pw:pw + ow]
+    _tensor(memory, arg["y"], (n, o, oh, ow))[...] = (
+        out + _tensor(memory, arg["bias"], (o,))[:, None, None])
+
+
+def _adaptive_avg_pool(ctx: HostContext, x: int, y: int, planes: int, h: int, w: int,
+                       oh: int, ow: int) -> None:
+    data = _tensor(ctx.memory, x, (planes, h, w))
+    rows = [(i * h // oh, -(-(i + 1) * h // oh)) for i in range(oh)]
+    cols = [(j * w // ow, -(-(j + 1) * w // ow)) for j in range(ow)]
+    _tensor(ctx.memory, y, (planes, oh, ow))[...] = np.stack(
+        [np.stack([data[:, r0:r1, c0:c1].mean(axis=(1, 2)) for c0, c1 in cols], -1)
+         for r0, r1 in rows], -2)
+
+
 def _pool(spec: abi.KernelSpec) -> Callable[..., None]:
+    if spec is abi.ADAPTIVE_AVG_POOL:
+        return _adaptive_avg_pool
     average = "scale" in spec.params
 
     def pool(ctx: HostContext, *args: int) -> None:
@@ -303,7 +335,7 @@ FAMILIES: dict[str, Callable[[abi.KernelSpec], Callable[..., None]]] = {
     "rowwise": lambda spec: ROWWISE[spec.name.removeprefix("f32_")],
     "cast": _cast, "gather": lambda spec: _gather, "conv": _conv, "pool": _pool,
     "movement": lambda spec: _copy(spec) if spec.name == "f32_copy" else _where(spec),
-    "norm": lambda spec: _group_norm,
+    "norm": lambda spec: _group_norm, "conv_transpose": lambda spec: _conv_transpose,
 }
 
 
