@@ -104,12 +104,18 @@ BINARY: dict[str, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
 
 
 def _strided(memory: np.ndarray, pointer: int, dims: tuple[int, ...],
-             strides: tuple[int, ...]) -> np.ndarray:
-    """A read-only view of floats at ``pointer`` with element ``strides`` (0 broadcasts)."""
-    extent = 1 + sum((d - 1) * s for d, s in zip(dims, strides) if d > 0)
-    base = _tensor(memory, pointer, (extent,))
-    return np.lib.stride_tricks.as_strided(base, dims, tuple(4 * s for s in strides),
-                                           writeable=False)
+             strides: tuple[int, ...], dtype: np.dtype = _F32,
+             writeable: bool = False) -> np.ndarray:
+    """A view of elements at ``pointer`` with element ``strides`` (0 broadcasts, negative
+    ones run backwards from ``pointer``)."""
+    if not all(dims):
+        return np.empty(dims, dtype)
+    low = sum((d - 1) * s for d, s in zip(dims, strides) if s < 0)
+    high = sum((d - 1) * s for d, s in zip(dims, strides) if s > 0)
+    span = _tensor(memory, pointer + low * dtype.itemsize, (high - low + 1,), dtype)
+    return np.lib.stride_tricks.as_strided(span[-low:], dims,
+                                           tuple(dtype.itemsize * s for s in strides),
+                                           writeable=writeable)
 
 
 def _binary(spec: abi.KernelSpec) -> Callable[..., None]:
@@ -290,10 +296,8 @@ def _copy(spec: abi.KernelSpec) -> Callable[..., None]:
         arg = dict(zip(spec.params, args))
         dims = tuple(arg[f"d{i}"] for i in range(rank))
         source = _strided(ctx.memory, arg["x"], dims, tuple(arg[f"xs{i}"] for i in range(rank)))
-        ys = tuple(arg[f"ys{i}"] for i in range(rank))
-        extent = 1 + sum((d - 1) * s for d, s in zip(dims, ys) if d > 0)
-        target = np.lib.stride_tricks.as_strided(_tensor(ctx.memory, arg["y"], (extent,)),
-                                                 dims, tuple(4 * s for s in ys))
+        target = _strided(ctx.memory, arg["y"], dims, tuple(arg[f"ys{i}"] for i in range(rank)),
+                          writeable=True)
         target[...] = source.copy()
 
     return copy
@@ -306,10 +310,7 @@ def _where(spec: abi.KernelSpec) -> Callable[..., None]:
         arg = dict(zip(spec.params, args))
         dims = tuple(arg[f"d{i}"] for i in range(rank))
         strides = {t: tuple(arg[f"{t}s{i}"] for i in range(rank)) for t in "cab"}
-        extent = 1 + sum((d - 1) * s for d, s in zip(dims, strides["c"]) if d > 0)
-        cond = np.lib.stride_tricks.as_strided(
-            _tensor(ctx.memory, arg["cond"], (extent,), np.dtype("u1")), dims, strides["c"],
-            writeable=False)
+        cond = _strided(ctx.memory, arg["cond"], dims, strides["c"], np.dtype("u1"))
         a = _strided(ctx.memory, arg["a"], dims, strides["a"])
         b = _strided(ctx.memory, arg["b"], dims, strides["b"])
         _tensor(ctx.memory, arg["y"], dims)[...] = np.where(cond != 0, a, b)

@@ -164,7 +164,8 @@ MOVEMENT: tuple[KernelSpec, ...] = (
                ("x", "y") + tuple(f"d{i}" for i in range(BROADCAST_RANK))
                + tuple(f"{t}s{i}" for t in "xy" for i in range(BROADCAST_RANK)),
                "y[sum(ik * ysk)] = x[sum(ik * xsk)] over (d0, d1, d2, d3): strides in floats "
-               "for both sides (x strides 0 broadcast, e.g. a fill from one float); writes "
+               "for both sides (x strides 0 broadcast, e.g. a fill from one float; negative "
+               "ones read backwards, e.g. a reflection); writes "
                "into a region of a larger y (pad, concat)"),
     KernelSpec("f32_where", "movement",
                ("cond", "a", "b", "y") + tuple(f"d{i}" for i in range(BROADCAST_RANK))
