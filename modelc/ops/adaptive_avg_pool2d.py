@@ -37,7 +37,8 @@ class AdaptiveAvgPool2d(OpDef):
         x, out = node.inputs[0], node.output
         if x.dtype != "float32":
             raise CompileError(f"{self.name}: only float32 lowers to wasm, got {x.dtype}")
-        (h, w), (oh, ow) = x.shape[-2:], out.shape[-2:]
+        # NOTE: infer requires static sizes for the last two axes
+        h, w, oh, ow = (int(d) for d in (*x.shape[-2:], *out.shape[-2:]))
         ctx.address(x)
         ctx.address(out)
         ctx.numel(x.shape[:-2])

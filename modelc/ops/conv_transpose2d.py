@@ -82,7 +82,7 @@ class ConvTranspose2d(OpDef):
         if "bias" in named:
             ctx.address(named["bias"])
         else:
-            ctx.constant(np.zeros(out_channels, np.float32))
+            ctx.constant(np.zeros(int(out_channels), np.float32))
         ctx.address(node.output)
         ctx.numel(x.shape[:1])
         for number in (*x.shape[1:], out_channels, oh, ow, kh, kw, *stride, *pad, *dilation,

@@ -25,6 +25,12 @@ if TYPE_CHECKING:
 MODES = ("circular", "constant", "reflect", "replicate")
 
 
+def _static(factors: Factors) -> int:
+    """The product of ``factors`` that are all ints: the sizes and strides of padded axes,
+    which ``infer`` requires to be static."""
+    return math.prod(int(f) for f in factors)
+
+
 def _largest_border(mode: str, size: int) -> int:
     """The widest border ``mode`` can fill from an axis of ``size`` (torch's limits)."""
     if mode == "reflect":
@@ -76,13 +82,14 @@ class Pad(OpDef):
             before, after = amounts[2 * i], amounts[2 * i + 1]
             region[dim] += min(before, 0) + min(after, 0)
             # NOTE: padded axes are the last ones, so their strides are plain ints.
-            source_at += max(-before, 0) * math.prod(source_strides[dim])
-            target_at += max(before, 0) * math.prod(target_strides[dim])
+            source_at += max(-before, 0) * _static(source_strides[dim])
+            target_at += max(before, 0) * _static(target_strides[dim])
         mode = node.attrs.get("mode", "constant")
         if mode == "constant":
             fill(ctx, out, node.attrs.get("value", 0.0))
         if all(isinstance(d, str) or d > 0 for d in region):
-            copy_region(ctx, region, source, (source_at,), source_strides, out, (target_at,))
+            copy_region(ctx, region, source, (source_at,), list(source_strides), out,
+                        (target_at,))
         if mode != "constant":
             _fill_borders(ctx, mode, amounts, source, out)
 
@@ -97,11 +104,11 @@ def _fill_borders(ctx: LowerContext, mode: str, amounts: list[int], source: Valu
     for dim in reversed(axes):
         region = [out.shape[d] if d not in axes or d >= dim else source.shape[d]
                   for d in range(rank)]
-        middle = sum(amounts[2 * (rank - 1 - d)] * math.prod(strides[d])
+        middle = sum(amounts[2 * (rank - 1 - d)] * _static(strides[d])
                      for d in axes if d < dim)
-        stride = math.prod(strides[dim])
+        stride = _static(strides[dim])
         before, after = amounts[2 * (rank - 1 - dim)], amounts[2 * (rank - 1 - dim) + 1]
-        size = source.shape[dim]
+        size = _static((source.shape[dim],))
         for side, width, start in (("before", before, 0), ("after", after, before + size)):
             if not width:
                 continue

@@ -20,6 +20,7 @@ Tiles are ``MR`` output channels x ``NR`` registers (the gemm's 4x8), then singl
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -213,9 +214,10 @@ def _columns(f: _Frame, rows: int, regs: int) -> None:
     f.set("ix")
     for width in dict.fromkeys((regs, 1)):
         strided_loop(c, f.v["ix"], width * isa.lanes, f.v["ix_hi"],
-                     lambda width=width: _tile(f, isa, rows, width))
+                     functools.partial(_tile, f, isa, rows, width))
     if isa.vector:
-        strided_loop(c, f.v["ix"], 1, f.v["ix_hi"], lambda: _tile(f, ISAS["scalar"], rows, 1))
+        strided_loop(c, f.v["ix"], 1, f.v["ix_hi"],
+                     functools.partial(_tile, f, ISAS["scalar"], rows, 1))
 
 
 def _tile(f: _Frame, isa: Isa, rows: int, regs: int) -> None:
