@@ -69,6 +69,8 @@ CASES: dict[str, tuple] = {
                                                  padding=1, output_padding=(0, 1), groups=3),
                                 {}),
     "ct_padding_limit": (*_conv_transpose((1, 2, 5, 6), 3, (3, 3), padding=2), {}),
+    "ct_padding_beyond_kernel": (*_conv_transpose((1, 3, 5, 6), 4, (2, 2), stride=3,
+                                                  padding=(2, 3), output_padding=(1, 2)), {}),
     "ct_1x1_stride2": (*_conv_transpose((1, 8, 3, 5), 4, (1, 1), stride=2,
                                         output_padding=1), {}),
     "ct_wide_rows": (*_conv_transpose((1, 2, 2, 37), 17, (2, 5), padding=(0, 2)), {}),
