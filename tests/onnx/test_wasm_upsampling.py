@@ -1,6 +1,7 @@
 """ConvTranspose and Pad's border modes from ONNX compiled to wasm, against onnxruntime
 within 1e-4 relative on every kernel provider: one-node models (every attribute form the
-importer maps) and a decoder exported from torch."""
+importer maps: pads, output_padding, output_shape, auto_pad, group, dilations, 1-D) and a
+decoder exported from torch."""
 
 from __future__ import annotations
 
@@ -30,6 +31,12 @@ CASES: dict[str, tuple] = {
     "conv_transpose_output_shape": (
         "ConvTranspose", [Run(r(1, 2, 3, 3)), r(2, 2, 3, 3)],
         {"strides": [3, 2], "output_shape": [10, 8]}, 13),
+    "conv_transpose_same_upper": (
+        "ConvTranspose", [Run(r(1, 2, 5, 6)), r(2, 3, 3, 3), r(3)],
+        {"strides": [2, 3], "auto_pad": "SAME_UPPER"}, 13),
+    "conv_transpose_same_lower_dilated": (
+        "ConvTranspose", [Run(r(1, 2, 5, 4)), r(2, 3, 4, 3)],
+        {"strides": [3, 2], "dilations": [1, 2], "auto_pad": "SAME_LOWER"}, 11),
     "conv_transpose_1d": (
         "ConvTranspose", [Run(r(2, 3, 9)), r(3, 2, 4), r(2)],
         {"strides": [2], "pads": [1, 1]}, 13),
