@@ -132,3 +132,13 @@ def test_conv_transpose_output_padding_too_large_is_a_compile_error() -> None:
     with pytest.raises(modelc.CompileError, match=r"output_padding \(2, 0\) must be smaller "
                                                   r"than either stride \(2, 2\) or dilation"):
         modelc.export(graph)
+
+
+def test_conv_transpose_weight_computed_at_run_time_is_a_compile_error() -> None:
+    class Tied(nn.Module):
+        def forward(self, x, w):  # type: ignore[no-untyped-def]
+            return F.conv_transpose2d(x, w, stride=2)
+
+    with pytest.raises(modelc.CompileError, match="conv_transpose2d with a weight computed at "
+                                                  "run time is not supported"):
+        modelc.export(Tied(), (_r(1, 2, 4, 4), _r(2, 3, 3, 3)))
