@@ -19,6 +19,7 @@ import numpy as np
 from kernels import Variant, median_seconds
 
 import wasm_kernels
+from wasm_kernels.pack import pack_conv_transpose_weight
 
 # name: (input (N, C, H, W), out channels, kernel, stride, padding, output padding, groups)
 SHAPES = {
@@ -28,13 +29,6 @@ SHAPES = {
     "3x3 s1 32->32 @56": ((1, 32, 56, 56), 32, 3, 1, 1, 0, 1),
     "dw4x4 s2 64 @32": ((1, 64, 32, 32), 64, 4, 2, 1, 0, 64),
 }
-
-
-def packed(weight: np.ndarray, groups: int) -> np.ndarray:
-    """torch's (C, O / g, kh, kw) weight in the kernel's (g, C / g, kh, kw, O / g) order."""
-    c, og, kh, kw = weight.shape
-    return np.ascontiguousarray(
-        weight.reshape(groups, c // groups, og, kh, kw).transpose(0, 1, 3, 4, 2))
 
 
 def _repeat(run: Callable[[], object], times: int) -> None:
@@ -62,7 +56,7 @@ def bench(repeat: int) -> None:
         flops = 2 * n * c * (out // groups) * k * k * h * w
         gflops, gemm = {}, {}
         for isa, variant in variants.items():
-            px, pw, pb, py = variant.place([x, packed(weight, groups), bias,
+            px, pw, pb, py = variant.place([x, pack_conv_transpose_weight(weight, groups), bias,
                                             np.zeros((n, out, oh, ow), np.float32)])
             run = variant.exports["f32_conv_transpose2d"]
             args = (px, pw, pb, py, n, c, h, w, out, oh, ow, k, k, s, s, p, p, 1, 1, groups)

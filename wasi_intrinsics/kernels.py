@@ -14,7 +14,7 @@ from collections.abc import Callable
 import numpy as np
 
 from wasm_kernels import abi
-from wasm_kernels.pack import unpack_linear_weight
+from wasm_kernels.pack import unpack_conv_transpose_weight, unpack_linear_weight
 from wasm_kernels.wasm import FuncType
 
 from .intrinsic import HostContext, IntrinsicModule
@@ -244,8 +244,10 @@ def _conv_transpose(ctx: HostContext, *args: int) -> None:
     kh, kw, oh, ow = arg["kh"], arg["kw"], arg["oh"], arg["ow"]
     sh, sw, ph, pw, dh, dw = (arg[k] for k in ("sh", "sw", "ph", "pw", "dh", "dw"))
     x = _tensor(memory, arg["x"], (n, groups, c // groups, h, w))
-    packed = _tensor(memory, arg["weight"], (groups, c // groups, kh, kw, o // groups))
-    cols = np.einsum("ngchw,gcijo->ngoijhw", x, packed, optimize=True)
+    weight = unpack_conv_transpose_weight(
+        _tensor(memory, arg["weight"], (groups, c // groups, kh, kw, o // groups)))
+    cols = np.einsum("ngchw,gcoij->ngoijhw", x,
+                     weight.reshape(groups, c // groups, o // groups, kh, kw), optimize=True)
     full = np.zeros((n, groups, o // groups, max((h - 1) * sh + dh * (kh - 1) + 1, ph + oh),
                      max((w - 1) * sw + dw * (kw - 1) + 1, pw + ow)), np.float32)
     for i in range(kh):

@@ -1,7 +1,7 @@
 """conv_transpose2d: the gradient of conv2d as a layer; weight (C, O/groups, KH, KW).
 
 Lowered to one ``f32_conv_transpose2d`` call (a zero bias when there is none), with the
-weight packed at compile time as the kernel reads it: (groups, C/groups, KH, KW, O/groups).
+weight packed at compile time by ``wasm_kernels.pack.pack_conv_transpose_weight``.
 """
 
 from __future__ import annotations
@@ -9,6 +9,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+from wasm_kernels.pack import pack_conv_transpose_weight
 
 from ..errors import CompileError
 from . import OpDef
@@ -23,14 +25,6 @@ def _geometry(attrs: dict[str, Any]) -> tuple[tuple[int, int], ...]:
     """(stride, padding, output_padding, dilation) of a node's attrs."""
     return tuple(pair(attrs.get(name, default)) for name, default in
                  (("stride", 1), ("padding", 0), ("output_padding", 0), ("dilation", 1)))
-
-
-def pack_weight(weight: np.ndarray, groups: int) -> np.ndarray:
-    """torch's (C, O/groups, KH, KW) weight as (groups, C/groups, KH, KW, O/groups)."""
-    c, og, kh, kw = weight.shape
-    return np.ascontiguousarray(
-        weight.reshape(groups, c // groups, og, kh, kw).transpose(0, 1, 3, 4, 2),
-        dtype=np.float32)
 
 
 class ConvTranspose2d(OpDef):
@@ -78,7 +72,7 @@ class ConvTranspose2d(OpDef):
         out_channels, oh, ow = node.output.shape[1:]
         stride, pad, _, dilation = _geometry(node.attrs)
         ctx.address(x)
-        ctx.constant(pack_weight(weight.data, groups))
+        ctx.constant(pack_conv_transpose_weight(weight.data, groups))
         if "bias" in named:
             ctx.address(named["bias"])
         else:

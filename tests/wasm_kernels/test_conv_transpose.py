@@ -4,6 +4,8 @@ tails, strides 1-3, padding to the limit, output padding, dilation, groups and d
 import numpy as np
 import pytest
 
+from wasm_kernels.pack import pack_conv_transpose_weight
+
 torch = pytest.importorskip("torch")
 TF = torch.nn.functional
 
@@ -24,13 +26,6 @@ CASES = {
 }
 
 
-def pack(weight: np.ndarray, groups: int) -> np.ndarray:
-    """torch's (c, o / groups, kh, kw) as the ABI's (groups, c / groups, kh, kw, o / groups)."""
-    c, og, kh, kw = weight.shape
-    return np.ascontiguousarray(
-        weight.reshape(groups, c // groups, og, kh, kw).transpose(0, 1, 3, 4, 2))
-
-
 @pytest.mark.parametrize("case", list(CASES))
 def test_conv_transpose2d(kernels, case: str) -> None:  # type: ignore[no-untyped-def]
     shape, o, k, s, p, op, d, g = CASES[case]
@@ -42,7 +37,7 @@ def test_conv_transpose2d(kernels, case: str) -> None:  # type: ignore[no-untype
                                    torch.from_numpy(bias), s, p, op, g, d).numpy()
     n, c, h, width = shape
     out = kernels.call("f32_conv_transpose2d", offset=4 * (len(case) % 3), x=x,
-                       weight=pack(w, g), bias=bias, y=expected.shape, n=n, c=c, h=h, w=width,
+                       weight=pack_conv_transpose_weight(w, g), bias=bias, y=expected.shape, n=n, c=c, h=h, w=width,
                        o=o, oh=expected.shape[2], ow=expected.shape[3], kh=k[0], kw=k[1],
                        sh=s[0], sw=s[1], ph=p[0], pw=p[1], dh=d[0], dw=d[1], groups=g)["y"]
     np.testing.assert_allclose(out, expected, rtol=1e-4, atol=1e-4, err_msg=case)
