@@ -15,7 +15,9 @@ output padding and cropping cost nothing. A tile adds its registers into the out
 vector load and store when ``sw == 1``, float by float otherwise.
 
 Tiles are ``MR`` output channels x ``NR`` registers (the gemm's 4x8), then single channels
-``WIDE`` registers wide (depthwise transposes run only these), then single columns.
+``WIDE`` registers wide, then single columns. Depthwise transposes without dilation, where a
+tile would add only 4 products per register into the output per tap, take the gather path
+of ``conv_transpose_gather`` instead.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from dataclasses import dataclass
 
 from ..abi import KernelSpec
 from ..wasm import Code, FuncType
+from . import conv_transpose_gather as gather
 from .isa import ISAS, Isa, KernelFrame
 from .loops import strided_loop
 
@@ -39,7 +42,7 @@ _LOOP = ("image", "group", "xg", "wg", "yg", "oc", "p", "end", "iy", "i", "j", "
 
 
 @dataclass
-class _Frame(KernelFrame):
+class Frame(KernelFrame):
     """The generated function's code, ISA, arguments and named i32 locals."""
 
     v: dict[str, int]
@@ -68,14 +71,14 @@ def emit(spec: KernelSpec, isa_name: str) -> tuple[FuncType, Code]:
     isa = ISAS[isa_name]
     c = Code(spec.param_types)
     arg = {p: i for i, p in enumerate(spec.params)}
-    v = {name: c.local("i32") for name in _SIZES + _LOOP}
-    f = _Frame(c, isa, arg, (), v, [c.local("i32") for _ in range(max(NR, WIDE) * isa.lanes)])
+    v = {name: c.local("i32") for name in _SIZES + _LOOP + gather.LOCALS}
+    f = Frame(c, isa, arg, (), v, [c.local("i32") for _ in range(max(NR, WIDE) * isa.lanes)])
     _sizes(f)
     f.count("image", "n", 1, lambda: f.count("group", "groups", 1, lambda: _group(f)))
     return FuncType(spec.param_types, spec.results), c
 
 
-def _sizes(f: _Frame) -> None:
+def _sizes(f: Frame) -> None:
     """Channels per group, byte sizes of planes and rows, and the column offsets."""
     c = f.c
     f.get("c", "groups").emit("i32.div_u")
@@ -99,7 +102,7 @@ def _sizes(f: _Frame) -> None:
         f.get("sw_bytes").emit("i32.const", k).emit("i32.mul").emit("local.set", local)
 
 
-def _group(f: _Frame) -> None:
+def _group(f: Frame) -> None:
     """Pointers to this image and group, the bias fill, then every input row and tap."""
     c = f.c
     # xg = x + (image * c + group * cg) * plane
@@ -116,11 +119,18 @@ def _group(f: _Frame) -> None:
     f.get("og").emit("i32.mul").emit("i32.add").emit("local.get", f.v["oplane"])
     c.emit("i32.mul").emit("i32.add")
     f.set("yg")
+    # depthwise without dilation: the gather path
+    f.get("cg").emit("i32.const", 1).emit("i32.eq")
+    f.get("dh").emit("i32.const", 1).emit("i32.eq").emit("i32.and")
+    f.get("dw").emit("i32.const", 1).emit("i32.eq").emit("i32.and").emit("if")
+    gather.emit_group(f)
+    c.emit("else")
     f.count("oc", "og", 1, lambda: _fill_bias(f))
     f.count("iy", "h", 1, lambda: f.count("i", "kh", 1, lambda: _kernel_row(f)))
+    c.emit("end")
 
 
-def _fill_bias(f: _Frame) -> None:
+def _fill_bias(f: Frame) -> None:
     """Output plane ``oc`` of the group = its bias, a register at a time, then floats."""
     c, isa = f.c, f.isa
     bias = c.local(isa.valtype)
@@ -145,7 +155,7 @@ def _fill_bias(f: _Frame) -> None:
     strided_loop(c, f.v["p"], 4, f.v["end"], lambda: store(True))
 
 
-def _kernel_row(f: _Frame) -> None:
+def _kernel_row(f: Frame) -> None:
     """Kernel row ``i`` of input row ``iy``: skipped unless its output row is inside."""
     c = f.c
     # oy = iy * sh - ph + i * dh
@@ -159,7 +169,7 @@ def _kernel_row(f: _Frame) -> None:
     c.emit("end")
 
 
-def _zero_unless(f: _Frame, name: str, comparison: str) -> None:
+def _zero_unless(f: Frame, name: str, comparison: str) -> None:
     """``name = (the i32 on the stack) if name <comparison> 0 else 0`` (signed)."""
     c = f.c
     c.emit("i32.const", 0).emit("local.get", f.v[name]).emit("i32.const", 0)
@@ -167,7 +177,7 @@ def _zero_unless(f: _Frame, name: str, comparison: str) -> None:
     f.set(name)
 
 
-def _tap(f: _Frame) -> None:
+def _tap(f: Frame) -> None:
     """Tap (i, j): clip the input columns to those landing inside the output row, then
     MR-channel tiles and single-channel tiles over them."""
     c = f.c
@@ -197,7 +207,7 @@ def _tap(f: _Frame) -> None:
     strided_loop(c, f.v["oc"], 1, f.v["og"], lambda: _columns(f, 1, WIDE))
 
 
-def _clamp_columns(f: _Frame) -> None:
+def _clamp_columns(f: Frame) -> None:
     """``ix_lo = min(ix_lo, w)``, ``ix_hi = max(min(ix_hi, w), ix_lo)``."""
     f.get("ix_lo", "w", "ix_lo", "w").emit("i32.lt_u").emit("select")
     f.set("ix_lo")
@@ -207,7 +217,7 @@ def _clamp_columns(f: _Frame) -> None:
     f.set("ix_hi")
 
 
-def _columns(f: _Frame, rows: int, regs: int) -> None:
+def _columns(f: Frame, rows: int, regs: int) -> None:
     """Channels ``oc:oc+rows`` over the clipped columns: vector tiles, then single ones."""
     c, isa = f.c, f.isa
     f.get("ix_lo")
@@ -220,7 +230,7 @@ def _columns(f: _Frame, rows: int, regs: int) -> None:
                      functools.partial(_tile, f, ISAS["scalar"], rows, 1))
 
 
-def _tile(f: _Frame, isa: Isa, rows: int, regs: int) -> None:
+def _tile(f: Frame, isa: Isa, rows: int, regs: int) -> None:
     """Y[oc:oc+rows, oy, cols of ix:ix+regs*lanes] += W_ij[:, oc:oc+rows].T @ X[:, iy, ...]."""
     c = f.c
     acc = [[c.local(isa.valtype) for _ in range(regs)] for _ in range(rows)]
@@ -256,7 +266,7 @@ def _tile(f: _Frame, isa: Isa, rows: int, regs: int) -> None:
     _accumulate(f, isa, rows, regs, acc)
 
 
-def _accumulate(f: _Frame, isa: Isa, rows: int, regs: int, acc: list[list[int]]) -> None:
+def _accumulate(f: Frame, isa: Isa, rows: int, regs: int, acc: list[list[int]]) -> None:
     """Add the tile into the output: row r at yrow + (oc + r) * oplane + ix * sw * 4."""
     c = f.c
     base = c.local("i32")
@@ -298,6 +308,6 @@ def _accumulate(f: _Frame, isa: Isa, rows: int, regs: int, acc: list[list[int]])
     c.emit("end")
 
 
-def _next_row(f: _Frame, base: int) -> None:
+def _next_row(f: Frame, base: int) -> None:
     f.c.emit("local.get", base)
     f.get("oplane").emit("i32.add").emit("local.set", base)
