@@ -14,7 +14,7 @@ from collections.abc import Callable
 import numpy as np
 
 from wasm_kernels import abi
-from wasm_kernels.pack import unpack_linear_weight
+from wasm_kernels.pack import unpack_conv_transpose_weight, unpack_linear_weight
 from wasm_kernels.wasm import FuncType
 
 from .intrinsic import HostContext, IntrinsicModule
@@ -104,12 +104,18 @@ BINARY: dict[str, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
 
 
 def _strided(memory: np.ndarray, pointer: int, dims: tuple[int, ...],
-             strides: tuple[int, ...]) -> np.ndarray:
-    """A read-only view of floats at ``pointer`` with element ``strides`` (0 broadcasts)."""
-    extent = 1 + sum((d - 1) * s for d, s in zip(dims, strides) if d > 0)
-    base = _tensor(memory, pointer, (extent,))
-    return np.lib.stride_tricks.as_strided(base, dims, tuple(4 * s for s in strides),
-                                           writeable=False)
+             strides: tuple[int, ...], dtype: np.dtype = _F32,
+             writeable: bool = False) -> np.ndarray:
+    """A view of elements at ``pointer`` with element ``strides`` (0 broadcasts, negative
+    ones run backwards from ``pointer``)."""
+    if not all(dims):
+        return np.empty(dims, dtype)
+    low = sum((d - 1) * s for d, s in zip(dims, strides) if s < 0)
+    high = sum((d - 1) * s for d, s in zip(dims, strides) if s > 0)
+    span = _tensor(memory, pointer + low * dtype.itemsize, (high - low + 1,), dtype)
+    return np.lib.stride_tricks.as_strided(span[-low:], dims,
+                                           tuple(dtype.itemsize * s for s in strides),
+                                           writeable=writeable)
 
 
 def _binary(spec: abi.KernelSpec) -> Callable[..., None]:
@@ -231,7 +237,41 @@ def _conv(spec: abi.KernelSpec) -> Callable[..., None]:
     return conv
 
 
+def _conv_transpose(ctx: HostContext, *args: int) -> None:
+    arg = dict(zip(abi.CONV_TRANSPOSE.params, args))
+    memory = ctx.memory
+    n, c, h, w, o, groups = (arg[k] for k in ("n", "c", "h", "w", "o", "groups"))
+    kh, kw, oh, ow = arg["kh"], arg["kw"], arg["oh"], arg["ow"]
+    sh, sw, ph, pw, dh, dw = (arg[k] for k in ("sh", "sw", "ph", "pw", "dh", "dw"))
+    x = _tensor(memory, arg["x"], (n, groups, c // groups, h, w))
+    weight = unpack_conv_transpose_weight(
+        _tensor(memory, arg["weight"], (groups, c // groups, kh, kw, o // groups)))
+    cols = np.einsum("ngchw,gcoij->ngoijhw", x,
+                     weight.reshape(groups, c // groups, o // groups, kh, kw), optimize=True)
+    full = np.zeros((n, groups, o // groups, max((h - 1) * sh + dh * (kh - 1) + 1, ph + oh),
+                     max((w - 1) * sw + dw * (kw - 1) + 1, pw + ow)), np.float32)
+    for i in range(kh):
+        for j in range(kw):
+            full[..., i * dh:i * dh + (h - 1) * sh + 1:sh,
+                 j * dw:j * dw + (w - 1) * sw + 1:sw] += cols[:, :, :, i, j]
+    out = full.reshape(n, o, *full.shape[-2:])[:, :, ph:ph + oh, pw:pw + ow]
+    _tensor(memory, arg["y"], (n, o, oh, ow))[...] = (
+        out + _tensor(memory, arg["bias"], (o,))[:, None, None])
+
+
+def _adaptive_avg_pool(ctx: HostContext, x: int, y: int, planes: int, h: int, w: int,
+                       oh: int, ow: int) -> None:
+    data = _tensor(ctx.memory, x, (planes, h, w))
+    rows = [(i * h // oh, -(-(i + 1) * h // oh)) for i in range(oh)]
+    cols = [(j * w // ow, -(-(j + 1) * w // ow)) for j in range(ow)]
+    _tensor(ctx.memory, y, (planes, oh, ow))[...] = np.stack(
+        [np.stack([data[:, r0:r1, c0:c1].mean(axis=(1, 2)) for c0, c1 in cols], -1)
+         for r0, r1 in rows], -2)
+
+
 def _pool(spec: abi.KernelSpec) -> Callable[..., None]:
+    if spec is abi.ADAPTIVE_AVG_POOL:
+        return _adaptive_avg_pool
     average = "scale" in spec.params
 
     def pool(ctx: HostContext, *args: int) -> None:
@@ -258,10 +298,8 @@ def _copy(spec: abi.KernelSpec) -> Callable[..., None]:
         arg = dict(zip(spec.params, args))
         dims = tuple(arg[f"d{i}"] for i in range(rank))
         source = _strided(ctx.memory, arg["x"], dims, tuple(arg[f"xs{i}"] for i in range(rank)))
-        ys = tuple(arg[f"ys{i}"] for i in range(rank))
-        extent = 1 + sum((d - 1) * s for d, s in zip(dims, ys) if d > 0)
-        target = np.lib.stride_tricks.as_strided(_tensor(ctx.memory, arg["y"], (extent,)),
-                                                 dims, tuple(4 * s for s in ys))
+        target = _strided(ctx.memory, arg["y"], dims, tuple(arg[f"ys{i}"] for i in range(rank)),
+                          writeable=True)
         target[...] = source.copy()
 
     return copy
@@ -274,10 +312,7 @@ def _where(spec: abi.KernelSpec) -> Callable[..., None]:
         arg = dict(zip(spec.params, args))
         dims = tuple(arg[f"d{i}"] for i in range(rank))
         strides = {t: tuple(arg[f"{t}s{i}"] for i in range(rank)) for t in "cab"}
-        extent = 1 + sum((d - 1) * s for d, s in zip(dims, strides["c"]) if d > 0)
-        cond = np.lib.stride_tricks.as_strided(
-            _tensor(ctx.memory, arg["cond"], (extent,), np.dtype("u1")), dims, strides["c"],
-            writeable=False)
+        cond = _strided(ctx.memory, arg["cond"], dims, strides["c"], np.dtype("u1"))
         a = _strided(ctx.memory, arg["a"], dims, strides["a"])
         b = _strided(ctx.memory, arg["b"], dims, strides["b"])
         _tensor(ctx.memory, arg["y"], dims)[...] = np.where(cond != 0, a, b)
@@ -303,7 +338,7 @@ FAMILIES: dict[str, Callable[[abi.KernelSpec], Callable[..., None]]] = {
     "rowwise": lambda spec: ROWWISE[spec.name.removeprefix("f32_")],
     "cast": _cast, "gather": lambda spec: _gather, "conv": _conv, "pool": _pool,
     "movement": lambda spec: _copy(spec) if spec.name == "f32_copy" else _where(spec),
-    "norm": lambda spec: _group_norm,
+    "norm": lambda spec: _group_norm, "conv_transpose": lambda spec: _conv_transpose,
 }
 
 

@@ -164,7 +164,8 @@ MOVEMENT: tuple[KernelSpec, ...] = (
                ("x", "y") + tuple(f"d{i}" for i in range(BROADCAST_RANK))
                + tuple(f"{t}s{i}" for t in "xy" for i in range(BROADCAST_RANK)),
                "y[sum(ik * ysk)] = x[sum(ik * xsk)] over (d0, d1, d2, d3): strides in floats "
-               "for both sides (x strides 0 broadcast, e.g. a fill from one float); writes "
+               "for both sides (x strides 0 broadcast, e.g. a fill from one float; negative "
+               "ones read backwards, e.g. a reflection); writes "
                "into a region of a larger y (pad, concat)"),
     KernelSpec("f32_where", "movement",
                ("cond", "a", "b", "y") + tuple(f"d{i}" for i in range(BROADCAST_RANK))
@@ -180,6 +181,21 @@ GROUP_NORM = KernelSpec(
     "y = (x - mean) / sqrt(var + eps) * gamma[ch] + beta[ch] for x(n, groups * channels, "
     "spatial), mean and biased var over each (channels, spatial) group; gamma, beta are "
     "(groups * channels,); y may alias x")
+
+CONV_TRANSPOSE = KernelSpec(
+    "f32_conv_transpose2d", "conv_transpose",
+    ("x", "weight", "bias", "y", "n", "c", "h", "w", "o", "oh", "ow", "kh", "kw", "sh", "sw",
+     "ph", "pw", "dh", "dw", "groups"),
+    "Y(n, o, oh, ow) = conv_transpose2d(x, weight) + bias: torch's transposed conv of "
+    "x(n, c, h, w), stride (sh, sw), padding (ph, pw) cropped from both sides, dilation "
+    "(dh, dw); weight is torch's (c, o / groups, kh, kw) packed as (groups, c / groups, kh, "
+    "kw, o / groups); bias is (o,); oh, ow are torch's output size (output_padding "
+    "included); all row-major f32")
+
+ADAPTIVE_AVG_POOL = KernelSpec(
+    "f32_adaptive_avg_pool2d", "pool", ("x", "y", "planes", "h", "w", "oh", "ow"),
+    "y(planes, oh, ow) = mean of x(planes, h, w) over rows [i * h // oh, ceil((i + 1) * h / "
+    "oh)) and columns [j * w // ow, ceil((j + 1) * w / ow)) (torch's adaptive windows)")
 
 KERNELS: tuple[KernelSpec, ...] = (
     *(_gemm(bias, residual, act) for bias in (False, True) for residual in (False, True)
@@ -197,6 +213,8 @@ KERNELS: tuple[KernelSpec, ...] = (
     *POOLS,
     *MOVEMENT,
     GROUP_NORM,
+    CONV_TRANSPOSE,
+    ADAPTIVE_AVG_POOL,
 )
 
 BY_NAME: dict[str, KernelSpec] = {k.name: k for k in KERNELS}

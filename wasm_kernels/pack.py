@@ -1,4 +1,5 @@
-"""The packed weight layout of the ``f32_linear`` kernels, and its inverse (numpy only).
+"""The packed weight layouts of the ``f32_linear`` and ``f32_conv_transpose2d`` kernels, and
+their inverses (numpy only).
 
 ``nn.Linear``'s weight W is (n, k). Packed, its rows come in panels of ``PANEL`` rows, each
 ``PANEL * k`` floats long and starting at float ``j * k`` for its first row ``j``, so a
@@ -57,3 +58,30 @@ def unpack_linear_weight(packed: np.ndarray, n: int, k: int) -> np.ndarray:
     tail = last.transpose(0, 2, 1).reshape(full, k - kv)
     return np.concatenate([np.concatenate([head, tail], axis=1),
                            packed[full * k:].reshape(n - full, k)])
+
+
+def pack_conv_transpose_weight(w: np.ndarray, groups: int) -> np.ndarray:
+    """torch's conv_transpose2d weight (c, o / groups, kh, kw) as the (groups, c / groups, kh,
+    kw, o / groups) float32 array ``f32_conv_transpose2d`` reads: the output channels of one
+    tap adjacent, so a tile of them is one pointer and immediate offsets.
+
+    Raises:
+        ValueError: ``w`` is not four-dimensional or ``groups`` does not divide its channels.
+
+    >>> w = np.arange(16, dtype=np.float32).reshape(2, 2, 2, 2)
+    >>> pack_conv_transpose_weight(w, 1)[0, 0, 0].tolist()
+    [[0.0, 4.0], [1.0, 5.0]]
+    """
+    if w.ndim != 4 or groups < 1 or w.shape[0] % groups:
+        raise ValueError(f"expected a weight (c, o / groups, kh, kw) with c divisible by "
+                         f"groups={groups}, got shape {w.shape}")
+    c, og, kh, kw = w.shape
+    grouped = np.asarray(w, np.float32).reshape(groups, c // groups, og, kh, kw)
+    return np.ascontiguousarray(grouped.transpose(0, 1, 3, 4, 2))
+
+
+def unpack_conv_transpose_weight(packed: np.ndarray) -> np.ndarray:
+    """The (c, o / groups, kh, kw) weight that ``pack_conv_transpose_weight`` packed into the
+    (groups, c / groups, kh, kw, o / groups) array ``packed``."""
+    groups, cg, kh, kw, og = packed.shape
+    return packed.transpose(0, 1, 4, 2, 3).reshape(groups * cg, og, kh, kw)

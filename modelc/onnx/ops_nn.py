@@ -104,14 +104,18 @@ def conv(n: OnnxNode) -> Any:
 
 
 def conv_transpose(n: OnnxNode) -> Any:
-    """ConvTranspose; uneven ``pads`` or ``output_shape`` crop or extend the full result."""
+    """ConvTranspose; uneven ``pads`` or ``output_shape`` crop or extend the full result.
+    ``auto_pad`` SAME_* asks for ``output_shape`` = input size * stride."""
     spatial = _spatial(n)
     x, w, bias = n.input(0), n.input(1), n.optional(2)
     window = _Window.of(n, n.attr("kernel_shape") or list(w.shape[2:]))
     extra = list(n.attr("output_padding") or [0] * spatial)
-    if n.attr("output_shape"):
+    output_shape = n.attr("output_shape")
+    if not output_shape and n.attr("auto_pad") in ("SAME_UPPER", "SAME_LOWER"):
+        output_shape = [size * s for size, s in zip(x.shape[2:], window.strides)]
+    if output_shape:
         window.pads = []
-        for i, want in enumerate(n.attr("output_shape")[-spatial:]):
+        for i, want in enumerate(output_shape[-spatial:]):
             full = ((x.shape[2 + i] - 1) * window.strides[i] + extra[i]
                     + (window.kernel[i] - 1) * window.dilations[i] + 1)
             total = full - want

@@ -11,7 +11,7 @@ import modelc
 import runtime
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "modelc"))
-from models import BasicBlock, DepthwiseSeparable, randomize, transformer_encoder  # noqa: E402
+from models import BasicBlock, Decoder, DepthwiseSeparable, randomize, transformer_encoder
 
 CASES = {
     "transformer_encoder": (lambda: randomize(transformer_encoder()), (2, 5, 16),
@@ -19,6 +19,8 @@ CASES = {
                             [(1, 3, 16), (4, 12, 16)]),
     "resnet_block": (lambda: randomize(BasicBlock()), (2, 4, 8, 8),
                      {0: ("batch", 1, 4)}, [(1, 4, 8, 8), (3, 4, 8, 8)]),
+    "decoder": (lambda: randomize(Decoder()), (2, 4, 5, 5), {0: ("batch", 1, 4)},
+                [(1, 4, 5, 5), (3, 4, 5, 5)]),
     "depthwise_separable": (lambda: randomize(DepthwiseSeparable()), (2, 6, 8, 8),
                             {0: ("batch", 1, 4)}, [(1, 6, 8, 8), (4, 6, 8, 8)]),
 }

@@ -55,6 +55,23 @@ class DepthwiseSeparable(nn.Module):
         return F.max_pool2d(self.bn2(self.pw(y)), 2)
 
 
+class Decoder(nn.Module):
+    """An upsampler: reflect-padded conv, two stride-2 transposed convs (output padding,
+    groups) with BN and ReLU between, a 1x1 sigmoid head; (N, 4, H, W) -> (N, 3, 4H, 4W)."""
+
+    def __init__(self, cin: int = 4) -> None:
+        super().__init__()
+        self.stem = nn.Conv2d(cin, 8, 3, padding=1, padding_mode="reflect")
+        self.up1 = nn.ConvTranspose2d(8, 6, 3, stride=2, padding=1, output_padding=1)
+        self.bn = nn.BatchNorm2d(6)
+        self.up2 = nn.ConvTranspose2d(6, 4, 4, stride=2, padding=1, groups=2)
+        self.head = nn.Conv2d(4, 3, 1)
+
+    def forward(self, x):
+        y = F.relu(self.bn(self.up1(F.relu(self.stem(x)))))
+        return F.sigmoid(self.head(F.relu(self.up2(y))))
+
+
 def transformer_encoder(dim: int = 16, heads: int = 2) -> nn.Module:
     return nn.TransformerEncoderLayer(dim, heads, 2 * dim, batch_first=True,
                                       activation="gelu")

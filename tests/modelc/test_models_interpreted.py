@@ -5,11 +5,13 @@ import numpy as np
 import pytest
 
 import modelc
-from models import BasicBlock, DepthwiseSeparable, randomize, transformer_encoder
+from models import BasicBlock, Decoder, DepthwiseSeparable, randomize, transformer_encoder
 
 CASES = {
     "resnet_block": (lambda: randomize(BasicBlock()), (2, 4, 8, 8),
                      {0: ("batch", 1, 4)}, [(1, 4, 8, 8), (3, 4, 8, 8)]),
+    "decoder": (lambda: randomize(Decoder()), (2, 4, 5, 5), {0: ("batch", 1, 4)},
+                [(1, 4, 5, 5), (3, 4, 5, 5)]),
     "depthwise_separable": (lambda: randomize(DepthwiseSeparable()), (2, 6, 8, 8),
                             {0: ("batch", 1, 4)}, [(1, 6, 8, 8), (4, 6, 8, 8)]),
     "transformer_encoder": (lambda: randomize(transformer_encoder()), (2, 5, 16),

@@ -52,6 +52,24 @@ def check_against_ort() -> Callable[..., modelc.Graph]:
 
 
 @pytest.fixture
+def check_wasm_against_ort() -> Callable[..., None]:
+    """``check(model, inputs)``: export to wasm and compare a run on every kernel provider
+    (both SIMD variants, scalar, host) with onnxruntime."""
+    runtime = pytest.importorskip("runtime")
+
+    def check(model: Any, inputs: Mapping[str, np.ndarray]) -> None:
+        want = ort_run(model, inputs)
+        wasm = modelc.export(modelc.from_onnx(model))
+        for kernels in ("relaxed", "simd128", "scalar", "host"):
+            with runtime.load(wasm, kernels=kernels) as session:
+                got = session.run(dict(inputs))
+            assert sorted(got) == sorted(want)
+            for name in want:
+                assert_close(got[name], want[name], f"{name} on {kernels}")
+    return check
+
+
+@pytest.fixture
 def torch_to_onnx() -> Callable[..., bytes]:
     """``export(module, args, input_names, output_names, dynamic_axes, opset)``: the
     module exported by torch's TorchScript exporter (the dynamo one needs onnxscript)."""

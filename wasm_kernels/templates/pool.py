@@ -4,6 +4,9 @@ One output at a time for every ISA: taps outside the input are skipped by an uns
 bounds check on the row (once per kernel row) and on the column, so padding, dilation and
 ceil_mode's partial windows need no copy of the input. ``f32_avg_pool2d`` multiplies each
 window's sum by its entry of ``scale``, which carries torch's divisor rules.
+
+``f32_adaptive_avg_pool2d`` computes each output's window bounds from torch's adaptive rule
+(start = i * h // oh, end = ceil((i + 1) * h / oh)), so uneven windows need no table.
 """
 
 from __future__ import annotations
@@ -19,6 +22,8 @@ COMBINE: dict[str, tuple[str, float]] = {"f32_max_pool2d": ("f32.max", float("-i
 
 def emit(spec: KernelSpec, isa_name: str) -> tuple[FuncType, Code]:
     """Generate pool kernel ``spec`` (the same code for every ISA)."""
+    if spec.name == "f32_adaptive_avg_pool2d":
+        return _adaptive(spec)
     combine, identity = COMBINE[spec.name]
     c = Code(spec.param_types)
     arg = {p: i for i, p in enumerate(spec.params)}
@@ -75,6 +80,66 @@ def emit(spec: KernelSpec, isa_name: str) -> tuple[FuncType, Code]:
         strided_loop(c, v["oy"], 1, arg["oh"], output_row)
         get("xp", "plane").emit("i32.add").emit("local.set", v["xp"])
 
+    c.emit("i32.const", 0).emit("local.set", v["p"])
+    strided_loop(c, v["p"], 1, arg["planes"], plane)
+    return FuncType(spec.param_types, spec.results), c
+
+
+def _adaptive(spec: KernelSpec) -> tuple[FuncType, Code]:
+    """Each output = the sum of its adaptive window / the window's size."""
+    c = Code(spec.param_types)
+    arg = {p: i for i, p in enumerate(spec.params)}
+    v = {name: c.local("i32") for name in ("p", "oy", "ox", "h0", "h1", "w0", "w1", "ih",
+                                           "iw", "xp", "out")}
+    acc = c.local("f32")
+
+    def get(*names: str) -> Code:
+        for name in names:
+            c.emit("local.get", v[name] if name in v else arg[name])
+        return c
+
+    def bounds(index: str, size: str, out: str, start: str, end: str) -> None:
+        """start = index * size // out; end = ((index + 1) * size + out - 1) // out."""
+        get(index, size).emit("i32.mul").emit("local.get", arg[out]).emit("i32.div_u")
+        c.emit("local.set", v[start])
+        get(index).emit("i32.const", 1).emit("i32.add").emit("local.get", arg[size])
+        c.emit("i32.mul").emit("local.get", arg[out]).emit("i32.add").emit("i32.const", 1)
+        c.emit("i32.sub").emit("local.get", arg[out]).emit("i32.div_u").emit("local.set", v[end])
+
+    def tap() -> None:
+        # acc += x[xp + (ih * w + iw) * 4]
+        get("xp", "ih", "w").emit("i32.mul").emit("local.get", v["iw"]).emit("i32.add")
+        c.emit("i32.const", 2).emit("i32.shl").emit("i32.add").emit("f32.load", 2)
+        c.emit("local.get", acc).emit("f32.add").emit("local.set", acc)
+
+    def window_row() -> None:
+        get("w0").emit("local.set", v["iw"])
+        strided_loop(c, v["iw"], 1, v["w1"], tap)
+
+    def output() -> None:
+        bounds("ox", "w", "ow", "w0", "w1")
+        c.emit("f32.const", 0.0).emit("local.set", acc)
+        get("h0").emit("local.set", v["ih"])
+        strided_loop(c, v["ih"], 1, v["h1"], window_row)
+        get("out").emit("local.get", acc)
+        get("h1", "h0").emit("i32.sub").emit("local.get", v["w1"]).emit("local.get", v["w0"])
+        c.emit("i32.sub").emit("i32.mul").emit("f32.convert_i32_u").emit("f32.div")
+        c.emit("f32.store", 2)
+        get("out").emit("i32.const", 4).emit("i32.add").emit("local.set", v["out"])
+
+    def output_row() -> None:
+        bounds("oy", "h", "oh", "h0", "h1")
+        c.emit("i32.const", 0).emit("local.set", v["ox"])
+        strided_loop(c, v["ox"], 1, arg["ow"], output)
+
+    def plane() -> None:
+        c.emit("i32.const", 0).emit("local.set", v["oy"])
+        strided_loop(c, v["oy"], 1, arg["oh"], output_row)
+        get("xp", "h", "w").emit("i32.mul").emit("i32.const", 2).emit("i32.shl")
+        c.emit("i32.add").emit("local.set", v["xp"])
+
+    get("y").emit("local.set", v["out"])
+    get("x").emit("local.set", v["xp"])
     c.emit("i32.const", 0).emit("local.set", v["p"])
     strided_loop(c, v["p"], 1, arg["planes"], plane)
     return FuncType(spec.param_types, spec.results), c
