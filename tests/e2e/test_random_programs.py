@@ -5,8 +5,9 @@ Each program starts from an input with a symbolic batch and applies 4-7 steps dr
 menu, so that lowering meets combinations the hand-written model tests do not. Sequence
 programs ((batch, S, D)): broadcasts against reshaped and permuted views, reductions
 feeding matmuls, slices of concatenations, epilogue fusion after any op. Image programs
-((batch, C, H, W)): convolutions of random kernel, stride, padding, dilation and groups,
-batch norms to fold, pooling, padding and residual branches.
+((batch, C, H, W)): convolutions and transposed convolutions of random kernel, stride,
+padding, dilation and groups, batch norms to fold, pooling (adaptive too), padding in every
+mode and residual branches.
 """
 
 from __future__ import annotations
@@ -145,7 +146,9 @@ class ImageProgram(RandomProgram):
                 ["relu", "relu6", "hardswish", "sigmoid", "silu", "tanh"]))),
             "residual": self._residual,
             "pool": self._pool,
+            "adaptive_pool": self._adaptive_pool,
             "pad": self._pad,
+            "upsample": self._conv_transpose,
             "concat": lambda: (lambda x: F.concat([x, F.relu(x)], 1)),
             "channel_affine": self._channel_affine,
         }
@@ -187,10 +190,34 @@ class ImageProgram(RandomProgram):
         return lambda x: F.avg_pool2d(x, k, stride, padding, ceil_mode=ceil,
                                       count_include_pad=include)
 
+    def _adaptive_pool(self) -> Step:
+        h, w = self.shape[1:]
+        size = (int(self.rng.integers(1, h + 1)), int(self.rng.integers(1, w + 1)))
+        return lambda x: F.adaptive_avg_pool2d(x, size)
+
     def _pad(self) -> Step:
-        amounts = tuple(int(a) for a in self.rng.integers(0, 3, 4))
-        value = float(self.rng.uniform(-1, 1))
-        return lambda x: F.pad(x, amounts, value=value)
+        mode = str(self.rng.choice(["constant", "reflect", "replicate", "circular"]))
+        h, w = self.shape[1:]
+        widest = {"reflect": min(h, w) - 1, "circular": min(h, w)}.get(mode, 2)
+        amounts = tuple(int(a) for a in self.rng.integers(0, min(widest, 2) + 1, 4))
+        if mode == "constant":
+            value = float(self.rng.uniform(-1, 1))
+            return lambda x: F.pad(x, amounts, value=value)
+        return lambda x: F.pad(x, amounts, mode=mode)
+
+    def _conv_transpose(self) -> Step:
+        rng, c = self.rng, self.shape[0]
+        out = int(rng.choice([2, 4, 6]))
+        groups = int(rng.choice([g for g in (1, 2, c) if c % g == 0 and out % g == 0
+                                 and (g != c or out == c)]))
+        k, stride = int(rng.choice([1, 2, 3, 4])), int(rng.choice([1, 2]))
+        dilation = int(rng.choice([1, 2])) if k > 1 else 1
+        padding = int(rng.integers(0, dilation * (k - 1) // 2 + 1))
+        extra = int(rng.integers(0, max(stride, dilation)))
+        weight = self.weight((c, out // groups, k, k), max(1, c * k * k // stride ** 2))
+        bias = self.weight((out,), 1) if rng.integers(2) else None
+        return lambda x: F.conv_transpose2d(x, weight, bias, stride, padding, extra, groups,
+                                            dilation)
 
     def _channel_affine(self) -> Step:
         c = self.shape[0]
