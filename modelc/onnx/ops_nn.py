@@ -166,12 +166,28 @@ def _pool(n: OnnxNode, fill: float, run: Callable[[Any, _Window], Any],
                     zip(window.pads, window.kernel, window.dilations) for p in pair)
     if window.symmetric and not oversized:
         return _unplanar(run(x, window), spatial)
+    pads = window.pads
     amounts, window.pads = window.torch_pad(), [(0, 0), (0, 0)]
     out = run(F.pad(x, amounts, value=fill), window)
     if not count_padding:
         ones = np.ones((1, 1, *x.shape[2:]), np.float32)
         out = F.div(out, run(F.pad(ones, amounts), window))  # (1, 1, OH, OW) share
+    if n.attr("ceil_mode", 0):
+        for axis, (head, tail) in enumerate(pads):
+            size = _ceil_windows(x.shape[2 + axis], window.kernel[axis], window.strides[axis],
+                                 window.dilations[axis], head, tail)
+            if out.shape[2 + axis] > size:
+                out = F.slice(out, 2 + axis, 0, size)
     return _unplanar(out, spatial)
+
+
+def _ceil_windows(size: int, kernel: int, stride: int, dilation: int, head: int,
+                  tail: int) -> int:
+    """Windows along an axis in ceil mode as onnxruntime counts them: the last one must start
+    inside the input or its head padding. Padding the input first would let it start in the
+    tail padding."""
+    count = -(-(size + head + tail - dilation * (kernel - 1) - 1) // stride) + 1
+    return count - 1 if (count - 1) * stride >= size + head else count
 
 
 def _global(fn: Callable[..., Any]) -> OpFn:
