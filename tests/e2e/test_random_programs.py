@@ -12,12 +12,15 @@ mode and residual branches.
 
 from __future__ import annotations
 
+import io
 import math
+import shutil
 from collections.abc import Callable
 from functools import partial
 
 import numpy as np
 import pytest
+from standalone_runners import npy, run_node, run_wasi
 
 import modelc
 import nn
@@ -251,3 +254,27 @@ def test_random_program_matches_eager(program, kernels):
             assert got.shape == ref.shape, model.describe()
             scale = max(float(np.abs(ref).max()), 1e-6)
             assert np.abs(got - ref).max() <= 1e-4 * scale, model.describe()
+
+
+STANDALONE_SEEDS = range(8)
+
+
+@pytest.mark.parametrize("kind", sorted(KINDS))
+@pytest.mark.parametrize("seed", STANDALONE_SEEDS)
+def test_random_program_standalone_matches_eager(kind, seed, tmp_path):
+    """The standalone export (kernels linked in, WASI only) under wasmnn's WASI, and under
+    Node's WASI with the same bits when Node is installed."""
+    cls, shape = KINDS[kind]
+    model = cls(seed, shape).eval()
+    wasm = modelc.export(model, (np.zeros((2, *shape), np.float32),), standalone=True,
+                         dynamic={"input0": {0: ("batch", 1, 4)}})
+    x = np.random.default_rng(1).standard_normal((3, *shape)).astype(np.float32)
+    code, stdout, stderr = run_wasi(wasm, npy(x))
+    assert code == 0, stderr
+    got, ref = np.load(io.BytesIO(stdout)), model(x)
+    assert got.shape == ref.shape, model.describe()
+    assert np.abs(got - ref).max() <= 1e-4 * max(float(np.abs(ref).max()), 1e-6), model.describe()
+    if shutil.which("node") is not None and seed < 3:
+        path = tmp_path / "model.wasm"
+        path.write_bytes(wasm)
+        np.testing.assert_array_equal(np.load(io.BytesIO(run_node(path, npy(x)))), got)

@@ -2,31 +2,14 @@
 
 import io
 import shutil
-import subprocess
-from pathlib import Path
 
 import numpy as np
 import pytest
+from standalone_runners import npy, run_node, run_wasi
 
 import modelc
-from runtime.commands.wasi import run_command
-from wasi_intrinsics.wasi import WasiConfig
 from wasm_kernels import abi
 from wasm_kernels.wasm import read_module
-
-NODE_RUNNER = Path(__file__).parents[2] / "examples" / "standalone" / "run_wasi.mjs"
-
-
-def npy(array: np.ndarray) -> bytes:
-    buffer = io.BytesIO()
-    np.save(buffer, array)
-    return buffer.getvalue()
-
-
-def run_wasi(wasm: bytes, stdin: bytes) -> tuple[int, bytes, str]:
-    config = WasiConfig(args=["model.wasm"], stdin=io.BytesIO(stdin))
-    code = run_command(wasm, config)
-    return code, config.stdout.getvalue(), config.stderr.getvalue().decode()
 
 
 @pytest.fixture(scope="module")
@@ -100,10 +83,9 @@ def test_node_wasi_gives_the_same_bits(standalone, tmp_path):
     path = tmp_path / "model.wasm"
     path.write_bytes(wasm)
     x = np.random.default_rng(7).standard_normal((6, 12)).astype(np.float32)
-    node = subprocess.run(["node", "--no-warnings", str(NODE_RUNNER), str(path)],
-                          input=npy(x), capture_output=True, check=True)
+    node = run_node(path, npy(x))
     _, ours, _ = run_wasi(wasm, npy(x))
-    np.testing.assert_array_equal(np.load(io.BytesIO(node.stdout)), np.load(io.BytesIO(ours)))
+    np.testing.assert_array_equal(np.load(io.BytesIO(node)), np.load(io.BytesIO(ours)))
 
 
 @pytest.mark.skipif(shutil.which("node") is None, reason="Node.js is not installed")
@@ -115,7 +97,5 @@ def test_transformer_with_two_symbolic_dims_runs_under_node(tmp_path):
                   dynamic={"input0": {0: ("batch", 1, 4), 1: ("seq", 1, 12)}})
     for shape in [(1, 2, 16), (3, 12, 16)]:
         x = np.random.default_rng(sum(shape)).standard_normal(shape).astype(np.float32)
-        node = subprocess.run(["node", "--no-warnings", str(NODE_RUNNER), str(path)],
-                              input=npy(x), capture_output=True, check=True)
-        y, ref = np.load(io.BytesIO(node.stdout)), model(x)
+        y, ref = np.load(io.BytesIO(run_node(path, npy(x)))), model(x)
         assert np.abs(y - ref).max() <= 1e-4 * np.abs(ref).max()
