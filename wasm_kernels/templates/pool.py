@@ -11,6 +11,8 @@ window's sum by its entry of ``scale``, which carries torch's divisor rules.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from ..abi import KernelSpec
 from ..wasm import Code, FuncType
 from .loops import strided_loop
@@ -18,6 +20,15 @@ from .loops import strided_loop
 COMBINE: dict[str, tuple[str, float]] = {"f32_max_pool2d": ("f32.max", float("-inf")),
                                          "f32_avg_pool2d": ("f32.add", 0.0)}
 """The fold of each kernel and its identity (what a padding tap contributes)."""
+
+
+def _getter(c: Code, v: dict[str, int], arg: dict[str, int]) -> Callable[..., Code]:
+    """``get(*names)``: push each named local (of ``v``) or argument (of ``arg``)."""
+    def get(*names: str) -> Code:
+        for name in names:
+            c.emit("local.get", v[name] if name in v else arg[name])
+        return c
+    return get
 
 
 def emit(spec: KernelSpec, isa_name: str) -> tuple[FuncType, Code]:
@@ -31,10 +42,7 @@ def emit(spec: KernelSpec, isa_name: str) -> tuple[FuncType, Code]:
                                            "iw", "xp", "out")}
     acc = c.local("f32")
 
-    def get(*names: str) -> Code:
-        for name in names:
-            c.emit("local.get", v[name] if name in v else arg[name])
-        return c
+    get = _getter(c, v, arg)
 
     get("w").emit("i32.const", 2).emit("i32.shl").emit("local.set", v["row"])
     get("h", "row").emit("i32.mul").emit("local.set", v["plane"])
@@ -93,10 +101,7 @@ def _adaptive(spec: KernelSpec) -> tuple[FuncType, Code]:
                                            "iw", "xp", "out")}
     acc = c.local("f32")
 
-    def get(*names: str) -> Code:
-        for name in names:
-            c.emit("local.get", v[name] if name in v else arg[name])
-        return c
+    get = _getter(c, v, arg)
 
     def bounds(index: str, size: str, out: str, start: str, end: str) -> None:
         """start = index * size // out; end = ((index + 1) * size + out - 1) // out."""
