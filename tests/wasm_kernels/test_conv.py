@@ -7,6 +7,7 @@ import pytest
 from nn import functional as F
 from wasi_intrinsics.kernels import ACTIVATIONS
 from wasm_kernels import abi
+from wasm_kernels.pack import pack_conv_weight
 
 # (input shape, out channels, kernel, stride, padding, dilation, groups)
 CASES = {
@@ -38,7 +39,7 @@ def _run(kernels, spec: abi.KernelSpec, case: tuple, seed: int = 0):  # type: ig
         if part in ACTIVATIONS:
             expected = ACTIVATIONS[part](expected)
     n, c, h, width = shape
-    out = kernels.call(spec.name, offset=4 * (seed % 3), x=x, weight=w, bias=bias, r=r,
+    out = kernels.call(spec.name, offset=4 * (seed % 3), x=x, weight=pack_conv_weight(w, g), bias=bias, r=r,
                        y=expected.shape, n=n, c=c, h=h, w=width, o=o, oh=expected.shape[2],
                        ow=expected.shape[3], kh=k[0], kw=k[1], sh=s[0], sw=s[1], ph=p[0],
                        pw=p[1], dh=d[0], dw=d[1], groups=g)["y"]

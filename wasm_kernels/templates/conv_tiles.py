@@ -1,0 +1,237 @@
+"""The tiles of the conv family (see ``conv``): the register-blocked tile over ``rows`` output
+channels x ``regs`` registers of columns, interior or masked, and the column-by-column tile
+with a bounds check per tap that covers what a vector tile may not read.
+
+Both walk the taps the same way (``_taps``): kernel rows inside the input, then the kw
+columns of each, and for each tap a k loop over the input channels whose weights are
+adjacent in the packed block, 16 bytes per channel, addressed from a pointer biased by the
+tap's end with ``kk`` counting up to 0; the pixel pointer steps one input plane per channel.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from . import activations
+from .isa import ISAS, Isa
+
+if TYPE_CHECKING:
+    from .conv import Frame
+
+CHANNEL_BYTES = 16
+"""Bytes of one input channel's weights in a packed block (4 output channels)."""
+
+
+def _taps(f: Frame, start_column: Callable[[], None], tap: Callable[[], None]) -> None:
+    """For each kernel row inside the input and each of its kw columns: ``tap()`` with ``pj``
+    at the tap's first pixel and ``wp`` at its weights; ``start_column`` pushes the input
+    column of the tile's first lane at tap 0 (may be negative), kept in ``jcol``."""
+    c = f.c
+    f.get("wb")
+    f.set("wp")
+    f.get("rows_in")
+    f.set("t")
+    f.get("xrow")
+    f.set("prow")
+    c.emit("block").emit("loop")
+    f.get("t").emit("i32.eqz").emit("br_if", 1)
+    start_column()
+    f.set("jcol")
+    f.get("prow", "jcol").emit("i32.const", 2).emit("i32.shl").emit("i32.add")
+    f.set("pj")
+    f.get("kw")
+    f.set("j")
+    c.emit("loop")
+    tap()
+    f.add("wp", "tapw")
+    f.add("pj", "dw_bytes")
+    f.add("jcol", "dw")
+    f.add("j", -1)
+    f.get("j").emit("br_if", 0)
+    c.emit("end")
+    f.add("prow", "dh_row")
+    f.add("t", -1)
+    c.emit("br", 0).emit("end").emit("end")
+
+
+def _channels(f: Frame, body: Callable[[], None]) -> None:
+    """``body()`` for each input channel: pixels at ``pp``, weights at ``wend + kk``."""
+    c = f.c
+    f.get("pj")
+    f.set("pp")
+    f.get("wp", "tapw").emit("i32.add")
+    f.set("wend")
+    c.emit("i32.const", 0).emit("local.get", f.v["tapw"]).emit("i32.sub")
+    f.set("kk")
+    c.emit("loop")
+    body()
+    f.add("pp", "plane")
+    f.get("kk").emit("i32.const", CHANNEL_BYTES).emit("i32.add").emit("local.tee", f.v["kk"])
+    c.emit("br_if", 0).emit("end")
+
+
+def _weight(f: Frame, isa: Isa, r: int) -> None:
+    """Push the weight of channel row ``r`` at the current tap and channel, broadcast."""
+    f.get("wend", "kk").emit("i32.add")
+    isa.load_splat(f.c, 4 * r)
+
+
+def vector_tile(f: Frame, rows: int, regs: int, mode: str, masked: bool) -> None:
+    """Y[oc:oc+rows, oy, tx:tx+regs*lanes] = epilogue(bias + sum over taps), pixels loaded
+    per register (``unit``: contiguous; ``gather``: lane by lane), ``masked`` to the row."""
+    c, isa = f.c, f.isa
+    acc = [[c.local(isa.valtype) for _ in range(regs)] for _ in range(rows)]
+    pixels = [c.local(isa.valtype) for _ in range(regs)]
+    weights = [c.local(isa.valtype) for _ in range(rows)]
+    masks = [c.local("v128") for _ in range(regs)] if masked else []
+    columns = c.local("v128") if masked else -1
+    for r in range(rows):
+        f.get("bg", "oc").emit("i32.const", 2).emit("i32.shl").emit("i32.add")
+        isa.load_splat(c, 4 * r)
+        for reg in range(regs):
+            c.emit("local.tee" if reg + 1 < regs else "local.set", acc[r][reg])
+
+    def start_column() -> None:
+        f.get("tx", "sw").emit("i32.mul").emit("local.get", f.arg["pw"]).emit("i32.sub")
+
+    def step() -> None:
+        for reg in range(regs):
+            _load_pixels(f, isa, mode, reg)
+            if masked:
+                c.emit("local.get", masks[reg]).emit("v128.and")
+            c.emit("local.set", pixels[reg])
+        for r in range(rows):
+            _weight(f, isa, r)
+            c.emit("local.set", weights[r])
+        for r in range(rows):
+            for reg in range(regs):
+                # The weight first: vfmadd213ps overwrites it, and it has fewer uses.
+                c.emit("local.get", weights[r]).emit("local.get", pixels[reg])
+                isa.madd_into(c, acc[r][reg])
+
+    def tap() -> None:
+        for reg in range(regs):
+            # masks[reg] = lanes whose input column jcol + (reg * lanes + lane) * sw is in [0, w)
+            f.get("jcol").emit("i32.const", reg * isa.lanes).emit("local.get", f.arg["sw"])
+            c.emit("i32.mul").emit("i32.add").emit("f32.convert_i32_s").emit("f32x4.splat")
+            c.emit("local.get", f.lane_columns).emit("f32x4.add").emit("local.tee", columns)
+            isa.const(c, 0.0)
+            c.emit("f32x4.ge").emit("local.get", columns).emit("local.get", f.width)
+            c.emit("f32x4.lt").emit("v128.and").emit("local.set", masks[reg])
+        _channels(f, step)
+
+    _taps(f, start_column, tap if masked else lambda: _channels(f, step))
+    if masked:
+        f.get("tx").emit("i32.const", regs * isa.lanes).emit("i32.add")
+        f.get("ow").emit("i32.le_u").emit("if")
+        _store(f, isa, rows, regs, acc)
+        c.emit("else")
+        _store_lanes(f, rows, regs, acc)
+        c.emit("end")
+    else:
+        _store(f, isa, rows, regs, acc)
+
+
+def _load_pixels(f: Frame, isa: Isa, mode: str, reg: int) -> None:
+    """Push register ``reg`` of the tile's pixels under the tap at ``pp``."""
+    c = f.c
+    if mode == "unit":
+        f.get("pp")
+        isa.load(c, reg * 4 * isa.lanes)
+        return
+    for lane in range(isa.lanes):
+        f.get("pp").emit("local.get", f.column_offset[reg * isa.lanes + lane])
+        c.emit("i32.add").emit("f32.load", 2, 0)
+        if isa.vector and lane == 0:
+            c.emit("f32x4.splat")
+        elif isa.vector:
+            c.emit("f32x4.replace_lane", lane)
+
+
+def column_tiles(f: Frame, rows: int, width: int) -> None:
+    """Columns ``tx .. min(tx + width, ow)`` one at a time, scalar, ``rows`` channels, each
+    tap checked against the input row."""
+    c, scalar = f.c, ISAS["scalar"]
+    acc = [c.local("f32") for _ in range(rows)]
+    pixel = c.local("f32")
+    end = c.local("i32")
+    f.get("tx").emit("i32.const", width).emit("i32.add")
+    c.emit("local.tee", end).emit("local.get", f.arg["ow"]).emit("local.get", end)
+    f.get("ow").emit("i32.lt_u").emit("select").emit("local.set", end)
+    f.get("tx")
+    f.set("col")
+
+    def start_column() -> None:
+        f.get("col", "sw").emit("i32.mul").emit("local.get", f.arg["pw"]).emit("i32.sub")
+
+    def step() -> None:
+        f.get("pp").emit("f32.load", 2, 0).emit("local.set", pixel)
+        for r in range(rows):
+            _weight(f, scalar, r)
+            c.emit("local.get", pixel)
+            scalar.madd_into(c, acc[r])
+
+    def tap() -> None:
+        f.get("jcol", "w").emit("i32.lt_u").emit("if")
+        _channels(f, step)
+        c.emit("end")
+
+    c.emit("block").emit("loop")
+    f.get("col").emit("local.get", end).emit("i32.ge_u").emit("br_if", 1)
+    for r in range(rows):
+        f.get("bg", "oc").emit("i32.const", 2).emit("i32.shl").emit("i32.add")
+        c.emit("f32.load", 2, 4 * r).emit("local.set", acc[r])
+    _taps(f, start_column, tap)
+    for r in range(rows):
+        _output_address(f, "yg", r, "col")
+        c.emit("local.get", acc[r])
+        _epilogue(f, scalar, r, "col", 0)
+    f.add("col", 1)
+    c.emit("br", 0).emit("end").emit("end")
+
+
+def _output_address(f: Frame, base: str, r: int, column: str) -> None:
+    """Push ``base + ((oc + r) * oh + oy) * ow * 4 + column * 4``."""
+    c = f.c
+    f.get(base, "oc").emit("i32.const", r).emit("i32.add")
+    f.get("oh").emit("i32.mul").emit("local.get", f.v["oy"]).emit("i32.add")
+    f.get("orow").emit("i32.mul").emit("i32.add").emit("local.get", f.v[column])
+    c.emit("i32.const", 2).emit("i32.shl").emit("i32.add")
+
+
+def _epilogue(f: Frame, isa: Isa, r: int, column: str, offset: int) -> None:
+    """Add R, apply the activations and store the register on the stack at Y + ``offset``
+    (its address below it)."""
+    c = f.c
+    if "r" in f.arg:
+        _output_address(f, "rg", r, column)
+        isa.load(c, offset)
+        isa.op(c, "add")
+    for op in f.epilogue:
+        activations.apply(c, isa, op)
+    isa.store(c, offset)
+
+
+def _store(f: Frame, isa: Isa, rows: int, regs: int, acc: list[list[int]]) -> None:
+    """Store whole registers at Y[oc + r, oy, tx + reg * lanes ...]."""
+    for r in range(rows):
+        for reg in range(regs):
+            _output_address(f, "yg", r, "tx")
+            f.c.emit("local.get", acc[r][reg])
+            _epilogue(f, isa, r, "tx", reg * 4 * isa.lanes)
+
+
+def _store_lanes(f: Frame, rows: int, regs: int, acc: list[list[int]]) -> None:
+    """Store the lanes of a tile wider than the output row, those left of ``ow``."""
+    c, isa, scalar = f.c, f.isa, ISAS["scalar"]
+    for reg in range(regs):
+        for lane in range(isa.lanes):
+            k = reg * isa.lanes + lane
+            f.get("tx").emit("i32.const", k).emit("i32.add").emit("local.get", f.arg["ow"])
+            c.emit("i32.lt_u").emit("if")
+            for r in range(rows):
+                _output_address(f, "yg", r, "tx")
+                c.emit("local.get", acc[r][reg]).emit("f32x4.extract_lane", lane)
+                _epilogue(f, scalar, r, "tx", 4 * k)
+            c.emit("end")
