@@ -14,9 +14,9 @@ costs nothing. Its columns are covered by tiles of ``regs * lanes`` columns, the
 moved left to end at the row's end (it recomputes a few columns; Y must not alias X or R).
 A tile is *interior* when every tap of every lane lies inside the input row; otherwise its
 pixel registers are masked to zero outside the row (vector ISAs). A tile narrower than the
-output row stores lane by lane. Masked loads read a few floats before or after the row; a
-tile whose reads would leave X (at X's first or last row) computes its columns one at a
-time with a bounds check per tap instead, as the scalar ISA does for every border column.
+output row stores lane by lane. Masked loads read a few floats before or after the row, maybe
+outside X; a tile whose reads would leave linear memory computes its columns one at a time
+with a bounds check per tap instead, as the scalar ISA does for every border column.
 
 Tiles are ``MR`` (4) channels x ``NR`` registers for whole blocks of 4 output channels, then
 single channels ``WIDE`` registers wide (the last ``og % 4`` channels of a group, and every
@@ -40,9 +40,11 @@ MR, NR, WIDE = 4, 2, 4
 
 # Locals the driver keeps for the whole call (all i32).
 _SIZES = ("cg", "og", "plane", "row", "oplane", "orow", "tapw", "block", "dw_bytes", "dh_row",
-          "xbytes", "ow_lo", "ow_hi")
+          "ow_lo", "ow_hi")
 _LOOP = ("image", "group", "oy", "oc", "ox", "tx", "last", "ih", "i_lo", "i_hi", "rows_in",
-         "xg", "wg", "bg", "yg", "rg", "xrow", "wrow0", "lo_base", "hi_base", "wb", "safe")
+         "xg", "wg", "bg", "yg", "rg", "xrow", "wrow0", "wb", "safe")
+# i64 locals: the first and last input rows a tile reads, and the end of memory (bytes).
+_WIDE = ("lo_read", "hi_read", "memory_end")
 # Locals of one tile's tap loops (all i32).
 _TAP = ("t", "j", "col", "iw", "prow", "pj", "pp", "wp", "wend", "kk", "jcol")
 
@@ -89,6 +91,7 @@ def emit(spec: KernelSpec, isa_name: str) -> tuple[FuncType, Code]:
     c = Code(spec.param_types)
     arg = {p: i for i, p in enumerate(spec.params)}
     v = {name: c.local("i32") for name in _SIZES + _LOOP + _TAP}
+    v.update({name: c.local("i64") for name in _WIDE})
     columns = max(NR, WIDE) * isa.lanes
     vectors = (c.local("v128"), c.local("v128")) if isa.vector else (-1, -1)
     f = Frame(c, isa, arg, activations.epilogue_of(spec), v,
@@ -111,8 +114,8 @@ def _sizes(f: Frame) -> None:
     f.set("row")
     f.get("h", "row").emit("i32.mul")
     f.set("plane")
-    f.get("n", "c").emit("i32.mul").emit("local.get", f.v["plane"]).emit("i32.mul")
-    f.set("xbytes")
+    c.emit("memory.size").emit("i64.extend_i32_u").emit("i64.const", 65536).emit("i64.mul")
+    f.set("memory_end")
     f.get("ow").emit("i32.const", 2).emit("i32.shl")
     f.set("orow")
     f.get("oh", "orow").emit("i32.mul")
@@ -228,20 +231,24 @@ def _output_row(f: Frame) -> None:
     # wrow0 = i_lo * kw * tapw: the weights of the first kernel row inside
     f.get("i_lo", "kw").emit("i32.mul").emit("local.get", f.v["tapw"]).emit("i32.mul")
     f.set("wrow0")
-    # lo_base, hi_base: the first and the last input row read, as offsets from x
-    f.get("xrow", "x").emit("i32.sub")
-    f.set("lo_base")
-    f.get("lo_base", "cg").emit("i32.const", 1).emit("i32.sub").emit("local.get", f.v["plane"])
-    c.emit("i32.mul").emit("i32.add")
+    # lo_read, hi_read: where the first and the last input row read start
+    f.get("xrow").emit("i64.extend_i32_u")
+    f.set("lo_read")
+    f.get("cg").emit("i32.const", 1).emit("i32.sub").emit("local.get", f.v["plane"])
+    c.emit("i32.mul")
     f.get("rows_in").emit("i32.const", 1).emit("i32.sub").emit("local.get", f.v["dh_row"])
-    c.emit("i32.mul").emit("i32.add")
-    f.set("hi_base")
+    c.emit("i32.mul").emit("i32.add").emit("i64.extend_i32_s").emit("local.get", f.v["lo_read"])
+    c.emit("i64.add")
+    f.set("hi_read")
     if f.isa.vector:
         f.get("sw").emit("i32.const", 1).emit("i32.eq").emit("if")
         _channel_tiles(f, "unit")
         c.emit("else")
+        f.get("sw").emit("i32.const", 2).emit("i32.eq").emit("if")
+        _channel_tiles(f, "pair")
+        c.emit("else")
         _channel_tiles(f, "gather")
-        c.emit("end")
+        c.emit("end").emit("end")
     else:
         _channel_tiles(f, "gather")
 
@@ -306,18 +313,20 @@ def _tile(f: Frame, rows: int, regs: int, mode: str) -> None:
 
 
 def _safe(f: Frame, width: int) -> None:
-    """``safe`` = every load of a vector tile at ``tx`` stays inside X: rows_in == 0, or
-    lo_base + (tx * sw - pw) * 4 >= 0 and hi_base + ((tx + width - 1) * sw - pw + (kw - 1) *
-    dw + 1) * 4 <= xbytes (signed: offsets from x)."""
+    """``safe`` = every load of a vector tile at ``tx`` stays inside linear memory (masked
+    lanes may read outside the row, even outside X; a stride-2 register reads one float past
+    its last lane): rows_in == 0, or lo_read + (tx * sw - pw) * 4 >= 0 and hi_read + ((tx +
+    width - 1) * sw - pw + (kw - 1) * dw + 2) * 4 <= memory_end."""
     c = f.c
     f.get("rows_in").emit("i32.eqz")
     f.get("tx", "sw").emit("i32.mul").emit("local.get", f.arg["pw"]).emit("i32.sub")
-    c.emit("i32.const", 2).emit("i32.shl").emit("local.get", f.v["lo_base"]).emit("i32.add")
-    c.emit("i32.const", 0).emit("i32.ge_s")
+    c.emit("i32.const", 2).emit("i32.shl").emit("i64.extend_i32_s")
+    f.get("lo_read").emit("i64.add").emit("i64.const", 0).emit("i64.ge_s")
     f.get("tx").emit("i32.const", width - 1).emit("i32.add").emit("local.get", f.arg["sw"])
     c.emit("i32.mul").emit("local.get", f.arg["pw"]).emit("i32.sub")
     f.get("kw").emit("i32.const", 1).emit("i32.sub").emit("local.get", f.arg["dw"])
-    c.emit("i32.mul").emit("i32.add").emit("i32.const", 1).emit("i32.add")
-    c.emit("i32.const", 2).emit("i32.shl").emit("local.get", f.v["hi_base"]).emit("i32.add")
-    f.get("xbytes").emit("i32.le_s").emit("i32.and").emit("i32.or")
+    c.emit("i32.mul").emit("i32.add").emit("i32.const", 2).emit("i32.add")
+    c.emit("i32.const", 2).emit("i32.shl").emit("i64.extend_i32_s")
+    f.get("hi_read").emit("i64.add")
+    f.get("memory_end").emit("i64.le_s").emit("i32.and").emit("i32.or")
     f.set("safe")

@@ -22,6 +22,10 @@ if TYPE_CHECKING:
 CHANNEL_BYTES = 16
 """Bytes of one input channel's weights in a packed block (4 output channels)."""
 
+EVEN_LANES = bytes(4 * lane + byte for lane in (0, 2, 4, 6) for byte in range(4))
+"""The ``i8x16.shuffle`` of two f32x4 registers that keeps lanes 0 and 2 of each: the
+pixels of a stride-2 register loaded as two contiguous ones."""
+
 
 def _taps(f: Frame, start_column: Callable[[], None], tap: Callable[[], None]) -> None:
     """For each kernel row inside the input and each of its kw columns: ``tap()`` with ``pj``
@@ -79,7 +83,8 @@ def _weight(f: Frame, isa: Isa, r: int) -> None:
 
 def vector_tile(f: Frame, rows: int, regs: int, mode: str, masked: bool) -> None:
     """Y[oc:oc+rows, oy, tx:tx+regs*lanes] = epilogue(bias + sum over taps), pixels loaded
-    per register (``unit``: contiguous; ``gather``: lane by lane), ``masked`` to the row."""
+    per register (``unit``: contiguous; ``pair``: stride 2, two contiguous registers
+    shuffled; ``gather``: lane by lane), ``masked`` to the row."""
     c, isa = f.c, f.isa
     acc = [[c.local(isa.valtype) for _ in range(regs)] for _ in range(rows)]
     pixels = [c.local(isa.valtype) for _ in range(regs)]
@@ -139,6 +144,12 @@ def _load_pixels(f: Frame, isa: Isa, mode: str, reg: int) -> None:
     if mode == "unit":
         f.get("pp")
         isa.load(c, reg * 4 * isa.lanes)
+        return
+    if mode == "pair":
+        for half in range(2):
+            f.get("pp")
+            isa.load(c, (2 * reg + half) * 4 * isa.lanes)
+        c.emit("i8x16.shuffle", EVEN_LANES)
         return
     for lane in range(isa.lanes):
         f.get("pp").emit("local.get", f.column_offset[reg * isa.lanes + lane])
