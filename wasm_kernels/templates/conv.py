@@ -34,13 +34,14 @@ from . import activations, conv_tiles
 from .isa import ISAS, KernelFrame
 from .loops import strided_loop
 
-MR, NR, WIDE = 4, 2, 4
+MR, NR, WIDE, DEPTHWISE = 4, 2, 4, 3
 """Tile shapes in registers: MR channel rows x NR registers (8 accumulators, as the gemm's
-4x8), or one channel x WIDE registers."""
+4x8), one channel x WIDE registers, or a depthwise 3-wide conv's one channel x DEPTHWISE
+registers (3 taps of a kernel row at once: 9 pixel and 3 weight registers)."""
 
 # Locals the driver keeps for the whole call (all i32).
 _SIZES = ("cg", "og", "plane", "row", "oplane", "orow", "tapw", "block", "dw_bytes", "dh_row",
-          "ow_lo", "ow_hi")
+          "ow_lo", "ow_hi", "depthwise")
 _LOOP = ("image", "group", "oy", "oc", "ox", "tx", "last", "ih", "i_lo", "i_hi", "rows_in",
          "xg", "wg", "bg", "yg", "rg", "xrow", "wrow0", "wb", "safe")
 # i64 locals: the first and last input rows a tile reads, and the end of memory (bytes).
@@ -92,7 +93,7 @@ def emit(spec: KernelSpec, isa_name: str) -> tuple[FuncType, Code]:
     arg = {p: i for i, p in enumerate(spec.params)}
     v = {name: c.local("i32") for name in _SIZES + _LOOP + _TAP}
     v.update({name: c.local("i64") for name in _WIDE})
-    columns = max(NR, WIDE) * isa.lanes
+    columns = max(NR, WIDE, DEPTHWISE) * isa.lanes
     vectors = (c.local("v128"), c.local("v128")) if isa.vector else (-1, -1)
     f = Frame(c, isa, arg, activations.epilogue_of(spec), v,
               [c.local("i32") for _ in range(columns)], *vectors)
@@ -145,6 +146,12 @@ def _sizes(f: Frame) -> None:
     f.set("ow_hi")
     _min(f, "ow_hi", "ow")
     _max(f, "ow_hi", "ow_lo")
+    # depthwise = cg == 1 && og == 1 && kw == 3 && dw == 1
+    f.get("cg").emit("i32.const", 1).emit("i32.eq")
+    f.get("og").emit("i32.const", 1).emit("i32.eq").emit("i32.and")
+    f.get("kw").emit("i32.const", 3).emit("i32.eq").emit("i32.and")
+    f.get("dw").emit("i32.const", 1).emit("i32.eq").emit("i32.and")
+    f.set("depthwise")
     for k, local in enumerate(f.column_offset):
         f.get("sw").emit("i32.const", 4 * k).emit("i32.mul").emit("local.set", local)
     if f.isa.vector:
@@ -254,40 +261,69 @@ def _output_row(f: Frame) -> None:
 
 
 def _channel_tiles(f: Frame, mode: str) -> None:
-    """Blocks of MR output channels, then single channels."""
+    """A depthwise 3-wide conv's one channel, or blocks of MR output channels then single
+    channels."""
     c = f.c
     c.emit("i32.const", 0)
     f.set("oc")
-    strided_loop(c, f.v["oc"], MR, f.v["og"], lambda: _columns(f, MR, NR, mode))
-    strided_loop(c, f.v["oc"], 1, f.v["og"], lambda: _columns(f, 1, WIDE, mode))
+    f.get("depthwise").emit("if")
+    _columns(f, 1, DEPTHWISE, mode, conv_tiles.depthwise_tile, narrow_borders=True)
+    c.emit("else")
+    strided_loop(c, f.v["oc"], MR, f.v["og"],
+                 lambda: _columns(f, MR, NR, mode, conv_tiles.vector_tile))
+    strided_loop(c, f.v["oc"], 1, f.v["og"],
+                 lambda: _columns(f, 1, WIDE, mode, conv_tiles.vector_tile))
+    c.emit("end")
 
 
-def _columns(f: Frame, rows: int, regs: int, mode: str) -> None:
-    """Tiles of ``regs * lanes`` columns over the output row, the last ending at its end."""
-    c, width = f.c, regs * f.isa.lanes
+def _columns(f: Frame, rows: int, regs: int, mode: str, kernel: conv_tiles.Tile,
+             narrow_borders: bool = False) -> None:
+    """The output row in tiles of ``regs`` registers, the last moved left to end at ``ow``;
+    or, with ``narrow_borders``, one-register tiles over the left border columns, tiles of
+    ``regs`` registers while they fit in the interior, then one-register tiles to the end
+    (a masked tile then masks few registers)."""
+    c, lanes = f.c, f.isa.lanes
     # wb = wg + (oc / BLOCK) * block + (oc % BLOCK) * 4 + wrow0
     f.get("wg", "oc").emit("i32.const", BLOCK.bit_length() - 1).emit("i32.shr_u")
     f.get("block").emit("i32.mul").emit("i32.add")
     f.get("oc").emit("i32.const", BLOCK - 1).emit("i32.and").emit("i32.const", 2)
     c.emit("i32.shl").emit("i32.add").emit("local.get", f.v["wrow0"]).emit("i32.add")
     f.set("wb")
-    # last = max(ow - width, 0)
-    f.get("ow").emit("i32.const", width).emit("i32.sub")
-    c.emit("i32.const", 0).emit("local.get", f.arg["ow"]).emit("i32.const", width)
-    c.emit("i32.gt_u").emit("select")
-    f.set("last")
     c.emit("i32.const", 0)
     f.set("ox")
-    c.emit("loop")
-    f.get("ox", "last", "ox", "last").emit("i32.lt_u").emit("select")
+
+    def tiles(end: str, tile_regs: int) -> None:
+        """Tiles from ox while ox < end, each moved left to end at ow at the latest."""
+        width = tile_regs * lanes
+        # last = max(ow - width, 0)
+        f.get("ow").emit("i32.const", width).emit("i32.sub")
+        c.emit("i32.const", 0).emit("local.get", f.arg["ow"]).emit("i32.const", width)
+        c.emit("i32.gt_u").emit("select")
+        f.set("last")
+        c.emit("block").emit("loop")
+        f.get("ox", end).emit("i32.ge_u").emit("br_if", 1)
+        f.get("ox", "last", "ox", "last").emit("i32.lt_u").emit("select")
+        f.set("tx")
+        _tile(f, rows, tile_regs, mode, kernel)
+        f.add("ox", width)
+        c.emit("br", 0).emit("end").emit("end")
+
+    if not narrow_borders:
+        tiles("ow", regs)
+        return
+    tiles("ow_lo", 1)
+    c.emit("block").emit("loop")
+    f.get("ox").emit("i32.const", regs * lanes).emit("i32.add").emit("local.get", f.v["ow_hi"])
+    c.emit("i32.gt_u").emit("br_if", 1)
+    f.get("ox")
     f.set("tx")
-    _tile(f, rows, regs, mode)
-    f.add("ox", width)
-    f.get("ox", "ow").emit("i32.lt_u").emit("br_if", 0)
-    c.emit("end")
+    _tile(f, rows, regs, mode, kernel)
+    f.add("ox", regs * lanes)
+    c.emit("br", 0).emit("end").emit("end")
+    tiles("ow", 1)
 
 
-def _tile(f: Frame, rows: int, regs: int, mode: str) -> None:
+def _tile(f: Frame, rows: int, regs: int, mode: str, kernel: conv_tiles.Tile) -> None:
     """The tile at column ``tx``: interior, masked, or column by column."""
     c, isa, width = f.c, f.isa, regs * f.isa.lanes
     # interior = tx >= ow_lo && tx + width <= ow_hi
@@ -296,17 +332,17 @@ def _tile(f: Frame, rows: int, regs: int, mode: str) -> None:
     c.emit("i32.le_u").emit("i32.and")
     if not isa.vector:
         c.emit("if")
-        conv_tiles.vector_tile(f, rows, regs, mode, masked=False)
+        kernel(f, rows, regs, mode, False)
         c.emit("else")
         conv_tiles.column_tiles(f, rows, width)
         c.emit("end")
         return
     _safe(f, width)
     f.get("safe").emit("i32.and").emit("if")
-    conv_tiles.vector_tile(f, rows, regs, mode, masked=False)
+    kernel(f, rows, regs, mode, False)
     c.emit("else")
     f.get("safe").emit("if")
-    conv_tiles.vector_tile(f, rows, regs, mode, masked=True)
+    kernel(f, rows, regs, mode, True)
     c.emit("else")
     conv_tiles.column_tiles(f, rows, width)
     c.emit("end").emit("end")

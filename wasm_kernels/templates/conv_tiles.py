@@ -11,13 +11,16 @@ tap's end with ``kk`` counting up to 0; the pixel pointer steps one input plane 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeAlias
 
 from . import activations
 from .isa import ISAS, Isa
 
 if TYPE_CHECKING:
     from .conv import Frame
+
+Tile: TypeAlias = "Callable[[Frame, int, int, str, bool], None]"
+"""A tile generator: ``(frame, rows, regs, mode, masked)``."""
 
 CHANNEL_BYTES = 16
 """Bytes of one input channel's weights in a packed block (4 output channels)."""
@@ -117,43 +120,109 @@ def vector_tile(f: Frame, rows: int, regs: int, mode: str, masked: bool) -> None
 
     def tap() -> None:
         for reg in range(regs):
-            # masks[reg] = lanes whose input column jcol + (reg * lanes + lane) * sw is in [0, w)
-            f.get("jcol").emit("i32.const", reg * isa.lanes).emit("local.get", f.arg["sw"])
-            c.emit("i32.mul").emit("i32.add").emit("f32.convert_i32_s").emit("f32x4.splat")
-            c.emit("local.get", f.lane_columns).emit("f32x4.add").emit("local.tee", columns)
-            isa.const(c, 0.0)
-            c.emit("f32x4.ge").emit("local.get", columns).emit("local.get", f.width)
-            c.emit("f32x4.lt").emit("v128.and").emit("local.set", masks[reg])
+            _mask(f, "jcol", reg, 0, columns)
+            c.emit("local.set", masks[reg])
         _channels(f, step)
 
     _taps(f, start_column, tap if masked else lambda: _channels(f, step))
+    _store_tile(f, rows, regs, acc, masked)
+
+
+def _mask(f: Frame, column: str, reg: int, tap: int, scratch: int) -> None:
+    """Push the mask of the lanes of register ``reg`` whose input column ``column + tap +
+    (reg * lanes + lane) * sw`` is inside the row, [0, w); ``scratch`` is a v128 local."""
+    c = f.c
+    f.get(column).emit("i32.const", reg * f.isa.lanes).emit("local.get", f.arg["sw"])
+    c.emit("i32.mul").emit("i32.add")
+    if tap:
+        c.emit("i32.const", tap).emit("i32.add")
+    c.emit("f32.convert_i32_s").emit("f32x4.splat")
+    c.emit("local.get", f.lane_columns).emit("f32x4.add").emit("local.tee", scratch)
+    f.isa.const(c, 0.0)
+    c.emit("f32x4.ge").emit("local.get", scratch).emit("local.get", f.width)
+    c.emit("f32x4.lt").emit("v128.and")
+
+
+def _store_tile(f: Frame, rows: int, regs: int, acc: list[list[int]], masked: bool) -> None:
+    """Store a tile: whole registers, or lane by lane when a masked tile passes ``ow``."""
+    c, isa = f.c, f.isa
+    if not masked:
+        _store(f, isa, rows, regs, acc)
+        return
+    f.get("tx").emit("i32.const", regs * isa.lanes).emit("i32.add")
+    f.get("ow").emit("i32.le_u").emit("if")
+    _store(f, isa, rows, regs, acc)
+    c.emit("else")
+    _store_lanes(f, rows, regs, acc)
+    c.emit("end")
+
+
+def depthwise_tile(f: Frame, rows: int, regs: int, mode: str, masked: bool) -> None:
+    """Y[oc, oy, tx:tx+regs*lanes] of a depthwise conv with kw == 3, dw == 1 (one input and
+    one output channel per group): per kernel row, its 3 weights broadcast and the 3 taps of
+    every register multiply-added at once, with no channel loop."""
+    c, isa = f.c, f.isa
+    taps = 3
+    acc = [[c.local(isa.valtype) for _ in range(regs)]]
+    weights = [c.local(isa.valtype) for _ in range(taps)]
+    pixel = c.local(isa.valtype)
+    masks = [[c.local("v128") for _ in range(regs)] for _ in range(taps)] if masked else []
+    f.get("bg", "oc").emit("i32.const", 2).emit("i32.shl").emit("i32.add")
+    isa.load_splat(c)
+    for reg in range(regs):
+        c.emit("local.tee" if reg + 1 < regs else "local.set", acc[0][reg])
+    # jcol = tx * sw - pw: the input column of the first lane at tap 0
+    f.get("tx", "sw").emit("i32.mul").emit("local.get", f.arg["pw"]).emit("i32.sub")
+    f.set("jcol")
     if masked:
-        f.get("tx").emit("i32.const", regs * isa.lanes).emit("i32.add")
-        f.get("ow").emit("i32.le_u").emit("if")
-        _store(f, isa, rows, regs, acc)
-        c.emit("else")
-        _store_lanes(f, rows, regs, acc)
-        c.emit("end")
-    else:
-        _store(f, isa, rows, regs, acc)
+        scratch = c.local("v128")
+        for j in range(taps):
+            for reg in range(regs):
+                _mask(f, "jcol", reg, j, scratch)
+                c.emit("local.set", masks[j][reg])
+    f.get("wb")
+    f.set("wp")
+    f.get("rows_in")
+    f.set("t")
+    f.get("xrow", "jcol").emit("i32.const", 2).emit("i32.shl").emit("i32.add")
+    f.set("pp")
+    c.emit("block").emit("loop")
+    f.get("t").emit("i32.eqz").emit("br_if", 1)
+    for j in range(taps):
+        f.get("wp")
+        isa.load_splat(c, j * CHANNEL_BYTES)
+        c.emit("local.set", weights[j])
+    for j in range(taps):
+        for reg in range(regs):
+            _load_pixels(f, isa, mode, reg, 4 * j)
+            if masked:
+                c.emit("local.get", masks[j][reg]).emit("v128.and")
+            c.emit("local.set", pixel)
+            c.emit("local.get", weights[j]).emit("local.get", pixel)
+            isa.madd_into(c, acc[0][reg])
+    f.add("wp", taps * CHANNEL_BYTES)
+    f.add("pp", "dh_row")
+    f.add("t", -1)
+    c.emit("br", 0).emit("end").emit("end")
+    _store_tile(f, 1, regs, acc, masked)
 
 
-def _load_pixels(f: Frame, isa: Isa, mode: str, reg: int) -> None:
-    """Push register ``reg`` of the tile's pixels under the tap at ``pp``."""
+def _load_pixels(f: Frame, isa: Isa, mode: str, reg: int, offset: int = 0) -> None:
+    """Push register ``reg`` of the tile's pixels under the tap at ``pp`` + ``offset``."""
     c = f.c
     if mode == "unit":
         f.get("pp")
-        isa.load(c, reg * 4 * isa.lanes)
+        isa.load(c, offset + reg * 4 * isa.lanes)
         return
     if mode == "pair":
         for half in range(2):
             f.get("pp")
-            isa.load(c, (2 * reg + half) * 4 * isa.lanes)
+            isa.load(c, offset + (2 * reg + half) * 4 * isa.lanes)
         c.emit("i8x16.shuffle", EVEN_LANES)
         return
     for lane in range(isa.lanes):
         f.get("pp").emit("local.get", f.column_offset[reg * isa.lanes + lane])
-        c.emit("i32.add").emit("f32.load", 2, 0)
+        c.emit("i32.add").emit("f32.load", 2, offset)
         if isa.vector and lane == 0:
             c.emit("f32x4.splat")
         elif isa.vector:
