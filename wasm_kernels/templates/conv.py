@@ -39,10 +39,14 @@ MR, NR, WIDE, DEPTHWISE = 4, 2, 4, 3
 4x8), one channel x WIDE registers, or a depthwise 3-wide conv's one channel x DEPTHWISE
 registers (3 taps of a kernel row at once: 9 pixel and 3 weight registers)."""
 
+CHUNK_BYTES = 1 << 18
+"""Packed weight bytes of the output channels whose tiles sweep all output rows before the
+next ones start: a quarter of a 512 KiB L2, so they stay there while the input streams by."""
+
 # Locals the driver keeps for the whole call (all i32).
 _SIZES = ("cg", "og", "plane", "row", "oplane", "orow", "tapw", "block", "dw_bytes", "dh_row",
-          "ow_lo", "ow_hi", "depthwise")
-_LOOP = ("image", "group", "oy", "oc", "ox", "tx", "last", "ih", "i_lo", "i_hi", "rows_in",
+          "ow_lo", "ow_hi", "depthwise", "chunk")
+_LOOP = ("image", "group", "oc_lo", "oc_hi", "oy", "oc", "ox", "tx", "last", "ih", "i_lo", "i_hi", "rows_in",
          "xg", "wg", "bg", "yg", "rg", "xrow", "wrow0", "wb", "safe")
 # i64 locals: the first and last input rows a tile reads, and the end of memory (bytes).
 _WIDE = ("lo_read", "hi_read", "memory_end")
@@ -104,9 +108,23 @@ def emit(spec: KernelSpec, isa_name: str) -> tuple[FuncType, Code]:
     return FuncType(spec.param_types, spec.results), c
 
 
+def _flatten_pointwise(f: Frame) -> None:
+    """A 1x1 conv with stride 1 and no padding is a gemm over the whole plane: make it one
+    row of h * w pixels (oh = 1, ow = h * w), so its tiles never stop at a row's end."""
+    c = f.c
+    f.get("kh", "kw").emit("i32.or").emit("local.get", f.arg["sh"]).emit("i32.or")
+    f.get("sw").emit("i32.or").emit("i32.const", 1).emit("i32.eq")
+    f.get("ph", "pw").emit("i32.or").emit("i32.eqz").emit("i32.and").emit("if")
+    for rows, columns in (("h", "w"), ("oh", "ow")):
+        f.get(rows, columns).emit("i32.mul").emit("local.set", f.arg[columns])
+        c.emit("i32.const", 1).emit("local.set", f.arg[rows])
+    c.emit("end")
+
+
 def _sizes(f: Frame) -> None:
     """Derived sizes (bytes), the interior column range and the per-column offsets."""
     c = f.c
+    _flatten_pointwise(f)
     f.get("c", "groups").emit("i32.div_u")
     f.set("cg")
     f.get("o", "groups").emit("i32.div_u")
@@ -146,6 +164,11 @@ def _sizes(f: Frame) -> None:
     f.set("ow_hi")
     _min(f, "ow_hi", "ow")
     _max(f, "ow_hi", "ow_lo")
+    # chunk = max(CHUNK_BYTES / block, 1) * BLOCK: output channels per chunk
+    c.emit("i32.const", CHUNK_BYTES).emit("local.get", f.v["block"]).emit("i32.div_u")
+    c.emit("i32.const", 1).emit("local.get", f.v["block"]).emit("i32.const", CHUNK_BYTES)
+    c.emit("i32.le_u").emit("select").emit("i32.const", BLOCK).emit("i32.mul")
+    f.set("chunk")
     # depthwise = cg == 1 && og == 1 && kw == 3 && dw == 1
     f.get("cg").emit("i32.const", 1).emit("i32.eq")
     f.get("og").emit("i32.const", 1).emit("i32.eq").emit("i32.and")
@@ -180,7 +203,8 @@ def _image(f: Frame) -> None:
 
 
 def _group(f: Frame) -> None:
-    """Pointers to this image and group, then every output row."""
+    """Pointers to this image and group, then its output channels in chunks, every output
+    row of a chunk before the next chunk."""
     c = f.c
     # xg = x + (image * c + group * cg) * plane
     f.get("x", "image", "c").emit("i32.mul").emit("local.get", f.v["group"])
@@ -202,8 +226,19 @@ def _group(f: Frame) -> None:
             c.emit("i32.mul").emit("i32.add")
             f.set(name)
     c.emit("i32.const", 0)
+    f.set("oc_lo")
+    c.emit("block").emit("loop")
+    f.get("oc_lo", "og").emit("i32.ge_u").emit("br_if", 1)
+    # oc_hi = min(oc_lo + chunk, og)
+    f.get("oc_lo", "chunk").emit("i32.add")
+    f.set("oc_hi")
+    _min(f, "oc_hi", "og")
+    c.emit("i32.const", 0)
     f.set("oy")
     strided_loop(c, f.v["oy"], 1, f.arg["oh"], lambda: _output_row(f))
+    f.get("oc_hi")
+    f.set("oc_lo")
+    c.emit("br", 0).emit("end").emit("end")
 
 
 def _output_row(f: Frame) -> None:
@@ -261,17 +296,17 @@ def _output_row(f: Frame) -> None:
 
 
 def _channel_tiles(f: Frame, mode: str) -> None:
-    """A depthwise 3-wide conv's one channel, or blocks of MR output channels then single
-    channels."""
+    """A depthwise 3-wide conv's one channel, or the chunk's blocks of MR output channels
+    then its single channels."""
     c = f.c
-    c.emit("i32.const", 0)
+    f.get("oc_lo")
     f.set("oc")
     f.get("depthwise").emit("if")
     _columns(f, 1, DEPTHWISE, mode, conv_tiles.depthwise_tile, narrow_borders=True)
     c.emit("else")
-    strided_loop(c, f.v["oc"], MR, f.v["og"],
+    strided_loop(c, f.v["oc"], MR, f.v["oc_hi"],
                  lambda: _columns(f, MR, NR, mode, conv_tiles.vector_tile))
-    strided_loop(c, f.v["oc"], 1, f.v["og"],
+    strided_loop(c, f.v["oc"], 1, f.v["oc_hi"],
                  lambda: _columns(f, 1, WIDE, mode, conv_tiles.vector_tile))
     c.emit("end")
 
