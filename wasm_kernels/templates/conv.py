@@ -34,10 +34,11 @@ from . import activations, conv_tiles
 from .isa import ISAS, KernelFrame
 from .loops import strided_loop
 
-MR, NR, WIDE, DEPTHWISE = 4, 2, 4, 3
+MR, NR, WIDE, DEPTHWISE, DEPTHWISE_STRIDED = 4, 2, 4, 3, 2
 """Tile shapes in registers: MR channel rows x NR registers (8 accumulators, as the gemm's
 4x8), one channel x WIDE registers, or a depthwise 3-wide conv's one channel x DEPTHWISE
-registers (3 taps of a kernel row at once: 9 pixel and 3 weight registers)."""
+registers (3 taps of a kernel row at once: 9 pixel and 3 weight registers), or
+DEPTHWISE_STRIDED at stride 2 (4 loaded and 6 shuffled registers)."""
 
 CHUNK_BYTES = 1 << 18
 """Packed weight bytes of the output channels whose tiles sweep all output rows before the
@@ -302,7 +303,8 @@ def _channel_tiles(f: Frame, mode: str) -> None:
     f.get("oc_lo")
     f.set("oc")
     f.get("depthwise").emit("if")
-    _columns(f, 1, DEPTHWISE, mode, conv_tiles.depthwise_tile, narrow_borders=True)
+    _columns(f, 1, DEPTHWISE_STRIDED if mode == "pair" else DEPTHWISE, mode,
+             conv_tiles.depthwise_tile, narrow_borders=True)
     c.emit("else")
     strided_loop(c, f.v["oc"], MR, f.v["oc_hi"],
                  lambda: _columns(f, MR, NR, mode, conv_tiles.vector_tile))

@@ -29,6 +29,9 @@ EVEN_LANES = bytes(4 * lane + byte for lane in (0, 2, 4, 6) for byte in range(4)
 """The ``i8x16.shuffle`` of two f32x4 registers that keeps lanes 0 and 2 of each: the
 pixels of a stride-2 register loaded as two contiguous ones."""
 
+ODD_LANES = bytes(4 * lane + byte for lane in (1, 3, 5, 7) for byte in range(4))
+"""The shuffle that keeps lanes 1 and 3 of each: the stride-2 pixels one column on."""
+
 
 def _taps(f: Frame, start_column: Callable[[], None], tap: Callable[[], None]) -> None:
     """For each kernel row inside the input and each of its kw columns: ``tap()`` with ``pj``
@@ -192,9 +195,20 @@ def depthwise_tile(f: Frame, rows: int, regs: int, mode: str, masked: bool) -> N
         f.get("wp")
         isa.load_splat(c, j * CHANNEL_BYTES)
         c.emit("local.set", weights[j])
-    for j in range(taps):
-        for reg in range(regs):
-            _load_pixels(f, isa, mode, reg, 4 * j)
+    halves = [c.local("v128") for _ in range(2)] if mode == "pair" else []
+    for reg in range(regs):
+        if mode == "pair":
+            for half, local in enumerate(halves):
+                f.get("pp")
+                isa.load(c, (2 * reg + half) * 4 * isa.lanes)
+                c.emit("local.set", local)
+        for j in range(taps):
+            if mode == "pair" and j < 2:
+                # taps 0 and 1 read the even and the odd lanes of the same two registers
+                c.emit("local.get", halves[0]).emit("local.get", halves[1])
+                c.emit("i8x16.shuffle", ODD_LANES if j else EVEN_LANES)
+            else:
+                _load_pixels(f, isa, mode, reg, 4 * j)
             if masked:
                 c.emit("local.get", masks[j][reg]).emit("v128.and")
             c.emit("local.set", pixel)
