@@ -29,6 +29,10 @@ EVEN_LANES = bytes(4 * lane + byte for lane in (0, 2, 4, 6) for byte in range(4)
 """The ``i8x16.shuffle`` of two f32x4 registers that keeps lanes 0 and 2 of each: the
 pixels of a stride-2 register loaded as two contiguous ones."""
 
+LANE_BROADCAST = [bytes(4 * lane + byte for _ in range(4) for byte in range(4))
+                  for lane in range(4)]
+"""The ``i8x16.shuffle`` of a register with itself that copies lane ``lane`` to all four."""
+
 ODD_LANES = bytes(4 * lane + byte for lane in (1, 3, 5, 7) for byte in range(4))
 """The shuffle that keeps lanes 1 and 3 of each: the stride-2 pixels one column on."""
 
@@ -97,6 +101,7 @@ def vector_tile(f: Frame, rows: int, regs: int, mode: str, masked: bool) -> None
     weights = [c.local(isa.valtype) for _ in range(rows)]
     masks = [c.local("v128") for _ in range(regs)] if masked else []
     columns = c.local("v128") if masked else -1
+    block = c.local(isa.valtype)
     for r in range(rows):
         f.get("bg", "oc").emit("i32.const", 2).emit("i32.shl").emit("i32.add")
         isa.load_splat(c, 4 * r)
@@ -112,9 +117,20 @@ def vector_tile(f: Frame, rows: int, regs: int, mode: str, masked: bool) -> None
             if masked:
                 c.emit("local.get", masks[reg]).emit("v128.and")
             c.emit("local.set", pixels[reg])
-        for r in range(rows):
-            _weight(f, isa, r)
-            c.emit("local.set", weights[r])
+        if isa.vector and rows == isa.lanes:
+            # One load of the block's 4 weights, each lane broadcast by a shuffle (pshufd):
+            # 5 instructions against 8 for 4 scalar loads and broadcasts.
+            f.get("wend", "kk").emit("i32.add")
+            isa.load(c)
+            c.emit("local.set", block)
+            for r in range(rows):
+                c.emit("local.get", block).emit("local.get", block)
+                c.emit("i8x16.shuffle", LANE_BROADCAST[r])
+                c.emit("local.set", weights[r])
+        else:
+            for r in range(rows):
+                _weight(f, isa, r)
+                c.emit("local.set", weights[r])
         for r in range(rows):
             for reg in range(regs):
                 # The weight first: vfmadd213ps overwrites it, and it has fewer uses.
