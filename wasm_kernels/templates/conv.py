@@ -7,20 +7,24 @@ Within one image and group the conv is a sum over taps (i, j) of 1x1 convs of th
 shifted by the tap: a tile of ``rows`` output channels x ``regs`` registers of columns of one
 output row keeps its accumulators in locals, loops over the taps, and for each tap runs a
 gemm-like k loop over the input channels (``conv_tiles``): per channel it loads the pixel
-registers under its columns and broadcasts one weight per channel row from one pointer.
+registers under its columns (contiguous at stride 1, two registers shuffled at stride 2,
+lane by lane otherwise) and one register of the block's 4 weights, broadcast lane by lane.
+A 1x1 conv with stride 1 and no padding is flattened to one row of h * w pixels.
 
 Each output row first clips the kernel rows to those inside the input, so vertical padding
 costs nothing. Its columns are covered by tiles of ``regs * lanes`` columns, the last one
 moved left to end at the row's end (it recomputes a few columns; Y must not alias X or R).
 A tile is *interior* when every tap of every lane lies inside the input row; otherwise its
-pixel registers are masked to zero outside the row (vector ISAs). A tile narrower than the
+pixel registers are masked to zero outside the row (vector ISAs). A tile wider than the
 output row stores lane by lane. Masked loads read a few floats before or after the row, maybe
 outside X; a tile whose reads would leave linear memory computes its columns one at a time
 with a bounds check per tap instead, as the scalar ISA does for every border column.
 
 Tiles are ``MR`` (4) channels x ``NR`` registers for whole blocks of 4 output channels, then
-single channels ``WIDE`` registers wide (the last ``og % 4`` channels of a group, and every
-channel of a depthwise conv).
+single channels ``WIDE`` registers wide (the last ``og % 4`` channels of a group). A
+depthwise conv with kw == 3 and dw == 1 (one input and one output channel per group) runs
+its own tile, one channel x ``DEPTHWISE`` registers with a kernel row's 3 taps at once, and
+one-register tiles at the borders, so a masked tile masks few registers.
 """
 
 from __future__ import annotations
@@ -77,7 +81,7 @@ class Frame(KernelFrame):
     def set(self, name: str) -> None:
         self.c.emit("local.set", self.v[name])
 
-    def add(self, name: str, *amount: str) -> None:
+    def add(self, name: str, *amount: str | int) -> None:
         """``name += product of amount`` (locals, arguments or int constants)."""
         self.get(name)
         for k, term in enumerate(amount):
