@@ -3,10 +3,11 @@ channels x ``regs`` registers of columns, interior or masked; the depthwise tile
 column-by-column tile with a bounds check per tap that covers what a vector tile may not
 read.
 
-The vector and column tiles walk the taps the same way (``_taps``): kernel rows inside the input, then the kw
-columns of each, and for each tap a k loop over the input channels whose weights are
-adjacent in the packed block, 16 bytes per channel, addressed from a pointer biased by the
-tap's end with ``kk`` counting up to 0; the pixel pointer steps one input plane per channel.
+The vector and column tiles walk the taps the same way (``_taps``): kernel rows inside the
+input, then the kw columns of each, and for each tap a k loop over the input channels whose
+weights are adjacent in the packed block, 16 bytes per channel, addressed from a pointer
+biased by the tap's end with ``kk`` counting up to 0; the pixel pointer steps one input plane
+per channel.
 """
 
 from __future__ import annotations
