@@ -44,15 +44,11 @@ MR, NR, WIDE, DEPTHWISE, DEPTHWISE_STRIDED = 4, 2, 4, 3, 2
 registers (3 taps of a kernel row at once: 9 pixel and 3 weight registers), or
 DEPTHWISE_STRIDED at stride 2 (4 loaded and 6 shuffled registers)."""
 
-CHUNK_BYTES = 1 << 18
-"""Packed weight bytes of the output channels whose tiles sweep all output rows before the
-next ones start: a quarter of a 512 KiB L2, so they stay there while the input streams by."""
-
 # Locals the driver keeps for the whole call (all i32).
 _SIZES = ("cg", "og", "plane", "row", "oplane", "orow", "tapw", "block", "dw_bytes", "dh_row",
-          "ow_lo", "ow_hi", "depthwise", "chunk")
-_LOOP = ("image", "group", "oc_lo", "oc_hi", "oy", "oc", "ox", "tx", "last", "ih", "i_lo", "i_hi", "rows_in",
-         "xg", "wg", "bg", "yg", "rg", "xrow", "wrow0", "wb", "safe")
+          "ow_lo", "ow_hi", "depthwise")
+_LOOP = ("image", "group", "oy", "oc", "ox", "tx", "last", "ih", "i_lo", "i_hi", "rows_in", "xg",
+         "wg", "bg", "yg", "rg", "xrow", "wrow0", "wb", "safe")
 # i64 locals: the first and last input rows a tile reads, and the end of memory (bytes).
 _WIDE = ("lo_read", "hi_read", "memory_end")
 # Locals of one tile's tap loops (all i32).
@@ -169,11 +165,6 @@ def _sizes(f: Frame) -> None:
     f.set("ow_hi")
     _min(f, "ow_hi", "ow")
     _max(f, "ow_hi", "ow_lo")
-    # chunk = max(CHUNK_BYTES / block, 1) * BLOCK: output channels per chunk
-    c.emit("i32.const", CHUNK_BYTES).emit("local.get", f.v["block"]).emit("i32.div_u")
-    c.emit("i32.const", 1).emit("local.get", f.v["block"]).emit("i32.const", CHUNK_BYTES)
-    c.emit("i32.le_u").emit("select").emit("i32.const", BLOCK).emit("i32.mul")
-    f.set("chunk")
     # depthwise = cg == 1 && og == 1 && kw == 3 && dw == 1
     f.get("cg").emit("i32.const", 1).emit("i32.eq")
     f.get("og").emit("i32.const", 1).emit("i32.eq").emit("i32.and")
@@ -208,8 +199,7 @@ def _image(f: Frame) -> None:
 
 
 def _group(f: Frame) -> None:
-    """Pointers to this image and group, then its output channels in chunks, every output
-    row of a chunk before the next chunk."""
+    """Pointers to this image and group, then every output row."""
     c = f.c
     # xg = x + (image * c + group * cg) * plane
     f.get("x", "image", "c").emit("i32.mul").emit("local.get", f.v["group"])
@@ -231,19 +221,8 @@ def _group(f: Frame) -> None:
             c.emit("i32.mul").emit("i32.add")
             f.set(name)
     c.emit("i32.const", 0)
-    f.set("oc_lo")
-    c.emit("block").emit("loop")
-    f.get("oc_lo", "og").emit("i32.ge_u").emit("br_if", 1)
-    # oc_hi = min(oc_lo + chunk, og)
-    f.get("oc_lo", "chunk").emit("i32.add")
-    f.set("oc_hi")
-    _min(f, "oc_hi", "og")
-    c.emit("i32.const", 0)
     f.set("oy")
     strided_loop(c, f.v["oy"], 1, f.arg["oh"], lambda: _output_row(f))
-    f.get("oc_hi")
-    f.set("oc_lo")
-    c.emit("br", 0).emit("end").emit("end")
 
 
 def _output_row(f: Frame) -> None:
@@ -301,18 +280,18 @@ def _output_row(f: Frame) -> None:
 
 
 def _channel_tiles(f: Frame, mode: str) -> None:
-    """A depthwise 3-wide conv's one channel, or the chunk's blocks of MR output channels
-    then its single channels."""
+    """A depthwise 3-wide conv's one channel, or blocks of MR output channels then single
+    channels."""
     c = f.c
-    f.get("oc_lo")
+    c.emit("i32.const", 0)
     f.set("oc")
     f.get("depthwise").emit("if")
     _columns(f, 1, DEPTHWISE_STRIDED if mode == "pair" else DEPTHWISE, mode,
              conv_tiles.depthwise_tile, narrow_borders=True)
     c.emit("else")
-    strided_loop(c, f.v["oc"], MR, f.v["oc_hi"],
+    strided_loop(c, f.v["oc"], MR, f.v["og"],
                  lambda: _columns(f, MR, NR, mode, conv_tiles.vector_tile))
-    strided_loop(c, f.v["oc"], 1, f.v["oc_hi"],
+    strided_loop(c, f.v["oc"], 1, f.v["og"],
                  lambda: _columns(f, 1, WIDE, mode, conv_tiles.vector_tile))
     c.emit("end")
 
