@@ -281,18 +281,26 @@ def _output_row(f: Frame) -> None:
 
 def _channel_tiles(f: Frame, mode: str) -> None:
     """A depthwise 3-wide conv's one channel, or blocks of MR output channels then single
-    channels."""
+    channels. Gathered loads (stride 3 and more, rare) have neither the depthwise tile nor
+    masked tiles: their border columns go one at a time."""
     c = f.c
     c.emit("i32.const", 0)
     f.set("oc")
+
+    def blocks() -> None:
+        strided_loop(c, f.v["oc"], MR, f.v["og"],
+                     lambda: _columns(f, MR, NR, mode, conv_tiles.vector_tile))
+        strided_loop(c, f.v["oc"], 1, f.v["og"],
+                     lambda: _columns(f, 1, WIDE, mode, conv_tiles.vector_tile))
+
+    if mode == "gather":
+        blocks()
+        return
     f.get("depthwise").emit("if")
     _columns(f, 1, DEPTHWISE_STRIDED if mode == "pair" else DEPTHWISE, mode,
              conv_tiles.depthwise_tile, narrow_borders=True)
     c.emit("else")
-    strided_loop(c, f.v["oc"], MR, f.v["og"],
-                 lambda: _columns(f, MR, NR, mode, conv_tiles.vector_tile))
-    strided_loop(c, f.v["oc"], 1, f.v["og"],
-                 lambda: _columns(f, 1, WIDE, mode, conv_tiles.vector_tile))
+    blocks()
     c.emit("end")
 
 
@@ -350,22 +358,20 @@ def _tile(f: Frame, rows: int, regs: int, mode: str, kernel: conv_tiles.Tile) ->
     f.get("tx", "ow_lo").emit("i32.ge_u")
     f.get("tx").emit("i32.const", width).emit("i32.add").emit("local.get", f.v["ow_hi"])
     c.emit("i32.le_u").emit("i32.and")
-    if not isa.vector:
-        c.emit("if")
-        kernel(f, rows, regs, mode, False)
-        c.emit("else")
-        conv_tiles.column_tiles(f, rows, width)
-        c.emit("end")
-        return
-    _safe(f, width)
-    f.get("safe").emit("i32.and").emit("if")
+    if isa.vector:
+        _safe(f, width)
+        f.get("safe").emit("i32.and")
+    c.emit("if")
     kernel(f, rows, regs, mode, False)
     c.emit("else")
-    f.get("safe").emit("if")
-    kernel(f, rows, regs, mode, True)
-    c.emit("else")
+    if isa.vector and mode != "gather":
+        f.get("safe").emit("if")
+        kernel(f, rows, regs, mode, True)
+        c.emit("else")
     conv_tiles.column_tiles(f, rows, width)
-    c.emit("end").emit("end")
+    if isa.vector and mode != "gather":
+        c.emit("end")
+    c.emit("end")
 
 
 def _safe(f: Frame, width: int) -> None:
