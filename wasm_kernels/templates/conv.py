@@ -17,8 +17,8 @@ moved left to end at the row's end (it recomputes a few columns; Y must not alia
 A tile is *interior* when every tap of every lane lies inside the input row; otherwise its
 pixel registers are masked to zero outside the row (vector ISAs). A tile wider than the
 output row stores lane by lane. Masked loads read a few floats before or after the row, maybe
-outside X; a tile whose reads would leave linear memory computes its columns one at a time
-with a bounds check per tap instead, as the scalar ISA does for every border column.
+outside X; in an output row where they could leave linear memory, every tile goes column by
+column with a bounds check per tap, as the scalar ISA does for every border column.
 
 Tiles are ``MR`` (4) channels x ``NR`` registers for whole blocks of 4 output channels, then
 single channels ``WIDE`` registers wide (the last ``og % 4`` channels of a group). A
@@ -267,6 +267,7 @@ def _output_row(f: Frame) -> None:
     c.emit("i64.add")
     f.set("hi_read")
     if f.isa.vector:
+        _safe(f)
         f.get("sw").emit("i32.const", 1).emit("i32.eq").emit("if")
         _channel_tiles(f, "unit")
         c.emit("else")
@@ -359,7 +360,6 @@ def _tile(f: Frame, rows: int, regs: int, mode: str, kernel: conv_tiles.Tile) ->
     f.get("tx").emit("i32.const", width).emit("i32.add").emit("local.get", f.v["ow_hi"])
     c.emit("i32.le_u").emit("i32.and")
     if isa.vector:
-        _safe(f, width)
         f.get("safe").emit("i32.and")
     c.emit("if")
     kernel(f, rows, regs, mode, False)
@@ -374,17 +374,21 @@ def _tile(f: Frame, rows: int, regs: int, mode: str, kernel: conv_tiles.Tile) ->
     c.emit("end")
 
 
-def _safe(f: Frame, width: int) -> None:
-    """``safe`` = every load of a vector tile at ``tx`` stays inside linear memory (masked
-    lanes may read outside the row, even outside X; a stride-2 register reads one float past
-    its last lane): rows_in == 0, or lo_read + (tx * sw - pw) * 4 >= 0 and hi_read + ((tx +
-    width - 1) * sw - pw + (kw - 1) * dw + 2) * 4 <= memory_end."""
+def _safe(f: Frame) -> None:
+    """``safe`` = every load of a vector tile in this output row stays inside linear memory
+    (masked lanes may read outside the row, even outside X; a stride-2 register reads one
+    float past its last lane). A tile starts at tx >= 0 and ends before max(ow, widest), so:
+    rows_in == 0, or lo_read - pw * 4 >= 0 and hi_read + ((max(ow, widest) - 1) * sw - pw +
+    (kw - 1) * dw + 2) * 4 <= memory_end."""
     c = f.c
+    widest = max(NR, WIDE, DEPTHWISE) * f.isa.lanes
     f.get("rows_in").emit("i32.eqz")
-    f.get("tx", "sw").emit("i32.mul").emit("local.get", f.arg["pw"]).emit("i32.sub")
-    c.emit("i32.const", 2).emit("i32.shl").emit("i64.extend_i32_s")
-    f.get("lo_read").emit("i64.add").emit("i64.const", 0).emit("i64.ge_s")
-    f.get("tx").emit("i32.const", width - 1).emit("i32.add").emit("local.get", f.arg["sw"])
+    f.get("lo_read").emit("i32.const", 0).emit("local.get", f.arg["pw"]).emit("i32.const", 2)
+    c.emit("i32.shl").emit("i32.sub").emit("i64.extend_i32_s").emit("i64.add")
+    c.emit("i64.const", 0).emit("i64.ge_s")
+    f.get("ow").emit("i32.const", widest).emit("local.get", f.arg["ow"])
+    c.emit("i32.const", widest).emit("i32.gt_u").emit("select")
+    c.emit("i32.const", 1).emit("i32.sub").emit("local.get", f.arg["sw"])
     c.emit("i32.mul").emit("local.get", f.arg["pw"]).emit("i32.sub")
     f.get("kw").emit("i32.const", 1).emit("i32.sub").emit("local.get", f.arg["dw"])
     c.emit("i32.mul").emit("i32.add").emit("i32.const", 2).emit("i32.add")
