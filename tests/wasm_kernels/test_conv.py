@@ -9,7 +9,7 @@ import pytest
 from nn import functional as F
 from wasi_intrinsics.kernels import ACTIVATIONS
 from wasm_kernels import abi
-from wasm_kernels.pack import pack_conv_weight
+from wasm_kernels.pack import pack_conv_weight, unpack_conv_weight
 
 # (input shape, out channels, kernel, stride, padding, dilation, groups)
 CASES = {
@@ -97,3 +97,20 @@ def test_conv2d_input_at_memory_edge(kernels, end: str) -> None:  # type: ignore
                                 c, h, width, o, *expected.shape[2:], *k, *s, *p, *d, g)
     out = memory[y_at:y_at + expected.nbytes].view(np.float32).reshape(expected.shape)
     np.testing.assert_allclose(out, expected, rtol=1e-4, atol=1e-4)
+
+
+def test_pack_conv_weight_round_trip_and_errors() -> None:
+    rng = np.random.default_rng(7)
+    for o, groups in ((6, 3), (5, 1), (8, 2)):
+        w = rng.standard_normal((o, 2, 3, 1), np.float32)
+        packed = pack_conv_weight(w, groups)
+        # each group's o / groups channels padded to blocks of 4
+        assert packed.size == groups * -(-(o // groups) // 4) * 4 * 2 * 3 * 1
+        np.testing.assert_array_equal(unpack_conv_weight(packed, o, 2, 3, 1, groups), w)
+    # block 0 of group 0 at tap (0, 0), input channel 1: output channels 0..3
+    w = rng.standard_normal((4, 2, 2, 2), np.float32)
+    np.testing.assert_array_equal(pack_conv_weight(w, 1)[4:8], w[:, 1, 0, 0])
+    with pytest.raises(ValueError, match=r"shape \(o, c / groups, kh, kw\), got shape \(4, 2\)"):
+        pack_conv_weight(np.zeros((4, 2), np.float32), 1)
+    with pytest.raises(ValueError, match="6 output channels does not split into groups=4"):
+        pack_conv_weight(np.zeros((6, 1, 3, 3), np.float32), 4)
