@@ -29,7 +29,7 @@ import numpy as np
 import wasmtime
 
 import wasm_kernels
-from wasm_kernels.pack import pack_linear_weight
+from wasm_kernels.pack import pack_conv_weight, pack_linear_weight
 
 TARGETS = "targets (issue #4): relaxed/np >= 0.40, simd128/np >= 0.32, every SIMD/sc >= 3.5"
 
@@ -157,58 +157,72 @@ def bench_gemm(repeat: int) -> None:
             print(f"{kernel:>11}{f'{m}x{k}x{n}':>16}{row}")
 
 
-# name: (input (N, C, H, W), out channels, kernel, padding, groups)
+# name: (input (N, C, H, W), out channels, kernel, stride, padding, groups)
 CONV_SHAPES = {
-    "3x3 64->64 @56": ((1, 64, 56, 56), 64, 3, 1, 1),
-    "1x1 256->64 @56": ((1, 256, 56, 56), 64, 1, 0, 1),
-    "dw3x3 144 @56": ((1, 144, 56, 56), 144, 3, 1, 144),
+    "3x3 64->64 @56": ((1, 64, 56, 56), 64, 3, 1, 1, 1),
+    "3x3 256->256 @14": ((1, 256, 14, 14), 256, 3, 1, 1, 1),
+    "3x3 512->512 @7": ((1, 512, 7, 7), 512, 3, 1, 1, 1),
+    "3x3/2 64->128 @56": ((1, 64, 56, 56), 128, 3, 2, 1, 1),
+    "1x1 256->64 @56": ((1, 256, 56, 56), 64, 1, 1, 0, 1),
+    "1x1 96->24 @56": ((1, 96, 56, 56), 24, 1, 1, 0, 1),
+    "dw3x3 144 @56": ((1, 144, 56, 56), 144, 3, 1, 1, 144),
+    "dw3x3/2 144 @56": ((1, 144, 56, 56), 144, 3, 2, 1, 144),
 }
 
 
 def bench_conv(repeat: int) -> None:
-    """f32_conv2d per variant beside torch's single-thread conv2d, and beside our own gemm on
-    the conv's implicit-gemm shape (M, K, N) = (O / g, C / g * kh * kw, OH * OW)."""
+    """f32_conv2d per variant beside torch's single-thread conv2d, and beside our own
+    f32_gemm and f32_linear on the conv's implicit-gemm shape: (M, K, N) = (OH * OW, C * kh *
+    kw, O) for f32_linear (W = the conv weight), (O, C * kh * kw, OH * OW) for f32_gemm."""
     import torch  # an extra, only for this section
 
     torch.set_num_threads(1)
     variants = {isa: Variant(isa, pages=400) for isa in wasm_kernels.ISAS}
     simd = [isa for isa in variants if isa != "scalar"]
-    print(f"conv2d GFLOPS (median of {repeat}), stride 1, batch 1")
-    print(f"{'shape':>18}" + "".join(f"{isa:>10}" for isa in variants) + f"{'torch-1t':>10}"
-          + "".join(f"{isa + '/torch':>15}" for isa in simd)
-          + "".join(f"{'gemm-' + isa:>14}{isa + '/gemm':>14}" for isa in simd))
-    for name, (shape, out, k, pad, groups) in CONV_SHAPES.items():
+    refs = [(kernel, isa) for isa in simd for kernel in ("gemm", "linear")]
+    print(f"conv2d GFLOPS (median of {repeat}), batch 1; conv/gemm and conv/linear: the conv "
+          "against our f32_gemm and f32_linear on its implicit-gemm shape")
+    print(f"{'shape':>18}" + "".join(f"{isa:>9}" for isa in variants) + f"{'torch-1t':>9}"
+          + "".join(f"{isa + '/torch':>14}" for isa in simd)
+          + "".join(f"{kernel[:3] + '-' + isa:>12}{'/' + kernel[:3]:>6}" for kernel, isa in refs))
+    for name, (shape, out, k, stride, pad, groups) in CONV_SHAPES.items():
         n, c, h, w = shape
+        oh, ow = (h + 2 * pad - k) // stride + 1, (w + 2 * pad - k) // stride + 1
         rng = np.random.default_rng(0)
         x = rng.standard_normal(shape, np.float32)
         weight = rng.standard_normal((out, c // groups, k, k), np.float32)
         bias = np.zeros(out, np.float32)
-        flops = 2 * n * out * (c // groups) * k * k * h * w
-        gflops, gemm = {}, {}
+        flops = 2 * n * out * (c // groups) * k * k * oh * ow
+        gflops, ref = {}, {}
         for isa, variant in variants.items():
-            px, pw, pb, py = variant.place([x, weight, bias, np.zeros((n, out, h, w),
-                                                                      np.float32)])
+            px, pw, pb, py = variant.place([x, pack_conv_weight(weight, groups), bias,
+                                            np.zeros((n, out, oh, ow), np.float32)])
             conv = variant.exports["f32_conv2d"]
-            args = (px, pw, pb, py, n, c, h, w, out, h, w, k, k, 1, 1, pad, pad, 1, 1, groups)
+            args = (px, pw, pb, py, n, c, h, w, out, oh, ow, k, k, stride, stride, pad, pad, 1,
+                    1, groups)
             reps = max(1, repeat // 3) if isa == "scalar" else repeat
             gflops[isa] = flops / median_seconds(lambda: conv(variant.store, *args), reps) / 1e9
             if isa in simd and groups == 1:
-                m_, k_, n_ = out, c * k * k, h * w
-                pa, pb_, pc = variant.place([np.ones((m_, k_), np.float32),
-                                             np.ones((k_, n_), np.float32),
-                                             np.zeros((m_, n_), np.float32)])
-                run = variant.exports["f32_gemm"]
-                gemm[isa] = 2 * m_ * k_ * n_ / median_seconds(
-                    lambda: run(variant.store, pa, pb_, pc, m_, k_, n_), repeat) / 1e9
+                for kernel in ("gemm", "linear"):
+                    m_, k_, n_ = (out, c * k * k, oh * ow) if kernel == "gemm" else (
+                        oh * ow, c * k * k, out)
+                    right = (np.ones((k_, n_), np.float32) if kernel == "gemm"
+                             else pack_linear_weight(np.ones((n_, k_), np.float32)))
+                    pa, pb_, pc = variant.place([np.ones((m_, k_), np.float32), right,
+                                                 np.zeros((m_, n_), np.float32)])
+                    run = variant.exports[f"f32_{kernel}"]
+                    ref[kernel, isa] = 2 * m_ * k_ * n_ / median_seconds(
+                        lambda: run(variant.store, pa, pb_, pc, m_, k_, n_), repeat) / 1e9
         tx, tw = torch.from_numpy(x), torch.from_numpy(weight)
         with torch.no_grad():
             gflops["torch"] = flops / median_seconds(
-                lambda: torch.nn.functional.conv2d(tx, tw, None, 1, pad, 1, groups), repeat) / 1e9
-        row = "".join(f"{gflops[isa]:>10.1f}" for isa in variants) + f"{gflops['torch']:>10.1f}"
-        row += "".join(f"{gflops[isa] / gflops['torch']:>15.2f}" for isa in simd)
-        for isa in simd:
-            row += (f"{gemm[isa]:>14.1f}{gflops[isa] / gemm[isa]:>14.2f}" if isa in gemm
-                    else f"{'-':>14}{'-':>14}")
+                lambda: torch.nn.functional.conv2d(tx, tw, None, stride, pad, 1, groups),
+                repeat) / 1e9
+        row = "".join(f"{gflops[isa]:>9.1f}" for isa in variants) + f"{gflops['torch']:>9.1f}"
+        row += "".join(f"{gflops[isa] / gflops['torch']:>14.2f}" for isa in simd)
+        for kernel, isa in refs:
+            row += (f"{ref[kernel, isa]:>12.1f}{gflops[isa] / ref[kernel, isa]:>6.2f}"
+                    if (kernel, isa) in ref else f"{'-':>12}{'-':>6}")
         print(f"{name:>18}{row}")
 
 

@@ -14,7 +14,8 @@ from collections.abc import Callable
 import numpy as np
 
 from wasm_kernels import abi
-from wasm_kernels.pack import unpack_conv_transpose_weight, unpack_linear_weight
+from wasm_kernels.pack import (packed_conv_floats, unpack_conv_transpose_weight,
+                                unpack_conv_weight, unpack_linear_weight)
 from wasm_kernels.wasm import FuncType
 
 from .intrinsic import HostContext, IntrinsicModule
@@ -223,7 +224,10 @@ def _conv(spec: abi.KernelSpec) -> Callable[..., None]:
         n, c, o, groups = arg["n"], arg["c"], arg["o"], arg["groups"]
         kh, kw, oh, ow = arg["kh"], arg["kw"], arg["oh"], arg["ow"]
         x = _tensor(memory, arg["x"], (n, groups, c // groups, arg["h"], arg["w"]))
-        weight = _tensor(memory, arg["weight"], (groups, o // groups, c // groups, kh, kw))
+        floats = packed_conv_floats(o, c // groups, kh, kw, groups)
+        packed = _tensor(memory, arg["weight"], (floats,))
+        weight = unpack_conv_weight(packed, o, c // groups, kh, kw, groups).reshape(
+            groups, o // groups, c // groups, kh, kw)
         views = _windows(x, (kh, kw), (arg["sh"], arg["sw"]), (arg["ph"], arg["pw"]),
                          (arg["dh"], arg["dw"]), (oh, ow), 0.0)
         out = np.einsum("ngchwij,gocij->ngohw", views, weight, optimize=True)

@@ -141,10 +141,12 @@ def _conv(residual: bool, activation: str) -> KernelSpec:
     return KernelSpec(name, "conv", ("x", "weight", "bias") + (("r",) if residual else ())
                       + CONV_PARAMS,
                       f"Y(n, o, oh, ow) = {math}: torch's conv2d (cross-correlation) of "
-                      "x(n, c, h, w) with weight(o, c / groups, kh, kw), stride (sh, sw), zero "
+                      "x(n, c, h, w) with weight(o, c / groups, kh, kw) packed by "
+                      "wasm_kernels.pack.pack_conv_weight, stride (sh, sw), zero "
                       "padding (ph, pw) on both sides, dilation (dh, dw); bias is (o,)"
                       + (", R is laid out as Y" if residual else "")
-                      + "; all row-major f32; oh, ow must be torch's output size")
+                      + "; all row-major f32; oh, ow must be torch's output size; Y must not "
+                      "alias X" + (" or R" if residual else ""))
 
 
 POOL_WINDOW = ("h", "w", "oh", "ow", "kh", "kw", "sh", "sw", "ph", "pw", "dh", "dw")

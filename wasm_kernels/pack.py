@@ -85,3 +85,53 @@ def unpack_conv_transpose_weight(packed: np.ndarray) -> np.ndarray:
     (groups, c / groups, kh, kw, o / groups) array ``packed``."""
     groups, cg, kh, kw, og = packed.shape
     return packed.transpose(0, 1, 4, 2, 3).reshape(groups * cg, og, kh, kw)
+
+
+CONV_BLOCK = 4
+"""Output channels per block of a packed conv weight: the rows of the conv's widest tile."""
+
+
+def pack_conv_weight(w: np.ndarray, groups: int) -> np.ndarray:
+    """A conv weight (o, c / groups, kh, kw) as the flat float32 array the ``f32_conv2d``
+    kernels read: per group, its ``o / groups`` output channels in blocks of ``CONV_BLOCK``
+    (the last block padded with zero channels), each block (kh, kw, c / groups, CONV_BLOCK),
+    so the weights of one block at one tap and input channel are adjacent.
+
+        >>> w = np.arange(8, dtype=np.float32).reshape(2, 1, 2, 2)
+        >>> pack_conv_weight(w, 1).reshape(4, 4).tolist()[1]
+        [1.0, 5.0, 0.0, 0.0]
+
+    Raises:
+        ValueError: ``w`` is not four-dimensional, or its channels do not split into
+            ``groups``.
+    """
+    if w.ndim != 4:
+        raise ValueError(f"expected a conv weight of shape (o, c / groups, kh, kw), got shape "
+                         f"{w.shape}")
+    o, cg, kh, kw = w.shape
+    if groups < 1 or o % groups:
+        raise ValueError(f"a conv weight with {o} output channels does not split into "
+                         f"groups={groups}")
+    og = o // groups
+    blocks = -(-og // CONV_BLOCK)
+    padded = np.zeros((groups, blocks * CONV_BLOCK, cg, kh, kw), np.float32)
+    padded[:, :og] = np.asarray(w, np.float32).reshape(groups, og, cg, kh, kw)
+    # (groups, blocks, CONV_BLOCK, cg, kh, kw) -> (groups, blocks, kh, kw, cg, CONV_BLOCK)
+    split = padded.reshape(groups, blocks, CONV_BLOCK, cg, kh, kw)
+    return np.ascontiguousarray(split.transpose(0, 1, 4, 5, 3, 2)).ravel()
+
+
+def packed_conv_floats(o: int, cg: int, kh: int, kw: int, groups: int) -> int:
+    """The length of ``pack_conv_weight``'s array for a weight (o, cg, kh, kw) in ``groups``."""
+    return groups * -(-(o // groups) // CONV_BLOCK) * CONV_BLOCK * cg * kh * kw
+
+
+def unpack_conv_weight(packed: np.ndarray, o: int, cg: int, kh: int, kw: int,
+                       groups: int) -> np.ndarray:
+    """The (o, cg, kh, kw) weight that ``pack_conv_weight`` packed into ``packed``."""
+    og = o // groups
+    blocks = -(-og // CONV_BLOCK)
+    split = packed[:packed_conv_floats(o, cg, kh, kw, groups)].reshape(
+        groups, blocks, kh, kw, cg, CONV_BLOCK)
+    padded = split.transpose(0, 1, 5, 4, 2, 3).reshape(groups, blocks * CONV_BLOCK, cg, kh, kw)
+    return padded[:, :og].reshape(o, cg, kh, kw)

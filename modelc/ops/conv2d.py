@@ -1,7 +1,8 @@
 """conv2d: 2-D cross-correlation, (N, C, H, W) * (O, C/groups, KH, KW) -> (N, O, OH, OW).
 
-Lowered to one ``f32_conv2d[_add][_<activation>]`` call (a zero bias when there is none):
-the kernel takes any stride, dilation and groups, and 1x1 convs run its gemm path. The
+Lowered to one ``f32_conv2d[_add][_<activation>]`` call (a zero bias when there is none),
+the weight packed at compile time by ``wasm_kernels.pack.pack_conv_weight``: the kernel
+takes any stride, dilation and groups. The
 bottom and right padding are implied by the output size, so ``'same'`` padding with an even
 kernel (one more row at the end) needs nothing extra.
 """
@@ -14,6 +15,7 @@ import numpy as np
 
 from nn.functional.conv import conv_padding
 from wasm_kernels.abi import GEMM_ACTIVATIONS
+from wasm_kernels.pack import pack_conv_weight
 
 from ..errors import CompileError
 from . import OpDef
@@ -53,8 +55,9 @@ class Conv2d(OpDef):
         stride, dilation = pair(node.attrs.get("stride", 1)), pair(node.attrs.get("dilation", 1))
         (top, _), (left, _) = conv_padding(node.attrs.get("padding", 0), (kh, kw), stride,
                                            dilation)
+        groups = node.attrs.get("groups", 1)
         ctx.address(x)
-        ctx.address(weight)
+        ctx.constant(pack_conv_weight(np.asarray(weight.data, np.float32), groups))
         if "bias" in named:
             ctx.address(named["bias"])
         else:
@@ -65,7 +68,7 @@ class Conv2d(OpDef):
         ctx.numel(x.shape[:1])
         oh, ow = node.output.shape[2:]
         for number in (*x.shape[1:], out_channels, oh, ow, kh, kw, *stride, top, left,
-                       *dilation, node.attrs.get("groups", 1)):
+                       *dilation, groups):
             ctx.push(number)
         ctx.call("_".join(("f32_conv2d",) + tuple(node.attrs.get("epilogue", ()))))
 

@@ -1,61 +1,72 @@
 """The conv family: torch's conv2d on NCHW f32 for any stride, padding, dilation and groups,
-with the gemm's epilogues (bias, residual add, activation).
+with the gemm's epilogues (bias, residual add, activation). The weight comes packed by
+``wasm_kernels.pack.pack_conv_weight``: per group, blocks of 4 output channels, each block
+(kh, kw, cg, 4), so the 4 weights of one block at one tap and input channel are adjacent.
 
-Within one image and group the conv is an implicit gemm, Y(og, oh * ow) = W(og, cg * kh *
-kw) @ cols, where the column of output pixel (oy, ox) is the input window under it and is
-never materialised. A register-blocked tile computes ``rows`` output channels x ``regs``
-registers of output columns of one output row: per tap it loads the input pixels under its
-columns (one load per register for stride 1, lane by lane otherwise), broadcasts one weight
-per channel row, and multiply-adds, exactly as the gemm micro-kernel does per step of k.
+Within one image and group the conv is a sum over taps (i, j) of 1x1 convs of the input
+shifted by the tap: a tile of ``rows`` output channels x ``regs`` registers of columns of one
+output row keeps its accumulators in locals, loops over the taps, and for each tap runs a
+gemm-like k loop over the input channels (``conv_tiles``): per channel it loads the pixel
+registers under its columns (contiguous at stride 1, two registers shuffled at stride 2,
+lane by lane otherwise) and one register of the block's 4 weights, broadcast lane by lane.
+A 1x1 conv with stride 1 and no padding is flattened to one row of h * w pixels.
 
 Each output row first clips the kernel rows to those inside the input, so vertical padding
-costs nothing. Its columns split into an interior, where every tap of every lane is inside
-the input, and the border columns on either side (plus the interior's remainder), computed
-one column at a time with a bounds check per tap. Interior tiles use one of four tap loops,
-chosen once per output row:
+costs nothing. Its columns are covered by tiles of ``regs * lanes`` columns, the last one
+moved left to end at the row's end (it recomputes a few columns; Y must not alias X or R).
+A tile is *interior* when every tap of every lane lies inside the input row; otherwise its
+pixel registers are masked to zero outside the row (vector ISAs). A tile wider than the
+output row stores lane by lane. Masked loads read a few floats before or after the row, maybe
+outside X; in an output row where they could leave linear memory, every tile goes column by
+column with a bounds check per tap, as the scalar ISA does for every border column.
 
-- ``pointwise`` (one kernel row inside the input, kw == 1, stride 1: 1x1 convs): the k loop
-  of a gemm whose B is the image itself, one step per input channel;
-- ``three`` (kw == 3, dw == sw == 1): three taps per kernel row with immediate offsets;
-- ``strided``: any kw and dilation, contiguous pixels (sw == 1);
-- ``gathered``: any kw, dilation and stride, the pixels of a register loaded lane by lane.
-
-Tiles are ``MR`` output channels x ``NR`` registers (the gemm's 4x8), then single channels
-``WIDE`` registers wide. A depthwise conv (one output channel per group) runs only the
-single-channel tiles: 16 columns of one channel per tile, every weight loaded once per tile.
+Tiles are ``MR`` (4) channels x ``NR`` registers for whole blocks of 4 output channels, then
+single channels ``WIDE`` registers wide (the last ``og % 4`` channels of a group). A
+depthwise conv with kw == 3 and dw == 1 (one input and one output channel per group) runs
+its own tile, one channel x ``DEPTHWISE`` registers with a kernel row's 3 taps at once, and
+one-register tiles at the borders, so a masked tile masks few registers.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 
 from ..abi import KernelSpec
+from ..pack import CONV_BLOCK as BLOCK
 from ..wasm import Code, FuncType
-from . import activations
-from .isa import ISAS, Isa, KernelFrame
+from . import activations, conv_tiles
+from .isa import ISAS, KernelFrame
 from .loops import strided_loop
 
-MR, NR, WIDE = 4, 2, 4
+MR, NR, WIDE, DEPTHWISE, DEPTHWISE_STRIDED = 4, 2, 4, 3, 2
 """Tile shapes in registers: MR channel rows x NR registers (8 accumulators, as the gemm's
-4x8), or one channel x WIDE registers (4 accumulators, 4 pixel registers)."""
-
-MODES = ("pointwise", "three", "strided", "gathered")
+4x8), one channel x WIDE registers, or a depthwise 3-wide conv's one channel x DEPTHWISE
+registers (3 taps of a kernel row at once: 9 pixel and 3 weight registers), or
+DEPTHWISE_STRIDED at stride 2 (4 loaded and 6 shuffled registers)."""
 
 # Locals the driver keeps for the whole call (all i32).
-_SIZES = ("cg", "og", "tap_bytes", "plane", "row", "oplane", "orow", "wrow", "dw_bytes", "dh_row",
-          "ow_lo", "ow_hi", "three")
-_LOOP = ("image", "group", "oy", "oc", "ox", "ch", "t", "j", "i_lo", "i_hi", "skip", "ih",
-         "iw", "xg", "wg", "bg", "yg", "rg", "xrow", "pi", "pj", "pointwise")
+_SIZES = ("cg", "og", "plane", "row", "oplane", "orow", "tapw", "block", "dw_bytes", "dh_row",
+          "ow_lo", "ow_hi", "depthwise")
+_LOOP = ("image", "group", "oy", "oc", "ox", "tx", "last", "ih", "i_lo", "i_hi", "rows_in", "xg",
+         "wg", "bg", "yg", "rg", "xrow", "wrow0", "wb", "safe")
+# i64 locals: the first and last input rows a tile reads, and the end of memory (bytes).
+_WIDE = ("lo_read", "hi_read", "memory_end")
+# Locals of one tile's tap loops (all i32).
+_TAP = ("t", "j", "col", "iw", "prow", "pj", "pp", "wp", "wend", "kk", "jcol")
 
 
 @dataclass
-class _Frame(KernelFrame):
+class Frame(KernelFrame):
     """The generated function's code, ISA, arguments and named i32 locals."""
 
     v: dict[str, int]
     column_offset: list[int]
     """Locals holding ``k * sw * 4``: the byte offset of a tile's k-th column."""
+    lane_columns: int
+    """A v128 local (vector ISAs): the input columns of a register's lanes, relative to its
+    first lane, as floats ``[0, sw, 2 sw, 3 sw]``."""
+    width: int
+    """A v128 local (vector ISAs): ``w`` as a float in every lane."""
 
     def get(self, *names: str) -> Code:
         """Push each named local or argument."""
@@ -66,17 +77,31 @@ class _Frame(KernelFrame):
     def set(self, name: str) -> None:
         self.c.emit("local.set", self.v[name])
 
+    def add(self, name: str, *amount: str | int) -> None:
+        """``name += product of amount`` (locals, arguments or int constants)."""
+        self.get(name)
+        for k, term in enumerate(amount):
+            if isinstance(term, int):
+                self.c.emit("i32.const", term)
+            else:
+                self.get(term)
+            if k:
+                self.c.emit("i32.mul")
+        self.c.emit("i32.add")
+        self.set(name)
+
 
 def emit(spec: KernelSpec, isa_name: str) -> tuple[FuncType, Code]:
     """Generate conv kernel ``spec`` (``f32_conv2d[_add][_<activation>]``) for ``isa_name``."""
     isa = ISAS[isa_name]
     c = Code(spec.param_types)
     arg = {p: i for i, p in enumerate(spec.params)}
-    names = _SIZES + _LOOP
-    v = {name: c.local("i32") for name in names}
-    columns = max(NR, WIDE) * isa.lanes
-    f = _Frame(c, isa, arg, activations.epilogue_of(spec), v,
-               [c.local("i32") for _ in range(columns)])
+    v = {name: c.local("i32") for name in _SIZES + _LOOP + _TAP}
+    v.update({name: c.local("i64") for name in _WIDE})
+    columns = max(NR, WIDE, DEPTHWISE) * isa.lanes
+    vectors = (c.local("v128"), c.local("v128")) if isa.vector else (-1, -1)
+    f = Frame(c, isa, arg, activations.epilogue_of(spec), v,
+              [c.local("i32") for _ in range(columns)], *vectors)
     _sizes(f)
     f.c.emit("i32.const", 0)
     f.set("image")
@@ -84,9 +109,23 @@ def emit(spec: KernelSpec, isa_name: str) -> tuple[FuncType, Code]:
     return FuncType(spec.param_types, spec.results), c
 
 
-def _sizes(f: _Frame) -> None:
+def _flatten_pointwise(f: Frame) -> None:
+    """A 1x1 conv with stride 1 and no padding is a gemm over the whole plane: make it one
+    row of h * w pixels (oh = 1, ow = h * w), so its tiles never stop at a row's end."""
+    c = f.c
+    f.get("kh", "kw").emit("i32.or").emit("local.get", f.arg["sh"]).emit("i32.or")
+    f.get("sw").emit("i32.or").emit("i32.const", 1).emit("i32.eq")
+    f.get("ph", "pw").emit("i32.or").emit("i32.eqz").emit("i32.and").emit("if")
+    for rows, columns in (("h", "w"), ("oh", "ow")):
+        f.get(rows, columns).emit("i32.mul").emit("local.set", f.arg[columns])
+        c.emit("i32.const", 1).emit("local.set", f.arg[rows])
+    c.emit("end")
+
+
+def _sizes(f: Frame) -> None:
     """Derived sizes (bytes), the interior column range and the per-column offsets."""
     c = f.c
+    _flatten_pointwise(f)
     f.get("c", "groups").emit("i32.div_u")
     f.set("cg")
     f.get("o", "groups").emit("i32.div_u")
@@ -95,15 +134,16 @@ def _sizes(f: _Frame) -> None:
     f.set("row")
     f.get("h", "row").emit("i32.mul")
     f.set("plane")
+    c.emit("memory.size").emit("i64.extend_i32_u").emit("i64.const", 65536).emit("i64.mul")
+    f.set("memory_end")
     f.get("ow").emit("i32.const", 2).emit("i32.shl")
     f.set("orow")
     f.get("oh", "orow").emit("i32.mul")
     f.set("oplane")
-    f.get("cg", "kh").emit("i32.mul").emit("local.get", f.arg["kw"]).emit("i32.mul")
-    c.emit("i32.const", 2).emit("i32.shl")
-    f.set("wrow")
-    f.get("kh", "kw").emit("i32.mul").emit("i32.const", 2).emit("i32.shl")
-    f.set("tap_bytes")
+    f.get("cg").emit("i32.const", 4 * BLOCK).emit("i32.mul")
+    f.set("tapw")
+    f.get("kh", "kw").emit("i32.mul").emit("local.get", f.v["tapw"]).emit("i32.mul")
+    f.set("block")
     f.get("dw").emit("i32.const", 2).emit("i32.shl")
     f.set("dw_bytes")
     f.get("dh", "row").emit("i32.mul")
@@ -125,34 +165,40 @@ def _sizes(f: _Frame) -> None:
     f.set("ow_hi")
     _min(f, "ow_hi", "ow")
     _max(f, "ow_hi", "ow_lo")
-    # three = kw == 3 && dw == 1 && sw == 1
-    f.get("kw").emit("i32.const", 3).emit("i32.eq")
+    # depthwise = cg == 1 && og == 1 && kw == 3 && dw == 1
+    f.get("cg").emit("i32.const", 1).emit("i32.eq")
+    f.get("og").emit("i32.const", 1).emit("i32.eq").emit("i32.and")
+    f.get("kw").emit("i32.const", 3).emit("i32.eq").emit("i32.and")
     f.get("dw").emit("i32.const", 1).emit("i32.eq").emit("i32.and")
-    f.get("sw").emit("i32.const", 1).emit("i32.eq").emit("i32.and")
-    f.set("three")
+    f.set("depthwise")
     for k, local in enumerate(f.column_offset):
         f.get("sw").emit("i32.const", 4 * k).emit("i32.mul").emit("local.set", local)
+    if f.isa.vector:
+        c.emit("v128.const", b"".join(k.to_bytes(4, "little") for k in range(4)))
+        f.get("sw").emit("i32x4.splat").emit("i32x4.mul").emit("f32x4.convert_i32x4_s")
+        c.emit("local.set", f.lane_columns)
+        f.get("w").emit("f32.convert_i32_s").emit("f32x4.splat").emit("local.set", f.width)
 
 
-def _min(f: _Frame, name: str, other: str) -> None:
+def _min(f: Frame, name: str, other: str) -> None:
     """``name = min(name, other)`` (unsigned)."""
     f.get(name, other, name, other).emit("i32.lt_u").emit("select")
     f.set(name)
 
 
-def _max(f: _Frame, name: str, other: str) -> None:
+def _max(f: Frame, name: str, other: str) -> None:
     """``name = max(name, other)`` (unsigned)."""
     f.get(name, other, name, other).emit("i32.gt_u").emit("select")
     f.set(name)
 
 
-def _image(f: _Frame) -> None:
+def _image(f: Frame) -> None:
     f.c.emit("i32.const", 0)
     f.set("group")
     strided_loop(f.c, f.v["group"], 1, f.arg["groups"], lambda: _group(f))
 
 
-def _group(f: _Frame) -> None:
+def _group(f: Frame) -> None:
     """Pointers to this image and group, then every output row."""
     c = f.c
     # xg = x + (image * c + group * cg) * plane
@@ -160,8 +206,10 @@ def _group(f: _Frame) -> None:
     f.get("cg").emit("i32.mul").emit("i32.add").emit("local.get", f.v["plane"])
     c.emit("i32.mul").emit("i32.add")
     f.set("xg")
-    f.get("weight", "group", "og").emit("i32.mul").emit("local.get", f.v["wrow"])
-    c.emit("i32.mul").emit("i32.add")
+    # wg = weight + group * ceil(og / BLOCK) * block
+    f.get("weight", "group", "og").emit("i32.const", BLOCK - 1).emit("i32.add")
+    c.emit("i32.const", BLOCK.bit_length() - 1).emit("i32.shr_u").emit("i32.mul")
+    f.get("block").emit("i32.mul").emit("i32.add")
     f.set("wg")
     f.get("bias", "group", "og").emit("i32.mul").emit("i32.const", 2).emit("i32.shl")
     c.emit("i32.add")
@@ -177,7 +225,7 @@ def _group(f: _Frame) -> None:
     strided_loop(c, f.v["oy"], 1, f.arg["oh"], lambda: _output_row(f))
 
 
-def _output_row(f: _Frame) -> None:
+def _output_row(f: Frame) -> None:
     """Clip the kernel rows to the input, then MR-channel tiles and single-channel tiles."""
     c = f.c
     # ih = oy * sh - ph (may be negative)
@@ -200,172 +248,151 @@ def _output_row(f: _Frame) -> None:
     f.set("i_hi")
     _min(f, "i_hi", "kh")
     _max(f, "i_hi", "i_lo")
-    # skip = (kh - (i_hi - i_lo)) * kw * 4: weight bytes of the clipped kernel rows
-    f.get("kh", "i_hi").emit("i32.sub").emit("local.get", f.v["i_lo"]).emit("i32.add")
-    f.get("kw").emit("i32.mul").emit("i32.const", 2).emit("i32.shl")
-    f.set("skip")
+    f.get("i_hi", "i_lo").emit("i32.sub")
+    f.set("rows_in")
     # xrow = xg + (ih + i_lo * dh) * row: the first kernel row inside the input
     f.get("xg", "ih", "i_lo", "dh").emit("i32.mul").emit("i32.add")
     f.get("row").emit("i32.mul").emit("i32.add")
     f.set("xrow")
-    # pointwise = one kernel row inside, kw == 1, sw == 1
-    f.get("i_hi", "i_lo").emit("i32.sub").emit("i32.const", 1).emit("i32.eq")
-    f.get("kw").emit("i32.const", 1).emit("i32.eq").emit("i32.and")
-    f.get("sw").emit("i32.const", 1).emit("i32.eq").emit("i32.and")
-    f.set("pointwise")
+    # wrow0 = i_lo * kw * tapw: the weights of the first kernel row inside
+    f.get("i_lo", "kw").emit("i32.mul").emit("local.get", f.v["tapw"]).emit("i32.mul")
+    f.set("wrow0")
+    # lo_read, hi_read: where the first and the last input row read start
+    f.get("xrow").emit("i64.extend_i32_u")
+    f.set("lo_read")
+    f.get("cg").emit("i32.const", 1).emit("i32.sub").emit("local.get", f.v["plane"])
+    c.emit("i32.mul")
+    f.get("rows_in").emit("i32.const", 1).emit("i32.sub").emit("local.get", f.v["dh_row"])
+    c.emit("i32.mul").emit("i32.add").emit("i64.extend_i32_s").emit("local.get", f.v["lo_read"])
+    c.emit("i64.add")
+    f.set("hi_read")
+    if f.isa.vector:
+        _safe(f)
+        f.get("sw").emit("i32.const", 1).emit("i32.eq").emit("if")
+        _channel_tiles(f, "unit")
+        c.emit("else")
+        f.get("sw").emit("i32.const", 2).emit("i32.eq").emit("if")
+        _channel_tiles(f, "pair")
+        c.emit("else")
+        _channel_tiles(f, "gather")
+        c.emit("end").emit("end")
+    else:
+        _channel_tiles(f, "gather")
+
+
+def _channel_tiles(f: Frame, mode: str) -> None:
+    """A depthwise 3-wide conv's one channel, or blocks of MR output channels then single
+    channels. Gathered loads (stride 3 and more, rare) have neither the depthwise tile nor
+    masked tiles: their border columns go one at a time."""
+    c = f.c
     c.emit("i32.const", 0)
     f.set("oc")
-    strided_loop(c, f.v["oc"], MR, f.v["og"], lambda: _columns(f, MR, NR))
-    strided_loop(c, f.v["oc"], 1, f.v["og"], lambda: _columns(f, 1, WIDE))
+
+    def blocks() -> None:
+        strided_loop(c, f.v["oc"], MR, f.v["og"],
+                     lambda: _columns(f, MR, NR, mode, conv_tiles.vector_tile))
+        strided_loop(c, f.v["oc"], 1, f.v["og"],
+                     lambda: _columns(f, 1, WIDE, mode, conv_tiles.vector_tile))
+
+    if mode == "gather":
+        blocks()
+        return
+    f.get("depthwise").emit("if")
+    _columns(f, 1, DEPTHWISE_STRIDED if mode == "pair" else DEPTHWISE, mode,
+             conv_tiles.depthwise_tile, narrow_borders=True)
+    c.emit("else")
+    blocks()
+    c.emit("end")
 
 
-def _columns(f: _Frame, rows: int, regs: int) -> None:
-    """One output row of ``rows`` channels: left border, interior, remainder and right."""
-    c, isa, scalar = f.c, f.isa, ISAS["scalar"]
+def _columns(f: Frame, rows: int, regs: int, mode: str, kernel: conv_tiles.Tile,
+             narrow_borders: bool = False) -> None:
+    """The output row in tiles of ``regs`` registers, the last moved left to end at ``ow``;
+    or, with ``narrow_borders``, one-register tiles over the left border columns, tiles of
+    ``regs`` registers while they fit in the interior, then one-register tiles to the end
+    (a masked tile then masks few registers)."""
+    c, lanes = f.c, f.isa.lanes
+    # wb = wg + (oc / BLOCK) * block + (oc % BLOCK) * 4 + wrow0
+    f.get("wg", "oc").emit("i32.const", BLOCK.bit_length() - 1).emit("i32.shr_u")
+    f.get("block").emit("i32.mul").emit("i32.add")
+    f.get("oc").emit("i32.const", BLOCK - 1).emit("i32.and").emit("i32.const", 2)
+    c.emit("i32.shl").emit("i32.add").emit("local.get", f.v["wrow0"]).emit("i32.add")
+    f.set("wb")
     c.emit("i32.const", 0)
     f.set("ox")
-    strided_loop(c, f.v["ox"], 1, f.v["ow_lo"], lambda: _tile(f, scalar, rows, 1, "checked"))
 
-    def interior(mode: str) -> None:
-        for width in dict.fromkeys((regs, 1)):
-            strided_loop(c, f.v["ox"], width * isa.lanes, f.v["ow_hi"],
-                         lambda width=width: _tile(f, isa, rows, width, mode))
+    def tiles(end: str, tile_regs: int) -> None:
+        """Tiles from ox while ox < end, each moved left to end at ow at the latest."""
+        width = tile_regs * lanes
+        # last = max(ow - width, 0)
+        f.get("ow").emit("i32.const", width).emit("i32.sub")
+        c.emit("i32.const", 0).emit("local.get", f.arg["ow"]).emit("i32.const", width)
+        c.emit("i32.gt_u").emit("select")
+        f.set("last")
+        c.emit("block").emit("loop")
+        f.get("ox", end).emit("i32.ge_u").emit("br_if", 1)
+        f.get("ox", "last", "ox", "last").emit("i32.lt_u").emit("select")
+        f.set("tx")
+        _tile(f, rows, tile_regs, mode, kernel)
+        f.add("ox", width)
+        c.emit("br", 0).emit("end").emit("end")
 
-    f.get("pointwise").emit("if")
-    interior("pointwise")
-    c.emit("else")
-    f.get("three").emit("if")
-    interior("three")
-    c.emit("else")
-    f.get("sw").emit("i32.const", 1).emit("i32.eq").emit("if")
-    interior("strided")
-    c.emit("else")
-    interior("gathered")
-    c.emit("end").emit("end").emit("end")
-    strided_loop(c, f.v["ox"], 1, f.arg["ow"], lambda: _tile(f, scalar, rows, 1, "checked"))
-
-
-def _tile(f: _Frame, isa: Isa, rows: int, regs: int, mode: str) -> None:
-    """Y[oc:oc+rows, oy, ox:ox+regs*lanes] = epilogue(bias + sum over taps)."""
-    c, width = f.c, 4 * isa.lanes
-    acc = [[c.local(isa.valtype) for _ in range(regs)] for _ in range(rows)]
-    pixels = [c.local(isa.valtype) for _ in range(regs)]
-    weight = c.local(isa.valtype)
-    pa = [c.local("i32") for _ in range(rows)]
-    pb = c.local("i32")
-    for r in range(rows):
-        # pa[r] = wg + (oc + r) * wrow + i_lo * kw * 4;  acc[r][:] = bias[oc + r]
-        f.get("wg", "oc").emit("i32.const", r).emit("i32.add").emit("local.get", f.v["wrow"])
-        c.emit("i32.mul").emit("i32.add").emit("local.get", f.v["i_lo"])
-        f.get("kw").emit("i32.mul").emit("i32.const", 2).emit("i32.shl").emit("i32.add")
-        c.emit("local.set", pa[r])
-        f.get("bg", "oc").emit("i32.const", 2).emit("i32.shl").emit("i32.add")
-        isa.load_splat(c, 4 * r)
-        for reg in range(regs):
-            c.emit("local.tee" if reg + 1 < regs else "local.set", acc[r][reg])
-    # pb = xrow + (ox * sw - pw) * 4: the first tap of the tile's first column
-    f.get("xrow", "ox", "sw").emit("i32.mul").emit("local.get", f.arg["pw"]).emit("i32.sub")
-    c.emit("i32.const", 2).emit("i32.shl").emit("i32.add").emit("local.set", pb)
-
-    def step(base: int, offset: int) -> None:
-        """acc += weights at pa[r] + offset x the pixels at ``base`` + offset."""
-        for reg in range(regs):
-            _load_pixels(f, isa, mode, base, offset, reg)
-            c.emit("local.set", pixels[reg])
-        for r in range(rows):
-            c.emit("local.get", pa[r])
-            isa.load_splat(c, offset)
-            c.emit("local.set", weight)
-            for reg in range(regs):
-                c.emit("local.get", weight).emit("local.get", pixels[reg])
-                isa.madd_into(c, acc[r][reg])
-
-    def advance(pointer: int, amount: Callable[[], None]) -> None:
-        c.emit("local.get", pointer)
-        amount()
-        c.emit("i32.add").emit("local.set", pointer)
-
-    def weights_by(amount: Callable[[], None]) -> None:
-        for pointer in pa:
-            advance(pointer, amount)
-
-    def tap() -> None:
-        if mode == "checked":
-            f.get("iw", "w").emit("i32.lt_u").emit("if")
-            step(f.v["pj"], 0)
-            c.emit("end")
-            advance(f.v["iw"], lambda: f.get("dw"))
-        else:
-            step(f.v["pj"], 0)
-        weights_by(lambda: c.emit("i32.const", 4))
-        advance(f.v["pj"], lambda: f.get("dw_bytes"))
-
-    def kernel_row() -> None:
-        if mode == "three":
-            for column in range(3):
-                step(f.v["pi"], 4 * column)
-            weights_by(lambda: c.emit("i32.const", 12))
-        else:
-            c.emit("local.get", f.v["pi"])
-            f.set("pj")
-            f.get("ox", "sw").emit("i32.mul").emit("local.get", f.arg["pw"]).emit("i32.sub")
-            f.set("iw")
-            c.emit("i32.const", 0)
-            f.set("j")
-            strided_loop(c, f.v["j"], 1, f.arg["kw"], tap)
-        advance(f.v["pi"], lambda: f.get("dh_row"))
-
-    def channel() -> None:
-        if mode == "pointwise":
-            step(pb, 0)
-            weights_by(lambda: f.get("tap_bytes"))
-        else:
-            c.emit("local.get", pb)
-            f.set("pi")
-            f.get("i_lo")
-            f.set("t")
-            strided_loop(c, f.v["t"], 1, f.v["i_hi"], kernel_row)
-            weights_by(lambda: f.get("skip"))
-        advance(pb, lambda: f.get("plane"))
-
-    c.emit("i32.const", 0)
-    f.set("ch")
-    strided_loop(c, f.v["ch"], 1, f.v["cg"], channel)
-    _store(f, isa, rows, regs, width, acc)
-
-
-def _load_pixels(f: _Frame, isa: Isa, mode: str, base: int, offset: int, reg: int) -> None:
-    """Push register ``reg`` of the tile's pixels under the tap at ``base`` + ``offset``."""
-    c = f.c
-    if mode != "gathered":
-        c.emit("local.get", base)
-        isa.load(c, offset + reg * 4 * isa.lanes)
+    if not narrow_borders:
+        tiles("ow", regs)
         return
-    for lane in range(isa.lanes):
-        c.emit("local.get", base).emit("local.get", f.column_offset[reg * isa.lanes + lane])
-        c.emit("i32.add").emit("f32.load", 2, offset)
-        if isa.vector and lane == 0:
-            c.emit("f32x4.splat")
-        elif isa.vector:
-            c.emit("f32x4.replace_lane", lane)
+    tiles("ow_lo", 1)
+    c.emit("block").emit("loop")
+    f.get("ox").emit("i32.const", regs * lanes).emit("i32.add").emit("local.get", f.v["ow_hi"])
+    c.emit("i32.gt_u").emit("br_if", 1)
+    f.get("ox")
+    f.set("tx")
+    _tile(f, rows, regs, mode, kernel)
+    f.add("ox", regs * lanes)
+    c.emit("br", 0).emit("end").emit("end")
+    tiles("ow", 1)
 
 
-def _store(f: _Frame, isa: Isa, rows: int, regs: int, width: int,
-           acc: list[list[int]]) -> None:
-    """Y (and R) rows: out + ((oc + r) * oh + oy) * ow * 4 + ox * 4; then the epilogue."""
+def _tile(f: Frame, rows: int, regs: int, mode: str, kernel: conv_tiles.Tile) -> None:
+    """The tile at column ``tx``: interior, masked, or column by column."""
+    c, isa, width = f.c, f.isa, regs * f.isa.lanes
+    # interior = tx >= ow_lo && tx + width <= ow_hi
+    f.get("tx", "ow_lo").emit("i32.ge_u")
+    f.get("tx").emit("i32.const", width).emit("i32.add").emit("local.get", f.v["ow_hi"])
+    c.emit("i32.le_u").emit("i32.and")
+    if isa.vector:
+        f.get("safe").emit("i32.and")
+    c.emit("if")
+    kernel(f, rows, regs, mode, False)
+    c.emit("else")
+    if isa.vector and mode != "gather":
+        f.get("safe").emit("if")
+        kernel(f, rows, regs, mode, True)
+        c.emit("else")
+    conv_tiles.column_tiles(f, rows, width)
+    if isa.vector and mode != "gather":
+        c.emit("end")
+    c.emit("end")
+
+
+def _safe(f: Frame) -> None:
+    """``safe`` = every load of a vector tile in this output row stays inside linear memory
+    (masked lanes may read outside the row, even outside X; a stride-2 register reads one
+    float past its last lane). A tile starts at tx >= 0 and ends before max(ow, widest), so:
+    rows_in == 0, or lo_read - pw * 4 >= 0 and hi_read + ((max(ow, widest) - 1) * sw - pw +
+    (kw - 1) * dw + 2) * 4 <= memory_end."""
     c = f.c
-    for r in range(rows):
-        for reg in range(regs):
-            for base in ("yg",) + (("rg",) if "r" in f.arg else ()):
-                f.get(base, "oc").emit("i32.const", r).emit("i32.add")
-                f.get("oh").emit("i32.mul").emit("local.get", f.v["oy"]).emit("i32.add")
-                f.get("orow").emit("i32.mul").emit("i32.add").emit("local.get", f.v["ox"])
-                c.emit("i32.const", 2).emit("i32.shl").emit("i32.add")
-                if base == "rg":
-                    isa.load(c, reg * width)
-            c.emit("local.get", acc[r][reg])
-            if "r" in f.arg:
-                isa.op(c, "add")
-            for op in f.epilogue:
-                activations.apply(c, isa, op)
-            isa.store(c, reg * width)
+    widest = max(NR, WIDE, DEPTHWISE) * f.isa.lanes
+    f.get("rows_in").emit("i32.eqz")
+    f.get("lo_read").emit("i32.const", 0).emit("local.get", f.arg["pw"]).emit("i32.const", 2)
+    c.emit("i32.shl").emit("i32.sub").emit("i64.extend_i32_s").emit("i64.add")
+    c.emit("i64.const", 0).emit("i64.ge_s")
+    f.get("ow").emit("i32.const", widest).emit("local.get", f.arg["ow"])
+    c.emit("i32.const", widest).emit("i32.gt_u").emit("select")
+    c.emit("i32.const", 1).emit("i32.sub").emit("local.get", f.arg["sw"])
+    c.emit("i32.mul").emit("local.get", f.arg["pw"]).emit("i32.sub")
+    f.get("kw").emit("i32.const", 1).emit("i32.sub").emit("local.get", f.arg["dw"])
+    c.emit("i32.mul").emit("i32.add").emit("i32.const", 2).emit("i32.add")
+    c.emit("i32.const", 2).emit("i32.shl").emit("i64.extend_i32_s")
+    f.get("hi_read").emit("i64.add")
+    f.get("memory_end").emit("i64.le_s").emit("i32.and").emit("i32.or")
+    f.set("safe")

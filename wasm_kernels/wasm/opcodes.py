@@ -109,6 +109,7 @@ _SIMD = {
                        "f32x4.div f32x4.min f32x4.max f32x4.pmin f32x4.pmax"),
     **_simd_rows(0xF8, "i32x4.trunc_sat_f32x4_s - f32x4.convert_i32x4_s"),
     **_simd_rows(0x105, "f32x4.relaxed_madd f32x4.relaxed_nmadd"),
+    "i8x16.shuffle": (0xFD, 0x0D, V128),
 }
 
 OPCODES: dict[str, tuple[int | None, int, str]] = {
