@@ -63,6 +63,23 @@ class Expr:
 
     def min(self, o: Operand) -> Expr: return self._binary("min", o)
     def max(self, o: Operand) -> Expr: return self._binary("max", o)
+
+    def clamp_below(self, bound: float) -> Expr:
+        """``max(self, bound)`` for a constant ``bound`` other than NaN and +-0; a NaN passes
+        through. One instruction (``f32x4.pmax``), where ``max``, with wasm's NaN and -0
+        rules, takes six."""
+        return self._binary("pmax", bound)
+
+    def clamp_above(self, bound: float) -> Expr:
+        """``min(self, bound)`` for a constant ``bound`` other than NaN and +-0; a NaN passes
+        through."""
+        return self._binary("pmin", bound)
+
+    def madd(self, factor: Operand, addend: Operand) -> Expr:
+        """``self * factor + addend``: one fused multiply-add where the ISA has FMA, else a
+        multiply and an add."""
+        wrap = (lambda v: v if isinstance(v, Expr) else Expr.const(v))
+        return Expr("madd", (self, wrap(factor), wrap(addend)))
     def abs(self) -> Expr: return Expr("abs", (self,))
     def sqrt(self) -> Expr: return Expr("sqrt", (self,))
     def nearest(self) -> Expr: return Expr("nearest", (self,))
@@ -184,6 +201,21 @@ def _emit_node(c: Code, isa: Isa, node: Expr, names: dict[str, str], inputs: dic
             visit(magnitude)
             visit(sign)
             c.emit("f32.copysign")
+    elif op == "madd":
+        for arg in node.args[:2]:
+            visit(arg)
+        if isa.fma:
+            visit(node.args[2])
+            c.emit("f32x4.relaxed_madd")
+        else:
+            c.emit(f"{names['f']}.mul")
+            visit(node.args[2])
+            c.emit(f"{names['f']}.add")
+    elif op in ("pmin", "pmax"):
+        for arg in node.args:
+            visit(arg)
+        # NOTE: for a bound other than NaN and +-0, min/max and pmin/pmax agree everywhere.
+        c.emit(f"f32x4.{op}" if isa.vector else f"f32.{op[1:]}")
     elif op in ("shl", "shr_s"):
         visit(node.args[0])
         c.emit("i32.const", int(node.value))  # type: ignore[arg-type]
