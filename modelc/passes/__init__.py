@@ -13,6 +13,7 @@ from .fuse_epilogues import fuse_epilogues
 from .infer_shapes import infer_shapes
 from .plan_memory import plan_memory
 from .recognize_composites import recognize_composites
+from .remove_no_ops import remove_no_ops
 
 Pass = Callable[[Graph], Graph]
 
@@ -20,6 +21,7 @@ PIPELINE: tuple[Pass, ...] = (
     infer_shapes,          # shapes and dtypes from each OpDef's rule
     fold_constants,        # nodes computed only from constants run at compile time
     fold_batchnorm,        # inference batch norm merged into the conv/linear before it
+    remove_no_ops,         # same-dtype casts, bool + zeros, concat of a tensor's own slices
     eliminate_dead_code,   # nodes that reach no output
     recognize_composites,  # gelu, silu, relu6 expansions back into one node each
     compose_permutes,      # permute chains into one permute; identities removed
@@ -38,4 +40,4 @@ def optimize(graph: Graph, pipeline: tuple[Pass, ...] = PIPELINE) -> Graph:
 
 __all__ = ["PIPELINE", "compose_permutes", "eliminate_dead_code", "fold_batchnorm", "fold_constants",
            "fuse_epilogues", "infer_shapes", "optimize", "plan_memory",
-           "recognize_composites"]
+           "recognize_composites", "remove_no_ops"]

@@ -1,7 +1,10 @@
 import numpy as np
 
 import modelc
-from modelc.passes import fuse_epilogues, optimize
+import nn
+from modelc.passes import (eliminate_dead_code, fuse_epilogues, infer_shapes, optimize,
+                           remove_no_ops)
+from nn import functional as F
 
 
 def _graph(mlp, batch=4):
@@ -44,3 +47,29 @@ def test_arena_shares_memory_only_between_values_not_alive_together(mlp):
                 assert hi1 <= lo2 or hi2 <= lo1
     assert graph.meta["arena_bytes"] <= graph.meta["activation_bytes"]
     assert all(offset % 16 == 0 for offset in arena.values())
+
+
+
+class _Masks(nn.Module):
+    """Mask-building steps an ONNX export produces, around ones that must stay."""
+
+    def forward(self, ids, x):  # type: ignore[no-untyped-def]
+        mask = F.cast(F.cast(ids, np.bool_), np.bool_)                          # (2, 5) bool
+        rows = F.concat([F.slice(mask, 1, i, i + 1, 1) for i in range(5)], 1)  # all of it
+        part = F.concat([F.slice(x, 1, 0, 2, 1), F.slice(x, 1, 3, 5, 1)], 1)   # a gap: kept
+        wide = F.add(rows, np.zeros((2, 5), np.bool_))                          # no broadcast
+        return F.where(wide, F.sum(part, 1, keepdim=True), x)
+
+
+def test_remove_no_ops_drops_identities_and_keeps_the_rest():
+    ids = np.array([[0, 3, 0, -1, 2], [1, 0, 0, 5, 0]], np.int64)
+    x = np.random.default_rng(0).standard_normal((2, 5)).astype(np.float32)
+    graph = modelc.trace(_Masks(), (ids, x))
+    for run in (infer_shapes, remove_no_ops, eliminate_dead_code):
+        graph = run(graph)
+        graph.verify()
+    ops = [n.op for n in graph.nodes]
+    assert ops.count("cast") == 1 and "add" not in ops
+    assert ops.count("concat") == 1 and ops.count("slice") == 2  # only the gapped one remains
+    got = modelc.interpret(graph, {"input0": ids, "input1": x})["output0"]
+    np.testing.assert_array_equal(got, _Masks()(ids, x))
