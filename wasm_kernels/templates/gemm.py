@@ -146,8 +146,14 @@ def _tile(f: _Frame, isa: Isa, rows: int, regs: int) -> None:
         isa.load_splat(c)
         c.emit("local.set", av)
         for v in range(regs):
+            # NOTE: mul + add on every ISA. cranelift turns relaxed_madd into vfmadd213ps,
+            # which overwrites a multiplicand and leaves each sum outside its accumulator:
+            # 47 instructions per k step against 35, and 2-9% slower at attention's shapes.
             c.emit("local.get", av).emit("local.get", bv[v])
-            isa.madd_into(c, acc[r][v])
+            isa.op(c, "mul")
+            c.emit("local.get", acc[r][v])
+            isa.op(c, "add")
+            c.emit("local.set", acc[r][v])
     c.emit("local.get", kk).emit("i32.const", 4).emit("i32.add").emit("local.tee", kk)
     c.emit("br_if", 0).emit("end").emit("end")
     for r in range(rows):
