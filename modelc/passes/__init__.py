@@ -9,6 +9,7 @@ from .compose_permutes import compose_permutes
 from .eliminate_dead_code import eliminate_dead_code
 from .fold_batchnorm import fold_batchnorm
 from .fold_constants import fold_constants
+from .fold_scales import fold_scales
 from .fuse_epilogues import fuse_epilogues
 from .infer_shapes import infer_shapes
 from .plan_memory import plan_memory
@@ -23,6 +24,7 @@ PIPELINE: tuple[Pass, ...] = (
     fold_batchnorm,        # inference batch norm merged into the conv/linear before it
     remove_no_ops,         # same-dtype casts, bool + zeros, concat of a tensor's own slices
     eliminate_dead_code,   # nodes that reach no output
+    fold_scales,           # matmul(linear(x) ...) * s: s moves into the linear's weights
     recognize_composites,  # gelu, silu, relu6 expansions back into one node each
     compose_permutes,      # permute chains into one permute; identities removed
     fuse_epilogues,        # relu & co. into the producing gemm
@@ -38,6 +40,6 @@ def optimize(graph: Graph, pipeline: tuple[Pass, ...] = PIPELINE) -> Graph:
     return graph
 
 
-__all__ = ["PIPELINE", "compose_permutes", "eliminate_dead_code", "fold_batchnorm", "fold_constants",
-           "fuse_epilogues", "infer_shapes", "optimize", "plan_memory",
-           "recognize_composites", "remove_no_ops"]
+__all__ = ["PIPELINE", "compose_permutes", "eliminate_dead_code", "fold_batchnorm",
+           "fold_constants", "fold_scales", "fuse_epilogues", "infer_shapes", "optimize",
+           "plan_memory", "recognize_composites", "remove_no_ops"]

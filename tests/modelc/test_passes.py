@@ -73,3 +73,32 @@ def test_remove_no_ops_drops_identities_and_keeps_the_rest():
     assert ops.count("concat") == 1 and ops.count("slice") == 2  # only the gapped one remains
     got = modelc.interpret(graph, {"input0": ids, "input1": x})["output0"]
     np.testing.assert_array_equal(got, _Masks()(ids, x))
+
+
+
+class _Scores(nn.Module):
+    """Attention scores: heads split off a projection, then ``q @ k^T * scale``."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.query = nn.Linear(8, 8)
+        self.shared = nn.Linear(8, 8)
+
+    def forward(self, x, k, w):  # type: ignore[no-untyped-def]
+        q = F.permute(F.reshape(self.query(x), (3, 2, 4)), (1, 0, 2))  # (heads, T, hs)
+        shared = self.shared(x)  # also an output: its scale must stay a multiply
+        return F.mul(F.matmul(q, k), 0.5), F.mul(F.matmul(shared, w), 0.25), shared
+
+
+def test_fold_scales_moves_the_factor_into_the_linear_weights():
+    rng = np.random.default_rng(1)
+    x, k, w = (rng.standard_normal(s).astype(np.float32) for s in ((3, 8), (2, 4, 3), (8, 5)))
+    model = _Scores()
+    before = np.array(model.query.weight)
+    graph = optimize(modelc.trace(model, (x, k, w)))
+    muls = [n for n in graph.nodes if n.op == "mul"]
+    assert len(muls) == 1 and muls[0].attrs == {"other": 0.25}
+    got = modelc.interpret(graph, {"input0": x, "input1": k, "input2": w})
+    for index, want in enumerate(model(x, k, w)):
+        np.testing.assert_allclose(got[f"output{index}"], want, rtol=1e-5, atol=1e-6)
+    np.testing.assert_array_equal(model.query.weight, before)  # the module keeps its own
