@@ -76,8 +76,9 @@ def _gemm(spec: abi.KernelSpec) -> Callable[..., None]:
             else:
                 b = _tensor(memory, arg["b"] + 4 * i * arg.get("b_stride", 0), (k, n))
             out = a @ b
-            if "bias" in arg:
-                out += _tensor(memory, arg["bias"], (n,))
+            if "bias" in arg:  # f32_bmm_bias: row i // bias_every of the bias rows
+                row = i // arg["bias_every"] if "bias_every" in arg else 0
+                out += _tensor(memory, arg["bias"] + 4 * n * row, (n,))
             if "r" in arg:
                 out += _tensor(memory, arg["r"], (m, n))
             for op in activation:

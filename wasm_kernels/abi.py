@@ -221,5 +221,12 @@ MASKS: tuple[KernelSpec, ...] = (
     _cast("i64_to_bool", "x[i] != 0 as a numpy bool byte, for int64 x"),
 )
 
-KERNELS = (*KERNELS, *MASKS)
+BMM_BIAS = KernelSpec(
+    "f32_bmm_bias", "gemm",
+    ("a", "b", "bias", "c", "batch", "m", "k", "n", "a_stride", "b_stride", "bias_every"),
+    "C[i](m, n) = A[i](m, k) @ B[i](k, n) + bias[i // bias_every][None, :] for i < batch, as "
+    "f32_bmm: bias holds rows of n floats, each shared by bias_every consecutive batches "
+    "(an attention mask of shape (B, 1, 1, T) added to (B, heads, T, T) scores)")
+
+KERNELS = (*KERNELS, *MASKS, BMM_BIAS)
 BY_NAME = {k.name: k for k in KERNELS}
