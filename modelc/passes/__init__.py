@@ -9,6 +9,7 @@ from .compose_permutes import compose_permutes
 from .eliminate_dead_code import eliminate_dead_code
 from .fold_batchnorm import fold_batchnorm
 from .fold_constants import fold_constants
+from .fold_linear_bias import fold_linear_bias
 from .fold_scales import fold_scales
 from .fuse_epilogues import fuse_epilogues
 from .infer_shapes import infer_shapes
@@ -24,6 +25,7 @@ PIPELINE: tuple[Pass, ...] = (
     fold_batchnorm,        # inference batch norm merged into the conv/linear before it
     remove_no_ops,         # same-dtype casts, bool + zeros, concat of a tensor's own slices
     eliminate_dead_code,   # nodes that reach no output
+    fold_linear_bias,      # linear(x, w) + b (ONNX's MatMul, Add) into linear(x, w, b)
     fold_scales,           # matmul(linear(x) ...) * s: s moves into the linear's weights
     recognize_composites,  # gelu, silu, relu6 expansions back into one node each
     compose_permutes,      # permute chains into one permute; identities removed
@@ -41,5 +43,5 @@ def optimize(graph: Graph, pipeline: tuple[Pass, ...] = PIPELINE) -> Graph:
 
 
 __all__ = ["PIPELINE", "compose_permutes", "eliminate_dead_code", "fold_batchnorm",
-           "fold_constants", "fold_scales", "fuse_epilogues", "infer_shapes", "optimize",
+           "fold_constants", "fold_linear_bias", "fold_scales", "fuse_epilogues", "infer_shapes", "optimize",
            "plan_memory", "recognize_composites", "remove_no_ops"]

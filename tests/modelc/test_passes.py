@@ -102,3 +102,29 @@ def test_fold_scales_moves_the_factor_into_the_linear_weights():
     for index, want in enumerate(model(x, k, w)):
         np.testing.assert_allclose(got[f"output{index}"], want, rtol=1e-5, atol=1e-6)
     np.testing.assert_array_equal(model.query.weight, before)  # the module keeps its own
+
+
+class _OnnxLinear(nn.Module):
+    """A linear as ONNX exports it: a bias-less matmul, then the bias added, then a residual."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        rng = np.random.default_rng(3)
+        self.w = rng.standard_normal((6, 5)).astype(np.float32)
+        self.b = rng.standard_normal(6).astype(np.float32)
+
+    def forward(self, x):  # type: ignore[no-untyped-def]
+        projected = F.relu(F.add(F.linear(x, self.w), self.b.reshape(1, 6)))
+        unbiased = F.linear(x, self.w)  # also an output: the add after it must stay
+        return projected, unbiased, F.add(unbiased, self.b)
+
+
+def test_fold_linear_bias_makes_one_linear_with_its_epilogue():
+    x = np.random.default_rng(4).standard_normal((3, 4, 5)).astype(np.float32)
+    model = _OnnxLinear()
+    graph = optimize(modelc.trace(model, (x,)))
+    assert [(n.op, len(n.inputs), n.attrs.get("epilogue")) for n in graph.nodes] == [
+        ("linear", 3, ("relu",)), ("linear", 2, None), ("add", 2, None)]
+    got = modelc.interpret(graph, {"input0": x})
+    for index, want in enumerate(model(x)):
+        np.testing.assert_allclose(got[f"output{index}"], want, rtol=1e-5, atol=1e-6)
