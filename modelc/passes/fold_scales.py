@@ -23,12 +23,12 @@ def _scalar(node: Node) -> float | None:
     """The scalar factor of ``mul(x, s)``: a float attr or a one-element constant."""
     if node.op != "mul":
         return None
-    constants = [v for v in node.inputs if v.is_constant]
+    constants = [v.data for v in node.inputs if v.data is not None]
     if len(node.inputs) == 1 and len(node.attrs) == 1:
         factor = next(iter(node.attrs.values()))
         return float(factor) if isinstance(factor, (int, float)) else None
-    if len(node.inputs) == 2 and len(constants) == 1 and constants[0].data.size == 1:
-        return float(constants[0].data.reshape(()))
+    if len(node.inputs) == 2 and len(constants) == 1 and constants[0].size == 1:
+        return float(constants[0].reshape(()))
     return None
 
 

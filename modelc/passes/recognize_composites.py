@@ -21,6 +21,7 @@ from nn import functional as F
 from ..graph import Graph, Node, Value
 from ..trace import Tracer
 
+
 def _gelu_as_exported(x: Any) -> Any:
     """GELU as torch's ONNX exporter writes it: ``x * (erf(x / sqrt(2)) + 1) * 0.5``, the
     divisor a float32 constant."""

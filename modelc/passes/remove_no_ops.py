@@ -48,7 +48,8 @@ def _concat_of_slices(node: Node) -> Value | None:
     x = source.inputs[0]
     rank = len(x.shape)
     dim = axis(node.attrs.get("dim", 0), rank)
-    if not isinstance(x.shape[dim], int) or node.output.shape != x.shape:
+    length = x.shape[dim]
+    if not isinstance(length, int) or node.output.shape != x.shape:
         return None
     cursor = 0
     for part in node.inputs:
@@ -57,11 +58,11 @@ def _concat_of_slices(node: Node) -> Value | None:
                 or axis(piece.attrs["dim"], rank) != dim or piece.attrs.get("step", 1) != 1):
             return None
         start, end = piece.attrs.get("start"), piece.attrs.get("end")
-        taken = range(x.shape[dim])[start:end]
+        taken = range(length)[start:end]
         if taken.start != cursor:
             return None
         cursor = taken.stop
-    return x if cursor == x.shape[dim] else None
+    return x if cursor == length else None
 
 
 RULES: tuple[Callable[[Node], Value | None], ...] = (

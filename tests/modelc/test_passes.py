@@ -2,8 +2,7 @@ import numpy as np
 
 import modelc
 import nn
-from modelc.passes import (eliminate_dead_code, fuse_epilogues, infer_shapes, optimize,
-                           remove_no_ops)
+from modelc.passes import eliminate_dead_code, fuse_epilogues, infer_shapes, optimize, remove_no_ops
 from nn import functional as F
 
 
