@@ -57,7 +57,8 @@ def row_map(c: Code, isa: Isa, sources: list[int], dst: int, n: int, fn: Element
 
 def row_fold(c: Code, isa: Isa, sources: list[int], n: int, combine: str, fn: ElementFn,
              scalars: dict[int, tuple[int, int]] | None = None, dst: int | None = None) -> None:
-    """Push the f32 ``combine``-fold (``add`` or ``max``) of ``fn(elements)`` over ``i < n``;
+    """Push the f32 ``combine``-fold of ``fn(elements)`` over ``i < n``: ``add``, ``max``, or
+    ``pmax``, a max in one instruction instead of six that may skip a NaN element;
     with ``dst`` (a pointer local), also store each ``fn`` value at ``dst[i]``, so a map and
     the fold of its results take one pass."""
     identity = 0.0 if combine == "add" else float("-inf")
@@ -100,7 +101,7 @@ def _horizontal(c: Code, isa: Isa, vector: int, combine: str, identity: float) -
     for lane in range(isa.lanes):
         c.emit("local.get", vector).emit("f32x4.extract_lane", lane)
         if lane:
-            c.emit(f"f32.{combine}")
+            c.emit(f"f32.{combine.removeprefix('p')}")
 
 
 def splat_scalar(c: Code, isa: Isa) -> tuple[int, int]:
