@@ -11,6 +11,8 @@ by float rounding only (the scale meets each weight once instead of each score).
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ..graph import Graph, Node, Value
@@ -68,7 +70,9 @@ def fold_scales(graph: Graph) -> Graph:
     for node in list(graph.nodes):
         factor = _scalar(node)
         source = next((v for v in node.inputs if not v.is_constant), None)
-        if factor is None or source is None or source.producer is None:
+        # NOTE: 0, inf and NaN would turn weights and outputs into different NaN patterns.
+        if factor is None or not math.isfinite(factor) or factor == 0.0 or source is None \
+                or source.producer is None:
             continue
         matmul = source.producer
         if matmul.op != "matmul" or not _single_use(graph, source) \
