@@ -4,7 +4,8 @@ mask code exports a row gathered element by element, casts to the dtype it alrea
 an ``Expand`` that broadcasts nothing); each would otherwise be a kernel call, and bool ones
 have no kernel. Runs before ``eliminate_dead_code``, which drops what they leave unused.
 
-Rules, each a function of a node returning the input its output equals, or None:
+The rules (``RULES``) are functions of a node that return the input its output equals, or
+None. A node is kept when dropping it would make a graph output alias a graph input.
 """
 
 from __future__ import annotations
