@@ -94,7 +94,10 @@ class Matmul(OpDef):
             ctx.push(0)
         else:
             ctx.numel((m, k))
-        ctx.push(0) if shared_b else ctx.numel((k, n))
+        if shared_b:
+            ctx.push(0)
+        else:
+            ctx.numel((k, n))
         if split is not None:
             ctx.numel(batch[split:])  # bias_every: matrices per bias row
             ctx.call("f32_bmm_bias")
