@@ -224,6 +224,7 @@ MASK_CASES: dict[str, tuple] = {
     "equal_known_scalar": ("Equal", [Run(ties(4, 1, 5)), f32(2.5)], {}, 13),
     "greater_known_row": ("Greater", [ties(5), Run(ties(2, 3, 5))], {}, 13),
     "and_broadcast": ("And", [Run(bools(3, 1)), Run(bools(1, 4))], {}, 13),
+    "not_runtime": ("Not", [Run(bools(2, 5))], {}, 13),
     "cast_int64_to_bool": ("Cast", [Run(i64(0, 3, -1, 0, 2 ** 40))],
                            {"to": onnx.TensorProto.BOOL}, 13),
 }
