@@ -15,7 +15,7 @@ import numpy as np
 
 from nn import functional as F
 
-from .fold import dims, is_known, operands, product, shape_value
+from .fold import dims, is_known, product, shape_value
 from .node import OnnxNode
 
 OpFn = Callable[[OnnxNode], Any]
