@@ -102,10 +102,10 @@ def torch_minilm(*, for_export: bool = False) -> Any:
     """transformers' BertModel on the checkpoint, then mean pooling and L2 normalisation
     (sentence-transformers' Pooling + Normalize), written in torch.
 
-    ``for_export`` writes the same math in ops every ONNX importer here takes: eager
-    attention, the additive 4-D mask BERT builds from the 2-D one (transformers' own mask
-    code exports as ``And``), explicit zero token types (else ``GatherElements``) and the
-    norm as a square root (else ``ReduceL2``). torch itself runs its fastest path (sdpa).
+    ``for_export`` only switches attention to transformers' eager implementation (its sdpa
+    path exports an ``IsNaN`` guard): the mask code, token types and normalisation export as
+    transformers writes them, and every ONNX runtime here, wasmnn's included, runs that
+    plain export. torch itself runs its fastest path (sdpa).
     """
     import torch
     import transformers
@@ -125,16 +125,8 @@ def torch_minilm(*, for_export: bool = False) -> Any:
 
         def forward(self, input_ids: Any, attention_mask: Any) -> Any:
             keep = attention_mask.unsqueeze(-1).float()  # (B, T, 1)
-            if for_export:
-                additive = (1.0 - keep.transpose(1, 2).unsqueeze(1)) * torch.finfo(
-                    torch.float32).min  # (B, 1, 1, T)
-                hidden = self.bert(input_ids=input_ids, attention_mask=additive,
-                                   token_type_ids=torch.zeros_like(input_ids))
-            else:
-                hidden = self.bert(input_ids=input_ids, attention_mask=attention_mask)
+            hidden = self.bert(input_ids=input_ids, attention_mask=attention_mask)
             mean = (hidden.last_hidden_state * keep).sum(1) / keep.sum(1).clamp(min=1e-9)
-            if for_export:
-                return mean / (mean * mean).sum(1, keepdim=True).sqrt().clamp(min=1e-12)
             return torch.nn.functional.normalize(mean, p=2, dim=1)
 
     return TorchSentenceEncoder().eval()

@@ -77,8 +77,9 @@ def _gemm(spec: abi.KernelSpec) -> Callable[..., None]:
             else:
                 b = _tensor(memory, arg["b"] + 4 * i * arg.get("b_stride", 0), (k, n))
             out = a @ b
-            if "bias" in arg:
-                out += _tensor(memory, arg["bias"], (n,))
+            if "bias" in arg:  # f32_bmm_bias: row i // bias_every of the bias rows
+                row = i // arg["bias_every"] if "bias_every" in arg else 0
+                out += _tensor(memory, arg["bias"] + 4 * n * row, (n,))
             if "r" in arg:
                 out += _tensor(memory, arg["r"], (m, n))
             for op in activation:
@@ -136,6 +137,27 @@ def _binary(spec: abi.KernelSpec) -> Callable[..., None]:
     return binary
 
 
+COMPARE: dict[str, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
+    "eq": np.equal, "ne": np.not_equal, "lt": np.less, "le": np.less_equal,
+    "gt": np.greater, "ge": np.greater_equal,
+}
+
+
+def _compare(spec: abi.KernelSpec) -> Callable[..., None]:
+    op = COMPARE[spec.name.removeprefix("f32_cmp_")]
+    rank = abi.BROADCAST_RANK
+
+    def compare(ctx: HostContext, *args: int) -> None:
+        arg = dict(zip(spec.params, args))
+        dims = tuple(arg[f"d{i}"] for i in range(rank))
+        a = _strided(ctx.memory, arg["a"], dims, tuple(arg[f"as{i}"] for i in range(rank)))
+        b = _strided(ctx.memory, arg["b"], dims, tuple(arg[f"bs{i}"] for i in range(rank)))
+        with np.errstate(all="ignore"):
+            _tensor(ctx.memory, arg["y"], dims, np.dtype(np.uint8))[...] = op(a, b)
+
+    return compare
+
+
 REDUCE: dict[str, Callable[..., np.ndarray]] = {"sum": np.sum, "mean": np.mean, "max": np.max}
 
 
@@ -170,7 +192,7 @@ def _layer_norm(ctx: HostContext, x: int, gamma: int, beta: int, y: int, rows: i
 ROWWISE: dict[str, Callable[..., None]] = {"softmax": _softmax, "layer_norm": _layer_norm}
 
 CASTS: dict[str, tuple[str, str]] = {"i64_to_f32": ("<i8", "<f4"), "f32_to_i64": ("<f4", "<i8"),
-                                     "bool_to_f32": ("u1", "<f4")}
+                                     "bool_to_f32": ("u1", "<f4"), "i64_to_bool": ("<i8", "u1")}
 
 
 def _cast(spec: abi.KernelSpec) -> Callable[..., None]:
@@ -178,7 +200,7 @@ def _cast(spec: abi.KernelSpec) -> Callable[..., None]:
 
     def cast(ctx: HostContext, x: int, y: int, n: int) -> None:
         values = _tensor(ctx.memory, x, (n,), source)
-        if source.kind == "u":
+        if source.kind == "u" or target.kind == "u":  # a bool byte on either side
             values = values != 0
         elif target.kind == "i":
             # toward zero, saturating, NaN -> 0, as i64.trunc_sat_f32_s
@@ -343,6 +365,7 @@ FAMILIES: dict[str, Callable[[abi.KernelSpec], Callable[..., None]]] = {
     "cast": _cast, "gather": lambda spec: _gather, "conv": _conv, "pool": _pool,
     "movement": lambda spec: _copy(spec) if spec.name == "f32_copy" else _where(spec),
     "norm": lambda spec: _group_norm, "conv_transpose": lambda spec: _conv_transpose,
+    "compare": _compare,
 }
 
 

@@ -220,3 +220,33 @@ KERNELS: tuple[KernelSpec, ...] = (
 )
 
 BY_NAME: dict[str, KernelSpec] = {k.name: k for k in KERNELS}
+
+# Run-time masks (issue #8): comparisons with bool results, and int64 -> bool.
+COMPARE_OPS: dict[str, str] = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">",
+                               "ge": ">="}
+
+
+def _compare(op: str, math: str) -> KernelSpec:
+    dims = tuple(f"d{i}" for i in range(BROADCAST_RANK))
+    strides = tuple(f"{t}s{i}" for t in "ab" for i in range(BROADCAST_RANK))
+    return KernelSpec(f"f32_cmp_{op}", "compare", ("a", "b", "y") + dims + strides,
+                      f"y[i0, i1, i2, i3] = a {math} b as a numpy bool byte (1 or 0) over the "
+                      "dense (d0, d1, d2, d3) output, reading the floats a[sum(ik * ask)] and "
+                      "b[sum(ik * bsk)]: strides in floats, 0 broadcasts; a NaN operand makes "
+                      "every comparison but != false")
+
+
+MASKS: tuple[KernelSpec, ...] = (
+    *(_compare(op, math) for op, math in COMPARE_OPS.items()),
+    _cast("i64_to_bool", "x[i] != 0 as a numpy bool byte, for int64 x"),
+)
+
+BMM_BIAS = KernelSpec(
+    "f32_bmm_bias", "gemm",
+    ("a", "b", "bias", "c", "batch", "m", "k", "n", "a_stride", "b_stride", "bias_every"),
+    "C[i](m, n) = A[i](m, k) @ B[i](k, n) + bias[i // bias_every][None, :] for i < batch, as "
+    "f32_bmm: bias holds rows of n floats, each shared by bias_every consecutive batches "
+    "(an attention mask of shape (B, 1, 1, T) added to (B, heads, T, T) scores)")
+
+KERNELS = (*KERNELS, *MASKS, BMM_BIAS)
+BY_NAME = {k.name: k for k in KERNELS}

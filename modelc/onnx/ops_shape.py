@@ -15,7 +15,7 @@ import numpy as np
 
 from nn import functional as F
 
-from .fold import dims, is_known, operands, product, shape_value
+from .fold import dims, is_known, product, shape_value
 from .node import OnnxNode
 
 OpFn = Callable[[OnnxNode], Any]
@@ -266,8 +266,10 @@ def _identity(n: OnnxNode) -> Any:
 
 
 def logical_not(n: OnnxNode) -> Any:
+    """Not: numpy on a known operand; otherwise ``cast(x) == 0`` in float32, as ``And`` (the
+    comparisons lower for float32 operands)."""
     x = n.input(0)
-    return np.logical_not(x) if is_known(x) else F.eq(*operands(x, False))
+    return np.logical_not(x) if is_known(x) else F.eq(F.cast(x, np.float32), 0.0)
 
 
 OPS: dict[str, OpFn] = {

@@ -45,6 +45,11 @@ class OpDef:
         raise CompileError(f"op {self.name!r} has no WebAssembly lowering yet; it traces, "
                            "optimises and runs in modelc.interpret")
 
+    def accepts_residual(self, residual: Shape, output: Shape) -> bool:
+        """Whether a fused residual ``add`` (``fuse_epilogues``) of shape ``residual`` onto
+        this op's ``output`` lowers; by default only a residual of the output's own shape."""
+        return tuple(residual) == tuple(output)
+
 
 def available() -> list[str]:
     """Every op with a definition file."""

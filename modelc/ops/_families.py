@@ -79,7 +79,19 @@ class Binary(OpDef):
 
 
 class Compare(Binary):
+    """Elementwise comparisons: bool results (one byte each, as numpy stores them), lowered
+    for float32 operands to the strided kernel ``f32_cmp_<name>``."""
+
     result_dtype = "bool"
+
+    def lower(self, node: Node, ctx: LowerContext) -> None:
+        operands = [v.dtype for v in node.inputs]
+        if any(d != FLOAT for d in operands):
+            raise CompileError(f"{self.name}: only float32 operands lower to wasm, got "
+                               f"{operands}; cast them to float32 first")
+        strides = self.push_operands(node, ctx)
+        ctx.address(node.output)
+        emit_strided(ctx, f"f32_cmp_{self.name}", node.output.shape, strides)
 
 
 class Reduce(OpDef):

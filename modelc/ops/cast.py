@@ -1,7 +1,7 @@
 """cast: elementwise conversion to ``dtype``.
 
-Lowered for int64 -> float32 (token ids), float32 -> int64 (truncating) and bool -> float32
-(masks) by the cast kernels, and float32 -> float32 as a copy.
+Lowered for int64 -> float32 (token ids), float32 -> int64 (truncating), bool -> float32 and
+int64 -> bool (masks) by the cast kernels, and float32 -> float32 as a copy.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ KERNELS: dict[tuple[str, str], str] = {
     ("int64", "float32"): "i64_to_f32",
     ("float32", "int64"): "f32_to_i64",
     ("bool", "float32"): "bool_to_f32",
+    ("int64", "bool"): "i64_to_bool",
 }
 
 

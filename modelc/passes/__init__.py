@@ -10,10 +10,13 @@ from .eliminate_dead_code import eliminate_dead_code
 from .expand_powers import expand_powers
 from .fold_batchnorm import fold_batchnorm
 from .fold_constants import fold_constants
+from .fold_linear_bias import fold_linear_bias
+from .fold_scales import fold_scales
 from .fuse_epilogues import fuse_epilogues
 from .infer_shapes import infer_shapes
 from .plan_memory import plan_memory
 from .recognize_composites import recognize_composites
+from .remove_no_ops import remove_no_ops
 from .softmax_last_axis import softmax_last_axis
 
 Pass = Callable[[Graph], Graph]
@@ -22,7 +25,10 @@ PIPELINE: tuple[Pass, ...] = (
     infer_shapes,          # shapes and dtypes from each OpDef's rule
     fold_constants,        # nodes computed only from constants run at compile time
     fold_batchnorm,        # inference batch norm merged into the conv/linear before it
+    remove_no_ops,         # same-dtype casts, bool + zeros, concat of a tensor's own slices
     eliminate_dead_code,   # nodes that reach no output
+    fold_linear_bias,      # linear(x, w) + b (ONNX's MatMul, Add) into linear(x, w, b)
+    fold_scales,           # matmul(linear(x) ...) * s: s moves into the linear's weights
     recognize_composites,  # gelu, silu, relu6 expansions back into one node each
     softmax_last_axis,     # softmax along an inner axis: permuted to the last and back
     expand_powers,         # pow by a constant, rsqrt: into mul, sqrt, div, exp and log
@@ -41,6 +47,6 @@ def optimize(graph: Graph, pipeline: tuple[Pass, ...] = PIPELINE) -> Graph:
 
 
 __all__ = ["PIPELINE", "compose_permutes", "eliminate_dead_code", "expand_powers",
-           "fold_batchnorm", "fold_constants",
-           "fuse_epilogues", "infer_shapes", "optimize", "plan_memory",
-           "recognize_composites", "softmax_last_axis"]
+           "fold_batchnorm", "fold_constants", "fold_linear_bias", "fold_scales",
+           "fuse_epilogues", "infer_shapes", "optimize", "plan_memory", "recognize_composites",
+           "remove_no_ops", "softmax_last_axis"]

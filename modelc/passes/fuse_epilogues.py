@@ -2,8 +2,10 @@
 
 Rules, in the order a gemm epilogue applies them:
 - residual: ``y = add(p(...), r)`` (either operand order) becomes ``y = p(..., residual=r,
-  epilogue=("add",))`` when ``p`` accepts ``add``, has no epilogue yet, ``r`` has ``y``'s
-  shape and is computed before ``p`` runs;
+  epilogue=("add",))`` when ``p`` accepts ``add``, has no epilogue yet, ``p``'s output has
+  ``y``'s shape, ``r`` has a shape ``p`` lowers (``OpDef.accepts_residual``: ``y``'s own, or
+  for ``matmul`` a row broadcast over the matrix rows, as an attention mask) and is computed
+  before ``p`` runs;
 - activation: ``y = f(p(...))`` becomes ``y = p(..., epilogue=(..., f))`` when ``f`` is in
   ``p``'s ``OpDef.epilogues`` and ``p`` has no activation yet.
 Either way ``p``'s output must have no other user and not be a graph output.
@@ -46,7 +48,8 @@ def _fuse_residual(graph: Graph, node: Node) -> bool:
     for source, residual in (node.inputs, node.inputs[::-1]):
         producer = _fusable(graph, source, "add")
         if (producer is None or producer.attrs.get("epilogue")
-                or residual.shape != node.output.shape or residual.dtype != "float32"
+                or source.shape != node.output.shape or residual.dtype != "float32"
+                or not ops.get(producer.op).accepts_residual(residual.shape, source.shape)
                 or residual.producer is not None
                 and graph.nodes.index(residual.producer) > graph.nodes.index(producer)):
             continue

@@ -21,20 +21,30 @@ from nn import functional as F
 from ..graph import Graph, Node, Value
 from ..trace import Tracer
 
-# Composite name -> how to call it. Each needs a ``modelc/ops/<name>.py``.
-COMPOSITES: dict[str, Callable[[Any], Any]] = {
-    "gelu": F.gelu,
-    "silu": F.silu,
-    "relu6": F.relu6,
+
+def _gelu_as_exported(x: Any) -> Any:
+    """GELU as torch's ONNX exporter writes it: ``x * (erf(x / sqrt(2)) + 1) * 0.5``, the
+    divisor a float32 constant."""
+    return F.mul(F.mul(x, F.add(F.erf(F.div(x, float(np.float32(math.sqrt(2.0))))), 1.0)),
+                 0.5)
+
+
+# Composite name -> the ways of calling it that models are traced or imported with. Each
+# needs a ``modelc/ops/<name>.py``.
+COMPOSITES: dict[str, tuple[Callable[[Any], Any], ...]] = {
+    "gelu": (F.gelu, _gelu_as_exported),
+    "silu": (F.silu,),
+    "relu6": (F.relu6,),
 }
 
 
 @functools.cache
-def pattern(name: str) -> Graph:
-    """The graph of composite ``name`` traced on one symbolic input ``x``."""
+def pattern(name: str, form: int = 0) -> Graph:
+    """The graph of formulation ``form`` of composite ``name`` traced on one symbolic input
+    ``x``."""
     graph = Graph(dims={"n": (1, 1)})
     tracer = Tracer(graph)
-    out = COMPOSITES[name](tracer.input("x", ("n",), "float32"))
+    out = COMPOSITES[name][form](tracer.input("x", ("n",), "float32"))
     graph.outputs = {"y": out.value}
     return graph
 
@@ -83,14 +93,15 @@ def _replace(graph: Graph, name: str, root: Node, matched: list[Node], x: Value)
 
 
 def recognize_composites(graph: Graph) -> Graph:
-    for name in COMPOSITES:
-        pat = pattern(name)
-        last = pat.outputs["y"]
-        for node in list(graph.nodes):
-            if node not in graph.nodes or node.op != last.producer.op:
-                continue
-            binding: dict[str, Any] = {}
-            if _match(last, node.output, pat, binding) and node.output.dtype == "float32":
-                _replace(graph, name, node, list(dict.fromkeys(binding["nodes"])),
-                         binding["x"])
+    for name, forms in COMPOSITES.items():
+        for form in range(len(forms)):
+            pat = pattern(name, form)
+            last = pat.outputs["y"]
+            for node in list(graph.nodes):
+                if node not in graph.nodes or node.op != last.producer.op:
+                    continue
+                binding: dict[str, Any] = {}
+                if _match(last, node.output, pat, binding) and node.output.dtype == "float32":
+                    _replace(graph, name, node, list(dict.fromkeys(binding["nodes"])),
+                             binding["x"])
     return graph

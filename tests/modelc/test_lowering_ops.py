@@ -70,6 +70,16 @@ CASES: dict[str, tuple[Callable[..., object], tuple[np.ndarray, ...], dict]] = {
                       + F.pow(F.abs(x) + 0.1, 0.3) + F.pow(x, -2) * 1e-3, (_x(2, 9),), {}),
     "rms_norm": (lambda x: x * F.rsqrt(F.mean(F.pow(x, 2), -1, keepdim=True) + 1e-6),
                  (_x(2, 3, 8),), {"input0": {0: ("batch", 1, 4)}}),
+    # A mask row per batch element, shared by its heads: matmul + add fuse into f32_bmm_bias.
+    "matmul_mask_rows": (lambda q, k, mask: F.matmul(q, k) + mask,
+                         (_x(2, 3, 5, 4), _x(2, 3, 4, 6), _x(2, 1, 1, 6)), {}),
+    "matmul_shared_b_bias": (lambda q, k, bias: F.relu(F.matmul(q, k) + bias),
+                             (_x(2, 3, 5, 4), _x(4, 7), _x(7)), {}),
+    "compare_masks": (lambda x, y: F.cast(F.lt(x, y), np.float32) + F.cast(F.ge(x, 0.25),
+                                                                           np.float32) * 2.0,
+                      (_x(2, 3, 5), _x(5)), {}),
+    "cast_i64_bool": (lambda ids: F.where(F.cast(ids, np.bool_), 1.5, -0.5),
+                      (np.array([[0, 3, -1, 0, 2 ** 40]], np.int64),), {}),
 }
 
 

@@ -1,7 +1,9 @@
 import numpy as np
 
 import modelc
-from modelc.passes import fuse_epilogues, optimize
+import nn
+from modelc.passes import eliminate_dead_code, fuse_epilogues, infer_shapes, optimize, remove_no_ops
+from nn import functional as F
 
 
 def _graph(mlp, batch=4):
@@ -44,3 +46,84 @@ def test_arena_shares_memory_only_between_values_not_alive_together(mlp):
                 assert hi1 <= lo2 or hi2 <= lo1
     assert graph.meta["arena_bytes"] <= graph.meta["activation_bytes"]
     assert all(offset % 16 == 0 for offset in arena.values())
+
+
+
+class _Masks(nn.Module):
+    """Mask-building steps an ONNX export produces, around ones that must stay."""
+
+    def forward(self, ids, x):  # type: ignore[no-untyped-def]
+        mask = F.cast(F.cast(ids, np.bool_), np.bool_)                          # (2, 5) bool
+        rows = F.concat([F.slice(mask, 1, i, i + 1, 1) for i in range(5)], 1)  # all of it
+        part = F.concat([F.slice(x, 1, 0, 2, 1), F.slice(x, 1, 3, 5, 1)], 1)   # a gap: kept
+        wide = F.add(rows, np.zeros((2, 5), np.bool_))                          # no broadcast
+        return F.where(wide, F.sum(part, 1, keepdim=True), x)
+
+
+def test_remove_no_ops_drops_identities_and_keeps_the_rest():
+    ids = np.array([[0, 3, 0, -1, 2], [1, 0, 0, 5, 0]], np.int64)
+    x = np.random.default_rng(0).standard_normal((2, 5)).astype(np.float32)
+    graph = modelc.trace(_Masks(), (ids, x))
+    for run in (infer_shapes, remove_no_ops, eliminate_dead_code):
+        graph = run(graph)
+        graph.verify()
+    ops = [n.op for n in graph.nodes]
+    assert ops.count("cast") == 1 and "add" not in ops
+    assert ops.count("concat") == 1 and ops.count("slice") == 2  # only the gapped one remains
+    got = modelc.interpret(graph, {"input0": ids, "input1": x})["output0"]
+    np.testing.assert_array_equal(got, _Masks()(ids, x))
+
+
+
+class _Scores(nn.Module):
+    """Attention scores: heads split off a projection, then ``q @ k^T * scale``."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.query = nn.Linear(8, 8)
+        self.shared = nn.Linear(8, 8)
+
+    def forward(self, x, k, w):  # type: ignore[no-untyped-def]
+        q = F.permute(F.reshape(self.query(x), (3, 2, 4)), (1, 0, 2))  # (heads, T, hs)
+        shared = self.shared(x)  # also an output: its scale must stay a multiply
+        return F.mul(F.matmul(q, k), 0.5), F.mul(F.matmul(shared, w), 0.25), shared
+
+
+def test_fold_scales_moves_the_factor_into_the_linear_weights():
+    rng = np.random.default_rng(1)
+    x, k, w = (rng.standard_normal(s).astype(np.float32) for s in ((3, 8), (2, 4, 3), (8, 5)))
+    model = _Scores()
+    before = np.array(model.query.weight)
+    graph = optimize(modelc.trace(model, (x, k, w)))
+    muls = [n for n in graph.nodes if n.op == "mul"]
+    assert len(muls) == 1 and muls[0].attrs == {"other": 0.25}
+    got = modelc.interpret(graph, {"input0": x, "input1": k, "input2": w})
+    for index, want in enumerate(model(x, k, w)):
+        np.testing.assert_allclose(got[f"output{index}"], want, rtol=1e-5, atol=1e-6)
+    np.testing.assert_array_equal(model.query.weight, before)  # the module keeps its own
+
+
+class _OnnxLinear(nn.Module):
+    """A linear as ONNX exports it: a bias-less matmul, then the bias added, then a residual."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        rng = np.random.default_rng(3)
+        self.w = rng.standard_normal((6, 5)).astype(np.float32)
+        self.b = rng.standard_normal(6).astype(np.float32)
+
+    def forward(self, x):  # type: ignore[no-untyped-def]
+        projected = F.relu(F.add(F.linear(x, self.w), self.b.reshape(1, 6)))
+        unbiased = F.linear(x, self.w)  # also an output: the add after it must stay
+        return projected, unbiased, F.add(unbiased, self.b)
+
+
+def test_fold_linear_bias_makes_one_linear_with_its_epilogue():
+    x = np.random.default_rng(4).standard_normal((3, 4, 5)).astype(np.float32)
+    model = _OnnxLinear()
+    graph = optimize(modelc.trace(model, (x,)))
+    assert [(n.op, len(n.inputs), n.attrs.get("epilogue")) for n in graph.nodes] == [
+        ("linear", 3, ("relu",)), ("linear", 2, None), ("add", 2, None)]
+    got = modelc.interpret(graph, {"input0": x})
+    for index, want in enumerate(model(x)):
+        np.testing.assert_allclose(got[f"output{index}"], want, rtol=1e-5, atol=1e-6)

@@ -213,3 +213,37 @@ def test_op_table_covers_the_issue_op_list():
                 "ReduceSum", "ReduceMax", "MaxPool", "AveragePool", "GlobalAveragePool", "Pad",
                 "LRN", "Dropout", "Identity"}
     assert required <= set(modelc.onnx.OPS)
+
+
+def ties(*shape: int) -> np.ndarray:
+    """Floats from a few values, so that comparisons meet equal pairs, NaN and infinities."""
+    return _rng.choice(np.array([-1.0, 0.0, 2.5, np.nan, np.inf], np.float32), shape)
+
+
+# Run-time comparisons, And and the int64 -> bool cast: the ops of attention masks.
+MASK_CASES: dict[str, tuple] = {
+    **{op.lower(): (op, [Run(ties(2, 3)), Run(ties(3))], {}, 13)
+       for op in ("Equal", "Less", "LessOrEqual", "Greater", "GreaterOrEqual")},
+    "equal_known_scalar": ("Equal", [Run(ties(4, 1, 5)), f32(2.5)], {}, 13),
+    "greater_known_row": ("Greater", [ties(5), Run(ties(2, 3, 5))], {}, 13),
+    "and_broadcast": ("And", [Run(bools(3, 1)), Run(bools(1, 4))], {}, 13),
+    "not_runtime": ("Not", [Run(bools(2, 5))], {}, 13),
+    "cast_int64_to_bool": ("Cast", [Run(i64(0, 3, -1, 0, 2 ** 40))],
+                           {"to": onnx.TensorProto.BOOL}, 13),
+}
+
+
+@pytest.mark.parametrize("kernels", ["relaxed", "simd128", "scalar", "host"])
+@pytest.mark.parametrize("case", sorted(MASK_CASES))
+def test_mask_op_runs_in_wasm_as_onnxruntime(case: str, kernels: str) -> None:
+    import modelc
+    import runtime
+
+    ort = pytest.importorskip("onnxruntime")
+    model, feeds = single_node(*MASK_CASES[case])
+    (want,) = ort.InferenceSession(model.SerializeToString(),
+                                   providers=["CPUExecutionProvider"]).run(None, feeds)
+    with runtime.load(modelc.export(modelc.from_onnx(model)), kernels=kernels) as session:
+        (got,) = session.run(feeds).values()
+    assert got.dtype == want.dtype == np.bool_
+    np.testing.assert_array_equal(got, want)

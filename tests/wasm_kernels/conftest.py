@@ -4,6 +4,7 @@ ISA, and the host (numpy) provider, both instantiated directly with wasmtime."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -18,12 +19,20 @@ PROVIDERS = (*wasm_kernels.ISAS, "host")
 PAGES = 512  # 32 MiB of linear memory
 
 
+@dataclass(frozen=True)
+class Output:
+    """An output operand of another dtype than float32 (a tuple is a float32 output)."""
+
+    shape: tuple[int, ...]
+    dtype: np.dtype
+
+
 class Harness:
     """Calls kernels by ABI name with arrays placed in linear memory.
 
     ``call(name, offset=..., x=array, y=shape, n=7)``: an ndarray argument is copied in (in
-    its own dtype), a tuple argument allocates a float32 output of that shape, ints and
-    floats pass through. Every operand starts ``offset`` bytes past a 64-byte boundary; outputs return as copies.
+    its own dtype), a tuple argument allocates a float32 output of that shape (an ``Output``
+    one of its dtype), ints and floats pass through. Every operand starts ``offset`` bytes past a 64-byte boundary; outputs return as copies.
     """
 
     def __init__(self, name: str):
@@ -39,6 +48,11 @@ class Harness:
             exports = wasmtime.Instance(self.store, module, [self.memory]).exports(self.store)
         self.funcs: Callable[[str], Any] = lambda kernel: exports[kernel]
 
+    @staticmethod
+    def output(shape: tuple[int, ...], dtype: Any) -> Output:
+        """An output argument of ``shape`` and ``dtype`` for ``call``."""
+        return Output(shape, np.dtype(dtype))
+
     def view(self) -> np.ndarray:
         return np.ctypeslib.as_array(self.memory.data_ptr(self.store),
                                      shape=(self.memory.data_len(self.store),))
@@ -50,16 +64,19 @@ class Harness:
         for param in spec.params:
             key = param.split(":")[0]
             value = args[key]
+            if isinstance(value, Output):
+                value, dtype = value.shape, np.dtype(value.dtype)
+            else:
+                dtype = value.dtype if isinstance(value, np.ndarray) else np.dtype(np.float32)
             if isinstance(value, (np.ndarray, tuple)):
                 shape = value.shape if isinstance(value, np.ndarray) else value
-                dtype = value.dtype if isinstance(value, np.ndarray) else np.dtype(np.float32)
                 nbytes = dtype.itemsize * int(np.prod(shape))
                 address = cursor + offset
                 region = memory[address:address + nbytes].view(dtype).reshape(shape)
                 if isinstance(value, np.ndarray):
                     region[...] = value
-                else:
-                    region[...] = np.nan  # outputs must be fully written
+                else:  # outputs must be fully written
+                    region.view(np.uint8)[...] = 0xFF  # a NaN float, an invalid bool
                     outputs[key] = region
                 values.append(address)
                 cursor = (address + nbytes + 127) // 64 * 64

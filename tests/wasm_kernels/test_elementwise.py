@@ -48,3 +48,23 @@ def test_binary_broadcasting(kernels, op: str) -> None:  # type: ignore[no-untyp
         args.update({f"bs{i}": s for i, s in enumerate(_strides(b_shape, out_shape))})
         y = kernels.call(f"f32_{op}", offset=4, a=a, b=b, y=out_shape, **args)["y"]
         np.testing.assert_allclose(y, BINARY[op](a, b), rtol=1e-6, err_msg=f"{op} {out_shape}")
+
+
+@pytest.mark.parametrize("op", list(abi.COMPARE_OPS))
+def test_compare_broadcasting(kernels, op: str) -> None:  # type: ignore[no-untyped-def]
+    rng = np.random.default_rng(3)
+    compare = {"eq": np.equal, "ne": np.not_equal, "lt": np.less, "le": np.less_equal,
+               "gt": np.greater, "ge": np.greater_equal}[op]
+    for out_shape, a_shape, b_shape in BROADCASTS:
+        # Few distinct values, so equal pairs occur; NaN and infinities among them.
+        choices = np.array([-1.5, 0.0, -0.0, 2.0, np.nan, np.inf, -np.inf], np.float32)
+        a = rng.choice(choices, a_shape).astype(np.float32)
+        b = rng.choice(choices, b_shape).astype(np.float32)
+        args = {f"d{i}": d for i, d in enumerate(out_shape)}
+        args.update({f"as{i}": s for i, s in enumerate(_strides(a_shape, out_shape))})
+        args.update({f"bs{i}": s for i, s in enumerate(_strides(b_shape, out_shape))})
+        y = kernels.call(f"f32_cmp_{op}", offset=4, a=a, b=b, y=kernels.output(out_shape, np.uint8),
+                         **args)["y"]
+        with np.errstate(invalid="ignore"):
+            expected = compare(a, b).astype(np.uint8)
+        np.testing.assert_array_equal(y, expected, err_msg=f"{op} {out_shape}")

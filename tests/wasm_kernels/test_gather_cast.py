@@ -43,3 +43,9 @@ def test_bool_to_f32(kernels) -> None:  # type: ignore[no-untyped-def]
     x = np.array([True, False, True, True, False], bool)
     y = kernels.call("bool_to_f32", offset=1, x=x, y=(x.size,), n=x.size)["y"]
     np.testing.assert_array_equal(y, x.astype(np.float32))
+
+
+def test_i64_to_bool_writes_bool_bytes(kernels) -> None:  # type: ignore[no-untyped-def]
+    x = np.array([0, 1, -1, 2 ** 40, -(2 ** 63), 0, 7], np.int64)
+    y = kernels.call("i64_to_bool", offset=8, x=x, y=kernels.output((x.size,), np.uint8), n=x.size)["y"]
+    np.testing.assert_array_equal(y, (x != 0).astype(np.uint8))

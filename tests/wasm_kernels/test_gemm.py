@@ -67,3 +67,21 @@ def test_gemm_large_k_is_exact(kernels, name) -> None:  # type: ignore[no-untype
     out = kernels.call(name, a=a, b=b, w=pack_linear_weight(b.T),
                        bias=np.ones(n, np.float32), c=(m, n), m=m, k=k, n=n)["c"]
     np.testing.assert_array_equal(out, np.full((m, n), k * 0.5 + 1, np.float32))
+
+
+@pytest.mark.parametrize("shape", SHAPES[:-1], ids=lambda s: "x".join(map(str, s)))
+@pytest.mark.parametrize("batch, every", [(1, 1), (6, 6), (6, 3), (6, 1), (4, 9)])
+def test_bmm_bias_rows_shared_by_batch_groups(kernels, shape, batch, every) -> None:  # type: ignore[no-untyped-def]
+    """Each bias row serves ``every`` consecutive batches (a mask of (B, 1, 1, T) over
+    (B, heads, T, T) scores); ``every`` past the batch count means one row for all."""
+    m, k, n = shape
+    rng = np.random.default_rng(m + 10 * batch + every)
+    a = rng.standard_normal((batch, m, k), np.float32)
+    b = rng.standard_normal((batch, k, n), np.float32)
+    rows = -(-batch // every)
+    bias = rng.standard_normal((rows, n)).astype(np.float32)
+    out = kernels.call("f32_bmm_bias", offset=4 * (n % 3), a=a, b=b, bias=bias,
+                       c=(batch, m, n), batch=batch, m=m, k=k, n=n, a_stride=m * k,
+                       b_stride=k * n, bias_every=every)["c"]
+    expected = a.astype(np.float64) @ b + bias[np.arange(batch) // every][:, None, :]
+    np.testing.assert_allclose(out, expected, rtol=1e-4, atol=1e-4 * np.sqrt(k))

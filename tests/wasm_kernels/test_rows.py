@@ -17,6 +17,24 @@ def test_softmax_is_stable(kernels) -> None:  # type: ignore[no-untyped-def]
         np.testing.assert_allclose(y, e / e.sum(axis=1, keepdims=True), rtol=1e-5, atol=1e-7)
 
 
+@pytest.mark.parametrize("n", ROW_SIZES)
+def test_softmax_special_values_as_numpy(kernels, n: int) -> None:  # type: ignore[no-untyped-def]
+    """Masked entries (-inf, or the -3.4e38 BERT adds) get 0; a NaN anywhere in a row, at
+    any position of the register or the tail, makes the whole row NaN."""
+    rng = np.random.default_rng(n)
+    x = rng.standard_normal((4, n)).astype(np.float32)
+    x[0, ::2] = -np.inf
+    x[1, rng.integers(n)] = np.float32(-3.4028235e38)
+    x[2, rng.integers(n)] = np.nan
+    x[3, n - 1] = np.nan
+    y = kernels.call("f32_softmax", offset=8, x=x, y=(4, n), rows=4, n=n)["y"]
+    x64 = x.astype(np.float64)
+    with np.errstate(invalid="ignore"):
+        e = np.exp(x64 - x64.max(axis=1, keepdims=True))
+        expected = e / e.sum(axis=1, keepdims=True)
+    np.testing.assert_allclose(y, expected, rtol=1e-5, atol=1e-7)  # NaN places must agree
+
+
 def test_layer_norm(kernels) -> None:  # type: ignore[no-untyped-def]
     rng = np.random.default_rng(4)
     for n in ROW_SIZES:

@@ -28,6 +28,8 @@ CONVERSIONS: dict[str, Conversion] = {
     # NOTE: any nonzero byte is true, as numpy reads a bool.
     "bool_to_f32": Conversion(("i32.load8_u", 0), (("i32.const", 0), ("i32.ne",),
                                                    ("f32.convert_i32_u",)), ("f32.store", 2)),
+    "i64_to_bool": Conversion(("i64.load", 3), (("i64.const", 0), ("i64.ne",)),
+                              ("i32.store8", 0)),
 }
 
 

@@ -63,11 +63,28 @@ class Expr:
 
     def min(self, o: Operand) -> Expr: return self._binary("min", o)
     def max(self, o: Operand) -> Expr: return self._binary("max", o)
+
     def abs(self) -> Expr: return Expr("abs", (self,))
     def sqrt(self) -> Expr: return Expr("sqrt", (self,))
     def nearest(self) -> Expr: return Expr("nearest", (self,))
     def eq(self, o: Operand) -> Expr: return self._binary("eq", o, "m")
     def ne(self, o: Operand) -> Expr: return self._binary("ne", o, "m")
+
+    def clamp_below(self, bound: float) -> Expr:
+        """``max(self, bound)`` for a constant ``bound`` other than NaN and +-0; a NaN passes
+        through. One instruction (``f32x4.pmax``), where ``max``, with wasm's NaN and -0
+        rules, takes six."""
+        return self._binary("pmax", bound)
+
+    def clamp_above(self, bound: float) -> Expr:
+        """``min(self, bound)`` for a constant ``bound`` other than NaN and +-0; a NaN passes
+        through."""
+        return self._binary("pmin", bound)
+
+    def madd(self, factor: Operand, addend: Operand) -> Expr:
+        """``self * factor + addend``: one fused multiply-add where the ISA has FMA, else a
+        multiply and an add."""
+        return Expr("madd", (self, as_expr(factor), as_expr(addend)))
 
     def bits(self) -> Expr:
         """The float's bits as an integer (no conversion)."""
@@ -76,6 +93,11 @@ class Expr:
     def to_int(self) -> Expr:
         """Truncate toward zero to an integer, saturating; NaN gives 0."""
         return Expr("to_int", (self,), "i")
+
+
+def as_expr(value: Operand) -> Expr:
+    """``value`` itself, or a constant node for a float."""
+    return value if isinstance(value, Expr) else Expr.const(value)
 
 
 def ibinary(op: str, a: Expr, b: Expr | int) -> Expr:
@@ -100,8 +122,7 @@ def to_float(a: Expr) -> Expr:
 
 def select(mask: Expr, a: Operand, b: Operand) -> Expr:
     """``a`` where ``mask`` is set, else ``b`` (lane by lane)."""
-    wrap = (lambda v: v if isinstance(v, Expr) else Expr.const(v))
-    return Expr("select", (mask, wrap(a), wrap(b)), wrap(a).kind)
+    return Expr("select", (mask, as_expr(a), as_expr(b)), as_expr(a).kind)
 
 
 def copysign(magnitude: Expr, sign: Expr) -> Expr:
@@ -184,6 +205,21 @@ def _emit_node(c: Code, isa: Isa, node: Expr, names: dict[str, str], inputs: dic
             visit(magnitude)
             visit(sign)
             c.emit("f32.copysign")
+    elif op == "madd":
+        for arg in node.args[:2]:
+            visit(arg)
+        if isa.fma:
+            visit(node.args[2])
+            c.emit("f32x4.relaxed_madd")
+        else:
+            c.emit(f"{names['f']}.mul")
+            visit(node.args[2])
+            c.emit(f"{names['f']}.add")
+    elif op in ("pmin", "pmax"):
+        for arg in node.args:
+            visit(arg)
+        # NOTE: for a bound other than NaN and +-0, min/max and pmin/pmax agree everywhere.
+        c.emit(f"f32x4.{op}" if isa.vector else f"f32.{op[1:]}")
     elif op in ("shl", "shr_s"):
         visit(node.args[0])
         c.emit("i32.const", int(node.value))  # type: ignore[arg-type]

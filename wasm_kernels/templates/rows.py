@@ -56,8 +56,11 @@ def row_map(c: Code, isa: Isa, sources: list[int], dst: int, n: int, fn: Element
 
 
 def row_fold(c: Code, isa: Isa, sources: list[int], n: int, combine: str, fn: ElementFn,
-             scalars: dict[int, tuple[int, int]] | None = None) -> None:
-    """Push the f32 ``combine``-fold (``add`` or ``max``) of ``fn(elements)`` over ``i < n``."""
+             scalars: dict[int, tuple[int, int]] | None = None, dst: int | None = None) -> None:
+    """Push the f32 ``combine``-fold of ``fn(elements)`` over ``i < n``: ``add``, ``max``, or
+    ``pmax``, a max in one instruction instead of six that may skip a NaN element;
+    with ``dst`` (a pointer local), also store each ``fn`` value at ``dst[i]``, so a map and
+    the fold of its results take one pass."""
     identity = 0.0 if combine == "add" else float("-inf")
     i = c.local("i32")
     c.emit("i32.const", 0).emit("local.set", i)
@@ -73,8 +76,16 @@ def row_fold(c: Code, isa: Isa, sources: list[int], n: int, combine: str, fn: El
 
         def body(each: Isa = each, acc: int = acc) -> None:
             inputs = _element_inputs(c, each, sources, i, scalars or {})
-            inputs[-1] = acc
             value = fn([Expr.input(k) for k in range(len(sources) + len(scalars or {}))])
+            if dst is not None:
+                inputs[-2] = c.local(each.valtype)
+                c.emit("local.get", dst).emit("local.get", i).emit("i32.const", 2)
+                c.emit("i32.shl").emit("i32.add")
+                expr.emit(c, each, value, inputs)
+                c.emit("local.tee", inputs[-2])
+                each.store(c)
+                value = Expr.input(-2)
+            inputs[-1] = acc
             expr.emit(c, each, Expr(combine, (Expr.input(-1), value)), inputs)
             c.emit("local.set", acc)
 
@@ -90,7 +101,7 @@ def _horizontal(c: Code, isa: Isa, vector: int, combine: str, identity: float) -
     for lane in range(isa.lanes):
         c.emit("local.get", vector).emit("f32x4.extract_lane", lane)
         if lane:
-            c.emit(f"f32.{combine}")
+            c.emit(f"f32.{combine.removeprefix('p')}")
 
 
 def splat_scalar(c: Code, isa: Isa) -> tuple[int, int]:

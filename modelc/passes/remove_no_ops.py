@@ -1,0 +1,84 @@
+"""remove_no_ops: nodes whose output equals one of their inputs are dropped, their users
+reading that input instead. ONNX exports build attention masks with such steps (transformers'
+mask code exports a row gathered element by element, casts to the dtype it already has, and
+an ``Expand`` that broadcasts nothing); each would otherwise be a kernel call, and bool ones
+have no kernel. Runs before ``eliminate_dead_code``, which drops what they leave unused.
+
+The rules (``RULES``) are functions of a node that return the input its output equals, or
+None. A node is kept when dropping it would make a graph output alias a graph input.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from ..graph import Graph, Node, Value
+from ..ops._shapes import axis
+
+
+def _same_dtype_cast(node: Node) -> Value | None:
+    """``cast(x, dtype)`` where ``x`` already has ``dtype``."""
+    if node.op == "cast" and node.inputs[0].dtype == node.output.dtype:
+        return node.inputs[0]
+    return None
+
+
+def _add_zeros(node: Node) -> Value | None:
+    """``x + 0`` for bool or integer ``x`` (exact, unlike a float ``-0.0 + 0``) where the
+    constant zeros broadcast nothing: ``Expand`` imported as an addition."""
+    if node.op != "add" or len(node.inputs) != 2 or node.attrs:
+        return None
+    for x, zeros in (node.inputs, node.inputs[::-1]):
+        if (zeros.is_constant and not x.is_constant and x.dtype == node.output.dtype
+                and np.dtype(x.dtype).kind in "biu" and x.shape == node.output.shape
+                and not np.any(zeros.data)):
+            return x
+    return None
+
+
+def _concat_of_slices(node: Node) -> Value | None:
+    """``concat([x[a:b], x[b:c], ...], dim)`` whose unit-step slices of one ``x`` along
+    ``dim`` cover all of it in order: ``Gather`` of a run-time row at ``arange`` indices."""
+    if node.op != "concat" or not node.inputs:
+        return None
+    source = node.inputs[0].producer
+    if source is None or source.op != "slice":
+        return None
+    x = source.inputs[0]
+    rank = len(x.shape)
+    dim = axis(node.attrs.get("dim", 0), rank)
+    length = x.shape[dim]
+    if not isinstance(length, int) or node.output.shape != x.shape:
+        return None
+    cursor = 0
+    for part in node.inputs:
+        piece = part.producer
+        if (piece is None or piece.op != "slice" or piece.inputs[0] is not x
+                or axis(piece.attrs["dim"], rank) != dim or piece.attrs.get("step", 1) != 1):
+            return None
+        start, end = piece.attrs.get("start"), piece.attrs.get("end")
+        taken = range(length)[start:end]
+        if taken.start != cursor:
+            return None
+        cursor = taken.stop
+    return x if cursor == length else None
+
+
+RULES: tuple[Callable[[Node], Value | None], ...] = (
+    _same_dtype_cast,
+    _add_zeros,
+    _concat_of_slices,
+)
+
+
+def remove_no_ops(graph: Graph) -> Graph:
+    for node in list(graph.nodes):
+        for rule in RULES:
+            same = rule(node)
+            if same is not None and not (node.output in graph.outputs.values()
+                                         and same in graph.inputs.values()):
+                graph.replace_uses(node.output, same)
+                break
+    return graph

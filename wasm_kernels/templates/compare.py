@@ -1,0 +1,42 @@
+"""The comparison family: y = a <op> b as numpy bool bytes, with numpy broadcasting over a
+rank-4 output, one element at a time for every ISA (comparisons build masks, which are
+small and computed once per run, never in a hot loop)."""
+
+from __future__ import annotations
+
+from ..abi import BROADCAST_RANK, KernelSpec
+from ..wasm import Code, FuncType
+from .loops import strided_loop
+
+
+def emit(spec: KernelSpec, isa_name: str) -> tuple[FuncType, Code]:
+    """Generate comparison kernel ``spec`` (``f32_cmp_<op>``); the same code for every ISA."""
+    op = spec.name.removeprefix("f32_cmp_")
+    c = Code(spec.param_types)
+    arg = {p: i for i, p in enumerate(spec.params)}
+    index = [c.local("i32") for _ in range(BROADCAST_RANK)]
+    out = c.local("i32")
+    c.emit("local.get", arg["y"]).emit("local.set", out)
+
+    def element(t: str) -> None:
+        """Push the float ``t[sum(index[k] * ts<k>)]``."""
+        c.emit("local.get", arg[t])
+        for depth in range(BROADCAST_RANK):
+            c.emit("local.get", index[depth]).emit("local.get", arg[f"{t}s{depth}"])
+            c.emit("i32.mul").emit("i32.const", 2).emit("i32.shl").emit("i32.add")
+        c.emit("f32.load", 2)
+
+    def body() -> None:
+        c.emit("local.get", out)
+        element("a")
+        element("b")
+        c.emit(f"f32.{op}").emit("i32.store8", 0)
+        c.emit("local.get", out).emit("i32.const", 1).emit("i32.add").emit("local.set", out)
+
+    def loop(depth: int) -> None:
+        c.emit("i32.const", 0).emit("local.set", index[depth])
+        inner = body if depth == BROADCAST_RANK - 1 else (lambda: loop(depth + 1))
+        strided_loop(c, index[depth], 1, arg[f"d{depth}"], inner)
+
+    loop(0)
+    return FuncType(spec.param_types, spec.results), c
