@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-VERSION = 1
+VERSION = 2
 MODULE = f"wasmnn_kernels_v{VERSION}"
 
 

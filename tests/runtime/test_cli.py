@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from runtime.cli import main
+from wasm_kernels import abi
 
 
 @pytest.fixture
@@ -86,7 +87,7 @@ def test_inspect_readable(model_file, capsys):
     assert main(["inspect", str(model_file)]) == 0
     out = capsys.readouterr().out
     assert "input x: float32[batch, 6]" in out and "dim batch: 1..8" in out
-    assert "wasmnn_kernels_v1.f32_linear_bias_relu" in out
+    assert f"{abi.MODULE}.f32_linear_bias_relu" in out
 
 
 def test_export_from_a_python_file(tmp_path, capsys):

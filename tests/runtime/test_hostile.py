@@ -14,6 +14,7 @@ import runtime
 from runtime import LimitExceeded, LinkError, ModelFormatError, Trap
 from runtime.cli import main
 from tests.runtime.wat_models import METADATA, metadata, wat_model, with_section
+from wasm_kernels import abi
 
 X = np.ones((2, 4), np.float32)
 LOOP = "(loop $l (br $l)) (i32.const 0)"
@@ -24,9 +25,9 @@ HANG_GUARD = 120  # seconds, for subprocesses; a hang fails the test instead of 
 
 
 def _imports_model() -> bytes:
-    return wat_model(imports="""
-        (import "wasmnn_kernels_v1" "f32_no_such_kernel" (func (param i32)))
-        (import "wasmnn_kernels_v1" "f32_gemm" (func (param i32)))
+    return wat_model(imports=f"""
+        (import "{abi.MODULE}" "f32_no_such_kernel" (func (param i32)))
+        (import "{abi.MODULE}" "f32_gemm" (func (param i32)))
         (import "wasi_snapshot_preview1" "fd_write" (func (param f64) (result i32)))
         (import "evil" "system" (func))""")
 

@@ -6,6 +6,7 @@ import pytest
 
 import runtime
 from runtime import LinkError, ModelFormatError, Trap
+from wasm_kernels import abi
 from wasm_kernels.wasm import ModuleBuilder
 from wasm_kernels.wasm.encode import name as encode_name
 from wasm_kernels.wasm.encode import uleb
@@ -182,8 +183,8 @@ def test_unresolvable_imports_are_all_listed(mlp_wasm):
     from wasm_kernels.wasm import Code, FuncType, Limits, MemoryType
     builder = ModuleBuilder()
     builder.import_memory("env", "memory", MemoryType(Limits(1)))
-    builder.import_func("wasmnn_kernels_v1", "f32_nope", FuncType(("i32",), ()))
-    builder.import_func("wasmnn_kernels_v1", "f32_gemm", FuncType(("i32",), ()))
+    builder.import_func(abi.MODULE, "f32_nope", FuncType(("i32",), ()))
+    builder.import_func(abi.MODULE, "f32_gemm", FuncType(("i32",), ()))
     builder.import_func("evil", "system", FuncType((), ()))
     builder.add_function(FuncType(("i32",), ("i32",)), Code(("i32",)).emit("i32.const", 0),
                          export="run")

@@ -9,6 +9,7 @@ from typing import Any
 
 import wasmtime
 
+from wasm_kernels import abi
 from wasm_kernels.wasm.encode import name as encode_name
 from wasm_kernels.wasm.encode import uleb
 
@@ -18,7 +19,7 @@ IDENTITY = """(memory.copy (i32.const 1024) (i32.const 0)
               (i32.const 0)"""
 
 METADATA: dict[str, Any] = {
-    "format": 1, "producer": "tests", "abi": {"module": "wasmnn_kernels_v1", "version": 1},
+    "format": 1, "producer": "tests", "abi": {"module": abi.MODULE, "version": abi.VERSION},
     "entry": "run", "dims": [{"name": "batch", "min": 1, "max": 8}],
     "inputs": [{"name": "x", "dtype": "float32", "shape": ["batch", 4], "offset": 0}],
     "outputs": [{"name": "y", "dtype": "float32", "shape": ["batch", 4], "offset": 1024}],
