@@ -35,7 +35,7 @@ from ..abi import KernelSpec
 from ..pack import CONV_BLOCK as BLOCK
 from ..wasm import Code, FuncType
 from . import activations, conv_tiles
-from .isa import ISAS, KernelFrame
+from .isa import ISAS, NamedFrame
 from .loops import strided_loop
 
 MR, NR, WIDE, DEPTHWISE, DEPTHWISE_STRIDED = 4, 2, 4, 3, 2
@@ -56,10 +56,9 @@ _TAP = ("t", "j", "col", "iw", "prow", "pj", "pp", "wp", "wend", "kk", "jcol")
 
 
 @dataclass
-class Frame(KernelFrame):
+class Frame(NamedFrame):
     """The generated function's code, ISA, arguments and named i32 locals."""
 
-    v: dict[str, int]
     column_offset: list[int]
     """Locals holding ``k * sw * 4``: the byte offset of a tile's k-th column."""
     lane_columns: int
@@ -67,28 +66,6 @@ class Frame(KernelFrame):
     first lane, as floats ``[0, sw, 2 sw, 3 sw]``."""
     width: int
     """A v128 local (vector ISAs): ``w`` as a float in every lane."""
-
-    def get(self, *names: str) -> Code:
-        """Push each named local or argument."""
-        for name in names:
-            self.c.emit("local.get", self.v[name] if name in self.v else self.arg[name])
-        return self.c
-
-    def set(self, name: str) -> None:
-        self.c.emit("local.set", self.v[name])
-
-    def add(self, name: str, *amount: str | int) -> None:
-        """``name += product of amount`` (locals, arguments or int constants)."""
-        self.get(name)
-        for k, term in enumerate(amount):
-            if isinstance(term, int):
-                self.c.emit("i32.const", term)
-            else:
-                self.get(term)
-            if k:
-                self.c.emit("i32.mul")
-        self.c.emit("i32.add")
-        self.set(name)
 
 
 def emit(spec: KernelSpec, isa_name: str) -> tuple[FuncType, Code]:
@@ -122,24 +99,27 @@ def _flatten_pointwise(f: Frame) -> None:
     c.emit("end")
 
 
-def _sizes(f: Frame) -> None:
-    """Derived sizes (bytes), the interior column range and the per-column offsets."""
-    c = f.c
-    _flatten_pointwise(f)
+def plane_sizes(f: NamedFrame) -> None:
+    """``cg``, ``og``: channels per group; ``row``, ``plane``: bytes of an input row and
+    plane; ``orow``, ``oplane``: of an output row and plane."""
     f.get("c", "groups").emit("i32.div_u")
     f.set("cg")
     f.get("o", "groups").emit("i32.div_u")
     f.set("og")
-    f.get("w").emit("i32.const", 2).emit("i32.shl")
-    f.set("row")
-    f.get("h", "row").emit("i32.mul")
-    f.set("plane")
+    for row, plane, width, height in (("row", "plane", "w", "h"), ("orow", "oplane", "ow", "oh")):
+        f.get(width).emit("i32.const", 2).emit("i32.shl")
+        f.set(row)
+        f.get(height, row).emit("i32.mul")
+        f.set(plane)
+
+
+def _sizes(f: Frame) -> None:
+    """Derived sizes (bytes), the interior column range and the per-column offsets."""
+    c = f.c
+    _flatten_pointwise(f)
+    plane_sizes(f)
     c.emit("memory.size").emit("i64.extend_i32_u").emit("i64.const", 65536).emit("i64.mul")
     f.set("memory_end")
-    f.get("ow").emit("i32.const", 2).emit("i32.shl")
-    f.set("orow")
-    f.get("oh", "orow").emit("i32.mul")
-    f.set("oplane")
     f.get("cg").emit("i32.const", 4 * BLOCK).emit("i32.mul")
     f.set("tapw")
     f.get("kh", "kw").emit("i32.mul").emit("local.get", f.v["tapw"]).emit("i32.mul")

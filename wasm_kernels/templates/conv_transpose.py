@@ -23,13 +23,13 @@ of ``conv_transpose_gather`` instead.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
 from dataclasses import dataclass
 
 from ..abi import KernelSpec
 from ..wasm import Code, FuncType
 from . import conv_transpose_gather as gather
-from .isa import ISAS, Isa, KernelFrame
+from .conv import plane_sizes
+from .isa import ISAS, Isa, NamedFrame
 from .loops import strided_loop
 
 MR, NR, WIDE = 4, 2, 4
@@ -42,28 +42,11 @@ _LOOP = ("image", "group", "xg", "wg", "yg", "oc", "p", "end", "iy", "i", "j", "
 
 
 @dataclass
-class Frame(KernelFrame):
+class Frame(NamedFrame):
     """The generated function's code, ISA, arguments and named i32 locals."""
 
-    v: dict[str, int]
     column_offset: list[int]
     """Locals holding ``k * sw * 4``: the byte offset of a tile's k-th output column."""
-
-    def get(self, *names: str) -> Code:
-        """Push each named local or argument."""
-        for name in names:
-            self.c.emit("local.get", self.v[name] if name in self.v else self.arg[name])
-        return self.c
-
-    def set(self, name: str) -> None:
-        self.c.emit("local.set", self.v[name])
-
-    def count(self, name: str, limit: str, step: int, body: Callable[[], None]) -> None:
-        """``for name in range(0, limit, step)`` (full steps only)."""
-        self.c.emit("i32.const", 0)
-        self.set(name)
-        strided_loop(self.c, self.v[name], step, self.v[limit] if limit in self.v
-                     else self.arg[limit], body)
 
 
 def emit(spec: KernelSpec, isa_name: str) -> tuple[FuncType, Code]:
@@ -81,18 +64,7 @@ def emit(spec: KernelSpec, isa_name: str) -> tuple[FuncType, Code]:
 def _sizes(f: Frame) -> None:
     """Channels per group, byte sizes of planes and rows, and the column offsets."""
     c = f.c
-    f.get("c", "groups").emit("i32.div_u")
-    f.set("cg")
-    f.get("o", "groups").emit("i32.div_u")
-    f.set("og")
-    f.get("w").emit("i32.const", 2).emit("i32.shl")
-    f.set("row")
-    f.get("h", "row").emit("i32.mul")
-    f.set("plane")
-    f.get("ow").emit("i32.const", 2).emit("i32.shl")
-    f.set("orow")
-    f.get("oh", "orow").emit("i32.mul")
-    f.set("oplane")
+    plane_sizes(f)
     f.get("kh", "kw").emit("i32.mul").emit("local.get", f.v["og"]).emit("i32.mul")
     c.emit("i32.const", 2).emit("i32.shl")
     f.set("wstride")

@@ -6,9 +6,11 @@ one f32 and is the reference every SIMD variant is tested and benchmarked agains
 from __future__ import annotations
 
 import struct
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from ..wasm import Code
+from .loops import strided_loop
 
 
 @dataclass(frozen=True)
@@ -94,3 +96,40 @@ class KernelFrame:
     isa: Isa
     arg: dict[str, int]
     epilogue: tuple[str, ...]
+
+
+@dataclass
+class NamedFrame(KernelFrame):
+    """A kernel frame whose locals have names: ``v`` maps each name to its local, and these
+    helpers address locals and arguments alike by name."""
+
+    v: dict[str, int]
+
+    def get(self, *names: str) -> Code:
+        """Push each named local or argument."""
+        for name in names:
+            self.c.emit("local.get", self.v[name] if name in self.v else self.arg[name])
+        return self.c
+
+    def set(self, name: str) -> None:
+        self.c.emit("local.set", self.v[name])
+
+    def add(self, name: str, *amount: str | int) -> None:
+        """``name += product of amount`` (locals, arguments or int constants)."""
+        self.get(name)
+        for k, term in enumerate(amount):
+            if isinstance(term, int):
+                self.c.emit("i32.const", term)
+            else:
+                self.get(term)
+            if k:
+                self.c.emit("i32.mul")
+        self.c.emit("i32.add")
+        self.set(name)
+
+    def count(self, name: str, limit: str, step: int, body: Callable[[], None]) -> None:
+        """``for name in range(0, limit, step)`` (full steps only)."""
+        self.c.emit("i32.const", 0)
+        self.set(name)
+        strided_loop(self.c, self.v[name], step, self.v[limit] if limit in self.v
+                     else self.arg[limit], body)
