@@ -83,10 +83,14 @@ BINARY_OPS: dict[str, str] = {"add": "a + b", "sub": "a - b", "mul": "a * b", "d
 BROADCAST_RANK = 4
 
 
-def _binary(op: str, math: str) -> KernelSpec:
+def _broadcast_params() -> tuple[str, ...]:
+    """``a, b, y``, the output's dims ``d0..d3`` and each operand's strides ``as0..bs3``."""
     dims = tuple(f"d{i}" for i in range(BROADCAST_RANK))
-    strides = tuple(f"{t}s{i}" for t in "ab" for i in range(BROADCAST_RANK))
-    return KernelSpec(f"f32_{op}", "binary", ("a", "b", "y") + dims + strides,
+    return ("a", "b", "y") + dims + tuple(f"{t}s{i}" for t in "ab" for i in range(BROADCAST_RANK))
+
+
+def _binary(op: str, math: str) -> KernelSpec:
+    return KernelSpec(f"f32_{op}", "binary", _broadcast_params(),
                       f"y[i0, i1, i2, i3] = {math} over the dense (d0, d1, d2, d3) output, "
                       "reading a[sum(ik * ask)] and b[sum(ik * bsk)]: strides in floats, 0 "
                       "broadcasts a dimension (numpy broadcasting after padding shapes to "
@@ -199,37 +203,13 @@ ADAPTIVE_AVG_POOL = KernelSpec(
     "y(planes, oh, ow) = mean of x(planes, h, w) over rows [i * h // oh, ceil((i + 1) * h / "
     "oh)) and columns [j * w // ow, ceil((j + 1) * w / ow)) (torch's adaptive windows)")
 
-KERNELS: tuple[KernelSpec, ...] = (
-    *(_gemm(bias, residual, act) for bias in (False, True) for residual in (False, True)
-      for act in GEMM_ACTIVATIONS),
-    *(_linear(bias, residual, act) for bias in (False, True) for residual in (False, True)
-      for act in GEMM_ACTIVATIONS),
-    BMM,
-    *(_unary(op, math) for op, math in UNARY_OPS.items()),
-    *(_binary(op, math) for op, math in BINARY_OPS.items()),
-    *(_reduce(op, math) for op, math in REDUCE_OPS.items()),
-    *ROWWISE,
-    *(_cast(name, math) for name, math in CASTS.items()),
-    GATHER,
-    *(_conv(residual, act) for residual in (False, True) for act in GEMM_ACTIVATIONS),
-    *POOLS,
-    *MOVEMENT,
-    GROUP_NORM,
-    CONV_TRANSPOSE,
-    ADAPTIVE_AVG_POOL,
-)
-
-BY_NAME: dict[str, KernelSpec] = {k.name: k for k in KERNELS}
-
 # Run-time masks (issue #8): comparisons with bool results, and int64 -> bool.
 COMPARE_OPS: dict[str, str] = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">",
                                "ge": ">="}
 
 
 def _compare(op: str, math: str) -> KernelSpec:
-    dims = tuple(f"d{i}" for i in range(BROADCAST_RANK))
-    strides = tuple(f"{t}s{i}" for t in "ab" for i in range(BROADCAST_RANK))
-    return KernelSpec(f"f32_cmp_{op}", "compare", ("a", "b", "y") + dims + strides,
+    return KernelSpec(f"f32_cmp_{op}", "compare", _broadcast_params(),
                       f"y[i0, i1, i2, i3] = a {math} b as a numpy bool byte (1 or 0) over the "
                       "dense (d0, d1, d2, d3) output, reading the floats a[sum(ik * ask)] and "
                       "b[sum(ik * bsk)]: strides in floats, 0 broadcasts; a NaN operand makes "
@@ -248,5 +228,26 @@ BMM_BIAS = KernelSpec(
     "f32_bmm: bias holds rows of n floats, each shared by bias_every consecutive batches "
     "(an attention mask of shape (B, 1, 1, T) added to (B, heads, T, T) scores)")
 
-KERNELS = (*KERNELS, *MASKS, BMM_BIAS)
-BY_NAME = {k.name: k for k in KERNELS}
+KERNELS: tuple[KernelSpec, ...] = (
+    *(_gemm(bias, residual, act) for bias in (False, True) for residual in (False, True)
+      for act in GEMM_ACTIVATIONS),
+    *(_linear(bias, residual, act) for bias in (False, True) for residual in (False, True)
+      for act in GEMM_ACTIVATIONS),
+    BMM,
+    *(_unary(op, math) for op, math in UNARY_OPS.items()),
+    *(_binary(op, math) for op, math in BINARY_OPS.items()),
+    *(_reduce(op, math) for op, math in REDUCE_OPS.items()),
+    *ROWWISE,
+    *(_cast(name, math) for name, math in CASTS.items()),
+    GATHER,
+    *(_conv(residual, act) for residual in (False, True) for act in GEMM_ACTIVATIONS),
+    *POOLS,
+    *MOVEMENT,
+    GROUP_NORM,
+    CONV_TRANSPOSE,
+    ADAPTIVE_AVG_POOL,
+    *MASKS,
+    BMM_BIAS,
+)
+
+BY_NAME: dict[str, KernelSpec] = {k.name: k for k in KERNELS}
