@@ -14,8 +14,12 @@ from collections.abc import Callable
 import numpy as np
 
 from wasm_kernels import abi
-from wasm_kernels.pack import (packed_conv_floats, unpack_conv_transpose_weight,
-                                unpack_conv_weight, unpack_linear_weight)
+from wasm_kernels.pack import (
+    packed_conv_floats,
+    unpack_conv_transpose_weight,
+    unpack_conv_weight,
+    unpack_linear_weight,
+)
 from wasm_kernels.wasm import FuncType
 
 from .intrinsic import HostContext, IntrinsicModule
