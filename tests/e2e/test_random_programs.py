@@ -43,12 +43,14 @@ class RandomProgram(nn.Module):
         super().__init__()
         self.rng = np.random.default_rng(seed)
         self.steps: list[tuple[str, Step]] = []
-        self.shape = shape  # the static axes after the batch
+        self.shape = shape  # the axes after the batch, at the example's sizes
+        self.probes = [np.zeros((1, *shape), np.float32)]
         for _ in range(int(self.rng.integers(4, 8))):
             options = self.options()
             name = str(self.rng.choice(sorted(options)))
             step = options[name]()
-            self.shape = step(np.zeros((1, *self.shape), np.float32)).shape[1:]
+            self.probes = [step(probe) for probe in self.probes]
+            self.shape = self.probes[0].shape[1:]
             self.steps.append((name, step))
 
     def options(self) -> dict[str, Callable[[], Step]]:
@@ -136,6 +138,52 @@ class SequenceProgram(RandomProgram):
         bound = self.buffer(_constant(self.rng, (1, 1, self.shape[1])))
         op = F.maximum if self.rng.integers(2) else F.minimum
         return lambda x: op(x, bound)
+
+
+class SymbolicSequenceProgram(SequenceProgram):
+    """Steps over (batch, seq, D) with ``seq`` symbolic: a second probe one token longer
+    tells which axes follow it, and steps that need a static axis (a linear's features,
+    layer norm, a constant's shape, concat and slice, whose sizes must be fixed) only draw
+    on static ones."""
+
+    def __init__(self, seed: int, shape: tuple[int, ...]):
+        self.symbolic: set[int] = {0}
+        super().__init__(seed, shape)
+
+    def options(self) -> dict[str, Callable[[], Step]]:
+        if len(self.probes) == 1:  # the longer probe, once nn.Module is set up
+            self.probes.append(np.zeros((1, self.shape[0] + 1, *self.shape[1:]), np.float32))
+        else:
+            self.symbolic = {i for i, (a, b) in enumerate(zip(self.probes[0].shape[1:],
+                                                              self.probes[1].shape[1:]))
+                             if a != b}
+        rng, last = self.rng, len(self.shape) - 1
+        static_last = last not in self.symbolic
+        d = self.shape[last]
+        options: dict[str, Callable[[], Step]] = {
+            "unary": lambda: getattr(F, str(rng.choice(["relu", "gelu", "sigmoid", "tanh"]))),
+            "softmax": lambda: partial(F.softmax, dim=int(rng.choice([1, 2]))),
+            "transpose": lambda: (lambda x: F.transpose(x, 1, 2)),
+            "reduce": lambda: partial(getattr(F, str(rng.choice(["sum", "mean", "amax"]))),
+                                      dim=int(rng.choice([1, 2])), keepdim=True),
+            "gram": lambda: (lambda x: F.matmul(x, F.transpose(x, 1, 2)) * 0.3),
+            "ratio": lambda: (lambda x: x / (F.abs(x) + 1.0)),
+        }
+        static = [axis + 1 for axis in range(len(self.shape)) if axis not in self.symbolic]
+        if static:
+            options["concat"] = lambda: partial(lambda x, dim: F.concat([x, F.tanh(x)], dim),
+                                                dim=int(rng.choice(static)))
+            options["every_other"] = lambda: partial(lambda x, dim: F.slice(x, dim, 0, None, 2),
+                                                     dim=int(rng.choice(static)))
+        if static_last:
+            options.update({
+                "linear": lambda: self._linear(d, int(rng.choice([3, 8]))),
+                "layer_norm": self._layer_norm,
+                "residual": self._residual,
+                "scale_shift": self._scale_shift if 0 not in self.symbolic
+                else lambda: (lambda x: x * 1.5 - 0.25),
+            })
+        return options
 
 
 class ImageProgram(RandomProgram):
@@ -230,6 +278,22 @@ class ImageProgram(RandomProgram):
 
 SEEDS = range(40)
 KINDS = {"sequence": (SequenceProgram, (6, 8)), "image": (ImageProgram, (3, 11, 12))}
+SYMBOLIC_SEQ = {"input0": {0: ("batch", 1, 4), 1: ("seq", 1, 10)}}
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_random_program_with_symbolic_sequence_matches_eager(seed):
+    """Sequence programs whose token axis is symbolic, run at three lengths."""
+    model = SymbolicSequenceProgram(seed, (6, 8)).eval()
+    wasm = modelc.export(model, (np.zeros((2, 6, 8), np.float32),), dynamic=SYMBOLIC_SEQ)
+    rng = np.random.default_rng(1)
+    with runtime.load(wasm) as session:
+        for batch, seq in ((1, 1), (3, 10), (2, 7)):
+            x = rng.standard_normal((batch, seq, 8)).astype(np.float32)
+            got, ref = session.run(x)["output0"], model(x)
+            assert got.shape == ref.shape, model.describe()
+            scale = max(float(np.abs(ref).max()), 1e-6)
+            assert np.abs(got - ref).max() <= 1e-4 * scale, model.describe()
 
 
 @pytest.fixture(scope="module", params=[(k, s) for k in KINDS for s in SEEDS],
