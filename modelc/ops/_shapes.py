@@ -7,7 +7,7 @@ from collections import Counter
 from collections.abc import Sequence
 
 from ..errors import CompileError
-from ..graph import Dim, Shape
+from ..graph import Dim, Shape, Value
 
 
 def broadcast(*shapes: Shape) -> Shape:
@@ -49,6 +49,14 @@ def require_static(shape: Shape, axes: Sequence[int], op: str) -> None:
         if not isinstance(shape[i], int):
             raise CompileError(f"{op}: axis {i} of shape {list(shape)} must be a fixed size, "
                                f"got symbolic {shape[i]!r}")
+
+
+def require_constant_weight(weight: Value, op: str) -> None:
+    """Raise unless ``weight`` is known at compile time (a parameter or a constant), which
+    the kernels need to pack it."""
+    if not weight.is_constant:
+        raise CompileError(f"{op} with a weight computed at run time is not supported; the "
+                           "weight must be a parameter or constant")
 
 
 def pair(value: object) -> tuple[int, int]:

@@ -19,7 +19,7 @@ from wasm_kernels.pack import pack_conv_weight
 
 from ..errors import CompileError
 from . import OpDef
-from ._shapes import pair, require_static, window_out
+from ._shapes import pair, require_constant_weight, require_static, window_out
 
 if TYPE_CHECKING:
     from ..codegen import LowerContext
@@ -48,9 +48,7 @@ class Conv2d(OpDef):
     def lower(self, node: Node, ctx: LowerContext) -> None:
         named = dict(zip(node.input_names, node.inputs))
         x, weight = named["input"], named["weight"]
-        if not weight.is_constant:
-            raise CompileError("conv2d with a weight computed at run time is not supported; "
-                               "the weight must be a parameter or constant")
+        require_constant_weight(weight, self.name)
         out_channels, _, kh, kw = weight.shape
         stride, dilation = pair(node.attrs.get("stride", 1)), pair(node.attrs.get("dilation", 1))
         (top, _), (left, _) = conv_padding(node.attrs.get("padding", 0), (kh, kw), stride,

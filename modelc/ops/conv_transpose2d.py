@@ -14,7 +14,7 @@ from wasm_kernels.pack import pack_conv_transpose_weight
 
 from ..errors import CompileError
 from . import OpDef
-from ._shapes import pair, require_static
+from ._shapes import pair, require_constant_weight, require_static
 
 if TYPE_CHECKING:
     from ..codegen import LowerContext
@@ -62,9 +62,7 @@ class ConvTranspose2d(OpDef):
     def lower(self, node: Node, ctx: LowerContext) -> None:
         named = dict(zip(node.input_names, node.inputs))
         x, weight = named["input"], named["weight"]
-        if weight.data is None:
-            raise CompileError("conv_transpose2d with a weight computed at run time is not "
-                               "supported; the weight must be a parameter or constant")
+        require_constant_weight(weight, self.name)
         if x.dtype != "float32":
             raise CompileError(f"conv_transpose2d: only float32 lowers to wasm, got {x.dtype}")
         groups = node.attrs.get("groups", 1)

@@ -17,6 +17,7 @@ from wasm_kernels.pack import pack_linear_weight
 
 from ..errors import CompileError
 from . import OpDef
+from ._shapes import require_constant_weight
 
 if TYPE_CHECKING:
     from ..codegen import LowerContext
@@ -48,9 +49,7 @@ class Linear(OpDef):
     def lower(self, node: Node, ctx: LowerContext) -> None:
         named = dict(zip(node.input_names, node.inputs))
         x, weight = named["input"], named["weight"]
-        if not weight.is_constant:
-            raise CompileError("linear with a weight computed at run time is not supported; "
-                               "the weight must be a parameter or constant")
+        require_constant_weight(weight, self.name)
         out_features, in_features = weight.shape
         parts = ["f32_linear"]
         ctx.address(x)

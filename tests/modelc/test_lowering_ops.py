@@ -113,3 +113,12 @@ def test_unsupported_cast_names_the_available_ones() -> None:
     with pytest.raises(modelc.CompileError, match="cast float32 -> int32 is not lowered; "
                                                   "available: .*int64 -> float32"):
         modelc.export(model, (np.zeros(3, np.float32),))
+
+
+@pytest.mark.parametrize("fn, message", [
+    (lambda x, y: F.pow(x, y), "constant scalar exponent other than 0, got a tensor"),
+    (lambda x, y: F.pow(x, 0.0) + y, "constant scalar exponent other than 0, got 0.0"),
+])
+def test_pow_that_cannot_lower_says_why(fn, message) -> None:  # type: ignore[no-untyped-def]
+    with pytest.raises(modelc.CompileError, match=message):
+        modelc.export(Lambda(fn), (np.ones(3, np.float32), np.ones(3, np.float32)))

@@ -113,6 +113,16 @@ def plane_sizes(f: NamedFrame) -> None:
         f.set(plane)
 
 
+def group_planes(f: NamedFrame, pointer: str, base: str, channels: str, per_group: str,
+                 plane: str) -> None:
+    """``pointer = base + (image * channels + group * per_group) * plane``: the first plane
+    of this image's group in a (n, channels, ...) tensor."""
+    f.get(base, "image", channels).emit("i32.mul").emit("local.get", f.v["group"])
+    f.get(per_group).emit("i32.mul").emit("i32.add").emit("local.get", f.v[plane])
+    f.c.emit("i32.mul").emit("i32.add")
+    f.set(pointer)
+
+
 def _sizes(f: Frame) -> None:
     """Derived sizes (bytes), the interior column range and the per-column offsets."""
     c = f.c
@@ -181,11 +191,7 @@ def _image(f: Frame) -> None:
 def _group(f: Frame) -> None:
     """Pointers to this image and group, then every output row."""
     c = f.c
-    # xg = x + (image * c + group * cg) * plane
-    f.get("x", "image", "c").emit("i32.mul").emit("local.get", f.v["group"])
-    f.get("cg").emit("i32.mul").emit("i32.add").emit("local.get", f.v["plane"])
-    c.emit("i32.mul").emit("i32.add")
-    f.set("xg")
+    group_planes(f, "xg", "x", "c", "cg", "plane")
     # wg = weight + group * ceil(og / BLOCK) * block
     f.get("weight", "group", "og").emit("i32.const", BLOCK - 1).emit("i32.add")
     c.emit("i32.const", BLOCK.bit_length() - 1).emit("i32.shr_u").emit("i32.mul")
@@ -196,10 +202,7 @@ def _group(f: Frame) -> None:
     f.set("bg")
     for out, name in (("y", "yg"), ("r", "rg")):
         if out in f.arg:
-            f.get(out, "image", "o").emit("i32.mul").emit("local.get", f.v["group"])
-            f.get("og").emit("i32.mul").emit("i32.add").emit("local.get", f.v["oplane"])
-            c.emit("i32.mul").emit("i32.add")
-            f.set(name)
+            group_planes(f, name, out, "o", "og", "oplane")
     c.emit("i32.const", 0)
     f.set("oy")
     strided_loop(c, f.v["oy"], 1, f.arg["oh"], lambda: _output_row(f))

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from ..abi import KernelSpec
 from ..wasm import Code, FuncType
 from . import conv_transpose_gather as gather
-from .conv import plane_sizes
+from .conv import group_planes, plane_sizes
 from .isa import ISAS, Isa, NamedFrame
 from .loops import strided_loop
 
@@ -77,20 +77,12 @@ def _sizes(f: Frame) -> None:
 def _group(f: Frame) -> None:
     """Pointers to this image and group, the bias fill, then every input row and tap."""
     c = f.c
-    # xg = x + (image * c + group * cg) * plane
-    f.get("x", "image", "c").emit("i32.mul").emit("local.get", f.v["group"])
-    f.get("cg").emit("i32.mul").emit("i32.add").emit("local.get", f.v["plane"])
-    c.emit("i32.mul").emit("i32.add")
-    f.set("xg")
+    group_planes(f, "xg", "x", "c", "cg", "plane")
     # wg = weight + group * cg * wstride
     f.get("weight", "group", "cg").emit("i32.mul").emit("local.get", f.v["wstride"])
     c.emit("i32.mul").emit("i32.add")
     f.set("wg")
-    # yg = y + (image * o + group * og) * oplane
-    f.get("y", "image", "o").emit("i32.mul").emit("local.get", f.v["group"])
-    f.get("og").emit("i32.mul").emit("i32.add").emit("local.get", f.v["oplane"])
-    c.emit("i32.mul").emit("i32.add")
-    f.set("yg")
+    group_planes(f, "yg", "y", "o", "og", "oplane")
     # depthwise without dilation: the gather path
     f.get("cg").emit("i32.const", 1).emit("i32.eq")
     f.get("dh").emit("i32.const", 1).emit("i32.eq").emit("i32.and")
