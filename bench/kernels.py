@@ -47,17 +47,29 @@ def median_seconds(run: Callable[[], object], repeat: int) -> float:
     return statistics.median(times)
 
 
+def engine(opt_level: str = "speed") -> wasmtime.Engine:
+    config = wasmtime.Config()
+    config.wasm_relaxed_simd = True
+    config.cranelift_opt_level = opt_level
+    return wasmtime.Engine(config)
+
+
 class Variant:
-    """One kernel module instantiated on its own memory, as the runtime does it."""
+    """The kernel modules instantiated on their own memory, as the runtime does it: one per
+    cranelift opt level the kernels ask for, compiled there and loaded into one engine."""
 
     def __init__(self, isa: str, pages: int):
-        config = wasmtime.Config()
-        config.wasm_relaxed_simd = True
-        self.store = wasmtime.Store(wasmtime.Engine(config))
+        self.store = wasmtime.Store(engine())
         self.memory = wasmtime.Memory(self.store,
                                       wasmtime.MemoryType(wasmtime.Limits(pages, None)))
-        module = wasmtime.Module(self.store.engine, wasm_kernels.build(isa))
-        self.exports = wasmtime.Instance(self.store, module, [self.memory]).exports(self.store)
+        self.exports: dict[str, wasmtime.Func] = {}
+        for level in wasm_kernels.OPT_LEVELS:
+            names = frozenset(n for n in wasm_kernels.abi.BY_NAME
+                              if wasm_kernels.opt_level(n) == level)
+            code = wasmtime.Module(engine(level), wasm_kernels.build(isa, names)).serialize()
+            module = wasmtime.Module.deserialize(self.store.engine, code)
+            instance = wasmtime.Instance(self.store, module, [self.memory])
+            self.exports |= instance.exports(self.store)
 
     def place(self, arrays: list[np.ndarray]) -> list[int]:
         """Copy ``arrays`` into memory, 64-byte aligned; return their addresses."""

@@ -141,8 +141,13 @@ def generated_module(name: str, fingerprint: str, build: Callable[[], bytes]) ->
     return wasm
 
 
-def compile_module(engine: wasmtime.Engine, wasm: bytes, engine_key: str) -> wasmtime.Module:
+def compile_module(engine: wasmtime.Engine, wasm: bytes, engine_key: str,
+                   compiler: wasmtime.Engine | None = None) -> wasmtime.Module:
     """A compiled module for ``wasm`` on ``engine``, from memory, disk, or a fresh compile.
+
+    A ``compiler`` engine compiles it instead (one with another cranelift opt level, and
+    otherwise ``engine``'s settings, which wasmtime checks): its machine code is serialized
+    and loaded into ``engine``, so ``engine_key`` must name what differs.
 
     Raises:
         wasmtime.WasmtimeError: ``wasm`` does not compile (the caller translates it).
@@ -161,7 +166,8 @@ def compile_module(engine: wasmtime.Engine, wasm: bytes, engine_key: str) -> was
         except wasmtime.WasmtimeError:
             _discard(path)  # NOTE: e.g. written by another wasmtime build.
     if module is None:
-        module = wasmtime.Module(engine, wasm)
+        module = (wasmtime.Module(engine, wasm) if compiler is None else
+                  wasmtime.Module.deserialize(engine, wasmtime.Module(compiler, wasm).serialize()))
         if path is not None:
             _write_entry(path, module.serialize())
     with _lock:

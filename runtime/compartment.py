@@ -12,6 +12,7 @@ from typing import Any, ClassVar
 import wasmtime
 
 from wasi_intrinsics.wasi import ProcExit
+from wasm_kernels import OPT_LEVELS
 from wasm_kernels.wasm import ModuleInfo, WasmFormatError, read_module
 
 from .cache import compile_module
@@ -65,9 +66,13 @@ Features = tuple[tuple[str, bool], ...]
 
 
 @functools.cache
-def engine(fuel: bool = False, features: Features = (), epochs: bool = False
-           ) -> wasmtime.Engine:
+def engine(fuel: bool = False, features: Features = (), epochs: bool = False,
+           opt_level: str = "speed") -> wasmtime.Engine:
     """The shared engine for a configuration; modules compiled on it are shared too.
+
+    ``opt_level`` is cranelift's: code compiled by an engine at another level than
+    ``"speed"`` is serialized and loaded into the ``"speed"`` engine of the same settings
+    (``Compartment.compile``), so one store runs modules compiled at both.
 
     ``epochs`` turns on epoch interruption, which a wall-clock ``timeout`` needs. It is off
     otherwise because its check on every loop back-edge was measured to cost up to 2x on
@@ -79,6 +84,7 @@ def engine(fuel: bool = False, features: Features = (), epochs: bool = False
     config = wasmtime.Config()
     config.epoch_interruption = epochs
     config.consume_fuel = fuel
+    config.cranelift_opt_level = opt_level
     config.wasm_relaxed_simd = True
     config.wasm_simd = True
     known = sorted(n[len("wasm_"):] for n in dir(wasmtime.Config) if n.startswith("wasm_"))
@@ -220,17 +226,25 @@ class Compartment:
         if self.limits.fuel is not None:
             self.store.set_fuel(self.limits.fuel)
 
-    def compile(self, wasm: bytes) -> tuple[wasmtime.Module, ModuleInfo]:
-        """Compile ``wasm`` (cached per engine) and read its interface.
+    def compile(self, wasm: bytes, opt_level: str = "speed"
+                ) -> tuple[wasmtime.Module, ModuleInfo]:
+        """Compile ``wasm`` at cranelift's ``opt_level`` (cached per engine) and read its
+        interface.
 
         Raises:
             ModelFormatError: the bytes are not a valid WebAssembly module.
+            ValueError: ``opt_level`` is not one of ``wasm_kernels.OPT_LEVELS``.
         """
+        if opt_level not in OPT_LEVELS:
+            raise ValueError(f"unknown opt level {opt_level!r}; available: {list(OPT_LEVELS)}")
+        fuel = self.limits.fuel is not None
+        compiler = None if opt_level == "speed" else engine(fuel, self.features, self.epochs,
+                                                             opt_level)
         try:
             info = read_module(wasm)
-            key = f"fuel={self.limits.fuel is not None}|epochs={self.epochs}" + (
+            key = f"fuel={fuel}|epochs={self.epochs}|opt={opt_level}" + (
                 f"|features={self.features}" if self.features else "")
-            module = compile_module(self.engine, wasm, key)
+            module = compile_module(self.engine, wasm, key, compiler)
         except WasmFormatError as err:
             raise ModelFormatError(f"malformed WebAssembly: {err}") from None
         except wasmtime.WasmtimeError as err:

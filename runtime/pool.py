@@ -38,12 +38,13 @@ Compiled = tuple[wasmtime.Module, ModuleInfo]
 @dataclass(frozen=True)
 class Blueprint:
     """What every instance of one model shares: its metadata, its compiled module, the
-    compiled kernel module (``None`` for the numpy host provider), its memory size, and its
-    sidecar weight bytes when the module does not carry them."""
+    compiled kernel modules (one per opt level they were compiled at; ``None`` for the numpy
+    host provider), its memory size, and its sidecar weight bytes when the module does not
+    carry them."""
 
     metadata: md.ModelMetadata
     model: Compiled
-    kernels: Compiled | None
+    kernels: tuple[Compiled, ...] | None
     pages: int
     sidecar_weights: bytes | None = None
 
@@ -76,13 +77,16 @@ class ModelInstance:
         if sidecar is not None and blueprint.sidecar_weights is not None:
             self.memory.write(store, blueprint.sidecar_weights, sidecar.offset)
 
-    def _kernels(self, compiled: Compiled | None, registry: RegistryResolver) -> Any:
+    def _kernels(self, compiled: tuple[Compiled, ...] | None, registry: RegistryResolver
+                 ) -> Any:
         store = self.compartment.store
         if compiled is None:
             return host_kernels().instantiate(store, memory=self.memory)
-        module, info = compiled
-        return instance_exports(store, self.compartment.instantiate(module, info, registry),
-                                info)
+        exports: dict[str, Resolved] = {}
+        for module, info in compiled:
+            exports |= instance_exports(store, self.compartment.instantiate(module, info,
+                                                                            registry), info)
+        return exports
 
     def memory_view(self) -> np.ndarray:
         """The whole linear memory as a ``uint8`` array. The array keeps this instance (its

@@ -241,14 +241,17 @@ class Session:
                 f"runtime provides {wasm_kernels.abi.MODULE!r}; re-export the model")
         _check_entry(model[1], self.metadata)
         pages = _memory_pages(model[1].imports, self.metadata, limits.max_memory)
-        kernel_module: Compiled | None = None
+        kernel_modules: tuple[Compiled, ...] | None = None
         if kernels != "host":
-            kernel_module = compartment.compile(
-                _kernel_wasm("relaxed" if kernels == "auto" else kernels,
-                             _imported_kernels(model[1])))
+            isa = "relaxed" if kernels == "auto" else kernels
+            imported = _imported_kernels(model[1])
+            groups = {level: frozenset(n for n in imported if wasm_kernels.opt_level(n) == level)
+                      for level in wasm_kernels.OPT_LEVELS}
+            kernel_modules = tuple(compartment.compile(_kernel_wasm(isa, names), level)
+                                   for level, names in groups.items() if names)
         sidecar = (read_sidecar(self.metadata.sidecar, model_path, weights)
                    if self.metadata.sidecar is not None else None)
-        blueprint = Blueprint(self.metadata, model, kernel_module, pages, sidecar)
+        blueprint = Blueprint(self.metadata, model, kernel_modules, pages, sidecar)
         self._pool = InstancePool(lambda: ModelInstance(blueprint, Compartment(limits)), size,
                                   ModelInstance(blueprint, compartment))
 

@@ -16,6 +16,7 @@ import numpy as np
 from wasm_kernels import abi
 from wasm_kernels.pack import (
     packed_conv_floats,
+    packed_linear_floats,
     unpack_conv_transpose_weight,
     unpack_conv_weight,
     unpack_linear_weight,
@@ -77,7 +78,8 @@ def _gemm(spec: abi.KernelSpec) -> Callable[..., None]:
         for i in range(batch):
             a = _tensor(memory, arg["a"] + 4 * i * arg.get("a_stride", 0), (m, k))
             if "w" in arg:  # the linear family: W is (n, k), packed
-                b = unpack_linear_weight(_tensor(memory, arg["w"], (n * k,)), n, k).T
+                packed = _tensor(memory, arg["w"], (packed_linear_floats(n, k),))
+                b = unpack_linear_weight(packed, n, k).T
             else:
                 b = _tensor(memory, arg["b"] + 4 * i * arg.get("b_stride", 0), (k, n))
             out = a @ b

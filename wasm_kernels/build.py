@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import importlib
+from types import ModuleType
 
 from . import abi
 from .wasm import Code, FuncType, Limits, MemoryType, ModuleBuilder
@@ -12,18 +13,40 @@ ISAS = ("relaxed", "simd128", "scalar")
 """Instruction-set variants: relaxed SIMD (FMA), portable SIMD128, and the scalar reference."""
 
 
+OPT_LEVELS = ("speed", "none")
+"""cranelift opt levels a kernel family can ask to be compiled at (its template's
+``OPT_LEVEL``, ``"speed"`` when it names none): kernels written in the order they should run
+(unrolled dense tiles) keep it at ``"none"``, which the runtime compiles as a module of its
+own."""
+
+
+def _template(spec: abi.KernelSpec) -> ModuleType:
+    return importlib.import_module(f"{__package__}.templates.{spec.family}")
+
+
 def generate(spec: abi.KernelSpec, isa: str) -> tuple[FuncType, Code]:
     """The signature and body of one kernel for ``isa``, from ``templates/<family>.py``."""
     if isa not in ISAS:
         raise ValueError(f"unknown kernel ISA {isa!r}; available: {list(ISAS)}")
-    template = importlib.import_module(f"{__package__}.templates.{spec.family}")
-    return template.emit(spec, isa)
+    return _template(spec).emit(spec, isa)
+
+
+def opt_level(name: str) -> str:
+    """The cranelift opt level kernel ``name`` is written for (one of ``OPT_LEVELS``).
+
+    Raises:
+        ValueError: ``name`` is not an ABI kernel.
+    """
+    if name not in abi.BY_NAME:
+        raise ValueError(f"not a kernel of {abi.MODULE}: {name!r}")
+    return str(getattr(_template(abi.BY_NAME[name]), "OPT_LEVEL", "speed"))
 
 
 @functools.cache
 def build(isa: str = "simd128", names: frozenset[str] | None = None) -> bytes:
     """The kernel module for ``isa``: imports ``env.memory`` and exports every ABI kernel, or
-    only those in ``names`` (what one model imports: fewer to generate and to compile).
+    only those in ``names`` (what one model imports: fewer to generate and to compile; group
+    them by ``opt_level`` to compile each group at its own level).
 
     Raises:
         ValueError: ``isa`` is not one of ``ISAS``, or a name is not an ABI kernel.

@@ -1,19 +1,18 @@
 """The packed weight layouts of the ``f32_linear`` and ``f32_conv_transpose2d`` kernels, and
 their inverses (numpy only).
 
-``nn.Linear``'s weight W is (n, k). Packed, its rows come in panels of ``PANEL`` rows, each
-``PANEL * k`` floats long and starting at float ``j * k`` for its first row ``j``, so a
-kernel finds row ``j``'s panel where row ``j`` of W itself would start. Inside a panel, k
-goes in groups of ``GROUP``: group ``g`` is ``PANEL * GROUP`` floats, ``[v * GROUP + l] =
-W[j + v, g * GROUP + l]``, so one step of a 4-column tile reads its ``PANEL`` registers of W
-at fixed offsets from one pointer; the ``k % GROUP`` last columns follow as ``PANEL``
-floats each, ``[v] = W[j + v, kk]``. The ``n % PANEL`` last rows stay row-major.
+``nn.Linear``'s weight W is (n, k). Packed, its rows come in panels of ``PANEL`` rows (the
+last one padded with zero rows), each ``PANEL * k`` floats long and starting at float ``j *
+k`` for its first row ``j``, so a kernel finds row ``j``'s panel where row ``j`` of W itself
+would start. Inside a panel the ``PANEL`` weights of one step of k are adjacent, ``[kk *
+PANEL + v] = W[j + v, kk]``: one step of the 4x8 outer-product tile reads its two registers
+of W at one pointer, which moves on by ``PANEL`` floats per step.
 
     >>> import numpy as np
     >>> w = np.arange(30, dtype=np.float32).reshape(5, 6)
     >>> packed = pack_linear_weight(w)
     >>> packed[:8].tolist()
-    [0.0, 1.0, 2.0, 3.0, 6.0, 7.0, 8.0, 9.0]
+    [0.0, 6.0, 12.0, 18.0, 24.0, 0.0, 0.0, 0.0]
     >>> bool((unpack_linear_weight(packed, 5, 6) == w).all())
     True
 """
@@ -22,11 +21,13 @@ from __future__ import annotations
 
 import numpy as np
 
-PANEL = 4
+PANEL = 8
 """Rows of W per panel: the column width of the linear micro-kernel's tile."""
 
-GROUP = 4
-"""Columns of W per group: the lanes of one f32x4 register."""
+
+def packed_linear_floats(n: int, k: int) -> int:
+    """The length of ``pack_linear_weight``'s array for a weight (n, k)."""
+    return -(-n // PANEL) * PANEL * k
 
 
 def pack_linear_weight(w: np.ndarray) -> np.ndarray:
@@ -38,26 +39,18 @@ def pack_linear_weight(w: np.ndarray) -> np.ndarray:
     if w.ndim != 2:
         raise ValueError(f"expected a weight of shape (n, k), got shape {w.shape}")
     n, k = w.shape
-    full, kv = n - n % PANEL, k - k % GROUP
-    panels = np.asarray(w[:full], np.float32).reshape(full // PANEL, PANEL, k)
-    # (panels, PANEL, kv) -> (panels, groups, PANEL, GROUP); tail (panels, k % GROUP, PANEL)
-    groups = panels[:, :, :kv].reshape(full // PANEL, PANEL, kv // GROUP, GROUP)
-    head = groups.transpose(0, 2, 1, 3).reshape(full // PANEL, PANEL * kv)
-    tail = panels[:, :, kv:].transpose(0, 2, 1).reshape(full // PANEL, PANEL * (k - kv))
-    rest = np.asarray(w[full:], np.float32).ravel()
-    return np.concatenate([np.concatenate([head, tail], axis=1).ravel(), rest])
+    panels = -(-n // PANEL)
+    padded = np.zeros((panels * PANEL, k), np.float32)
+    padded[:n] = w
+    # (panels, PANEL, k) -> (panels, k, PANEL)
+    return np.ascontiguousarray(padded.reshape(panels, PANEL, k).transpose(0, 2, 1)).ravel()
 
 
 def unpack_linear_weight(packed: np.ndarray, n: int, k: int) -> np.ndarray:
     """The (n, k) weight that ``pack_linear_weight`` packed into ``packed``."""
-    full, kv = n - n % PANEL, k - k % GROUP
-    panels = packed[:full * k].reshape(full // PANEL, PANEL * k)
-    groups = panels[:, :PANEL * kv].reshape(full // PANEL, kv // GROUP, PANEL, GROUP)
-    head = groups.transpose(0, 2, 1, 3).reshape(full, kv)
-    last = panels[:, PANEL * kv:].reshape(full // PANEL, k - kv, PANEL)
-    tail = last.transpose(0, 2, 1).reshape(full, k - kv)
-    return np.concatenate([np.concatenate([head, tail], axis=1),
-                           packed[full * k:].reshape(n - full, k)])
+    panels = -(-n // PANEL)
+    split = packed[:packed_linear_floats(n, k)].reshape(panels, k, PANEL)
+    return split.transpose(0, 2, 1).reshape(panels * PANEL, k)[:n]
 
 
 def pack_conv_transpose_weight(w: np.ndarray, groups: int) -> np.ndarray:

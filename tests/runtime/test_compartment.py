@@ -16,8 +16,8 @@ from wasm_kernels.wasm import FuncType
 PAGE = 65536
 
 
-def load(compartment: Compartment, wat: str, resolver=None):
-    module, info = compartment.compile(wasmtime.wat2wasm(wat))
+def load(compartment: Compartment, wat: str, resolver=None, opt_level="speed"):
+    module, info = compartment.compile(wasmtime.wat2wasm(wat), opt_level)
     instance = compartment.instantiate(module, info, resolver or NullResolver())
     return {n: r.extern for n, r in instance_exports(compartment.store, instance, info).items()}
 
@@ -184,3 +184,28 @@ def test_wasm_features_can_be_switched_off():
     with pytest.raises(ValueError, match=r"unknown wasm feature 'telepathy'; available: "
                                          r"\[.*'multi_memory'"):
         Compartment(features=(("telepathy", True),))
+
+
+@pytest.mark.parametrize("limits, code, message", [
+    ({"timeout": 0.05}, "timeout", r"time limit of 0.05 s exceeded"),
+    ({"fuel": 10_000}, "fuel", r"fuel limit of 10000 exhausted"),
+    ({}, None, None),
+])
+def test_code_compiled_at_opt_level_none_runs_under_the_same_limits(limits, code, message):
+    """The dense kernels are compiled by an engine at cranelift's "none" and loaded into the
+    compartment's: the result and the limits must be those of the compartment's own code."""
+    compartment = Compartment(Limits(**limits))
+    total = ('(module (func (export "run") (param $n i32) (result i32) (local $s i32)'
+             ' (loop (local.set $s (i32.add (local.get $s) (local.get $n)))'
+             ' (br_if 0 (local.tee $n (i32.sub (local.get $n) (i32.const 1))))) (local.get $s)))')
+    assert compartment.call(load(compartment, total, opt_level="none")["run"],
+                            compartment.store, 100) == 5050
+    if code is not None:
+        with pytest.raises(LimitExceeded, match=message) as info:
+            compartment.call(load(compartment, LOOP, opt_level="none")["run"], compartment.store)
+        assert info.value.code == code
+
+
+def test_an_unknown_opt_level_is_named():
+    with pytest.raises(ValueError, match=r"unknown opt level 'fast'; available: \['speed', "):
+        Compartment().compile(wasmtime.wat2wasm(LOOP), "fast")

@@ -47,3 +47,15 @@ def test_a_subset_module_exports_only_the_kernels_asked_for() -> None:
 def test_a_subset_with_an_unknown_kernel_is_named() -> None:
     with pytest.raises(ValueError, match=rf"not kernels of {abi.MODULE}: \['f32_nope'\]"):
         wasm_kernels.build("simd128", frozenset({"f32_linear", "f32_nope"}))
+
+
+def test_dense_kernels_ask_for_opt_level_none_and_the_rest_for_speed() -> None:
+    levels = {name: wasm_kernels.opt_level(name) for name in abi.BY_NAME}
+    assert set(levels.values()) == set(wasm_kernels.OPT_LEVELS)
+    dense = {n for n, s in abi.BY_NAME.items() if s.family in ("linear", "gemm")}
+    assert {n for n, level in levels.items() if level == "none"} == dense
+
+
+def test_opt_level_of_an_unknown_kernel_is_named() -> None:
+    with pytest.raises(ValueError, match=rf"not a kernel of {abi.MODULE}: 'f32_nope'"):
+        wasm_kernels.opt_level("f32_nope")

@@ -1,0 +1,194 @@
+"""The outer-product micro-kernel of the dense families (``linear``, ``gemm``, ``bmm``).
+
+A tile of C, ``rows`` x ``width`` floats, lives in ``rows * width / lanes`` accumulators
+(4 x 8 = 8 f32x4 registers for the SIMD ISAs). Per step of k the tile loads one row of its
+B panel (``width`` floats: two registers), broadcasts ``A[i + r, kk]`` for each of its rows
+and multiply-adds. A is read where it lies, row-major: one ``v128.load`` brings four steps of
+one row and an ``i8x16.shuffle`` per step broadcasts each lane (``vpshufd``: one
+instruction, where ``v128.load32_splat`` costs three), so A needs no packing and no scratch
+memory. B is either a panel packed at compile time (``f32_linear``'s weight: a step's
+``width`` floats adjacent, so steps are constant offsets) or a row-major activation (each
+step one row stride further).
+
+The k loop is unrolled ``UNROLL`` times, in the order the steps should run, and the module
+holding these kernels is compiled at cranelift's opt level ``OPT_LEVEL``: at ``"speed"``
+the e-graph pass sinks the pure ops of an unrolled body (shuffles, multiply-adds) to their
+first use while the loads keep program order, so all loads come first and the accumulators
+spill; at ``"none"`` the written order is kept and 8 unrolled steps run without a spill
+(bench/README.md). With relaxed SIMD the multiply-add is ``f32x4.relaxed_madd``
+(``vfmadd213ps``), which leaves an FP pipe free for the shuffles that mul + add saturates.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from ..wasm import Code
+from . import activations
+from .conv_tiles import LANE_BROADCAST
+from .isa import ISAS, Isa, KernelFrame
+
+UNROLL = 8
+"""Steps of k per loop iteration (a power of two); the ``k % UNROLL`` last run one by one."""
+
+OPT_LEVEL = "none"
+"""The cranelift opt level the kernels of the dense families are compiled at (see above)."""
+
+
+@dataclass
+class DenseFrame(KernelFrame):
+    """Locals of a dense kernel: the tile's corner (``i``, ``j``), A's and C's row strides in
+    bytes, and B's: a local for a row-major B, ``None`` for a packed panel of ``width``
+    floats per step."""
+
+    i: int
+    j: int
+    lda: int
+    ldc: int
+    ldb: int | None
+
+
+def tile(f: DenseFrame, isa: Isa, rows: int, width: int, b_start: Callable[[], None],
+         edge: bool = False) -> None:
+    """C[i:i+rows, j:j+width] = epilogue(A[i:i+rows] @ B[:, j:j+width] [+ bias] [+ R]).
+
+    ``b_start`` pushes the address of B's first step for column ``j``. An ``edge`` tile
+    stores only the columns before ``n``, one by one (its B panel is padded).
+    """
+    c, arg = f.c, f.arg
+    regs = width // isa.lanes
+    acc = [[c.local(isa.valtype) for _ in range(regs)] for _ in range(rows)]
+    pa = [c.local("i32") for _ in range(rows)]
+    pb, steps = c.local("i32"), c.local("i32")
+    for r in range(rows):
+        _row(c, arg["a"], f.i, r, f.lda)
+        c.emit("local.set", pa[r])
+    b_start()
+    c.emit("local.set", pb)
+    for row in acc:
+        for register in row:
+            isa.const(c, 0.0)
+            c.emit("local.set", register)
+    step = _Step(f, isa, acc, pa, pb)
+    # Entered if the count is not 0, tested at the bottom: one branch per iteration.
+    c.emit("local.get", arg["k"]).emit("i32.const", UNROLL.bit_length() - 1).emit("i32.shr_u")
+    c.emit("local.tee", steps).emit("if").emit("loop")
+    for u in range(UNROLL):
+        step.emit(u, unrolled=True)
+    step.advance(UNROLL)
+    c.emit("local.get", steps).emit("i32.const", 1).emit("i32.sub").emit("local.tee", steps)
+    c.emit("br_if", 0).emit("end").emit("end")
+    c.emit("local.get", arg["k"]).emit("i32.const", UNROLL - 1).emit("i32.and")
+    c.emit("local.tee", steps).emit("if").emit("loop")
+    step.emit(0, unrolled=False)
+    step.advance(1)
+    c.emit("local.get", steps).emit("i32.const", 1).emit("i32.sub").emit("local.tee", steps)
+    c.emit("br_if", 0).emit("end").emit("end")
+    for r in range(rows):
+        if edge:
+            _store_columns(f, isa, r, acc[r], width)
+        else:
+            for v, register in enumerate(acc[r]):
+                c.emit("local.get", register)
+                _store(f, isa, r, 4 * isa.lanes * v)
+
+
+class _Step:
+    """Emits one step of k of a tile: B's registers, then per row a broadcast of A and its
+    multiply-adds."""
+
+    def __init__(self, f: DenseFrame, isa: Isa, acc: list[list[int]], pa: list[int], pb: int):
+        c = f.c
+        self.f, self.isa, self.acc, self.pa, self.pb = f, isa, acc, pa, pb
+        self.b = [c.local(isa.valtype) for _ in acc[0]]
+        self.a = c.local(isa.valtype)
+        self.quads = [c.local("v128") for _ in pa] if isa.vector else []
+        self.width_bytes = 4 * isa.lanes * len(acc[0])
+
+    def emit(self, u: int, unrolled: bool) -> None:
+        """Step ``u`` of an unrolled iteration (A and a packed B at offsets from their
+        pointers), or a single step (``unrolled=False``, ``u == 0``)."""
+        c, isa, f = self.f.c, self.isa, self.f
+        quad = unrolled and isa.vector
+        if quad and u % 4 == 0:
+            for pointer, register in zip(self.pa, self.quads):
+                c.emit("local.get", pointer).emit("v128.load", 2, 4 * u)
+                c.emit("local.set", register)
+        offset = u * self.width_bytes if f.ldb is None else 0
+        for v, register in enumerate(self.b):
+            c.emit("local.get", self.pb)
+            isa.load(c, offset + 4 * isa.lanes * v)
+            c.emit("local.set", register)
+        if f.ldb is not None:
+            c.emit("local.get", self.pb).emit("local.get", f.ldb).emit("i32.add")
+            c.emit("local.set", self.pb)
+        for r, row in enumerate(self.acc):
+            if quad:
+                c.emit("local.get", self.quads[r]).emit("local.get", self.quads[r])
+                c.emit("i8x16.shuffle", LANE_BROADCAST[u % 4])
+            else:
+                c.emit("local.get", self.pa[r])
+                isa.load_splat(c, 4 * u)
+            c.emit("local.set", self.a)
+            for register, accumulator in zip(self.b, row):
+                c.emit("local.get", self.a).emit("local.get", register)
+                isa.madd_into(c, accumulator)
+
+    def advance(self, steps: int) -> None:
+        """Move A's pointers, and a packed B's, past ``steps`` steps of k."""
+        c = self.f.c
+        pointers = [(p, 4 * steps) for p in self.pa]
+        if self.f.ldb is None:
+            pointers.append((self.pb, steps * self.width_bytes))
+        for pointer, amount in pointers:
+            c.emit("local.get", pointer).emit("i32.const", amount).emit("i32.add")
+            c.emit("local.set", pointer)
+
+
+def _row(c: Code, base: int, row: int, r: int, stride: int) -> None:
+    """Push ``base + (row + r) * stride``."""
+    c.emit("local.get", base).emit("local.get", row)
+    if r:
+        c.emit("i32.const", r).emit("i32.add")
+    c.emit("local.get", stride).emit("i32.mul").emit("i32.add")
+
+
+def _store(f: DenseFrame, isa: Isa, r: int, offset: int) -> None:
+    """Apply the epilogue to the register on the stack and store it at ``offset`` bytes past
+    C[i + r, j]."""
+    c, arg = f.c, f.arg
+    value = c.local(isa.valtype)
+    c.emit("local.set", value)
+
+    def address(base: int, row: bool) -> None:
+        # base + (i + r) * ldc + j * 4, or base + j * 4 for the bias row.
+        if row:
+            _row(c, base, f.i, r, f.ldc)
+        else:
+            c.emit("local.get", base)
+        c.emit("local.get", f.j).emit("i32.const", 2).emit("i32.shl").emit("i32.add")
+
+    address(arg["c"], row=True)
+    c.emit("local.get", value)
+    for name, row in (("bias", False), ("r", True)):
+        if name in arg:
+            address(arg[name], row)
+            isa.load(c, offset)
+            isa.op(c, "add")
+    for op in f.epilogue:
+        activations.apply(c, isa, op)
+    isa.store(c, offset)
+
+
+def _store_columns(f: DenseFrame, isa: Isa, r: int, registers: list[int], width: int) -> None:
+    """Store row ``r`` of an edge tile column by column, those before ``n`` only."""
+    c = f.c
+    for column in range(width):
+        c.emit("local.get", f.arg["n"]).emit("local.get", f.j).emit("i32.sub")
+        c.emit("i32.const", column).emit("i32.gt_u").emit("if")
+        c.emit("local.get", registers[column // isa.lanes])
+        if isa.vector:
+            c.emit("f32x4.extract_lane", column % isa.lanes)
+        _store(f, ISAS["scalar"], r, 4 * column)
+        c.emit("end")
