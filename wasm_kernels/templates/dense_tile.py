@@ -1,12 +1,14 @@
 """The outer-product micro-kernel of the dense families (``linear``, ``gemm``, ``bmm``).
 
 A tile of C, ``rows`` x ``width`` floats, lives in ``rows * width / lanes`` accumulators
-(4 x 8 = 8 f32x4 registers for the SIMD ISAs). Per step of k the tile loads one row of its
+(3 x 8 = 6 f32x4 registers for the SIMD ISAs). Per step of k the tile loads one row of its
 B panel (``width`` floats: two registers), broadcasts ``A[i + r, kk]`` for each of its rows
 and multiply-adds. A is read where it lies, row-major: one ``v128.load`` brings four steps of
 one row and an ``i8x16.shuffle`` per step broadcasts each lane (``vpshufd``: one
 instruction, where ``v128.load32_splat`` costs three), so A needs no packing and no scratch
-memory. B is either a panel packed at compile time (``f32_linear``'s weight: a step's
+memory. Each row keeps its four steps of A in a register, so 3 rows are what fits: 6
+accumulators, 3 of A, 2 of B, a broadcast and the copy ``vfmadd213ps`` needs make 13 of the
+16 XMM registers, where 4 rows spilled A's registers and measured ~15% slower. B is either a panel packed at compile time (``f32_linear``'s weight: a step's
 ``width`` floats adjacent, so steps are constant offsets) or a row-major activation (each
 step one row stride further).
 
