@@ -24,11 +24,16 @@ import statistics
 import time
 from collections.abc import Callable
 from functools import partial
+from typing import Any
 
 import numpy as np
 import wasmtime
 
 import wasm_kernels
+from runtime.compartment import Compartment
+from runtime.linker import RegistryResolver
+from runtime.pool import link_kernels
+from runtime.session import compile_kernels
 from wasm_kernels.pack import pack_conv_weight, pack_linear_weight
 
 TARGETS = "targets (issue #4): relaxed/np >= 0.40, simd128/np >= 0.32, every SIMD/sc >= 3.5"
@@ -47,29 +52,22 @@ def median_seconds(run: Callable[[], object], repeat: int) -> float:
     return statistics.median(times)
 
 
-def engine(opt_level: str = "speed") -> wasmtime.Engine:
-    config = wasmtime.Config()
-    config.wasm_relaxed_simd = True
-    config.cranelift_opt_level = opt_level
-    return wasmtime.Engine(config)
+def kernel_exports(compartment: Compartment, isa: str, pages: int
+                   ) -> tuple[wasmtime.Memory, dict[str, Any]]:
+    """Every kernel of ``isa`` compiled and linked in ``compartment`` as a session does it
+    (a module per cranelift opt level), and their memory of ``pages``."""
+    compiled = compile_kernels(compartment, isa, frozenset(wasm_kernels.abi.BY_NAME))
+    exports, memory = link_kernels(compartment, compiled, pages, RegistryResolver())
+    return memory, {name: resolved.extern for name, resolved in exports.items()}
 
 
 class Variant:
-    """The kernel modules instantiated on their own memory, as the runtime does it: one per
-    cranelift opt level the kernels ask for, compiled there and loaded into one engine."""
+    """The kernel modules instantiated on their own memory, as the runtime does it."""
 
     def __init__(self, isa: str, pages: int):
-        self.store = wasmtime.Store(engine())
-        self.memory = wasmtime.Memory(self.store,
-                                      wasmtime.MemoryType(wasmtime.Limits(pages, None)))
-        self.exports: dict[str, wasmtime.Func] = {}
-        for level in wasm_kernels.OPT_LEVELS:
-            names = frozenset(n for n in wasm_kernels.abi.BY_NAME
-                              if wasm_kernels.opt_level(n) == level)
-            code = wasmtime.Module(engine(level), wasm_kernels.build(isa, names)).serialize()
-            module = wasmtime.Module.deserialize(self.store.engine, code)
-            instance = wasmtime.Instance(self.store, module, [self.memory])
-            self.exports |= instance.exports(self.store)
+        compartment = Compartment()
+        self.store = compartment.store
+        self.memory, self.exports = kernel_exports(compartment, isa, pages)
 
     def place(self, arrays: list[np.ndarray]) -> list[int]:
         """Copy ``arrays`` into memory, 64-byte aligned; return their addresses."""

@@ -37,11 +37,13 @@ import wasmtime
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import peers
+from kernels import kernel_exports
 
 import modelc
 import wasm_kernels
 from modelc import codegen, ops
 from modelc.graph import Graph, Node
+from runtime.compartment import Compartment
 from wasm_kernels import abi
 from wasm_kernels.wasm import Code, FuncType, Limits, MemoryType, ModuleBuilder
 
@@ -100,12 +102,9 @@ def profile(graph: Graph, inputs: dict[str, np.ndarray], isa: str, runs: int
             ) -> tuple[float, list[float], list[float]]:
     """(median ms of the whole ``run``, in-situ seconds per node, hot seconds per node)."""
     wasm, ctx, layout = profiling_module(graph)
-    config = wasmtime.Config()
-    config.wasm_relaxed_simd = True
-    store = wasmtime.Store(wasmtime.Engine(config))
-    memory = wasmtime.Memory(store, wasmtime.MemoryType(wasmtime.Limits(layout.pages, None)))
-    kernels = wasmtime.Instance(store, wasmtime.Module(store.engine, wasm_kernels.build(isa)),
-                                [memory]).exports(store)
+    compartment = Compartment()
+    store = compartment.store
+    memory, kernels = kernel_exports(compartment, isa, layout.pages)
     model = wasmtime.Instance(store, wasmtime.Module(store.engine, wasm),
                               [memory] + [kernels[name] for name in ctx.kernels]).exports(store)
     view = np.ctypeslib.as_array(memory.data_ptr(store), shape=(memory.data_len(store),))

@@ -49,6 +49,36 @@ class Blueprint:
     sidecar_weights: bytes | None = None
 
 
+def link_kernels(compartment: Compartment, compiled: tuple[Compiled, ...] | None, pages: int,
+                 registry: RegistryResolver) -> tuple[Any, wasmtime.Memory]:
+    """Instantiate kernel modules (``None``: the numpy host provider) in ``compartment`` and
+    register their memory of ``pages`` as ``env.memory``: the memory a kernel module defines
+    (``wasm_kernels.MEMORY``, grown to ``pages``), else a new one. Returns the kernels'
+    exports and the memory.
+
+    Raises:
+        LinkError, Trap: as ``Compartment.instantiate``.
+    """
+    store = compartment.store
+    owner = next((c for c in compiled or ()
+                  if any(e.name == wasm_kernels.MEMORY for e in c[1].exports)), None)
+    exports: dict[str, Resolved] = {}
+    if owner is not None:
+        exports = instance_exports(store, compartment.instantiate(*owner, registry), owner[1])
+        memory = exports.pop(wasm_kernels.MEMORY).extern
+        memory.grow(store, pages - memory.size(store))
+    else:
+        memory = wasmtime.Memory(store, wasmtime.MemoryType(wasmtime.Limits(pages, None)))
+    registry.register("env", {"memory": Resolved(memory, MemoryType(WasmLimits(pages)))})
+    if compiled is None:
+        return host_kernels().instantiate(store, memory=memory), memory
+    for entry in compiled:
+        if entry is not owner:
+            exports |= instance_exports(store, compartment.instantiate(*entry, registry),
+                                        entry[1])
+    return exports, memory
+
+
 class ModelInstance:
     """One instance of a model in its own compartment; not for concurrent use."""
 
@@ -61,32 +91,19 @@ class ModelInstance:
         """
         self.compartment = compartment
         store = compartment.store
-        self.memory = wasmtime.Memory(
-            store, wasmtime.MemoryType(wasmtime.Limits(blueprint.pages, None)))
         self._stderr = WasiConfig().stderr
         registry = RegistryResolver()
-        registry.register("env", {"memory": Resolved(
-            self.memory, MemoryType(WasmLimits(blueprint.pages)))})
+        kernels, self.memory = link_kernels(compartment, blueprint.kernels, blueprint.pages,
+                                            registry)
         wasi_imports = [i.name for i in blueprint.model[1].imports if i.module == WASI_MODULE]
         registry.register(WASI_MODULE, _WASI.instantiate(
             store, WasiState(WasiConfig(stderr=self._stderr)), only=wasi_imports))
-        registry.register(wasm_kernels.abi.MODULE, self._kernels(blueprint.kernels, registry))
+        registry.register(wasm_kernels.abi.MODULE, kernels)
         instance = compartment.instantiate(*blueprint.model, registry)
         self._entry = instance.exports(store)[blueprint.metadata.entry]
         sidecar = blueprint.metadata.sidecar
         if sidecar is not None and blueprint.sidecar_weights is not None:
             self.memory.write(store, blueprint.sidecar_weights, sidecar.offset)
-
-    def _kernels(self, compiled: tuple[Compiled, ...] | None, registry: RegistryResolver
-                 ) -> Any:
-        store = self.compartment.store
-        if compiled is None:
-            return host_kernels().instantiate(store, memory=self.memory)
-        exports: dict[str, Resolved] = {}
-        for module, info in compiled:
-            exports |= instance_exports(store, self.compartment.instantiate(module, info,
-                                                                            registry), info)
-        return exports
 
     def memory_view(self) -> np.ndarray:
         """The whole linear memory as a ``uint8`` array. The array keeps this instance (its

@@ -38,13 +38,29 @@ def _read_model(model: str | os.PathLike[str] | bytes) -> bytes:
 
 
 @functools.cache
-def _kernel_wasm(isa: str, names: frozenset[str]) -> bytes:
-    """The kernel module for ``isa`` with the kernels ``names`` only, from the disk cache when
-    this source already built it."""
+def _kernel_wasm(isa: str, names: frozenset[str], own_memory: bool = False) -> bytes:
+    """The kernel module for ``isa`` with the kernels ``names`` only (defining the memory when
+    ``own_memory``), from the disk cache when this source already built it."""
     source = Path(wasm_kernels.__file__).parent
     subset = hashlib.sha256("\0".join(sorted(names)).encode()).hexdigest()[:16]
-    return cache.generated_module(f"kernels-{isa}-{subset}", cache.source_fingerprint(source),
-                                  lambda: wasm_kernels.build(isa, names))
+    return cache.generated_module(f"kernels-{isa}-{subset}{'-memory' if own_memory else ''}",
+                                  cache.source_fingerprint(source),
+                                  lambda: wasm_kernels.build(isa, names, own_memory))
+
+
+def compile_kernels(compartment: Compartment, isa: str, names: frozenset[str]
+                    ) -> tuple[Compiled, ...]:
+    """The kernel modules of ``isa`` holding the kernels ``names``: one per cranelift opt level
+    they ask for (``wasm_kernels.opt_level``), each compiled at its level; the one at
+    ``"none"`` defines the memory (see ``wasm_kernels.build``), the others import it.
+
+    Raises:
+        ValueError: ``isa`` or a name is unknown.
+    """
+    groups = {level: frozenset(n for n in names if wasm_kernels.opt_level(n) == level)
+              for level in wasm_kernels.OPT_LEVELS}
+    return tuple(compartment.compile(_kernel_wasm(isa, group, level == "none"), level)
+                 for level, group in groups.items() if group)
 
 
 def _imported_kernels(info: ModuleInfo) -> frozenset[str]:
@@ -243,12 +259,8 @@ class Session:
         pages = _memory_pages(model[1].imports, self.metadata, limits.max_memory)
         kernel_modules: tuple[Compiled, ...] | None = None
         if kernels != "host":
-            isa = "relaxed" if kernels == "auto" else kernels
-            imported = _imported_kernels(model[1])
-            groups = {level: frozenset(n for n in imported if wasm_kernels.opt_level(n) == level)
-                      for level in wasm_kernels.OPT_LEVELS}
-            kernel_modules = tuple(compartment.compile(_kernel_wasm(isa, names), level)
-                                   for level, names in groups.items() if names)
+            kernel_modules = compile_kernels(compartment, "relaxed" if kernels == "auto"
+                                             else kernels, _imported_kernels(model[1]))
         sidecar = (read_sidecar(self.metadata.sidecar, model_path, weights)
                    if self.metadata.sidecar is not None else None)
         blueprint = Blueprint(self.metadata, model, kernel_modules, pages, sidecar)

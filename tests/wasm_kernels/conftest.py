@@ -1,5 +1,5 @@
-"""A harness that runs any kernel provider on numpy arrays: the wasm kernel module for each
-ISA, and the host (numpy) provider, both instantiated directly with wasmtime."""
+"""A harness that runs any kernel provider on numpy arrays: the wasm kernel modules for each
+ISA, and the host (numpy) provider, both compiled and linked as a session does it."""
 
 from __future__ import annotations
 
@@ -9,13 +9,14 @@ from typing import Any
 
 import numpy as np
 import pytest
-import wasmtime
 
-import wasm_kernels
-from wasi_intrinsics.kernels import provider
-from wasm_kernels import abi
+from runtime.compartment import Compartment
+from runtime.linker import RegistryResolver
+from runtime.pool import link_kernels
+from runtime.session import compile_kernels
+from wasm_kernels import ISAS, abi
 
-PROVIDERS = (*wasm_kernels.ISAS, "host")
+PROVIDERS = (*ISAS, "host")
 PAGES = 512  # 32 MiB of linear memory
 
 
@@ -27,13 +28,6 @@ class Output:
     dtype: np.dtype
 
 
-def _engine(opt_level: str) -> wasmtime.Engine:
-    config = wasmtime.Config()
-    config.wasm_relaxed_simd = True
-    config.cranelift_opt_level = opt_level
-    return wasmtime.Engine(config)
-
-
 class Harness:
     """Calls kernels by ABI name with arrays placed in linear memory.
 
@@ -43,20 +37,15 @@ class Harness:
     """
 
     def __init__(self, name: str):
-        self.store = wasmtime.Store(_engine("speed"))
-        self.memory = wasmtime.Memory(self.store,
-                                      wasmtime.MemoryType(wasmtime.Limits(PAGES, None)))
-        if name == "host":
-            exports: Any = provider().instantiate(self.store, memory=self.memory)
-        else:
-            exports = {}
-            for level in wasm_kernels.OPT_LEVELS:  # as the runtime compiles them
-                names = frozenset(n for n in abi.BY_NAME if wasm_kernels.opt_level(n) == level)
-                code = wasmtime.Module(_engine(level), wasm_kernels.build(name, names))
-                module = wasmtime.Module.deserialize(self.store.engine, code.serialize())
-                instance = wasmtime.Instance(self.store, module, [self.memory])
-                exports |= instance.exports(self.store)
-        self.funcs: Callable[[str], Any] = lambda kernel: exports[kernel]
+        compartment = Compartment()
+        self.store = compartment.store
+        # As a session compiles and links them: the host provider, or a module per opt level.
+        compiled = None if name == "host" else compile_kernels(compartment, name,
+                                                                frozenset(abi.BY_NAME))
+        exports, self.memory = link_kernels(compartment, compiled, PAGES, RegistryResolver())
+        self.funcs: Callable[[str], Any] = (
+            (lambda kernel: exports[kernel]) if compiled is None
+            else (lambda kernel: exports[kernel].extern))
 
     @staticmethod
     def output(shape: tuple[int, ...], dtype: Any) -> Output:
