@@ -17,7 +17,7 @@ from functools import partial
 
 from ..abi import KernelSpec
 from ..wasm import Code, FuncType
-from . import activations, dense_tile
+from . import dense_tile
 from .dense_tile import DenseFrame, tile
 from .isa import ISAS, Isa
 from .loops import strided_loop
@@ -40,7 +40,7 @@ def emit(spec: KernelSpec, isa_name: str) -> tuple[FuncType, Code]:
     """Generate gemm or bmm kernel ``spec`` for ``isa_name``."""
     c = Code(spec.param_types)
     arg = {p: i for i, p in enumerate(spec.params)}
-    f = DenseFrame(c, ISAS[isa_name], arg, activations.epilogue_of(spec),
+    f = DenseFrame(c, ISAS[isa_name], arg, spec.activations,
                    *(c.local("i32") for _ in range(5)))
     # lda = k * 4, ldb = ldc = n * 4 (byte strides).
     c.emit("local.get", arg["k"]).emit("i32.const", 2).emit("i32.shl").emit("local.set", f.lda)

@@ -22,7 +22,7 @@ from functools import partial
 from ..abi import KernelSpec
 from ..pack import PANEL
 from ..wasm import Code, FuncType
-from . import activations, dense_tile
+from . import dense_tile
 from .dense_tile import DenseFrame, tile
 from .isa import ISAS
 from .loops import strided_loop
@@ -58,7 +58,7 @@ def emit(spec: KernelSpec, isa_name: str) -> tuple[FuncType, Code]:
     c = Code(spec.param_types)
     arg = {p: i for i, p in enumerate(spec.params)}
     i, j, lda, ldc, ib, iend, mb = (c.local("i32") for _ in range(7))
-    f = _Frame(c, ISAS[isa_name], arg, activations.epilogue_of(spec), i, j, lda, ldc, None,
+    f = _Frame(c, ISAS[isa_name], arg, spec.activations, i, j, lda, ldc, None,
                ib, iend, mb)
     # lda = k * 4, ldc = n * 4: the byte strides of A's and C's rows.
     c.emit("local.get", arg["k"]).emit("i32.const", 2).emit("i32.shl").emit("local.set", f.lda)
