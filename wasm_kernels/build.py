@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import functools
 import importlib
-from types import ModuleType
 
 from . import abi
 from .wasm import Code, FuncType, Limits, MemoryType, ModuleBuilder
@@ -14,21 +13,21 @@ ISAS = ("relaxed", "simd128", "scalar")
 
 
 OPT_LEVELS = ("speed", "none")
-"""cranelift opt levels a kernel family can ask to be compiled at (its template's
-``OPT_LEVEL``, ``"speed"`` when it names none): kernels written in the order they should run
-(unrolled dense tiles) keep it at ``"none"``, which the runtime compiles as a module of its
-own."""
+"""cranelift opt levels a kernel family can be compiled at; the runtime compiles one module
+per level."""
 
-
-def _template(spec: abi.KernelSpec) -> ModuleType:
-    return importlib.import_module(f"{__package__}.templates.{spec.family}")
+FAMILY_OPT_LEVELS = {"linear": "none", "gemm": "none"}
+"""Families written for an opt level other than ``"speed"``: the dense tiles of
+``templates/dense_tile.py`` are unrolled in the order they should run, which only ``"none"``
+keeps. Data here rather than in the templates, so that choosing needs no generator import."""
 
 
 def generate(spec: abi.KernelSpec, isa: str) -> tuple[FuncType, Code]:
     """The signature and body of one kernel for ``isa``, from ``templates/<family>.py``."""
     if isa not in ISAS:
         raise ValueError(f"unknown kernel ISA {isa!r}; available: {list(ISAS)}")
-    return _template(spec).emit(spec, isa)
+    template = importlib.import_module(f"{__package__}.templates.{spec.family}")
+    return template.emit(spec, isa)
 
 
 def opt_level(name: str) -> str:
@@ -39,7 +38,7 @@ def opt_level(name: str) -> str:
     """
     if name not in abi.BY_NAME:
         raise ValueError(f"not a kernel of {abi.MODULE}: {name!r}")
-    return str(getattr(_template(abi.BY_NAME[name]), "OPT_LEVEL", "speed"))
+    return FAMILY_OPT_LEVELS.get(abi.BY_NAME[name].family, "speed")
 
 
 MEMORY = "memory"

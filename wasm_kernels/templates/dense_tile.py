@@ -13,7 +13,8 @@ accumulators, 3 of A, 2 of B, a broadcast and the copy ``vfmadd213ps`` needs mak
 step one row stride further).
 
 The k loop is unrolled ``UNROLL`` times, in the order the steps should run, and the module
-holding these kernels is compiled at cranelift's opt level ``OPT_LEVEL``: at ``"speed"``
+holding these kernels is compiled at cranelift's opt level ``"none"``
+(``build.FAMILY_OPT_LEVELS``): at ``"speed"``
 the e-graph pass sinks the pure ops of an unrolled body (shuffles, multiply-adds) to their
 first use while the loads keep program order, so all loads come first and the accumulators
 spill; at ``"none"`` the written order is kept and 8 unrolled steps run without a spill
@@ -33,9 +34,6 @@ from .isa import ISAS, Isa, KernelFrame
 
 UNROLL = 8
 """Steps of k per loop iteration (a power of two); the ``k % UNROLL`` last run one by one."""
-
-OPT_LEVEL = "none"
-"""The cranelift opt level the kernels of the dense families are compiled at (see above)."""
 
 
 @dataclass

@@ -17,7 +17,6 @@ from functools import partial
 
 from ..abi import KernelSpec
 from ..wasm import Code, FuncType
-from . import dense_tile
 from .dense_tile import DenseFrame, tile
 from .isa import ISAS, Isa
 from .loops import strided_loop
@@ -25,9 +24,6 @@ from .loops import strided_loop
 TILES: dict[str, tuple[int, int]] = {"relaxed": (3, 8), "simd128": (3, 8), "scalar": (4, 2)}
 """(MR, NR): tile rows and columns per ISA (see ``dense_tile``: 3x8 is what fits in the 16
 XMM registers without a spill)."""
-
-OPT_LEVEL = dense_tile.OPT_LEVEL
-"""Compiled at the opt level its unrolled tile is written for."""
 
 
 def variant(isa: str) -> str:

@@ -22,7 +22,6 @@ from functools import partial
 from ..abi import KernelSpec
 from ..pack import PANEL
 from ..wasm import Code, FuncType
-from . import dense_tile
 from .dense_tile import DenseFrame, tile
 from .isa import ISAS
 from .loops import strided_loop
@@ -30,9 +29,6 @@ from .loops import strided_loop
 MR = {"relaxed": 3, "simd128": 3, "scalar": 1}
 """Rows of A per tile, by ISA (see ``dense_tile``); the scalar reference keeps its ``PANEL``
 accumulators in registers with one row."""
-
-OPT_LEVEL = dense_tile.OPT_LEVEL
-"""Compiled at the opt level its unrolled tile is written for."""
 
 BLOCK_BYTES = 1 << 17
 """Bytes of A per block: a quarter of a 512 KiB L2, so it stays there while W streams by."""
