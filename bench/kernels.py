@@ -8,9 +8,11 @@ Prints, per kernel (``f32_gemm``: B is (k, n); ``f32_linear``: W = B.T is (n, k)
 scalar reference. For ``f32_linear`` it also runs ``native/linear128.c``, the same
 algorithm compiled natively to 128-bit FMA code (when a C compiler is installed), and
 prints each variant's ratio to it: how much of its own design's 128-bit ceiling the wasm
-kernel keeps under wasmtime. The machine is shared and noisy: the contenders of a shape
-are timed in interleaved rounds, ratios are medians of per-round ratios, and no result is
-asserted.
+kernel keeps under wasmtime. The machine is shared and noisy: every contender runs on the
+calling thread (numpy's OpenBLAS pinned to one), so each call is timed in that thread's CPU
+time (``time.thread_time``: time spent preempted by other jobs does not count, time shared
+with a busy sibling hyperthread still does); the contenders of a shape are timed in
+interleaved rounds, ratios are medians of per-round ratios, and no result is asserted.
 """
 
 from __future__ import annotations
@@ -46,9 +48,9 @@ def median_seconds(run: Callable[[], object], repeat: int) -> float:
     run()  # warm up
     times = []
     for _ in range(repeat):
-        start = time.perf_counter()
+        start = time.thread_time()
         run()
-        times.append(time.perf_counter() - start)
+        times.append(time.thread_time() - start)
     return statistics.median(times)
 
 
@@ -116,9 +118,9 @@ def interleaved_seconds(runs: dict[str, Callable[[], object]], repeat: int
     times: dict[str, list[float]] = {name: [] for name in runs}
     for _ in range(repeat):
         for name, run in runs.items():
-            start = time.perf_counter()
+            start = time.thread_time()
             run()
-            times[name].append(time.perf_counter() - start)
+            times[name].append(time.thread_time() - start)
     return times
 
 

@@ -17,7 +17,8 @@ the same memory layout. Two timings per node:
   minimum over 5 such loops.
 
 Rows group nodes by op, fused epilogue and output shape, largest share first. The machine
-is shared: compare shares within one run, not milliseconds across runs.
+is shared: times are the calling thread's CPU time (preemption by other jobs is not counted);
+compare shares within one run, not milliseconds across runs.
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ import wasm_kernels
 from modelc import codegen, ops
 from modelc.graph import Graph, Node
 from runtime.compartment import Compartment
+from runtime.compartment import Limits as RuntimeLimits
 from wasm_kernels import abi
 from wasm_kernels.wasm import Code, FuncType, Limits, MemoryType, ModuleBuilder
 
@@ -98,11 +100,12 @@ def label(node: Node) -> str:
     return f"{node.op}{fused} {'x'.join(map(str, node.output.shape))}"
 
 
-def profile(graph: Graph, inputs: dict[str, np.ndarray], isa: str, runs: int
+def profile(graph: Graph, inputs: dict[str, np.ndarray], isa: str, runs: int,
+            limits: RuntimeLimits | None = None
             ) -> tuple[float, list[float], list[float]]:
     """(median ms of the whole ``run``, in-situ seconds per node, hot seconds per node)."""
     wasm, ctx, layout = profiling_module(graph)
-    compartment = Compartment()
+    compartment = Compartment(limits)
     store = compartment.store
     memory, kernels = kernel_exports(compartment, isa, layout.pages)
     model = wasmtime.Instance(store, wasmtime.Module(store.engine, wasm),
@@ -116,9 +119,9 @@ def profile(graph: Graph, inputs: dict[str, np.ndarray], isa: str, runs: int
             view[at:at + raw.size] = raw
 
     def timed(call: Callable[[], Any]) -> float:
-        start = time.perf_counter()
+        start = time.thread_time()
         call()
-        return time.perf_counter() - start
+        return time.thread_time() - start
 
     whole = []
     for _ in range(runs):
@@ -151,6 +154,8 @@ def main() -> None:
     parser.add_argument("--model", default="minilm-b1", choices=sorted(peers.MODELS))
     parser.add_argument("--isa", default="relaxed", choices=wasm_kernels.ISAS)
     parser.add_argument("--runs", type=int, default=7)
+    parser.add_argument("--timeout", action="store_true",
+                        help="compile as a session with a timeout does (epoch interruption)")
     parser.add_argument("--onnx", help="profile this ONNX export of the model instead")
     args = parser.parse_args()
     spec = peers.MODELS[args.model]
@@ -161,7 +166,8 @@ def main() -> None:
         reference = None if spec.kind == "minilm" else peers.torch_model(spec.kind)
         graph = modelc.trace(peers.nn_model(spec.kind, reference), inputs)
     graph = modelc.optimize(graph)
-    whole, in_situ, hot = profile(graph, inputs, args.isa, args.runs)
+    limits = RuntimeLimits(timeout=1e6) if args.timeout else None
+    whole, in_situ, hot = profile(graph, inputs, args.isa, args.runs, limits)
     groups: dict[str, list[float]] = collections.defaultdict(lambda: [0, 0.0, 0.0])
     for node, situ, warm in zip(graph.nodes, in_situ, hot):
         row = groups[label(node)]
