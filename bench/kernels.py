@@ -169,6 +169,34 @@ def bench_gemm(repeat: int) -> None:
             print(f"{kernel:>11}{f'{m}x{k}x{n}':>16}{row}")
 
 
+BMM_SHAPES = [(12, 128, 64, 128), (12, 128, 128, 64), (12, 128, 32, 128), (12, 128, 128, 32)]
+"""(batch, M, K, N): attention's scores and context at 12 heads of 64 (BERT-base) and of 32
+(MiniLM-L6), sequence 128."""
+
+
+def bench_bmm(repeat: int) -> None:
+    """f32_bmm per SIMD variant beside numpy's batched matmul on attention shapes."""
+    variants = {isa: Variant(isa, pages=400) for isa in wasm_kernels.ISAS if isa != "scalar"}
+    print(f"bmm GFLOPS (median of {repeat} interleaved rounds)")
+    print(f"{'batch x M x K x N':>20}" + "".join(f"{x:>10}" for x in [*variants, "numpy"])
+          + "".join(f"{isa + '/np':>12}" for isa in variants))
+    for batch, m, k, n in BMM_SHAPES:
+        rng = np.random.default_rng(0)
+        a = rng.standard_normal((batch, m, k), np.float32)
+        b = rng.standard_normal((batch, k, n), np.float32)
+        runs: dict[str, Callable[[], object]] = {}
+        for isa, variant in variants.items():
+            pa, pb, pc = variant.place([a, b, np.zeros((batch, m, n), np.float32)])
+            runs[isa] = partial(variant.exports["f32_bmm"], variant.store, pa, pb, pc, batch,
+                                m, k, n, m * k, k * n)
+        runs["numpy"] = partial(np.matmul, a, b)
+        times = interleaved_seconds(runs, repeat)
+        flops = 2 * batch * m * k * n
+        row = "".join(f"{flops / statistics.median(times[x]) / 1e9:>10.1f}" for x in runs)
+        row += "".join(f"{ratio(times, isa, 'numpy'):>12.2f}" for isa in variants)
+        print(f"{f'{batch}x{m}x{k}x{n}':>20}{row}")
+
+
 # name: (input (N, C, H, W), out channels, kernel, stride, padding, groups)
 CONV_SHAPES = {
     "3x3 64->64 @56": ((1, 64, 56, 56), 64, 3, 1, 1, 1),
@@ -241,9 +269,14 @@ def bench_conv(repeat: int) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=7, help="timed calls per measurement")
+    parser.add_argument("--only", default="gemm,bmm,conv",
+                        help="comma-separated sections to run (gemm, bmm, conv)")
     args = parser.parse_args()
-    bench_gemm(args.repeat)
-    bench_conv(args.repeat)
+    sections = {"gemm": bench_gemm, "bmm": bench_bmm, "conv": bench_conv}
+    for name in args.only.split(","):
+        if name not in sections:
+            parser.error(f"unknown section {name!r}; available: {sorted(sections)}")
+        sections[name](args.repeat)
 
 
 if __name__ == "__main__":

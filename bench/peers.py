@@ -204,15 +204,16 @@ def prepare(name: str, workdir: Path) -> dict[str, Any]:
 # ---------------------------------------------------------------- one cell (child)
 
 
-def _timed(run: Callable[[], Any], warmup: int, repeat: int, budget: float) -> list[float]:
+def _timed(run: Callable[[], Any], warmup: int, repeat: int, budget: float,
+           clock: Callable[[], float] = time.perf_counter) -> list[float]:
     for _ in range(warmup):
         run()
     times: list[float] = []
     deadline = time.perf_counter() + budget
     while len(times) < repeat and (len(times) < 3 or time.perf_counter() < deadline):
-        start = time.perf_counter()
+        start = clock()
         run()
-        times.append(time.perf_counter() - start)
+        times.append(clock() - start)
     return times
 
 
@@ -270,7 +271,8 @@ def run_cell(runtime_name: str, name: str, threads: int, workdir: Path,
                 model(*tensors)
     else:
         raise ValueError(f"unknown runtime {runtime_name!r}; available: {RUNTIMES}")
-    times = _timed(run, args.warmup, args.repeat, args.budget)
+    times = _timed(run, args.warmup, args.repeat, args.budget,
+                   time.process_time if args.clock == "cpu" else time.perf_counter)
     per_call = 2 if runtime_name.startswith("wasmnn") and threads == 2 else 1
     return {"median_ms": 1e3 * statistics.median(times) / per_call, "runs": len(times),
             "cold_ms": 1e3 * cold, "output": np.asarray(output)}
@@ -323,7 +325,7 @@ def measure(runtime_name: str, name: str, threads: int, workdir: Path,
         command = [sys.executable, str(Path(__file__).resolve()), "--cell",
                    f"{runtime_name}:{name}:{threads}", "--workdir", str(workdir),
                    "--warmup", str(args.warmup), "--repeat", str(args.repeat),
-                   "--budget", str(args.budget)]
+                   "--budget", str(args.budget), "--clock", args.clock]
     done = subprocess.run(command, check=False, capture_output=True, text=True, env=env,
                           timeout=900)
     if done.returncode != 0:
@@ -403,6 +405,9 @@ def main() -> int:
     parser.add_argument("--repeat", type=int, default=20)
     parser.add_argument("--budget", type=float, default=8.0, help="seconds of timed runs "
                         "per cell (at least 3 runs)")
+    parser.add_argument("--clock", choices=["wall", "cpu"], default="wall",
+                        help="time runs in wall-clock time, or in the process's CPU time (on a "
+                        "loaded machine: preemption is not counted; 1-thread cells only)")
     parser.add_argument("--json", help="also write the results here")
     parser.add_argument("--keep", help="keep the artifacts (.wasm, .onnx) in this folder")
     parser.add_argument("--cell", help=argparse.SUPPRESS)
