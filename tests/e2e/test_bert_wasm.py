@@ -7,6 +7,7 @@ import pytest
 import modelc
 import nn
 import runtime
+from executors import PROVIDERS
 
 DYNAMIC = {"input_ids": {0: ("batch", 1, 4), 1: ("seq", 1, 16)},
            "attention_mask": {0: ("batch", 1, 4), 1: ("seq", 1, 16)}}
@@ -31,7 +32,7 @@ def compiled():
     return model, modelc.export(model, example, dynamic=DYNAMIC)
 
 
-@pytest.mark.parametrize("kernels", ["relaxed", "simd128", "scalar", "host"])
+@pytest.mark.parametrize("kernels", PROVIDERS)
 def test_bert_matches_eager_at_two_batch_and_sequence_sizes(compiled, kernels):
     model, wasm = compiled
     rng = np.random.default_rng(5)

@@ -6,8 +6,7 @@ import pytest
 import modelc
 import nn
 import runtime
-
-PROVIDERS = ["relaxed", "simd128", "scalar", "host"]
+from executors import PROVIDERS
 
 
 def _reference(params: list[np.ndarray], x: np.ndarray) -> np.ndarray:

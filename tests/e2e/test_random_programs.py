@@ -26,6 +26,7 @@ import modelc
 import nn
 import nn.functional as F
 import runtime
+from executors import PROVIDERS
 
 Step = Callable[[np.ndarray], np.ndarray]
 
@@ -307,7 +308,7 @@ def program(request):
     return model, wasm, shape
 
 
-@pytest.mark.parametrize("kernels", ["relaxed", "simd128", "scalar", "host"])
+@pytest.mark.parametrize("kernels", PROVIDERS)
 def test_random_program_matches_eager(program, kernels):
     model, wasm, shape = program
     rng = np.random.default_rng(1)

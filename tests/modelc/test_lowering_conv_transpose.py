@@ -12,22 +12,11 @@ import pytest
 import modelc
 import nn
 import runtime
+from executors import PROVIDERS, Lambda
 from nn import functional as F
 
 torch = pytest.importorskip("torch")
 TF = torch.nn.functional
-
-PROVIDERS = ["relaxed", "simd128", "scalar", "host"]
-
-
-class Lambda(nn.Module):
-    def __init__(self, fn: Callable[..., object]) -> None:
-        super().__init__()
-        self.fn = fn
-
-    def forward(self, x):  # type: ignore[no-untyped-def]
-        return self.fn(x)
-
 
 def _r(*shape: int, seed: int = 0) -> np.ndarray:
     return np.random.default_rng(seed + sum(shape)).standard_normal(shape).astype(np.float32)

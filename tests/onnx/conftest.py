@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 import modelc
+from executors import PROVIDERS
 
 onnx = pytest.importorskip("onnx")
 ort = pytest.importorskip("onnxruntime")
@@ -60,7 +61,7 @@ def check_wasm_against_ort() -> Callable[..., None]:
     def check(model: Any, inputs: Mapping[str, np.ndarray]) -> None:
         want = ort_run(model, inputs)
         wasm = modelc.export(modelc.from_onnx(model))
-        for kernels in ("relaxed", "simd128", "scalar", "host"):
+        for kernels in PROVIDERS:
             with runtime.load(wasm, kernels=kernels) as session:
                 got = session.run(dict(inputs))
             assert sorted(got) == sorted(want)

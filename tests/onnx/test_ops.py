@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from executors import PROVIDERS
 
 onnx = pytest.importorskip("onnx")
 from onnx import helper, numpy_helper
@@ -233,7 +234,7 @@ MASK_CASES: dict[str, tuple] = {
 }
 
 
-@pytest.mark.parametrize("kernels", ["relaxed", "simd128", "scalar", "host"])
+@pytest.mark.parametrize("kernels", PROVIDERS)
 @pytest.mark.parametrize("case", sorted(MASK_CASES))
 def test_mask_op_runs_in_wasm_as_onnxruntime(case: str, kernels: str) -> None:
     import modelc

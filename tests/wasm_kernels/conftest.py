@@ -12,10 +12,10 @@ import pytest
 import wasmtime
 
 import wasm_kernels
+from executors import PROVIDERS
 from wasi_intrinsics.kernels import provider
 from wasm_kernels import abi
 
-PROVIDERS = (*wasm_kernels.ISAS, "host")
 PAGES = 512  # 32 MiB of linear memory
 
 
