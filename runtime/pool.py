@@ -22,8 +22,7 @@ import wasm_kernels
 from wasi_intrinsics.kernels import provider as host_kernels
 from wasi_intrinsics.wasi import MODULE as WASI_MODULE
 from wasi_intrinsics.wasi import WasiConfig, WasiState, preview1
-from wasm_kernels.wasm import Limits as WasmLimits
-from wasm_kernels.wasm import MemoryType, ModuleInfo
+from wasm_kernels.wasm import Limits, MemoryType, ModuleInfo
 
 from . import metadata as md
 from .compartment import Compartment
@@ -65,7 +64,7 @@ class ModelInstance:
         self._stderr = WasiConfig().stderr
         registry = RegistryResolver()
         registry.register("env", {"memory": Resolved(
-            self.memory, MemoryType(WasmLimits(blueprint.pages)))})
+            self.memory, MemoryType(Limits(blueprint.pages)))})
         wasi_imports = [i.name for i in blueprint.model[1].imports if i.module == WASI_MODULE]
         registry.register(WASI_MODULE, _WASI.instantiate(
             store, WasiState(WasiConfig(stderr=self._stderr)), only=wasi_imports))

@@ -10,7 +10,7 @@ from typing import Any
 import nn
 import wasm_kernels
 
-PROVIDERS: tuple[str, ...] = (*wasm_kernels.ISAS, "host")
+PROVIDERS: tuple[str, ...] = (*wasm_kernels.ISA_NAMES, "host")
 """Kernel providers: the wasm kernel module for each ISA, and the host (numpy) provider."""
 
 EXECUTORS: tuple[str, ...] = ("interpreter", *PROVIDERS)
