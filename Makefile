@@ -33,7 +33,10 @@ wasi-toolchain:
 demo: $(VENV)/.demo-installed wabt
 	$(PY) examples/digits/demo.py
 
+# Lint and type-check the five packages first (settings in pyproject.toml), then the suite.
 test: $(VENV)/.test-installed wabt wasi-toolchain
+	$(PY) -m ruff check nn modelc runtime wasi_intrinsics wasm_kernels
+	$(PY) -m mypy
 	$(PY) -m pytest -q
 
 clean:

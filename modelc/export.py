@@ -60,6 +60,7 @@ def export(model: nn.Module | Graph | str | os.PathLike[str], example_inputs: An
         TraceError, UnsupportedOpError, CompileError: the model cannot be compiled; the
             message names the op and the user's source line.
         ValueError: ``sidecar`` without ``path``, or with ``standalone``.
+        TypeError: ``model`` is none of a module, a graph or an ``.onnx`` path.
     """
     if sidecar and (path is None or standalone):
         raise ValueError("sidecar=True needs a path to write next to, and a non-standalone "
@@ -70,8 +71,11 @@ def export(model: nn.Module | Graph | str | os.PathLike[str], example_inputs: An
         graph = from_onnx(model, example_inputs, dynamic)
     elif isinstance(model, Graph):
         graph = model
-    else:
+    elif isinstance(model, nn.Module):
         graph = trace(model, example_inputs, dynamic)
+    else:
+        raise TypeError(f"expected an nn.Module, a Graph or a path to an .onnx file, got "
+                        f"{model!r}")
     if sidecar:
         assert path is not None
         weights_file = sidecar_path(path)

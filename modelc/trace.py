@@ -103,7 +103,7 @@ class SymbolicTensor:
     def __rtruediv__(self, other: Any) -> Any: return self._binary("div", other, True)
     def __matmul__(self, other: Any) -> Any: return self._binary("matmul", other)
     def __pow__(self, other: Any) -> Any: return self._binary("pow", other)
-    def __neg__(self) -> Any: return F.neg(self)
+    def __neg__(self) -> Any: return F.neg(self)  # type: ignore[arg-type]  # NOTE: dispatched
 
     def __bool__(self) -> bool:
         raise TraceError("data-dependent control flow: the truth value of a traced tensor "
@@ -126,7 +126,7 @@ class SymbolicTensor:
 
 
 def _flatten(values: Any) -> list[Any]:
-    out = []
+    out: list[Any] = []
     for v in values:
         out.extend(v if isinstance(v, (list, tuple)) else [v])
     return out
