@@ -3,11 +3,11 @@ against eager nn, with padded attention masks, on every kernel provider."""
 
 import numpy as np
 import pytest
+from executors import PROVIDERS
 
 import modelc
 import nn
 import runtime
-from executors import PROVIDERS
 
 DYNAMIC = {"input_ids": {0: ("batch", 1, 4), 1: ("seq", 1, 16)},
            "attention_mask": {0: ("batch", 1, 4), 1: ("seq", 1, 16)}}

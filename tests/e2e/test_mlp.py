@@ -2,11 +2,11 @@
 
 import numpy as np
 import pytest
+from executors import PROVIDERS
 
 import modelc
 import nn
 import runtime
-from executors import PROVIDERS
 
 
 def _reference(params: list[np.ndarray], x: np.ndarray) -> np.ndarray:

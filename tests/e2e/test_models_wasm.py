@@ -3,11 +3,11 @@ of each symbolic dim, on every kernel provider."""
 
 import numpy as np
 import pytest
+from executors import PROVIDERS
+from models import MODEL_CASES
 
 import modelc
 import runtime
-from executors import PROVIDERS
-from models import MODEL_CASES
 
 
 @pytest.fixture(scope="module", params=sorted(MODEL_CASES))

@@ -8,12 +8,12 @@ from typing import Any
 
 import numpy as np
 import pytest
+from executors import EXECUTORS, Lambda
+from ops import CASES, Case
 
 import modelc
 import nn
 import runtime
-from executors import EXECUTORS, Lambda
-from ops import CASES, Case
 
 
 def _feeds(case: Case) -> dict[str, np.ndarray]:
@@ -53,7 +53,7 @@ def test_row_matches_eager_nn(row: tuple[Case, nn.Module, dict[str, Any]],
 
 def test_every_op_has_a_row() -> None:
     covered: set[str] = set()
-    for name, case in CASES.items():
+    for case in CASES.values():
         traced = modelc.trace(Lambda(case.fn), case.inputs, dynamic=case.dynamic)
         covered |= {node.op for node in traced.nodes}
         covered |= {node.op for node in modelc.optimize(traced).nodes}

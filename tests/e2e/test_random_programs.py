@@ -20,13 +20,13 @@ from functools import partial
 
 import numpy as np
 import pytest
+from executors import PROVIDERS
 from standalone_runners import npy, run_node, run_wasi
 
 import modelc
 import nn
 import nn.functional as F
 import runtime
-from executors import PROVIDERS
 
 Step = Callable[[np.ndarray], np.ndarray]
 

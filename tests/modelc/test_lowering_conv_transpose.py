@@ -8,11 +8,11 @@ from collections.abc import Callable
 
 import numpy as np
 import pytest
+from executors import PROVIDERS, Lambda
 
 import modelc
 import nn
 import runtime
-from executors import PROVIDERS, Lambda
 from nn import functional as F
 
 torch = pytest.importorskip("torch")

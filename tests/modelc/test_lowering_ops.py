@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from executors import Lambda
 
 import modelc
 import runtime
-from executors import Lambda
 from nn import functional as F
-
 
 TABLE = np.random.default_rng(0).standard_normal((11, 6)).astype(np.float32)
 

@@ -3,9 +3,9 @@ at two values of each symbolic dim (neither of them the traced one)."""
 
 import numpy as np
 import pytest
+from models import MODEL_CASES, BasicBlock, randomize
 
 import modelc
-from models import MODEL_CASES, BasicBlock, randomize
 
 
 @pytest.mark.parametrize("case", sorted(MODEL_CASES))

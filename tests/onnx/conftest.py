@@ -12,9 +12,9 @@ from typing import Any
 
 import numpy as np
 import pytest
+from executors import PROVIDERS
 
 import modelc
-from executors import PROVIDERS
 
 onnx = pytest.importorskip("onnx")
 ort = pytest.importorskip("onnxruntime")

@@ -10,9 +10,9 @@ from typing import Any
 import numpy as np
 import pytest
 import wasmtime
+from executors import PROVIDERS
 
 import wasm_kernels
-from executors import PROVIDERS
 from wasi_intrinsics.kernels import provider
 from wasm_kernels import abi
 
