@@ -43,6 +43,7 @@ from .elementwise import (
 from .linear import linear, matmul
 from .normalization import batch_norm, group_norm, instance_norm, layer_norm
 from .pooling import adaptive_avg_pool2d, avg_pool2d, max_pool2d
+from .recurrent import gru, lstm, rnn
 from .reduction import amax, log_softmax, mean, softmax, sum
 from .shape import (
                           concat,
@@ -60,13 +61,13 @@ from .shape import (
 
 __all__ = ["PRIMITIVES", "abs", "adaptive_avg_pool2d", "add", "amax", "attention_weights",
            "avg_pool2d", "batch_norm", "cast", "concat", "conv1d", "conv2d", "conv_padding",
-           "conv_transpose2d", "div", "dropout", "embedding", "eq", "erf", "exp", "flatten",
-           "ge", "gelu", "group_norm", "gt", "hardsigmoid", "hardswish", "hardtanh",
+           "conv_transpose2d", "div", "dropout", "embedding", "eq", "erf", "exp", "flatten", "ge",
+           "gelu", "group_norm", "gru", "gt", "hardsigmoid", "hardswish", "hardtanh",
            "instance_norm", "layer_norm", "le", "leaky_relu", "linear", "log", "log_softmax",
-           "lt", "matmul", "max_pool2d", "maximum", "mean", "minimum", "mul", "ne", "neg",
-           "pad", "permute", "pow", "relu", "relu6", "reshape", "rsqrt",
-           "scaled_dot_product_attention", "sigmoid", "silu", "slice", "softmax", "split",
-           "sqrt", "squeeze", "sub", "sum", "tanh", "transpose", "unsqueeze", "where"]
+           "lstm", "lt", "matmul", "max_pool2d", "maximum", "mean", "minimum", "mul", "ne", "neg",
+           "pad", "permute", "pow", "relu", "relu6", "reshape", "rnn", "rsqrt",
+           "scaled_dot_product_attention", "sigmoid", "silu", "slice", "softmax", "split", "sqrt",
+           "squeeze", "sub", "sum", "tanh", "transpose", "unsqueeze", "where"]
 
 PRIMITIVES: tuple[str, ...] = tuple(sorted(
     name for name in __all__ if name != "PRIMITIVES" and is_primitive(globals()[name])))
