@@ -363,13 +363,52 @@ def _group_norm(ctx: HostContext, x: int, gamma: int, beta: int, y: int, n: int,
         + _tensor(memory, beta, (groups * channels, 1)))
 
 
+def _cell(spec: abi.KernelSpec) -> Callable[..., None]:
+    kind = spec.name.removeprefix("f32_").removesuffix("_cell")
+    gates = abi.CELL_GATES[kind]
+
+    def update(x: np.ndarray, hw: np.ndarray, h: np.ndarray, c: np.ndarray | None) -> None:
+        if kind == "lstm":
+            i, f, g, o = (x + hw).astype(np.float64).reshape(4, -1)
+            c[...] = _sigmoid(f) * c + _sigmoid(i) * np.tanh(g)
+            h[...] = _sigmoid(o) * np.tanh(c.astype(np.float64))
+        elif kind == "gru":
+            (xr, xz, xn), (hr, hz, hn) = x.reshape(3, -1), hw.reshape(3, -1)
+            r, z = _sigmoid(xr + hr), _sigmoid(xz + hz)
+            n = np.tanh(xn + r * hn)
+            h[...] = (1 - z) * n + z * h
+        else:
+            h[...] = _activate(x + hw, kind.removeprefix("rnn_"))
+
+    def cell(ctx: HostContext, *args: int) -> None:
+        arg = dict(zip(spec.params, args))
+        batch, hidden, step, steps = (arg[k] for k in ("batch", "hidden", "step", "steps"))
+        memory = ctx.memory
+        x = _tensor(memory, arg["x"], (steps, batch, gates * hidden))
+        hw = _tensor(memory, arg["hw"], (batch, gates * hidden))
+        h = _tensor(memory, arg["h"], (batch, hidden))
+        c = _tensor(memory, arg["c"], (batch, hidden)) if "c" in arg else None
+        y = _tensor(memory, arg["y"], (steps, batch, hidden))
+        lengths = (_tensor(memory, arg["lengths"], (batch,), np.dtype("<i4")) if arg["lengths"]
+                   else np.full(batch, steps))
+        for b, length in enumerate(lengths):
+            if step >= length:
+                y[step, b] = 0
+                continue
+            t = length - 1 - step if arg["reverse"] else step
+            update(x[t, b], hw[b], h[b], None if c is None else c[b])
+            y[t, b] = h[b]
+
+    return cell
+
+
 FAMILIES: dict[str, Callable[[abi.KernelSpec], Callable[..., None]]] = {
     "gemm": _gemm, "linear": _gemm, "unary": _unary, "binary": _binary, "reduce": _reduce,
     "rowwise": lambda spec: ROWWISE[spec.name.removeprefix("f32_")],
     "cast": _cast, "gather": lambda spec: _gather, "conv": _conv, "pool": _pool,
     "movement": lambda spec: _copy(spec) if spec.name == "f32_copy" else _where(spec),
     "norm": lambda spec: _group_norm, "conv_transpose": lambda spec: _conv_transpose,
-    "compare": _compare,
+    "compare": _compare, "recurrent": _cell,
 }
 
 

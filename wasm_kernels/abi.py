@@ -228,6 +228,34 @@ BMM_BIAS = KernelSpec(
     "f32_bmm: bias holds rows of n floats, each shared by bias_every consecutive batches "
     "(an attention mask of shape (B, 1, 1, T) added to (B, heads, T, T) scores)")
 
+# Recurrent layers (issue #19): one step of the gate math over the batch, after the
+# recurrent gemm; the model module loops over time.
+RECURRENT_CELLS: dict[str, str] = {
+    "lstm": "i, f, g, o = x[t] + hw (each (hidden,)); c = sigmoid(f) c + sigmoid(i) tanh(g); "
+            "h = sigmoid(o) tanh(c)",
+    "gru": "r, z, n = x[t], hw = h @ W_hh.T + b_hh split in three; r = sigmoid(x_r + hw_r), "
+           "z = sigmoid(x_z + hw_z), n = tanh(x_n + r hw_n); h = (1 - z) n + z h",
+    "rnn_tanh": "h = tanh(x[t] + hw)",
+    "rnn_relu": "h = max(x[t] + hw, 0)",
+}
+CELL_GATES: dict[str, int] = {"lstm": 4, "gru": 3, "rnn_tanh": 1, "rnn_relu": 1}
+
+
+def _cell(kind: str, math: str) -> KernelSpec:
+    states = ("c", "h") if kind == "lstm" else ("h",)
+    gates = CELL_GATES[kind]
+    return KernelSpec(
+        f"f32_{kind}_cell", "recurrent",
+        ("x", "hw") + states + ("y", "lengths", "batch", "hidden", "step", "steps", "reverse"),
+        f"one time step of a {kind} layer for each batch row b: x is (steps, batch, "
+        f"{gates} * hidden), the input projection of every step; hw is (batch, {gates} * "
+        f"hidden), the recurrent product of this step; {math}; the state(s) "
+        f"{', '.join(states)} (batch, hidden) are updated in place and h is also written to "
+        "y[t, b] of y (steps, batch, hidden). Row b runs while step < len = lengths[b] (int32 "
+        "(batch,); the pointer 0 gives every row length steps) at t = len - 1 - step when "
+        "reverse is nonzero, else t = step; past its end its state stays and y[step, b] = 0")
+
+
 KERNELS: tuple[KernelSpec, ...] = (
     *(_gemm(bias, residual, act) for bias in (False, True) for residual in (False, True)
       for act in GEMM_ACTIVATIONS),
@@ -248,6 +276,7 @@ KERNELS: tuple[KernelSpec, ...] = (
     ADAPTIVE_AVG_POOL,
     *MASKS,
     BMM_BIAS,
+    *(_cell(kind, math) for kind, math in RECURRENT_CELLS.items()),
 )
 
 BY_NAME: dict[str, KernelSpec] = {k.name: k for k in KERNELS}

@@ -1,0 +1,189 @@
+"""The recurrent family: one time step of an LSTM, GRU or RNN layer's gate math over the
+batch (``abi.RECURRENT_CELLS``), one register of hidden units at a time, then a scalar tail.
+
+For each batch row the kernel finds the row's length and time index, points one local at
+each gate's slice of ``x`` (this step's input projection) and of ``hw`` (this step's
+recurrent product), and maps them elementwise to the new state(s), written in place and to
+``y``. A row past its end only gets zeros in ``y``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from .. import abi
+from ..abi import KernelSpec
+from ..wasm import Code, FuncType
+from . import expr, vmath
+from .expr import Expr
+from .isa import ISAS, Isa, NamedFrame
+from .loops import strided_loop
+from .rows import with_tail
+
+Load = Callable[[str], Expr]
+Keep = Callable[[Expr], Expr]
+Store = Callable[[str, Expr], None]
+
+
+def _lstm(load: Load, keep: Keep, store: Store) -> None:
+    i, f, g, o = (load(f"x{k}") + load(f"r{k}") for k in range(4))
+    c = keep(vmath.sigmoid(f) * load("c_row") + vmath.sigmoid(i) * vmath.tanh(g))
+    store("c_row", c)
+    h = keep(vmath.sigmoid(o) * vmath.tanh(c))
+    store("h_row", h)
+    store("y_row", h)
+
+
+def _gru(load: Load, keep: Keep, store: Store) -> None:
+    r = vmath.sigmoid(load("x0") + load("r0"))
+    z = vmath.sigmoid(load("x1") + load("r1"))
+    n = keep(vmath.tanh(load("r2").madd(r, load("x2"))))
+    h = keep((load("h_row") - n).madd(z, n))  # (1 - z) n + z h
+    store("h_row", h)
+    store("y_row", h)
+
+
+def _rnn(activation: Callable[[Expr], Expr]) -> Callable[[Load, Keep, Store], None]:
+    def cell(load: Load, keep: Keep, store: Store) -> None:
+        h = keep(activation(load("x0") + load("r0")))
+        store("h_row", h)
+        store("y_row", h)
+
+    return cell
+
+
+CELLS: dict[str, Callable[[Load, Keep, Store], None]] = {
+    "lstm": _lstm, "gru": _gru, "rnn_tanh": _rnn(vmath.tanh),
+    "rnn_relu": _rnn(lambda x: x.max(0.0)),
+}
+
+
+def _pointer(f: NamedFrame, name: str, base: str, *factors: str | int) -> None:
+    """``name = base + 4 * product(factors)`` (a float's address)."""
+    f.get(base)
+    for k, term in enumerate(factors + (4,)):
+        if isinstance(term, int):
+            f.c.emit("i32.const", term)
+        else:
+            f.get(term)
+        if k:
+            f.c.emit("i32.mul")
+    f.c.emit("i32.add")
+    f.set(name)
+
+
+def _elements(f: NamedFrame, body: Callable[[Isa, dict[int, int]], None]) -> None:
+    """``body(isa, inputs)`` for each register of hidden units ``j``, then the tail."""
+    f.c.emit("i32.const", 0)
+    f.set("j")
+    for each in with_tail(f.isa):
+        strided_loop(f.c, f.v["j"], each.lanes, f.arg["hidden"],
+                     lambda each=each: body(each, {}))
+
+
+def _at_j(f: NamedFrame, pointer: str) -> None:
+    f.get(pointer, "j")
+    f.c.emit("i32.const", 2).emit("i32.shl").emit("i32.add")
+
+
+def _step_row(f: NamedFrame, kind: str) -> None:
+    """The live row's update: gate pointers, then the cell's elementwise map."""
+    gates = abi.CELL_GATES[kind]
+    c = f.c
+    f.get("t", "batch")
+    c.emit("i32.mul")
+    f.get("b")
+    c.emit("i32.add")
+    f.set("row")
+    for k in range(gates):
+        _pointer(f, f"x{k}", "x", "row", "hidden", gates)
+        _pointer(f, f"r{k}", "hw", "b", "hidden", gates)
+        if k:
+            f.add(f"x{k}", k * 4, "hidden")
+            f.add(f"r{k}", k * 4, "hidden")
+    _pointer(f, "h_row", "h", "b", "hidden")
+    if kind == "lstm":
+        _pointer(f, "c_row", "c", "b", "hidden")
+    _pointer(f, "y_row", "y", "row", "hidden")
+
+    def body(isa: Isa, inputs: dict[int, int]) -> None:
+        def keep(value: Expr) -> Expr:
+            expr.emit(c, isa, value, inputs)
+            local = c.local(isa.valtype)
+            c.emit("local.set", local)
+            inputs[local] = local
+            return Expr.input(local)
+
+        def load(pointer: str) -> Expr:
+            _at_j(f, pointer)
+            isa.load(c)
+            local = c.local(isa.valtype)
+            c.emit("local.set", local)
+            inputs[local] = local
+            return Expr.input(local)
+
+        def store(pointer: str, value: Expr) -> None:
+            _at_j(f, pointer)
+            expr.emit(c, isa, value, inputs)
+            isa.store(c)
+
+        CELLS[kind](load, keep, store)
+
+    _elements(f, body)
+
+
+def _zero_row(f: NamedFrame) -> None:
+    """y[step, b] = 0 for a row past its end."""
+    f.get("step", "batch")
+    f.c.emit("i32.mul")
+    f.get("b")
+    f.c.emit("i32.add")
+    f.set("row")
+    _pointer(f, "y_row", "y", "row", "hidden")
+
+    def body(isa: Isa, inputs: dict[int, int]) -> None:
+        _at_j(f, "y_row")
+        isa.const(f.c, 0.0)
+        isa.store(f.c)
+
+    _elements(f, body)
+
+
+def emit(spec: KernelSpec, isa_name: str) -> tuple[FuncType, Code]:
+    """Generate recurrent cell kernel ``spec`` (``f32_<kind>_cell``) for ``isa_name``."""
+    kind = spec.name.removeprefix("f32_").removesuffix("_cell")
+    c = Code(spec.param_types)
+    arg = {p: i for i, p in enumerate(spec.params)}
+    names = ["b", "len", "t", "j", "row", "h_row", "c_row", "y_row"]
+    names += [f"{p}{k}" for p in "xr" for k in range(abi.CELL_GATES[kind])]
+    f = NamedFrame(c, ISAS[isa_name], arg, (), {n: c.local("i32") for n in names})
+
+    def row() -> None:
+        f.get("lengths")
+        c.emit("if")
+        f.get("lengths", "b")
+        c.emit("i32.const", 2).emit("i32.shl").emit("i32.add").emit("i32.load", 2)
+        f.set("len")
+        c.emit("else")
+        f.get("steps")
+        f.set("len")
+        c.emit("end")
+        f.get("step", "len")
+        c.emit("i32.lt_s").emit("if")
+        f.get("step")
+        f.set("t")
+        f.get("reverse")
+        c.emit("if")
+        f.get("len")
+        c.emit("i32.const", 1).emit("i32.sub")
+        f.get("step")
+        c.emit("i32.sub")
+        f.set("t")
+        c.emit("end")
+        _step_row(f, kind)
+        c.emit("else")
+        _zero_row(f)
+        c.emit("end")
+
+    f.count("b", "batch", 1, row)
+    return FuncType(spec.param_types, spec.results), c
