@@ -4,7 +4,7 @@ The input projection of every step is already one ``linear`` node upstream (``ga
 the lowering emits, inside the model's ``run``: the initial states copied (or zeroed) into
 the final-state outputs, then ``for step in range(T)``: the recurrent gemm ``hw = h @
 W_hh.T`` (``f32_linear``, weight packed at compile time, into a scratch buffer) and one
-``f32_<cell>_cell`` call that applies the gate math to the whole batch. The trip count is
+call of the op's ``recurrent`` cell kernel, which applies the gate math to the whole batch. The trip count is
 read from the dims at run time, so a symbolic sequence length works.
 """
 
@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from wasm_kernels import abi
 from wasm_kernels.pack import pack_linear_weight
 
 from ..errors import CompileError
@@ -117,7 +118,7 @@ class Recurrence(OpDef):
         ctx.numel(node.inputs[0].shape[1:2])
         ctx.push(hidden)
         ctx.push(rows)
-        ctx.call("f32_linear_bias" if bias is not None else "f32_linear")
+        ctx.call(abi.find("linear", "linear", ("bias",) if bias is not None else ()).name)
 
     def _lengths(self, lengths: Value | None, ctx: LowerContext) -> None:
         """Push the int32 lengths' address, or 0 for none."""

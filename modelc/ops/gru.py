@@ -1,12 +1,14 @@
 """gru: one GRU direction over the projected inputs of every step (``nn.functional.gru``),
 lowered to a loop over time of the recurrent gemm (with ``bias_hh``, which the reset gate
-scales) and ``f32_gru_cell``."""
+scales) and the ``gru_cell`` kernel."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
 from ..errors import CompileError
+from wasm_kernels import abi
+
 from ._recurrent import Recurrence
 
 if TYPE_CHECKING:
@@ -23,7 +25,7 @@ class Gru(Recurrence):
             raise CompileError("gru with linear_before_reset=False (the reset gate applied "
                                "before the recurrent product, ONNX's default) has no wasm "
                                "lowering yet; torch's GRU (linear_before_reset=1) has")
-        return "f32_gru_cell"
+        return abi.find("recurrent", "gru_cell").name
 
 
 OP = Gru()

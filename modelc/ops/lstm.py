@@ -1,9 +1,11 @@
 """lstm: one LSTM direction over the projected inputs of every step (``nn.functional.lstm``),
-lowered to a loop over time of the recurrent gemm and ``f32_lstm_cell``."""
+lowered to a loop over time of the recurrent gemm and the ``lstm_cell`` kernel."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
+
+from wasm_kernels import abi
 
 from ._recurrent import Recurrence
 
@@ -17,7 +19,7 @@ class Lstm(Recurrence):
     states = ("h0", "c0")
 
     def cell(self, node: Node) -> str:
-        return "f32_lstm_cell"
+        return abi.find("recurrent", "lstm_cell").name
 
 
 OP = Lstm()

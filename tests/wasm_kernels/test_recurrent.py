@@ -18,28 +18,29 @@ def _sigmoid(x: np.ndarray) -> np.ndarray:
     return 1 / (1 + np.exp(-x))
 
 
-def _reference(kind: str, x: np.ndarray, hw: np.ndarray, h: np.ndarray,
+def _reference(spec: abi.KernelSpec, x: np.ndarray, hw: np.ndarray, h: np.ndarray,
                c: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """One row's new (h, c) in float64."""
-    if kind == "lstm":
+    if spec.op == "lstm_cell":
         i, f, g, o = np.split(x + hw, 4)
         c = _sigmoid(f) * c + _sigmoid(i) * np.tanh(g)
         return _sigmoid(o) * np.tanh(c), c
-    if kind == "gru":
+    if spec.op == "gru_cell":
         (xr, xz, xn), (hr, hz, hn) = np.split(x, 3), np.split(hw, 3)
         r, z = _sigmoid(xr + hr), _sigmoid(xz + hz)
         n = np.tanh(xn + r * hn)
         return (1 - z) * n + z * h, c
-    return (np.tanh(x + hw) if kind == "rnn_tanh" else np.maximum(x + hw, 0)), c
+    return (np.tanh(x + hw) if spec.epilogue == ("tanh",) else np.maximum(x + hw, 0)), c
 
 
 @pytest.mark.parametrize("reverse", [0, 1])
 @pytest.mark.parametrize("with_lengths", [False, True])
 @pytest.mark.parametrize("hidden", HIDDEN)
-@pytest.mark.parametrize("kind", list(abi.RECURRENT_CELLS))
-def test_cell_step_matches_numpy(kernels, kind: str, hidden: int, with_lengths: bool,  # type: ignore[no-untyped-def]
+@pytest.mark.parametrize("name", [k.name for k in abi.KERNELS if k.family == "recurrent"])
+def test_cell_step_matches_numpy(kernels, name: str, hidden: int, with_lengths: bool,  # type: ignore[no-untyped-def]
                                  reverse: int) -> None:
-    gates = abi.CELL_GATES[kind]
+    spec = abi.BY_NAME[name]
+    gates = abi.RECURRENT_CELLS[spec.op][0]
     rng = np.random.default_rng(hidden)
     x = (rng.standard_normal((STEPS, BATCH, gates * hidden)) * 2).astype(np.float32)
     hw = (rng.standard_normal((BATCH, gates * hidden)) * 2).astype(np.float32)
@@ -47,9 +48,9 @@ def test_cell_step_matches_numpy(kernels, kind: str, hidden: int, with_lengths: 
     c = rng.standard_normal((BATCH, hidden)).astype(np.float32)
     y = rng.standard_normal((STEPS, BATCH, hidden)).astype(np.float32)
     lengths = LENGTHS if with_lengths else np.full(BATCH, STEPS, np.int32)
-    states = {"c": kernels.inout(c), "h": kernels.inout(h)} if kind == "lstm" else {
+    states = {"c": kernels.inout(c), "h": kernels.inout(h)} if spec.op == "lstm_cell" else {
         "h": kernels.inout(h)}
-    got = kernels.call(f"f32_{kind}_cell", offset=4, x=x, hw=hw, **states, y=kernels.inout(y),
+    got = kernels.call(name, offset=4, x=x, hw=hw, **states, y=kernels.inout(y),
                        lengths=LENGTHS if with_lengths else 0, batch=BATCH, hidden=hidden,
                        step=STEP, steps=STEPS, reverse=reverse)
     want_h, want_c, want_y = h.astype(np.float64), c.astype(np.float64), y.astype(np.float64)
@@ -58,9 +59,9 @@ def test_cell_step_matches_numpy(kernels, kind: str, hidden: int, with_lengths: 
             want_y[STEP, b] = 0
             continue
         t = length - 1 - STEP if reverse else STEP
-        want_h[b], want_c[b] = _reference(kind, x[t, b].astype(np.float64), hw[b], h[b], c[b])
+        want_h[b], want_c[b] = _reference(spec, x[t, b].astype(np.float64), hw[b], h[b], c[b])
         want_y[t, b] = want_h[b]
     np.testing.assert_allclose(got["h"], want_h, rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(got["y"], want_y, rtol=1e-5, atol=1e-6)
-    if kind == "lstm":
+    if spec.op == "lstm_cell":
         np.testing.assert_allclose(got["c"], want_c, rtol=1e-5, atol=1e-6)

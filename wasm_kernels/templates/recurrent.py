@@ -14,7 +14,7 @@ from collections.abc import Callable
 from .. import abi
 from ..abi import KernelSpec
 from ..wasm import Code, FuncType
-from . import expr, vmath
+from . import activations, expr, vmath
 from .expr import Expr
 from .isa import ISAS, Isa, NamedFrame
 from .loops import strided_loop
@@ -43,19 +43,17 @@ def _gru(load: Load, keep: Keep, store: Store) -> None:
     store("y_row", h)
 
 
-def _rnn(activation: Callable[[Expr], Expr]) -> Callable[[Load, Keep, Store], None]:
+def _rnn(activation: str) -> Callable[[Load, Keep, Store], None]:
     def cell(load: Load, keep: Keep, store: Store) -> None:
-        h = keep(activation(load("x0") + load("r0")))
+        h = keep(activations.unary(activation)(load("x0") + load("r0")))
         store("h_row", h)
         store("y_row", h)
 
     return cell
 
 
-CELLS: dict[str, Callable[[Load, Keep, Store], None]] = {
-    "lstm": _lstm, "gru": _gru, "rnn_tanh": _rnn(vmath.tanh),
-    "rnn_relu": _rnn(lambda x: x.max(0.0)),
-}
+CELLS: dict[str, Callable[[Load, Keep, Store], None]] = {"lstm_cell": _lstm, "gru_cell": _gru}
+"""The gate math of each cell op but ``rnn_cell``, whose activation is its epilogue."""
 
 
 def _pointer(f: NamedFrame, name: str, base: str, *factors: str | int) -> None:
@@ -86,9 +84,9 @@ def _at_j(f: NamedFrame, pointer: str) -> None:
     f.c.emit("i32.const", 2).emit("i32.shl").emit("i32.add")
 
 
-def _step_row(f: NamedFrame, kind: str) -> None:
+def _step_row(f: NamedFrame, spec: KernelSpec) -> None:
     """The live row's update: gate pointers, then the cell's elementwise map."""
-    gates = abi.CELL_GATES[kind]
+    gates = abi.RECURRENT_CELLS[spec.op][0]
     c = f.c
     f.get("t", "batch")
     c.emit("i32.mul")
@@ -102,7 +100,7 @@ def _step_row(f: NamedFrame, kind: str) -> None:
             f.add(f"x{k}", k * 4, "hidden")
             f.add(f"r{k}", k * 4, "hidden")
     _pointer(f, "h_row", "h", "b", "hidden")
-    if kind == "lstm":
+    if "c" in f.arg:
         _pointer(f, "c_row", "c", "b", "hidden")
     _pointer(f, "y_row", "y", "row", "hidden")
 
@@ -127,7 +125,8 @@ def _step_row(f: NamedFrame, kind: str) -> None:
             expr.emit(c, isa, value, inputs)
             isa.store(c)
 
-        CELLS[kind](load, keep, store)
+        cell = CELLS[spec.op] if spec.op in CELLS else _rnn(spec.activations[0])
+        cell(load, keep, store)
 
     _elements(f, body)
 
@@ -150,12 +149,11 @@ def _zero_row(f: NamedFrame) -> None:
 
 
 def emit(spec: KernelSpec, isa_name: str) -> tuple[FuncType, Code]:
-    """Generate recurrent cell kernel ``spec`` (``f32_<kind>_cell``) for ``isa_name``."""
-    kind = spec.name.removeprefix("f32_").removesuffix("_cell")
+    """Generate recurrent cell kernel ``spec`` for ``isa_name``."""
     c = Code(spec.param_types)
     arg = {p: i for i, p in enumerate(spec.params)}
     names = ["b", "len", "t", "j", "row", "h_row", "c_row", "y_row"]
-    names += [f"{p}{k}" for p in "xr" for k in range(abi.CELL_GATES[kind])]
+    names += [f"{p}{k}" for p in "xr" for k in range(abi.RECURRENT_CELLS[spec.op][0])]
     f = NamedFrame(c, ISAS[isa_name], arg, (), {n: c.local("i32") for n in names})
 
     def row() -> None:
@@ -180,7 +178,7 @@ def emit(spec: KernelSpec, isa_name: str) -> tuple[FuncType, Code]:
         c.emit("i32.sub")
         f.set("t")
         c.emit("end")
-        _step_row(f, kind)
+        _step_row(f, spec)
         c.emit("else")
         _zero_row(f)
         c.emit("end")
