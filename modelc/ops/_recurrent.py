@@ -4,12 +4,14 @@ The input projection of every step is already one ``linear`` node upstream (``ga
 the lowering emits, inside the model's ``run``: the initial states copied (or zeroed) into
 the final-state outputs, then ``for step in range(T)``: the recurrent gemm ``hw = h @
 W_hh.T`` (``f32_linear``, weight packed at compile time, into a scratch buffer) and one
-call of the op's ``recurrent`` cell kernel, which applies the gate math to the whole batch. The trip count is
-read from the dims at run time, so a symbolic sequence length works.
+call of the op's ``recurrent`` cell kernel, which applies the gate math to the whole batch.
+The trip count is read from the dims at run time, so a symbolic sequence length works.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -28,6 +30,8 @@ if TYPE_CHECKING:
     from ..graph import Node, Shape, Value
 
 Result = list[tuple["Shape", str]]
+Push = Callable[[], None]
+"""Pushes one kernel argument (an address) when called."""
 
 
 class Recurrence(OpDef):
@@ -68,57 +72,55 @@ class Recurrence(OpDef):
 
     def lower(self, node: Node, ctx: LowerContext) -> None:
         named = dict(zip(node.input_names, node.inputs))
-        gates, weight = named["gates"], named["weight_hh"]
-        require_constant_weight(weight, self.name)
-        y, *finals = node.outputs
-        for init, final in zip(self.states, finals):
+        require_constant_weight(named["weight_hh"], self.name)
+        for init, final in zip(self.states, node.outputs[1:]):
             if init in named:
                 source = named[init]
                 copy_region(ctx, final.shape, source, (0,), list(dense_strides(source.shape)),
                             final, (0,))
             else:
                 fill(ctx, final, 0.0)
-        step, steps = ctx.local(), ctx.local()
-        ctx.numel(gates.shape[:1])
-        ctx.emit("local.set", steps)
+        counter = (ctx.local(), ctx.local())  # (step, steps)
+        ctx.numel(named["gates"].shape[:1])
+        ctx.emit("local.set", counter[1])
         ctx.push(0)
-        ctx.emit("local.set", step)
-        ctx.emit("block")
-        ctx.emit("loop")
-        for instruction in (("local.get", step), ("local.get", steps), ("i32.ge_u",),
-                            ("br_if", 1)):
+        ctx.emit("local.set", counter[0])
+        for instruction in (("block",), ("loop",), ("local.get", counter[0]),
+                            ("local.get", counter[1]), ("i32.ge_u",), ("br_if", 1)):
             ctx.emit(*instruction)
-        self._recurrent_gemm(node, named, ctx)
-        ctx.address(gates)
-        ctx.scratch(node)
-        for final in reversed(finals):  # the cell takes (c, h)
-            ctx.address(final)
-        ctx.address(y)
-        self._lengths(named.get("lengths"), ctx)
-        ctx.numel(gates.shape[1:2])
-        ctx.push(weight.shape[1])
-        ctx.emit("local.get", step)
-        ctx.emit("local.get", steps)
-        ctx.push(int(bool(node.attrs.get("reverse", False))))
-        ctx.call(self.cell(node))
-        for instruction in (("local.get", step), ("i32.const", 1), ("i32.add",),
-                            ("local.set", step), ("br", 0), ("end",), ("end",)):
+        self.step(node, named, ctx, counter)
+        for instruction in (("local.get", counter[0]), ("i32.const", 1), ("i32.add",),
+                            ("local.set", counter[0]), ("br", 0), ("end",), ("end",)):
             ctx.emit(*instruction)
 
-    def _recurrent_gemm(self, node: Node, named: dict[str, Value], ctx: LowerContext) -> None:
-        """``scratch = h @ W_hh.T (+ recurrent bias)`` with h the first final-state output."""
-        weight = named["weight_hh"]
-        rows, hidden = weight.shape
+    def step(self, node: Node, named: dict[str, Value], ctx: LowerContext,
+             counter: tuple[int, int]) -> None:
+        """One time step: ``scratch = h @ W_hh.T (+ recurrent bias)``, then the cell kernel
+        on (c, h, y) (h is the first final-state output)."""
+        y, *finals = node.outputs
         bias = named.get(self.recurrent_bias) if self.recurrent_bias else None
-        ctx.address(node.outputs[1])
-        ctx.constant(pack_linear_weight(np.asarray(weight.data, dtype=np.float32)))
-        if bias is not None:
-            ctx.address(bias)
-        ctx.scratch(node)
-        ctx.numel(node.inputs[0].shape[1:2])
-        ctx.push(hidden)
-        ctx.push(rows)
-        ctx.call(abi.find("linear", "linear", ("bias",) if bias is not None else ()).name)
+        recurrent_gemm(ctx, node, lambda: ctx.address(finals[0]), named["weight_hh"].data,
+                       None if bias is None else lambda: ctx.address(bias),
+                       lambda: ctx.scratch(node))
+        self.call_cell(ctx, node, named, counter, self.cell(node),
+                       [lambda: ctx.scratch(node), *(partial(ctx.address, v)
+                                                    for v in reversed(finals)),
+                        lambda: ctx.address(y)])
+
+    def call_cell(self, ctx: LowerContext, node: Node, named: dict[str, Value],
+                  counter: tuple[int, int], kernel: str, operands: list[Push]) -> None:
+        """Call cell ``kernel`` on the gates, then ``operands`` (hw, states, outputs as its
+        ABI row orders them), the lengths and the sizes of this step."""
+        ctx.address(named["gates"])
+        for push in operands:
+            push()
+        self._lengths(named.get("lengths"), ctx)
+        ctx.numel(named["gates"].shape[1:2])
+        ctx.push(named["weight_hh"].shape[1])
+        ctx.emit("local.get", counter[0])
+        ctx.emit("local.get", counter[1])
+        ctx.push(int(bool(node.attrs.get("reverse", False))))
+        ctx.call(kernel)
 
     def _lengths(self, lengths: Value | None, ctx: LowerContext) -> None:
         """Push the int32 lengths' address, or 0 for none."""
@@ -131,3 +133,19 @@ class Recurrence(OpDef):
         else:
             raise CompileError(f"{self.name}: run-time lengths must be int32, got "
                                f"{lengths.dtype}")
+
+
+def recurrent_gemm(ctx: LowerContext, node: Node, source: Push, weight: np.ndarray,
+                   bias: Push | None, target: Push) -> None:
+    """``target (B, n) = source (B, k) @ weight.T (+ bias)`` with ``weight`` (n, k) packed
+    at compile time; B is the batch of ``node``'s gates."""
+    rows, hidden = weight.shape
+    source()
+    ctx.constant(pack_linear_weight(np.asarray(weight, dtype=np.float32)))
+    if bias is not None:
+        bias()
+    target()
+    ctx.numel(node.inputs[0].shape[1:2])
+    ctx.push(hidden)
+    ctx.push(rows)
+    ctx.call(abi.find("linear", "linear", ("bias",) if bias is not None else ()).name)

@@ -96,3 +96,18 @@ def test_one_loop_per_direction_in_the_compiled_graph(compiled: Any) -> None:
     for node in recurrences:
         assert node.inputs[0].producer is not None
         assert node.inputs[0].producer.op == "linear"
+
+
+def test_onnx_style_gru_with_a_run_time_recurrent_bias_is_refused() -> None:
+    """ONNX's default GRU splits bias_hh between its two products at compile time."""
+    from nn import functional as F
+
+    class Gru(nn.Module):
+        def forward(self, gates: Any, bias: Any) -> Any:
+            return F.gru(gates, np.ones((6, 2), np.float32), bias,
+                         linear_before_reset=False)[0]
+
+    example = (np.zeros((3, 1, 6), np.float32), np.zeros(6, np.float32))
+    with pytest.raises(modelc.CompileError, match="linear_before_reset=False needs bias_hh "
+                                                  "known at compile time"):
+        modelc.export(Gru(), example)

@@ -126,7 +126,7 @@ class SequenceGraph(RandomGraph):
         }
 
     def _recurrent(self) -> str:
-        """An LSTM, GRU (torch's reset) or RNN over S in a random direction: X goes time-major
+        """An LSTM, GRU (either reset) or RNN over S in a random direction: X goes time-major
         and the directions' outputs come back as features, (batch, S, dirs * hidden)."""
         rng, (s, d) = self.rng, self.shape
         op = str(rng.choice(["LSTM", "GRU", "RNN"]))
@@ -139,7 +139,7 @@ class SequenceGraph(RandomGraph):
             inputs.append(self.weight(dirs, 2 * gates * hidden))
         attrs: dict[str, object] = {"hidden_size": hidden, "direction": direction}
         if op == "GRU":
-            attrs["linear_before_reset"] = 1
+            attrs["linear_before_reset"] = int(rng.integers(2))
         y = self.node(op, inputs, **attrs)  # (S, dirs, batch, hidden)
         return self.node("Reshape", [self.node("Transpose", [y], perm=[2, 0, 1, 3]),
                                      self.const(np.array([0, s, dirs * hidden], np.int64))])

@@ -89,17 +89,16 @@ CASES: dict[str, tuple[str, dict[str, Any]]] = {
     "rnn_relu_bidirectional": ("RNN", {"activations": ["Relu", "Relu"],
                                        "direction": "bidirectional", "lengths": "known"}),
     "rnn_reverse_only_y": ("RNN", {"direction": "reverse", "outputs": ("Y",)}),
-}
-INTERPRETED = {
-    "gru_default_reset_after_product": ("GRU", {"direction": "bidirectional",
-                                                "states": True}),
-    "gru_default_lengths": ("GRU", {"lengths": "known", "direction": "reverse"}),
+    "gru_default_reset_before_product": ("GRU", {"direction": "bidirectional",
+                                                 "states": True}),
+    "gru_default_lengths_no_bias": ("GRU", {"lengths": "known", "direction": "reverse",
+                                            "bias": False, "hidden": 9}),
 }
 
 
-@pytest.mark.parametrize("case", sorted(CASES | INTERPRETED))
+@pytest.mark.parametrize("case", sorted(CASES))
 def test_imported_recurrence_matches_onnxruntime(case: str, check_against_ort: Any) -> None:
-    op, kwargs = (CASES | INTERPRETED)[case]
+    op, kwargs = CASES[case]
     model, feeds = recurrent_model(op, **kwargs)
     check_against_ort(model, [feeds])
 
@@ -142,11 +141,10 @@ def test_batch_major_layout_matches_the_time_major_model(case: str, compare_with
         compare_with_ort(back, twin, swapped, f"layout 1 in the {where}")
 
 
-@pytest.mark.parametrize("op", ["LSTM", "GRU", "RNN"])
+@pytest.mark.parametrize("op", ["LSTM", "GRU", "RNN"])  # GRU: ONNX's default reset
 def test_symbolic_length_and_batch_set_the_trip_count(op: str, compare_with_ort: Any) -> None:
     runtime = pytest.importorskip("runtime")
-    model, _ = recurrent_model(op, direction="bidirectional", symbolic=True, hidden=7,
-                               **({"linear_before_reset": 1} if op == "GRU" else {}))
+    model, _ = recurrent_model(op, direction="bidirectional", symbolic=True, hidden=7)
     wasm = modelc.export(modelc.from_onnx(model))
     rng = np.random.default_rng(4)
     for kernels in PROVIDERS:
@@ -220,13 +218,6 @@ def test_unsupported_variants_are_refused_naming_the_node(case: str) -> None:
     with pytest.raises(modelc.CompileError, match=rf"ONNX node 'the_{op.lower()}' "
                                                    rf"\({op}\): {message}"):
         modelc.from_onnx(model)
-
-
-def test_default_gru_says_it_does_not_lower_yet() -> None:
-    model, _ = recurrent_model("GRU")
-    with pytest.raises(modelc.CompileError, match=r"gru with linear_before_reset=False .* "
-                                                   r"has no wasm lowering yet"):
-        modelc.export(modelc.from_onnx(model))
 
 
 def test_run_time_int64_lengths_are_refused_in_wasm() -> None:

@@ -18,19 +18,23 @@ def _sigmoid(x: np.ndarray) -> np.ndarray:
     return 1 / (1 + np.exp(-x))
 
 
-def _reference(spec: abi.KernelSpec, x: np.ndarray, hw: np.ndarray, h: np.ndarray,
-               c: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """One row's new (h, c) in float64."""
+def _reference(spec: abi.KernelSpec, x: np.ndarray, hw: np.ndarray,
+               row: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """One row's new states in float64."""
+    hidden = row["h"].size
+    g, r = x.reshape(-1, hidden), hw.reshape(-1, hidden)
     if spec.op == "lstm_cell":
-        i, f, g, o = np.split(x + hw, 4)
-        c = _sigmoid(f) * c + _sigmoid(i) * np.tanh(g)
-        return _sigmoid(o) * np.tanh(c), c
-    if spec.op == "gru_cell":
-        (xr, xz, xn), (hr, hz, hn) = np.split(x, 3), np.split(hw, 3)
-        r, z = _sigmoid(xr + hr), _sigmoid(xz + hz)
-        n = np.tanh(xn + r * hn)
-        return (1 - z) * n + z * h, c
-    return (np.tanh(x + hw) if spec.epilogue == ("tanh",) else np.maximum(x + hw, 0)), c
+        c = _sigmoid(g[1] + r[1]) * row["c"] + _sigmoid(g[0] + r[0]) * np.tanh(g[2] + r[2])
+        return {"c": c, "h": _sigmoid(g[3] + r[3]) * np.tanh(c)}
+    if spec.op == "gru_reset":
+        return {"rh": _sigmoid(g[0] + r[0]) * row["h"]}
+    if spec.op in ("gru_cell", "gru_update"):
+        z = _sigmoid(g[1] + r[1])
+        n = np.tanh(g[2] + (_sigmoid(g[0] + r[0]) * r[2] if spec.op == "gru_cell"
+                            else row["hn"]))
+        return {"h": (1 - z) * n + z * row["h"]}
+    act = np.tanh if spec.epilogue == ("tanh",) else (lambda v: np.maximum(v, 0))
+    return {"h": act(g[0] + r[0])}
 
 
 @pytest.mark.parametrize("reverse", [0, 1])
@@ -40,28 +44,29 @@ def _reference(spec: abi.KernelSpec, x: np.ndarray, hw: np.ndarray, h: np.ndarra
 def test_cell_step_matches_numpy(kernels, name: str, hidden: int, with_lengths: bool,  # type: ignore[no-untyped-def]
                                  reverse: int) -> None:
     spec = abi.BY_NAME[name]
-    gates = abi.RECURRENT_CELLS[spec.op][0]
+    operands, x_gates, hw_gates, _ = abi.RECURRENT_CELLS[spec.op]
     rng = np.random.default_rng(hidden)
-    x = (rng.standard_normal((STEPS, BATCH, gates * hidden)) * 2).astype(np.float32)
-    hw = (rng.standard_normal((BATCH, gates * hidden)) * 2).astype(np.float32)
-    h = rng.standard_normal((BATCH, hidden)).astype(np.float32)
-    c = rng.standard_normal((BATCH, hidden)).astype(np.float32)
-    y = rng.standard_normal((STEPS, BATCH, hidden)).astype(np.float32)
+    x = (rng.standard_normal((STEPS, BATCH, x_gates * hidden)) * 2).astype(np.float32)
+    hw = (rng.standard_normal((BATCH, hw_gates * hidden)) * 2).astype(np.float32)
+    given = {n: rng.standard_normal((STEPS, BATCH, hidden) if n == "y" else (BATCH, hidden)
+                                    ).astype(np.float32) for n in operands}
     lengths = LENGTHS if with_lengths else np.full(BATCH, STEPS, np.int32)
-    states = {"c": kernels.inout(c), "h": kernels.inout(h)} if spec.op == "lstm_cell" else {
-        "h": kernels.inout(h)}
-    got = kernels.call(name, offset=4, x=x, hw=hw, **states, y=kernels.inout(y),
+    got = kernels.call(name, offset=4, x=x, hw=hw,
+                       **{n: kernels.inout(v) for n, v in given.items()},
                        lengths=LENGTHS if with_lengths else 0, batch=BATCH, hidden=hidden,
                        step=STEP, steps=STEPS, reverse=reverse)
-    want_h, want_c, want_y = h.astype(np.float64), c.astype(np.float64), y.astype(np.float64)
+    want = {n: v.astype(np.float64) for n, v in given.items()}
     for b, length in enumerate(lengths):
         if STEP >= length:
-            want_y[STEP, b] = 0
+            if "y" in want:
+                want["y"][STEP, b] = 0
             continue
         t = length - 1 - STEP if reverse else STEP
-        want_h[b], want_c[b] = _reference(spec, x[t, b].astype(np.float64), hw[b], h[b], c[b])
-        want_y[t, b] = want_h[b]
-    np.testing.assert_allclose(got["h"], want_h, rtol=1e-5, atol=1e-6)
-    np.testing.assert_allclose(got["y"], want_y, rtol=1e-5, atol=1e-6)
-    if spec.op == "lstm_cell":
-        np.testing.assert_allclose(got["c"], want_c, rtol=1e-5, atol=1e-6)
+        new = _reference(spec, x[t, b].astype(np.float64), hw[b],
+                         {n: v[b] for n, v in given.items() if n != "y"})
+        for n, v in new.items():
+            want[n][b] = v
+        if "y" in want:
+            want["y"][t, b] = new["h"]
+    for n in operands:
+        np.testing.assert_allclose(got[n], want[n], rtol=1e-5, atol=1e-6, err_msg=n)

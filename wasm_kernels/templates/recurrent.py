@@ -43,6 +43,18 @@ def _gru(load: Load, keep: Keep, store: Store) -> None:
     store("y_row", h)
 
 
+def _gru_reset(load: Load, keep: Keep, store: Store) -> None:
+    store("rh_row", vmath.sigmoid(load("x0") + load("r0")) * load("h_row"))
+
+
+def _gru_update(load: Load, keep: Keep, store: Store) -> None:
+    z = vmath.sigmoid(load("x1") + load("r1"))
+    n = keep(vmath.tanh(load("x2") + load("hn_row")))
+    h = keep((load("h_row") - n).madd(z, n))  # (1 - z) n + z h
+    store("h_row", h)
+    store("y_row", h)
+
+
 def _rnn(activation: str) -> Callable[[Load, Keep, Store], None]:
     def cell(load: Load, keep: Keep, store: Store) -> None:
         h = keep(activations.unary(activation)(load("x0") + load("r0")))
@@ -52,7 +64,8 @@ def _rnn(activation: str) -> Callable[[Load, Keep, Store], None]:
     return cell
 
 
-CELLS: dict[str, Callable[[Load, Keep, Store], None]] = {"lstm_cell": _lstm, "gru_cell": _gru}
+CELLS: dict[str, Callable[[Load, Keep, Store], None]] = {
+    "lstm_cell": _lstm, "gru_cell": _gru, "gru_reset": _gru_reset, "gru_update": _gru_update}
 """The gate math of each cell op but ``rnn_cell``, whose activation is its epilogue."""
 
 
@@ -85,24 +98,21 @@ def _at_j(f: NamedFrame, pointer: str) -> None:
 
 
 def _step_row(f: NamedFrame, spec: KernelSpec) -> None:
-    """The live row's update: gate pointers, then the cell's elementwise map."""
-    gates = abi.RECURRENT_CELLS[spec.op][0]
+    """The live row's update: gate and row pointers, then the cell's elementwise map."""
+    operands, x_gates, hw_gates, _ = abi.RECURRENT_CELLS[spec.op]
     c = f.c
     f.get("t", "batch")
     c.emit("i32.mul")
     f.get("b")
     c.emit("i32.add")
     f.set("row")
-    for k in range(gates):
-        _pointer(f, f"x{k}", "x", "row", "hidden", gates)
-        _pointer(f, f"r{k}", "hw", "b", "hidden", gates)
-        if k:
-            f.add(f"x{k}", k * 4, "hidden")
-            f.add(f"r{k}", k * 4, "hidden")
-    _pointer(f, "h_row", "h", "b", "hidden")
-    if "c" in f.arg:
-        _pointer(f, "c_row", "c", "b", "hidden")
-    _pointer(f, "y_row", "y", "row", "hidden")
+    for prefix, base, row, gates in (("x", "x", "row", x_gates), ("r", "hw", "b", hw_gates)):
+        for k in range(gates):
+            _pointer(f, f"{prefix}{k}", base, row, "hidden", gates)
+            if k:
+                f.add(f"{prefix}{k}", k * 4, "hidden")
+    for name in operands:
+        _pointer(f, f"{name}_row", name, "row" if name == "y" else "b", "hidden")
 
     def body(isa: Isa, inputs: dict[int, int]) -> None:
         def keep(value: Expr) -> Expr:
@@ -152,8 +162,9 @@ def emit(spec: KernelSpec, isa_name: str) -> tuple[FuncType, Code]:
     """Generate recurrent cell kernel ``spec`` for ``isa_name``."""
     c = Code(spec.param_types)
     arg = {p: i for i, p in enumerate(spec.params)}
-    names = ["b", "len", "t", "j", "row", "h_row", "c_row", "y_row"]
-    names += [f"{p}{k}" for p in "xr" for k in range(abi.RECURRENT_CELLS[spec.op][0])]
+    operands, x_gates, hw_gates, _ = abi.RECURRENT_CELLS[spec.op]
+    names = ["b", "len", "t", "j", "row", *(f"{name}_row" for name in operands)]
+    names += [f"x{k}" for k in range(x_gates)] + [f"r{k}" for k in range(hw_gates)]
     f = NamedFrame(c, ISAS[isa_name], arg, (), {n: c.local("i32") for n in names})
 
     def row() -> None:
@@ -179,8 +190,9 @@ def emit(spec: KernelSpec, isa_name: str) -> tuple[FuncType, Code]:
         f.set("t")
         c.emit("end")
         _step_row(f, spec)
-        c.emit("else")
-        _zero_row(f)
+        if "y" in arg:
+            c.emit("else")
+            _zero_row(f)
         c.emit("end")
 
     f.count("b", "batch", 1, row)
