@@ -12,6 +12,7 @@ from .._dispatch import is_primitive
 from .activation import gelu, hardsigmoid, hardswish, hardtanh, leaky_relu, relu6, silu
 from .attention import attention_weights, scaled_dot_product_attention
 from .conv import conv1d, conv2d, conv_padding, conv_transpose2d
+from .creation import full
 from .dropout import dropout
 from .elementwise import (
                           abs,
@@ -61,8 +62,8 @@ from .shape import (
 
 __all__ = ["PRIMITIVES", "abs", "adaptive_avg_pool2d", "add", "amax", "attention_weights",
            "avg_pool2d", "batch_norm", "cast", "concat", "conv1d", "conv2d", "conv_padding",
-           "conv_transpose2d", "div", "dropout", "embedding", "eq", "erf", "exp", "flatten", "ge",
-           "gelu", "group_norm", "gru", "gt", "hardsigmoid", "hardswish", "hardtanh",
+           "conv_transpose2d", "div", "dropout", "embedding", "eq", "erf", "exp", "flatten",
+           "full", "ge", "gelu", "group_norm", "gru", "gt", "hardsigmoid", "hardswish", "hardtanh",
            "instance_norm", "layer_norm", "le", "leaky_relu", "linear", "log", "log_softmax",
            "lstm", "lt", "matmul", "max_pool2d", "maximum", "mean", "minimum", "mul", "ne", "neg",
            "pad", "permute", "pow", "relu", "relu6", "reshape", "rnn", "rsqrt",

@@ -160,9 +160,9 @@ def test_symbolic_length_and_batch_set_the_trip_count(op: str, compare_with_ort:
 def test_torch_exported_layer_runs_in_wasm_as_onnxruntime(kind: str, given_states: bool,
                                                           torch_to_onnx: Any,
                                                           compare_with_ort: Any) -> None:
-    """nn.LSTM / nn.GRU (2 layers, bidirectional, batch_first) through torch.onnx. Without
-    states torch builds zeros of shape (4, batch, 10) with ConstantOfShape, which needs a
-    fixed batch; with states given as inputs the batch is symbolic too."""
+    """nn.LSTM / nn.GRU (2 layers, bidirectional, batch_first) through torch.onnx with a
+    symbolic batch and length. Without states torch builds their zeros with ConstantOfShape
+    over the batch, a run-time ``full``."""
     torch = pytest.importorskip("torch")
     runtime = pytest.importorskip("runtime")
     torch.manual_seed(0)
@@ -170,11 +170,8 @@ def test_torch_exported_layer_runs_in_wasm_as_onnxruntime(kind: str, given_state
     names = ["y", "h_n", "c_n"] if kind == "LSTM" else ["y", "h_n"]
     rng = np.random.default_rng(5)
     state_names = (["h0", "c0"] if kind == "LSTM" else ["h0"]) if given_states else []
-    batches = (2, 3) if given_states else (2, 2)
-    axes = {"x": {1: "seq"}, "y": {1: "seq"}}
-    if given_states:
-        axes = {"x": {0: "batch", 1: "seq"}, "y": {0: "batch", 1: "seq"},
-                **{s: {1: "batch"} for s in state_names}}
+    axes = {"x": {0: "batch", 1: "seq"}, "y": {0: "batch", 1: "seq"},
+            **{s: {1: "batch"} for s in [*state_names, *names[1:]]}}
     example = (torch.zeros(2, 5, 6),) + ((tuple(torch.zeros(4, 2, 10) for _ in state_names)
                                           if kind == "LSTM" else torch.zeros(4, 2, 10),)
                                          if given_states else ())
@@ -182,7 +179,7 @@ def test_torch_exported_layer_runs_in_wasm_as_onnxruntime(kind: str, given_state
     wasm = modelc.export(modelc.from_onnx(data))
     for kernels in PROVIDERS:
         with runtime.load(wasm, kernels=kernels) as session:
-            for batch, steps in zip(batches, (5, 17)):
+            for batch, steps in ((2, 5), (3, 17)):
                 feeds = {"x": rng.standard_normal((batch, steps, 6)).astype(np.float32)}
                 feeds |= {s: rng.standard_normal((4, batch, 10)).astype(np.float32)
                           for s in state_names}
