@@ -225,6 +225,17 @@ def _gather(ctx: HostContext, table: int, index: int, y: int, count: int, rows: 
     _tensor(ctx.memory, y, (count, dim))[...] = _tensor(ctx.memory, table, (rows, dim))[indices]
 
 
+def _resample(ctx: HostContext, x: int, index: int, weight: int, y: int, outer: int, n: int,
+              on: int, inner: int, taps: int) -> None:
+    rows = _tensor(ctx.memory, index, (on, taps), np.dtype("<i4"))
+    bad = (rows < 0) | (rows >= n)
+    if bad.any():
+        raise IndexError(f"f32_resample: row {int(rows[bad][0])} is outside [0, {n})")
+    weights = _tensor(ctx.memory, weight, (on, taps))[None, :, :, None]
+    gathered = _tensor(ctx.memory, x, (outer, n, inner))[:, rows, :]  # (outer, on, taps, inner)
+    _tensor(ctx.memory, y, (outer, on, inner))[...] = (gathered * weights).sum(axis=2)
+
+
 def _windows(x: np.ndarray, kernel: tuple[int, int], stride: tuple[int, int],
              pad: tuple[int, int], dilation: tuple[int, int], out: tuple[int, int],
              fill: float) -> np.ndarray:
@@ -369,7 +380,7 @@ FAMILIES: dict[str, Callable[[abi.KernelSpec], Callable[..., None]]] = {
     "cast": _cast, "gather": lambda spec: _gather, "conv": _conv, "pool": _pool,
     "movement": lambda spec: _copy(spec) if spec.name == "f32_copy" else _where(spec),
     "norm": lambda spec: _group_norm, "conv_transpose": lambda spec: _conv_transpose,
-    "compare": _compare,
+    "compare": _compare, "resample": lambda spec: _resample,
 }
 
 

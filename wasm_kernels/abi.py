@@ -228,6 +228,14 @@ BMM_BIAS = KernelSpec(
     "f32_bmm: bias holds rows of n floats, each shared by bias_every consecutive batches "
     "(an attention mask of shape (B, 1, 1, T) added to (B, heads, T, T) scores)")
 
+RESAMPLE = KernelSpec(
+    "f32_resample", "resample",
+    ("x", "index", "weight", "y", "outer", "n", "on", "inner", "taps"),
+    "y(outer, on, inner) = sum over t < taps of weight[o * taps + t] * x(outer, index[o * taps "
+    "+ t], inner) for x(outer, n, inner): one axis of a resize (nearest, linear, cubic), with "
+    "the (on, taps) int32 row index (each in [0, n)) and f32 weight tables computed at "
+    "compile time; y must not alias x")
+
 KERNELS: tuple[KernelSpec, ...] = (
     *(_gemm(bias, residual, act) for bias in (False, True) for residual in (False, True)
       for act in GEMM_ACTIVATIONS),
@@ -248,6 +256,7 @@ KERNELS: tuple[KernelSpec, ...] = (
     ADAPTIVE_AVG_POOL,
     *MASKS,
     BMM_BIAS,
+    RESAMPLE,
 )
 
 BY_NAME: dict[str, KernelSpec] = {k.name: k for k in KERNELS}

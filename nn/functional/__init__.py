@@ -44,6 +44,7 @@ from .linear import linear, matmul
 from .normalization import batch_norm, group_norm, instance_norm, layer_norm
 from .pooling import adaptive_avg_pool2d, avg_pool2d, max_pool2d
 from .reduction import amax, log_softmax, mean, softmax, sum
+from .resize import interpolate, resample
 from .shape import (
                           concat,
                           embedding,
@@ -64,7 +65,7 @@ __all__ = ["PRIMITIVES", "abs", "adaptive_avg_pool2d", "add", "amax", "attention
            "ge", "gelu", "group_norm", "gt", "hardsigmoid", "hardswish", "hardtanh",
            "instance_norm", "layer_norm", "le", "leaky_relu", "linear", "log", "log_softmax",
            "lt", "matmul", "max_pool2d", "maximum", "mean", "minimum", "mul", "ne", "neg",
-           "pad", "permute", "pow", "relu", "relu6", "reshape", "rsqrt",
+           "interpolate", "pad", "permute", "pow", "relu", "relu6", "resample", "reshape", "rsqrt",
            "scaled_dot_product_attention", "sigmoid", "silu", "slice", "softmax", "split",
            "sqrt", "squeeze", "sub", "sum", "tanh", "transpose", "unsqueeze", "where"]
 

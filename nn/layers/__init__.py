@@ -22,6 +22,7 @@ from .norm import BatchNorm1d, BatchNorm2d, GroupNorm, InstanceNorm2d, LayerNorm
 from .pooling import AdaptiveAvgPool2d, AvgPool2d, MaxPool2d
 from .sparse import Embedding
 from .transformer import TransformerEncoder, TransformerEncoderLayer
+from .upsample import Upsample
 
 __all__ = [
                          "GELU",
@@ -57,4 +58,5 @@ __all__ = [
                          "Tanh",
                          "TransformerEncoder",
                          "TransformerEncoderLayer",
+                         "Upsample",
 ]

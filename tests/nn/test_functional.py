@@ -20,6 +20,7 @@ TF = torch.nn.functional
 
 rng = np.random.default_rng(0)
 X = (rng.standard_normal((2, 3, 5)) * 3).astype(np.float32)
+IMAGE = rng.standard_normal((2, 3, 5, 6)).astype(np.float32)
 Y = (rng.standard_normal((3, 5)) * 3).astype(np.float32)
 POS = np.abs(X) + 0.1
 
@@ -84,6 +85,18 @@ CASES: list[tuple[str, Callable[..., Any], Callable[..., Any], tuple[Any, ...]]]
     ("conv1d", lambda x, w: F.conv1d(x, w, padding="same", dilation=2),
      lambda x, w: TF.conv1d(x, w, padding="same", dilation=2),
      (X, rng.standard_normal((4, 3, 3)).astype(np.float32))),
+    ("interpolate", lambda x: F.interpolate(x, scale_factor=(1.5, 0.7), mode="bilinear"),
+     lambda x: TF.interpolate(x, scale_factor=(1.5, 0.7), mode="bilinear"), (IMAGE,)),
+    *((f"interpolate_{mode}", lambda x, m=mode: F.interpolate(x, size=(7, 3), mode=m),
+       lambda x, m=mode: TF.interpolate(x, size=(7, 3), mode=m), (IMAGE,))
+      for mode in ("nearest", "nearest-exact", "bicubic")),
+    ("interpolate_align_corners",
+     lambda x: F.interpolate(x, scale_factor=3, mode="bicubic", align_corners=True),
+     lambda x: TF.interpolate(x, scale_factor=3, mode="bicubic", align_corners=True),
+     (IMAGE,)),
+    ("interpolate_trilinear",
+     lambda x: F.interpolate(x[None, None], size=(3, 9, 2), mode="trilinear"),
+     lambda x: TF.interpolate(x[None, None], size=(3, 9, 2), mode="trilinear"), (X,)),
 ]
 
 
