@@ -57,6 +57,7 @@ ACTIVATIONS: dict[str, Callable[[np.ndarray], np.ndarray]] = {
     "tanh": np.tanh, "erf": lambda x: _special("erf")(x), "sigmoid": _sigmoid,
     "silu": lambda x: x * _sigmoid(x),
     "gelu": lambda x: x / 2 * _special("erfc")(-x / np.sqrt(2)),
+    "floor": np.floor, "ceil": np.ceil, "round": np.round, "sin": np.sin, "cos": np.cos,
 }
 """The reference semantics of every activation in the ABI (computed in float64)."""
 

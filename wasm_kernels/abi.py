@@ -70,6 +70,9 @@ UNARY_OPS: dict[str, str] = {
     "sqrt": "sqrt(x)", "exp": "e**x", "log": "ln(x)", "tanh": "tanh(x)", "erf": "erf(x)",
     "sigmoid": "1 / (1 + e**-x)", "silu": "x / (1 + e**-x)",
     "gelu": "x / 2 * (1 + erf(x / sqrt(2)))",
+    "floor": "floor(x)", "ceil": "ceil(x)", "round": "x rounded to nearest, ties to even",
+    "sin": "sin(x) (abs error <= 2e-7 for |x| <= 8192)",
+    "cos": "cos(x) (abs error <= 2e-7 for |x| <= 8192)",
 }
 
 

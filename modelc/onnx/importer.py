@@ -18,10 +18,11 @@ import numpy as np
 from ..errors import CompileError, UnsupportedOpError
 from ..graph import Dim, Graph, Value
 from ..trace import DynamicSpec, SymbolicTensor, Tracer
-from . import ops_math, ops_nn, ops_resize, ops_shape
+from . import ops_activation, ops_math, ops_nn, ops_resize, ops_shape
 from .node import OnnxNode
 
-OPS = {**ops_math.OPS, **ops_nn.OPS, **ops_resize.OPS, **ops_shape.OPS}
+OPS = {**ops_activation.OPS, **ops_math.OPS, **ops_nn.OPS, **ops_resize.OPS,
+       **ops_shape.OPS}
 """Every supported ONNX op type (default domain) and its import function."""
 OPSETS = (9, 21)
 """The default-domain opset versions the importer follows (inclusive)."""

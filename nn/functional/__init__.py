@@ -9,7 +9,24 @@ in primitives, so they trace and compile with no further code. Functions take an
 from __future__ import annotations
 
 from .._dispatch import is_primitive
-from .activation import gelu, hardsigmoid, hardswish, hardtanh, leaky_relu, relu6, silu
+from .activation import (
+                         celu,
+                         elu,
+                         gelu,
+                         hardshrink,
+                         hardsigmoid,
+                         hardswish,
+                         hardtanh,
+                         leaky_relu,
+                         mish,
+                         relu6,
+                         selu,
+                         shrink,
+                         silu,
+                         softplus,
+                         softshrink,
+                         softsign,
+)
 from .attention import attention_weights, scaled_dot_product_attention
 from .conv import conv1d, conv2d, conv_padding, conv_transpose2d
 from .dropout import dropout
@@ -45,6 +62,7 @@ from .normalization import batch_norm, group_norm, instance_norm, layer_norm
 from .pooling import adaptive_avg_pool2d, avg_pool2d, max_pool2d
 from .reduction import amax, log_softmax, mean, softmax, sum
 from .resize import interpolate, resample
+from .rounding import ceil, cos, floor, fmod, round, sign, sin, trunc
 from .shape import (
                           concat,
                           embedding,
@@ -60,14 +78,16 @@ from .shape import (
 )
 
 __all__ = ["PRIMITIVES", "abs", "adaptive_avg_pool2d", "add", "amax", "attention_weights",
-           "avg_pool2d", "batch_norm", "cast", "concat", "conv1d", "conv2d", "conv_padding",
-           "conv_transpose2d", "div", "dropout", "embedding", "eq", "erf", "exp", "flatten",
-           "ge", "gelu", "group_norm", "gt", "hardsigmoid", "hardswish", "hardtanh",
-           "instance_norm", "layer_norm", "le", "leaky_relu", "linear", "log", "log_softmax",
-           "lt", "matmul", "max_pool2d", "maximum", "mean", "minimum", "mul", "ne", "neg",
-           "interpolate", "pad", "permute", "pow", "relu", "relu6", "resample", "reshape", "rsqrt",
-           "scaled_dot_product_attention", "sigmoid", "silu", "slice", "softmax", "split",
-           "sqrt", "squeeze", "sub", "sum", "tanh", "transpose", "unsqueeze", "where"]
+           "avg_pool2d", "batch_norm", "cast", "ceil", "celu", "concat", "conv1d", "conv2d",
+           "conv_padding", "conv_transpose2d", "cos", "div", "dropout", "elu", "embedding", "eq",
+           "erf", "exp", "flatten", "floor", "fmod", "ge", "gelu", "group_norm", "gt",
+           "hardshrink", "hardsigmoid", "hardswish", "hardtanh", "instance_norm", "interpolate",
+           "layer_norm", "le", "leaky_relu", "linear", "log", "log_softmax", "lt", "matmul",
+           "max_pool2d", "maximum", "mean", "minimum", "mish", "mul", "ne", "neg", "pad",
+           "permute", "pow", "relu", "relu6", "resample", "reshape", "round", "rsqrt",
+           "scaled_dot_product_attention", "selu", "shrink", "sigmoid", "sign", "silu", "sin",
+           "slice", "softmax", "softplus", "softshrink", "softsign", "split", "sqrt", "squeeze",
+           "sub", "sum", "tanh", "transpose", "trunc", "unsqueeze", "where"]
 
 PRIMITIVES: tuple[str, ...] = tuple(sorted(
     name for name in __all__ if name != "PRIMITIVES" and is_primitive(globals()[name])))

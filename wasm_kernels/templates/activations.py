@@ -18,6 +18,9 @@ ACTIVATIONS: dict[str, Callable[[Expr], Expr]] = {
     "neg": lambda x: -x,
     "abs": lambda x: x.abs(),
     "sqrt": lambda x: x.sqrt(),
+    "floor": lambda x: x.floor(),
+    "ceil": lambda x: x.ceil(),
+    "round": lambda x: x.nearest(),
     **vmath.FUNCTIONS,
 }
 
