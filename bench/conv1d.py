@@ -13,9 +13,11 @@ ratio is the median of per-round ratios. No result is asserted.
 from __future__ import annotations
 
 import argparse
+import functools
 import statistics
 import time
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -53,6 +55,13 @@ def _timer(session: runtime.Session, x: np.ndarray) -> Callable[[], float]:
     return once
 
 
+def _torch_timer(torch: Any, x: Any, weight: Any, stride: int) -> float:
+    with torch.no_grad():
+        start = time.perf_counter()
+        torch.nn.functional.conv1d(x, weight, stride=stride)
+        return time.perf_counter() - start
+
+
 def bench(repeat: int) -> None:
     import torch  # an extra, only for the peer column
 
@@ -73,16 +82,11 @@ def bench(repeat: int) -> None:
             session = runtime.load(modelc.export(model, (inputs,)))
             timers[label] = _timer(session, inputs)
         tx, tw = torch.from_numpy(x), torch.from_numpy(weight)
-        with torch.no_grad():
-            def peer() -> float:
-                start = time.perf_counter()
-                torch.nn.functional.conv1d(tx, tw, stride=s)
-                return time.perf_counter() - start
-            timers["torch"] = peer
+        timers["torch"] = functools.partial(_torch_timer, torch, tx, tw, s)
         rounds = [{label: timer() for label, timer in timers.items()} for _ in range(repeat)]
         ms = {label: statistics.median(r[label] for r in rounds) * 1e3 for label in timers}
 
-        def ratio(a: str, b: str) -> float:
+        def ratio(a: str, b: str, rounds: list[dict[str, float]] = rounds) -> float:
             return statistics.median(r[a] / r[b] for r in rounds)
 
         print(f"{name:>28}{ms['conv1d']:>9.2f}{ms['1 x L']:>9.2f}{ms['L x 1']:>9.2f}"

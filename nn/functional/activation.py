@@ -159,8 +159,8 @@ def shrink(input: np.ndarray, lambd: float = 0.5, bias: float = 0.0) -> np.ndarr
 def hardshrink(input: np.ndarray, lambd: float = 0.5) -> np.ndarray:
     """``x`` where ``|x| > lambd``, else 0.
 
-    >>> hardshrink(np.array([-1.0, 0.2, 0.7], np.float32)).tolist()
-    [-1.0, 0.0, 0.7]
+    >>> hardshrink(np.array([-1.0, 0.2, 0.75], np.float32)).tolist()
+    [-1.0, 0.0, 0.75]
     """
     return shrink(input, lambd, 0.0)
 

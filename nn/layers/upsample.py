@@ -25,7 +25,10 @@ class Upsample(Module):
     def __init__(self, size: Any = None, scale_factor: Any = None, mode: str = "nearest",
                  align_corners: bool | None = None) -> None:
         super().__init__()
-        self.size, self.scale_factor = size, scale_factor
+        self.size = size
+        # NOTE: torch stores a scalar factor as a float (its repr shows 2.0).
+        self.scale_factor = (float(scale_factor) if isinstance(scale_factor, (int, float))
+                             else scale_factor)
         self.mode, self.align_corners = mode, align_corners
 
     def forward(self, input: Any) -> Any:

@@ -254,7 +254,8 @@ def test_mask_op_runs_in_wasm_as_onnxruntime(case: str, kernels: str) -> None:
 ONNX_UNARY: dict[str, str | None] = {
     "relu": "Relu", "relu6": None, "neg": "Neg", "abs": "Abs", "sqrt": "Sqrt", "exp": "Exp",
     "log": "Log", "tanh": "Tanh", "erf": "Erf", "sigmoid": "Sigmoid", "silu": None,
-    "gelu": "Gelu", "hardswish": "HardSwish",
+    "gelu": "Gelu", "hardswish": "HardSwish", "floor": "Floor", "ceil": "Ceil",
+    "round": "Round", "sin": "Sin", "cos": "Cos",
 }
 
 
