@@ -25,6 +25,22 @@ def _check(input: Any, factor: int, op: str) -> tuple[Any, int, int, int]:
     return tuple(input.shape)  # type: ignore[return-value]
 
 
+def _lead(n: Any, k: int) -> tuple[Any, ...]:
+    """The leading axes (N, K) of a rearrangement that keeps them together: one axis when
+    N is fixed, and no axis of size 1, which the strided kernel could not merge away."""
+    if isinstance(n, int):
+        return (n * k,)
+    return (n, k) if k > 1 else (n,)
+
+
+def _swap(input: Any, lead: tuple[Any, ...], a: int, b: int, rest: tuple[int, ...] = ()
+          ) -> Any:
+    """``input`` viewed as (*lead, a, b, *rest), with the ``a`` and ``b`` axes swapped."""
+    k = len(lead)
+    order = (*range(k), k + 1, k, *range(k + 2, k + 2 + len(rest)))
+    return permute(reshape(input, (*lead, a, b, *rest)), order)
+
+
 def pixel_shuffle(input: Any, upscale_factor: int) -> Any:
     """(N, C * r * r, H, W) -> (N, C, H * r, W * r), as torch's ``pixel_shuffle``.
 
@@ -42,8 +58,8 @@ def pixel_shuffle(input: Any, upscale_factor: int) -> Any:
                          f"by the square of upscale_factor, but input.size(-3)={c} is not "
                          f"divisible by {r * r}")
     depth = c // (r * r)
-    rows = permute(reshape(input, (n, depth, r * r, h, w)), (0, 1, 3, 2, 4))
-    columns = permute(reshape(rows, (n, depth * h * r, r, w)), (0, 1, 3, 2))  # (N, C' H r, W, r)
+    rows = _swap(input, _lead(n, depth), r * r, h, (w,))  # (N C', H, r r, W)
+    columns = _swap(rows, _lead(n, depth * h * r), r, w)  # (N C' H r, W, r)
     return reshape(columns, (n, depth, h * r, w * r))
 
 
@@ -62,9 +78,9 @@ def pixel_unshuffle(input: Any, downscale_factor: int) -> Any:
     if h % r or w % r:
         raise ValueError(f"pixel_unshuffle expects height ({h}) and width ({w}) to be "
                          f"divisible by downscale_factor ({r})")
-    columns = permute(reshape(input, (n, c * h, w // r, r)), (0, 1, 3, 2))  # (N, C H, r, W')
-    rows = permute(reshape(columns, (n, c, h // r, r * r, w // r)), (0, 1, 3, 2, 4))
-    return reshape(rows, (n, c * r * r, h // r, w // r))  # (N, C, r r, H', W')
+    columns = _swap(input, _lead(n, c * h), w // r, r)  # (N C H, r, W')
+    rows = _swap(columns, _lead(n, c), h // r, r * r, (w // r,))  # (N C, r r, H', W')
+    return reshape(rows, (n, c * r * r, h // r, w // r))
 
 
 def channel_shuffle(input: Any, groups: int) -> Any:
@@ -82,5 +98,4 @@ def channel_shuffle(input: Any, groups: int) -> Any:
     if c % groups:
         raise ValueError(f"channel_shuffle: {c} channels are not divisible by {groups} "
                          "groups")
-    swapped = permute(reshape(input, (n, groups, c // groups, h * w)), (0, 2, 1, 3))
-    return reshape(swapped, (n, c, h, w))
+    return reshape(_swap(input, _lead(n, 1), groups, c // groups, (h * w,)), (n, c, h, w))
