@@ -202,11 +202,11 @@ def _gather(ctx: HostContext, table: int, index: int, y: int, count: int, rows: 
 
 def _resample(ctx: HostContext, x: int, index: int, weight: int, y: int, outer: int, n: int,
               on: int, inner: int, taps: int) -> None:
-    rows = _tensor(ctx.memory, index, (on, taps), np.dtype("<i4"))
+    rows = _tensor(ctx.memory, index, (taps, on), np.dtype("<i4")).T
     bad = (rows < 0) | (rows >= n)
     if bad.any():
         raise IndexError(f"f32_resample: row {int(rows[bad][0])} is outside [0, {n})")
-    weights = _tensor(ctx.memory, weight, (on, taps))[None, :, :, None]
+    weights = _tensor(ctx.memory, weight, (taps, on)).T[None, :, :, None]
     gathered = _tensor(ctx.memory, x, (outer, n, inner))[:, rows, :]  # (outer, on, taps, inner)
     _tensor(ctx.memory, y, (outer, on, inner))[...] = (gathered * weights).sum(axis=2)
 

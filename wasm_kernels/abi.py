@@ -269,10 +269,10 @@ BMM_BIAS = KernelSpec(
 RESAMPLE = KernelSpec(
     "f32_resample", "resample", "resample",
     ("x", "index", "weight", "y", "outer", "n", "on", "inner", "taps"),
-    "y(outer, on, inner) = sum over t < taps of weight[o * taps + t] * x(outer, index[o * taps "
-    "+ t], inner) for x(outer, n, inner): one axis of a resize (nearest, linear, cubic), with "
-    "the (on, taps) int32 row index (each in [0, n)) and f32 weight tables computed at "
-    "compile time; y must not alias x")
+    "y(outer, on, inner) = sum over t < taps of weight[t * on + o] * x(outer, index[t * on + "
+    "o], inner) for x(outer, n, inner): one axis of a resize (nearest, linear, cubic), with "
+    "the tap-major (taps, on) int32 row index (each in [0, n)) and f32 weight tables "
+    "computed at compile time; y must not alias x")
 
 KERNELS: tuple[KernelSpec, ...] = (
     *(_gemm(bias, residual, act) for bias in (False, True) for residual in (False, True)

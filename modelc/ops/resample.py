@@ -2,7 +2,8 @@
 constant (out, taps) index and weight tables (``nn.functional.resize``).
 
 Lowered to one ``f32_resample`` over (outer, size, inner): only the resampled axis must
-have a fixed size, so a symbolic batch or sequence axis elsewhere is fine.
+have a fixed size, so a symbolic batch or sequence axis elsewhere is fine. The tables are
+placed tap-major, so the kernel reads a register of weights for consecutive outputs.
 """
 
 from __future__ import annotations
@@ -45,8 +46,8 @@ class Resample(OpDef):
         dim = axis(node.attrs["dim"], len(shape))
         rows, taps = index.shape
         ctx.address(source)
-        ctx.constant(np.asarray(index.data, np.int32))
-        ctx.address(weight)
+        ctx.constant(np.ascontiguousarray(np.asarray(index.data, np.int32).T))  # (taps, on)
+        ctx.constant(np.ascontiguousarray(np.asarray(weight.data, np.float32).T))
         ctx.address(node.output)
         ctx.numel(shape[:dim])
         ctx.push(shape[dim])
