@@ -37,7 +37,8 @@ def assert_matches(got: np.ndarray, ref: Any, name: str) -> None:
     Python float to float64 (``np.where(c, 1.0, 0.0)``), as a compiled model computes."""
     ref = np.asarray(ref)
     assert got.shape == ref.shape, name
-    assert got.dtype in {ref.dtype, np.dtype(np.float32 if ref.dtype == np.float64 else ref.dtype)}, name
+    demoted = np.dtype(np.float32) if ref.dtype == np.float64 else ref.dtype
+    assert got.dtype in {ref.dtype, demoted}, name
     if ref.dtype.kind in "biu":
         np.testing.assert_array_equal(got, ref, err_msg=name)
     else:
@@ -46,7 +47,7 @@ def assert_matches(got: np.ndarray, ref: Any, name: str) -> None:
 
 
 @pytest.fixture(scope="module", params=sorted(CASES))
-def compiled(request):  # type: ignore[no-untyped-def]
+def compiled(request: pytest.FixtureRequest) -> tuple[str, Case, bytes]:
     case = CASES[request.param]
     model = Lambda(case.fn)
     wasm = modelc.export(model, (case.inputs(),), dynamic=_dynamic(case))
@@ -54,7 +55,7 @@ def compiled(request):  # type: ignore[no-untyped-def]
 
 
 @pytest.mark.parametrize("kernels", PROVIDERS)
-def test_compiled_forward_matches_eager(compiled, kernels: str) -> None:  # type: ignore[no-untyped-def]
+def test_compiled_forward_matches_eager(compiled: tuple[str, Case, bytes], kernels: str) -> None:
     name, case, wasm = compiled
     with runtime.load(wasm, kernels=kernels) as session:
         for seed, size in enumerate(case.sizes):
