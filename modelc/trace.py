@@ -19,7 +19,6 @@ from typing import Any
 import numpy as np
 
 import nn
-from nn import functional as F
 
 from . import ops
 from .errors import CompileError, TraceError, UnsupportedOpError

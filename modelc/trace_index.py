@@ -19,7 +19,8 @@ import numpy as np
 from nn import functional as F
 
 from .errors import TraceError
-from .trace_methods import _MAX_UNROLL, ArrayMethods
+from .trace_math import MAX_UNROLL
+from .trace_methods import ArrayMethods
 from .trace_source import unsupported, user_frame
 
 Entry = int | builtins.slice | None | np.ndarray | ArrayMethods
@@ -157,10 +158,10 @@ def gather(x: Any, axis: int, index: np.ndarray | ArrayMethods) -> Any:
 
 
 def _gather_by_slices(x: Any, axis: int, index: np.ndarray) -> Any:
-    if index.size > _MAX_UNROLL or index.size == 0:
+    if index.size > MAX_UNROLL or index.size == 0:
         raise unsupported(f"an index array of {index.size} entries on a tensor with symbolic "
                           f"dims {list(x.value.shape)}",
-                          f"index at most {_MAX_UNROLL} rows, or fix the other axes")
+                          f"index at most {MAX_UNROLL} rows, or fix the other axes")
     rows = [F.slice(x, axis, int(i), int(i) + 1) for i in index.reshape(-1)]
     joined = rows[0] if len(rows) == 1 else F.concat(rows, axis)
     if index.ndim == 1:

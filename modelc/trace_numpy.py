@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -20,7 +21,9 @@ from nn._dispatch import is_primitive
 
 from .trace_einsum import einsum as traced_einsum
 from .trace_index import gather, getitem
-from .trace_methods import ArrayMethods, dot_product, floor, logical, normalize_axes
+from .trace_math import (arithmetic, dot_product, floor, logical, normalize_axes, promote,
+                         round_half_even)
+from .trace_methods import ArrayMethods
 from .trace_source import data_dependent, unsupported
 
 _LN2, _LN10 = math.log(2.0), math.log(10.0)
@@ -34,23 +37,32 @@ def _nonzero(x: Any) -> Any:
 
 
 def _floor_divide(a: Any, b: Any) -> Any:
-    return floor(F.div(a, b))
+    return floor(arithmetic(F.div, a, b))
+
+
+def _promoted(fn: Callable[..., Any]) -> Callable[..., Any]:
+    return lambda a, b: fn(*promote(a, b))
 
 
 UFUNCS: dict[str, Callable[..., Any]] = {
-    "add": F.add, "subtract": F.sub, "multiply": F.mul, "divide": F.div,
-    "power": F.pow, "negative": F.neg, "positive": lambda x: x, "absolute": F.abs,
-    "fabs": F.abs, "exp": F.exp, "log": F.log, "sqrt": F.sqrt, "tanh": F.tanh,
-    "maximum": F.maximum, "minimum": F.minimum, "matmul": F.matmul,
-    "greater": F.gt, "greater_equal": F.ge, "less": F.lt, "less_equal": F.le,
-    "equal": F.eq, "not_equal": F.ne,
+    **{name: partial(arithmetic, fn) for name, fn in (
+        ("add", F.add), ("subtract", F.sub), ("multiply", F.mul), ("divide", F.div),
+        ("power", F.pow))},
+    **{name: _promoted(fn) for name, fn in (
+        ("maximum", F.maximum), ("minimum", F.minimum), ("greater", F.gt),
+        ("greater_equal", F.ge), ("less", F.lt), ("less_equal", F.le), ("equal", F.eq),
+        ("not_equal", F.ne))},
+    "negative": F.neg, "positive": lambda x: x, "absolute": F.abs, "fabs": F.abs,
+    "exp": F.exp, "log": F.log, "sqrt": F.sqrt, "tanh": F.tanh, "matmul": F.matmul,
+    "rint": round_half_even, "isnan": lambda x: F.ne(x, x),
+    "isinf": lambda x: F.eq(F.abs(x), np.inf), "isfinite": lambda x: F.lt(F.abs(x), np.inf),
     "exp2": lambda x: F.exp(F.mul(x, _LN2)), "log2": lambda x: F.div(F.log(x), _LN2),
     "log10": lambda x: F.div(F.log(x), _LN10), "square": lambda x: F.mul(x, x),
     "reciprocal": lambda x: F.div(1.0, x),
     "sign": lambda x: F.sub(F.cast(F.gt(x, 0.0), np.float32), F.cast(F.lt(x, 0.0), np.float32)),
     "floor": floor, "ceil": lambda x: F.neg(floor(F.neg(x))),
     "floor_divide": _floor_divide,
-    "remainder": lambda a, b: F.sub(a, F.mul(_floor_divide(a, b), b)),
+    "remainder": lambda a, b: arithmetic(F.sub, a, arithmetic(F.mul, _floor_divide(a, b), b)),
     "bitwise_and": lambda a, b: logical("&", a, b), "bitwise_or": lambda a, b: logical("|", a, b),
     "bitwise_xor": lambda a, b: logical("^", a, b), "invert": lambda a: logical("~", a),
     "logical_and": lambda a, b: logical("&", _nonzero(a), _nonzero(b)),
@@ -114,8 +126,8 @@ def where(condition: Any, x: Any = None, y: Any = None) -> Any:
     if x is None and y is None:
         raise data_dependent("np.where(condition) with one argument returns indices whose "
                              "number")
-    scalars = [float(v) if isinstance(v, np.generic) else v for v in (x, y)]
-    return F.where(_nonzero(condition), *scalars)
+    values = [float(v) if isinstance(v, np.generic) else v for v in (x, y)]
+    return F.where(_nonzero(condition), *promote(*values))
 
 
 def expand_dims(a: Any, axis: int | Sequence[int]) -> Any:
@@ -180,6 +192,38 @@ def clip(a: Any, a_min: Any = None, a_max: Any = None, out: Any = None, *,
     return out if high is None else F.minimum(out, high)
 
 
+_PAD_MODES = {"constant": "constant", "reflect": "reflect", "edge": "replicate",
+              "wrap": "circular"}
+
+
+def pad(array: Any, pad_width: Any, mode: str = "constant", **kwargs: Any) -> Any:
+    if mode not in _PAD_MODES:
+        raise unsupported(f"np.pad(mode={mode!r})", f"modes that trace: {sorted(_PAD_MODES)}")
+    value = kwargs.pop("constant_values", 0.0)
+    if kwargs or np.ndim(value) != 0:
+        raise unsupported(f"np.pad with {sorted(kwargs) or 'per-axis constant_values'}",
+                          "one scalar constant_values")
+    widths = np.broadcast_to(np.asarray(pad_width, dtype=np.int64), (array.ndim, 2))
+    padded = [i for i in range(array.ndim) if widths[i].any()]
+    if not padded:
+        return array
+    # nn.functional.pad lists (before, after) from the last axis backwards, as torch does.
+    amounts = [int(w) for axis in range(array.ndim - 1, padded[0] - 1, -1)
+               for w in widths[axis]]
+    return F.pad(array, amounts, _PAD_MODES[mode], float(value))
+
+
+def norm(x: Any, ord: Any = None, axis: Any = None, keepdims: bool = False) -> Any:  # noqa: A002
+    if ord in (None, 2, "fro") and (axis is None or np.ndim(axis) == 0 or ord is not None):
+        return F.sqrt((x * x).sum(axis, keepdims=keepdims))
+    if ord == 1 and np.ndim(axis) == 0 and axis is not None:
+        return abs(x).sum(axis, keepdims=keepdims)
+    if ord == np.inf and np.ndim(axis) == 0 and axis is not None:
+        return abs(x).max(axis, keepdims=keepdims)
+    raise unsupported(f"np.linalg.norm(ord={ord!r}, axis={axis!r})", "the 2-norm (ord=None, "
+                      "any axes), or ord=1 / np.inf over one axis")
+
+
 def _like(value: float | None) -> Callable[..., Any]:
     def full_like(a: Any, *args: Any, dtype: Any = None, **kwargs: Any) -> Any:
         fill = args[0] if value is None else value
@@ -215,6 +259,8 @@ FUNCTIONS: dict[Callable[..., Any], Callable[..., Any]] = {
     np.expand_dims: expand_dims, np.moveaxis: moveaxis, np.dot: dot, np.take: take,
     np.split: split, np.flip: flip, np.clip: clip,
     np.zeros_like: _like(0.0), np.ones_like: _like(1.0), np.full_like: _like(None),
+    np.pad: pad, np.linalg.norm: norm, np.round: _method("round"), np.around: _method("round"),
+    np.repeat: _method("repeat"),
     np.shape: lambda a: a.shape, np.ndim: lambda a: a.ndim, np.size: lambda a: a.size,
 }
 
@@ -230,6 +276,7 @@ def array_function(func: Callable[..., Any], args: tuple[Any, ...],
     handler = FUNCTIONS.get(func)
     if handler is None:
         names = sorted({f.__name__ for f in FUNCTIONS})
-        raise unsupported(f"np.{func.__name__}", f"supported numpy functions: {names} and the "
+        module = "np.linalg." if func.__module__.endswith("linalg") else "np."
+        raise unsupported(f"{module}{func.__name__}", f"supported numpy functions: {names} and the "
                           f"ufuncs {sorted(UFUNCS)}; or write it with nn.functional")
     return handler(*args, **kwargs)

@@ -22,6 +22,7 @@ W6 = RNG.standard_normal((3, 6)).astype(np.float32)
 B8 = RNG.standard_normal(8).astype(np.float32)
 MASK8 = np.array([True, False, True, True, False, False, True, True])
 MASK68 = RNG.standard_normal((6, 8)) > 0.3
+TIES = np.array([0.5, 1.5, 2.5, -0.5, -1.5, 3.49, -2.5, 4.5], np.float32)
 BATCH = {0: ("batch", 1, 4)}
 
 
@@ -49,6 +50,15 @@ class Case:
 
 def _pos(h: Any) -> Any:
     return abs(h) + 0.5
+
+
+def _nonfinite(h: Any) -> Any:
+    """1 where NaN, 2 where infinite, 4 where finite: sqrt of a negative is NaN, 1 / False
+    is infinite."""
+    with np.errstate(all="ignore"):
+        y = np.sqrt(h) + 1 / (h > 0.5)
+        return (np.isnan(y).astype(np.float32) + np.isinf(y) * np.float32(2)
+                + np.isfinite(y) * np.float32(4))
 
 
 def _fixed(fn: Callable[..., Any], shape: tuple[int, ...] = (2, 6, 8)) -> Case:
@@ -103,6 +113,9 @@ METHODS: dict[str, Case] = {
     "clip_max_only": Case(lambda h: h.clip(max=0.2)),
     "dot": Case(lambda h: h.dot(W)),
     "copy": Case(lambda h: h.copy() + 1),
+    "round": Case(lambda h: (h * 3).round() + (h * 0 + TIES).round()),
+    "repeat": Case(lambda h: h.repeat(2, axis=-1)),
+    "repeat_counts": Case(lambda h: h.repeat([1, 0, 2, 1, 1, 3], axis=1)),
     "properties": Case(lambda h: h * h.ndim + h[0].size + float(h.dtype == np.float32)),
     "iterate_fixed_axis": Case(lambda h: sum(row for row in h[0])),
     "len": Case(lambda h: h * len(h[0])),
@@ -159,6 +172,8 @@ OPERATORS: dict[str, Case] = {
     "compare_reflected": Case(lambda h: np.where(0 < h, h, 0.0) + np.where(B8 >= h, h, B8)),
     "and_or_xor_invert": Case(lambda h: ((h > 0) & (h < 1) | ~(h > -1) ^ (h > 2))
                               .astype(np.float32)),
+    "promotion": Case(lambda h: h * np.ones(8) + (h > 0).sum(-1, keepdims=True) * h
+                      + h.argmax(-1)[..., None] * 0.5 + (h > 0) / 2),
     "bool_with_constant": Case(lambda h: ((h > 0) & MASK8).astype(np.float32)),
 }
 
@@ -177,6 +192,8 @@ NUMPY: dict[str, Case] = {
     "logical": Case(lambda h: np.where(np.logical_or(np.logical_and(h > 0, h < 1),
                                                      np.logical_not(h > -1)), h, -h)
                     + np.logical_xor(h > 0, B8 > 0) * h),
+    "rint_round": Case(lambda h: np.rint(h * 2) + np.round(h * 0 + TIES) + np.around(h)),
+    "isnan_isinf_isfinite": Case(_nonfinite),
     "np_matmul": Case(lambda h: np.matmul(h, W)),
     "ufunc_reduce": Case(lambda h: np.add.reduce(h, axis=1) + np.maximum.reduce(h, axis=1)),
     "ufunc_on_constant_left": Case(lambda h: np.maximum(B8, h) - np.add(B8, h)),
@@ -218,6 +235,16 @@ NUMPY: dict[str, Case] = {
     "dot": Case(lambda h: np.dot(h, W)),
     "take": Case(lambda h: np.take(h, [5, 1], axis=1)),
     "split": Case(lambda h: np.split(h, 2, axis=-1)[1] + np.split(h, [3], axis=-1)[1][..., :4]),
+    "pad": Case(lambda h: np.pad(h, ((0, 0), (1, 2), (0, 0)))),
+    "pad_value": Case(lambda h: np.pad(h, ((0, 0), (1, 1), (2, 0)), constant_values=1.5)),
+    "pad_modes": Case(lambda h: np.pad(h, ((0, 0), (0, 0), (2, 1)), mode="reflect")
+                      + np.pad(h, ((0, 0), (0, 0), (2, 1)), mode="edge")
+                      + np.pad(h, ((0, 0), (0, 0), (2, 1)), mode="wrap")),
+    "linalg_norm": Case(lambda h: h / np.linalg.norm(h, axis=-1, keepdims=True)
+                        + np.linalg.norm(h, 1, axis=1)[:, None] + np.linalg.norm(h, np.inf, -1)
+                        [..., None]),
+    "linalg_norm_all": _fixed(lambda h: np.linalg.norm(h)),
+    "repeat": Case(lambda h: np.repeat(h, 3, axis=1)),
     "flip": Case(lambda h: np.flip(h, axis=-1) + np.flip(h, (1, 2))),
     "like": Case(lambda h: h[0] + np.ones_like(h[0]) + np.zeros_like(h[0])
                  + np.full_like(h[0], 2.5)),

@@ -69,5 +69,6 @@ def test_interpreted_forward_matches_eager(name: str) -> None:
     graph = modelc.trace(Lambda(case.fn), (case.inputs(),), dynamic=_dynamic(case))
     for seed, size in enumerate(case.sizes):
         x = case.inputs(size, seed + 1)
-        assert_matches(modelc.interpret(graph, {"input0": x})["output0"], case.fn(x),
-                       f"{name} at {size}")
+        with np.errstate(all="ignore"):  # NOTE: some cases make NaN and inf on purpose
+            got = modelc.interpret(graph, {"input0": x})["output0"]
+        assert_matches(got, case.fn(x), f"{name} at {size}")

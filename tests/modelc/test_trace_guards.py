@@ -96,6 +96,11 @@ def test_python_that_needs_values_names_the_line_and_np_where(fn: Callable[..., 
     (lambda h: h[:, :, :0], r"empty slice"),
     (lambda h: h.reshape(h.shape[0] * 4, 8), r"arithmetic on the symbolic dim 'batch' "
                                              r"\('batch' \* 4\).*reshape\(batch, -1\)"),
+    (lambda h: h.reshape(-1, 8), r"reshape \['batch', 4, 8\] -> \[-1, 8\]: a shape holds a "
+                                 r"symbolic dim \('batch'\) only as an axis of its own"),
+    (lambda h: np.linalg.norm(h, ord=3, axis=1), r"np.linalg.norm\(ord=3, axis=1\)"),
+    (lambda h: np.pad(h, 1, mode="mean"), r"np.pad\(mode='mean'\).*modes that trace"),
+    (lambda h: h.round(2), r"round\(decimals/out\)"),
     (lambda h: h * h.size, r"x.size of a traced tensor with symbolic dims \['batch'\]"),
     (lambda h: np.einsum("...d,de->...e", h, h[0]), r"np.einsum\('...d,de->...e'\) with '...'"),
     (lambda h: np.einsum("bii->bi", h), r"repeated index in 'bii' \(a diagonal\)"),
