@@ -132,8 +132,12 @@ def gather(x: Any, axis: int, index: np.ndarray | ArrayMethods) -> Any:
     if isinstance(index, np.ndarray):
         size = shape[axis]
         if not isinstance(size, int):
-            raise unsupported(f"an index array on the symbolic axis {axis} ({size!r})",
-                              "gather along a fixed axis")
+            low, high = x.shape[axis].bounds
+            if index.size and 0 <= index.min() and index.max() < low:
+                return _gather_by_slices(x, axis, index.astype(np.int64))
+            raise unsupported(f"the index array {index.tolist()} on the symbolic axis {axis} "
+                              f"({size!r} in [{low}, {high}])", "gather along a fixed axis, "
+                              f"or pick rows 0 <= i < {low} there")
         if index.size and not (-size <= index.min() and index.max() < size):
             raise IndexError(f"index array spans [{index.min()}, {index.max()}], out of bounds "
                              f"for axis {axis} with size {size}")

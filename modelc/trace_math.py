@@ -4,6 +4,7 @@ promotion of bool and int operands, bool logic, floor and rounding in float32.""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -102,6 +103,15 @@ def promote(*operands: Any, true_divide: bool = False) -> list[Any]:
 def arithmetic(fn: Any, a: Any, b: Any) -> Any:
     """``fn(a, b)`` on ``promote``d operands."""
     return fn(*promote(a, b, true_divide=fn is F.div))
+
+
+def power(base: Any, exponent: Any) -> Any:
+    """``base ** exponent``; a positive scalar base is ``exp(exponent * log(base))``, since
+    ``pow`` lowers only with a constant exponent."""
+    if isinstance(base, (int, float, np.number)) and not isinstance(base, bool) and base > 0 \
+            and isinstance(exponent, Traced):
+        return F.exp(F.mul(as_float(exponent), math.log(float(base))))
+    return arithmetic(F.pow, base, exponent)
 
 
 def dot_product(a: Any, b: Any) -> Any:

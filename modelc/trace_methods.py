@@ -19,8 +19,8 @@ from nn import functional as F
 
 from .errors import CompileError, TraceError
 from .graph import Shape
-from .trace_math import (arithmetic, dot_product, floor, logical, normalize_axes, promote,
-                         round_half_even)
+from .trace_math import (arithmetic, dot_product, floor, logical, normalize_axes, power,
+                         promote, round_half_even)
 from .trace_reductions import Reductions
 from .trace_source import data_dependent, unsupported, user_frame
 
@@ -65,7 +65,7 @@ class ArrayMethods(Reductions):
     def __rtruediv__(self, other: Any) -> Any: return arithmetic(F.div, other, self)
     def __matmul__(self, other: Any) -> Any: return F.matmul(self, other)
     def __rmatmul__(self, other: Any) -> Any: return F.matmul(other, self)
-    def __pow__(self, other: Any) -> Any: return arithmetic(F.pow, self, other)
+    def __pow__(self, other: Any) -> Any: return power(self, other)
     def __neg__(self) -> Any: return F.neg(self)
     def __pos__(self) -> Any: return self
     def __abs__(self) -> Any: return F.abs(self)
@@ -86,10 +86,7 @@ class ArrayMethods(Reductions):
 
     __hash__ = object.__hash__
 
-    def __rpow__(self, base: Any) -> Any:
-        if isinstance(base, (int, float, np.number)) and base > 0:
-            return F.exp(F.mul(self, math.log(float(base))))
-        return F.pow(base, self)
+    def __rpow__(self, base: Any) -> Any: return power(base, self)
 
     def __and__(self, other: Any) -> Any: return logical("&", self, other)
     def __rand__(self, other: Any) -> Any: return logical("&", other, self)

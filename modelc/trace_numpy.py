@@ -21,8 +21,8 @@ from nn._dispatch import is_primitive
 
 from .trace_einsum import einsum as traced_einsum
 from .trace_index import gather, getitem
-from .trace_math import (arithmetic, dot_product, floor, logical, normalize_axes, promote,
-                         round_half_even)
+from .trace_math import (arithmetic, dot_product, floor, logical, normalize_axes, power,
+                         promote, round_half_even)
 from .trace_methods import ArrayMethods
 from .trace_source import data_dependent, unsupported
 
@@ -46,8 +46,8 @@ def _promoted(fn: Callable[..., Any]) -> Callable[..., Any]:
 
 UFUNCS: dict[str, Callable[..., Any]] = {
     **{name: partial(arithmetic, fn) for name, fn in (
-        ("add", F.add), ("subtract", F.sub), ("multiply", F.mul), ("divide", F.div),
-        ("power", F.pow))},
+        ("add", F.add), ("subtract", F.sub), ("multiply", F.mul), ("divide", F.div))},
+    "power": power,
     **{name: _promoted(fn) for name, fn in (
         ("maximum", F.maximum), ("minimum", F.minimum), ("greater", F.gt),
         ("greater_equal", F.ge), ("less", F.lt), ("less_equal", F.le), ("equal", F.eq),

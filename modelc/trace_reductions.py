@@ -24,41 +24,52 @@ class Reductions(Traced):
     """Reductions over axes, as ndarray methods."""
 
     # --- reductions ---------------------------------------------------------------------
-    def _reduce(self, name: str, axis: Any, keepdims: bool, **unused: Any) -> Any:
-        for key, value in unused.items():
-            if value is not None and not (key == "initial" and value is np._NoValue):
-                raise unsupported(f"{name}({key}=...)", f"call {name}(axis, keepdims) and "
-                                  "cast the result with astype")
-        axes = normalize_axes(axis, self.ndim)
-        expected = getattr(np, name)(np.zeros((1,), self.dtype)).dtype
-        x: Any = self if self.dtype == FLOAT else F.cast(self, np.float32)
+    def _reduce(self, name: str, axis: Any, keepdims: bool, dtype: Any = None, out: Any = None,
+                initial: Any = np._NoValue, where: Any = True) -> Any:
+        if out is not None:
+            raise unsupported(f"{name}(out=...)", "use the returned value")
+        x: Any = self if dtype is None else self.astype(dtype)
+        if where is not True:
+            if name != "sum":
+                raise unsupported(f"{name}(where=...)", "select first with np.where(mask, x, "
+                                  f"fill), then reduce")
+            x = F.where(where, x, 0.0)
+        axes = normalize_axes(axis, x.ndim)
+        expected = getattr(np, name)(np.zeros((1,), x.dtype)).dtype
+        x = as_float(x)
         if not axes:
-            out = x
+            result = x
         elif axes == list(range(axes[0], axes[-1] + 1)):
-            out = _REDUCTIONS[name](x, tuple(axes), keepdim=keepdims)
+            result = _REDUCTIONS[name](x, tuple(axes), keepdim=keepdims)
         else:
             # NOTE: the kernels reduce one run of adjacent axes; reducing one axis at a time
             # (from the last, so earlier axis numbers stay valid) is exact for sum, mean, max.
-            out = x
+            result = x
             for a in reversed(axes):
-                out = _REDUCTIONS[name](out, a, keepdim=keepdims)
-        return out if np.dtype(out.dtype) == expected else F.cast(out, expected)
+                result = _REDUCTIONS[name](result, a, keepdim=keepdims)
+        if initial is not np._NoValue:
+            result = (F.add if name == "sum" else F.maximum)(result, float(initial))
+        return result if np.dtype(result.dtype) == expected else F.cast(result, expected)
 
     def sum(self, axis: Any = None, dtype: Any = None, out: Any = None,
             keepdims: bool = False, **kwargs: Any) -> Any:
-        return self._reduce("sum", axis, keepdims, dtype=dtype, out=out, **kwargs)
+        return self._reduce("sum", axis, keepdims, dtype, out, **kwargs)
 
     def mean(self, axis: Any = None, dtype: Any = None, out: Any = None,
              keepdims: bool = False, **kwargs: Any) -> Any:
-        return self._reduce("mean", axis, keepdims, dtype=dtype, out=out, **kwargs)
+        return self._reduce("mean", axis, keepdims, dtype, out, **kwargs)
 
     def max(self, axis: Any = None, out: Any = None, keepdims: bool = False,
             **kwargs: Any) -> Any:
-        return self._reduce("max", axis, keepdims, out=out, **kwargs)
+        return self._reduce("max", axis, keepdims, None, out, **kwargs)
 
     def min(self, axis: Any = None, out: Any = None, keepdims: bool = False,
-            **kwargs: Any) -> Any:
-        low = -((-as_float(self))._reduce("max", axis, keepdims, out=out, **kwargs))
+            initial: Any = np._NoValue, where: Any = True) -> Any:
+        if where is not True:
+            raise unsupported("min(where=...)", "select first with np.where(mask, x, fill), "
+                              "then reduce")
+        flipped = np._NoValue if initial is np._NoValue else -initial
+        low = -((-as_float(self))._reduce("max", axis, keepdims, None, out, flipped))
         return low if self.dtype == FLOAT else F.cast(low, self.dtype)
 
     def var(self, axis: Any = None, dtype: Any = None, out: Any = None, ddof: int = 0,

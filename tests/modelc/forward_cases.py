@@ -81,6 +81,9 @@ METHODS: dict[str, Case] = {
     "mean_seq": _seq(lambda h: h.mean(1)),
     "max_axis": Case(lambda h: h.max(axis=1)),
     "max_all": Case(lambda h: h.max()),
+    "reduce_options": Case(lambda h: h.sum(-1, initial=1.5) + h.max(-1, initial=0.2)
+                           + h.min(axis=-1, initial=-0.3) + h.mean(-1, dtype=np.float32)
+                           + h.sum(axis=-1, where=h > 0)),
     "min_keepdims": Case(lambda h: h.min(-1, keepdims=True)),
     "min_non_adjacent": Case(lambda h: h.min(axis=(0, 2))),
     "prod_last": Case(lambda h: (h * 0.5 + 1).prod(axis=-1)),
@@ -139,6 +142,7 @@ INDEXING: dict[str, Case] = {
     "ellipsis_int": Case(lambda h: h[..., 0]),
     "ellipsis_slice": Case(lambda h: h[..., 1:3]),
     "gather_list": Case(lambda h: h[:, [3, 0, 2]]),
+    "gather_symbolic_axis": _seq(lambda h: h[:, [2, 0]]),
     "gather_2d_index": Case(lambda h: h[0][np.array([[1, 4], [0, 5]])]),
     "gather_fixed_axis1": _fixed(lambda h: h[:, [3, 0, -1, 3]]),
     "gather_fixed_last": _fixed(lambda h: h[..., np.array([7, 1])]),
@@ -161,7 +165,7 @@ OPERATORS: dict[str, Case] = {
     "floordiv_mod": Case(lambda h: h // 0.25 + h % 0.7),
     "rfloordiv_rmod": Case(lambda h: 3.0 // _pos(h) + 2.0 % _pos(h)),
     "pow": Case(lambda h: h ** 2 + h ** 3 + _pos(h) ** 0.5),
-    "rpow": Case(lambda h: 2 ** h + 1.5 ** (h * 0.5)),
+    "rpow": Case(lambda h: 2 ** h + 1.5 ** (h * 0.5) + np.float32(3) ** h),
     "matmul": Case(lambda h: h @ W),
     "rmatmul": Case(lambda h: W6 @ h),
     "matmul_traced": Case(lambda h: h @ h.transpose(0, 2, 1)),

@@ -86,13 +86,18 @@ def test_python_that_needs_values_names_the_line_and_np_where(fn: Callable[..., 
     (lambda h: np.logaddexp2(h, h), r"np.logaddexp2 is not supported.*supported ufuncs"),
     (lambda h: np.add.accumulate(h), r"np.add.accumulate is not supported"),
     (lambda h: np.exp(h, out=h), r"np.exp\(..., out=\) is not supported"),
-    (lambda h: h.sum(0, dtype=np.float64), r"sum\(dtype=...\) is not supported"),
+    (lambda h: h.sum(0, out=h), r"sum\(out=...\) is not supported"),
     (lambda h: np.where(h > 0), r"np.where\(condition\) with one argument"),
     (lambda h: h[h > 0], r"boolean mask that is a traced tensor.*np.where\(mask, x, 0\)"),
     (lambda h: h[1:], r"the slice slice\(1, None, None\) of the symbolic axis 0 \('batch' in "
                       r"\[1, 8\]\) is not supported.*fixed window a:b with 0 <= a < b <= 1"),
     (lambda h: h[-1], r"the index -1 on the symbolic axis 0.*0 <= i < 1"),
     (lambda h: h[:, [0, 1], [2, 3]], r"several index arrays in one subscript"),
+    (lambda h: h[[0, 1]], r"the index array \[0, 1\] on the symbolic axis 0 \('batch' in "
+                          r"\[1, 8\]\).*pick rows 0 <= i < 1"),
+    (lambda h: h.mean(-1, where=h > 0), r"mean\(where=...\) is not supported"),
+    (lambda h: np.zeros((h.shape[0], 4)), r"the symbolic dim 'batch' \(in \[1, 8\]\) was "
+                                          r"used as a Python int.*broadcasting"),
     (lambda h: h[:, :, :0], r"empty slice"),
     (lambda h: h.reshape(h.shape[0] * 4, 8), r"arithmetic on the symbolic dim 'batch' "
                                              r"\('batch' \* 4\).*reshape\(batch, -1\)"),
@@ -149,6 +154,7 @@ def test_bad_indices_and_axes_fail_as_numpy_does(fn: Callable[..., Any], error: 
 @pytest.mark.parametrize("fn, message", [
     (lambda h: (h > 0).mean(-1), r"cast float32 -> float64 is not lowered"),
     (lambda h: h.astype(np.int32), r"cast float32 -> int32 is not lowered"),
+    (lambda h: h.sum(0, dtype=np.float64), r"cast float32 -> float64 is not lowered"),
     (lambda h: h.argmax(-1) - h.argmin(-1), r"sub: only float32 lowers to wasm, got "
                                             r"\['int64', 'int64'\]"),
 ])
