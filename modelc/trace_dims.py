@@ -15,6 +15,8 @@ import operator
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from .errors import TraceError
 from .trace_source import user_frame
 
@@ -55,10 +57,13 @@ class SymbolicDim(str):
 
     def _compare(self, method: str, other: Any) -> Any:
         symbol, test = _COMPARISONS[method]
-        if isinstance(other, str) or not self._tracer.guard_dims:
+        if not self._tracer.guard_dims or (isinstance(other, str) and symbol in ("==", "!=")):
             return getattr(str, method)(self, other)
-        if isinstance(other, bool) or not isinstance(other, int):
+        if isinstance(other, SymbolicDim):
+            return self._order(symbol, other)
+        if isinstance(other, (bool, str)) or not isinstance(other, (int, np.integer)):
             return NotImplemented
+        other = int(other)
         low, high = self.bounds
         truths = {size: test(size, other) for size in {low, high, other - 1, other, other + 1}
                   if low <= size <= high}
@@ -74,6 +79,18 @@ class SymbolicDim(str):
             + ", ".join(f"{truths[a]} for [{a}, {b}]" for a, b in zip(starts, ends))
             + f"); export one model per range that decides it, dynamic {pieces}, or fix the "
             f"axis; at {user_frame()}")
+
+    def _order(self, symbol: str, other: SymbolicDim) -> bool:
+        """``self < other`` (or ``<=``, ``>``, ``>=``) for two dims, when their ranges decide."""
+        test = next(t for s, t in _COMPARISONS.values() if s == symbol)
+        (low, high), (other_low, other_high) = self.bounds, other.bounds
+        answers = {test(low, other_high), test(high, other_low)}
+        if len(answers) == 1:
+            return answers.pop()
+        raise TraceError(f"branch on {str(self)!r} {symbol} {str(other)!r}, symbolic dims in "
+                         f"[{low}, {high}] and [{other_low}, {other_high}]: the ranges overlap, "
+                         f"so the answer depends on the input; give them ranges that decide "
+                         f"it, or fix one axis; at {user_frame()}")
 
     def __lt__(self, other: Any) -> Any: return self._compare("__lt__", other)
     def __le__(self, other: Any) -> Any: return self._compare("__le__", other)

@@ -24,8 +24,8 @@ class Lambda(nn.Module):
         super().__init__()
         self.fn = fn
 
-    def forward(self, x: Any) -> Any:
-        return self.fn(x)
+    def forward(self, *inputs: Any) -> Any:
+        return self.fn(*inputs)
 
 
 def _dynamic(case: Case) -> dict | None:

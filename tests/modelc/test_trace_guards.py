@@ -55,6 +55,18 @@ def test_branch_on_a_dim_its_range_does_not_decide(fn: Callable[..., Any], messa
         _trace(fn)
 
 
+def test_branches_between_two_dims_and_on_numpy_ints() -> None:
+    y = np.zeros((2, 3), np.float32)
+    dynamic = {"input0": {0: ("batch", 1, 4)}, "input1": {0: ("rows", 5, 9)}}
+    model = Lambda(lambda h, g: h if h.shape[0] < g.shape[0] and h.shape[0] <= np.int64(4)
+                   else -h)
+    assert [n.op for n in modelc.trace(model, (X, y), dynamic=dynamic).nodes] == []
+    dynamic["input1"][0] = ("rows", 3, 9)
+    with pytest.raises(TraceError, match=r"'batch' < 'rows', symbolic dims in \[1, 4\] and "
+                                         rf"\[3, 9\]: the ranges overlap.*{LINE}"):
+        modelc.trace(model, (X, y), dynamic=dynamic)
+
+
 def test_static_dims_branch_as_python() -> None:
     graph = _trace(lambda h: h.sum(-1) if h.shape[2] == 8 and h.ndim == 3 else h)
     assert [n.op for n in graph.nodes] == ["sum"]
