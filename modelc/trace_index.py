@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import builtins
 import math
+import operator
 from typing import Any
 
 import numpy as np
@@ -40,7 +41,10 @@ def _entry(k: Any) -> Any:
         raise unsupported("a Python bool as an index", "use x[None] to add an axis")
     if isinstance(k, (int, np.integer)):
         return int(k)
-    if k is None or k is Ellipsis or isinstance(k, builtins.slice):
+    if isinstance(k, builtins.slice):
+        return builtins.slice(*(v if v is None or isinstance(v, str) else operator.index(v)
+                                for v in (k.start, k.stop, k.step)))
+    if k is None or k is Ellipsis:
         return k
     if isinstance(k, str):
         raise unsupported(f"indexing with the dim name {k!r}", "slice with ints")

@@ -21,8 +21,8 @@ from nn._dispatch import is_primitive
 
 from .trace_einsum import einsum as traced_einsum
 from .trace_index import gather, getitem
-from .trace_math import (arithmetic, dot_product, floor, logical, normalize_axes, power,
-                         promote, round_half_even)
+from .trace_math import (arithmetic, as_float, dot_product, floor, logical, normalize_axes,
+                         power, promote, round_half_even)
 from .trace_methods import ArrayMethods
 from .trace_source import data_dependent, unsupported
 
@@ -33,7 +33,7 @@ def _nonzero(x: Any) -> Any:
     """``x`` as a bool mask (numpy's truth of a number: nonzero)."""
     if np.dtype(getattr(x, "dtype", np.bool_)) == np.bool_:
         return x
-    return F.ne(x, 0.0) if isinstance(x, ArrayMethods) else np.asarray(x) != 0
+    return F.ne(as_float(x), 0.0) if isinstance(x, ArrayMethods) else np.asarray(x) != 0
 
 
 def _floor_divide(a: Any, b: Any) -> Any:
@@ -113,13 +113,13 @@ def concatenate(arrays: Sequence[Any], axis: int | None = 0, out: Any = None,
                 **kwargs: Any) -> Any:
     _no_out(out, "np.concatenate")
     if axis is None:
-        return F.concat([np.ravel(a) for a in arrays], 0)
-    return F.concat(list(arrays), axis)
+        return F.concat(promote(*(np.ravel(a) for a in arrays)), 0)
+    return F.concat(promote(*arrays), axis)
 
 
 def stack(arrays: Sequence[Any], axis: int = 0, out: Any = None, **kwargs: Any) -> Any:
     _no_out(out, "np.stack")
-    return F.concat([np.expand_dims(a, axis) for a in arrays], axis)
+    return F.concat(promote(*(np.expand_dims(a, axis) for a in arrays)), axis)
 
 
 def where(condition: Any, x: Any = None, y: Any = None) -> Any:
