@@ -16,6 +16,7 @@ import numpy as np
 
 from nn import functional as F
 
+from .trace_math import arithmetic, matmul
 from .trace_source import unsupported
 
 
@@ -87,7 +88,7 @@ def _contract(a: Any, ia: str, b: Any, ib: str, needed: str) -> tuple[Any, str]:
     if not inner:
         a = _reshaped(a, lead + [size[c] for c in left] + [1] * len(right))
         b = _reshaped(b, lead + [1] * len(left) + [size[c] for c in right])
-        return F.mul(a, b), out
+        return arithmetic(F.mul, a, b), out
     # Row indices stay separate axes (matmul broadcasts over them); the summed and column
     # indices merge into one axis each.
     rows = [size[c] for c in left] or [1]
@@ -95,7 +96,7 @@ def _contract(a: Any, ia: str, b: Any, ib: str, needed: str) -> tuple[Any, str]:
     cols = _merged([size[c] for c in right], "column")
     a = _reshaped(a, lead + rows + [depth])  # (*batch, *M, K)
     b = _reshaped(b, lead + [1] * (len(rows) - 1 if lead else 0) + [depth, cols])
-    product = F.matmul(a, b)  # (*batch, *M, N)
+    product = matmul(a, b)  # (*batch, *M, N)
     return _reshaped(product, lead + [size[c] for c in left + right]), out
 
 

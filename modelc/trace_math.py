@@ -114,6 +114,20 @@ def power(base: Any, exponent: Any) -> Any:
     return arithmetic(F.pow, base, exponent)
 
 
+def matmul(a: Any, b: Any) -> Any:
+    """``a @ b`` on ``promote``d operands (a float64 constant weight meets float32); a 1-D
+    operand is made a matrix and its axis dropped from the result, as numpy defines it,
+    because the kernels multiply matrices."""
+    a, b = promote(a, b)
+    vector_a, vector_b = np.ndim(a) == 1, np.ndim(b) == 1
+    if not (vector_a or vector_b):
+        return F.matmul(a, b)
+    product = F.matmul(F.reshape(a, (1, -1)) if vector_a else a,
+                       F.reshape(b, (-1, 1)) if vector_b else b)
+    shape = product.shape[:-2] + product.shape[-2 + vector_a:len(product.shape) - vector_b]
+    return F.reshape(product, shape)
+
+
 def dot_product(a: Any, b: Any) -> Any:
     """``np.dot(a, b)``: a ``matmul`` while ``b`` has rank 2 or less, where the two agree.
 
@@ -124,7 +138,7 @@ def dot_product(a: Any, b: Any) -> Any:
     if np.ndim(b) > 2:
         raise unsupported("np.dot with a right operand of rank > 2", "use a @ b (batched "
                           "matmul) or np.einsum, which say which axes pair")
-    return F.matmul(a, b)
+    return matmul(a, b)
 
 
 def floor(x: Any) -> Any:

@@ -19,13 +19,13 @@ from nn import functional as F
 
 from .errors import CompileError, TraceError
 from .graph import Shape
-from .trace_math import (arithmetic, dot_product, floor, logical, normalize_axes, power,
-                         promote, round_half_even)
+from .trace_math import (arithmetic, dot_product, floor, logical, matmul, normalize_axes,
+                         power, promote, round_half_even)
 from .trace_reductions import Reductions
 from .trace_source import data_dependent, unsupported, user_frame
 
-SUPPORTED_METHODS = ("T", "all", "any", "argmax", "argmin", "astype", "clip", "copy", "dot",
-                     "dtype", "flatten", "max", "mean", "min", "ndim", "prod", "ravel",
+SUPPORTED_METHODS = ("T", "all", "any", "argmax", "argmin", "astype", "clip", "copy", "cumsum",
+                     "dot", "dtype", "flatten", "max", "mean", "min", "ndim", "prod", "ravel",
                      "repeat", "reshape", "round", "shape", "size", "squeeze", "std", "sum",
                      "swapaxes", "transpose", "var")
 
@@ -63,8 +63,8 @@ class ArrayMethods(Reductions):
     def __rmul__(self, other: Any) -> Any: return arithmetic(F.mul, other, self)
     def __truediv__(self, other: Any) -> Any: return arithmetic(F.div, self, other)
     def __rtruediv__(self, other: Any) -> Any: return arithmetic(F.div, other, self)
-    def __matmul__(self, other: Any) -> Any: return F.matmul(self, other)
-    def __rmatmul__(self, other: Any) -> Any: return F.matmul(other, self)
+    def __matmul__(self, other: Any) -> Any: return matmul(self, other)
+    def __rmatmul__(self, other: Any) -> Any: return matmul(other, self)
     def __pow__(self, other: Any) -> Any: return power(self, other)
     def __neg__(self) -> Any: return F.neg(self)
     def __pos__(self) -> Any: return self
@@ -178,6 +178,9 @@ class ArrayMethods(Reductions):
         rows = np.repeat(np.arange(size), repeats)
         return x[(slice(None),) * axis + (rows,)]
 
+    def cumsum(self, axis: int | None = None, dtype: Any = None, out: Any = None) -> Any:
+        return np.cumsum(self, axis, dtype, out)
+
     def round(self, decimals: int = 0, out: Any = None) -> Any:
         if decimals or out is not None:
             raise unsupported("round(decimals/out)", "scale first: np.round(x * 100) / 100")
@@ -195,7 +198,8 @@ class ArrayMethods(Reductions):
         return F.permute(self, order)
 
     def swapaxes(self, axis1: int, axis2: int) -> Any:
-        return F.transpose(self, axis1, axis2)
+        first, second = normalize_axes(axis1, self.ndim), normalize_axes(axis2, self.ndim)
+        return self if first == second else F.transpose(self, first[0], second[0])
 
     def flatten(self, order: str = "C") -> Any:
         return self.reshape(-1, order=order)
@@ -226,5 +230,5 @@ class ArrayMethods(Reductions):
         return dot_product(self, other)
 
     def clip(self, min: Any = None, max: Any = None, **kwargs: Any) -> Any:  # noqa: A002
-        out = self if min is None else F.maximum(self, min)
-        return out if max is None else F.minimum(out, max)
+        out = self if min is None else F.maximum(*promote(self, min))
+        return out if max is None else F.minimum(*promote(out, max))

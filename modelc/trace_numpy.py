@@ -21,8 +21,8 @@ from nn._dispatch import is_primitive
 
 from .trace_einsum import einsum as traced_einsum
 from .trace_index import gather, getitem
-from .trace_math import (arithmetic, as_float, dot_product, floor, logical, normalize_axes,
-                         power, promote, round_half_even)
+from .trace_math import (arithmetic, as_float, dot_product, floor, logical, matmul,
+                         normalize_axes, power, promote, round_half_even)
 from .trace_methods import ArrayMethods
 from .trace_source import data_dependent, unsupported
 
@@ -53,9 +53,11 @@ UFUNCS: dict[str, Callable[..., Any]] = {
         ("greater_equal", F.ge), ("less", F.lt), ("less_equal", F.le), ("equal", F.eq),
         ("not_equal", F.ne))},
     "negative": F.neg, "positive": lambda x: x, "absolute": F.abs, "fabs": F.abs,
-    "exp": F.exp, "log": F.log, "sqrt": F.sqrt, "tanh": F.tanh, "matmul": F.matmul,
+    "exp": F.exp, "log": F.log, "sqrt": F.sqrt, "tanh": F.tanh, "matmul": matmul,
     "rint": round_half_even, "isnan": lambda x: F.ne(x, x),
     "isinf": lambda x: F.eq(F.abs(x), np.inf), "isfinite": lambda x: F.lt(F.abs(x), np.inf),
+    "log1p": lambda x: F.log(F.add(x, 1.0)), "expm1": lambda x: F.sub(F.exp(x), 1.0),
+    "hypot": lambda a, b: F.sqrt(arithmetic(F.add, F.mul(a, a), F.mul(b, b))),
     "exp2": lambda x: F.exp(F.mul(x, _LN2)), "log2": lambda x: F.div(F.log(x), _LN2),
     "log10": lambda x: F.div(F.log(x), _LN10), "square": lambda x: F.mul(x, x),
     "reciprocal": lambda x: F.div(1.0, x),
@@ -188,8 +190,8 @@ def clip(a: Any, a_min: Any = None, a_max: Any = None, out: Any = None, *,
     _no_out(out, "np.clip")
     low = a_min if a_min is not None else min
     high = a_max if a_max is not None else max
-    out = a if low is None else F.maximum(a, low)
-    return out if high is None else F.minimum(out, high)
+    out = a if low is None else F.maximum(*promote(a, low))
+    return out if high is None else F.minimum(*promote(out, high))
 
 
 _PAD_MODES = {"constant": "constant", "reflect": "reflect", "edge": "replicate",
@@ -222,6 +224,53 @@ def norm(x: Any, ord: Any = None, axis: Any = None, keepdims: bool = False) -> A
         return abs(x).max(axis, keepdims=keepdims)
     raise unsupported(f"np.linalg.norm(ord={ord!r}, axis={axis!r})", "the 2-norm (ord=None, "
                       "any axes), or ord=1 / np.inf over one axis")
+
+
+def _triangle(lower: bool) -> Callable[..., Any]:
+    def triangle(m: Any, k: int = 0) -> Any:
+        rows, cols = m.value.shape[-2:]
+        if not isinstance(rows, int) or not isinstance(cols, int):
+            raise unsupported(f"np.{'tril' if lower else 'triu'} of a tensor whose last two "
+                              f"axes {[rows, cols]} are not fixed", "fix those axes")
+        keep = np.tri(rows, cols, k, dtype=bool) if lower else ~np.tri(rows, cols, k - 1,
+                                                                      dtype=bool)
+        return F.where(keep, m, 0.0)
+    return triangle
+
+
+def cumsum(a: Any, axis: int | None = None, dtype: Any = None, out: Any = None) -> Any:
+    _no_out(out, "np.cumsum")
+    x, axis = (np.ravel(a), 0) if axis is None else (a, axis)
+    x = x if dtype is None else x.astype(dtype)
+    axis = normalize_axes(axis, x.ndim)[0]
+    size = x._static(axis, "np.cumsum")
+    # Running sums as one matmul with an upper-triangular matrix of ones: out[j] = sum x[:j+1].
+    last = as_float(np.swapaxes(x, axis, -1))
+    sums = np.swapaxes(matmul(last, np.triu(np.ones((size, size), np.float32))), axis, -1)
+    expected = np.cumsum(np.zeros(1, x.dtype)).dtype
+    return sums if np.dtype(sums.dtype) == expected else F.cast(sums, expected)
+
+
+def broadcast_to(array: Any, shape: Sequence[Any], subok: bool = False) -> Any:
+    shape = tuple(shape) if isinstance(shape, (tuple, list)) else (shape,)
+    source = [str(d) for d in array.value.shape]
+    target = [str(d) for d in shape]
+    if len(source) > len(target) or any(d not in ("1", t) for d, t in
+                                        zip(source[::-1], target[::-1])):
+        raise ValueError(f"cannot broadcast a tensor of shape {list(array.value.shape)} to "
+                         f"{list(shape)}")
+    zeros = np.zeros([1 if isinstance(d, str) else int(d) for d in shape], np.float32)
+    return arithmetic(F.add, array, zeros)
+
+
+def tile(a: Any, reps: int | Sequence[int]) -> Any:
+    reps = [reps] if isinstance(reps, int) else list(reps)
+    x = a if len(reps) <= a.ndim else F.reshape(a, (1,) * (len(reps) - a.ndim) + a.shape)
+    reps = [1] * (x.ndim - len(reps)) + reps
+    for axis, count in enumerate(reps):
+        if count != 1:
+            x = F.concat([x] * int(count), axis)
+    return x
 
 
 def _like(value: float | None) -> Callable[..., Any]:
@@ -260,7 +309,8 @@ FUNCTIONS: dict[Callable[..., Any], Callable[..., Any]] = {
     np.split: split, np.flip: flip, np.clip: clip,
     np.zeros_like: _like(0.0), np.ones_like: _like(1.0), np.full_like: _like(None),
     np.pad: pad, np.linalg.norm: norm, np.round: _method("round"), np.around: _method("round"),
-    np.repeat: _method("repeat"),
+    np.repeat: _method("repeat"), np.tril: _triangle(True), np.triu: _triangle(False),
+    np.cumsum: cumsum, np.broadcast_to: broadcast_to, np.tile: tile,
     np.shape: lambda a: a.shape, np.ndim: lambda a: a.ndim, np.size: lambda a: a.size,
 }
 

@@ -19,6 +19,7 @@ import numpy as np
 RNG = np.random.default_rng(20)
 W = RNG.standard_normal((8, 5)).astype(np.float32)
 W6 = RNG.standard_normal((3, 6)).astype(np.float32)
+W64 = RNG.standard_normal((8, 3))
 B8 = RNG.standard_normal(8).astype(np.float32)
 MASK8 = np.array([True, False, True, True, False, False, True, True])
 MASK68 = RNG.standard_normal((6, 8)) > 0.3
@@ -118,6 +119,7 @@ METHODS: dict[str, Case] = {
     "copy": Case(lambda h: h.copy() + 1),
     "round": Case(lambda h: (h * 3).round() + (h * 0 + TIES).round()),
     "repeat": Case(lambda h: h.repeat(2, axis=-1)),
+    "cumsum": Case(lambda h: h.cumsum(-1) + h.cumsum(axis=1).swapaxes(1, 1)),
     "repeat_counts": Case(lambda h: h.repeat([1, 0, 2, 1, 1, 3], axis=1)),
     "properties": Case(lambda h: h * h.ndim + h[0].size + float(h.dtype == np.float32)),
     "iterate_fixed_axis": Case(lambda h: sum(row for row in h[0])),
@@ -169,6 +171,10 @@ OPERATORS: dict[str, Case] = {
     "rpow": Case(lambda h: 2 ** h + 1.5 ** (h * 0.5) + np.float32(3) ** h),
     "matmul": Case(lambda h: h @ W),
     "rmatmul": Case(lambda h: W6 @ h),
+    "matmul_float64_weight": Case(lambda h: h @ W64 + np.einsum("bsd,de->bse", h, W64)
+                                  + np.dot(h, W64) + (W64.T @ h.transpose(0, 2, 1)).swapaxes(1, 2)),
+    "matmul_vectors": Case(lambda h: (h[0, 0] @ W).sum() + h @ B8 + (h[0, 0] @ B8)
+                           + B8 @ h.transpose(0, 2, 1)),
     "matmul_traced": Case(lambda h: h @ h.transpose(0, 2, 1)),
     "neg_pos_abs": Case(lambda h: -h + (+h) * abs(h)),
     "compare": Case(lambda h: (h > 0).astype(np.float32) + (h >= 0.5) * h
@@ -190,6 +196,7 @@ NUMPY: dict[str, Case] = {
                        + np.abs(h) + np.sign(h)),
     "exp_log_sqrt_tanh": Case(lambda h: np.exp(h * 0.5) + np.log(_pos(h)) + np.sqrt(abs(h))
                               + np.tanh(h)),
+    "log1p_expm1_hypot": Case(lambda h: np.log1p(abs(h)) + np.expm1(h) + np.hypot(h, B8)),
     "exp2_log2_log10": Case(lambda h: np.exp2(h) + np.log2(_pos(h)) + np.log10(_pos(h))),
     "maximum_minimum": Case(lambda h: np.maximum(h, 0) + np.minimum(h, B8)),
     "floor_ceil": Case(lambda h: np.floor(h * 3) + np.ceil(h * 3) + np.floor_divide(h, 0.3)
@@ -252,6 +259,11 @@ NUMPY: dict[str, Case] = {
                         [..., None]),
     "linalg_norm_all": _fixed(lambda h: np.linalg.norm(h)),
     "repeat": Case(lambda h: np.repeat(h, 3, axis=1)),
+    "tril_triu": Case(lambda h: np.tril(h) + np.triu(h, 2) - np.tril(h, -1)),
+    "cumsum": Case(lambda h: np.cumsum(h, axis=1)),
+    "cumsum_flat": _fixed(lambda h: np.cumsum(h[0])),
+    "broadcast_to": Case(lambda h: np.broadcast_to(h[:, :1], h.shape) + h),
+    "tile": Case(lambda h: np.tile(h, (1, 2, 3))[:, 5:11, 3:11] + np.tile(h[0], 1)),
     "flip": Case(lambda h: np.flip(h, axis=-1) + np.flip(h, (1, 2))),
     "like": Case(lambda h: h[0] + np.ones_like(h[0]) + np.zeros_like(h[0])
                  + np.full_like(h[0], 2.5)),

@@ -90,10 +90,10 @@ def test_python_that_needs_values_names_the_line_and_np_where(fn: Callable[..., 
 
 
 @pytest.mark.parametrize("fn, message", [
-    (lambda h: h.cumsum(0), r"ndarray.cumsum is not supported on a traced tensor; supported: "
+    (lambda h: h.cumprod(0), r"ndarray.cumprod is not supported on a traced tensor; supported: "
                             r"\['T', 'all'.*'var'\]"),
     (lambda h: h.frobnicate(), r"attribute 'frobnicate' \(ndarray has none either\)"),
-    (lambda h: np.cumsum(h, 0), r"np.cumsum is not supported.*supported numpy functions: "
+    (lambda h: np.cumprod(h, 0), r"np.cumprod is not supported.*supported numpy functions: "
                                 r"\[.*'concatenate'.*\] and the ufuncs \[.*'tanh'"),
     (lambda h: np.logaddexp2(h, h), r"np.logaddexp2 is not supported.*supported ufuncs"),
     (lambda h: np.add.accumulate(h), r"np.add.accumulate is not supported"),
@@ -118,6 +118,10 @@ def test_python_that_needs_values_names_the_line_and_np_where(fn: Callable[..., 
     (lambda h: np.linalg.norm(h, ord=3, axis=1), r"np.linalg.norm\(ord=3, axis=1\)"),
     (lambda h: np.pad(h, 1, mode="mean"), r"np.pad\(mode='mean'\).*modes that trace"),
     (lambda h: h.round(2), r"round\(decimals/out\)"),
+    (lambda h: np.cumsum(h, axis=0), r"np.cumsum over the symbolic axis 0 \('batch' in "
+                                     r"\[1, 8\]\)"),
+    (lambda h: np.tril(h.transpose(1, 2, 0)), r"np.tril of a tensor whose last two axes "
+                                              r"\[8, 'batch'\] are not fixed"),
     (lambda h: h * h.size, r"x.size of a traced tensor with symbolic dims \['batch'\]"),
     (lambda h: np.einsum("...d,de->...e", h, h[0]), r"np.einsum\('...d,de->...e'\) with '...'"),
     (lambda h: np.einsum("bii->bi", h), r"repeated index in 'bii' \(a diagonal\)"),
@@ -136,7 +140,7 @@ def test_unsupported_python_names_the_call_line_and_alternative(fn: Callable[...
 
 def test_unsupported_method_is_also_an_attribute_error_for_hasattr() -> None:
     seen: list[bool] = []
-    _trace(lambda h: seen.append(hasattr(h, "cumsum")) or h)
+    _trace(lambda h: seen.append(hasattr(h, "cumprod")) or h)
     assert seen == [False]
 
 
@@ -152,6 +156,8 @@ def test_unsupported_method_is_also_an_attribute_error_for_hasattr() -> None:
     (lambda h: h.sum(axis=3), np.exceptions.AxisError, r"axis 3 is out of bounds"),
     (lambda h: h.transpose(0, 0, 1), ValueError, r"axes \[0, 0, 1\] do not permute"),
     (lambda h: h[:, :2].squeeze(1), ValueError, r"cannot squeeze axis 1.*size is not 1"),
+    (lambda h: np.broadcast_to(h, (2, 4, 8)), ValueError,
+     r"cannot broadcast a tensor of shape \['batch', 4, 8\] to \[2, 4, 8\]"),
     (lambda h: np.einsum("bs,d->bsd", h, h), ValueError, r"term 'bs' has 2 indices for an "
                                                          r"operand of rank 3"),
 ])
