@@ -1,6 +1,6 @@
 """wasmnn on Ray Data: rows/s with 1 and 2 actors, against ``Session.run`` in a loop.
 
-    .venv/bin/python bench/ray.py [--rows 200000] [--batch 64] [--repeat 3]
+    .venv/bin/python bench/ray_batch.py [--rows 200000] [--batch 64] [--repeat 3]
 
 The model is the bench MLP (784-512-512-10, ``bench/models.py``) with a symbolic batch.
 ``loop`` calls ``Session.run`` on batches of ``--batch`` rows in this process (the floor:
