@@ -78,8 +78,9 @@ def map_model(dataset: Any, payload: ModelPayload, *, concurrency: int = 1,
                          f"and {batch_size}")
     reference = ray.put(payload)
     return dataset.map_batches(
-        WasmnnPredictor, batch_size=batch_size, batch_format="numpy", concurrency=concurrency,
-        num_cpus=1, fn_constructor_args=(reference,),
+        WasmnnPredictor, batch_size=batch_size, batch_format="numpy",
+        compute=ray.data.ActorPoolStrategy(size=concurrency), num_cpus=1,
+        fn_constructor_args=(reference,),
         fn_constructor_kwargs={"inputs": inputs, "outputs": outputs, "on_error": on_error,
                                **options},
         # NOTE: a dead actor is restarted and its unfinished batches re-run.
