@@ -159,8 +159,8 @@ def _with_row_numbers(dataset: Any) -> Any:
 
     counts = ray.get([rows.remote(r) for r in refs])
     starts = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int64)
-
-    return ray.data.from_arrow_refs([number.remote(r, int(s)) for r, s in zip(refs, starts)])
+    numbered: list[Any] = [number.remote(r, int(s)) for r, s in zip(refs, starts)]
+    return ray.data.from_arrow_refs(numbered)
 
 
 def _arange(start: int, count: int) -> Any:
