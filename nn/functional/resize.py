@@ -66,10 +66,10 @@ def _round(coords: np.ndarray, rounding: str) -> np.ndarray:
 
 def _cubic_weights(frac: np.ndarray, a: float) -> np.ndarray:
     """Keys' cubic convolution weights of the 4 taps around each coordinate: (out, 4)."""
-    a = np.float32(a)
+    k = np.float32(a)
     d = np.stack([frac + 1, frac, 1 - frac, 2 - frac], axis=1)  # distance of each tap
-    near = ((a + 2) * d - (a + 3)) * d * d + 1
-    far = ((a * d - 5 * a) * d + 8 * a) * d - 4 * a
+    near = ((k + 2) * d - (k + 3)) * d * d + 1
+    far = ((k * d - 5 * k) * d + 8 * k) * d - 4 * k
     return np.where(d <= 1, near, far).astype(np.float32)
 
 
