@@ -152,3 +152,24 @@ def test_torch_upsampling_net_in_wasm_matches_onnxruntime(opset, torch_to_onnx,
     x = r(1, 3, 5, 6)
     model = torch_to_onnx(Net(), (torch.from_numpy(x),), ["x"], ["y"], opset=opset)
     check_wasm_against_ort(model, {"x": x})
+
+
+def test_torch_resize_to_sizes_with_a_dynamic_batch(torch_to_onnx, compare_with_ort):
+    """torch exports a resize to a fixed size over a dynamic batch as sizes concatenated
+    from Shape(x)[:2] (a symbolic batch) and the constant size."""
+    torch = pytest.importorskip("torch")
+    runtime = pytest.importorskip("runtime")
+
+    class Net(torch.nn.Module):
+        def forward(self, x):  # type: ignore[no-untyped-def]
+            return torch.nn.functional.interpolate(x, size=(9, 4), mode="bilinear",
+                                                   align_corners=True)
+
+    x = r(2, 3, 5, 6)
+    model = torch_to_onnx(Net(), (torch.from_numpy(x),), ["x"], ["y"],
+                          dynamic_axes={"x": {0: "batch"}, "y": {0: "batch"}}, opset=13)
+    wasm = modelc.export(modelc.from_onnx(model))
+    with runtime.load(wasm) as session:
+        for batch in (1, 3):
+            inputs = {"x": r(batch, 3, 5, 6)}
+            compare_with_ort(session.run(inputs), model, inputs, f"batch {batch}")
