@@ -70,6 +70,8 @@ def test_resample_lowers_with_the_axis_order_that_moves_least() -> None:
     (lambda x: F.interpolate(x, scale_factor=2, mode="linear"),
      r"mode 'linear' expects 3-D input, got shape \(1, 2, 4, 4\)"),
     (lambda x: F.interpolate(x), "only one of size or scale_factor should be defined"),
+    (lambda x: F.interpolate(x, scale_factor=0.5, antialias=True),
+     "antialias=True is not supported"),
     (lambda x: F.interpolate(x, size=(2, 3, 4)), "same number of spatial dimensions"),
     (lambda x: F.interpolate(x, scale_factor=2, align_corners=True),
      "align_corners option can only be set with the interpolating modes"),
