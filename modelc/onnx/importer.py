@@ -1,6 +1,7 @@
 """``from_onnx``: an ONNX model -> the graph IR, by tracing ``nn.functional`` calls.
 
-Each ONNX node is one function in an op table (``ops_math``, ``ops_nn``, ``ops_shape``)
+Each ONNX node is one function in an op table (``ops_math``, ``ops_nn``, ``ops_rnn``,
+``ops_shape``)
 called on the node's operands: graph inputs are symbolic tensors of a ``Tracer``,
 initializers and constants are numpy arrays, so the tracer records the primitives and
 everything computable at import time (weights transforms, shape arithmetic) folds.
@@ -18,11 +19,11 @@ import numpy as np
 from ..errors import CompileError, UnsupportedOpError
 from ..graph import Dim, Graph, Value
 from ..trace import DynamicSpec, SymbolicTensor, Tracer
-from . import ops_activation, ops_layout, ops_math, ops_nn, ops_resize, ops_shape
+from . import ops_activation, ops_layout, ops_math, ops_nn, ops_resize, ops_rnn, ops_shape
 from .node import OnnxNode
 
 OPS = {**ops_activation.OPS, **ops_layout.OPS, **ops_math.OPS, **ops_nn.OPS,
-       **ops_resize.OPS, **ops_shape.OPS}
+       **ops_resize.OPS, **ops_rnn.OPS, **ops_shape.OPS}
 """Every supported ONNX op type (default domain) and its import function."""
 OPSETS = (9, 23)
 """The default-domain opset versions the importer follows (inclusive)."""

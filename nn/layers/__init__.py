@@ -28,6 +28,7 @@ from .flatten import Flatten
 from .linear import Identity, Linear, NonDynamicallyQuantizableLinear
 from .norm import BatchNorm1d, BatchNorm2d, GroupNorm, InstanceNorm2d, LayerNorm
 from .pooling import AdaptiveAvgPool2d, AvgPool2d, MaxPool2d
+from .recurrent import GRU, LSTM, RNN
 from .shuffle import ChannelShuffle, PixelShuffle, PixelUnshuffle
 from .sparse import Embedding
 from .transformer import TransformerEncoder, TransformerEncoderLayer
@@ -37,6 +38,9 @@ __all__ = [
                          "CELU",
                          "ELU",
                          "GELU",
+                         "GRU",
+                         "LSTM",
+                         "RNN",
                          "SELU",
                          "AdaptiveAvgPool2d",
                          "AvgPool2d",

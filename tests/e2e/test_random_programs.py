@@ -2,7 +2,8 @@
 run on a kernel provider, against the same model run eagerly (numpy).
 
 Each program starts from an input with a symbolic batch and applies 4-7 steps drawn from a
-menu, so that lowering meets combinations the hand-written model tests do not. Sequence
+menu, so that lowering meets combinations the hand-written model tests do not; one entry
+draws from the forwards written with ndarray methods and numpy calls (``forward_cases``). Sequence
 programs ((batch, S, D)): broadcasts against reshaped and permuted views, reductions
 feeding matmuls, slices of concatenations, running sums, log-softmax and RMS norms on any
 axis, epilogue fusion after any op. Image programs ((batch, C, H, W)): convolutions and
@@ -21,6 +22,8 @@ from functools import partial
 
 import numpy as np
 import pytest
+from executors import PROVIDERS
+from forward_cases import STEPS, SYMBOLIC_STEPS
 from standalone_runners import npy, run_node, run_wasi
 
 import modelc
@@ -101,6 +104,7 @@ class SequenceProgram(RandomProgram):
                                 else F.reshape(x, (-1, s * d, 1))),
             "clamp": self._clamp,
             "ratio": lambda: (lambda x: x / (F.abs(x) + 1.0)),
+            "numpy": lambda: STEPS[str(rng.choice(sorted(STEPS)))],
         }
 
     def _linear(self, inputs: int, outputs: int) -> nn.Linear:
@@ -174,6 +178,7 @@ class SymbolicSequenceProgram(SequenceProgram):
                                       dim=int(rng.choice([1, 2])), keepdim=True),
             "gram": lambda: (lambda x: F.matmul(x, F.transpose(x, 1, 2)) * 0.3),
             "ratio": lambda: (lambda x: x / (F.abs(x) + 1.0)),
+            "numpy": lambda: SYMBOLIC_STEPS[str(rng.choice(sorted(SYMBOLIC_STEPS)))],
         }
         static = [axis + 1 for axis in range(len(self.shape)) if axis not in self.symbolic]
         if static:
@@ -332,7 +337,7 @@ def program(request):
     return model, wasm, shape
 
 
-@pytest.mark.parametrize("kernels", ["relaxed", "simd128", "scalar", "host"])
+@pytest.mark.parametrize("kernels", PROVIDERS)
 def test_random_program_matches_eager(program, kernels):
     model, wasm, shape = program
     rng = np.random.default_rng(1)
