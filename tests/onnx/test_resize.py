@@ -101,6 +101,9 @@ def test_symbolic_batch_resizes(check_wasm_against_ort, compare_with_ort):
     ({}, [None, f32s(1, 1, 2, 2), i64s(2, 3, 10, 12)], "exactly one of scales and sizes"),
     ({}, [None, f32s(2, 2)], r"scales \[2.0, 2.0\] must have one entry per resized axis"),
     ({}, [None, f32s(1, 1, -2, 2)], "must be positive"),
+    ({}, [None, f32s(1, 1, 0.1, 1)], "axis 2 would have size 0; expected a positive int"),
+    ({"keep_aspect_ratio_policy": "fit"}, [None, None, i64s(2, 3, 4, 4)],
+     "unknown keep_aspect_ratio_policy 'fit'"),
 ])
 def test_resize_refusals_name_the_node(attrs, operands, match):
     from onnx import TensorProto, helper, numpy_helper
@@ -115,6 +118,13 @@ def test_resize_refusals_name_the_node(attrs, operands, match):
             "y", TensorProto.FLOAT, None)], inits)
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 19)])
     with pytest.raises(CompileError, match=rf"the_resize.*{match}"):
+        modelc.from_onnx(model)
+
+
+def test_cubic_upsample_before_opset_11_is_refused():
+    model, _ = single_node("Upsample", [Run(X), f32s(1, 1, 2, 2)], {"mode": "linear"}, 9)
+    model.graph.node[0].attribute[0].s = b"cubic"
+    with pytest.raises(CompileError, match="mode 'cubic' needs Resize at opset 11 or later"):
         modelc.from_onnx(model)
 
 
