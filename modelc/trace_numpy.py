@@ -232,9 +232,7 @@ def _triangle(lower: bool) -> Callable[..., Any]:
         if not isinstance(rows, int) or not isinstance(cols, int):
             raise unsupported(f"np.{'tril' if lower else 'triu'} of a tensor whose last two "
                               f"axes {[rows, cols]} are not fixed", "fix those axes")
-        keep = np.tri(rows, cols, k, dtype=bool) if lower else ~np.tri(rows, cols, k - 1,
-                                                                      dtype=bool)
-        return F.where(keep, m, 0.0)
+        return (F.tril if lower else F.triu)(m, k)
     return triangle
 
 
@@ -243,10 +241,8 @@ def cumsum(a: Any, axis: int | None = None, dtype: Any = None, out: Any = None) 
     x, axis = (np.ravel(a), 0) if axis is None else (a, axis)
     x = x if dtype is None else x.astype(dtype)
     axis = normalize_axes(axis, x.ndim)[0]
-    size = x._static(axis, "np.cumsum")
-    # Running sums as one matmul with an upper-triangular matrix of ones: out[j] = sum x[:j+1].
-    last = as_float(np.swapaxes(x, axis, -1))
-    sums = np.swapaxes(matmul(last, np.triu(np.ones((size, size), np.float32))), axis, -1)
+    x._static(axis, "np.cumsum")  # NOTE: raises the tracer's error for a symbolic axis
+    sums = F.cumsum(as_float(x), axis)
     expected = np.cumsum(np.zeros(1, x.dtype)).dtype
     return sums if np.dtype(sums.dtype) == expected else F.cast(sums, expected)
 

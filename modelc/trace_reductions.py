@@ -113,15 +113,12 @@ class Reductions(Traced):
     def _arg_extreme(self, sign: float, axis: int | None, keepdims: bool) -> Any:
         x = self if axis is not None else self.reshape(-1)
         a = normalize_axes(0 if axis is None else axis, x.ndim)[0]
-        size = x._static(a, "argmax/argmin")
-        signed = as_float(x) if sign > 0 else -as_float(x)
-        hit = F.eq(signed, F.amax(signed, a, keepdim=True))
-        positions = np.arange(size, dtype=np.float32).reshape((size,) + (1,) * (x.ndim - a - 1))
+        x._static(a, "argmax/argmin")  # NOTE: raises the tracer's error for a symbolic axis
         # The first position that holds the extreme, as numpy returns.
-        first = -F.amax(-F.where(hit, positions, float(size)), a, keepdim=keepdims)
+        first = (F.argmax if sign > 0 else F.argmin)(as_float(x), a, keepdims)
         if axis is None and keepdims:
             first = F.reshape(first, (1,) * self.ndim)
-        return F.cast(first, np.int64)
+        return first
 
     def argmax(self, axis: int | None = None, out: Any = None, *, keepdims: bool = False) -> Any:
         return self._arg_extreme(1.0, axis, keepdims)
