@@ -83,7 +83,7 @@ class LowerContext:
 
     def address(self, value: Value) -> None:
         """Push the address of ``value``: a weight for constants, else its arena slot."""
-        if value.is_constant:
+        if value.data is not None:
             if id(value) not in self._constant_offsets:
                 self._constant_offsets[id(value)] = self._place(storage(value.data))
             self.records.append(("weight", self._constant_offsets[id(value)]))

@@ -10,12 +10,12 @@ from typing import Any
 import numpy as np
 import pytest
 import wasmtime
+from executors import PROVIDERS
 
 import wasm_kernels
 from wasi_intrinsics.kernels import provider
 from wasm_kernels import abi
 
-PROVIDERS = (*wasm_kernels.ISAS, "host")
 PAGES = 512  # 32 MiB of linear memory
 
 
