@@ -7,8 +7,9 @@ while ``wasm_kernels`` depends on nothing of ours.
 
 from .decode import Export, Import, ModuleInfo, WasmFormatError, read_module
 from .encode import Code, ModuleBuilder, instruction
-from .opcodes import OPCODES
+from .opcodes import OPCODES, Op
 from .types import ExternType, FuncType, GlobalType, Limits, MemoryType, TableType, is_subtype
+from .validate import WasmTypeError
 
 __all__ = [
                     "OPCODES",
@@ -22,8 +23,10 @@ __all__ = [
                     "MemoryType",
                     "ModuleBuilder",
                     "ModuleInfo",
+                    "Op",
                     "TableType",
                     "WasmFormatError",
+                    "WasmTypeError",
                     "instruction",
                     "is_subtype",
                     "read_module",

@@ -3,10 +3,28 @@
 from __future__ import annotations
 
 import struct
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
-from .opcodes import BLOCK, F32, F64, I32, I64, LANE, MEMARG, NONE, OPCODES, U32, V128, ZERO1, ZERO2
+from .opcodes import (
+    BLOCK,
+    F32,
+    F64,
+    I32,
+    I64,
+    LANE,
+    MEMARG,
+    NONE,
+    OPCODES,
+    U32,
+    V128,
+    ZERO1,
+    ZERO2,
+    Op,
+)
 from .types import VALUE_TYPES, FuncType, GlobalType, Limits, MemoryType
+from .validate import Callees, StackCheck, WasmTypeError
 
 MAGIC_AND_VERSION = b"\0asm\x01\0\0\0"
 
@@ -81,39 +99,181 @@ def _immediate(kind: str, args: tuple) -> bytes:
 
 
 def instruction(op: str, *args: object) -> bytes:
-    """Encode one instruction by its text-format name, e.g. ``instruction("i32.const", 4)``."""
+    """Encode one instruction by its text-format name, e.g. ``instruction("i32.const", 4)``.
+
+    Raises:
+        ValueError: an unknown instruction or a malformed immediate.
+    """
     try:
-        prefix, code, kind = OPCODES[op]
+        row = OPCODES[op]
     except KeyError:
         raise ValueError(f"unknown instruction {op!r}") from None
-    head = bytes([code]) if prefix is None else bytes([prefix]) + uleb(code)
-    return head + _immediate(kind, args)
+    return _encode(row, args)
+
+
+def _encode(row: Op, args: tuple) -> bytes:
+    head = bytes([row.code]) if row.prefix is None else bytes([row.prefix]) + uleb(row.code)
+    return head + _immediate(row.immediate, args)
+
+
+_ENCODED: dict[tuple[str, tuple], bytes] = {}
+"""Encodings of the instructions emitted so far: kernels repeat a few thousand distinct ones
+(``local.get 5``, ``i32.const 4``) hundreds of thousands of times."""
+_UNCACHED = frozenset(name for name, row in OPCODES.items() if row.immediate in (F32, F64))
+"""Float immediates are never looked up: ``0.0 == -0.0`` would find the other's bytes."""
+
+
+def _encode_new(op: str, args: tuple) -> bytes:
+    encoded = _ENCODED[op, args] = instruction(op, *args)
+    return encoded
 
 
 class Code:
-    """A function body under construction: typed locals and an instruction stream."""
+    """A function body under construction: typed locals and an instruction list, checked
+    against the value stack as each instruction is added (``validate.StackCheck``).
 
-    def __init__(self, params: tuple[str, ...]):
-        self.params = params
+    Locals and parameters may have names (``local("i32", "row")``, ``names=``), which
+    ``get``/``set``/``tee`` accept instead of indices. ``block``, ``loop`` and ``if_`` are
+    context managers that close what they open.
+
+    Args:
+        params: the parameter types.
+        results: the result types the body must leave on the stack.
+        names: names of the first parameters, in order.
+        funcs: the function index space ``call`` may use (``ModuleBuilder.code`` passes it).
+        globals_: the globals ``global.get``/``global.set`` may use.
+    """
+
+    def __init__(self, params: tuple[str, ...], results: tuple[str, ...] = (), *,
+                 names: Sequence[str] = (), funcs: Callees | None = None,
+                 globals_: Sequence[GlobalType] = ()):
+        self.params = tuple(params)
+        self.results = tuple(results)
+        self.instructions: list[tuple[str, tuple]] = []
         self._locals: list[str] = []
+        self._types = list(self.params)
+        self.names: dict[str, int] = {name: i for i, name in enumerate(names)}
         self._body = bytearray()
+        self._check = StackCheck(self._types, self.results, funcs, globals_)
 
-    def local(self, valtype: str) -> int:
-        """Declare a new local of ``valtype`` and return its index."""
+    @property
+    def stack(self) -> tuple[str | None, ...]:
+        """The value types on the stack of the innermost open block (``None``: unknown)."""
+        frames = self._check.frames
+        return tuple(self._check.values[frames[-1].height:]) if frames else ()
+
+    @property
+    def locals(self) -> tuple[str, ...]:
+        """The declared locals' types (after the parameters)."""
+        return tuple(self._locals)
+
+    def local(self, valtype: str, name: str | None = None) -> int:
+        """Declare a new local of ``valtype`` (called ``name``, if given) and return its index.
+
+        Raises:
+            ValueError: an unknown value type, or a name already taken.
+        """
         if valtype not in VALUE_TYPES:
             raise ValueError(f"unknown value type {valtype!r}")
+        index = len(self._types)
+        if name is not None:
+            if name in self.names:
+                raise ValueError(f"local {name!r} is already declared (index {self.names[name]})")
+            self.names[name] = index
         self._locals.append(valtype)
-        return len(self.params) + len(self._locals) - 1
+        self._types.append(valtype)
+        return index
 
     def emit(self, op: str, *args: object) -> Code:
-        self._body += instruction(op, *args)
+        """Append instruction ``op`` with immediates ``args``, e.g. ``emit("v128.load", 2, 16)``.
+
+        Raises:
+            ValueError: an unknown instruction or a malformed immediate.
+            WasmTypeError: the instruction does not fit the stack (naming what it expected
+                and what was found), or names a missing local, global, function or label.
+        """
+        if op in _UNCACHED:
+            encoded = instruction(op, *args)
+        else:
+            encoded = _ENCODED.get((op, args)) or _encode_new(op, args)
+        self._check.step(op, args)
+        self.instructions.append((op, args))
+        self._body += encoded
         return self
 
+    def _index(self, local: str | int) -> int:
+        if isinstance(local, int):
+            return local
+        try:
+            return self.names[local]
+        except KeyError:
+            raise ValueError(f"no local called {local!r}; named: {sorted(self.names)}") from None
+
+    def get(self, *locals_: str | int) -> Code:
+        """Push each local or parameter, by name or index."""
+        for local in locals_:
+            self.emit("local.get", self._index(local))
+        return self
+
+    def set(self, local: str | int) -> Code:
+        """Pop into a local, by name or index."""
+        return self.emit("local.set", self._index(local))
+
+    def tee(self, local: str | int) -> Code:
+        """Store the top of the stack in a local, by name or index, keeping it."""
+        return self.emit("local.tee", self._index(local))
+
+    @contextmanager
+    def block(self, result: str | None = None) -> Iterator[Code]:
+        """``block ... end``."""
+        self.emit("block", *(() if result is None else (result,)))
+        yield self
+        self.emit("end")
+
+    @contextmanager
+    def loop(self) -> Iterator[Code]:
+        """``block { loop { body; br 0 } }``: ``br 1`` breaks out, ``br 0`` continues."""
+        self.emit("block").emit("loop")
+        yield self
+        self.emit("br", 0).emit("end").emit("end")
+
+    @contextmanager
+    def if_(self, result: str | None = None) -> Iterator[Code]:
+        """``if ... end`` on the i32 on top of the stack."""
+        self.emit("if", *(() if result is None else (result,)))
+        yield self
+        self.emit("end")
+
+    def close(self) -> None:
+        """Check that the body ends with exactly its results on the stack and every block
+        closed; nothing can be added after. Encoding closes the body implicitly.
+
+        Raises:
+            WasmTypeError: a block is still open, or the stack does not hold the results.
+        """
+        if self._check.closed:
+            return
+        if len(self._check.frames) > 1:
+            open_ = [frame.kind for frame in self._check.frames[1:]]
+            raise WasmTypeError(f"end of function: {len(open_)} block(s) still open: {open_}")
+        self._check.step("end", ())
+
     def expression(self) -> bytes:
-        """The body as a constant expression (no locals, no size prefix)."""
+        """The body as a constant expression (no locals, no size prefix).
+
+        Raises:
+            WasmTypeError: the stack does not hold exactly the results.
+        """
+        self.close()
         return bytes(self._body) + instruction("end")
 
     def encode(self) -> bytes:
+        """The body as the code section holds it: size, locals, instructions, ``end``.
+
+        Raises:
+            WasmTypeError: a block is still open, or the stack does not hold the results.
+        """
+        self.close()
         groups: list[bytes] = []
         for valtype in self._locals:
             groups.append(uleb(1) + bytes([VALUE_TYPES[valtype]]))
@@ -131,19 +291,45 @@ def _limits(limits: Limits, shared: bool = False) -> bytes:
     return bytes([flags]) + uleb(limits.min) + (uleb(limits.max) if limits.max is not None else b"")
 
 
+def _name_map(names: dict[int, str]) -> bytes:
+    return vector([uleb(index) + name(names[index]) for index in sorted(names)])
+
+
+def name_section(module: str | None, functions: dict[int, str],
+                 locals_: dict[int, dict[int, str]]) -> bytes:
+    """The payload of the ``name`` custom section: the module's name, its functions' names
+    and their locals' names (subsections 0, 1 and 2), as debuggers and engines read them."""
+    subsections = []
+    if module is not None:
+        subsections.append((0, name(module)))
+    if functions:
+        subsections.append((1, _name_map(functions)))
+    if any(locals_.values()):
+        subsections.append((2, vector([uleb(f) + _name_map(locals_[f])
+                                       for f in sorted(locals_) if locals_[f]])))
+    return b"".join(bytes([sid]) + uleb(len(payload)) + payload for sid, payload in subsections)
+
+
 @dataclass
 class ModuleBuilder:
-    """Collects imports, functions, memories, exports, data and custom sections.
+    """Collects imports, functions, memories, exports, data and custom sections, and names
+    the module and its functions (and named locals) in a ``name`` section.
 
     Imports must be added before functions are defined, so function indices are final
     as soon as they are returned.
+
+    Args:
+        name: the module's name, which traps and debuggers show (``name!function``).
     """
 
+    name: str | None = None
     _types: list[FuncType] = field(default_factory=list)
     _imports: list[bytes] = field(default_factory=list)
     _imported_funcs: int = 0
+    _functions: list[tuple[str | None, FuncType]] = field(default_factory=list)
     _funcs: list[tuple[int, Code]] = field(default_factory=list)
     _memories: list[bytes] = field(default_factory=list)
+    _global_types: list[GlobalType] = field(default_factory=list)
     _globals: list[bytes] = field(default_factory=list)
     _exports: list[bytes] = field(default_factory=list)
     _data: list[bytes] = field(default_factory=list)
@@ -155,12 +341,24 @@ class ModuleBuilder:
             self._types.append(ty)
         return self._types.index(ty)
 
+    def code(self, ty: FuncType, names: Sequence[str] = ()) -> Code:
+        """An empty body of type ``ty`` that may call this module's functions and use its
+        globals (those added so far, and later ones)."""
+        return Code(ty.params, ty.results, names=names, funcs=self._functions,
+                    globals_=self._global_types)
+
     def import_func(self, module: str, field_name: str, ty: FuncType) -> int:
+        """Import a function (named ``field_name`` in the name section); returns its index.
+
+        Raises:
+            ValueError: functions were already defined.
+        """
         if self._funcs:
             raise ValueError("imports must be added before functions are defined")
         self._imports.append(name(module) + name(field_name) + b"\x00"
                              + uleb(self._type_index(ty)))
         self._imported_funcs += 1
+        self._functions.append((field_name, ty))
         return self._imported_funcs - 1
 
     def import_memory(self, module: str, field_name: str, ty: MemoryType) -> int:
@@ -173,13 +371,36 @@ class ModuleBuilder:
         return len(self._memories) - 1
 
     def add_global(self, ty: GlobalType, init: Code) -> int:
+        """Define a global initialised by the constant expression ``init``.
+
+        Raises:
+            WasmTypeError: ``init`` does not leave exactly one ``ty.content`` value.
+        """
+        if init.results != (ty.content,):
+            raise WasmTypeError(f"a {ty} is initialised by an expression of type "
+                                f"[{' '.join(init.results)}]; build it as "
+                                f"Code((), ({ty.content!r},))")
         self._globals.append(bytes([VALUE_TYPES[ty.content], int(ty.mutable)])
                              + init.expression())
+        self._global_types.append(ty)
         return len(self._globals) - 1
 
-    def add_function(self, ty: FuncType, code: Code, export: str | None = None) -> int:
+    def add_function(self, ty: FuncType, code: Code, export: str | None = None,
+                     name: str | None = None) -> int:
+        """Define a function (``name``, else ``export``, in the name section); returns its
+        index.
+
+        Raises:
+            WasmTypeError: ``code`` was built for another type, or does not end with its
+                results on the stack.
+        """
+        if (code.params, code.results) != (ty.params, ty.results):
+            raise WasmTypeError(f"function {name or export or ''} of type {ty} has a body "
+                                f"built for {FuncType(code.params, code.results)}")
+        code.close()
         index = self._imported_funcs + len(self._funcs)
         self._funcs.append((self._type_index(ty), code))
+        self._functions.append((name or export, ty))
         if export is not None:
             self.export(export, "func", index)
         return index
@@ -227,4 +448,13 @@ class ModuleBuilder:
             section(10, vector([code.encode() for _, code in self._funcs]))
         if self._data:
             section(11, vector(self._data))
+        names = self._names()
+        if names:
+            section(0, name("name") + names)
         return bytes(out)
+
+    def _names(self) -> bytes:
+        functions = {i: n for i, (n, _) in enumerate(self._functions) if n is not None}
+        locals_ = {self._imported_funcs + i: {index: n for n, index in code.names.items()}
+                   for i, (_, code) in enumerate(self._funcs)}
+        return name_section(self.name, functions, locals_)
