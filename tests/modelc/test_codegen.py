@@ -53,3 +53,46 @@ def test_export_writes_the_file(mlp, tmp_path):
     path = tmp_path / "m.wasm"
     wasm = modelc.export(mlp, (np.zeros((1, 12), np.float32),), path)
     assert path.read_bytes() == wasm
+
+
+def _exp_model():  # type: ignore[no-untyped-def]
+    import nn
+    from nn import functional as F
+
+    class Exp(nn.Module):
+        def forward(self, x):  # type: ignore[no-untyped-def]
+            return F.exp(x)
+
+    return Exp()
+
+
+def test_a_lowering_that_forgets_a_push_names_the_node_and_the_kernel(monkeypatch):
+    from modelc import ops
+
+    def forgets_the_count(node, ctx):  # type: ignore[no-untyped-def]
+        ctx.address(node.inputs[0])
+        ctx.address(node.output)
+        ctx.call("f32_exp")
+
+    monkeypatch.setattr(ops.get("exp"), "lower", forgets_the_count)
+    with pytest.raises(modelc.CompileError,
+                       match=r"^while lowering %exp_\d+ = exp\(%input0\)(.|\n)*: call 0 "
+                             r"\(f32_exp\): expected \[i32 i32 i32\] on the stack, "
+                             r"found \[i32 i32\]$"):
+        modelc.export(_exp_model(), (np.zeros(3, np.float32),))
+
+
+def test_a_lowering_that_pushes_too_much_names_the_node(monkeypatch):
+    from modelc import ops
+
+    lower = ops.get("exp").lower
+
+    def pushes_one_more(node, ctx):  # type: ignore[no-untyped-def]
+        ctx.push(7)
+        lower(node, ctx)
+
+    monkeypatch.setattr(ops.get("exp"), "lower", pushes_one_more)
+    with pytest.raises(modelc.CompileError,
+                       match=r"^while lowering %exp_\d+ = exp\(%input0\)(.|\n)*: the lowering "
+                             r"leaves \[i32\] on the stack after its kernel calls$"):
+        modelc.export(_exp_model(), (np.zeros(3, np.float32),))
