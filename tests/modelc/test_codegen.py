@@ -96,3 +96,20 @@ def test_a_lowering_that_pushes_too_much_names_the_node(monkeypatch):
                        match=r"^while lowering %exp_\d+ = exp\(%input0\)(.|\n)*: the lowering "
                              r"leaves \[i32\] on the stack after its kernel calls$"):
         modelc.export(_exp_model(), (np.zeros(3, np.float32),))
+
+
+def test_a_bad_embedding_id_traps_in_the_named_kernel():
+    import nn
+    import runtime
+    from nn import functional as F
+
+    class Embed(nn.Module):
+        def forward(self, ids):  # type: ignore[no-untyped-def]
+            return F.embedding(ids, np.ones((11, 6), np.float32))
+
+    wasm = modelc.export(Embed(), (np.zeros((1, 2), np.int64),))
+    with runtime.load(wasm, kernels="simd128") as session, \
+            pytest.raises(runtime.Trap, match=rf"^\w+ in {abi.MODULE}!f32_gather: ") as info:
+        session.run({"input0": np.array([[1, 11]], np.int64)})
+    assert [frame.split("+")[0] for frame in info.value.frames] == [
+        f"{abi.MODULE}!f32_gather", "wasmnn_model!run"]
