@@ -28,6 +28,10 @@ def generate(spec: abi.KernelSpec, isa: str) -> tuple[FuncType, Code]:
         code.close()
     except WasmTypeError as err:
         raise WasmTypeError(f"while generating {spec.name} ({isa}): {err}") from None
+    named = set(code.names.values())
+    for index, param in enumerate(spec.params):
+        if index not in named and param.split(":")[0] not in code.names:
+            code.name(index, param.split(":")[0])
     return ty, code
 
 

@@ -175,14 +175,23 @@ class Code:
         """
         if valtype not in VALUE_TYPES:
             raise ValueError(f"unknown value type {valtype!r}")
-        index = len(self._types)
-        if name is not None:
-            if name in self.names:
-                raise ValueError(f"local {name!r} is already declared (index {self.names[name]})")
-            self.names[name] = index
         self._locals.append(valtype)
         self._types.append(valtype)
-        return index
+        if name is not None:
+            self.name(len(self._types) - 1, name)
+        return len(self._types) - 1
+
+    def name(self, index: int, name: str) -> None:
+        """Name parameter or local ``index`` (for ``get``/``set``/``tee`` and the name section).
+
+        Raises:
+            ValueError: no such local, or the name is taken.
+        """
+        if not 0 <= index < len(self._types):
+            raise ValueError(f"no local {index}; the function has {len(self._types)}")
+        if name in self.names:
+            raise ValueError(f"local {name!r} is already declared (index {self.names[name]})")
+        self.names[name] = index
 
     def emit(self, op: str, *args: object) -> Code:
         """Append instruction ``op`` with immediates ``args``, e.g. ``emit("v128.load", 2, 16)``.
