@@ -83,7 +83,8 @@ def _wabt_accepts(body: Body, tmp_path: Path) -> bool:
     wat.write_text(_wat(body))
     subprocess.run(["wat2wasm", "--no-check", str(wat), "-o", str(wasm)], check=True,
                    capture_output=True)
-    return subprocess.run(["wasm-validate", str(wasm)], capture_output=True).returncode == 0
+    result = subprocess.run(["wasm-validate", str(wasm)], check=False, capture_output=True)
+    return result.returncode == 0
 
 
 @wabt
@@ -114,8 +115,7 @@ def test_errors_name_the_instruction_and_both_stacks(case: str, message: str) ->
 
 
 @pytest.mark.parametrize("body, message", [
-    ([("local.get", 5)], r"local\.get 5: no such local; the function has 2 parameters and "
-                         "locals"),
+    ([("local.get", 5)], r"local\.get 5: no such local; the function has 2 parameters"),
     ([("br", 3)], r"br 3: no enclosing block at depth 3 \(there are 1\)"),
     ([("global.get", 0)], r"global\.get 0: no such global; the module has 0"),
     ([("call", 0)], r"call 0: this body was built without the module's functions"),

@@ -5,8 +5,10 @@ It lives in ``wasm_kernels`` because every other package may depend on ``wasm_ke
 while ``wasm_kernels`` depends on nothing of ours.
 """
 
+from .builder import ModuleBuilder
+from .code import Code
 from .decode import Export, Import, ModuleInfo, WasmFormatError, read_module
-from .encode import Code, ModuleBuilder, instruction
+from .encode import instruction
 from .opcodes import OPCODES, Op
 from .types import ExternType, FuncType, GlobalType, Limits, MemoryType, TableType, is_subtype
 from .validate import WasmTypeError

@@ -12,7 +12,21 @@ import struct
 from dataclasses import dataclass, field
 
 from .decode import WasmFormatError, _Reader, read_module
-from .opcodes import BY_CODE, BLOCK, F32, F64, I32, I64, LANE, MEMARG, OPCODES, U32, V128, ZERO1, ZERO2
+from .opcodes import (
+    BLOCK,
+    BY_CODE,
+    F32,
+    F64,
+    I32,
+    I64,
+    LANE,
+    MEMARG,
+    OPCODES,
+    U32,
+    V128,
+    ZERO1,
+    ZERO2,
+)
 from .types import FuncType, GlobalType, MemoryType
 
 Instruction = tuple[str, tuple]
@@ -100,6 +114,16 @@ class _CodeReader(_Reader):
             depth += {"block": 1, "loop": 1, "if": 1, "end": -1}.get(op, 0)
             out.append((op, args))
 
+    def import_type(self, kind: int) -> int | MemoryType | GlobalType:
+        """A function import's type index, or a memory's or global's type."""
+        if kind == 0:
+            return self.u32()
+        if kind == 2:
+            return MemoryType(*self.limits())
+        if kind == 3:
+            return GlobalType(self.valtype(), bool(self.byte()))
+        raise self.fail(f"import kind {kind} is not shown by the printer")
+
     def function(self) -> Function:
         body = _CodeReader(self.bytes(self.u32()), self.base + self.pos)
         locals_: list[str] = []
@@ -133,19 +157,15 @@ def _section(module: Module, sid: int, body: _CodeReader, type_indices: list[int
     elif sid == 2:
         for _ in range(body.u32()):
             where, name, kind = body.name(), body.name(), body.byte()
-            ty = {0: body.u32, 2: lambda: MemoryType(*body.limits()),
-                  3: lambda: GlobalType(body.valtype(), bool(body.byte()))}.get(kind)
-            if ty is None:
-                raise body.fail(f"import kind {kind} is not shown by the printer")
-            module.imports.append((where, name, ty()))
+            module.imports.append((where, name, body.import_type(kind)))
     elif sid == 3:
         type_indices.extend(body.u32() for _ in range(body.u32()))
     elif sid == 5:
         module.memories = [MemoryType(*body.limits()) for _ in range(body.u32())]
     elif sid == 6:
         for _ in range(body.u32()):
-            ty = GlobalType(body.valtype(), bool(body.byte()))
-            module.globals.append((ty, body.expression()))
+            global_type = GlobalType(body.valtype(), bool(body.byte()))
+            module.globals.append((global_type, body.expression()))
     elif sid == 7:
         kinds = {0: "func", 1: "table", 2: "memory", 3: "global"}
         module.exports = [(body.name(), kinds[body.byte()], body.u32())
