@@ -1,4 +1,7 @@
-"""The WebAssembly binary format: opcode table, encoder, interface reader and extern types.
+"""The WebAssembly binary format: one opcode table (encoding and stack signature of each
+instruction) drives the builder (``Code``, checked against the value stack as it is built;
+``ModuleBuilder``, which names the module and its functions in a name section), the
+interface reader, the whole-module decoder and the text printer (``text.module_text``).
 
 It lives in ``wasm_kernels`` because every other package may depend on ``wasm_kernels``
 (the kernel generator, the compiler's code generator and the runtime's linker all use it),

@@ -245,7 +245,9 @@ def _select(s: StackCheck, name: str, args: tuple) -> None:
 
 
 def _local_get(s: StackCheck, name: str, args: tuple) -> None:
-    s.values.append(s.local(name, args))
+    index = args[0] if args else None
+    s.values.append(s.locals[index] if type(index) is int and 0 <= index < len(s.locals)
+                    else s.local(name, args))
 
 
 def _local_set(s: StackCheck, name: str, args: tuple) -> None:
