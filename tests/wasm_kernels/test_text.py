@@ -15,7 +15,7 @@ import pytest
 from wasm_kernels import abi
 from wasm_kernels.build import build, generate
 from wasm_kernels.show import main as show
-from wasm_kernels.wasm import WasmFormatError
+from wasm_kernels.wasm import Limits, MemoryType, ModuleBuilder, WasmFormatError
 from wasm_kernels.wasm.disassemble import Instruction, Module, disassemble
 from wasm_kernels.wasm.opcodes import MEMARG, OPCODES
 from wasm_kernels.wasm.text import module_text
@@ -91,6 +91,21 @@ def test_a_standalone_model_round_trips_and_shows_its_names(tmp_path: Path) -> N
                      "(func $_start", "(global (;0;) (mut i32) (i32.const 0))",
                      ";; custom section 'wasmnn.model'"):
         assert fragment in text
+    assert _contents(disassemble(_wat2wasm(text, tmp_path))) == _contents(disassemble(wasm))
+    path = tmp_path / "standalone.wasm"
+    path.write_bytes(wasm)
+    subprocess.run(["wasm-validate", str(path)], check=True)
+
+
+@wabt
+def test_data_of_every_byte_round_trips_short_and_long(tmp_path: Path) -> None:
+    b = ModuleBuilder("data")
+    b.add_memory(MemoryType(Limits(2)))
+    b.add_data(0, b'say "hi"\\\n' + bytes(range(256)))
+    b.add_data(1024, bytes(range(256)) * 300)  # longer than READABLE_BYTES
+    wasm = b.encode()
+    text = module_text(wasm)
+    assert '(data (;0;) (i32.const 0) "say \\22hi\\22\\5c\\0a\\00\\01' in text
     assert _contents(disassemble(_wat2wasm(text, tmp_path))) == _contents(disassemble(wasm))
 
 

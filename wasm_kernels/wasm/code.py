@@ -6,9 +6,21 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 
-from .encode import _ENCODED, _UNCACHED, _encode_new, instruction, uleb, vector
+from .encode import instruction, uleb, vector
+from .opcodes import F32, F64, OPCODES
 from .types import VALUE_TYPES, GlobalType
 from .validate import Callees, StackCheck, WasmTypeError
+
+_ENCODED: dict[tuple[str, tuple], bytes] = {}
+"""Encodings of the instructions emitted so far: kernels repeat a few thousand distinct ones
+(``local.get 5``, ``i32.const 4``) hundreds of thousands of times."""
+_UNCACHED = frozenset(name for name, row in OPCODES.items() if row.immediate in (F32, F64))
+"""Float immediates are never looked up: ``0.0 == -0.0`` would find the other's bytes."""
+
+
+def _encode_new(op: str, args: tuple) -> bytes:
+    encoded = _ENCODED[op, args] = instruction(op, *args)
+    return encoded
 
 
 class Code:
@@ -84,10 +96,11 @@ class Code:
             WasmTypeError: the instruction does not fit the stack (naming what it expected
                 and what was found), or names a missing local, global, function or label.
         """
-        if op in _UNCACHED:
+        try:
+            encoded = (instruction(op, *args) if op in _UNCACHED
+                       else _ENCODED.get((op, args)) or _encode_new(op, args))
+        except TypeError:  # an unhashable immediate, e.g. a v128 given as a bytearray
             encoded = instruction(op, *args)
-        else:
-            encoded = _ENCODED.get((op, args)) or _encode_new(op, args)
         self._check.step(op, args)
         self.instructions.append((op, args))
         self._body += encoded

@@ -110,15 +110,3 @@ def instruction(op: str, *args: object) -> bytes:
 def _encode(row: Op, args: tuple) -> bytes:
     head = bytes([row.code]) if row.prefix is None else bytes([row.prefix]) + uleb(row.code)
     return head + _immediate(row.immediate, args)
-
-
-_ENCODED: dict[tuple[str, tuple], bytes] = {}
-"""Encodings of the instructions emitted so far: kernels repeat a few thousand distinct ones
-(``local.get 5``, ``i32.const 4``) hundreds of thousands of times."""
-_UNCACHED = frozenset(name for name, row in OPCODES.items() if row.immediate in (F32, F64))
-"""Float immediates are never looked up: ``0.0 == -0.0`` would find the other's bytes."""
-
-
-def _encode_new(op: str, args: tuple) -> bytes:
-    encoded = _ENCODED[op, args] = instruction(op, *args)
-    return encoded

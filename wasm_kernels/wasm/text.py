@@ -14,6 +14,9 @@ from .opcodes import BLOCK, F32, F64, I32, I64, LANE, MEMARG, OPCODES, U32, V128
 from .types import FuncType, GlobalType, Limits, MemoryType
 
 INDENT = "  "
+READABLE_BYTES = 1 << 16
+"""Longer strings (weights) print every byte as an escape, which is fast; shorter ones
+(messages) show their printable characters as themselves."""
 _ID = re.compile(r"^[0-9A-Za-z!#$%&'*+\-./:<=>?@\\^_`|~]+$")
 
 
@@ -83,6 +86,8 @@ def _limits(limits: Limits) -> str:
 
 
 def _string(data: bytes) -> str:
+    if len(data) > READABLE_BYTES:
+        return "\\" + data.hex("\\")
     return "".join(chr(b) if 0x20 <= b < 0x7F and b not in (0x22, 0x5C) else f"\\{b:02x}"
                    for b in data)
 
