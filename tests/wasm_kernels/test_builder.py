@@ -121,6 +121,8 @@ def test_errors_name_the_instruction_and_both_stacks(case: str, message: str) ->
     ([("call", 0)], r"call 0: this body was built without the module's functions"),
     ([("else",)], r"else: not inside an if \(inside a function\)"),
     ([("block",), ("i32.const", 0)], r"end of function: 1 block\(s\) still open: \['block'\]"),
+    ([("i32.const", 0), ("end",)], r"end: no open block to end \(the function's own end is "
+                                   r"added when the body is closed\)"),
     ([("i32.bogus",)], r"unknown instruction 'i32\.bogus'"),
 ])
 def test_bad_indices_and_structure_are_named(body: Body, message: str) -> None:

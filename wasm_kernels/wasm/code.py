@@ -156,12 +156,8 @@ class Code:
         Raises:
             WasmTypeError: a block is still open, or the stack does not hold the results.
         """
-        if self._check.closed:
-            return
-        if len(self._check.frames) > 1:
-            open_ = [frame.kind for frame in self._check.frames[1:]]
-            raise WasmTypeError(f"end of function: {len(open_)} block(s) still open: {open_}")
-        self._check.step("end", ())
+        if not self._check.closed:
+            self._check.finish()
 
     def expression(self) -> bytes:
         """The body as a constant expression (no locals, no size prefix).

@@ -132,6 +132,18 @@ class StackCheck:
             raise self.error(name, args, expected)
         self.pop(name, args, expected)
 
+    def finish(self) -> None:
+        """The function's own ``end``: every block closed, exactly the results left.
+
+        Raises:
+            WasmTypeError: a block is still open, or the stack does not hold the results.
+        """
+        if len(self.frames) > 1:
+            open_ = [frame.kind for frame in self.frames[1:]]
+            raise WasmTypeError(f"end of function: {len(open_)} block(s) still open: {open_}")
+        self.pop_exactly("end", (), self.frames[0].results)
+        self.frames.pop()
+
     def unreachable(self) -> None:
         frame = self.frames[-1]
         del self.values[frame.height:]
@@ -199,6 +211,9 @@ def _else(s: StackCheck, name: str, args: tuple) -> None:
 
 def _end(s: StackCheck, name: str, args: tuple) -> None:
     frame = s.frames[-1]
+    if frame.kind == "function":
+        raise WasmTypeError("end: no open block to end (the function's own end is added "
+                            "when the body is closed)")
     s.pop_exactly(name, args, frame.results)
     if frame.kind == "if" and frame.results:
         raise WasmTypeError(f"end: an if without else cannot produce [{_types(frame.results)}]")
