@@ -24,7 +24,7 @@ from wasm_kernels.wasm import Code, FuncType, Limits, MemoryType, ModuleBuilder,
 
 from . import ops
 from .errors import CompileError
-from .graph import Graph, Shape, Value
+from .graph import Graph, Node, Shape, Value
 from .metadata import SECTION, encode_metadata
 
 SCRATCH_BYTES = 16
@@ -62,6 +62,7 @@ class LowerContext:
         self.records: list[tuple[Any, ...]] = []
         self.weights = bytearray()
         self.kernels: list[str] = []
+        self.locals = 0
         self._constant_offsets: dict[int, int] = {}
         self._callees: list[tuple[str | None, FuncType]] = []
         self.check = Code(("i32",) * len(graph.dims), ("i32",), funcs=self._callees)
@@ -95,7 +96,7 @@ class LowerContext:
 
     def address(self, value: Value) -> None:
         """Push the address of ``value``: a weight for constants, else its arena slot."""
-        if value.is_constant:
+        if value.data is not None:
             if id(value) not in self._constant_offsets:
                 self._constant_offsets[id(value)] = self._place(storage(value.data))
             self._add("i32.const", 0, record=("weight", self._constant_offsets[id(value)]))
@@ -116,6 +117,20 @@ class LowerContext:
         self.push(itemsize)
         self._add("i32.mul")
         self._add("i32.add")
+
+    def emit(self, op: str, *args: object) -> None:
+        """Record one plain instruction (control flow, locals) for ``run``."""
+        self._add(op, *args)
+
+    def local(self) -> int:
+        """A new i32 local of ``run`` (e.g. a loop counter); returns its index."""
+        self.locals += 1
+        return self.check.local("i32")
+
+    def scratch(self, node: Node, index: int = 0) -> None:
+        """Push the address of ``node``'s scratch buffer ``index`` (``OpDef.scratch``)."""
+        self._add("i32.const", 0,
+                  record=("arena", self.graph.meta["scratch"][(id(node), index)]))
 
     def call(self, kernel: str) -> None:
         """Call kernel ``kernel`` of the ABI with the arguments pushed so far."""
@@ -210,6 +225,8 @@ def run_function(builder: ModuleBuilder, ctx: LowerContext, layout: Layout,
     graph = ctx.graph
     ty = FuncType(("i32",) * len(graph.dims), ("i32",))
     code = builder.code(ty)
+    for _ in range(ctx.locals):
+        code.local("i32")
     for param, (name, (low, high)) in enumerate(graph.dims.items()):
         assert fd_write is not None
         code.emit("local.get", param).emit("i32.const", low).emit("i32.lt_u")

@@ -8,7 +8,7 @@ import argparse
 import sys
 
 from . import abi
-from .build import ISAS, build
+from .build import ISA_NAMES, build
 from .wasm.text import module_text
 
 
@@ -18,7 +18,7 @@ def main(argv: list[str] | None = None) -> int:
         prog="python -m wasm_kernels.show",
         description="Print a kernel of the ABI as WebAssembly text, for one ISA.")
     parser.add_argument("kernel", help=f"an ABI kernel name, e.g. f32_linear ({abi.MODULE})")
-    parser.add_argument("--isa", default="simd128", choices=ISAS,
+    parser.add_argument("--isa", default="simd128", choices=ISA_NAMES,
                         help="the variant to generate (default: simd128)")
     args = parser.parse_args(argv)
     if args.kernel not in abi.BY_NAME:

@@ -113,3 +113,10 @@ def test_a_bad_embedding_id_traps_in_the_named_kernel():
         session.run({"input0": np.array([[1, 11]], np.int64)})
     assert [frame.split("+")[0] for frame in info.value.frames] == [
         f"{abi.MODULE}!f32_gather", "wasmnn_model!run"]
+
+
+@pytest.mark.parametrize("model", ["model.txt", 42])
+def test_export_of_something_not_a_model_is_named(model):
+    with pytest.raises(TypeError, match=rf"expected an nn.Module, a Graph or a path to an "
+                                        rf"\.onnx file, got {model!r}"):
+        modelc.export(model, (np.zeros(2, np.float32),))

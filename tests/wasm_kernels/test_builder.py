@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from wasm_kernels import abi
-from wasm_kernels.build import ISAS, build, generate
+from wasm_kernels.build import ISA_NAMES, build, generate
 from wasm_kernels.templates.isa import Isa
 from wasm_kernels.wasm import Code, FuncType, ModuleBuilder, WasmTypeError
 
@@ -177,7 +177,7 @@ def test_a_template_slip_names_the_kernel_and_isa(monkeypatch: pytest.MonkeyPatc
 
 
 @wabt
-@pytest.mark.parametrize("isa", ISAS)
+@pytest.mark.parametrize("isa", ISA_NAMES)
 def test_every_kernel_of_the_abi_passes_wasm_validate(isa: str, tmp_path: Path) -> None:
     path = tmp_path / f"kernels_{isa}.wasm"
     path.write_bytes(build(isa))
