@@ -7,6 +7,7 @@ import functools
 import re
 import threading
 from dataclasses import dataclass
+from collections.abc import Iterable
 from typing import Any, ClassVar
 
 import wasmtime
@@ -39,10 +40,16 @@ def parse_size(text: str | int) -> int:
     return int(float(match.group(1)) * _UNITS[(match.group(2) or "").lower()])
 
 
+TABLE_ELEMENT_BYTES = 8
+"""What one table element costs against ``max_memory`` (wasmtime stores one pointer each)."""
+
+
 @dataclass(frozen=True)
 class Limits:
-    """What one compartment may use. ``timeout`` is wall-clock seconds per call (epoch
-    interruption); ``fuel`` is wasm instructions per call (roughly); ``None`` means no cap."""
+    """What one compartment may use. ``max_memory`` is in bytes, shared by every linear
+    memory and table of the compartment (see ``Compartment.plan``); ``timeout`` is wall-clock
+    seconds per call (epoch interruption); ``fuel`` is wasm instructions per call (roughly);
+    ``None`` means no cap."""
 
     max_memory: int = 1 << 30
     timeout: float | None = None
@@ -148,9 +155,34 @@ def _reason(text: str) -> str:
     return causes[-1] + (f" ({'; '.join(causes[:-1])})" if len(causes) > 1 else "")
 
 
-def _limit_message(code: str, limits: Limits) -> str:
-    cap = {"memory": f"{limits.max_memory} bytes", "tables": f"{limits.max_tables} tables of "
-           f"at most {limits.max_table_elements} elements",
+@dataclass(frozen=True)
+class Shares:
+    """How ``max_memory`` is divided: ``memories`` memories of at most ``memory_bytes`` each
+    and ``tables`` tables of at most ``table_elements`` elements each."""
+
+    memories: int = 1
+    tables: int = 0
+    memory_bytes: int = 0
+    table_elements: int = 0
+
+    @classmethod
+    def of(cls, limits: Limits, memories: int, tables: int) -> Shares:
+        """Equal shares, so that however the guest grows them, the sum stays within the cap:
+        a table gets at most an equal part (and at most ``max_table_elements``), the memories
+        split the rest."""
+        table_elements = min(limits.max_table_elements,
+                             limits.max_memory // max(1, memories + tables) // TABLE_ELEMENT_BYTES)
+        rest = limits.max_memory - tables * table_elements * TABLE_ELEMENT_BYTES
+        return cls(memories, tables, rest // max(1, memories), table_elements)
+
+    def describe(self) -> str:
+        return (f"shared by {self.memories} memory(ies) of at most {self.memory_bytes} bytes "
+                f"and {self.tables} table(s) of at most {self.table_elements} elements")
+
+
+def _limit_message(code: str, limits: Limits, shares: Shares) -> str:
+    cap = {"memory": f"{limits.max_memory} bytes",
+           "tables": f"{limits.max_tables} tables of at most {shares.table_elements} elements",
            "instances": f"{limits.max_instances} instances"}[code]
     return f"{code} limit of {cap} exceeded"
 
@@ -162,7 +194,8 @@ def _untyped(reason: str, frames: list[str]) -> Trap:
     return Trap("unknown", reason, frames)
 
 
-def translate(error: BaseException, limits: Limits) -> Exception:
+def translate(error: BaseException, limits: Limits, shares: Shares | None = None
+              ) -> Exception:
     """Our exception for anything a guest call or instantiation raised: ``ExitTrap`` for
     ``proc_exit``, ``LimitExceeded`` for a time, fuel, memory, table or instance cap, ``Trap``
     with a code from ``TRAP_CODES`` for the rest. Other exceptions (a host function's own)
@@ -183,7 +216,10 @@ def translate(error: BaseException, limits: Limits) -> Exception:
         reason = _reason(str(error))
         for pattern, limit in _LIMIT_ERRORS:
             if pattern.search(reason):
-                return LimitExceeded(limit, f"{_limit_message(limit, limits)}: {reason}")
+                shares = shares or Shares.of(limits, 1, 0)
+                detail = f" ({shares.describe()})" if limit == "memory" else ""
+                return LimitExceeded(limit, f"{_limit_message(limit, limits, shares)}: "
+                                            f"{reason}{detail}")
         return _untyped(reason, [])
     return error if isinstance(error, Exception) else RuntimeError(str(error))
 
@@ -205,13 +241,45 @@ class Compartment:
         self.engine = engine(fuel=self.limits.fuel is not None, features=features,
                              epochs=self.epochs)
         self.store = wasmtime.Store(self.engine)
-        self.store.set_limits(memory_size=self.limits.max_memory,
-                              instances=self.limits.max_instances,
-                              tables=self.limits.max_tables,
-                              table_elements=self.limits.max_table_elements)
+        self.shares = Shares()
+        self._created = (0, 0)  # memories and tables made so far in this store
+        self._share(1, 0)
         if self.epochs:
             _EpochTicker.ensure(self.engine)
         self._arm()
+
+    def plan(self, modules: Iterable[ModuleInfo], host_memories: int = 0) -> None:
+        """Share ``max_memory`` among every memory and table the compartment will hold: the
+        ones ``modules`` define plus ``host_memories`` the host creates. Call it before
+        creating any of them; then no guest can make their sum exceed the cap (wasmtime caps
+        each memory and table, so each gets an equal part). ``instantiate`` plans by itself
+        for a module nobody planned for."""
+        infos = list(modules)
+        self._share(host_memories + sum(len(i.memories) for i in infos),
+                    sum(len(i.tables) for i in infos))
+
+    def _share(self, memories: int, tables: int) -> None:
+        self.shares = Shares.of(self.limits, memories, tables)
+        self.store.set_limits(memory_size=self.shares.memory_bytes,
+                              instances=self.limits.max_instances,
+                              tables=self.limits.max_tables,
+                              table_elements=self.shares.table_elements)
+
+    def _made(self, memories: int, tables: int) -> None:
+        """Count new memories and tables, planning again when they exceed the plan."""
+        self._created = (self._created[0] + memories, self._created[1] + tables)
+        if self._created[0] > self.shares.memories or self._created[1] > self.shares.tables:
+            self._share(max(1, self._created[0]), self._created[1])
+
+    def memory(self, pages: int) -> wasmtime.Memory:
+        """A new host memory of ``pages`` 64 KiB pages, counted against ``max_memory``.
+
+        Raises:
+            LimitExceeded: ``pages`` is over this memory's share of ``max_memory``.
+        """
+        self._made(1, 0)
+        return self.call(wasmtime.Memory, self.store,
+                         wasmtime.MemoryType(wasmtime.Limits(pages, None)))
 
     def _arm(self) -> None:
         if self.limits.timeout is not None:
@@ -247,6 +315,7 @@ class Compartment:
         """
         result = link(info, resolver, self.store)
         result.raise_if_failed()
+        self._made(len(info.memories), len(info.tables))
         return self.call(wasmtime.Instance, self.store, module, result.externs)
 
     def call(self, fn: Any, *args: Any) -> Any:
@@ -255,4 +324,4 @@ class Compartment:
         try:
             return fn(*args)
         except (ProcExit, wasmtime.Trap, wasmtime.WasmtimeError) as err:
-            raise translate(err, self.limits) from None
+            raise translate(err, self.limits, self.shares) from None

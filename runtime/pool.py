@@ -60,8 +60,9 @@ class ModelInstance:
         """
         self.compartment = compartment
         store = compartment.store
-        self.memory = wasmtime.Memory(
-            store, wasmtime.MemoryType(wasmtime.Limits(blueprint.pages, None)))
+        compartment.plan([blueprint.model[1]] + ([blueprint.kernels[1]] if blueprint.kernels
+                                                 else []), host_memories=1)
+        self.memory = compartment.memory(blueprint.pages)
         self._stderr = WasiConfig().stderr
         registry = RegistryResolver()
         registry.register("env", {"memory": Resolved(

@@ -27,6 +27,7 @@ def run_command(wasm: bytes, config: WasiConfig, limits: Limits | None = None) -
     """
     compartment = Compartment(limits)
     module, info = compartment.compile(wasm)
+    compartment.plan([info])
     state = WasiState(config)
     try:
         registry = RegistryResolver()
