@@ -6,6 +6,7 @@ from __future__ import annotations
 import functools
 import re
 import threading
+import time
 from dataclasses import dataclass
 from collections.abc import Iterable
 from typing import Any, ClassVar
@@ -13,6 +14,7 @@ from typing import Any, ClassVar
 import wasmtime
 
 from wasi_intrinsics.wasi import ProcExit
+from wasi_intrinsics.wasi.deadline import DeadlineExceeded
 from wasm_kernels.wasm import ModuleInfo, WasmFormatError, read_module
 
 from .cache import compile_module
@@ -202,6 +204,8 @@ def translate(error: BaseException, limits: Limits, shares: Shares | None = None
     are returned unchanged."""
     if isinstance(error, ProcExit):
         return ExitTrap(error.code)
+    if isinstance(error, DeadlineExceeded):
+        return LimitExceeded("timeout", f"time limit of {limits.timeout} s exceeded ({error})")
     if isinstance(error, wasmtime.Trap):
         code = error.trap_code
         if code == wasmtime.TrapCode.INTERRUPT:
@@ -243,6 +247,7 @@ class Compartment:
         self.store = wasmtime.Store(self.engine)
         self.shares = Shares()
         self._created = (0, 0)  # memories and tables made so far in this store
+        self._deadline: float | None = None
         self._share(1, 0)
         if self.epochs:
             _EpochTicker.ensure(self.engine)
@@ -281,8 +286,14 @@ class Compartment:
         return self.call(wasmtime.Memory, self.store,
                          wasmtime.MemoryType(wasmtime.Limits(pages, None)))
 
+    def deadline(self) -> float | None:
+        """When the running call's time is up (``time.monotonic()`` seconds), if it is limited:
+        WASI calls that block wake then."""
+        return self._deadline
+
     def _arm(self) -> None:
         if self.limits.timeout is not None:
+            self._deadline = time.monotonic() + self.limits.timeout
             self.store.set_epoch_deadline(
                 max(1, round(self.limits.timeout / EPOCH_TICK_SECONDS)))
         if self.limits.fuel is not None:
@@ -323,5 +334,5 @@ class Compartment:
         self._arm()
         try:
             return fn(*args)
-        except (ProcExit, wasmtime.Trap, wasmtime.WasmtimeError) as err:
+        except (ProcExit, DeadlineExceeded, wasmtime.Trap, wasmtime.WasmtimeError) as err:
             raise translate(err, self.limits, self.shares) from None

@@ -21,7 +21,7 @@ import wasmtime
 import wasm_kernels
 from wasi_intrinsics.kernels import provider as host_kernels
 from wasi_intrinsics.wasi import MODULE as WASI_MODULE
-from wasi_intrinsics.wasi import WasiConfig, WasiState, preview1
+from wasi_intrinsics.wasi import CappedBuffer, WasiConfig, WasiState, preview1
 from wasm_kernels.wasm import Limits as WasmLimits
 from wasm_kernels.wasm import MemoryType, ModuleInfo
 
@@ -63,13 +63,14 @@ class ModelInstance:
         compartment.plan([blueprint.model[1]] + ([blueprint.kernels[1]] if blueprint.kernels
                                                  else []), host_memories=1)
         self.memory = compartment.memory(blueprint.pages)
-        self._stderr = WasiConfig().stderr
+        self._stderr = CappedBuffer()
         registry = RegistryResolver()
         registry.register("env", {"memory": Resolved(
             self.memory, MemoryType(WasmLimits(blueprint.pages)))})
         wasi_imports = [i.name for i in blueprint.model[1].imports if i.module == WASI_MODULE]
         registry.register(WASI_MODULE, _WASI.instantiate(
-            store, WasiState(WasiConfig(stderr=self._stderr)), only=wasi_imports))
+            store, WasiState(WasiConfig(stderr=self._stderr), compartment.deadline),
+            memory=self.memory, only=wasi_imports))
         registry.register(wasm_kernels.abi.MODULE, self._kernels(blueprint.kernels, registry))
         instance = compartment.instantiate(*blueprint.model, registry)
         self._entry = instance.exports(store)[blueprint.metadata.entry]
@@ -103,11 +104,10 @@ class ModelInstance:
             Trap: the model trapped, hit a limit (``LimitExceeded``), or rejected its inputs
                 (code ``"rejected"``, with what it wrote to stderr).
         """
+        self._stderr.clear()
         status = self.compartment.call(self._entry, self.compartment.store, *args)
         if status != 0:
-            message = self._stderr.getvalue().decode(errors="replace").strip()
-            self._stderr.seek(0)
-            self._stderr.truncate()
+            message = self._stderr.text().strip()
             raise Trap("rejected", f"the model rejected its inputs (status {status}): "
                        f"{message or 'no message'}")
 

@@ -28,7 +28,7 @@ def run_command(wasm: bytes, config: WasiConfig, limits: Limits | None = None) -
     compartment = Compartment(limits)
     module, info = compartment.compile(wasm)
     compartment.plan([info])
-    state = WasiState(config)
+    state = WasiState(config, compartment.deadline)
     try:
         registry = RegistryResolver()
         for name in (MODULE, LEGACY_MODULE):

@@ -1,14 +1,24 @@
 """Issue 18's limit promises: each test is named after the promise it keeps, and tries to
 break it the way a hostile guest would."""
 
+import os
+import time
+
 import numpy as np
+import pytest
 import wasmtime
 
 import runtime
 from runtime.commands.wasi import run_command
+from runtime import LimitExceeded
 from runtime.compartment import TABLE_ELEMENT_BYTES, Limits
 from tests.runtime.wat_models import metadata, with_section
 from wasi_intrinsics.wasi import WasiConfig
+from wasi_intrinsics.wasi.errno import Errno
+from wasi_intrinsics.wasi.fd import MAX_IO_BYTES
+from wasi_intrinsics.wasi.memory import MAX_IOVECS
+from wasi_intrinsics.wasi.poll import MAX_SUBSCRIPTIONS
+from wasi_intrinsics.wasi.state import CAPTURE_BYTES
 
 PAGE = 65536
 MEMORIES = 8
@@ -57,3 +67,119 @@ def test_max_memory_counts_table_elements_too():
       {own} (func (export "_start") (local $n i32) {grow} (call $exit (local.get $n))))"""
     elements = run_command(wasmtime.wat2wasm(wat), WasiConfig(), Limits(max_memory=1 << 20))
     assert MEMORIES * 1024 <= elements and elements * TABLE_ELEMENT_BYTES <= 1 << 20
+
+
+def _wasi(body: str, imports: str = "", pages: int = 1) -> bytes:
+    return wasmtime.wat2wasm(f"""(module
+      (import "wasi_snapshot_preview1" "proc_exit" (func $exit (param i32)))
+      {imports}
+      (memory (export "memory") {pages})
+      (func (export "_start") {body}))""")
+
+
+FD_WRITE = ('(import "wasi_snapshot_preview1" "fd_write" '
+            '(func $write (param i32 i32 i32 i32) (result i32)))')
+
+
+def test_what_a_guest_writes_to_a_captured_stream_is_bounded():
+    # 64 KiB of memory written to stderr 200 times: 12.5 MiB, of which 64 KiB are kept.
+    body = """(i32.store (i32.const 0) (i32.const 0)) (i32.store (i32.const 4) (i32.const 65536))
+      (local.set $i (i32.const 200))
+      (loop $l (drop (call $write (i32.const 2) (i32.const 0) (i32.const 1) (i32.const 8)))
+        (br_if $l (local.tee $i (i32.sub (local.get $i) (i32.const 1)))))"""
+    config = WasiConfig()
+    run_command(_wasi(f"(local $i i32) {body}", FD_WRITE), config)
+    assert len(config.stderr.getvalue()) == CAPTURE_BYTES
+    assert config.stderr.dropped == 200 * 65536 - CAPTURE_BYTES
+    assert config.stderr.text().endswith(f"[{200 * 65536 - CAPTURE_BYTES} more bytes dropped]")
+
+
+def test_a_model_rejection_message_is_bounded_and_fresh_each_run():
+    # Each run writes 64 KiB of 'A' to stderr and then rejects its input (status 1).
+    wat = f"""(module (import "env" "memory" (memory 2)) {FD_WRITE}
+      (func (export "run") (param $batch i32) (result i32)
+        (memory.fill (i32.const 65536) (i32.const 65) (i32.const 65536))
+        (i32.store (i32.const 8192) (i32.const 65536)) (i32.store (i32.const 8196) (i32.const 65536))
+        (drop (call $write (i32.const 2) (i32.const 8192) (i32.const 1) (i32.const 8200)))
+        (drop (call $write (i32.const 2) (i32.const 8192) (i32.const 1) (i32.const 8200)))
+        (i32.const 1)))"""
+    session = runtime.load(with_section(wasmtime.wat2wasm(wat), metadata()), instances=1)
+    for _ in range(3):
+        with pytest.raises(runtime.Trap, match=r"status 1\): A{65536} \[65536 more bytes "
+                                               r"dropped\]$"):
+            session.run(np.zeros((1, 4), np.float32))
+
+
+POLL = ('(import "wasi_snapshot_preview1" "poll_oneoff" '
+        '(func $poll (param i32 i32 i32 i32) (result i32)))')
+FD_READ = ('(import "wasi_snapshot_preview1" "fd_read" '
+           '(func $read (param i32 i32 i32 i32) (result i32)))')
+
+
+def _sleep(seconds: float) -> str:
+    """poll_oneoff on one relative monotonic clock subscription of ``seconds``."""
+    return f"""(i32.store8 (i32.const 8) (i32.const 0)) (i32.store (i32.const 16) (i32.const 1))
+      (i64.store (i32.const 24) (i64.const {int(seconds * 1e9)}))
+      (call $exit (call $poll (i32.const 0) (i32.const 64) (i32.const 1) (i32.const 128)))"""
+
+
+def test_the_timeout_holds_while_the_guest_sleeps_in_poll_oneoff():
+    start = time.monotonic()
+    with pytest.raises(LimitExceeded, match=r"time limit of 0.3 s exceeded .*poll_oneoff"):
+        run_command(_wasi(_sleep(20), POLL), WasiConfig(), Limits(timeout=0.3))
+    assert time.monotonic() - start < 10  # woke at the deadline, not after the 20 s sleep
+
+
+def test_poll_oneoff_still_sleeps_when_the_sleep_ends_first():
+    assert run_command(_wasi(_sleep(0.05), POLL), WasiConfig(), Limits(timeout=5)) == 0
+
+
+def test_the_timeout_holds_while_the_guest_reads_an_idle_stdin():
+    read, write = os.pipe()  # nobody ever writes: a read blocks until the deadline
+    body = """(i32.store (i32.const 0) (i32.const 64)) (i32.store (i32.const 4) (i32.const 16))
+      (call $exit (call $read (i32.const 0) (i32.const 0) (i32.const 1) (i32.const 8)))"""
+    try:
+        with open(read, "rb", closefd=False) as stdin:
+            with pytest.raises(LimitExceeded, match=r"time limit of 0.3 s exceeded .*fd_read"):
+                run_command(_wasi(body, FD_READ), WasiConfig(stdin=stdin), Limits(timeout=0.3))
+    finally:
+        os.close(read)
+        os.close(write)
+
+
+def test_one_poll_oneoff_takes_bounded_work():
+    # 2000 subscriptions (96 KiB of them) are more than MAX_SUBSCRIPTIONS: EINVAL, at once.
+    body = "(call $exit (call $poll (i32.const 0) (i32.const 0) (i32.const 2000) (i32.const 0)))"
+    assert run_command(_wasi(body, POLL, pages=2), WasiConfig()) == Errno.EINVAL
+    assert MAX_SUBSCRIPTIONS < 2000
+
+
+def _write_iovecs(count: int, then: str) -> str:
+    """fd_write to stdout of ``count`` iovecs, each naming all 1 MiB of memory; nwritten at
+    9000; then ``then``."""
+    return f"""(local $i i32)
+      (loop $l (i64.store (i32.mul (local.get $i) (i32.const 8)) (i64.const {1 << 52}))
+        (br_if $l (i32.lt_u (local.tee $i (i32.add (local.get $i) (i32.const 1)))
+                            (i32.const {count}))))
+      (local.set $i (call $write (i32.const 1) (i32.const 0) (i32.const {count})
+                                 (i32.const 9000)))
+      {then}"""
+
+
+def test_one_fd_write_takes_bounded_work_and_host_memory():
+    too_many = _write_iovecs(MAX_IOVECS + 1, "(call $exit (local.get $i))")
+    assert run_command(_wasi(too_many, FD_WRITE, 16), WasiConfig()) == Errno.EINVAL
+    # 1024 iovecs of all 1 MiB of memory would be 1 GiB on the host: the write is short.
+    short = _write_iovecs(MAX_IOVECS, "(call $exit (i32.shr_u (i32.load (i32.const 9000)) "
+                                      "(i32.const 20)))")
+    config = WasiConfig()
+    assert run_command(_wasi(short, FD_WRITE, 16), config) == MAX_IO_BYTES >> 20
+    assert config.stdout.dropped == MAX_IO_BYTES - CAPTURE_BYTES
+
+
+def test_a_wasi_call_from_a_module_without_memory_gets_an_errno():
+    wat = f"""(module (import "wasi_snapshot_preview1" "proc_exit" (func $exit (param i32)))
+      {FD_WRITE}
+      (func (export "_start")
+        (call $exit (call $write (i32.const 1) (i32.const 0) (i32.const 1) (i32.const 8)))))"""
+    assert run_command(wasmtime.wat2wasm(wat), WasiConfig()) == Errno.EFAULT

@@ -6,7 +6,7 @@ import functools
 import logging
 from typing import Any, Callable, TypeVar
 
-from ..intrinsic import HostContext, IntrinsicModule, i32
+from ..intrinsic import HostContext, IntrinsicModule, NoMemory, i32
 from .errno import Errno, WasiError, from_os_error
 
 log = logging.getLogger("wasi_intrinsics.wasi")
@@ -18,7 +18,8 @@ def syscall(module: IntrinsicModule) -> Callable[[F], F]:
     """Decorator: declare ``fn(ctx, *params) -> None`` on ``module`` as a call returning errno.
 
     ``fn`` signals failure by raising ``WasiError`` (``GuestFault`` for bad pointers) or by
-    letting a host ``OSError`` through; both become the errno the guest sees. ``ENOSYS`` is
+    letting a host ``OSError`` through; both become the errno the guest sees, as does
+    ``NoMemory`` (EFAULT: a caller without memory can name no valid pointer). ``ENOSYS`` is
     logged. Any other exception (``ProcExit``, or a bug) propagates and unwinds the guest.
     """
     def declare(fn: F) -> F:
@@ -32,6 +33,8 @@ def syscall(module: IntrinsicModule) -> Callable[[F], F]:
                 return int(error.errno)
             except OSError as error:
                 return int(from_os_error(error))
+            except NoMemory:
+                return int(Errno.EFAULT)  # NOTE: no memory, so every pointer is outside it
             return int(Errno.SUCCESS)
 
         call.__annotations__ = {**fn.__annotations__, "return": i32}
