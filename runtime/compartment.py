@@ -22,6 +22,10 @@ from .errors import ExitTrap, LimitExceeded, ModelFormatError, Trap
 from .linker import Resolver, link
 
 EPOCH_TICK_SECONDS = 0.01
+_I64_MAX = (1 << 63) - 1  # what wasmtime's store limits take
+_U64_MAX = (1 << 64) - 1  # what wasmtime's fuel takes
+MAX_TIMEOUT = _I64_MAX * EPOCH_TICK_SECONDS
+"""The longest ``timeout`` in seconds: its epoch ticks must fit the engine's counter."""
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([KMG]i?B?|B)?\s*$", re.IGNORECASE)
 _UNITS = {"": 1, "b": 1, "k": 1000, "kb": 1000, "kib": 1024, "ki": 1024,
           "m": 1000**2, "mb": 1000**2, "mib": 1024**2, "mi": 1024**2,
@@ -61,12 +65,26 @@ class Limits:
     max_table_elements: int = 1 << 20
 
     def __post_init__(self) -> None:
-        if self.max_memory <= 0:
-            raise ValueError(f"max_memory must be positive, got {self.max_memory!r}")
-        if self.timeout is not None and self.timeout <= 0:
-            raise ValueError(f"timeout must be positive seconds, got {self.timeout!r}")
-        if self.fuel is not None and self.fuel <= 0:
-            raise ValueError(f"fuel must be a positive count, got {self.fuel!r}")
+        _check_count("max_memory", self.max_memory, _I64_MAX, "bytes")
+        _check_count("max_instances", self.max_instances, _I64_MAX, "instances")
+        _check_count("max_tables", self.max_tables, _I64_MAX, "tables")
+        _check_count("max_table_elements", self.max_table_elements, _I64_MAX, "elements")
+        if self.fuel is not None:
+            _check_count("fuel", self.fuel, _U64_MAX, "instructions")
+        if self.timeout is not None:
+            if not isinstance(self.timeout, (int, float)) or isinstance(self.timeout, bool):
+                raise TypeError(f"timeout must be a number of seconds, got {self.timeout!r}")
+            if not 0 < self.timeout <= MAX_TIMEOUT:  # NOTE: also false for NaN
+                raise ValueError(f"timeout must be more than 0 and at most {MAX_TIMEOUT:.3g} "
+                                 f"seconds, got {self.timeout!r}")
+
+
+def _check_count(name: str, value: object, most: int, unit: str) -> None:
+    """Raises: TypeError for a non-integer, ValueError outside ``[1, most]``."""
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise TypeError(f"{name} must be an integer number of {unit}, got {value!r}")
+    if not 1 <= value <= most:
+        raise ValueError(f"{name} must be between 1 and {most} {unit}, got {value!r}")
 
 
 Features = tuple[tuple[str, bool], ...]

@@ -117,6 +117,8 @@ class InstancePool:
     exist, else waits for one to come back."""
 
     def __init__(self, create: Callable[[], ModelInstance], size: int, first: ModelInstance):
+        if not isinstance(size, int) or isinstance(size, bool):
+            raise TypeError(f"instances must be an integer, got {size!r}")
         if size < 1:
             raise ValueError(f"instances must be at least 1, got {size!r}")
         self._create = create

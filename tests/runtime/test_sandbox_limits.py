@@ -2,6 +2,7 @@
 break it the way a hostile guest would."""
 
 import os
+import re
 import time
 
 import numpy as np
@@ -11,6 +12,7 @@ import wasmtime
 import runtime
 from runtime.commands.wasi import run_command
 from runtime import LimitExceeded
+from runtime.cli import main
 from runtime.compartment import TABLE_ELEMENT_BYTES, Limits
 from tests.runtime.wat_models import metadata, with_section
 from wasi_intrinsics.wasi import WasiConfig
@@ -183,3 +185,20 @@ def test_a_wasi_call_from_a_module_without_memory_gets_an_errno():
       (func (export "_start")
         (call $exit (call $write (i32.const 1) (i32.const 0) (i32.const 1) (i32.const 8)))))"""
     assert run_command(wasmtime.wat2wasm(wat), WasiConfig()) == Errno.EFAULT
+
+
+@pytest.mark.parametrize("flags, message", [
+    (["--timeout", "1e300"], r"timeout must be more than 0 and at most 9.22e\+16 seconds, "
+                             r"got 1e\+300"),
+    (["--timeout", "inf"], r"timeout must be .*, got inf"),
+    (["--timeout", "nan"], r"timeout must be .*, got nan"),
+    (["--fuel", "18446744073709551616"], r"fuel must be between 1 and 18446744073709551615"),
+    (["--max-memory", "99999999999999999999GiB"], r"max_memory must be between 1 and"),
+])
+def test_limit_values_are_validated_once_with_a_clear_message(flags, message, tmp_path,
+                                                               capsys):
+    program = tmp_path / "prog.wasm"
+    program.write_bytes(_wasi("(call $exit (i32.const 0))"))
+    assert main(["wasi", "run", *flags, str(program)]) == 7
+    err = capsys.readouterr().err
+    assert re.fullmatch(rf"wasmnn: error: {message}.*\n", err)
