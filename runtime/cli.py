@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from importlib.metadata import entry_points
 
 from .errors import ExitTrap, LimitExceeded, LinkError, ModelFormatError, Trap
+from .signals import Interrupted, stop_on_signals
 
 # Exception -> exit code; the first matching row wins (subclasses before their bases).
 EXIT_CODES: tuple[tuple[type[BaseException], int, str], ...] = (
@@ -33,6 +34,7 @@ def _epilog() -> str:
         meanings.setdefault(code, []).append(meaning)
     rows = "\n".join(f"  {code}  {'; '.join(m)}" for code, m in sorted(meanings.items()))
     return (f"exit codes:\n  0  success\n  {USAGE_EXIT}  usage error\n{rows}\n"
+            "  130  interrupted (SIGINT); 143  stopped (SIGTERM)\n"
             "  a WASI program's own exit code passes through 'wasmnn wasi run'")
 
 
@@ -73,11 +75,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help(sys.stderr)
         return USAGE_EXIT
     try:
-        return int(args.handler(args) or 0)
+        with stop_on_signals():
+            return int(args.handler(args) or 0)
     except ExitTrap as exit_trap:
         return exit_trap.exit_code
+    except Interrupted as interrupted:
+        print(f"wasmnn: {interrupted}", file=sys.stderr)
+        return interrupted.exit_code
     except KeyboardInterrupt:
-        print("wasmnn: interrupted", file=sys.stderr)
+        print("wasmnn: interrupted by SIGINT", file=sys.stderr)
         return 130
     except Exception as error:  # noqa: BLE001 - every error becomes a one-line message
         for kind, code, _ in EXIT_CODES:

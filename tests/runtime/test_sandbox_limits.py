@@ -3,6 +3,9 @@ break it the way a hostile guest would."""
 
 import os
 import re
+import signal
+import subprocess
+import sys
 import time
 
 import numpy as np
@@ -202,3 +205,27 @@ def test_limit_values_are_validated_once_with_a_clear_message(flags, message, tm
     assert main(["wasi", "run", *flags, str(program)]) == 7
     err = capsys.readouterr().err
     assert re.fullmatch(rf"wasmnn: error: {message}.*\n", err)
+
+
+READY_THEN_LOOP = f"""(i32.store (i32.const 0) (i32.const 16)) (i32.store (i32.const 4) (i32.const 6))
+      (i64.store (i32.const 16) (i64.const 0x0a7964616572))
+      (drop (call $write (i32.const 1) (i32.const 0) (i32.const 1) (i32.const 8)))
+      (loop $l (br $l))"""
+
+
+@pytest.mark.parametrize("signum, code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+@pytest.mark.parametrize("flags", [[], ["--timeout", "600"]], ids=["no-limit", "timeout"])
+def test_sigint_and_sigterm_stop_a_running_guest_promptly(signum, code, flags, tmp_path):
+    program = tmp_path / "spin.wasm"
+    program.write_bytes(_wasi(READY_THEN_LOOP, FD_WRITE))
+    child = subprocess.Popen([sys.executable, "-m", "runtime", "wasi", "run", *flags,
+                              str(program)], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        assert child.stdout.readline() == b"ready\n"  # the guest is in its endless loop
+        child.send_signal(signum)
+        assert child.wait(timeout=30) == code
+        assert child.stderr.read().decode() == (
+            f"wasmnn: interrupted by {signal.Signals(signum).name}\n")
+    finally:
+        child.kill()
+        child.wait()
