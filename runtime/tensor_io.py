@@ -50,12 +50,39 @@ def _from_json(text: str) -> Arrays:
     return array(data)
 
 
-def _parse(data: bytes, kind: str) -> Arrays:
+def _declared(stream: BinaryIO, available: int, what: str, max_bytes: int | None) -> None:
+    """Check a ``.npy`` header's declared size against the bytes that follow it and against
+    ``max_bytes``, before numpy allocates that size.
+
+    Raises:
+        ValueError: it declares more than either.
+    """
+    version = np.lib.format.read_magic(stream)
+    header = (np.lib.format.read_array_header_1_0 if version == (1, 0)
+              else np.lib.format.read_array_header_2_0)
+    shape, _, dtype = header(stream, max_header_size=10_000)
+    declared = math.prod(shape) * dtype.itemsize
+    left = available - stream.tell()
+    if declared > left:
+        raise ValueError(f"{what} declares shape {list(shape)} {dtype} ({declared} bytes) "
+                         f"but holds {left} bytes")
+    if max_bytes is not None and declared > max_bytes:
+        raise ValueError(f"{what} declares shape {list(shape)} {dtype} ({declared} bytes), "
+                         f"more than the model's largest input ({max_bytes} bytes)")
+
+
+def _parse(data: bytes, kind: str, max_bytes: int | None) -> Arrays:
     if kind == ".npy":
+        _declared(io.BytesIO(data), len(data), "the array", max_bytes)
         return np.load(io.BytesIO(data), allow_pickle=False)
     if kind == ".npz":
-        with np.load(io.BytesIO(data), allow_pickle=False) as archive:
-            return {name: archive[name] for name in archive.files}
+        with zipfile.ZipFile(io.BytesIO(data)) as archive:
+            for member in archive.infolist():
+                with archive.open(member) as stream:
+                    _declared(stream, member.file_size, f"member {member.filename!r}",
+                              max_bytes)
+        with np.load(io.BytesIO(data), allow_pickle=False) as arrays:
+            return {name: arrays[name] for name in arrays.files}
     return _from_json(data.decode("utf-8"))
 
 
@@ -65,10 +92,12 @@ def _sniff(data: bytes) -> str:
     return ".npz" if data.startswith(_ZIP_MAGIC) else ".json"
 
 
-def read_arrays(path: str | Path, stdin: BinaryIO | None = None) -> Arrays:
+def read_arrays(path: str | Path, stdin: BinaryIO | None = None,
+                max_bytes: int | None = None) -> Arrays:
     """One array from ``.npy`` or a JSON list, or a dict of arrays from ``.npz`` or a JSON
     object. ``-`` reads ``stdin`` (default ``sys.stdin.buffer``) and tells the format from
-    its first bytes.
+    its first bytes. A ``.npy`` array (or ``.npz`` member) is refused from its header, before
+    its data is read, when it declares more bytes than it holds or than ``max_bytes``.
 
     Raises:
         FileNotFoundError: no such file.
@@ -87,9 +116,9 @@ def read_arrays(path: str | Path, stdin: BinaryIO | None = None) -> Arrays:
                              "expected .npy, .npz or .json")
         data = path.read_bytes()
     try:
-        return _parse(data, kind)
+        return _parse(data, kind, max_bytes)
     except (ValueError, OSError, zipfile.BadZipFile, EOFError, KeyError, UnicodeDecodeError,
-            RecursionError, SyntaxError, tokenize.TokenError, MemoryError) as err:
+            RecursionError, SyntaxError, tokenize.TokenError, MemoryError, OverflowError) as err:
         # NOTE: numpy tokenizes and literal_evals a .npy header: a bad one raises either.
         raise ValueError(f"cannot read {where} as {kind}: {err}") from None
 

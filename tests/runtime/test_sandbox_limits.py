@@ -1,12 +1,15 @@
 """Issue 18's limit promises: each test is named after the promise it keeps, and tries to
 break it the way a hostile guest would."""
 
+import io
 import os
 import re
 import signal
 import subprocess
 import sys
 import time
+import tracemalloc
+import zipfile
 
 import numpy as np
 import pytest
@@ -16,6 +19,7 @@ import runtime
 from runtime.commands.wasi import run_command
 from runtime import LimitExceeded
 from runtime.cli import main
+from runtime.tensor_io import read_arrays
 from runtime.compartment import TABLE_ELEMENT_BYTES, Limits
 from tests.runtime.wat_models import metadata, with_section
 from wasi_intrinsics.wasi import WasiConfig
@@ -229,3 +233,44 @@ def test_sigint_and_sigterm_stop_a_running_guest_promptly(signum, code, flags, t
     finally:
         child.kill()
         child.wait()
+
+
+def _npz_member(path, header_shape: tuple[int, ...], data: bytes) -> None:
+    """An .npz whose member 'x' has a float32 header of ``header_shape`` followed by ``data``."""
+    header = io.BytesIO()
+    np.lib.format.write_array_header_1_0(header, {"descr": "<f4", "fortran_order": False,
+                                                  "shape": header_shape})
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr("x.npy", header.getvalue() + data)
+
+
+def test_an_npz_member_is_refused_from_its_header_when_it_declares_more_than_it_holds(tmp_path):
+    _npz_member(tmp_path / "lie.npz", (1 << 29,), b"\0" * 64)  # says 2 GiB, holds 64 bytes
+    with pytest.raises(ValueError, match=r"member 'x.npy' declares shape \[536870912\] float32 "
+                                         r"\(2147483648 bytes\) but holds 64 bytes"):
+        read_arrays(tmp_path / "lie.npz")
+
+
+def test_an_input_larger_than_the_model_takes_is_refused_before_it_is_read(tmp_path, capsys):
+    _npz_member(tmp_path / "big.npz", (1 << 24,), bytes(1 << 26))  # 64 MiB of zeros, deflated
+    model = tmp_path / "model.wasm"
+    model.write_bytes(with_section(wasmtime.wat2wasm(
+        '(module (import "env" "memory" (memory 1)) '
+        '(func (export "run") (param i32) (result i32) (i32.const 0)))'), metadata()))
+    tracemalloc.start()
+    try:
+        assert main(["run", str(model), "--input", str(tmp_path / "big.npz")]) == 7
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 16 << 20  # the 64 MiB were never allocated
+    assert capsys.readouterr().err == (
+        f"wasmnn: error: cannot read {str(tmp_path / 'big.npz')!r} as .npz: member 'x.npy' "
+        "declares shape [16777216] float32 (67108864 bytes), more than the model's largest "
+        "input (128 bytes)\n")
+
+
+def test_a_json_number_beyond_float_range_is_bad_input(tmp_path, capsys):
+    (tmp_path / "x.json").write_text("[[1" + "0" * 400 + ", 0, 0, 0]]")
+    with pytest.raises(ValueError, match=r"cannot read .*x.json.* as .json: int too large"):
+        read_arrays(tmp_path / "x.json")
