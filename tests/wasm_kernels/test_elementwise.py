@@ -3,10 +3,12 @@
 import numpy as np
 import pytest
 
-from wasi_intrinsics.kernels import ACTIVATIONS, BINARY
+from nn import functional as F
 from wasm_kernels import abi
 
 SIZES = [1, 3, 4, 7, 16, 33, 1000]
+BINARY = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.divide,
+          "max": np.maximum, "min": np.minimum}
 
 
 @pytest.mark.parametrize("op", list(abi.UNARY_OPS))
@@ -17,7 +19,7 @@ def test_unary(kernels, op: str) -> None:  # type: ignore[no-untyped-def]
         if op in ("log", "sqrt"):
             x = np.abs(x) + np.float32(1e-3)
         y = kernels.call(f"f32_{op}", offset=4 * (size % 4), x=x, y=(size,), n=size)["y"]
-        expected = ACTIVATIONS[op](x.astype(np.float64))
+        expected = getattr(F, op)(x.astype(np.float64))
         np.testing.assert_allclose(y, expected, rtol=2e-6, atol=1e-6, err_msg=f"{op} n={size}")
 
 

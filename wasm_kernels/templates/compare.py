@@ -11,7 +11,6 @@ from .loops import strided_loop
 
 def emit(spec: KernelSpec, isa_name: str) -> tuple[FuncType, Code]:
     """Generate comparison kernel ``spec`` (``f32_cmp_<op>``); the same code for every ISA."""
-    op = spec.name.removeprefix("f32_cmp_")
     c = Code(spec.param_types)
     arg = {p: i for i, p in enumerate(spec.params)}
     index = [c.local("i32") for _ in range(BROADCAST_RANK)]
@@ -30,7 +29,7 @@ def emit(spec: KernelSpec, isa_name: str) -> tuple[FuncType, Code]:
         c.emit("local.get", out)
         element("a")
         element("b")
-        c.emit(f"f32.{op}").emit("i32.store8", 0)
+        c.emit(f"f32.{spec.op}").emit("i32.store8", 0)
         c.emit("local.get", out).emit("i32.const", 1).emit("i32.add").emit("local.set", out)
 
     def loop(depth: int) -> None:
