@@ -20,6 +20,7 @@ from wasm_kernels.wasm import ModuleInfo, WasmFormatError, read_module
 from .cache import compile_module
 from .errors import ExitTrap, LimitExceeded, ModelFormatError, Trap
 from .linker import Resolver, link
+from .signals import guest_call
 
 EPOCH_TICK_SECONDS = 0.01
 _I64_MAX = (1 << 63) - 1  # what wasmtime's store limits take
@@ -351,6 +352,7 @@ class Compartment:
         """Run ``fn(*args)`` (a guest call) under this compartment's limits, translating traps."""
         self._arm()
         try:
-            return fn(*args)
+            with guest_call():
+                return fn(*args)
         except (ProcExit, DeadlineExceeded, wasmtime.Trap, wasmtime.WasmtimeError) as err:
             raise translate(err, self.limits, self.shares) from None

@@ -27,7 +27,7 @@ from wasm_kernels.wasm import MemoryType, ModuleInfo
 
 from . import metadata as md
 from .compartment import Compartment
-from .errors import Trap
+from .errors import Trap, one_line
 from .linker import RegistryResolver, Resolved, instance_exports
 
 PAGE = 65536
@@ -107,7 +107,7 @@ class ModelInstance:
         self._stderr.clear()
         status = self.compartment.call(self._entry, self.compartment.store, *args)
         if status != 0:
-            message = self._stderr.text().strip()
+            message = one_line(self._stderr.text().strip())
             raise Trap("rejected", f"the model rejected its inputs (status {status}): "
                        f"{message or 'no message'}")
 

@@ -2,9 +2,12 @@
 while a guest runs.
 
 Python runs signal handlers only between bytecodes of the main thread, and a guest runs
-machine code until it returns (it may never, without a timeout). So the signal also wakes a
-watcher thread through ``signal.set_wakeup_fd``: when the main thread has not picked the
-signal up within ``GRACE_SECONDS`` (it is inside the guest), the watcher ends the process.
+machine code until it returns (it may never, without a timeout); an exception raised by a
+handler inside a host function called from the guest could even be swallowed on the way out
+of a ctypes callback. So while the main thread is in a guest call (``guest_call``), the
+handler does nothing and a watcher thread, woken through ``signal.set_wakeup_fd``, ends the
+process at once. Otherwise the handler raises ``Interrupted``, and the watcher ends the
+process only if the main thread has not left the guarded block within ``GRACE_SECONDS``.
 """
 
 from __future__ import annotations
@@ -16,8 +19,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from types import FrameType
 
-GRACE_SECONDS = 0.5
+GRACE_SECONDS = 1.0
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+_main_in_guest = threading.Event()
 
 
 class Interrupted(BaseException):
@@ -31,6 +35,19 @@ class Interrupted(BaseException):
 
 
 @contextmanager
+def guest_call() -> Iterator[None]:
+    """Mark a call into guest code (only the main thread's calls matter)."""
+    if threading.current_thread() is not threading.main_thread() or _main_in_guest.is_set():
+        yield
+        return
+    _main_in_guest.set()
+    try:
+        yield
+    finally:
+        _main_in_guest.clear()
+
+
+@contextmanager
 def stop_on_signals() -> Iterator[None]:
     """Within the block, SIGINT and SIGTERM raise ``Interrupted`` in the main thread, or end
     the process with the same exit code when the main thread is running a guest. Outside the
@@ -40,20 +57,21 @@ def stop_on_signals() -> Iterator[None]:
         return
     read_end, write_end = os.pipe()
     os.set_blocking(write_end, False)
-    picked_up = threading.Event()
+    left = threading.Event()
 
     def handler(signum: int, frame: FrameType | None) -> None:
-        picked_up.set()
-        raise Interrupted(signum)
+        if not _main_in_guest.is_set():
+            raise Interrupted(signum)
 
     previous = {s: signal.signal(s, handler) for s in STOP_SIGNALS}
     previous_fd = signal.set_wakeup_fd(write_end, warn_on_full_buffer=False)
-    watcher = threading.Thread(target=_watch, args=(read_end, picked_up),
+    watcher = threading.Thread(target=_watch, args=(read_end, left),
                                name="wasmnn-signals", daemon=True)
     watcher.start()
     try:
         yield
     finally:
+        left.set()
         signal.set_wakeup_fd(previous_fd)
         for signum, old in previous.items():
             signal.signal(signum, old)
@@ -62,12 +80,13 @@ def stop_on_signals() -> Iterator[None]:
         os.close(read_end)
 
 
-def _watch(read_end: int, picked_up: threading.Event) -> None:
+def _watch(read_end: int, left: threading.Event) -> None:
     while True:
         data = os.read(read_end, 1)
         if not data:
             return
-        if data[0] in STOP_SIGNALS and not picked_up.wait(GRACE_SECONDS):
-            name = signal.Signals(data[0]).name
-            os.write(2, f"wasmnn: interrupted by {name}\n".encode())
+        if data[0] not in STOP_SIGNALS:
+            continue
+        if _main_in_guest.is_set() or not left.wait(GRACE_SECONDS):
+            os.write(2, f"wasmnn: interrupted by {signal.Signals(data[0]).name}\n".encode())
             os._exit(128 + data[0])

@@ -68,7 +68,7 @@ def _declared(stream: BinaryIO, available: int, what: str, max_bytes: int | None
                          f"but holds {left} bytes")
     if max_bytes is not None and declared > max_bytes:
         raise ValueError(f"{what} declares shape {list(shape)} {dtype} ({declared} bytes), "
-                         f"more than the model's largest input ({max_bytes} bytes)")
+                         f"over the limit of {max_bytes} bytes for this model's inputs")
 
 
 def _parse(data: bytes, kind: str, max_bytes: int | None) -> Arrays:
@@ -131,6 +131,15 @@ def to_json(array: np.ndarray) -> Any:
     return np.where(np.isfinite(array), array.astype(object), names).tolist()
 
 
+def _write_npz(path: Path, arrays: Mapping[str, np.ndarray]) -> None:
+    """What ``np.savez`` writes, but for any output names: ``np.savez(path, **arrays)`` takes
+    ``file`` and ``allow_pickle`` as its own arguments, not as names."""
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_STORED, allowZip64=True) as archive:
+        for name, array in arrays.items():
+            with archive.open(f"{name}.npy", "w", force_zip64=True) as member:
+                np.lib.format.write_array(member, np.asanyarray(array), allow_pickle=False)
+
+
 def write_arrays(path: str | Path, arrays: Mapping[str, np.ndarray]) -> None:
     """Write outputs: ``.npz`` (all by name), ``.npy`` (exactly one) or ``.json`` (by name).
 
@@ -140,7 +149,7 @@ def write_arrays(path: str | Path, arrays: Mapping[str, np.ndarray]) -> None:
     path = Path(path)
     suffix = path.suffix.lower()
     if suffix == ".npz":
-        np.savez(path, **arrays)
+        _write_npz(path, arrays)
     elif suffix == ".npy":
         if len(arrays) != 1:
             raise ValueError(f"{str(path)!r}: .npy holds one array but the model has "

@@ -316,9 +316,10 @@ def run_script(path: Path, limits: Limits = SCRIPT_LIMITS) -> WastReport:
     with tempfile.TemporaryDirectory(prefix="wasmnn-wast-") as scratch:
         target = Path(scratch) / f"{path.stem}.json"
         done = subprocess.run([tool, str(path), "-o", str(target)], capture_output=True,
-                              text=True, check=False)
+                              check=False)
         if done.returncode != 0:
-            first = (done.stderr.strip().splitlines() or ["no message"])[0]
+            said = done.stderr.decode(errors="replace").strip()
+            first = (said.splitlines() or ["no message"])[0]
             raise ModelFormatError(f"wast2json could not convert {path.name}: {first}")
         commands = json.loads(target.read_text())["commands"]
         return WastRunner(Path(scratch), limits).run(path.name, commands)

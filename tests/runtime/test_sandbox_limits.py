@@ -266,11 +266,17 @@ def test_an_input_larger_than_the_model_takes_is_refused_before_it_is_read(tmp_p
     assert peak < 16 << 20  # the 64 MiB were never allocated
     assert capsys.readouterr().err == (
         f"wasmnn: error: cannot read {str(tmp_path / 'big.npz')!r} as .npz: member 'x.npy' "
-        "declares shape [16777216] float32 (67108864 bytes), more than the model's largest "
-        "input (128 bytes)\n")
+        "declares shape [16777216] float32 (67108864 bytes), over the limit of 16777216 bytes "
+        "for this model's inputs\n")
 
 
 def test_a_json_number_beyond_float_range_is_bad_input(tmp_path, capsys):
     (tmp_path / "x.json").write_text("[[1" + "0" * 400 + ", 0, 0, 0]]")
     with pytest.raises(ValueError, match=r"cannot read .*x.json.* as .json: int too large"):
         read_arrays(tmp_path / "x.json")
+
+
+def test_poll_oneoff_at_the_maximum_time_waits_until_the_deadline():
+    forever = _sleep(0).replace("(i64.const 0)", "(i64.const -1)")  # 2^64 - 1 ns
+    with pytest.raises(LimitExceeded, match=r"time limit of 0.2 s exceeded .*poll_oneoff"):
+        run_command(_wasi(forever, POLL), WasiConfig(), Limits(timeout=0.2))

@@ -73,12 +73,12 @@ def test_every_command_kind_passes(tmp_path):
     ('(assert_unlinkable (module (import "spectest" "print" (func))) "unknown import")',
      r"our linker accepted the module, expected 'unknown import'"),
     ('(assert_trap (module (import "nope" "f" (func))) "unreachable")',
-     (r"did not link \(1 import\(s\) could not be linked:\n  nope\.f: expected \(\) -> "
+     (r"did not link \(1 import\(s\) could not be linked: nope\.f: expected \(\) -> "
       r"\(\), got nothing \(unknown import\)\)")),
     ('(assert_invalid (module (func)) "type mismatch")',
      r"the module was accepted, expected it rejected: 'type mismatch'"),
     ('(module (import "spectest" "print_i32" (func (param i64))))',
-     (r"LinkError: 1 import\(s\) could not be linked:\n  spectest\.print_i32: expected "
+     (r"LinkError: 1 import\(s\) could not be linked: spectest\.print_i32: expected "
       r"\(i64\) -> \(\), got \(i32\) -> \(\)")),
 ])
 def test_failures_name_what_happened(tmp_path, command, detail):

@@ -19,7 +19,8 @@ def syscall(module: IntrinsicModule) -> Callable[[F], F]:
 
     ``fn`` signals failure by raising ``WasiError`` (``GuestFault`` for bad pointers) or by
     letting a host ``OSError`` through; both become the errno the guest sees, as does
-    ``NoMemory`` (EFAULT: a caller without memory can name no valid pointer). ``ENOSYS`` is
+    ``NoMemory`` (EFAULT: a caller without memory can name no valid pointer) and
+    ``OverflowError`` (EINVAL: an offset or size past what the host represents). ``ENOSYS`` is
     logged. Any other exception (``ProcExit``, or a bug) propagates and unwinds the guest.
     """
     def declare(fn: F) -> F:
@@ -33,6 +34,9 @@ def syscall(module: IntrinsicModule) -> Callable[[F], F]:
                 return int(error.errno)
             except OSError as error:
                 return int(from_os_error(error))
+            except OverflowError:
+                # NOTE: a size or offset the host cannot represent (>= 2^63), as Linux does.
+                return int(Errno.EINVAL)
             except NoMemory:
                 return int(Errno.EFAULT)  # NOTE: no memory, so every pointer is outside it
             return int(Errno.SUCCESS)
