@@ -14,6 +14,7 @@ from typing import Any, ClassVar
 import wasmtime
 
 from wasi_intrinsics.wasi import ProcExit
+from wasi_intrinsics.kernel_limits import KernelFault
 from wasi_intrinsics.wasi.deadline import DeadlineExceeded
 from wasm_kernels.wasm import ModuleInfo, WasmFormatError, read_module
 
@@ -223,6 +224,10 @@ def translate(error: BaseException, limits: Limits, shares: Shares | None = None
     are returned unchanged."""
     if isinstance(error, ProcExit):
         return ExitTrap(error.code)
+    if isinstance(error, KernelFault):
+        if error.code == "memory":
+            return LimitExceeded("memory", str(error))
+        return Trap(error.code, str(error))
     if isinstance(error, DeadlineExceeded):
         return LimitExceeded("timeout", f"time limit of {limits.timeout} s exceeded ({error})")
     if isinstance(error, wasmtime.Trap):
@@ -354,5 +359,6 @@ class Compartment:
         try:
             with guest_call():
                 return fn(*args)
-        except (ProcExit, DeadlineExceeded, wasmtime.Trap, wasmtime.WasmtimeError) as err:
+        except (ProcExit, DeadlineExceeded, KernelFault, wasmtime.Trap,
+                wasmtime.WasmtimeError) as err:
             raise translate(err, self.limits, self.shares) from None

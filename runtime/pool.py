@@ -19,6 +19,7 @@ import numpy as np
 import wasmtime
 
 import wasm_kernels
+from wasi_intrinsics.kernel_limits import KernelState
 from wasi_intrinsics.kernels import provider as host_kernels
 from wasi_intrinsics.wasi import MODULE as WASI_MODULE
 from wasi_intrinsics.wasi import CappedBuffer, WasiConfig, WasiState, preview1
@@ -81,7 +82,8 @@ class ModelInstance:
     def _kernels(self, compiled: Compiled | None, registry: RegistryResolver) -> Any:
         store = self.compartment.store
         if compiled is None:
-            return host_kernels().instantiate(store, memory=self.memory)
+            limits = KernelState(self.compartment.deadline, self.compartment.limits.max_memory)
+            return host_kernels().instantiate(store, limits, memory=self.memory)
         module, info = compiled
         return instance_exports(store, self.compartment.instantiate(module, info, registry),
                                 info)

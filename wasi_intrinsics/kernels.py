@@ -25,16 +25,17 @@ from wasm_kernels.pack import (
 from wasm_kernels.wasm import FuncType
 
 from .intrinsic import HostContext, IntrinsicModule
+from .kernel_limits import OperandFault, check_bytes, guarded
 
 _F32 = np.dtype("<f4")
 
 
 def _tensor(memory: np.ndarray, pointer: int, shape: tuple[int, ...],
             dtype: np.dtype = _F32) -> np.ndarray:
-    nbytes = int(np.prod(shape)) * dtype.itemsize
-    if pointer < 0 or pointer + nbytes > memory.size:
-        raise IndexError(f"kernel operand [{pointer}, {pointer + nbytes}) is outside "
-                         f"linear memory of {memory.size} bytes")
+    nbytes = math.prod(shape) * dtype.itemsize
+    if pointer < 0 or min(shape, default=0) < 0 or pointer + nbytes > memory.size:
+        raise OperandFault("out_of_bounds", f"kernel operand [{pointer}, {pointer + nbytes}) "
+                                            f"is outside linear memory of {memory.size} bytes")
     return memory[pointer:pointer + nbytes].view(dtype).reshape(shape)
 
 
@@ -114,6 +115,8 @@ def _strided(memory: np.ndarray, pointer: int, dims: tuple[int, ...],
              writeable: bool = False) -> np.ndarray:
     """A view of elements at ``pointer`` with element ``strides`` (0 broadcasts, negative
     ones run backwards from ``pointer``)."""
+    if min(dims, default=0) < 0:
+        raise OperandFault("out_of_bounds", f"kernel operand with negative dims {dims}")
     if not all(dims):
         return np.empty(dims, dtype)
     low = sum((d - 1) * s for d, s in zip(dims, strides) if s < 0)
@@ -190,24 +193,29 @@ def _cast(spec: abi.KernelSpec) -> Callable[..., None]:
     return cast
 
 
+_BAD_INDEX = "unreachable"  # NOTE: the code the wasm f32_gather traps with (its bounds check)
+
+
 def _gather(ctx: HostContext, table: int, index: int, y: int, count: int, rows: int,
             dim: int) -> None:
     indices = _tensor(ctx.memory, index, (count,), np.dtype("<i8"))
     bad = (indices < 0) | (indices >= rows)
     if bad.any():
-        raise IndexError(f"f32_gather: index {int(indices[bad][0])} is outside [0, {rows})")
+        raise OperandFault(_BAD_INDEX, f"index {int(indices[bad][0])} is outside [0, {rows})")
     _tensor(ctx.memory, y, (count, dim))[...] = _tensor(ctx.memory, table, (rows, dim))[indices]
 
 
-def _windows(x: np.ndarray, kernel: tuple[int, int], stride: tuple[int, int],
-             pad: tuple[int, int], dilation: tuple[int, int], out: tuple[int, int],
-             fill: float) -> np.ndarray:
+def _windows(ctx: HostContext, x: np.ndarray, kernel: tuple[int, int],
+             stride: tuple[int, int], pad: tuple[int, int], dilation: tuple[int, int],
+             out: tuple[int, int], fill: float) -> np.ndarray:
     """Views (..., oh, ow, kh, kw) of the last two axes of ``x`` padded with ``fill``: the
     padding runs past the input as far as the ``out`` windows reach (ceil_mode)."""
     widths = [(0, 0)] * (x.ndim - 2)
     for axis in range(2):
         reach = (out[axis] - 1) * stride[axis] + dilation[axis] * (kernel[axis] - 1) + 1
         widths.append((pad[axis], max(reach - x.shape[x.ndim - 2 + axis] - pad[axis], 0)))
+    padded_shape = [size + low + high for size, (low, high) in zip(x.shape, widths)]
+    check_bytes(ctx, math.prod(padded_shape) * x.itemsize, "the padded input")
     padded = np.pad(x, widths, constant_values=fill)
     spans = tuple(d * (k - 1) + 1 for k, d in zip(kernel, dilation))
     views = np.lib.stride_tricks.sliding_window_view(padded, spans, axis=(-2, -1))
@@ -228,7 +236,7 @@ def _conv(spec: abi.KernelSpec) -> Callable[..., None]:
         packed = _tensor(memory, arg["weight"], (floats,))
         weight = unpack_conv_weight(packed, o, c // groups, kh, kw, groups).reshape(
             groups, o // groups, c // groups, kh, kw)
-        views = _windows(x, (kh, kw), (arg["sh"], arg["sw"]), (arg["ph"], arg["pw"]),
+        views = _windows(ctx, x, (kh, kw), (arg["sh"], arg["sw"]), (arg["ph"], arg["pw"]),
                          (arg["dh"], arg["dw"]), (oh, ow), 0.0)
         out = np.einsum("ngchwij,gocij->ngohw", views, weight, optimize=True)
         out = out.reshape(n, o, oh, ow) + _tensor(memory, arg["bias"], (o,))[:, None, None]
@@ -250,10 +258,13 @@ def _conv_transpose(ctx: HostContext, *args: int) -> None:
     x = _tensor(memory, arg["x"], (n, groups, c // groups, h, w))
     weight = unpack_conv_transpose_weight(
         _tensor(memory, arg["weight"], (groups, c // groups, kh, kw, o // groups)))
+    full_shape = (n, groups, o // groups, max((h - 1) * sh + dh * (kh - 1) + 1, ph + oh),
+                  max((w - 1) * sw + dw * (kw - 1) + 1, pw + ow))
+    check_bytes(ctx, 4 * max(n * o * kh * kw * h * w, math.prod(full_shape)),
+                "the scattered columns")
     cols = np.einsum("ngchw,gcoij->ngoijhw", x,
                      weight.reshape(groups, c // groups, o // groups, kh, kw), optimize=True)
-    full = np.zeros((n, groups, o // groups, max((h - 1) * sh + dh * (kh - 1) + 1, ph + oh),
-                     max((w - 1) * sw + dw * (kw - 1) + 1, pw + ow)), np.float32)
+    full = np.zeros(full_shape, np.float32)
     for i in range(kh):
         for j in range(kw):
             full[..., i * dh:i * dh + (h - 1) * sh + 1:sh,
@@ -283,7 +294,7 @@ def _pool(spec: abi.KernelSpec) -> Callable[..., None]:
         memory = ctx.memory
         out = (arg["oh"], arg["ow"])
         x = _tensor(memory, arg["x"], (arg["planes"], arg["h"], arg["w"]))
-        views = _windows(x, (arg["kh"], arg["kw"]), (arg["sh"], arg["sw"]),
+        views = _windows(ctx, x, (arg["kh"], arg["kw"]), (arg["sh"], arg["sw"]),
                          (arg["ph"], arg["pw"]), (arg["dh"], arg["dw"]), out,
                          0.0 if average else -np.inf)
         if average:
@@ -348,9 +359,11 @@ FAMILIES: dict[str, Callable[[abi.KernelSpec], Callable[..., None]]] = {
 
 
 def provider() -> IntrinsicModule:
-    """The host provider: one host function per row of ``wasm_kernels.abi.KERNELS``."""
+    """The host provider: one host function per row of ``wasm_kernels.abi.KERNELS``. Bad
+    operands raise ``KernelFault``; instantiate it with a ``KernelState`` as its state for
+    the caller's time and memory limits to hold."""
     module = IntrinsicModule(abi.MODULE)
     for spec in abi.KERNELS:
         module.define_function(spec.name, FuncType(spec.param_types, spec.results),
-                               FAMILIES[spec.family](spec))
+                               guarded(abi.MODULE, spec.name, FAMILIES[spec.family](spec)))
     return module
