@@ -10,7 +10,10 @@ import numpy as np
 import pytest
 import wasmtime
 
+import modelc
+import nn
 import runtime
+from modelc.errors import CompileError
 from runtime import ModelFormatError, Trap
 from runtime.cli import main
 from runtime.commands.wasi import run_command
@@ -188,3 +191,21 @@ def test_inspect_escapes_names_from_the_file(tmp_path, capsys):
     assert main(["inspect", str(tmp_path / "m.wasm")]) == 0
     out = capsys.readouterr().out
     assert "\x1b" not in out and r"evil\x1b[2J\n name: () -> ()" in out
+
+
+@pytest.mark.parametrize("high, message", [
+    (2**31, r"dim 'batch' has upper bound 2147483648, over 2147483647 \(the model takes each "
+            r"dim as an i32\)"),
+    (2**31 - 1, r"needs 68719476864 bytes of memory with dims 'batch' up to 2147483647, more "
+                r"than WebAssembly's 4294967296 \(65536 pages\): it could never load"),
+])
+def test_export_refuses_a_module_that_could_never_load(high, message, tmp_path, capsys):
+    (tmp_path / "m.py").write_text("import nn\ndef make():\n    return nn.Linear(4, 4)\n")
+    args = ["export", f"{tmp_path / 'm.py'}:make", "-o", str(tmp_path / "o.wasm"),
+            "--input", "input0=1x4", "--dynamic", f"input0:0=batch:1:{high}"]
+    assert main(args) == 7
+    assert pytest.importorskip("re").search(message, capsys.readouterr().err)
+    assert not (tmp_path / "o.wasm").exists()
+    with pytest.raises(CompileError, match=message):
+        modelc.export(nn.Linear(4, 4), (np.zeros((1, 4), np.float32),),
+                      dynamic={"input0": {0: ("batch", 1, high)}})
