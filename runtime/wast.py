@@ -6,8 +6,9 @@ through one ``RegistryResolver``: ``register`` puts an instance's exports there,
 ``spectest`` module is an ``IntrinsicModule`` registered before the first command, and
 ``assert_unlinkable`` passes only when our own ``link`` report finds a problem.
 
-Functions and globals whose signature uses ``v128`` are never called or read (wasmtime-py
-aborts the process on such signatures): those commands count as skipped.
+Functions are called with every value as its bits (``raw_call``), so NaN payloads and ``v128``
+lanes compare exactly; a ``v128`` global is never read (wasmtime-py aborts the process on
+such types): that command counts as skipped.
 """
 
 from __future__ import annotations
@@ -40,7 +41,8 @@ SCRIPT_LIMITS = Limits(max_memory=1 << 32, timeout=30.0, max_instances=100_000,
 SPEC_FEATURES = (("gc", False), ("function_references", False), ("multi_memory", False),
                  ("memory64", False))
 """The suite wabt 1.0.32 vendors is WebAssembly 2.0: it asserts that a constant expression
-may not read a module's own globals (allowed since GC) and that two memories are invalid."""
+may not read a module's own globals (allowed since GC), that two memories are invalid, and
+that a memarg field longer than a 5-byte LEB128 is malformed (memory64 reads them as u64)."""
 
 _BITS = {"i32": 32, "i64": 64}
 

@@ -3,6 +3,7 @@ tests/runtime/README.md)."""
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import subprocess
@@ -135,3 +136,18 @@ def test_bad_scripts_are_reported(tmp_path):
         run_script(tmp_path / "missing.wast")
     with pytest.raises(ModelFormatError, match=r"wast2json could not convert broken\.wast: "):
         run_script(write(tmp_path, "(module (func $f", "broken.wast"))
+
+
+SUITE = os.environ.get("WASMNN_SPEC_TESTSUITE")
+
+
+@pytest.mark.skipif(not SUITE, reason="set WASMNN_SPEC_TESTSUITE to a checkout of "
+                                      "WebAssembly/testsuite at 3a04b2cf (tests/runtime/README.md)")
+def test_the_spec_core_testsuite_passes_completely():
+    scripts = sorted(Path(str(SUITE)).glob("*.wast"))
+    assert len(scripts) == 146
+    reports = [run_script(script) for script in scripts]
+    problems = [f"{r.script}:{o.line}: {o.status} {o.command}: {o.detail}"
+                for r in reports for o in r.outcomes if o.status != "passed"]
+    assert not problems, "\n".join(problems[:20])
+    assert sum(r.count("passed") for r in reports) == 53899
