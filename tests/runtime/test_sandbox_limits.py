@@ -22,7 +22,8 @@ from runtime.cli import main
 from runtime.tensor_io import read_arrays
 from runtime.compartment import TABLE_ELEMENT_BYTES, Limits
 from tests.runtime.wat_models import metadata, with_section
-from wasi_intrinsics.wasi import WasiConfig
+from wasi_intrinsics.wasi import Preopen, WasiConfig
+from wasi_intrinsics.wasi.abi import FILE_RIGHTS
 from wasi_intrinsics.wasi.errno import Errno
 from wasi_intrinsics.wasi.fd import MAX_IO_BYTES
 from wasi_intrinsics.wasi.memory import MAX_IOVECS
@@ -78,11 +79,11 @@ def test_max_memory_counts_table_elements_too():
     assert MEMORIES * 1024 <= elements and elements * TABLE_ELEMENT_BYTES <= 1 << 20
 
 
-def _wasi(body: str, imports: str = "", pages: int = 1) -> bytes:
+def _wasi(body: str, imports: str = "", pages: int = 1, fields: str = "") -> bytes:
     return wasmtime.wat2wasm(f"""(module
       (import "wasi_snapshot_preview1" "proc_exit" (func $exit (param i32)))
       {imports}
-      (memory (export "memory") {pages})
+      (memory (export "memory") {pages}) {fields}
       (func (export "_start") {body}))""")
 
 
@@ -280,3 +281,19 @@ def test_poll_oneoff_at_the_maximum_time_waits_until_the_deadline():
     forever = _sleep(0).replace("(i64.const 0)", "(i64.const -1)")  # 2^64 - 1 ns
     with pytest.raises(LimitExceeded, match=r"time limit of 0.2 s exceeded .*poll_oneoff"):
         run_command(_wasi(forever, POLL), WasiConfig(), Limits(timeout=0.2))
+
+
+def test_the_timeout_holds_while_the_guest_opens_and_reads_a_fifo(tmp_path):
+    os.mkfifo(tmp_path / "pipe")  # nobody ever writes to it
+    body = f"""(drop (call $open (i32.const 3) (i32.const 0) (i32.const 100) (i32.const 4)
+                             (i32.const 0) (i64.const {int(FILE_RIGHTS)}) (i64.const 0)
+                             (i32.const 0) (i32.const 200)))
+      (i32.store (i32.const 0) (i32.const 64)) (i32.store (i32.const 4) (i32.const 16))
+      (call $exit (call $read (i32.load (i32.const 200)) (i32.const 0) (i32.const 1)
+                              (i32.const 8)))"""
+    imports = FD_READ + (' (import "wasi_snapshot_preview1" "path_open" (func $open (param i32 '
+                         'i32 i32 i32 i32 i64 i64 i32 i32) (result i32)))')
+    wasm = _wasi(body, imports, fields='(data (i32.const 100) "pipe")')
+    config = WasiConfig(preopens=[Preopen(str(tmp_path), "/")])
+    with pytest.raises(LimitExceeded, match=r"time limit of 0.3 s exceeded .*fd_read"):
+        run_command(wasm, config, Limits(timeout=0.3))

@@ -62,6 +62,7 @@ def _read(ctx: HostContext, descriptor: Descriptor, size: int) -> bytes:
         read = getattr(descriptor.stream, "read1", descriptor.stream.read)
         return bytes(read(size))
     if isinstance(descriptor, HostFile):
+        wait_ready(ctx, descriptor.fd, False, "fd_read")  # NOTE: a FIFO can block
         return os.read(descriptor.fd, size)
     raise WasiError(Errno.EISDIR, "cannot read a directory")
 
@@ -75,6 +76,7 @@ def _write(ctx: HostContext, descriptor: Descriptor, data: bytes) -> int:
         descriptor.stream.flush()
         return len(data)
     if isinstance(descriptor, HostFile):
+        wait_ready(ctx, descriptor.fd, True, "fd_write")
         return os.write(descriptor.fd, data)
     raise WasiError(Errno.EISDIR, "cannot write a directory")
 
