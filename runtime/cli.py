@@ -39,7 +39,8 @@ def _epilog() -> str:
     for _, code, meaning in EXIT_CODES:
         meanings.setdefault(code, []).append(meaning)
     rows = "\n".join(f"  {code}  {'; '.join(m)}" for code, m in sorted(meanings.items()))
-    return (f"exit codes:\n  0  success\n  {INTERNAL_ERROR}  internal error (a bug)\n"
+    return (f"exit codes:\n  0  success\n  {INTERNAL_ERROR}  internal error (a bug); for "
+            "'wasmnn wast': a script command failed\n"
             f"  {USAGE_EXIT}  usage error\n{rows}\n"
             "  130  interrupted (SIGINT); 143  stopped (SIGTERM)\n"
             "  a WASI program's own exit code passes through 'wasmnn wasi run'")

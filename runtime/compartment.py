@@ -7,14 +7,14 @@ import functools
 import re
 import threading
 import time
-from dataclasses import dataclass
 from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import wasmtime
 
-from wasi_intrinsics.wasi import ProcExit
 from wasi_intrinsics.kernel_limits import KernelFault
+from wasi_intrinsics.wasi import ProcExit
 from wasi_intrinsics.wasi.deadline import DeadlineExceeded
 from wasm_kernels.wasm import ModuleInfo, WasmFormatError, read_module
 
@@ -39,9 +39,12 @@ def parse_size(text: str | int) -> int:
 
     Raises:
         ValueError: ``text`` is not a size such as ``512KiB``, ``64MiB``, ``1GiB`` or ``1000000``.
+        TypeError: ``text`` is neither text nor an int.
     """
     if isinstance(text, int):
         return text
+    if not isinstance(text, str):
+        raise TypeError(f"expected a size as text or an int, got {type(text).__name__}")
     match = _SIZE.match(text)
     if not match:
         raise ValueError(f"invalid size {text!r}; expected e.g. '64MiB', '1GiB' or a byte count")

@@ -16,7 +16,7 @@ import tokenize
 import zipfile
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import IO, Any, BinaryIO
 
 import numpy as np
 
@@ -50,7 +50,7 @@ def _from_json(text: str) -> Arrays:
     return array(data)
 
 
-def _declared(stream: BinaryIO, available: int, what: str, max_bytes: int | None) -> None:
+def _declared(stream: IO[bytes], available: int, what: str, max_bytes: int | None) -> None:
     """Check a ``.npy`` header's declared size against the bytes that follow it and against
     ``max_bytes``, before numpy allocates that size.
 

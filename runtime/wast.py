@@ -14,7 +14,6 @@ such types): that command counts as skipped.
 from __future__ import annotations
 
 import json
-import math
 import shutil
 import struct
 import subprocess

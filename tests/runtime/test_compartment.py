@@ -161,12 +161,12 @@ def test_other_exceptions_pass_through_translate():
 
 
 @pytest.mark.parametrize("kwargs, error, message", [
-    ({"max_memory": 0}, ValueError, r"max_memory must be between 1 and 9223372036854775807 "
-                                    r"bytes, got 0"),
+    ({"max_memory": 0}, ValueError, (r"max_memory must be between 1 and 9223372036854775807 "
+                                     r"bytes, got 0")),
     ({"max_memory": 2**64 + 1000}, ValueError, r"max_memory must be between 1 and"),
     ({"max_memory": 1.5}, TypeError, r"max_memory must be an integer number of bytes, got 1.5"),
-    ({"timeout": -1}, ValueError, r"timeout must be more than 0 and at most 9.22e\+16 seconds, "
-                                  r"got -1"),
+    ({"timeout": -1}, ValueError, (r"timeout must be more than 0 and at most 9.22e\+16 "
+                                   r"seconds, got -1")),
     ({"timeout": float("inf")}, ValueError, r"timeout must be .*, got inf"),
     ({"timeout": float("nan")}, ValueError, r"timeout must be .*, got nan"),
     ({"timeout": 1e300}, ValueError, r"timeout must be .*, got 1e\+300"),

@@ -40,8 +40,8 @@ def test_host_and_wasm_kernels_raise_the_same_trap_for_a_bad_index(embedding_was
 def _pool_model(ph: int) -> bytes:
     """A model that max-pools its 1x4 input with ``ph`` rows of padding (8 KiB output)."""
     spec = abi.BY_NAME["f32_max_pool2d"]
-    args = dict(x=0, y=1024, planes=1, h=1, w=4, oh=1, ow=1, kh=1, kw=1, sh=1, sw=1, ph=ph,
-                pw=0, dh=1, dw=1)
+    args = {"x": 0, "y": 1024, "planes": 1, "h": 1, "w": 4, "oh": 1, "ow": 1, "kh": 1, "kw": 1,
+            "sh": 1, "sw": 1, "ph": ph, "pw": 0, "dh": 1, "dw": 1}
     call = " ".join(f"(i32.const {args[p]})" for p in spec.params)
     wat = f"""(module (import "env" "memory" (memory 1))
       (import "{abi.MODULE}" "f32_max_pool2d" (func $pool (param {' i32' * len(spec.params)})))

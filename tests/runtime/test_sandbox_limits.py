@@ -16,11 +16,11 @@ import pytest
 import wasmtime
 
 import runtime
-from runtime.commands.wasi import run_command
 from runtime import LimitExceeded
 from runtime.cli import main
-from runtime.tensor_io import read_arrays
+from runtime.commands.wasi import run_command
 from runtime.compartment import TABLE_ELEMENT_BYTES, Limits
+from runtime.tensor_io import read_arrays
 from tests.runtime.wat_models import metadata, with_section
 from wasi_intrinsics.wasi import Preopen, WasiConfig
 from wasi_intrinsics.wasi.abi import FILE_RIGHTS
@@ -149,9 +149,9 @@ def test_the_timeout_holds_while_the_guest_reads_an_idle_stdin():
     body = """(i32.store (i32.const 0) (i32.const 64)) (i32.store (i32.const 4) (i32.const 16))
       (call $exit (call $read (i32.const 0) (i32.const 0) (i32.const 1) (i32.const 8)))"""
     try:
-        with open(read, "rb", closefd=False) as stdin:
-            with pytest.raises(LimitExceeded, match=r"time limit of 0.3 s exceeded .*fd_read"):
-                run_command(_wasi(body, FD_READ), WasiConfig(stdin=stdin), Limits(timeout=0.3))
+        with (open(read, "rb", closefd=False) as stdin,
+              pytest.raises(LimitExceeded, match=r"time limit of 0.3 s exceeded .*fd_read")):
+            run_command(_wasi(body, FD_READ), WasiConfig(stdin=stdin), Limits(timeout=0.3))
     finally:
         os.close(read)
         os.close(write)
@@ -196,8 +196,8 @@ def test_a_wasi_call_from_a_module_without_memory_gets_an_errno():
 
 
 @pytest.mark.parametrize("flags, message", [
-    (["--timeout", "1e300"], r"timeout must be more than 0 and at most 9.22e\+16 seconds, "
-                             r"got 1e\+300"),
+    (["--timeout", "1e300"], (r"timeout must be more than 0 and at most 9.22e\+16 seconds, "
+                              r"got 1e\+300")),
     (["--timeout", "inf"], r"timeout must be .*, got inf"),
     (["--timeout", "nan"], r"timeout must be .*, got nan"),
     (["--fuel", "18446744073709551616"], r"fuel must be between 1 and 18446744073709551615"),
@@ -212,7 +212,7 @@ def test_limit_values_are_validated_once_with_a_clear_message(flags, message, tm
     assert re.fullmatch(rf"wasmnn: error: {message}.*\n", err)
 
 
-READY_THEN_LOOP = f"""(i32.store (i32.const 0) (i32.const 16)) (i32.store (i32.const 4) (i32.const 6))
+READY_THEN_LOOP = """(i32.store (i32.const 0) (i32.const 16)) (i32.store (i32.const 4) (i32.const 6))
       (i64.store (i32.const 16) (i64.const 0x0a7964616572))
       (drop (call $write (i32.const 1) (i32.const 0) (i32.const 1) (i32.const 8)))
       (loop $l (br $l))"""
