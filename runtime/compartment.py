@@ -56,7 +56,7 @@ TABLE_ELEMENT_BYTES = 8
 
 
 @dataclass(frozen=True)
-class Limits:
+class ResourceLimits:
     """What one compartment may use. ``max_memory`` is in bytes, shared by every linear
     memory and table of the compartment (see ``Compartment.plan``); ``timeout`` is wall-clock
     seconds per call (epoch interruption); ``fuel`` is wasm instructions per call (roughly);
@@ -191,7 +191,7 @@ class Shares:
     table_elements: int = 0
 
     @classmethod
-    def of(cls, limits: Limits, memories: int, tables: int) -> Shares:
+    def of(cls, limits: ResourceLimits, memories: int, tables: int) -> Shares:
         """Equal shares, so that however the guest grows them, the sum stays within the cap:
         a table gets at most an equal part (and at most ``max_table_elements``), the memories
         split the rest."""
@@ -205,7 +205,7 @@ class Shares:
                 f"and {self.tables} table(s) of at most {self.table_elements} elements")
 
 
-def _limit_message(code: str, limits: Limits, shares: Shares) -> str:
+def _limit_message(code: str, limits: ResourceLimits, shares: Shares) -> str:
     cap = {"memory": f"{limits.max_memory} bytes",
            "tables": f"{limits.max_tables} tables of at most {shares.table_elements} elements",
            "instances": f"{limits.max_instances} instances"}[code]
@@ -219,7 +219,7 @@ def _untyped(reason: str, frames: list[str]) -> Trap:
     return Trap("unknown", reason, frames)
 
 
-def translate(error: BaseException, limits: Limits, shares: Shares | None = None
+def translate(error: BaseException, limits: ResourceLimits, shares: Shares | None = None
               ) -> Exception:
     """Our exception for anything a guest call or instantiation raised: ``ExitTrap`` for
     ``proc_exit``, ``LimitExceeded`` for a time, fuel, memory, table or instance cap, ``Trap``
@@ -258,7 +258,7 @@ def translate(error: BaseException, limits: Limits, shares: Shares | None = None
 class Compartment:
     """One store with its limits: instantiate modules into it and call their exports."""
 
-    def __init__(self, limits: Limits | None = None, features: Features = ()):
+    def __init__(self, limits: ResourceLimits | None = None, features: Features = ()):
         """Args:
             features: wasm feature switches that differ from wasmtime's defaults (the spec
                 test runner turns off proposals newer than the suite it runs).
@@ -266,7 +266,7 @@ class Compartment:
         Raises:
             ValueError: an unknown feature name.
         """
-        self.limits = limits or Limits()
+        self.limits = limits or ResourceLimits()
         self.features = features
         self.epochs = self.limits.timeout is not None
         self.engine = engine(fuel=self.limits.fuel is not None, features=features,

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from runtime import metadata as md
 from runtime.cli import main
 from runtime.commands.wasi import run_command
-from runtime.compartment import Compartment, Limits
+from runtime.compartment import Compartment, ResourceLimits
 from runtime.errors import LimitExceeded, ModelFormatError, one_line
 from runtime.tensor_io import read_arrays
 from tests.runtime.wat_models import METADATA
@@ -203,7 +203,7 @@ def test_any_wasi_call_with_any_arguments_gives_an_errno_or_a_limit(data, tmp_pa
     config = WasiConfig(stdin=io.BytesIO(b"x" * 100), preopens=[Preopen(str(directory), "/")])
     try:
         errno = run_command(wasmtime.wat2wasm(wat), config,
-                            Limits(max_memory=4 << 20, timeout=0.5))
+                            ResourceLimits(max_memory=4 << 20, timeout=0.5))
     except LimitExceeded as limit:
         assert limit.code == "timeout", limit
         return
@@ -216,7 +216,7 @@ def test_any_wasi_call_with_any_arguments_gives_an_errno_or_a_limit(data, tmp_pa
                        | st.floats() | st.text(max_size=4), max_size=4))
 def test_limit_values_are_accepted_or_refused_with_type_or_value_error(kwargs):
     try:
-        limits = Limits(**{k: v for k, v in kwargs.items()
+        limits = ResourceLimits(**{k: v for k, v in kwargs.items()
                            if v is not None or k in ("timeout", "fuel")})
     except (TypeError, ValueError):
         return

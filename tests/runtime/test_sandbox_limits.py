@@ -19,7 +19,7 @@ import runtime
 from runtime import LimitExceeded
 from runtime.cli import main
 from runtime.commands.wasi import run_command
-from runtime.compartment import TABLE_ELEMENT_BYTES, Limits
+from runtime.compartment import TABLE_ELEMENT_BYTES, ResourceLimits
 from runtime.tensor_io import read_arrays
 from tests.runtime.wat_models import metadata, with_section
 from wasi_intrinsics.wasi import Preopen, WasiConfig
@@ -49,7 +49,7 @@ def test_max_memory_caps_the_sum_of_all_memories_of_a_wasi_program():
       {own}
       (func (export "_start") (local $n i32) {_grow_all(range(MEMORIES))}
         (call $exit (local.get $n))))"""
-    pages = run_command(wasmtime.wat2wasm(wat), WasiConfig(), Limits(max_memory=8 << 20))
+    pages = run_command(wasmtime.wat2wasm(wat), WasiConfig(), ResourceLimits(max_memory=8 << 20))
     assert 8 * PAGE < pages * PAGE <= 8 << 20  # every memory grew, the sum stayed under
 
 
@@ -75,7 +75,7 @@ def test_max_memory_counts_table_elements_too():
       (local.set $n (i32.add (local.get $n) (table.size {t})))""" for t in range(MEMORIES))
     wat = f"""(module (import "wasi_snapshot_preview1" "proc_exit" (func $exit (param i32)))
       {own} (func (export "_start") (local $n i32) {grow} (call $exit (local.get $n))))"""
-    elements = run_command(wasmtime.wat2wasm(wat), WasiConfig(), Limits(max_memory=1 << 20))
+    elements = run_command(wasmtime.wat2wasm(wat), WasiConfig(), ResourceLimits(max_memory=1 << 20))
     assert MEMORIES * 1024 <= elements and elements * TABLE_ELEMENT_BYTES <= 1 << 20
 
 
@@ -136,12 +136,12 @@ def _sleep(seconds: float) -> str:
 def test_the_timeout_holds_while_the_guest_sleeps_in_poll_oneoff():
     start = time.monotonic()
     with pytest.raises(LimitExceeded, match=r"time limit of 0.3 s exceeded .*poll_oneoff"):
-        run_command(_wasi(_sleep(20), POLL), WasiConfig(), Limits(timeout=0.3))
+        run_command(_wasi(_sleep(20), POLL), WasiConfig(), ResourceLimits(timeout=0.3))
     assert time.monotonic() - start < 10  # woke at the deadline, not after the 20 s sleep
 
 
 def test_poll_oneoff_still_sleeps_when_the_sleep_ends_first():
-    assert run_command(_wasi(_sleep(0.05), POLL), WasiConfig(), Limits(timeout=5)) == 0
+    assert run_command(_wasi(_sleep(0.05), POLL), WasiConfig(), ResourceLimits(timeout=5)) == 0
 
 
 def test_the_timeout_holds_while_the_guest_reads_an_idle_stdin():
@@ -151,7 +151,7 @@ def test_the_timeout_holds_while_the_guest_reads_an_idle_stdin():
     try:
         with (open(read, "rb", closefd=False) as stdin,
               pytest.raises(LimitExceeded, match=r"time limit of 0.3 s exceeded .*fd_read")):
-            run_command(_wasi(body, FD_READ), WasiConfig(stdin=stdin), Limits(timeout=0.3))
+            run_command(_wasi(body, FD_READ), WasiConfig(stdin=stdin), ResourceLimits(timeout=0.3))
     finally:
         os.close(read)
         os.close(write)
@@ -280,7 +280,7 @@ def test_a_json_number_beyond_float_range_is_bad_input(tmp_path, capsys):
 def test_poll_oneoff_at_the_maximum_time_waits_until_the_deadline():
     forever = _sleep(0).replace("(i64.const 0)", "(i64.const -1)")  # 2^64 - 1 ns
     with pytest.raises(LimitExceeded, match=r"time limit of 0.2 s exceeded .*poll_oneoff"):
-        run_command(_wasi(forever, POLL), WasiConfig(), Limits(timeout=0.2))
+        run_command(_wasi(forever, POLL), WasiConfig(), ResourceLimits(timeout=0.2))
 
 
 def test_the_timeout_holds_while_the_guest_opens_and_reads_a_fifo(tmp_path):
@@ -296,4 +296,4 @@ def test_the_timeout_holds_while_the_guest_opens_and_reads_a_fifo(tmp_path):
     wasm = _wasi(body, imports, fields='(data (i32.const 100) "pipe")')
     config = WasiConfig(preopens=[Preopen(str(tmp_path), "/")])
     with pytest.raises(LimitExceeded, match=r"time limit of 0.3 s exceeded .*fd_read"):
-        run_command(wasm, config, Limits(timeout=0.3))
+        run_command(wasm, config, ResourceLimits(timeout=0.3))
