@@ -89,6 +89,7 @@ def _gemm(spec: abi.KernelSpec) -> Callable[..., None]:
                 b = unpack_linear_weight(_tensor(memory, arg["w"], (n * k,)), n, k).T
             else:
                 b = _tensor(memory, arg["b"] + 4 * i * arg.get("b_stride", 0), (k, n))
+            c = _tensor(memory, arg["c"] + 4 * i * m * n, (m, n))  # NOTE: checked before a @ b
             out = a @ b
             if "bias" in arg:  # f32_bmm_bias: row i // bias_every of the bias rows
                 row = i // arg["bias_every"] if "bias_every" in arg else 0
@@ -97,7 +98,7 @@ def _gemm(spec: abi.KernelSpec) -> Callable[..., None]:
                 out += _tensor(memory, arg["r"], (m, n))
             for op in activation:
                 out = _activate(out, op)
-            _tensor(memory, arg["c"] + 4 * i * m * n, (m, n))[...] = out
+            c[...] = out
 
     return gemm
 
@@ -110,13 +111,16 @@ def _unary(spec: abi.KernelSpec) -> Callable[..., None]:
     return run
 
 
-def _strided(memory: np.ndarray, pointer: int, dims: tuple[int, ...],
+def _strided(ctx: HostContext, pointer: int, dims: tuple[int, ...],
              strides: tuple[int, ...], dtype: np.dtype = _F32,
              writeable: bool = False) -> np.ndarray:
     """A view of elements at ``pointer`` with element ``strides`` (0 broadcasts, negative
-    ones run backwards from ``pointer``)."""
+    ones run backwards from ``pointer``). Its elements are checked against the memory cap:
+    a broadcast view is small, but what is computed from it has all of them."""
     if min(dims, default=0) < 0:
         raise OperandFault("out_of_bounds", f"kernel operand with negative dims {dims}")
+    check_bytes(ctx, math.prod(dims) * dtype.itemsize, f"an operand of dims {dims}")
+    memory = ctx.memory
     if not all(dims):
         return np.empty(dims, dtype)
     low = sum((d - 1) * s for d, s in zip(dims, strides) if s < 0)
@@ -137,8 +141,8 @@ def _broadcast(spec: abi.KernelSpec) -> Callable[..., None]:
         arg = dict(zip(spec.params, args))
         memory = ctx.memory
         dims = tuple(arg[f"d{i}"] for i in range(rank))
-        a = _strided(memory, arg["a"], dims, tuple(arg[f"as{i}"] for i in range(rank)))
-        b = _strided(memory, arg["b"], dims, tuple(arg[f"bs{i}"] for i in range(rank)))
+        a = _strided(ctx, arg["a"], dims, tuple(arg[f"as{i}"] for i in range(rank)))
+        b = _strided(ctx, arg["b"], dims, tuple(arg[f"bs{i}"] for i in range(rank)))
         with np.errstate(all="ignore"):
             out = formula.evaluate(spec.formula, {"a": a, "b": b}, NUMPY_FUNCTIONS)
         _tensor(memory, arg["y"], dims, out_dtype)[...] = out
@@ -202,7 +206,8 @@ def _gather(ctx: HostContext, table: int, index: int, y: int, count: int, rows: 
     bad = (indices < 0) | (indices >= rows)
     if bad.any():
         raise OperandFault(_BAD_INDEX, f"index {int(indices[bad][0])} is outside [0, {rows})")
-    _tensor(ctx.memory, y, (count, dim))[...] = _tensor(ctx.memory, table, (rows, dim))[indices]
+    out = _tensor(ctx.memory, y, (count, dim))  # NOTE: checked before the rows are copied
+    out[...] = _tensor(ctx.memory, table, (rows, dim))[indices]
 
 
 def _windows(ctx: HostContext, x: np.ndarray, kernel: tuple[int, int],
@@ -232,6 +237,7 @@ def _conv(spec: abi.KernelSpec) -> Callable[..., None]:
         n, c, o, groups = arg["n"], arg["c"], arg["o"], arg["groups"]
         kh, kw, oh, ow = arg["kh"], arg["kw"], arg["oh"], arg["ow"]
         x = _tensor(memory, arg["x"], (n, groups, c // groups, arg["h"], arg["w"]))
+        y = _tensor(memory, arg["y"], (n, o, oh, ow))  # NOTE: checked before computing
         floats = packed_conv_floats(o, c // groups, kh, kw, groups)
         packed = _tensor(memory, arg["weight"], (floats,))
         weight = unpack_conv_weight(packed, o, c // groups, kh, kw, groups).reshape(
@@ -244,7 +250,7 @@ def _conv(spec: abi.KernelSpec) -> Callable[..., None]:
             out += _tensor(memory, arg["r"], (n, o, oh, ow))
         for op in activation:
             out = _activate(out, op)
-        _tensor(memory, arg["y"], (n, o, oh, ow))[...] = out
+        y[...] = out
 
     return conv
 
@@ -277,9 +283,10 @@ def _conv_transpose(ctx: HostContext, *args: int) -> None:
 def _adaptive_avg_pool(ctx: HostContext, x: int, y: int, planes: int, h: int, w: int,
                        oh: int, ow: int) -> None:
     data = _tensor(ctx.memory, x, (planes, h, w))
+    out = _tensor(ctx.memory, y, (planes, oh, ow))  # NOTE: bounds the loops below
     rows = [(i * h // oh, -(-(i + 1) * h // oh)) for i in range(oh)]
     cols = [(j * w // ow, -(-(j + 1) * w // ow)) for j in range(ow)]
-    _tensor(ctx.memory, y, (planes, oh, ow))[...] = np.stack(
+    out[...] = np.stack(
         [np.stack([data[:, r0:r1, c0:c1].mean(axis=(1, 2)) for c0, c1 in cols], -1)
          for r0, r1 in rows], -2)
 
@@ -294,6 +301,7 @@ def _pool(spec: abi.KernelSpec) -> Callable[..., None]:
         memory = ctx.memory
         out = (arg["oh"], arg["ow"])
         x = _tensor(memory, arg["x"], (arg["planes"], arg["h"], arg["w"]))
+        y = _tensor(memory, arg["y"], (arg["planes"],) + out)  # NOTE: checked first
         views = _windows(ctx, x, (arg["kh"], arg["kw"]), (arg["sh"], arg["sw"]),
                          (arg["ph"], arg["pw"]), (arg["dh"], arg["dw"]), out,
                          0.0 if average else -np.inf)
@@ -301,7 +309,7 @@ def _pool(spec: abi.KernelSpec) -> Callable[..., None]:
             result = views.sum(axis=(-2, -1)) * _tensor(memory, arg["scale"], out)
         else:
             result = views.max(axis=(-2, -1))
-        _tensor(memory, arg["y"], (arg["planes"],) + out)[...] = result
+        y[...] = result
 
     return pool
 
@@ -312,8 +320,8 @@ def _copy(spec: abi.KernelSpec) -> Callable[..., None]:
     def copy(ctx: HostContext, *args: int) -> None:
         arg = dict(zip(spec.params, args))
         dims = tuple(arg[f"d{i}"] for i in range(rank))
-        source = _strided(ctx.memory, arg["x"], dims, tuple(arg[f"xs{i}"] for i in range(rank)))
-        target = _strided(ctx.memory, arg["y"], dims, tuple(arg[f"ys{i}"] for i in range(rank)),
+        source = _strided(ctx, arg["x"], dims, tuple(arg[f"xs{i}"] for i in range(rank)))
+        target = _strided(ctx, arg["y"], dims, tuple(arg[f"ys{i}"] for i in range(rank)),
                           writeable=True)
         target[...] = source.copy()
 
@@ -327,9 +335,9 @@ def _where(spec: abi.KernelSpec) -> Callable[..., None]:
         arg = dict(zip(spec.params, args))
         dims = tuple(arg[f"d{i}"] for i in range(rank))
         strides = {t: tuple(arg[f"{t}s{i}"] for i in range(rank)) for t in "cab"}
-        cond = _strided(ctx.memory, arg["cond"], dims, strides["c"], np.dtype("u1"))
-        a = _strided(ctx.memory, arg["a"], dims, strides["a"])
-        b = _strided(ctx.memory, arg["b"], dims, strides["b"])
+        cond = _strided(ctx, arg["cond"], dims, strides["c"], np.dtype("u1"))
+        a = _strided(ctx, arg["a"], dims, strides["a"])
+        b = _strided(ctx, arg["b"], dims, strides["b"])
         _tensor(ctx.memory, arg["y"], dims)[...] = np.where(cond != 0, a, b)
 
     return where

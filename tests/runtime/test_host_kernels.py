@@ -37,16 +37,20 @@ def test_host_and_wasm_kernels_raise_the_same_trap_for_a_bad_index(embedding_was
     assert f"index {bad} is outside [0, 10)" in str(traps["host"])
 
 
-def _pool_model(ph: int) -> bytes:
-    """A model that max-pools its 1x4 input with ``ph`` rows of padding (8 KiB output)."""
-    spec = abi.BY_NAME["f32_max_pool2d"]
-    args = {"x": 0, "y": 1024, "planes": 1, "h": 1, "w": 4, "oh": 1, "ow": 1, "kh": 1, "kw": 1,
-            "sh": 1, "sw": 1, "ph": ph, "pw": 0, "dh": 1, "dw": 1}
+def _kernel_model(kernel: str, **args: int) -> bytes:
+    """A model whose ``run`` calls ``kernel`` once with ``args`` (by ABI parameter name)."""
+    spec = abi.BY_NAME[kernel]
     call = " ".join(f"(i32.const {args[p]})" for p in spec.params)
     wat = f"""(module (import "env" "memory" (memory 1))
-      (import "{abi.MODULE}" "f32_max_pool2d" (func $pool (param {' i32' * len(spec.params)})))
-      (func (export "run") (param $batch i32) (result i32) (call $pool {call}) (i32.const 0)))"""
+      (import "{abi.MODULE}" "{kernel}" (func $k (param {' i32' * len(spec.params)})))
+      (func (export "run") (param $batch i32) (result i32) (call $k {call}) (i32.const 0)))"""
     return with_section(wasmtime.wat2wasm(wat), metadata())
+
+
+def _pool_model(ph: int) -> bytes:
+    """A model that max-pools its 1x4 input with ``ph`` rows of padding."""
+    return _kernel_model("f32_max_pool2d", x=0, y=1024, planes=1, h=1, w=4, oh=1, ow=1, kh=1,
+                         kw=1, sh=1, sw=1, ph=ph, pw=0, dh=1, dw=1)
 
 
 def test_host_kernels_honour_the_memory_limit():
@@ -65,6 +69,27 @@ class _Context:
 
     def __init__(self, deadline: float | None):
         self.state = KernelState(lambda: deadline)
+
+
+def test_a_host_gemm_result_is_checked_against_its_destination_before_it_is_computed():
+    # a (2^13 x 1) @ b (1 x 2^13) is 256 MiB of result for a destination in a 64 KiB memory
+    model = _kernel_model("f32_gemm", a=0, b=32768, c=0, m=1 << 13, k=1, n=1 << 13)
+    with pytest.raises(Trap, match=rf"is outside linear memory of 65536 bytes in "
+                                   rf"{abi.MODULE}!f32_gemm") as info:
+        runtime.load(model, kernels="host").run(np.ones((1, 4), np.float32))
+    assert info.value.code == "out_of_bounds"
+
+
+def test_a_broadcast_operand_is_checked_against_the_memory_cap():
+    # zero strides: a 4-byte view broadcast to 2^40 elements
+    dims = {f"d{i}": 1 for i in range(abi.BROADCAST_RANK)}
+    dims.update(d0=1 << 20, d1=1 << 20)
+    strides = {f"{t}s{i}": 0 for t in "ab" for i in range(abi.BROADCAST_RANK)}
+    spec = next(s for s in abi.KERNELS if s.family == "binary")
+    model = _kernel_model(spec.name, a=0, b=0, y=0, **dims, **strides)
+    with pytest.raises(LimitExceeded, match=rf"an operand of dims .* would take 4398046511104 "
+                                            rf"bytes of host memory.* in {abi.MODULE}!"):
+        runtime.load(model, kernels="host", max_memory="16MiB").run(np.ones((1, 4), np.float32))
 
 
 def test_host_kernels_honour_the_deadline():
