@@ -7,7 +7,7 @@ import functools
 import re
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -191,12 +191,15 @@ class Shares:
     table_elements: int = 0
 
     @classmethod
-    def of(cls, limits: ResourceLimits, memories: int, tables: int) -> Shares:
+    def of(cls, limits: ResourceLimits, memories: int, tables: int,
+           table_max: int | None = None) -> Shares:
         """Equal shares, so that however the guest grows them, the sum stays within the cap:
-        a table gets at most an equal part (and at most ``max_table_elements``), the memories
-        split the rest."""
+        a table gets at most an equal part (and at most ``max_table_elements``, and at most
+        ``table_max`` when every table declares that maximum or less), the memories split
+        the rest."""
         table_elements = min(limits.max_table_elements,
-                             limits.max_memory // max(1, memories + tables) // TABLE_ELEMENT_BYTES)
+                             limits.max_memory // max(1, memories + tables) // TABLE_ELEMENT_BYTES,
+                             (1 << 63) if table_max is None else table_max)
         rest = limits.max_memory - tables * table_elements * TABLE_ELEMENT_BYTES
         return cls(memories, tables, rest // max(1, memories), table_elements)
 
@@ -280,18 +283,19 @@ class Compartment:
             _EpochTicker.ensure(self.engine)
         self._arm()
 
-    def plan(self, modules: Iterable[ModuleInfo], host_memories: int = 0) -> None:
+    def plan(self, modules: Sequence[ModuleInfo], host_memories: int = 0) -> None:
         """Share ``max_memory`` among every memory and table the compartment will hold: the
         ones ``modules`` define plus ``host_memories`` the host creates. Call it before
         creating any of them; then no guest can make their sum exceed the cap (wasmtime caps
         each memory and table, so each gets an equal part). ``instantiate`` plans by itself
         for a module nobody planned for."""
-        infos = list(modules)
-        self._share(host_memories + sum(len(i.memories) for i in infos),
-                    sum(len(i.tables) for i in infos))
+        tables = [t for info in modules for t in info.tables]
+        maxima = [t.limits.max for t in tables]
+        self._share(host_memories + sum(len(i.memories) for i in modules), len(tables),
+                    None if None in maxima else max(maxima, default=0))
 
-    def _share(self, memories: int, tables: int) -> None:
-        self.shares = Shares.of(self.limits, memories, tables)
+    def _share(self, memories: int, tables: int, table_max: int | None = None) -> None:
+        self.shares = Shares.of(self.limits, memories, tables, table_max)
         self.store.set_limits(memory_size=self.shares.memory_bytes,
                               instances=self.limits.max_instances,
                               tables=self.limits.max_tables,

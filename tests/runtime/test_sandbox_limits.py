@@ -297,3 +297,14 @@ def test_the_timeout_holds_while_the_guest_opens_and_reads_a_fifo(tmp_path):
     config = WasiConfig(preopens=[Preopen(str(tmp_path), "/")])
     with pytest.raises(LimitExceeded, match=r"time limit of 0.3 s exceeded .*fd_read"):
         run_command(wasm, config, ResourceLimits(timeout=0.3))
+
+
+def test_a_small_declared_table_leaves_the_rest_of_max_memory_to_the_memory():
+    wat = """(module (import "wasi_snapshot_preview1" "proc_exit" (func $exit (param i32)))
+      (table 1 10 funcref) (memory 0)
+      (func (export "_start") (local $n i32)
+        (block $done (loop $grow
+          (br_if $done (i32.eq (memory.grow (i32.const 1)) (i32.const -1))) (br $grow)))
+        (call $exit (memory.size))))"""
+    pages = run_command(wasmtime.wat2wasm(wat), WasiConfig(), ResourceLimits(max_memory=1 << 20))
+    assert pages == 15  # 1 MiB less the table's 10 elements, in whole pages
