@@ -189,7 +189,7 @@ def lower(graph: Graph) -> tuple[LowerContext, Layout]:
 
 
 def _check_dim_bounds(graph: Graph) -> None:
-    for name, (low, high) in graph.dims.items():
+    for name, (_, high) in graph.dims.items():
         if high > MAX_DIM:
             raise CompileError(f"dim {name!r} has upper bound {high}, over {MAX_DIM} (the "
                                "model takes each dim as an i32): lower it")

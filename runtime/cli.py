@@ -135,11 +135,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("wasmnn: interrupted by SIGINT", file=sys.stderr)
         return 130
     except Exception as error:  # noqa: BLE001 - every error becomes a one-line message
-        for kind, code, _ in EXIT_CODES:
-            if isinstance(error, kind):
-                break
-        else:
-            code = INTERNAL_ERROR
+        code = next((code for kind, code, _ in EXIT_CODES if isinstance(error, kind)),
+                    INTERNAL_ERROR)
         _report(error, args.debug)
         return code
 

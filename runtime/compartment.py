@@ -291,8 +291,9 @@ class Compartment:
         for a module nobody planned for."""
         tables = [t for info in modules for t in info.tables]
         maxima = [t.limits.max for t in tables]
+        bounded = [m for m in maxima if m is not None]
         self._share(host_memories + sum(len(i.memories) for i in modules), len(tables),
-                    None if None in maxima else max(maxima, default=0))
+                    max(bounded, default=0) if len(bounded) == len(maxima) else None)
 
     def _share(self, memories: int, tables: int, table_max: int | None = None) -> None:
         self.shares = Shares.of(self.limits, memories, tables, table_max)

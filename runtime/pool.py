@@ -10,7 +10,6 @@ size, and drops the ones that trapped: their memory may be half-written.
 from __future__ import annotations
 
 import ctypes
-import io
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
