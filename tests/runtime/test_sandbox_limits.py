@@ -308,3 +308,17 @@ def test_a_small_declared_table_leaves_the_rest_of_max_memory_to_the_memory():
         (call $exit (memory.size))))"""
     pages = run_command(wasmtime.wat2wasm(wat), WasiConfig(), ResourceLimits(max_memory=1 << 20))
     assert pages == 15  # 1 MiB less the table's 10 elements, in whole pages
+
+
+def test_the_timeout_holds_while_the_guest_writes_to_a_pipe_nobody_reads():
+    read, write = os.pipe()  # 1 MiB into a 64 KiB pipe buffer that is never drained
+    body = """(i32.store (i32.const 0) (i32.const 0)) (i32.store (i32.const 4) (i32.const 1048576))
+      (call $exit (call $write (i32.const 1) (i32.const 0) (i32.const 1) (i32.const 8)))"""
+    try:
+        with (open(write, "wb", closefd=False) as stdout,
+              pytest.raises(LimitExceeded, match=r"time limit of 0.3 s exceeded .*fd_write")):
+            run_command(_wasi(body, FD_WRITE, 16), WasiConfig(stdout=stdout),
+                        ResourceLimits(timeout=0.3))
+    finally:
+        os.close(read)
+        os.close(write)

@@ -5,6 +5,8 @@ from __future__ import annotations
 import fcntl
 import io
 import os
+import select
+import stat
 from collections.abc import Callable
 from typing import BinaryIO
 
@@ -12,7 +14,7 @@ import numpy as np
 
 from ..intrinsic import HostContext, IntrinsicModule, i32, i64
 from .abi import U64, Advice, FdFlags, Rights, Whence
-from .deadline import wait_ready
+from .deadline import remaining, wait_ready
 from .descriptors import Descriptor, Directory, HostDescriptor, HostFile, Stream
 from .errno import Errno, WasiError
 from .memory import pack, read_iovecs, write_bytes, write_u32, write_u64
@@ -71,15 +73,30 @@ def _read(ctx: HostContext, descriptor: Descriptor, size: int) -> bytes:
 def _write(ctx: HostContext, descriptor: Descriptor, data: bytes) -> int:
     if isinstance(descriptor, Stream):
         host_fd = _stream_fd(descriptor.stream)
-        if host_fd is not None:
-            wait_ready(ctx, host_fd, True, "fd_write")
-        descriptor.stream.write(data)
+        if host_fd is None or remaining(ctx) is None:
+            descriptor.stream.write(data)
+            descriptor.stream.flush()
+            return len(data)
         descriptor.stream.flush()
-        return len(data)
+        return _write_until_deadline(ctx, host_fd, data)
     if isinstance(descriptor, HostFile):
-        wait_ready(ctx, descriptor.fd, True, "fd_write")
-        return os.write(descriptor.fd, data)
+        if stat.S_ISREG(os.fstat(descriptor.fd).st_mode):
+            return os.write(descriptor.fd, data)  # NOTE: a regular file never blocks
+        return _write_until_deadline(ctx, descriptor.fd, data)
     raise WasiError(Errno.EISDIR, "cannot write a directory")
+
+
+def _write_until_deadline(ctx: HostContext, host_fd: int, data: bytes) -> int:
+    """Write ``data`` in pieces a ready fd takes without blocking (``select`` promises
+    room for ``PIPE_BUF`` bytes), so a reader that never drains cannot hold the guest past
+    its deadline."""
+    done = 0
+    while done < len(data):
+        wait_ready(ctx, host_fd, True, "fd_write")
+        done += os.write(host_fd, data[done:done + select.PIPE_BUF])
+        if remaining(ctx) is None:  # NOTE: no deadline: the rest in one blocking write
+            done += os.write(host_fd, data[done:])
+    return done
 
 
 def _gather(memory: np.ndarray, iovs: int, iovs_len: int) -> bytes:
