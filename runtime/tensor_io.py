@@ -20,6 +20,8 @@ from typing import IO, Any, BinaryIO
 
 import numpy as np
 
+from .errors import one_line
+
 Arrays = dict[str, np.ndarray] | np.ndarray
 _NONFINITE = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
 _NPY_MAGIC = b"\x93NUMPY"
@@ -164,7 +166,7 @@ def write_arrays(path: str | Path, arrays: Mapping[str, np.ndarray]) -> None:
 
 def summary(name: str, array: np.ndarray) -> str:
     """A readable few lines about one output: shape, dtype, statistics and leading values."""
-    head = f"{name}: {array.dtype}[{', '.join(map(str, array.shape))}]"
+    head = f"{one_line(name)}: {array.dtype}[{', '.join(map(str, array.shape))}]"
     if array.size == 0:
         return head + " (empty)"
     finite = array[np.isfinite(array)]

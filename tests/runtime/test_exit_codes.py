@@ -210,3 +210,12 @@ def test_export_refuses_a_module_that_could_never_load(high, message, tmp_path, 
     with pytest.raises(CompileError, match=message):
         modelc.export(nn.Linear(4, 4), (np.zeros((1, 4), np.float32),),
                       dynamic={"input0": {0: ("batch", 1, high)}})
+
+
+def test_run_escapes_output_names_from_the_file(tmp_path, capsys):
+    meta = metadata(outputs=[{**METADATA["outputs"][0], "name": "y\x1b[2J\nfake line"}])
+    (tmp_path / "m.wasm").write_bytes(wat_model(meta=meta))
+    np.save(tmp_path / "x.npy", X)
+    assert main(["run", str(tmp_path / "m.wasm"), "-i", f"x={tmp_path / 'x.npy'}"]) == 0
+    out = capsys.readouterr().out
+    assert "\x1b" not in out and r"y\x1b[2J\nfake line: float32[1, 4]" in out
