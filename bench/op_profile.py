@@ -45,9 +45,9 @@ import wasm_kernels
 from modelc import codegen, ops
 from modelc.graph import Graph, Node
 from runtime.compartment import Compartment
-from runtime.compartment import Limits as RuntimeLimits
+from runtime.compartment import ResourceLimits
 from wasm_kernels import abi
-from wasm_kernels.wasm import Code, FuncType, Limits, MemoryType, ModuleBuilder
+from wasm_kernels.wasm import FuncType, Limits, MemoryType, ModuleBuilder
 
 
 def node_spans(graph: Graph) -> list[tuple[int, int]]:
@@ -66,25 +66,16 @@ def profiling_module(graph: Graph) -> tuple[bytes, codegen.LowerContext, codegen
     if graph.dims:
         raise ValueError(f"profile a model with static shapes, not {sorted(graph.dims)}")
     ctx, layout = codegen.lower(graph)
-    builder = ModuleBuilder()
+    builder = ModuleBuilder("op_profile")
     builder.import_memory("env", "memory", MemoryType(Limits(layout.pages)))
     index = {name: builder.import_func(abi.MODULE, name, FuncType(abi.BY_NAME[name].param_types,
                                                                    abi.BY_NAME[name].results))
              for name in ctx.kernels}
-    builder.add_function(FuncType((), ("i32",)), codegen.run_function(ctx, layout, index, None),
-                         export="run")
+    codegen.run_function(builder, ctx, layout, index, None)
     for number, (start, end) in enumerate(node_spans(graph)):
-        code = Code(("i32",))
+        code = builder.code(FuncType(("i32",), ()))
         code.emit("block").emit("loop").emit("local.get", 0).emit("i32.eqz").emit("br_if", 1)
-        for record in ctx.records[start:end]:
-            if record[0] == "weight":
-                code.emit("i32.const", layout.weights_base + record[1])
-            elif record[0] == "arena":
-                code.emit("i32.const", layout.arena_base + record[1])
-            elif record[0] == "kernel":
-                code.emit("call", index[record[1]])
-            else:
-                code.emit(*record)
+        codegen.emit_records(code, ctx.records[start:end], layout, index)
         code.emit("local.get", 0).emit("i32.const", 1).emit("i32.sub").emit("local.set", 0)
         code.emit("br", 0).emit("end").emit("end")
         builder.add_function(FuncType(("i32",), ()), code, export=f"node{number}")
@@ -101,7 +92,7 @@ def label(node: Node) -> str:
 
 
 def profile(graph: Graph, inputs: dict[str, np.ndarray], isa: str, runs: int,
-            limits: RuntimeLimits | None = None
+            limits: ResourceLimits | None = None
             ) -> tuple[float, list[float], list[float]]:
     """(median ms of the whole ``run``, in-situ seconds per node, hot seconds per node)."""
     wasm, ctx, layout = profiling_module(graph)
@@ -152,7 +143,7 @@ def profile(graph: Graph, inputs: dict[str, np.ndarray], isa: str, runs: int,
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", default="minilm-b1", choices=sorted(peers.MODELS))
-    parser.add_argument("--isa", default="relaxed", choices=wasm_kernels.ISAS)
+    parser.add_argument("--isa", default="relaxed", choices=wasm_kernels.ISA_NAMES)
     parser.add_argument("--runs", type=int, default=7)
     parser.add_argument("--timeout", action="store_true",
                         help="compile as a session with a timeout does (epoch interruption)")
@@ -166,7 +157,7 @@ def main() -> None:
         reference = None if spec.kind == "minilm" else peers.torch_model(spec.kind)
         graph = modelc.trace(peers.nn_model(spec.kind, reference), inputs)
     graph = modelc.optimize(graph)
-    limits = RuntimeLimits(timeout=1e6) if args.timeout else None
+    limits = ResourceLimits(timeout=1e6) if args.timeout else None
     whole, in_situ, hot = profile(graph, inputs, args.isa, args.runs, limits)
     groups: dict[str, list[float]] = collections.defaultdict(lambda: [0, 0.0, 0.0])
     for node, situ, warm in zip(graph.nodes, in_situ, hot):

@@ -19,15 +19,15 @@ import numpy as np
 import wasmtime
 
 import wasm_kernels
+from wasi_intrinsics.kernel_limits import KernelState
 from wasi_intrinsics.kernels import provider as host_kernels
 from wasi_intrinsics.wasi import MODULE as WASI_MODULE
-from wasi_intrinsics.wasi import WasiConfig, WasiState, preview1
-from wasm_kernels.wasm import Limits as WasmLimits
-from wasm_kernels.wasm import MemoryType, ModuleInfo
+from wasi_intrinsics.wasi import CappedBuffer, WasiConfig, WasiState, preview1
+from wasm_kernels.wasm import Limits, MemoryType, ModuleInfo
 
 from . import metadata as md
 from .compartment import Compartment
-from .errors import Trap
+from .errors import Trap, one_line
 from .linker import RegistryResolver, Resolved, instance_exports
 
 PAGE = 65536
@@ -49,6 +49,11 @@ class Blueprint:
     sidecar_weights: bytes | None = None
 
 
+def defines_memory(info: ModuleInfo) -> bool:
+    """Whether a kernel module defines the memory (``wasm_kernels.build``'s ``own_memory``)."""
+    return any(e.name == wasm_kernels.MEMORY for e in info.exports)
+
+
 def link_kernels(compartment: Compartment, compiled: tuple[Compiled, ...] | None, pages: int,
                  registry: RegistryResolver) -> tuple[Any, wasmtime.Memory]:
     """Instantiate kernel modules (``None``: the numpy host provider) in ``compartment`` and
@@ -58,20 +63,21 @@ def link_kernels(compartment: Compartment, compiled: tuple[Compiled, ...] | None
 
     Raises:
         LinkError, Trap: as ``Compartment.instantiate``.
+        LimitExceeded: ``pages`` is over the memory's share of ``max_memory``.
     """
     store = compartment.store
-    owner = next((c for c in compiled or ()
-                  if any(e.name == wasm_kernels.MEMORY for e in c[1].exports)), None)
+    owner = next((c for c in compiled or () if defines_memory(c[1])), None)
     exports: dict[str, Resolved] = {}
     if owner is not None:
         exports = instance_exports(store, compartment.instantiate(*owner, registry), owner[1])
         memory = exports.pop(wasm_kernels.MEMORY).extern
-        memory.grow(store, pages - memory.size(store))
+        compartment.call(memory.grow, store, pages - memory.size(store))
     else:
-        memory = wasmtime.Memory(store, wasmtime.MemoryType(wasmtime.Limits(pages, None)))
-    registry.register("env", {"memory": Resolved(memory, MemoryType(WasmLimits(pages)))})
+        memory = compartment.memory(pages)
+    registry.register("env", {"memory": Resolved(memory, MemoryType(Limits(pages)))})
     if compiled is None:
-        return host_kernels().instantiate(store, memory=memory), memory
+        limits = KernelState(compartment.deadline, compartment.limits.max_memory)
+        return host_kernels().instantiate(store, limits, memory=memory), memory
     for entry in compiled:
         if entry is not owner:
             exports |= instance_exports(store, compartment.instantiate(*entry, registry),
@@ -91,13 +97,17 @@ class ModelInstance:
         """
         self.compartment = compartment
         store = compartment.store
-        self._stderr = WasiConfig().stderr
+        kernel_infos = [info for _, info in blueprint.kernels or ()]
+        compartment.plan([blueprint.model[1], *kernel_infos],
+                         host_memories=0 if any(map(defines_memory, kernel_infos)) else 1)
+        self._stderr = CappedBuffer()
         registry = RegistryResolver()
         kernels, self.memory = link_kernels(compartment, blueprint.kernels, blueprint.pages,
                                             registry)
         wasi_imports = [i.name for i in blueprint.model[1].imports if i.module == WASI_MODULE]
         registry.register(WASI_MODULE, _WASI.instantiate(
-            store, WasiState(WasiConfig(stderr=self._stderr)), only=wasi_imports))
+            store, WasiState(WasiConfig(stderr=self._stderr), compartment.deadline),
+            memory=self.memory, only=wasi_imports))
         registry.register(wasm_kernels.abi.MODULE, kernels)
         instance = compartment.instantiate(*blueprint.model, registry)
         self._entry = instance.exports(store)[blueprint.metadata.entry]
@@ -114,7 +124,7 @@ class ModelInstance:
         address = ctypes.cast(self.memory.data_ptr(store), ctypes.c_void_p).value
         buffer = (ctypes.c_uint8 * size).from_address(address or 0)
         buffer.owner = self  # type: ignore[attr-defined]  # NOTE: pins the store.
-        return np.frombuffer(buffer, np.uint8)
+        return np.frombuffer(memoryview(buffer), np.uint8)
 
     def call(self, args: list[int]) -> None:
         """Call the entry point with one ``i32`` per dim.
@@ -123,11 +133,10 @@ class ModelInstance:
             Trap: the model trapped, hit a limit (``LimitExceeded``), or rejected its inputs
                 (code ``"rejected"``, with what it wrote to stderr).
         """
+        self._stderr.clear()
         status = self.compartment.call(self._entry, self.compartment.store, *args)
         if status != 0:
-            message = self._stderr.getvalue().decode(errors="replace").strip()
-            self._stderr.seek(0)
-            self._stderr.truncate()
+            message = one_line(self._stderr.text().strip())
             raise Trap("rejected", f"the model rejected its inputs (status {status}): "
                        f"{message or 'no message'}")
 
@@ -137,6 +146,8 @@ class InstancePool:
     exist, else waits for one to come back."""
 
     def __init__(self, create: Callable[[], ModelInstance], size: int, first: ModelInstance):
+        if not isinstance(size, int) or isinstance(size, bool):
+            raise TypeError(f"instances must be an integer, got {size!r}")
         if size < 1:
             raise ValueError(f"instances must be at least 1, got {size!r}")
         self._create = create

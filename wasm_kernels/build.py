@@ -6,9 +6,9 @@ import functools
 import importlib
 
 from . import abi
-from .wasm import Code, FuncType, Limits, MemoryType, ModuleBuilder
+from .wasm import Code, FuncType, Limits, MemoryType, ModuleBuilder, WasmTypeError
 
-ISAS = ("relaxed", "simd128", "scalar")
+ISA_NAMES = ("relaxed", "simd128", "scalar")
 """Instruction-set variants: relaxed SIMD (FMA), portable SIMD128, and the scalar reference."""
 
 
@@ -23,11 +23,26 @@ keeps. Data here rather than in the templates, so that choosing needs no generat
 
 
 def generate(spec: abi.KernelSpec, isa: str) -> tuple[FuncType, Code]:
-    """The signature and body of one kernel for ``isa``, from ``templates/<family>.py``."""
-    if isa not in ISAS:
-        raise ValueError(f"unknown kernel ISA {isa!r}; available: {list(ISAS)}")
+    """The signature and body of one kernel for ``isa``, from ``templates/<family>.py``.
+
+    Raises:
+        ValueError: ``isa`` is not one of ``ISA_NAMES``.
+        WasmTypeError: the template emitted an instruction that does not fit the stack;
+            the message starts ``while generating <kernel> (<isa>):``.
+    """
+    if isa not in ISA_NAMES:
+        raise ValueError(f"unknown kernel ISA {isa!r}; available: {list(ISA_NAMES)}")
     template = importlib.import_module(f"{__package__}.templates.{spec.family}")
-    return template.emit(spec, isa)
+    try:
+        ty, code = template.emit(spec, isa)
+        code.close()
+    except WasmTypeError as err:
+        raise WasmTypeError(f"while generating {spec.name} ({isa}): {err}") from None
+    named = set(code.names.values())
+    for index, param in enumerate(spec.params):
+        if index not in named and param.split(":")[0] not in code.names:
+            code.name(index, param.split(":")[0])
+    return ty, code
 
 
 def opt_level(name: str) -> str:
@@ -58,12 +73,13 @@ def build(isa: str = "simd128", names: frozenset[str] | None = None,
     ~15-25% slower), so the module of those kernels owns the memory the others import.
 
     Raises:
-        ValueError: ``isa`` is not one of ``ISAS``, or a name is not an ABI kernel.
+        ValueError: ``isa`` is not one of ``ISA_NAMES``, or a name is not an ABI kernel.
+        WasmTypeError: a template emitted ill-typed code (naming the kernel and ISA).
     """
     if names is not None and not names <= abi.BY_NAME.keys():
         unknown = sorted(names - abi.BY_NAME.keys())
         raise ValueError(f"not kernels of {abi.MODULE}: {unknown}")
-    builder = ModuleBuilder()
+    builder = ModuleBuilder(abi.MODULE)
     if own_memory:
         builder.export(MEMORY, "memory", builder.add_memory(MemoryType(Limits(1))))
     else:

@@ -1,6 +1,7 @@
 """``from_onnx``: an ONNX model -> the graph IR, by tracing ``nn.functional`` calls.
 
-Each ONNX node is one function in an op table (``ops_math``, ``ops_nn``, ``ops_shape``)
+Each ONNX node is one function in an op table (``ops_math``, ``ops_nn``, ``ops_rnn``,
+``ops_shape``)
 called on the node's operands: graph inputs are symbolic tensors of a ``Tracer``,
 initializers and constants are numpy arrays, so the tracer records the primitives and
 everything computable at import time (weights transforms, shape arithmetic) folds.
@@ -18,12 +19,13 @@ import numpy as np
 from ..errors import CompileError, UnsupportedOpError
 from ..graph import Dim, Graph, Value
 from ..trace import DynamicSpec, SymbolicTensor, Tracer
-from . import ops_math, ops_nn, ops_shape
+from . import ops_activation, ops_layout, ops_math, ops_nn, ops_resize, ops_rnn, ops_shape
 from .node import OnnxNode
 
-OPS = {**ops_math.OPS, **ops_nn.OPS, **ops_shape.OPS}
+OPS = {**ops_activation.OPS, **ops_layout.OPS, **ops_math.OPS, **ops_nn.OPS,
+       **ops_resize.OPS, **ops_rnn.OPS, **ops_shape.OPS}
 """Every supported ONNX op type (default domain) and its import function."""
-OPSETS = (9, 21)
+OPSETS = (9, 23)
 """The default-domain opset versions the importer follows (inclusive)."""
 DEFAULT_DIM_RANGE = (1, 512)
 """Bounds of a symbolic ONNX dim that neither ``dynamic`` nor ``input_shapes`` fixes."""
@@ -35,10 +37,15 @@ def _load(model: Any) -> Any:
 
     if isinstance(model, onnx.ModelProto):
         return model
-    if isinstance(model, bytes):
-        return onnx.load_from_string(model)
-    if isinstance(model, (str, os.PathLike)):
-        return onnx.load(os.fspath(model))
+    try:
+        if isinstance(model, bytes):
+            return onnx.load_from_string(model)
+        if isinstance(model, (str, os.PathLike)):
+            return onnx.load(os.fspath(model))
+    except (OSError, MemoryError):
+        raise
+    except Exception as err:  # noqa: BLE001 - protobuf's DecodeError and friends
+        raise ValueError(f"not a valid ONNX model: {type(err).__name__}: {err}") from None
     raise TypeError(f"expected an onnx.ModelProto, its bytes or a .onnx file path, got "
                     f"{type(model).__name__}")
 
@@ -194,7 +201,7 @@ class _Importer:
 
 def from_onnx(model: Any, input_shapes: Mapping[str, Sequence[int]] | None = None,
               dynamic: DynamicSpec | None = None) -> Graph:
-    """Import an ONNX model (default-domain opsets 9 to 21) as a graph.
+    """Import an ONNX model (default-domain opsets 9 to 23) as a graph.
 
     Args:
         model: an ``onnx.ModelProto``, its serialized bytes, or the path of a ``.onnx`` file.
@@ -208,7 +215,8 @@ def from_onnx(model: Any, input_shapes: Mapping[str, Sequence[int]] | None = Non
         UnsupportedOpError: listing every node whose op is not covered, before importing.
         CompileError: a node cannot be imported (an unsupported attribute or a shape
             computation over symbolic dims), naming the node and its op type.
-        ValueError: ``input_shapes`` or ``dynamic`` do not fit the model's inputs.
+        ValueError: ``input_shapes`` or ``dynamic`` do not fit the model's inputs, or
+            ``model`` is not a valid ONNX model.
         ImportError: the ``onnx`` package is not installed.
     """
     proto = _load(model)

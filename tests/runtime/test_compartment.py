@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 import wasmtime
 
-from runtime.compartment import Compartment, Limits, parse_size, translate
+from runtime.compartment import MAX_TIMEOUT, Compartment, ResourceLimits, parse_size, translate
 from runtime.errors import TRAP_CODES, ExitTrap, LimitExceeded, ModelFormatError, Trap
 from runtime.linker import NullResolver, RegistryResolver, instance_exports
 from wasi_intrinsics import IntrinsicModule
@@ -57,6 +57,15 @@ def test_traps_map_to_the_taxonomy(body, code, message):
     assert info.value.frames and "+0x" in info.value.frames[0]
 
 
+def test_a_trap_message_names_the_innermost_function():
+    wat = '''(module $outer (func $inner unreachable)
+             (func (export "run") (call $inner)))'''
+    with pytest.raises(Trap, match=r"^unreachable in outer!inner: wasm trap: ") as info:
+        run(Compartment(), wat)
+    assert [frame.split("+")[0] for frame in info.value.frames] == ["outer!inner",
+                                                                    "outer!func[1]"]
+
+
 def test_an_uncaught_exception_is_a_trap():
     wat = '(module (tag $t (param i32)) (func (export "run") (throw $t (i32.const 7))))'
     with pytest.raises(Trap, match=r"uncaught wasm exception") as info:
@@ -65,7 +74,7 @@ def test_an_uncaught_exception_is_a_trap():
 
 
 def test_an_infinite_loop_is_stopped_by_the_timeout():
-    compartment = Compartment(Limits(timeout=0.05))
+    compartment = Compartment(ResourceLimits(timeout=0.05))
     with pytest.raises(LimitExceeded, match=r"time limit of 0\.05 s exceeded") as info:
         run(compartment, LOOP)
     assert info.value.code == "timeout"
@@ -74,14 +83,14 @@ def test_an_infinite_loop_is_stopped_by_the_timeout():
 
 
 def test_an_infinite_loop_is_stopped_by_fuel():
-    compartment = Compartment(Limits(fuel=10_000))
+    compartment = Compartment(ResourceLimits(fuel=10_000))
     with pytest.raises(LimitExceeded, match=r"fuel limit of 10000 exhausted") as info:
         run(compartment, LOOP)
     assert info.value.code == "fuel"
 
 
 def test_memory_grow_past_the_cap_returns_minus_one():
-    compartment = Compartment(Limits(max_memory=2 * PAGE))
+    compartment = Compartment(ResourceLimits(max_memory=2 * PAGE))
     grow = '(module (memory 1) (func (export "run") (param i32) (result i32) ' \
            '(memory.grow (local.get 0))))'
     exports = load(compartment, grow)
@@ -92,15 +101,15 @@ def test_memory_grow_past_the_cap_returns_minus_one():
 def test_initial_memory_over_the_cap_is_a_memory_limit():
     with pytest.raises(LimitExceeded, match=r"memory limit of 131072 bytes exceeded: memory "
                                             r"minimum size of 3 pages") as info:
-        load(Compartment(Limits(max_memory=2 * PAGE)), "(module (memory 3))")
+        load(Compartment(ResourceLimits(max_memory=2 * PAGE)), "(module (memory 3))")
     assert info.value.code == "memory"
 
 
 def test_table_and_instance_caps_are_limits():
     with pytest.raises(LimitExceeded, match=r"tables limit of 16 tables of at most 10 "
                                             r"elements exceeded") as table:
-        load(Compartment(Limits(max_table_elements=10)), "(module (table 11 funcref))")
-    compartment = Compartment(Limits(max_instances=1))
+        load(Compartment(ResourceLimits(max_table_elements=10)), "(module (table 11 funcref))")
+    compartment = Compartment(ResourceLimits(max_instances=1))
     load(compartment, "(module)")
     with pytest.raises(LimitExceeded, match=r"instances limit of 1 instances exceeded"
                        ) as instances:
@@ -157,17 +166,35 @@ def test_bad_binaries_are_model_format_errors(data, message):
 
 def test_other_exceptions_pass_through_translate():
     error = KeyError("x")
-    assert translate(error, Limits()) is error
+    assert translate(error, ResourceLimits()) is error
 
 
-@pytest.mark.parametrize("kwargs, message", [
-    ({"max_memory": 0}, r"max_memory must be positive, got 0"),
-    ({"timeout": -1}, r"timeout must be positive seconds, got -1"),
-    ({"fuel": 0}, r"fuel must be a positive count, got 0"),
+@pytest.mark.parametrize("kwargs, error, message", [
+    ({"max_memory": 0}, ValueError, (r"max_memory must be between 1 and 9223372036854775807 "
+                                     r"bytes, got 0")),
+    ({"max_memory": 2**64 + 1000}, ValueError, r"max_memory must be between 1 and"),
+    ({"max_memory": 1.5}, TypeError, r"max_memory must be an integer number of bytes, got 1.5"),
+    ({"timeout": -1}, ValueError, (r"timeout must be more than 0 and at most 9.22e\+16 "
+                                   r"seconds, got -1")),
+    ({"timeout": float("inf")}, ValueError, r"timeout must be .*, got inf"),
+    ({"timeout": float("nan")}, ValueError, r"timeout must be .*, got nan"),
+    ({"timeout": 1e300}, ValueError, r"timeout must be .*, got 1e\+300"),
+    ({"timeout": True}, TypeError, r"timeout must be a number of seconds, got True"),
+    ({"fuel": 0}, ValueError, r"fuel must be between 1 and 18446744073709551615 instructions"),
+    ({"fuel": 2**64}, ValueError, r"fuel must be between 1 and .*, got 18446744073709551616"),
+    ({"fuel": 1.5}, TypeError, r"fuel must be an integer number of instructions, got 1.5"),
+    ({"max_instances": 0}, ValueError, r"max_instances must be between 1 and"),
 ])
-def test_limits_are_checked(kwargs, message):
-    with pytest.raises(ValueError, match=message):
-        Limits(**kwargs)
+def test_limit_values_out_of_range_are_refused_with_a_clear_message(kwargs, error, message):
+    with pytest.raises(error, match=message):
+        ResourceLimits(**kwargs)
+
+
+def test_the_largest_limits_are_enforced_without_wrapping():
+    limits = ResourceLimits(max_memory=(1 << 63) - 1, timeout=MAX_TIMEOUT, fuel=(1 << 64) - 1)
+    grow = """(module (memory 1) (func (export "run") (result i32)
+        (memory.grow (i32.const 2)))) """
+    assert run(Compartment(limits), grow) == 1  # a huge cap is no cap, not a wrapped one
 
 
 def test_parse_size():
@@ -194,7 +221,7 @@ def test_wasm_features_can_be_switched_off():
 def test_code_compiled_at_opt_level_none_runs_under_the_same_limits(limits, code, message):
     """The dense kernels are compiled by an engine at cranelift's "none" and loaded into the
     compartment's: the result and the limits must be those of the compartment's own code."""
-    compartment = Compartment(Limits(**limits))
+    compartment = Compartment(ResourceLimits(**limits))
     total = ('(module (func (export "run") (param $n i32) (result i32) (local $s i32)'
              ' (loop (local.set $s (i32.add (local.get $s) (local.get $n)))'
              ' (br_if 0 (local.tee $n (i32.sub (local.get $n) (i32.const 1))))) (local.get $s)))')

@@ -9,14 +9,14 @@ from typing import Any
 
 import numpy as np
 import pytest
+from executors import PROVIDERS
 
 from runtime.compartment import Compartment
 from runtime.linker import RegistryResolver
 from runtime.pool import link_kernels
 from runtime.session import compile_kernels
-from wasm_kernels import ISAS, abi
+from wasm_kernels import abi
 
-PROVIDERS = (*ISAS, "host")
 PAGES = 512  # 32 MiB of linear memory
 
 
@@ -28,12 +28,19 @@ class Output:
     dtype: np.dtype
 
 
+@dataclass(frozen=True)
+class InOut:
+    """An operand the kernel updates in place: copied in, and returned like an output."""
+
+    array: np.ndarray
+
+
 class Harness:
     """Calls kernels by ABI name with arrays placed in linear memory.
 
     ``call(name, offset=..., x=array, y=shape, n=7)``: an ndarray argument is copied in (in
     its own dtype), a tuple argument allocates a float32 output of that shape (an ``Output``
-    one of its dtype), ints and floats pass through. Every operand starts ``offset`` bytes past a 64-byte boundary; outputs return as copies.
+    one of its dtype), an ``InOut`` is copied in and returned, ints and floats pass through. Every operand starts ``offset`` bytes past a 64-byte boundary; outputs return as copies.
     """
 
     def __init__(self, name: str):
@@ -52,6 +59,11 @@ class Harness:
         """An output argument of ``shape`` and ``dtype`` for ``call``."""
         return Output(shape, np.dtype(dtype))
 
+    @staticmethod
+    def inout(array: np.ndarray) -> InOut:
+        """An operand for ``call`` that the kernel updates in place."""
+        return InOut(array)
+
     def view(self) -> np.ndarray:
         return np.ctypeslib.as_array(self.memory.data_ptr(self.store),
                                      shape=(self.memory.data_len(self.store),))
@@ -63,6 +75,9 @@ class Harness:
         for param in spec.params:
             key = param.split(":")[0]
             value = args[key]
+            if isinstance(value, InOut):
+                outputs[key] = None
+                value = value.array
             if isinstance(value, Output):
                 value, dtype = value.shape, np.dtype(value.dtype)
             else:
@@ -74,6 +89,8 @@ class Harness:
                 region = memory[address:address + nbytes].view(dtype).reshape(shape)
                 if isinstance(value, np.ndarray):
                     region[...] = value
+                    if key in outputs:
+                        outputs[key] = region
                 else:  # outputs must be fully written
                     region.view(np.uint8)[...] = 0xFF  # a NaN float, an invalid bool
                     outputs[key] = region
