@@ -148,14 +148,17 @@ COMPARE: dict[str, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
 
 
 def _compare(spec: abi.KernelSpec) -> Callable[..., None]:
-    op = COMPARE[spec.name.removeprefix("f32_cmp_")]
+    kind, name = spec.name.split("_cmp_")
+    op, dtype = COMPARE[name], np.dtype(abi.COMPARE_TYPES[kind]).newbyteorder("<")
     rank = abi.BROADCAST_RANK
 
     def compare(ctx: HostContext, *args: int) -> None:
         arg = dict(zip(spec.params, args))
         dims = tuple(arg[f"d{i}"] for i in range(rank))
-        a = _strided(ctx.memory, arg["a"], dims, tuple(arg[f"as{i}"] for i in range(rank)))
-        b = _strided(ctx.memory, arg["b"], dims, tuple(arg[f"bs{i}"] for i in range(rank)))
+        a = _strided(ctx.memory, arg["a"], dims, tuple(arg[f"as{i}"] for i in range(rank)),
+                     dtype)
+        b = _strided(ctx.memory, arg["b"], dims, tuple(arg[f"bs{i}"] for i in range(rank)),
+                     dtype)
         with np.errstate(all="ignore"):
             _tensor(ctx.memory, arg["y"], dims, np.dtype(np.uint8))[...] = op(a, b)
 
@@ -195,8 +198,12 @@ def _layer_norm(ctx: HostContext, x: int, gamma: int, beta: int, y: int, rows: i
 
 ROWWISE: dict[str, Callable[..., None]] = {"softmax": _softmax, "layer_norm": _layer_norm}
 
-CASTS: dict[str, tuple[str, str]] = {"i64_to_f32": ("<i8", "<f4"), "f32_to_i64": ("<f4", "<i8"),
-                                     "bool_to_f32": ("u1", "<f4"), "i64_to_bool": ("<i8", "u1")}
+CASTS: dict[str, tuple[str, str]] = {
+    "i64_to_f32": ("<i8", "<f4"), "f32_to_i64": ("<f4", "<i8"), "bool_to_f32": ("u1", "<f4"),
+    "i64_to_bool": ("<i8", "u1"), "i32_to_f32": ("<i4", "<f4"), "f32_to_i32": ("<f4", "<i4"),
+    "i32_to_i64": ("<i4", "<i8"), "i64_to_i32": ("<i8", "<i4"), "bool_to_i32": ("u1", "<i4"),
+    "bool_to_i64": ("u1", "<i8"), "i32_to_bool": ("<i4", "u1"), "f32_to_bool": ("<f4", "u1"),
+}
 
 
 def _cast(spec: abi.KernelSpec) -> Callable[..., None]:
@@ -206,11 +213,14 @@ def _cast(spec: abi.KernelSpec) -> Callable[..., None]:
         values = _tensor(ctx.memory, x, (n,), source)
         if source.kind == "u" or target.kind == "u":  # a bool byte on either side
             values = values != 0
-        elif target.kind == "i":
-            # toward zero, saturating, NaN -> 0, as i64.trunc_sat_f32_s
+        elif source.kind == "f" and target.kind == "i":
+            # toward zero, saturating, NaN -> 0, as i64.trunc_sat_f32_s / i32.trunc_sat_f32_s
+            info = np.iinfo(target)
             wide = np.nan_to_num(np.trunc(values.astype(np.float64)), nan=0.0)
-            clipped = np.clip(wide, -2.0 ** 63, np.nextafter(2.0 ** 63, 0)).astype(np.int64)
-            values = np.where(wide >= 2.0 ** 63, np.iinfo(np.int64).max, clipped)
+            clipped = np.clip(wide, info.min, np.nextafter(float(info.max) + 1, 0))
+            values = np.where(wide >= float(info.max) + 1, info.max, clipped.astype(target))
+        elif source.kind == target.kind == "i":
+            values = values.astype(target)  # sign-extends, or wraps to the low bits
         _tensor(ctx.memory, y, (n,), target)[...] = values
 
     return cast
@@ -337,15 +347,17 @@ def _copy(spec: abi.KernelSpec) -> Callable[..., None]:
 
 def _where(spec: abi.KernelSpec) -> Callable[..., None]:
     rank = abi.BROADCAST_RANK
+    # NOTE: elements move bit for bit, as the wasm kernel's loads and select do.
+    dtype = np.dtype("<u4" if spec.name == "f32_where" else "<u8")
 
     def where(ctx: HostContext, *args: int) -> None:
         arg = dict(zip(spec.params, args))
         dims = tuple(arg[f"d{i}"] for i in range(rank))
         strides = {t: tuple(arg[f"{t}s{i}"] for i in range(rank)) for t in "cab"}
         cond = _strided(ctx.memory, arg["cond"], dims, strides["c"], np.dtype("u1"))
-        a = _strided(ctx.memory, arg["a"], dims, strides["a"])
-        b = _strided(ctx.memory, arg["b"], dims, strides["b"])
-        _tensor(ctx.memory, arg["y"], dims)[...] = np.where(cond != 0, a, b)
+        a = _strided(ctx.memory, arg["a"], dims, strides["a"], dtype)
+        b = _strided(ctx.memory, arg["b"], dims, strides["b"], dtype)
+        _tensor(ctx.memory, arg["y"], dims, dtype)[...] = np.where(cond != 0, a, b)
 
     return where
 

@@ -120,6 +120,16 @@ CASTS: dict[str, str] = {
     "f32_to_i64": "int64(x[i]) truncated toward zero, saturating at the int64 range; NaN "
                   "gives 0",
     "bool_to_f32": "1.0 if the byte x[i] is nonzero else 0.0 (numpy bool)",
+    # Integer tensors (issue #19): int32 inputs and indices, masks turned into numbers.
+    "i32_to_f32": "float32(x[i]) for int32 x (rounded to nearest)",
+    "f32_to_i32": "int32(x[i]) truncated toward zero, saturating at the int32 range; NaN "
+                  "gives 0",
+    "i32_to_i64": "int64(x[i]) for int32 x (sign-extended)",
+    "i64_to_i32": "int32(x[i]) for int64 x, wrapping (the low 32 bits, as numpy's astype)",
+    "bool_to_i32": "1 if the byte x[i] is nonzero else 0, as int32",
+    "bool_to_i64": "1 if the byte x[i] is nonzero else 0, as int64",
+    "i32_to_bool": "x[i] != 0 as a numpy bool byte, for int32 x",
+    "f32_to_bool": "x[i] != 0 as a numpy bool byte, for float32 x (NaN is true)",
 }
 
 
@@ -173,12 +183,14 @@ MOVEMENT: tuple[KernelSpec, ...] = (
                "for both sides (x strides 0 broadcast, e.g. a fill from one float; negative "
                "ones read backwards, e.g. a reflection); writes "
                "into a region of a larger y (pad, concat)"),
-    KernelSpec("f32_where", "movement",
-               ("cond", "a", "b", "y") + tuple(f"d{i}" for i in range(BROADCAST_RANK))
-               + tuple(f"{t}s{i}" for t in "cab" for i in range(BROADCAST_RANK)),
-               "y[i0, i1, i2, i3] = a if cond else b over the dense (d0, d1, d2, d3) output, "
-               "reading the bool bytes cond[sum(ik * csk)] (nonzero is true) and the floats "
-               "a[sum(ik * ask)], b[sum(ik * bsk)]; strides in elements, 0 broadcasts"),
+    *(KernelSpec(f"{t}_where", "movement",
+                 ("cond", "a", "b", "y") + tuple(f"d{i}" for i in range(BROADCAST_RANK))
+                 + tuple(f"{s}s{i}" for s in "cab" for i in range(BROADCAST_RANK)),
+                 "y[i0, i1, i2, i3] = a if cond else b over the dense (d0, d1, d2, d3) output, "
+                 "reading the bool bytes cond[sum(ik * csk)] (nonzero is true) and the "
+                 f"{size}-byte elements a[sum(ik * ask)], b[sum(ik * bsk)], moved bit for bit "
+                 f"({what}); strides in elements, 0 broadcasts")
+      for t, size, what in (("f32", 4, "float32 or int32"), ("i64", 8, "int64"))),
 )
 
 GROUP_NORM = KernelSpec(
@@ -208,16 +220,20 @@ COMPARE_OPS: dict[str, str] = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "g
                                "ge": ">="}
 
 
-def _compare(op: str, math: str) -> KernelSpec:
-    return KernelSpec(f"f32_cmp_{op}", "compare", _broadcast_params(),
+COMPARE_TYPES: dict[str, str] = {"f32": "float32", "i32": "int32", "i64": "int64"}
+
+
+def _compare(dtype: str, op: str, math: str) -> KernelSpec:
+    return KernelSpec(f"{dtype}_cmp_{op}", "compare", _broadcast_params(),
                       f"y[i0, i1, i2, i3] = a {math} b as a numpy bool byte (1 or 0) over the "
-                      "dense (d0, d1, d2, d3) output, reading the floats a[sum(ik * ask)] and "
-                      "b[sum(ik * bsk)]: strides in floats, 0 broadcasts; a NaN operand makes "
-                      "every comparison but != false")
+                      f"dense (d0, d1, d2, d3) output, reading the {COMPARE_TYPES[dtype]} "
+                      "elements a[sum(ik * ask)] and b[sum(ik * bsk)]: strides in elements, 0 "
+                      "broadcasts" + ("; a NaN operand makes every comparison but != false"
+                                      if dtype == "f32" else " (signed)"))
 
 
 MASKS: tuple[KernelSpec, ...] = (
-    *(_compare(op, math) for op, math in COMPARE_OPS.items()),
+    *(_compare(t, op, math) for t in COMPARE_TYPES for op, math in COMPARE_OPS.items()),
     _cast("i64_to_bool", "x[i] != 0 as a numpy bool byte, for int64 x"),
 )
 

@@ -87,6 +87,12 @@ def _dim_name(text: str) -> str:
     return name if name and not name[0].isdigit() else f"d_{name}"
 
 
+def _fixed(dim: Any) -> bool:
+    """Whether an ONNX dim is a fixed size. NOTE: older paddle2onnx exports store a dynamic
+    dim as ``dim_value: -1``; onnxruntime takes it as symbolic, and so do we."""
+    return dim.HasField("dim_value") and dim.dim_value >= 0
+
+
 def _input_shape(info: Any, fixed: Sequence[int] | None,
                  dynamic: Mapping[int, tuple[str, int, int]], dims: dict[str, tuple[int, int]]
                  ) -> tuple[Dim, ...]:
@@ -98,7 +104,7 @@ def _input_shape(info: Any, fixed: Sequence[int] | None,
             raise ValueError(f"input_shapes[{info.name!r}] = {list(fixed)} has rank "
                              f"{len(fixed)}, the model's input has rank {len(declared)}")
         for axis, (want, dim) in enumerate(zip(fixed, declared)):
-            if dim.HasField("dim_value") and dim.dim_value != want:
+            if _fixed(dim) and dim.dim_value != want:
                 raise ValueError(f"input_shapes[{info.name!r}] sets axis {axis} to {want}, "
                                  f"the model fixes it at {dim.dim_value}")
         return tuple(int(d) for d in fixed)
@@ -107,7 +113,7 @@ def _input_shape(info: Any, fixed: Sequence[int] | None,
         if axis in dynamic:
             name, low, high = dynamic[axis]
             bounds = (low, high)
-        elif dim.HasField("dim_value"):
+        elif _fixed(dim):
             shape.append(int(dim.dim_value))
             continue
         else:

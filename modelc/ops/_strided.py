@@ -67,7 +67,10 @@ def emit_strided(ctx: LowerContext, kernel: str, out_shape: Sequence[Dim],
     Raises:
         CompileError: more than 4 axes remain after merging.
     """
-    out, ops = _merge([(d,) for d in out_shape], [list(op) for op in operands])
+    # NOTE: an output axis of size 1 is only ever read at index 0, so it is dropped before
+    # merging: otherwise it separates axes that merge (a 5-D permute with a unit axis).
+    keep = [i for i, d in enumerate(out_shape) if d != 1] or [0]
+    out, ops = _merge([(out_shape[i],) for i in keep], [[op[i] for i in keep] for op in operands])
     if len(out) > RANK:
         raise CompileError(f"{kernel}: {len(out)} independent axes after merging; the "
                            f"strided kernels take at most {RANK}")

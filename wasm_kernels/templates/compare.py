@@ -1,4 +1,4 @@
-"""The comparison family: y = a <op> b as numpy bool bytes, with numpy broadcasting over a
+"""The comparison family: y = a <op> b (float32, int32 or int64) as numpy bool bytes, with numpy broadcasting over a
 rank-4 output, one element at a time for every ISA (comparisons build masks, which are
 small and computed once per run, never in a hot loop)."""
 
@@ -8,10 +8,17 @@ from ..abi import BROADCAST_RANK, KernelSpec
 from ..wasm import Code, FuncType
 from .loops import strided_loop
 
+_LOADS: dict[str, tuple[str, int]] = {"f32": ("f32.load", 2), "i32": ("i32.load", 2),
+                                      "i64": ("i64.load", 3)}
+"""Per element type: the load instruction and log2 of the element size in bytes."""
+
 
 def emit(spec: KernelSpec, isa_name: str) -> tuple[FuncType, Code]:
-    """Generate comparison kernel ``spec`` (``f32_cmp_<op>``); the same code for every ISA."""
-    op = spec.name.removeprefix("f32_cmp_")
+    """Generate comparison kernel ``spec`` (``<type>_cmp_<op>``); the same code for every
+    ISA."""
+    dtype, op = spec.name.split("_cmp_")
+    load, log2_size = _LOADS[dtype]
+    instruction = f"{dtype}.{op}" if dtype == "f32" or op in ("eq", "ne") else f"{dtype}.{op}_s"
     c = Code(spec.param_types)
     arg = {p: i for i, p in enumerate(spec.params)}
     index = [c.local("i32") for _ in range(BROADCAST_RANK)]
@@ -19,18 +26,18 @@ def emit(spec: KernelSpec, isa_name: str) -> tuple[FuncType, Code]:
     c.emit("local.get", arg["y"]).emit("local.set", out)
 
     def element(t: str) -> None:
-        """Push the float ``t[sum(index[k] * ts<k>)]``."""
+        """Push the element ``t[sum(index[k] * ts<k>)]``."""
         c.emit("local.get", arg[t])
         for depth in range(BROADCAST_RANK):
             c.emit("local.get", index[depth]).emit("local.get", arg[f"{t}s{depth}"])
-            c.emit("i32.mul").emit("i32.const", 2).emit("i32.shl").emit("i32.add")
-        c.emit("f32.load", 2)
+            c.emit("i32.mul").emit("i32.const", log2_size).emit("i32.shl").emit("i32.add")
+        c.emit(load, log2_size)
 
     def body() -> None:
         c.emit("local.get", out)
         element("a")
         element("b")
-        c.emit(f"f32.{op}").emit("i32.store8", 0)
+        c.emit(instruction).emit("i32.store8", 0)
         c.emit("local.get", out).emit("i32.const", 1).emit("i32.add").emit("local.set", out)
 
     def loop(depth: int) -> None:

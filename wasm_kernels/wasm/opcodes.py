@@ -39,6 +39,7 @@ _MEMORY = {
     "f64.load": (None, 0x2B, MEMARG),
     "i32.load8_u": (None, 0x2D, MEMARG),
     "i32.load16_u": (None, 0x2F, MEMARG),
+    "i64.load32_s": (None, 0x34, MEMARG),
     "i32.store": (None, 0x36, MEMARG),
     "i64.store": (None, 0x37, MEMARG),
     "f32.store": (None, 0x38, MEMARG),
