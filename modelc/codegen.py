@@ -72,9 +72,10 @@ class LowerContext:
         its address."""
         self.records.append(("weight", self._place(array)))
 
-    def scalar(self, number: float) -> None:
-        """Place one float32 among the weights and push its address."""
-        self.constant(np.array([number], np.float32))
+    def scalar(self, number: float, dtype: str = "float32") -> None:
+        """Place one element of ``dtype`` (float32 unless said) among the weights and push
+        its address."""
+        self.constant(np.array([number], storage(np.array([], dtype)).dtype))
 
     def push_f32(self, number: float) -> None:
         """Push an f32 constant."""

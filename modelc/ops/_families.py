@@ -58,17 +58,19 @@ class Binary(OpDef):
         emit_strided(ctx, self.kernel, node.output.shape, strides)
 
     def push_operands(self, node: Node, ctx: LowerContext) -> list:
-        """Push each operand's address (a scalar attr becomes one placed float) and return
-        its strides against the output's rank, for ``emit_strided``."""
+        """Push each operand's address (a scalar attr becomes one element placed in the
+        tensor operands' dtype) and return its strides against the output's rank, for
+        ``emit_strided``."""
         rank = len(node.output.shape)
         named = dict(zip(node.input_names, node.inputs))
+        dtype = next((named[o].dtype for o in self.operands if o in named), FLOAT)
         strides = []
         for operand in self.operands:
             if operand in named:
                 ctx.address(named[operand])
                 strides.append(operand_strides(named[operand].shape, rank))
             else:
-                ctx.scalar(node.attrs[operand])
+                ctx.scalar(node.attrs[operand], dtype)
                 strides.append([None] * rank)
         return strides
 
@@ -78,20 +80,25 @@ class Binary(OpDef):
         return [(broadcast(*shapes), self.result_dtype or dtypes[0])]
 
 
+COMPARED = {"float32": "f32", "int32": "i32", "int64": "i64"}
+"""The operand dtypes comparisons lower for, and their kernels' prefix."""
+
+
 class Compare(Binary):
     """Elementwise comparisons: bool results (one byte each, as numpy stores them), lowered
-    for float32 operands to the strided kernel ``f32_cmp_<name>``."""
+    for float32, int32 or int64 operands (one dtype) to the strided ``<t>_cmp_<name>``."""
 
     result_dtype = "bool"
 
     def lower(self, node: Node, ctx: LowerContext) -> None:
-        operands = [v.dtype for v in node.inputs]
-        if any(d != FLOAT for d in operands):
-            raise CompileError(f"{self.name}: only float32 operands lower to wasm, got "
-                               f"{operands}; cast them to float32 first")
+        operands = sorted({v.dtype for v in node.inputs})
+        if len(operands) != 1 or operands[0] not in COMPARED:
+            raise CompileError(f"{self.name}: operands of one dtype among {sorted(COMPARED)} "
+                               f"lower to wasm, got {[v.dtype for v in node.inputs]}")
         strides = self.push_operands(node, ctx)
         ctx.address(node.output)
-        emit_strided(ctx, f"f32_cmp_{self.name}", node.output.shape, strides)
+        emit_strided(ctx, f"{COMPARED[operands[0]]}_cmp_{self.name}", node.output.shape,
+                     strides)
 
 
 class Reduce(OpDef):

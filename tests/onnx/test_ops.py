@@ -247,3 +247,54 @@ def test_mask_op_runs_in_wasm_as_onnxruntime(case: str, kernels: str) -> None:
         (got,) = session.run(feeds).values()
     assert got.dtype == want.dtype == np.bool_
     np.testing.assert_array_equal(got, want)
+
+
+def ints(dtype: type, *shape: int) -> np.ndarray:
+    """Integers from a few values (so equal pairs occur), signed extremes among them."""
+    info = np.iinfo(dtype)
+    return _rng.choice(np.array([info.min, -3, 0, 2, 5, info.max], dtype), shape)
+
+
+# Run-time integer tensors (issue #19): comparisons, casts, where and gather on int32/int64.
+INTEGER_CASES: dict[str, tuple] = {
+    "equal_int32": ("Equal", [Run(ints(np.int32, 2, 3)), Run(ints(np.int32, 3))], {}, 13),
+    "less_int64": ("Less", [Run(ints(np.int64, 2, 1, 4)), Run(ints(np.int64, 3, 1))], {}, 13),
+    "greater_int32_known_scalar": ("Greater", [Run(ints(np.int32, 5)),
+                                               np.array(2, np.int32)], {}, 13),
+    "greater_or_equal_int64_known_row": ("GreaterOrEqual", [
+        np.array([0, 2 ** 40, -1], np.int64), Run(ints(np.int64, 4, 3))], {}, 16),
+    "less_or_equal_int32": ("LessOrEqual", [Run(ints(np.int32, 3, 4)),
+                                            Run(ints(np.int32, 3, 4))], {}, 16),
+    **{f"cast_{a}_to_{b}": ("Cast", [Run(x)], {"to": helper.np_dtype_to_tensor_dtype(
+        np.dtype(b))}, 13) for a, b, x in [
+        ("int32", "float32", ints(np.int32, 2, 3)),
+        ("float32", "int32", r(2, 3) * 100),
+        ("int32", "int64", ints(np.int32, 7)),
+        ("int64", "int32", np.array([1, -1, 2 ** 31 + 5, -(2 ** 35)], np.int64)),
+        ("bool", "int64", bools(2, 3)),
+        ("bool", "int32", bools(4)),
+        ("int32", "bool", ints(np.int32, 6)),
+        ("float32", "bool", np.array([0.0, -0.0, 1.5, np.nan], np.float32))]},
+    "where_int32": ("Where", [Run(bools(2, 3)), Run(ints(np.int32, 2, 3)),
+                              np.array(-7, np.int32)], {}, 16),
+    "where_int64_broadcast": ("Where", [Run(bools(3, 1)), Run(ints(np.int64, 1, 4)),
+                                        Run(ints(np.int64, 3, 4))], {}, 16),
+    "gather_int32_indices": ("Gather", [r(6, 3), Run(np.array([[5, 0], [2, 2]], np.int32))],
+                             {"axis": 0}, 13),
+}
+
+
+@pytest.mark.parametrize("kernels", ["relaxed", "simd128", "scalar", "host"])
+@pytest.mark.parametrize("case", sorted(INTEGER_CASES))
+def test_integer_op_runs_in_wasm_as_onnxruntime(case: str, kernels: str) -> None:
+    import modelc
+    import runtime
+
+    ort = pytest.importorskip("onnxruntime")
+    model, feeds = single_node(*INTEGER_CASES[case])
+    (want,) = ort.InferenceSession(model.SerializeToString(),
+                                   providers=["CPUExecutionProvider"]).run(None, feeds)
+    with runtime.load(modelc.export(modelc.from_onnx(model)), kernels=kernels) as session:
+        (got,) = session.run(feeds).values()
+    assert got.dtype == want.dtype
+    np.testing.assert_array_equal(got, want)
