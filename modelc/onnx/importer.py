@@ -8,6 +8,7 @@ everything computable at import time (weights transforms, shape arithmetic) fold
 
 from __future__ import annotations
 
+import copy
 import os
 import re
 from collections.abc import Mapping, Sequence
@@ -16,12 +17,12 @@ from typing import Any
 import numpy as np
 
 from ..errors import CompileError, UnsupportedOpError
-from ..graph import Dim, Graph, Value
+from ..graph import Dim, Graph, Guard, Value
 from ..trace import DynamicSpec, SymbolicTensor, Tracer
-from . import ops_math, ops_nn, ops_shape
+from . import ops_control, ops_math, ops_nn, ops_shape
 from .node import OnnxNode
 
-OPS = {**ops_math.OPS, **ops_nn.OPS, **ops_shape.OPS}
+OPS = {**ops_math.OPS, **ops_nn.OPS, **ops_shape.OPS, **ops_control.OPS}
 """Every supported ONNX op type (default domain) and its import function."""
 OPSETS = (9, 21)
 """The default-domain opset versions the importer follows (inclusive)."""
@@ -137,17 +138,41 @@ def _graph_value(name: str, result: Any) -> Value:
 
 
 class _Importer:
-    """Walks the ONNX nodes in order, keeping each tensor's operand by name."""
+    """Walks the ONNX nodes in order, keeping each tensor's operand by name. A control-flow
+    op imports its subgraphs through ``subgraph`` into the same graph, in a child scope that
+    sees the outer names; nodes of a branch taken at run time carry its ``guard``."""
 
-    def __init__(self, proto: Any, graph: Graph):
+    def __init__(self, proto: Any, graph: Graph, opset: int):
         from onnx import numpy_helper
 
         self.proto = proto
         self.graph = graph
         self.tracer = Tracer(graph)
-        self.opset = _opset(proto)
+        self.opset = opset
         self.env: dict[str, Any] = {t.name: numpy_helper.to_array(t)
                                     for t in proto.graph.initializer}
+        self.guard: Guard = ()
+
+    def subgraph(self, body: Any, inputs: Sequence[Any], guard: Guard = ()) -> list[Any]:
+        """Import subgraph ``body`` with its formal inputs bound to ``inputs`` (outer names
+        visible) and return its outputs' operands; new nodes get ``guard`` appended to this
+        scope's.
+
+        Raises:
+            CompileError: ``inputs`` do not match the subgraph's inputs, or a node fails.
+        """
+        from onnx import numpy_helper
+
+        if len(inputs) != len(body.input):
+            raise CompileError(f"subgraph {body.name!r} takes {len(body.input)} inputs, "
+                               f"given {len(inputs)}")
+        child = copy.copy(self)
+        child.env = {**self.env, **{t.name: numpy_helper.to_array(t) for t in body.initializer},
+                     **{info.name: value for info, value in zip(body.input, inputs)}}
+        child.guard = self.guard + guard
+        for index, node in enumerate(body.node):
+            child.run(index, node)
+        return [child.env[o.name] for o in body.output]
 
     def add_inputs(self, input_shapes: Mapping[str, Sequence[int]], dynamic: DynamicSpec
                    ) -> None:
@@ -172,7 +197,7 @@ class _Importer:
                                "produced by no node (an unsupported optional output?)")
         onnx_node = OnnxNode(name, node.op_type, [self.env[i] if i else None
                                                   for i in node.input],
-                             _attrs(node), self.opset, len(node.output))
+                             _attrs(node), self.opset, len(node.output), self.subgraph)
         start = len(self.graph.nodes)
         try:
             results = OPS[node.op_type](onnx_node)
@@ -187,7 +212,10 @@ class _Importer:
                     "--input-shape)" if shapes else "")
             raise onnx_node.error(f"{type(err).__name__}: {err}{hint}") from err
         for graph_node in self.graph.nodes[start:]:
-            graph_node.meta["source"] = f"ONNX node {name!r} ({node.op_type})"
+            if not str(graph_node.meta.get("source")).startswith("ONNX node"):  # innermost
+                graph_node.meta["source"] = f"ONNX node {name!r} ({node.op_type})"
+            if self.guard and "guard" not in graph_node.meta:
+                graph_node.meta["guard"] = self.guard
             if any(v.is_constant and v.dtype == "object" for v in graph_node.inputs):
                 raise onnx_node.error("a shape naming symbolic dims reached a run-time op; "
                                       "fix those dims with input_shapes / --input-shape")
@@ -220,7 +248,7 @@ def from_onnx(model: Any, input_shapes: Mapping[str, Sequence[int]] | None = Non
     proto = _load(model)
     check_supported(proto)
     graph = Graph()
-    importer = _Importer(proto, graph)
+    importer = _Importer(proto, graph, _opset(proto))
     importer.add_inputs(input_shapes or {}, dynamic or {})
     for index, node in enumerate(proto.graph.node):
         importer.run(index, node)

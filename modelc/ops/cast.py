@@ -1,7 +1,7 @@
 """cast: elementwise conversion to ``dtype``.
 
 Lowered between float32, int32, int64 and bool by the cast kernels (float -> int truncates
-and saturates; int64 -> int32 wraps, as numpy does), and float32 -> float32 as a copy.
+and saturates; int64 -> int32 wraps, as numpy does), and to its own dtype as a copy.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from wasm_kernels import abi
 
 from ..errors import CompileError
 from . import OpDef
-from ._strided import copy, dense_strides
+from ._strided import WORDS, copy, dense_strides
 
 if TYPE_CHECKING:
     from ..codegen import LowerContext
@@ -37,7 +37,7 @@ class Cast(OpDef):
 
     def lower(self, node: Node, ctx: LowerContext) -> None:
         source, target = node.inputs[0], node.output
-        if source.dtype == target.dtype == "float32":
+        if source.dtype == target.dtype and source.dtype in WORDS:
             copy(ctx, source, target, dense_strides(target.shape))
             return
         kernel = KERNELS.get((source.dtype, target.dtype))

@@ -281,6 +281,11 @@ INTEGER_CASES: dict[str, tuple] = {
                                         Run(ints(np.int64, 3, 4))], {}, 16),
     "gather_int32_indices": ("Gather", [r(6, 3), Run(np.array([[5, 0], [2, 2]], np.int32))],
                              {"axis": 0}, 13),
+    "slice_int64": ("Slice", [Run(ints(np.int64, 4, 5)), i64(1), i64(4), i64(1)], {}, 13),
+    "concat_int32": ("Concat", [Run(ints(np.int32, 2, 3)), Run(ints(np.int32, 2, 1))],
+                     {"axis": 1}, 13),
+    "transpose_int64": ("Transpose", [Run(ints(np.int64, 2, 3, 4))], {"perm": [2, 0, 1]}, 13),
+    "split_int64": ("Split", [Run(ints(np.int64, 6, 2)), i64(2, 4)], {}, 13, 2),
 }
 
 
@@ -292,9 +297,11 @@ def test_integer_op_runs_in_wasm_as_onnxruntime(case: str, kernels: str) -> None
 
     ort = pytest.importorskip("onnxruntime")
     model, feeds = single_node(*INTEGER_CASES[case])
-    (want,) = ort.InferenceSession(model.SerializeToString(),
-                                   providers=["CPUExecutionProvider"]).run(None, feeds)
+    wants = ort.InferenceSession(model.SerializeToString(),
+                                 providers=["CPUExecutionProvider"]).run(None, feeds)
     with runtime.load(modelc.export(modelc.from_onnx(model)), kernels=kernels) as session:
-        (got,) = session.run(feeds).values()
-    assert got.dtype == want.dtype
-    np.testing.assert_array_equal(got, want)
+        gots = list(session.run(feeds).values())
+    assert len(gots) == len(wants)
+    for got, want in zip(gots, wants):
+        assert got.dtype == want.dtype
+        np.testing.assert_array_equal(got, want)
