@@ -11,6 +11,7 @@ from __future__ import annotations
 import copy
 import os
 import re
+import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -26,6 +27,8 @@ OPS = {**ops_math.OPS, **ops_nn.OPS, **ops_shape.OPS, **ops_control.OPS}
 """Every supported ONNX op type (default domain) and its import function."""
 OPSETS = (9, 21)
 """The default-domain opset versions the importer follows (inclusive)."""
+CONVERTED = (7, 8)
+"""Older opsets the importer first converts to ``OPSETS[0]`` (inclusive)."""
 DEFAULT_DIM_RANGE = (1, 512)
 """Bounds of a symbolic ONNX dim that neither ``dynamic`` nor ``input_shapes`` fixes."""
 _DOMAINS = ("", "ai.onnx")
@@ -48,23 +51,84 @@ def _opset(proto: Any) -> int:
     versions = [o.version for o in proto.opset_import if o.domain in _DOMAINS]
     if not versions or not OPSETS[0] <= versions[0] <= OPSETS[1]:
         raise CompileError(f"ONNX opset {versions[0] if versions else None} is not supported; "
-                           f"expected {OPSETS[0]} to {OPSETS[1]} (re-export the model or "
-                           "convert it with onnx.version_converter)")
+                           f"expected {OPSETS[0]} to {OPSETS[1]}, or {CONVERTED[0]} to "
+                           f"{CONVERTED[1]} (converted on import); re-export the model or "
+                           "convert it with onnx.version_converter")
     return versions[0]
 
 
+def _initializers_as_inputs(proto: Any) -> Any:
+    """A copy of ``proto`` whose initializers are all graph inputs too. NOTE: the version
+    converter takes an initializer that is not an input (allowed since IR 4) for an
+    undefined name."""
+    from onnx import helper
+
+    listed = {i.name for i in proto.graph.input}
+    missing = [t for t in proto.graph.initializer if t.name not in listed]
+    if not missing:
+        return proto
+    copy_ = type(proto)()
+    copy_.CopyFrom(proto)
+    copy_.graph.input.extend(helper.make_tensor_value_info(t.name, t.data_type, t.dims)
+                             for t in missing)
+    return copy_
+
+
+def _upgrade(proto: Any) -> Any:
+    """A model at an opset in ``CONVERTED`` converted to ``OPSETS[0]`` by
+    ``onnx.version_converter``, with a warning saying so; any other model as it is.
+
+    Raises:
+        CompileError: the converter fails.
+    """
+    from onnx import version_converter
+
+    versions = [o.version for o in proto.opset_import if o.domain in _DOMAINS]
+    if not versions or not CONVERTED[0] <= versions[0] <= CONVERTED[1]:
+        return proto
+    warnings.warn(f"the ONNX model is at opset {versions[0]}; converting it to opset "
+                  f"{OPSETS[0]} with onnx.version_converter before import", stacklevel=3)
+    proto = _initializers_as_inputs(proto)
+    try:
+        return version_converter.convert_version(proto, OPSETS[0])
+    except Exception as err:  # the converter raises bare RuntimeErrors of its C++ core
+        raise CompileError(f"onnx.version_converter could not convert the model from opset "
+                           f"{versions[0]} to {OPSETS[0]}: {err}") from err
+
+
+def _unsupported(graph: Any, where: str = "") -> list[tuple[str, str, str]]:
+    """``(node, op, where)`` for every node of ``graph`` and its subgraphs (If branches,
+    Loop and Scan bodies) whose op the importer does not cover; ``where`` names the
+    enclosing subgraph attribute, empty at the top level."""
+    found = []
+    for i, node in enumerate(graph.node):
+        op = f"{node.domain + '.' if node.domain else ''}{node.op_type}"
+        name = node.name or f"#{i}"
+        if node.domain not in _DOMAINS or node.op_type not in OPS:
+            found.append((name, op, where))
+        for attr in node.attribute:
+            for body in [attr.g] if attr.HasField("g") else list(attr.graphs):
+                found += _unsupported(body, f"{where}{name!r}.{attr.name} > ")
+    return found
+
+
 def check_supported(proto: Any) -> None:
-    """Raise once, listing every node whose op the importer does not cover.
+    """Raise once, listing every node whose op the importer does not cover, control-flow
+    subgraphs included, and which of those ops appear only inside such a subgraph.
 
     Raises:
         UnsupportedOpError: naming each such node and its op type.
     """
-    bad = [f"{node.name or f'#{i}'!r} ({node.domain + '.' if node.domain else ''}"
-           f"{node.op_type})" for i, node in enumerate(proto.graph.node)
-           if node.domain not in _DOMAINS or node.op_type not in OPS]
-    if bad:
-        raise UnsupportedOpError(f"the ONNX model uses {len(bad)} unsupported node(s): "
-                                 f"{', '.join(bad)}; supported ops: {sorted(OPS)}")
+    bad = _unsupported(proto.graph)
+    if not bad:
+        return
+    nodes = ", ".join(f"{where}{name!r} ({op})" for name, op, where in bad)
+    top = {op for _, op, where in bad if not where}
+    nested = sorted({op for _, op, where in bad if where} - top)
+    inside = (f"; only inside control-flow subgraphs (If/Loop/Scan): {nested}" if nested
+              else "")
+    raise UnsupportedOpError(f"the ONNX model uses {len(bad)} unsupported node(s): {nodes}"
+                             f"{inside}; supported ops: {sorted(OPS)}")
 
 
 def _attrs(node: Any) -> dict[str, Any]:
@@ -228,7 +292,8 @@ class _Importer:
 
 def from_onnx(model: Any, input_shapes: Mapping[str, Sequence[int]] | None = None,
               dynamic: DynamicSpec | None = None) -> Graph:
-    """Import an ONNX model (default-domain opsets 9 to 21) as a graph.
+    """Import an ONNX model (default-domain opsets 9 to 21; 7 and 8 are converted to 9 with
+    ``onnx.version_converter`` first, with a warning) as a graph.
 
     Args:
         model: an ``onnx.ModelProto``, its serialized bytes, or the path of a ``.onnx`` file.
@@ -245,7 +310,7 @@ def from_onnx(model: Any, input_shapes: Mapping[str, Sequence[int]] | None = Non
         ValueError: ``input_shapes`` or ``dynamic`` do not fit the model's inputs.
         ImportError: the ``onnx`` package is not installed.
     """
-    proto = _load(model)
+    proto = _upgrade(_load(model))
     check_supported(proto)
     graph = Graph()
     importer = _Importer(proto, graph, _opset(proto))
