@@ -3,7 +3,9 @@
 It is declared from the same data-only table as the wasm kernel module
 (``wasm_kernels.abi``), so both export exactly the same names and signatures. It serves as
 an oracle for the wasm kernels and as a fast path when the host is trusted with the math.
-Each family implements every row of that family, reading its arguments by parameter name.
+Each family implements every row of that family, reading its arguments by parameter name
+and its semantics from the row: elementwise rows evaluate their ``formula`` with numpy
+(``NUMPY_FUNCTIONS``), the others read ``op``, ``epilogue`` and ``dtypes``.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from wasm_kernels import abi
+from wasm_kernels import abi, formula
 from wasm_kernels.pack import (
     packed_conv_floats,
     unpack_conv_transpose_weight,
@@ -36,6 +38,12 @@ def _tensor(memory: np.ndarray, pointer: int, shape: tuple[int, ...],
     return memory[pointer:pointer + nbytes].view(dtype).reshape(shape)
 
 
+def _element(dtype: str) -> np.dtype:
+    """How an ABI element dtype lies in memory: little-endian, and a bool as its raw byte
+    (any nonzero byte is true, as numpy reads one)."""
+    return np.dtype("u1" if dtype == "bool" else dtype).newbyteorder("<")
+
+
 def _special(name: str) -> Callable[[np.ndarray], np.ndarray]:
     """``erf`` or ``erfc`` in float64: scipy's when installed, else ``math``'s per element."""
     try:
@@ -45,29 +53,29 @@ def _special(name: str) -> Callable[[np.ndarray], np.ndarray]:
     return getattr(special, name)
 
 
-def _sigmoid(x: np.ndarray) -> np.ndarray:
-    with np.errstate(over="ignore"):
-        return 1 / (1 + np.exp(-x))
-
-
-ACTIVATIONS: dict[str, Callable[[np.ndarray], np.ndarray]] = {
-    "relu": lambda x: np.maximum(x, 0),
-    "relu6": lambda x: np.minimum(np.maximum(x, 0), 6),
-    "neg": np.negative, "abs": np.abs, "sqrt": np.sqrt, "exp": np.exp, "log": np.log,
-    "tanh": np.tanh, "erf": lambda x: _special("erf")(x), "sigmoid": _sigmoid,
-    "silu": lambda x: x * _sigmoid(x),
-    "gelu": lambda x: x / 2 * _special("erfc")(-x / np.sqrt(2)),
+NUMPY_FUNCTIONS: dict[str, Callable[..., np.ndarray]] = {
+    "max": np.maximum, "min": np.minimum, "abs": np.abs, "sqrt": np.sqrt, "exp": np.exp,
+    "log": np.log, "tanh": np.tanh, "erf": lambda x: _special("erf")(x),
+    "erfc": lambda x: _special("erfc")(x),
 }
-"""The reference semantics of every activation in the ABI (computed in float64)."""
+"""The formula language's functions (``wasm_kernels.formula``) on numpy arrays."""
+
+
+def unary(op: str, x: np.ndarray) -> np.ndarray:
+    """The ABI's unary op ``op`` of ``x``, computed in float64 (the reference the wasm
+    kernels are measured against)."""
+    with np.errstate(all="ignore"):
+        return formula.evaluate(abi.UNARY_OPS[op], {"x": x.astype(np.float64)},
+                                NUMPY_FUNCTIONS)
 
 
 def _activate(x: np.ndarray, op: str) -> np.ndarray:
-    with np.errstate(all="ignore"):
-        return ACTIVATIONS[op](x.astype(np.float64)).astype(np.float32)
+    with np.errstate(over="ignore"):
+        return unary(op, x).astype(np.float32)
 
 
 def _gemm(spec: abi.KernelSpec) -> Callable[..., None]:
-    activation = [part for part in spec.name.split("_")[2:] if part in ACTIVATIONS]
+    activation = spec.activations
 
     def gemm(ctx: HostContext, *args: int) -> None:
         arg = dict(zip(spec.params, args))
@@ -94,19 +102,11 @@ def _gemm(spec: abi.KernelSpec) -> Callable[..., None]:
 
 
 def _unary(spec: abi.KernelSpec) -> Callable[..., None]:
-    op = spec.name.removeprefix("f32_")
-
-    def unary(ctx: HostContext, x: int, y: int, n: int) -> None:
+    def run(ctx: HostContext, x: int, y: int, n: int) -> None:
         memory = ctx.memory
-        _tensor(memory, y, (n,))[...] = _activate(_tensor(memory, x, (n,)), op)
+        _tensor(memory, y, (n,))[...] = _activate(_tensor(memory, x, (n,)), spec.op)
 
-    return unary
-
-
-BINARY: dict[str, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
-    "add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.divide,
-    "max": np.maximum, "min": np.minimum,
-}
+    return run
 
 
 def _strided(memory: np.ndarray, pointer: int, dims: tuple[int, ...],
@@ -124,52 +124,29 @@ def _strided(memory: np.ndarray, pointer: int, dims: tuple[int, ...],
                                            writeable=writeable)
 
 
-def _binary(spec: abi.KernelSpec) -> Callable[..., None]:
-    op = BINARY[spec.name.removeprefix("f32_")]
+def _broadcast(spec: abi.KernelSpec) -> Callable[..., None]:
+    """The binary and compare families: ``spec.formula`` of the broadcast operands ``a`` and
+    ``b`` (of ``spec.dtypes[0]``), stored as ``spec.dtypes[1]``."""
     rank = abi.BROADCAST_RANK
+    in_dtype, out_dtype = (_element(d) for d in spec.dtypes)
 
-    def binary(ctx: HostContext, *args: int) -> None:
+    def run(ctx: HostContext, *args: int) -> None:
         arg = dict(zip(spec.params, args))
         memory = ctx.memory
         dims = tuple(arg[f"d{i}"] for i in range(rank))
-        a = _strided(memory, arg["a"], dims, tuple(arg[f"as{i}"] for i in range(rank)))
-        b = _strided(memory, arg["b"], dims, tuple(arg[f"bs{i}"] for i in range(rank)))
+        a = _strided(memory, arg["a"], dims, tuple(arg[f"as{i}"] for i in range(rank)),
+                     in_dtype)
+        b = _strided(memory, arg["b"], dims, tuple(arg[f"bs{i}"] for i in range(rank)),
+                     in_dtype)
         with np.errstate(all="ignore"):
-            out = op(a, b)
-        _tensor(memory, arg["y"], dims)[...] = out
+            out = formula.evaluate(spec.formula, {"a": a, "b": b}, NUMPY_FUNCTIONS)
+        _tensor(memory, arg["y"], dims, out_dtype)[...] = out
 
-    return binary
-
-
-COMPARE: dict[str, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
-    "eq": np.equal, "ne": np.not_equal, "lt": np.less, "le": np.less_equal,
-    "gt": np.greater, "ge": np.greater_equal,
-}
-
-
-def _compare(spec: abi.KernelSpec) -> Callable[..., None]:
-    kind, name = spec.name.split("_cmp_")
-    op, dtype = COMPARE[name], np.dtype(abi.COMPARE_TYPES[kind]).newbyteorder("<")
-    rank = abi.BROADCAST_RANK
-
-    def compare(ctx: HostContext, *args: int) -> None:
-        arg = dict(zip(spec.params, args))
-        dims = tuple(arg[f"d{i}"] for i in range(rank))
-        a = _strided(ctx.memory, arg["a"], dims, tuple(arg[f"as{i}"] for i in range(rank)),
-                     dtype)
-        b = _strided(ctx.memory, arg["b"], dims, tuple(arg[f"bs{i}"] for i in range(rank)),
-                     dtype)
-        with np.errstate(all="ignore"):
-            _tensor(ctx.memory, arg["y"], dims, np.dtype(np.uint8))[...] = op(a, b)
-
-    return compare
-
-
-REDUCE: dict[str, Callable[..., np.ndarray]] = {"sum": np.sum, "mean": np.mean, "max": np.max}
+    return run
 
 
 def _reduce(spec: abi.KernelSpec) -> Callable[..., None]:
-    op = REDUCE[spec.name.removeprefix("f32_reduce_")]
+    op = getattr(np, spec.op)  # sum, mean, max
 
     def reduce(ctx: HostContext, x: int, y: int, outer: int, n: int, inner: int) -> None:
         memory = ctx.memory
@@ -198,16 +175,8 @@ def _layer_norm(ctx: HostContext, x: int, gamma: int, beta: int, y: int, rows: i
 
 ROWWISE: dict[str, Callable[..., None]] = {"softmax": _softmax, "layer_norm": _layer_norm}
 
-CASTS: dict[str, tuple[str, str]] = {
-    "i64_to_f32": ("<i8", "<f4"), "f32_to_i64": ("<f4", "<i8"), "bool_to_f32": ("u1", "<f4"),
-    "i64_to_bool": ("<i8", "u1"), "i32_to_f32": ("<i4", "<f4"), "f32_to_i32": ("<f4", "<i4"),
-    "i32_to_i64": ("<i4", "<i8"), "i64_to_i32": ("<i8", "<i4"), "bool_to_i32": ("u1", "<i4"),
-    "bool_to_i64": ("u1", "<i8"), "i32_to_bool": ("<i4", "u1"), "f32_to_bool": ("<f4", "u1"),
-}
-
-
 def _cast(spec: abi.KernelSpec) -> Callable[..., None]:
-    source, target = (np.dtype(d) for d in CASTS[spec.name])
+    source, target = (_element(d) for d in spec.dtypes)
 
     def cast(ctx: HostContext, x: int, y: int, n: int) -> None:
         values = _tensor(ctx.memory, x, (n,), source)
@@ -252,7 +221,7 @@ def _windows(x: np.ndarray, kernel: tuple[int, int], stride: tuple[int, int],
 
 
 def _conv(spec: abi.KernelSpec) -> Callable[..., None]:
-    activation = [part for part in spec.name.split("_")[2:] if part in ACTIVATIONS]
+    activation = spec.activations
 
     def conv(ctx: HostContext, *args: int) -> None:
         arg = dict(zip(spec.params, args))
@@ -348,7 +317,7 @@ def _copy(spec: abi.KernelSpec) -> Callable[..., None]:
 def _where(spec: abi.KernelSpec) -> Callable[..., None]:
     rank = abi.BROADCAST_RANK
     # NOTE: elements move bit for bit, as the wasm kernel's loads and select do.
-    dtype = np.dtype("<u4" if spec.name == "f32_where" else "<u8")
+    dtype = np.dtype(f"<u{_element(spec.dtypes[0]).itemsize}")
 
     def where(ctx: HostContext, *args: int) -> None:
         arg = dict(zip(spec.params, args))
@@ -376,12 +345,12 @@ def _group_norm(ctx: HostContext, x: int, gamma: int, beta: int, y: int, n: int,
 
 
 FAMILIES: dict[str, Callable[[abi.KernelSpec], Callable[..., None]]] = {
-    "gemm": _gemm, "linear": _gemm, "unary": _unary, "binary": _binary, "reduce": _reduce,
-    "rowwise": lambda spec: ROWWISE[spec.name.removeprefix("f32_")],
+    "gemm": _gemm, "linear": _gemm, "unary": _unary, "binary": _broadcast, "reduce": _reduce,
+    "rowwise": lambda spec: ROWWISE[spec.op],
     "cast": _cast, "gather": lambda spec: _gather, "conv": _conv, "pool": _pool,
-    "movement": lambda spec: _copy(spec) if spec.name == "f32_copy" else _where(spec),
+    "movement": lambda spec: _copy(spec) if spec.op == "copy" else _where(spec),
     "norm": lambda spec: _group_norm, "conv_transpose": lambda spec: _conv_transpose,
-    "compare": _compare,
+    "compare": _broadcast,
 }
 
 

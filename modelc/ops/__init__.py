@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 import importlib
 import pkgutil
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ..errors import CompileError, UnsupportedOpError
@@ -25,6 +26,9 @@ class OpDef:
     name: str = ""
     epilogues: frozenset[str] = frozenset()
     """Elementwise ops that may be fused into this op's output (see ``fuse_epilogues``)."""
+    composite_forms: tuple[Callable[[Any], Any], ...] = ()
+    """For a composite with its own kernel: the ``nn.functional`` formulations whose traced
+    primitives ``recognize_composites`` turns back into one node of this op."""
 
     def infer(self, shapes: list[Shape], dtypes: list[str],
               attrs: dict[str, Any]) -> list[tuple[Shape, str]]:

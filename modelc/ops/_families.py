@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from wasm_kernels import abi
+
 from ..errors import CompileError
 from . import OpDef
 from ._shapes import axis, broadcast
@@ -20,11 +22,12 @@ FLOAT = "float32"
 
 class Unary(OpDef):
     """Elementwise one-input float ops: output has the input's shape and dtype; lowered to
-    the kernel ``f32_<name>``."""
+    the ABI's unary kernel of the same name, when there is one."""
 
     @property
     def kernel(self) -> str:
-        return f"f32_{self.name}"
+        spec = abi.BY_OP.get(("unary", self.name, (), FLOAT))
+        return spec.name if spec else ""
 
     def infer(self, shapes: list[Shape], dtypes: list[str], attrs: dict[str, Any]) -> Result:
         if dtypes[0] != FLOAT:
@@ -32,6 +35,8 @@ class Unary(OpDef):
         return [(shapes[0], dtypes[0])]
 
     def lower(self, node: Node, ctx: LowerContext) -> None:
+        if not self.kernel:
+            super().lower(node, ctx)
         ctx.address(node.inputs[0])
         ctx.address(node.output)
         ctx.numel(node.inputs[0].shape)
@@ -80,13 +85,13 @@ class Binary(OpDef):
         return [(broadcast(*shapes), self.result_dtype or dtypes[0])]
 
 
-COMPARED = {"float32": "f32", "int32": "i32", "int64": "i64"}
-"""The operand dtypes comparisons lower for, and their kernels' prefix."""
+COMPARED = ("float32", "int32", "int64")
+"""The operand dtypes comparisons lower for."""
 
 
 class Compare(Binary):
     """Elementwise comparisons: bool results (one byte each, as numpy stores them), lowered
-    for float32, int32 or int64 operands (one dtype) to the strided ``<t>_cmp_<name>``."""
+    for float32, int32 or int64 operands (one dtype) to the strided compare kernel."""
 
     result_dtype = "bool"
 
@@ -97,8 +102,8 @@ class Compare(Binary):
                                f"lower to wasm, got {[v.dtype for v in node.inputs]}")
         strides = self.push_operands(node, ctx)
         ctx.address(node.output)
-        emit_strided(ctx, f"{COMPARED[operands[0]]}_cmp_{self.name}", node.output.shape,
-                     strides)
+        emit_strided(ctx, abi.find("compare", self.name, dtype=operands[0]).name,
+                     node.output.shape, strides)
 
 
 class Reduce(OpDef):
@@ -123,7 +128,7 @@ class Reduce(OpDef):
         ctx.numel(shape[:axes[0]])
         ctx.numel(shape[axes[0]:axes[-1] + 1])
         ctx.numel(shape[axes[-1] + 1:])
-        ctx.call(f"f32_reduce_{self.kernel_op}")
+        ctx.call(abi.find("reduce", self.kernel_op).name)
 
     def infer(self, shapes: list[Shape], dtypes: list[str], attrs: dict[str, Any]) -> Result:
         shape = shapes[0]

@@ -1,6 +1,6 @@
 """conv2d: 2-D cross-correlation, (N, C, H, W) * (O, C/groups, KH, KW) -> (N, O, OH, OW).
 
-Lowered to one ``f32_conv2d[_add][_<activation>]`` call (a zero bias when there is none),
+Lowered to one call of the ABI's ``conv`` family (with its fused epilogue), a zero bias
 the weight packed at compile time by ``wasm_kernels.pack.pack_conv_weight``: the kernel
 takes any stride, dilation and groups. The
 bottom and right padding are implied by the output size, so ``'same'`` padding with an even
@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from nn.functional.conv import conv_padding
-from wasm_kernels.abi import GEMM_ACTIVATIONS
+from wasm_kernels import abi
 from wasm_kernels.pack import pack_conv_weight
 
 from ..errors import CompileError
@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 
 class Conv2d(OpDef):
     name = "conv2d"
-    epilogues = frozenset(a for a in GEMM_ACTIVATIONS if a) | {"add"}
+    epilogues = abi.fusable("conv")
 
     def infer(self, shapes: list, dtypes: list[str], attrs: dict[str, Any]) -> list:
         x, w = shapes[0], shapes[1]
@@ -68,7 +68,7 @@ class Conv2d(OpDef):
         for number in (*x.shape[1:], out_channels, oh, ow, kh, kw, *stride, top, left,
                        *dilation, groups):
             ctx.push(number)
-        ctx.call("_".join(("f32_conv2d",) + tuple(node.attrs.get("epilogue", ()))))
+        ctx.call(abi.find("conv", "conv2d", tuple(node.attrs.get("epilogue", ()))).name)
 
 
 OP = Conv2d()

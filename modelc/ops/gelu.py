@@ -1,11 +1,28 @@
 """gelu: the composite ``nn.functional.gelu``, recognised as one node by
 ``recognize_composites`` and computed by one kernel (or a gemm epilogue)."""
 
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from nn import functional as F
+
 from ._families import Unary
+
+
+def _gelu_as_exported(x: Any) -> Any:
+    """GELU as torch's ONNX exporter writes it: ``x * (erf(x / sqrt(2)) + 1) * 0.5``, the
+    divisor a float32 constant."""
+    return F.mul(F.mul(x, F.add(F.erf(F.div(x, float(np.float32(math.sqrt(2.0))))), 1.0)),
+                 0.5)
 
 
 class Gelu(Unary):
     name = "gelu"
+    composite_forms = (F.gelu, _gelu_as_exported)
 
 
 OP = Gelu()

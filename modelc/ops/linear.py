@@ -3,8 +3,8 @@
 The weight is packed at compile time by ``wasm_kernels.pack.pack_linear_weight`` for the
 ``f32_linear`` dot-product kernels (vector loads only, no broadcasts: faster than the
 gemm over a transposed weight). The epilogue may hold a residual ``add`` (an extra
-``residual`` input) and then one activation, as ``f32_linear[_bias][_add][_<act>]``
-compute them.
+``residual`` input) and then one activation, as the ``linear`` family of the kernel ABI
+computes them (``wasm_kernels.abi.fusable``).
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from wasm_kernels import abi
 from wasm_kernels.pack import pack_linear_weight
 
 from ..errors import CompileError
@@ -23,12 +24,10 @@ if TYPE_CHECKING:
     from ..codegen import LowerContext
     from ..graph import Node, Shape
 
-ACTIVATIONS = frozenset({"relu", "relu6", "gelu", "silu", "sigmoid"})
-
 
 class Linear(OpDef):
     name = "linear"
-    epilogues = ACTIVATIONS | {"add"}
+    epilogues = abi.fusable("linear")
 
     def infer(self, shapes: list[Shape], dtypes: list[str],
               attrs: dict[str, Any]) -> list[tuple[Shape, str]]:
@@ -51,19 +50,17 @@ class Linear(OpDef):
         x, weight = named["input"], named["weight"]
         require_constant_weight(weight, self.name)
         out_features, in_features = weight.shape
-        parts = ["f32_linear"]
         ctx.address(x)
         ctx.constant(pack_linear_weight(np.asarray(weight.data, dtype=np.float32)))
         for name in ("bias", "residual"):
             if name in named:
                 ctx.address(named[name])
-                parts.append("bias" if name == "bias" else "add")
         ctx.address(node.output)
         ctx.numel(x.shape[:-1])
         ctx.push(in_features)
         ctx.push(out_features)
-        parts += [e for e in node.attrs.get("epilogue", ()) if e != "add"]
-        ctx.call("_".join(parts))
+        bias = ("bias",) if "bias" in named else ()
+        ctx.call(abi.find("linear", "linear", bias + tuple(node.attrs.get("epilogue", ()))).name)
 
 
 OP = Linear()

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from wasm_kernels import abi
+
 from ..errors import CompileError
 from ._families import Binary
 from ._shapes import broadcast
@@ -18,8 +20,11 @@ if TYPE_CHECKING:
     from ..graph import Node
 
 
-KERNELS = {"float32": "f32_where", "int32": "f32_where", "int64": "i64_where"}
-"""The value dtypes ``where`` lowers for: the kernels move 4- or 8-byte elements bit for bit."""
+KERNELS = {"float32": abi.find("movement", "where").name,
+           "int32": abi.find("movement", "where").name,
+           "int64": abi.find("movement", "where", dtype="int64").name}
+"""The value dtypes ``where`` lowers for: the kernels move 4- or 8-byte elements bit for bit,
+so int32 goes through the float32 one."""
 
 
 class Where(Binary):

@@ -29,7 +29,7 @@ PIPELINE: tuple[Pass, ...] = (
     eliminate_dead_code,   # nodes that reach no output
     fold_linear_bias,      # linear(x, w) + b (ONNX's MatMul, Add) into linear(x, w, b)
     fold_scales,           # matmul(linear(x) ...) * s: s moves into the linear's weights
-    recognize_composites,  # gelu, silu, relu6 expansions back into one node each
+    recognize_composites,  # gelu, silu, relu6, hardswish expansions back into one node each
     softmax_last_axis,     # softmax along an inner axis: permuted to the last and back
     expand_powers,         # pow by a constant, rsqrt: into mul, sqrt, div, exp and log
     compose_permutes,      # permute chains into one permute; identities removed

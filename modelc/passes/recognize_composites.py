@@ -3,8 +3,8 @@
 Tracing records composites as their primitives (``gelu`` is five nodes). Where a kernel
 computes the whole composite, that is one kernel instead of five, and it can then fuse into
 a gemm epilogue. The patterns are not written here: each is obtained by tracing the
-composite's own ``nn.functional`` definition on a symbolic input, so they always match what
-tracing a model produces.
+formulations an op file lists in ``OpDef.composite_forms`` (its own ``nn.functional``
+definition first) on a symbolic input, so they always match what tracing a model produces.
 """
 
 from __future__ import annotations
@@ -16,37 +16,33 @@ from typing import Any
 
 import numpy as np
 
-from nn import functional as F
-
+from .. import ops
 from ..graph import Graph, Node, Value
 from ..trace import Tracer
 
 
-def _gelu_as_exported(x: Any) -> Any:
-    """GELU as torch's ONNX exporter writes it: ``x * (erf(x / sqrt(2)) + 1) * 0.5``, the
-    divisor a float32 constant."""
-    return F.mul(F.mul(x, F.add(F.erf(F.div(x, float(np.float32(math.sqrt(2.0))))), 1.0)),
-                 0.5)
+@functools.cache
+def composites() -> dict[str, tuple[Callable[[Any], Any], ...]]:
+    """Composite name -> the ways of calling it that models are traced or imported with:
+    every op whose ``OpDef.composite_forms`` lists some. Larger patterns come first, so a
+    composite that contains another (hardswish holds relu6) is matched whole."""
+    forms = {op: ops.get(op).composite_forms for op in ops.available()}
+    found = {op: f for op, f in forms.items() if f}
+    return dict(sorted(found.items(), key=lambda item: -len(_trace(item[1][0]).nodes)))
 
 
-# Composite name -> the ways of calling it that models are traced or imported with. Each
-# needs a ``modelc/ops/<name>.py``.
-COMPOSITES: dict[str, tuple[Callable[[Any], Any], ...]] = {
-    "gelu": (F.gelu, _gelu_as_exported),
-    "silu": (F.silu,),
-    "relu6": (F.relu6,),
-}
+def _trace(fn: Callable[[Any], Any]) -> Graph:
+    graph = Graph(dims={"n": (1, 1)})
+    tracer = Tracer(graph)
+    graph.outputs = {"y": fn(tracer.input("x", ("n",), "float32")).value}
+    return graph
 
 
 @functools.cache
 def pattern(name: str, form: int = 0) -> Graph:
     """The graph of formulation ``form`` of composite ``name`` traced on one symbolic input
     ``x``."""
-    graph = Graph(dims={"n": (1, 1)})
-    tracer = Tracer(graph)
-    out = COMPOSITES[name][form](tracer.input("x", ("n",), "float32"))
-    graph.outputs = {"y": out.value}
-    return graph
+    return _trace(composites()[name][form])
 
 
 def _same_attr(a: Any, b: Any) -> bool:
@@ -93,7 +89,7 @@ def _replace(graph: Graph, name: str, root: Node, matched: list[Node], x: Value)
 
 
 def recognize_composites(graph: Graph) -> Graph:
-    for name, forms in COMPOSITES.items():
+    for name, forms in composites().items():
         for form in range(len(forms)):
             pat = pattern(name, form)
             last = pat.outputs["y"]

@@ -122,3 +122,30 @@ def test_unsupported_cast_names_the_available_ones() -> None:
 def test_pow_that_cannot_lower_says_why(fn, message) -> None:  # type: ignore[no-untyped-def]
     with pytest.raises(modelc.CompileError, match=message):
         modelc.export(Lambda(fn), (np.ones(3, np.float32), np.ones(3, np.float32)))
+
+
+def test_every_abi_unary_op_has_an_op_file_and_a_reference() -> None:
+    from modelc import ops
+    from modelc.ops._families import Unary
+    from nn import functional as F
+    from wasm_kernels import abi
+
+    for op in abi.UNARY_OPS:
+        assert isinstance(ops.get(op), Unary), op
+        assert ops.get(op).kernel == f"f32_{op}"
+        assert callable(getattr(F, op)), op
+    kernel_backed = {op for op in ops.available()
+                     if isinstance(ops.get(op), Unary) and ops.get(op).kernel}
+    assert kernel_backed == set(abi.UNARY_OPS)
+
+
+def test_gemm_like_ops_fuse_what_their_kernel_family_fuses() -> None:
+    from modelc import ops
+    from wasm_kernels import abi
+
+    assert ops.get("linear").epilogues == abi.fusable("linear")
+    assert ops.get("conv2d").epilogues == abi.fusable("conv")
+    for op in ops.available():
+        kernel = getattr(ops.get(op), "kernel", "")
+        if isinstance(kernel, str) and kernel:
+            assert kernel in abi.BY_NAME, (op, kernel)

@@ -24,7 +24,8 @@ def _gelu_as_onnx_exports_it(h):  # torch's exporter: Div, Erf, Add, Mul, Mul
 
 
 @pytest.mark.parametrize("name, fn", [("gelu", F.gelu), ("gelu", _gelu_as_onnx_exports_it),
-                                      ("silu", F.silu), ("relu6", F.relu6)])
+                                      ("silu", F.silu), ("relu6", F.relu6),
+                                      ("hardswish", F.hardswish)])
 def test_composite_becomes_one_node_then_fuses_into_the_gemm(name, fn):
     model = Act(fn).eval()
     graph = recognize_composites(modelc.trace(model, (np.zeros((2, 6), np.float32),)))

@@ -249,6 +249,31 @@ def test_mask_op_runs_in_wasm_as_onnxruntime(case: str, kernels: str) -> None:
     np.testing.assert_array_equal(got, want)
 
 
+# The ONNX op of every unary kernel op of the ABI, or None where ONNX has none (relu6 and
+# silu arrive as Clip(0, 6) and x * Sigmoid(x), whose expansions are recognised).
+ONNX_UNARY: dict[str, str | None] = {
+    "relu": "Relu", "relu6": None, "neg": "Neg", "abs": "Abs", "sqrt": "Sqrt", "exp": "Exp",
+    "log": "Log", "tanh": "Tanh", "erf": "Erf", "sigmoid": "Sigmoid", "silu": None,
+    "gelu": "Gelu", "hardswish": "HardSwish",
+}
+
+
+def test_the_onnx_unary_table_covers_the_abi():
+    from wasm_kernels import abi
+
+    assert set(ONNX_UNARY) == set(abi.UNARY_OPS)
+
+
+@pytest.mark.parametrize("op", sorted(op for op, onnx_op in ONNX_UNARY.items() if onnx_op))
+def test_every_abi_unary_op_imports_as_itself(op, check_against_ort):
+    x = r(3, 4) * 3
+    if op in ("log", "sqrt"):
+        x = np.abs(x) + np.float32(0.1)
+    opset = 20 if op == "gelu" else 14
+    graph = check_against_ort(single_node(ONNX_UNARY[op], [Run(x)], {}, opset)[0], [{"in0": x}])
+    assert [n.op for n in graph.nodes] == [op]
+
+
 def ints(dtype: type, *shape: int) -> np.ndarray:
     """Integers from a few values (so equal pairs occur), signed extremes among them."""
     info = np.iinfo(dtype)

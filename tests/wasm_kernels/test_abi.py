@@ -47,3 +47,102 @@ def test_a_subset_module_exports_only_the_kernels_asked_for() -> None:
 def test_a_subset_with_an_unknown_kernel_is_named() -> None:
     with pytest.raises(ValueError, match=rf"not kernels of {abi.MODULE}: \['f32_nope'\]"):
         wasm_kernels.build("simd128", frozenset({"f32_linear", "f32_nope"}))
+
+
+# The ABI row is the single source: every table keyed by op is derived from it or equal to
+# it, and the compiler finds kernels by (family, op, epilogue, dtype), never by parsing names.
+
+def test_each_kernel_is_found_by_family_op_epilogue_and_dtype() -> None:
+    assert len(abi.BY_OP) == len(abi.KERNELS)
+    for spec in abi.KERNELS:
+        assert abi.find(spec.family, spec.op, spec.epilogue, spec.dtypes[0]) is spec
+
+
+def test_an_unknown_epilogue_is_named_with_what_the_family_has() -> None:
+    with pytest.raises(KeyError, match=r"no linear kernel for 'linear' with epilogue "
+                                       r"\('bias', 'tanh'\).*\('bias', 'relu'\)"):
+        abi.find("linear", "linear", ("bias", "tanh"))
+
+
+def test_names_follow_the_fields() -> None:
+    short = {"float32": "f32", "int32": "i32", "int64": "i64", "bool": "bool"}
+    for spec in abi.KERNELS:
+        if spec.family == "cast":
+            expected = f"{short[spec.dtypes[0]]}_to_{short[spec.dtypes[1]]}"
+        else:
+            prefix = short[spec.dtypes[0]] + {"compare": "_cmp_", "reduce": "_reduce_"}.get(
+                spec.family, "_")
+            expected = "_".join((prefix + spec.op,) + spec.epilogue)
+        assert spec.name == expected
+        assert len(spec.activations) <= 1
+        assert set(spec.epilogue) - set(spec.activations) <= {"bias", "add"}, spec.name
+
+
+def test_every_fused_activation_fuses_in_every_gemm_like_family() -> None:
+    for family in ("gemm", "linear", "conv"):
+        assert abi.fusable(family) == {"add", *abi.FUSED_ACTIVATIONS}, family
+    assert set(abi.FUSED_ACTIVATIONS) <= set(abi.UNARY_OPS)
+
+
+def test_op_keyed_tables_of_the_templates_and_the_host_match_the_abi() -> None:
+    from wasi_intrinsics import kernels as host
+    from wasm_kernels.templates import cast, reduce, rowwise, vmath
+
+    def ops(family: str) -> set[str]:
+        return {k.op for k in abi.KERNELS if k.family == family}
+
+    assert set(vmath.FUNCTIONS) == set(vmath.MAX_ERROR)
+    assert set(vmath.FUNCTIONS) <= set(abi.UNARY_OPS)
+    assert set(reduce.COMBINE) == ops("reduce") == set(abi.REDUCE_OPS)
+    assert set(rowwise.ROWS) == set(host.ROWWISE) == ops("rowwise")
+    assert set(cast.CONVERSIONS) == ops("cast")
+    assert set(host.FAMILIES) == {k.family for k in abi.KERNELS}
+
+
+def test_every_formula_evaluates_on_expressions_and_on_numpy() -> None:
+    import numpy as np
+
+    from wasi_intrinsics.kernels import NUMPY_FUNCTIONS
+    from wasm_kernels import formula
+    from wasm_kernels.templates import activations, vmath
+    from wasm_kernels.templates.expr import Expr
+
+    for spec in abi.KERNELS:
+        if not spec.formula:
+            continue
+        names = ("x",) if spec.family == "unary" else ("a", "b")
+        values = {n: np.linspace(-2, 2, 5) for n in names}
+        assert formula.evaluate(spec.formula, values, NUMPY_FUNCTIONS).shape == (5,)
+        if spec.family == "unary" and spec.op not in vmath.FUNCTIONS:
+            assert isinstance(activations.unary(spec.op)(Expr.input(0)), Expr)
+        elif spec.family == "binary":
+            assert isinstance(activations.binary(spec.formula)(Expr.input(0), Expr.input(1)),
+                              Expr)
+
+
+@pytest.mark.parametrize("text, message", [
+    ("x +", "does not parse"),
+    ("os.system(x)", "calls 'os.system'"),
+    ("x[0]", "outside the formula language"),
+    ("0 < x < 1", "chains comparisons"),
+])
+def test_a_formula_outside_the_language_is_named(text: str, message: str) -> None:
+    from wasm_kernels import formula
+
+    with pytest.raises(ValueError, match=message):
+        formula.parse(text)
+
+
+def test_an_unbound_variable_or_missing_function_is_named() -> None:
+    from wasm_kernels import formula
+
+    with pytest.raises(ValueError, match=r"reads 'y'; bound: \['x'\]"):
+        formula.evaluate("x + y", {"x": 1.0}, {})
+    with pytest.raises(ValueError, match="calls 'exp', which this evaluator lacks"):
+        formula.evaluate("exp(x)", {"x": object()}, {})
+
+
+def test_constant_calls_fold() -> None:
+    from wasm_kernels import formula
+
+    assert formula.evaluate("x * sqrt(4)", {"x": 3.0}, {}) == 6.0

@@ -7,7 +7,6 @@ import numpy as np
 import pytest
 
 from nn import functional as F
-from wasi_intrinsics.kernels import ACTIVATIONS
 from wasm_kernels import abi
 from wasm_kernels.pack import pack_conv_weight, unpack_conv_weight
 
@@ -49,9 +48,8 @@ def _run(kernels, spec: abi.KernelSpec, case: tuple, seed: int = 0):  # type: ig
     r = rng.standard_normal(expected.shape).astype(np.float32)
     if "r" in spec.params:
         expected += r
-    for part in spec.name.split("_")[2:]:
-        if part in ACTIVATIONS:
-            expected = ACTIVATIONS[part](expected)
+    for op in spec.activations:
+        expected = getattr(F, op)(expected)
     n, c, h, width = shape
     out = kernels.call(spec.name, offset=4 * (seed % 3), x=x, weight=pack_conv_weight(w, g), bias=bias, r=r,
                        y=expected.shape, n=n, c=c, h=h, w=width, o=o, oh=expected.shape[2],

@@ -4,7 +4,7 @@ variant."""
 import numpy as np
 import pytest
 
-from wasi_intrinsics.kernels import ACTIVATIONS
+from nn import functional as F
 from wasm_kernels import abi
 from wasm_kernels.pack import pack_linear_weight
 
@@ -22,9 +22,8 @@ def reference(spec: abi.KernelSpec, a, b, bias, r) -> np.ndarray:  # type: ignor
         out += bias
     if r is not None:
         out += r
-    for part in spec.name.split("_")[2:]:
-        if part in ACTIVATIONS:
-            out = ACTIVATIONS[part](out)
+    for op in spec.activations:
+        out = getattr(F, op)(out)
     return out
 
 

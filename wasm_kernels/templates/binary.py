@@ -11,7 +11,7 @@ from collections.abc import Callable
 
 from ..abi import BROADCAST_RANK, KernelSpec
 from ..wasm import Code, FuncType
-from . import expr
+from . import activations, expr
 from .expr import Expr
 from .isa import ISAS, Isa
 from .loops import strided_loop
@@ -19,13 +19,10 @@ from .rows import row_map, splat_scalar
 
 BinaryFn = Callable[[Expr, Expr], Expr]
 
-OPS: dict[str, BinaryFn] = {"add": lambda a, b: a + b, "sub": lambda a, b: a - b, "mul": lambda a, b: a * b,
-       "div": lambda a, b: a / b, "max": lambda a, b: a.max(b), "min": lambda a, b: a.min(b)}
-
 
 def emit(spec: KernelSpec, isa_name: str) -> tuple[FuncType, Code]:
-    """Generate binary kernel ``spec`` (``f32_<op>``) for ``isa_name``."""
-    fn = OPS[spec.name.removeprefix("f32_")]
+    """Generate binary kernel ``spec`` (its ``formula`` in ``a`` and ``b``) for ``isa_name``."""
+    fn = activations.binary(spec.formula)
     isa = ISAS[isa_name]
     c = Code(spec.param_types)
     arg = {p: i for i, p in enumerate(spec.params)}

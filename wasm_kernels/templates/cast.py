@@ -55,7 +55,7 @@ def _element(c: Code, base: int, i: int, log2_size: int) -> None:
 
 def emit(spec: KernelSpec, isa_name: str) -> tuple[FuncType, Code]:
     """Generate cast kernel ``spec`` (the same code for every ISA)."""
-    conversion = CONVERSIONS[spec.name]
+    conversion = CONVERSIONS[spec.op]
     c = Code(spec.param_types)
     x, y, n = range(3)
     i = c.local("i32")

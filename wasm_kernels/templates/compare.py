@@ -8,17 +8,16 @@ from ..abi import BROADCAST_RANK, KernelSpec
 from ..wasm import Code, FuncType
 from .loops import strided_loop
 
-_LOADS: dict[str, tuple[str, int]] = {"f32": ("f32.load", 2), "i32": ("i32.load", 2),
-                                      "i64": ("i64.load", 3)}
-"""Per element type: the load instruction and log2 of the element size in bytes."""
+_LOADS: dict[str, tuple[str, str, int]] = {"float32": ("f32", "f32.load", 2),
+                                           "int32": ("i32", "i32.load", 2),
+                                           "int64": ("i64", "i64.load", 3)}
+"""Per operand dtype: the wasm value type, its load and log2 of the element size."""
 
 
 def emit(spec: KernelSpec, isa_name: str) -> tuple[FuncType, Code]:
-    """Generate comparison kernel ``spec`` (``<type>_cmp_<op>``); the same code for every
-    ISA."""
-    dtype, op = spec.name.split("_cmp_")
-    load, log2_size = _LOADS[dtype]
-    instruction = f"{dtype}.{op}" if dtype == "f32" or op in ("eq", "ne") else f"{dtype}.{op}_s"
+    """Generate comparison kernel ``spec`` (``<t>_cmp_<op>``); the same code for every ISA."""
+    value, load, log2_size = _LOADS[spec.dtypes[0]]
+    signed = "" if value == "f32" or spec.op in ("eq", "ne") else "_s"
     c = Code(spec.param_types)
     arg = {p: i for i, p in enumerate(spec.params)}
     index = [c.local("i32") for _ in range(BROADCAST_RANK)]
@@ -37,7 +36,7 @@ def emit(spec: KernelSpec, isa_name: str) -> tuple[FuncType, Code]:
         c.emit("local.get", out)
         element("a")
         element("b")
-        c.emit(instruction).emit("i32.store8", 0)
+        c.emit(f"{value}.{spec.op}{signed}").emit("i32.store8", 0)
         c.emit("local.get", out).emit("i32.const", 1).emit("i32.add").emit("local.set", out)
 
     def loop(depth: int) -> None:

@@ -77,7 +77,7 @@ def emit(spec: KernelSpec, isa_name: str) -> tuple[FuncType, Code]:
     v.update({name: c.local("i64") for name in _WIDE})
     columns = max(NR, WIDE, DEPTHWISE) * isa.lanes
     vectors = (c.local("v128"), c.local("v128")) if isa.vector else (-1, -1)
-    f = Frame(c, isa, arg, activations.epilogue_of(spec), v,
+    f = Frame(c, isa, arg, spec.activations, v,
               [c.local("i32") for _ in range(columns)], *vectors)
     _sizes(f)
     f.c.emit("i32.const", 0)

@@ -49,7 +49,7 @@ def emit(spec: KernelSpec, isa_name: str) -> tuple[FuncType, Code]:
     c = Code(spec.param_types)
     arg = {p: i for i, p in enumerate(spec.params)}
     i32 = "i32"
-    f = _Frame(c, isa, arg, activations.epilogue_of(spec), *(c.local(i32) for _ in range(5)))
+    f = _Frame(c, isa, arg, spec.activations, *(c.local(i32) for _ in range(5)))
     # lda = k * 4, ldc = n * 4 (byte strides).
     c.emit("local.get", arg["k"]).emit("i32.const", 2).emit("i32.shl").emit("local.set", f.lda)
     c.emit("local.get", arg["n"]).emit("i32.const", 2).emit("i32.shl").emit("local.set", f.ldc)

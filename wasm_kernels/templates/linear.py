@@ -67,7 +67,7 @@ def emit(spec: KernelSpec, isa_name: str) -> tuple[FuncType, Code]:
     isa = ISAS[isa_name]
     c = Code(spec.param_types)
     arg = {p: i for i, p in enumerate(spec.params)}
-    f = _Frame(c, isa, arg, activations.epilogue_of(spec), *(c.local("i32") for _ in range(7)))
+    f = _Frame(c, isa, arg, spec.activations, *(c.local("i32") for _ in range(7)))
     # ld = k * 4: the byte stride of A's and W's rows; kvec: its whole groups, in bytes.
     c.emit("local.get", arg["k"]).emit("i32.const", 2).emit("i32.shl").emit("local.set", f.ld)
     c.emit("local.get", f.ld).emit("i32.const", -4 * GROUP).emit("i32.and")

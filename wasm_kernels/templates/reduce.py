@@ -18,7 +18,7 @@ COMBINE = {"sum": "add", "mean": "add", "max": "max"}
 
 def emit(spec: KernelSpec, isa_name: str) -> tuple[FuncType, Code]:
     """Generate reduce kernel ``spec`` (``f32_reduce_<op>``) for ``isa_name``."""
-    op = spec.name.removeprefix("f32_reduce_")
+    op = spec.op
     isa = ISAS[isa_name]
     c = Code(spec.param_types)
     x, y, outer, n, inner = range(5)

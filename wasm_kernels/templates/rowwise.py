@@ -58,7 +58,7 @@ def emit(spec: KernelSpec, isa_name: str) -> tuple[FuncType, Code]:
     c.emit("local.get", arg["n"]).emit("i32.const", 2).emit("i32.shl").emit("local.set", row_bytes)
     c.emit("block").emit("loop")
     c.emit("local.get", arg["rows"]).emit("i32.eqz").emit("br_if", 1)
-    ROWS[spec.name.removeprefix("f32_")](c, isa, arg)
+    ROWS[spec.op](c, isa, arg)
     for pointer in ("x", "y"):
         c.emit("local.get", arg[pointer]).emit("local.get", row_bytes).emit("i32.add")
         c.emit("local.set", arg[pointer])

@@ -1,5 +1,5 @@
 """The elementwise unary family: y[i] = f(x[i]) over n floats, one register at a time, then
-a scalar tail. ``f`` is the row of ``activations.ACTIVATIONS`` named by the kernel."""
+a scalar tail. ``f`` is the kernel's ABI formula, as ``activations.unary`` builds it."""
 
 from __future__ import annotations
 
@@ -12,7 +12,6 @@ from .loops import strided_loop
 
 def emit(spec: KernelSpec, isa_name: str) -> tuple[FuncType, Code]:
     """Generate unary kernel ``spec`` (``f32_<op>``) for ``isa_name``."""
-    op = spec.name.removeprefix("f32_")
     c = Code(spec.param_types)
     x, y, n = range(3)
     i = c.local("i32")
@@ -25,7 +24,7 @@ def emit(spec: KernelSpec, isa_name: str) -> tuple[FuncType, Code]:
             c.emit("local.get", x).emit("local.get", i).emit("i32.const", 2).emit("i32.shl")
             c.emit("i32.add")
             isa.load(c)
-            activations.apply(c, isa, op)
+            activations.apply(c, isa, spec.op)
             isa.store(c)
 
         strided_loop(c, i, isa.lanes, n, body)

@@ -157,3 +157,7 @@ FUNCTIONS: dict[str, Callable[[Expr], Expr]] = {
     "exp": exp, "log": log, "tanh": tanh, "erf": erf, "sigmoid": sigmoid, "silu": silu,
     "gelu": gelu,
 }
+"""Tuned evaluations of the ABI's unary ops, as expressions: where one is listed here,
+``activations.unary`` uses it instead of evaluating the op's formula term by term. Each has
+its measured error bound in ``MAX_ERROR`` (a test checks both tables name the same ops, all
+of them ABI unary ops)."""
