@@ -20,10 +20,11 @@ import numpy as np
 from ..errors import CompileError, UnsupportedOpError
 from ..graph import Dim, Graph, Guard, Value
 from ..trace import DynamicSpec, SymbolicTensor, Tracer
-from . import ops_control, ops_math, ops_nn, ops_shape
+from . import ops_control, ops_einsum, ops_index, ops_math, ops_nn, ops_shape
 from .node import OnnxNode
 
-OPS = {**ops_math.OPS, **ops_nn.OPS, **ops_shape.OPS, **ops_control.OPS}
+OPS = {**ops_math.OPS, **ops_nn.OPS, **ops_shape.OPS, **ops_control.OPS, **ops_einsum.OPS,
+       **ops_index.OPS}
 """Every supported ONNX op type (default domain) and its import function."""
 OPSETS = (9, 21)
 """The default-domain opset versions the importer follows (inclusive)."""

@@ -330,3 +330,53 @@ def test_integer_op_runs_in_wasm_as_onnxruntime(case: str, kernels: str) -> None
     for got, want in zip(gots, wants):
         assert got.dtype == want.dtype
         np.testing.assert_array_equal(got, want)
+
+
+# Einsum's common forms, OneHot and GatherND (issue #19), on every kernel provider.
+INDEX_CASES: dict[str, tuple] = {
+    "einsum_batched_matmul": ("Einsum", [Run(r(2, 3, 4)), Run(r(2, 4, 5))],
+                              {"equation": "bij,bjk->bik"}, 12),
+    "einsum_attention_scores": ("Einsum", [Run(r(1, 2, 3, 4)), Run(r(1, 2, 5, 4))],
+                                {"equation": "bhqd,bhkd->bhqk"}, 12),
+    "einsum_ellipsis_weight": ("Einsum", [Run(r(2, 3, 4)), r(4, 6)],
+                               {"equation": "...ij,jk->...ik"}, 12),
+    "einsum_transpose": ("Einsum", [Run(r(3, 4))], {"equation": "ij->ji"}, 12),
+    "einsum_sum_implicit": ("Einsum", [Run(r(2, 3, 4))], {"equation": "bij"}, 12),
+    "einsum_outer_and_sum": ("Einsum", [Run(r(3, 4)), Run(r(5))], {"equation": "ij,k->jk"}, 12),
+    "einsum_three_operands": ("Einsum", [Run(r(2, 3)), Run(r(3, 4)), r(4, 2)],
+                              {"equation": "ij,jk,kl->il"}, 12),
+    "one_hot_int32_last_axis": ("OneHot", [Run(np.array([[0, 3], [-1, 7]], np.int32)),
+                                           np.array([5.0], np.float32),
+                                           np.array([-1.0, 2.5], np.float32)], {}, 11),
+    "one_hot_int64_axis0_int_values": ("OneHot", [Run(np.array([2, -5, 1], np.int64)),
+                                                  i64(4), np.array([0, 7], np.int64)],
+                                       {"axis": 0}, 11),
+    "gather_nd_known_indices": ("GatherND", [Run(r(3, 4, 2)),
+                                             np.array([[[0, 1]], [[2, -1]]], np.int64)], {}, 13),
+}
+
+
+@pytest.mark.parametrize("kernels", ["relaxed", "simd128", "scalar", "host"])
+@pytest.mark.parametrize("case", sorted(INDEX_CASES))
+def test_index_op_runs_in_wasm_as_onnxruntime(case: str, kernels: str) -> None:
+    import modelc
+    import runtime
+
+    ort = pytest.importorskip("onnxruntime")
+    model, feeds = single_node(*INDEX_CASES[case])
+    (want,) = ort.InferenceSession(model.SerializeToString(),
+                                   providers=["CPUExecutionProvider"]).run(None, feeds)
+    with runtime.load(modelc.export(modelc.from_onnx(model)), kernels=kernels) as session:
+        (got,) = session.run(feeds).values()
+    assert got.dtype == want.dtype
+    scale = max(float(np.abs(want).max(initial=0.0)), 1e-6)
+    np.testing.assert_allclose(got, want, rtol=0, atol=1e-4 * scale)
+
+
+def test_einsum_with_a_diagonal_is_refused() -> None:
+    import modelc
+
+    model, _ = single_node("Einsum", [Run(r(3, 3))], {"equation": "ii->i"}, 12)
+    with pytest.raises(modelc.CompileError, match=r"'the_einsum' \(Einsum\): term 'ii' of "
+                                                  r"'ii->i' does not fit .* a diagonal"):
+        modelc.from_onnx(model)

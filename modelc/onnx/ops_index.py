@@ -1,0 +1,76 @@
+"""ONNX index ops: OneHot and GatherND, written in ``nn.functional`` calls (comparisons,
+where, slices) so they need no kernel of their own; computed in numpy when known."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from nn import functional as F
+
+from .fold import is_known
+from .node import OnnxNode
+
+OpFn = Callable[[OnnxNode], Any]
+
+
+def one_hot(n: OnnxNode) -> Any:
+    """OneHot: ``values[1]`` where an index equals its position along the new ``axis``
+    (a negative index counts from ``depth``), else ``values[0]``."""
+    indices = n.input(0)
+    depth = int(n.known(1, "depth").reshape(-1)[0])
+    off, on = n.known(2, "values").reshape(-1)[:2]
+    rank = len(indices.shape) + 1
+    axis = n.axis(n.attr("axis", -1), rank)
+    shape = [1] * rank
+    shape[axis] = depth
+    positions = np.arange(depth).reshape(shape)
+    if is_known(indices):
+        picked = np.expand_dims(indices, axis)
+        hit = (picked == positions) | (picked == positions - depth)
+        return np.where(hit, on, off)
+    dtype = indices.dtype
+    picked = F.reshape(indices, (*indices.shape[:axis], 1, *indices.shape[axis:]))
+    hits = [F.cast(F.eq(picked, positions.astype(dtype)), np.float32),
+            F.cast(F.eq(picked, (positions - depth).astype(dtype)), np.float32)]
+    hit = F.ne(F.add(*hits), 0.0)
+    return F.where(hit, np.array(on), np.array(off))
+
+
+def gather_nd(n: OnnxNode) -> Any:
+    """GatherND at indices known at import time: one slice per index tuple, joined."""
+    data, indices = n.input(0), n.known(1, "indices")
+    dims = n.attr("batch_dims", 0)
+    if is_known(data):
+        return _gather_nd(data, indices, dims)
+    if dims:
+        raise n.error("batch_dims > 0 on a run-time tensor is not supported")
+    depth = indices.shape[-1]
+    fixed = data.shape[:depth]
+    if not all(isinstance(d, int) for d in fixed):
+        raise n.error(f"indexed axes {list(fixed)} must be fixed; fix them with input_shapes")
+    flat = indices.reshape(-1, depth) % np.array(fixed, np.int64)
+    rest = data.shape[depth:]
+    parts = []
+    for row in flat:
+        part = data
+        for axis, i in enumerate(row):
+            part = F.slice(part, axis, int(i), int(i) + 1)
+        parts.append(F.reshape(part, (1, *rest)))
+    joined = parts[0] if len(parts) == 1 else F.concat(parts, 0)
+    return F.reshape(joined, (*indices.shape[:-1], *rest))
+
+
+def _gather_nd(data: np.ndarray, indices: np.ndarray, batch_dims: int) -> np.ndarray:
+    """numpy GatherND (known operands)."""
+    if batch_dims:
+        return np.stack([_gather_nd(d, i, batch_dims - 1) for d, i in zip(data, indices)])
+    depth = indices.shape[-1]
+    flat = indices.reshape(-1, depth)
+    picked = np.stack([data[tuple(row)] for row in flat]) if len(flat) else data[:0]
+    return picked.reshape(*indices.shape[:-1], *data.shape[depth:])
+
+
+OPS: dict[str, OpFn] = {"OneHot": one_hot, "GatherND": gather_nd}
