@@ -74,16 +74,21 @@ def _contract(n: OnnxNode, a: Any, ta: str, b: Any, tb: str, keep: set[str],
     summed = "".join(c for c in ta if c in tb and c not in keep)
     left = "".join(c for c in ta if c not in tb)
     right = "".join(c for c in tb if c not in ta)
+    shape = [sizes[c] for c in batch + left + right]
+    if not batch and is_known(b) and not is_known(a):
+        # A weight: a linear over the summed axes, the left ones (symbolic too) untouched.
+        a = _arrange(a, ta, left + summed)
+        if len(summed) != 1:
+            a = F.reshape(a, (*a.shape[:len(left)], _group(n, sizes, summed)))
+        weight = _reshape(_arrange(b, tb, summed + right),
+                          [_group(n, sizes, g) for g in (summed, right)])
+        out = F.linear(a, np.ascontiguousarray(weight.T))
+        return (out if len(right) == 1 else F.reshape(out, tuple(shape))), left + right
     a = _reshape(_arrange(a, ta, batch + left + summed),
                  [_group(n, sizes, g) for g in (batch, left, summed)])
     b = _reshape(_arrange(b, tb, batch + summed + right),
                  [_group(n, sizes, g) for g in (batch, summed, right)])
-    if not batch and is_known(b) and not is_known(a):
-        flat = F.linear(F.reshape(a, a.shape[1:]), np.ascontiguousarray(b[0].T))
-        out = F.reshape(flat, (1, *flat.shape))
-    else:
-        out = np.matmul(a, b) if is_known(a, b) else F.matmul(a, b)
-    shape = [sizes[c] for c in batch + left + right]
+    out = np.matmul(a, b) if is_known(a, b) else F.matmul(a, b)
     return _reshape(out, shape), batch + left + right
 
 

@@ -4,8 +4,8 @@ run, against onnxruntime on the same graph.
 Each graph takes X (batch, 6, 8) with a symbolic batch and chains 4-7 steps of default-
 domain ops (MatMul, broadcasting arithmetic, activations, Softmax on any axis,
 LayerNormalization, Transpose, reductions, Concat, Slice, Reshape, Clip, Pow, Sqrt,
-Unsqueeze/Squeeze, attention-like products), so the importer and the compiler meet
-combinations no hand-written case has.
+Unsqueeze/Squeeze, attention-like products, Einsum, int32 masks, a run-time If), so the
+importer and the compiler meet combinations no hand-written case has.
 """
 
 from __future__ import annotations
@@ -122,7 +122,39 @@ class SequenceGraph(RandomGraph):
                 self.const(np.float32(1 / math.sqrt(d)))]),
             "residual": lambda: self.node("Add", [x, self.node("Tanh", [
                 self.node("MatMul", [x, self.weight(d, d)])])]),
+            "einsum": lambda: self.node("Einsum", [x, self.weight(d, int(rng.choice([4, 8])))],
+                                        equation=str(rng.choice(["bsd,de->bse",
+                                                                 "...d,de->...e"]))),
+            "integer_mask": self._integer_mask,
+            "runtime_if": self._runtime_if,
         }
+
+    def _integer_mask(self) -> str:
+        """``x * (int32(4x) >= k)``: a float -> int32 cast, an int32 comparison, a bool ->
+        float cast (values away from the cast's rounding edges do not matter: both sides
+        truncate)."""
+        scaled = self.node("Mul", [self.x, self.const(np.float32(4.0))])
+        ints = self.node("Cast", [scaled], to=TensorProto.INT32)
+        mask = self.node(str(self.rng.choice(["GreaterOrEqual", "Less", "Equal"])),
+                         [ints, self.const(np.int32(self.rng.integers(-1, 2)))])
+        return self.node("Mul", [self.x, self.node("Cast", [mask], to=TensorProto.FLOAT)])
+
+    def _runtime_if(self) -> str:
+        """``If(sum(x) > 0)`` over two branches of the same shape that read ``x`` from the
+        outer scope: a guarded wasm ``if`` for each, merged by ``where``."""
+        total = self.node("ReduceSum", [self.x], keepdims=0)
+        cond = self.node("Greater", [total, self.const(np.float32(0.0))])
+        out = f"v{len(self.nodes)}"
+
+        def branch(name: str, op: str, *extra: str) -> onnx.GraphProto:
+            node = helper.make_node(op, [self.x, *extra], [f"{out}_{name}"])
+            return helper.make_graph([node], name, [], [helper.make_tensor_value_info(
+                f"{out}_{name}", TensorProto.FLOAT, None)])
+
+        self.nodes.append(helper.make_node(
+            "If", [cond], [out], then_branch=branch("then", "Tanh"),
+            else_branch=branch("else", "Mul", self.const(np.float32(0.5)))))
+        return out
 
     def _power(self) -> str:
         """A positive integer power of tanh(x); other exponents of |tanh(x)| + 0.5, away
