@@ -197,3 +197,25 @@ def test_scan_is_unrolled_over_its_axis_both_directions(kernels: str) -> None:
         got = session.run(inputs)
     for name, expected in zip(("total", "partials"), want):
         np.testing.assert_allclose(got[name], expected, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("width, taken", [(4, "relu"), (5, "neg")])
+def test_if_on_a_shape_fixed_by_input_shapes_folds(width: int, taken: str) -> None:
+    """``If(shape(x)[1] == 4)``, as Silero VAD's inner Ifs test their inputs' shapes: with
+    the shape fixed at import only the branch taken is imported, and no ``where`` merges."""
+    index = numpy_helper.from_array(np.array(1, np.int64), "one")
+    four = numpy_helper.from_array(np.array(4, np.int64), "four")
+    proto = model([helper.make_node("Shape", ["x"], ["shape"]),
+                   helper.make_node("Gather", ["shape", "one"], ["width"]),
+                   helper.make_node("Equal", ["width", "four"], ["cond"]),
+                   helper.make_node("If", ["cond"], ["y"], then_branch=branch(
+                       "then", [helper.make_node("Relu", ["x"], ["a"])], ["a"]),
+                       else_branch=branch("else", [helper.make_node("Neg", ["x"], ["b"])],
+                                          ["b"]))],
+                  [info("x", F, [2, "width"])], [info("y", F, [2, "width"])],
+                  [index, four])
+    graph = modelc.from_onnx(proto, input_shapes={"x": (2, width)})
+    assert graph.ops() == [taken]
+    x = np.random.default_rng(4).standard_normal((2, width)).astype(np.float32)
+    with runtime.load(modelc.export(graph)) as session:
+        np.testing.assert_array_equal(session.run({"x": x})["y"], ort_run(proto, {"x": x})[0])
