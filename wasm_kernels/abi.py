@@ -274,6 +274,18 @@ MASKS: tuple[KernelSpec, ...] = (
     _cast(("int64", "bool"), "x[i] != 0 as a numpy bool byte, for int64 x"),
 )
 
+INTEGER_OPS: dict[str, str] = {"add": "a + b", "sub": "a - b", "mul": "a * b"}
+"""Integer arithmetic by name (issue #19: positions and indices computed at run time)."""
+
+
+def _integer(dtype: str, op: str, math: str) -> KernelSpec:
+    return KernelSpec(f"{_SHORT[dtype]}_{op}", "integer", op, _broadcast_params(),
+                      f"y[i0, i1, i2, i3] = {math} over the dense (d0, d1, d2, d3) {dtype} "
+                      "output, wrapping on overflow, reading a[sum(ik * ask)] and "
+                      "b[sum(ik * bsk)]: strides in elements, 0 broadcasts",
+                      dtypes=(dtype, dtype), formula=math)
+
+
 BMM_BIAS = KernelSpec(
     "f32_bmm_bias", "gemm", "bmm",
     ("a", "b", "bias", "c", "batch", "m", "k", "n", "a_stride", "b_stride", "bias_every"),
@@ -302,6 +314,8 @@ KERNELS: tuple[KernelSpec, ...] = (
     ADAPTIVE_AVG_POOL,
     *MASKS,
     BMM_BIAS,
+    *(_integer(dtype, op, math) for dtype in ("int32", "int64") for op, math in
+      INTEGER_OPS.items()),
 )
 
 BY_NAME: dict[str, KernelSpec] = {k.name: k for k in KERNELS}

@@ -55,12 +55,17 @@ class Binary(OpDef):
     def lower(self, node: Node, ctx: LowerContext) -> None:
         if not self.kernel:
             super().lower(node, ctx)
-        if node.output.dtype != FLOAT or any(v.dtype != FLOAT for v in node.inputs):
-            raise CompileError(f"{self.name}: only float32 lowers to wasm, got "
-                               f"{[v.dtype for v in node.inputs]}")
+        dtypes = sorted({v.dtype for v in node.inputs} | {node.output.dtype})
+        integer = abi.BY_OP.get(("integer", self.name, (), dtypes[0]))
+        if dtypes != [FLOAT] and (len(dtypes) != 1 or integer is None):
+            offered = sorted({FLOAT} | {k.dtypes[0] for k in abi.KERNELS
+                                        if (k.family, k.op) == ("integer", self.name)})
+            raise CompileError(f"{self.name}: tensors of one dtype among {offered} lower to "
+                               f"wasm, got {[v.dtype for v in node.inputs]}")
         strides = self.push_operands(node, ctx)
         ctx.address(node.output)
-        emit_strided(ctx, self.kernel, node.output.shape, strides)
+        emit_strided(ctx, self.kernel if integer is None else integer.name, node.output.shape,
+                     strides)
 
     def push_operands(self, node: Node, ctx: LowerContext) -> list:
         """Push each operand's address (a scalar attr becomes one element placed in the

@@ -311,6 +311,10 @@ INTEGER_CASES: dict[str, tuple] = {
                      {"axis": 1}, 13),
     "transpose_int64": ("Transpose", [Run(ints(np.int64, 2, 3, 4))], {"perm": [2, 0, 1]}, 13),
     "split_int64": ("Split", [Run(ints(np.int64, 6, 2)), i64(2, 4)], {}, 13, 2),
+    "add_int32_wraps": ("Add", [Run(ints(np.int32, 2, 3)), Run(ints(np.int32, 3))], {}, 14),
+    "sub_int64_known_scalar": ("Sub", [Run(ints(np.int64, 4)), np.array(7, np.int64)], {}, 14),
+    "mul_int64_broadcast": ("Mul", [Run(ints(np.int64, 3, 1)), Run(ints(np.int64, 1, 4))],
+                            {}, 14),
 }
 
 

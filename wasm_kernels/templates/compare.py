@@ -1,6 +1,9 @@
-"""The comparison family: y = a <op> b (float32, int32 or int64) as numpy bool bytes, with numpy broadcasting over a
-rank-4 output, one element at a time for every ISA (comparisons build masks, which are
-small and computed once per run, never in a hot loop)."""
+"""The comparison family: y = a <op> b (float32, int32 or int64) as numpy bool bytes, with
+numpy broadcasting over a rank-4 output, one element at a time for every ISA (comparisons
+build masks, which are small and computed once per run, never in a hot loop).
+
+``scalar_broadcast`` is that loop for any one-instruction elementwise op; the integer
+family uses it too."""
 
 from __future__ import annotations
 
@@ -8,16 +11,25 @@ from ..abi import BROADCAST_RANK, KernelSpec
 from ..wasm import Code, FuncType
 from .loops import strided_loop
 
-_LOADS: dict[str, tuple[str, str, int]] = {"float32": ("f32", "f32.load", 2),
-                                           "int32": ("i32", "i32.load", 2),
-                                           "int64": ("i64", "i64.load", 3)}
+LOADS: dict[str, tuple[str, str, int]] = {"float32": ("f32", "f32.load", 2),
+                                          "int32": ("i32", "i32.load", 2),
+                                          "int64": ("i64", "i64.load", 3)}
 """Per operand dtype: the wasm value type, its load and log2 of the element size."""
 
 
 def emit(spec: KernelSpec, isa_name: str) -> tuple[FuncType, Code]:
     """Generate comparison kernel ``spec`` (``<t>_cmp_<op>``); the same code for every ISA."""
-    value, load, log2_size = _LOADS[spec.dtypes[0]]
+    value = LOADS[spec.dtypes[0]][0]
     signed = "" if value == "f32" or spec.op in ("eq", "ne") else "_s"
+    return scalar_broadcast(spec, f"{value}.{spec.op}{signed}", ("i32.store8", 0))
+
+
+def scalar_broadcast(spec: KernelSpec, instruction: str, store: tuple[str, int]
+                     ) -> tuple[FuncType, Code]:
+    """``y = instruction(a, b)`` over the dense rank-4 output, one element at a time: the
+    operands (of ``spec.dtypes[0]``) read through their strides, each result stored by
+    ``store`` (the instruction and log2 of the result's size)."""
+    _, load, log2_size = LOADS[spec.dtypes[0]]
     c = Code(spec.param_types)
     arg = {p: i for i, p in enumerate(spec.params)}
     index = [c.local("i32") for _ in range(BROADCAST_RANK)]
@@ -36,8 +48,9 @@ def emit(spec: KernelSpec, isa_name: str) -> tuple[FuncType, Code]:
         c.emit("local.get", out)
         element("a")
         element("b")
-        c.emit(f"{value}.{spec.op}{signed}").emit("i32.store8", 0)
-        c.emit("local.get", out).emit("i32.const", 1).emit("i32.add").emit("local.set", out)
+        c.emit(instruction).emit(*store)
+        c.emit("local.get", out).emit("i32.const", 1 << store[1]).emit("i32.add")
+        c.emit("local.set", out)
 
     def loop(depth: int) -> None:
         c.emit("i32.const", 0).emit("local.set", index[depth])
