@@ -344,13 +344,21 @@ def _group_norm(ctx: HostContext, x: int, gamma: int, beta: int, y: int, n: int,
         + _tensor(memory, beta, (groups * channels, 1)))
 
 
+def _topk(ctx: HostContext, x: int, values: int, indices: int, outer: int, n: int,
+          inner: int, k: int, largest: int) -> None:
+    data = _tensor(ctx.memory, x, (outer, n, inner))
+    order = np.argsort(-data if largest else data, axis=1, kind="stable")[:, :k]
+    _tensor(ctx.memory, indices, (outer, k, inner), np.dtype("<i8"))[...] = order
+    _tensor(ctx.memory, values, (outer, k, inner))[...] = np.take_along_axis(data, order, 1)
+
+
 FAMILIES: dict[str, Callable[[abi.KernelSpec], Callable[..., None]]] = {
     "gemm": _gemm, "linear": _gemm, "unary": _unary, "binary": _broadcast, "reduce": _reduce,
     "rowwise": lambda spec: ROWWISE[spec.op],
     "cast": _cast, "gather": lambda spec: _gather, "conv": _conv, "pool": _pool,
     "movement": lambda spec: _copy(spec) if spec.op == "copy" else _where(spec),
     "norm": lambda spec: _group_norm, "conv_transpose": lambda spec: _conv_transpose,
-    "compare": _broadcast, "integer": _broadcast,
+    "compare": _broadcast, "integer": _broadcast, "topk": lambda spec: _topk,
 }
 
 

@@ -1,5 +1,6 @@
 """ONNX index ops: OneHot and GatherND, written in ``nn.functional`` calls (comparisons,
-where, slices) so they need no kernel of their own; computed in numpy when known."""
+where, slices) so they need no kernel of their own, and TopK (``topk``); computed in numpy
+when known."""
 
 from __future__ import annotations
 
@@ -73,4 +74,18 @@ def _gather_nd(data: np.ndarray, indices: np.ndarray, batch_dims: int) -> np.nda
     return picked.reshape(*indices.shape[:-1], *data.shape[depth:])
 
 
-OPS: dict[str, OpFn] = {"OneHot": one_hot, "GatherND": gather_nd}
+def top_k(n: OnnxNode) -> tuple[Any, Any]:
+    """TopK: ``k`` is an attribute before opset 10 and input 1 from it; ``sorted=0`` allows
+    any order, so sorted output serves it too."""
+    x = n.input(0)
+    k = int(n.known(1, "k").reshape(-1)[0]) if n.opset >= 10 else int(n.attr("k"))
+    dim = n.axis(n.attr("axis", -1))
+    largest = bool(n.attr("largest", 1))
+    if is_known(x):
+        return F.topk(x, k, dim, largest)
+    if x.dtype != np.float32:
+        raise n.error(f"TopK of a run-time {x.dtype} tensor is not supported; float32 is")
+    return F.topk(x, k, dim, largest)
+
+
+OPS: dict[str, OpFn] = {"OneHot": one_hot, "GatherND": gather_nd, "TopK": top_k}

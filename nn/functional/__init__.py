@@ -43,7 +43,7 @@ from .elementwise import (
 from .linear import linear, matmul
 from .normalization import batch_norm, group_norm, instance_norm, layer_norm
 from .pooling import adaptive_avg_pool2d, avg_pool2d, max_pool2d
-from .reduction import amax, log_softmax, mean, softmax, sum
+from .reduction import amax, log_softmax, mean, softmax, sum, topk
 from .shape import (
                           concat,
                           embedding,
@@ -66,7 +66,7 @@ __all__ = ["PRIMITIVES", "abs", "adaptive_avg_pool2d", "add", "amax", "attention
            "lt", "matmul", "max_pool2d", "maximum", "mean", "minimum", "mul", "ne", "neg",
            "pad", "permute", "pow", "relu", "relu6", "reshape", "rsqrt",
            "scaled_dot_product_attention", "sigmoid", "silu", "slice", "softmax", "split",
-           "sqrt", "squeeze", "sub", "sum", "tanh", "transpose", "unsqueeze", "where"]
+           "sqrt", "squeeze", "sub", "sum", "tanh", "topk", "transpose", "unsqueeze", "where"]
 
 PRIMITIVES: tuple[str, ...] = tuple(sorted(
     name for name in __all__ if name != "PRIMITIVES" and is_primitive(globals()[name])))

@@ -357,6 +357,11 @@ INDEX_CASES: dict[str, tuple] = {
                                        {"axis": 0}, 11),
     "gather_nd_known_indices": ("GatherND", [Run(r(3, 4, 2)),
                                              np.array([[[0, 1]], [[2, -1]]], np.int64)], {}, 13),
+    "top_k_largest_last_axis": ("TopK", [Run(r(2, 3, 9)), i64(4)], {}, 11, 2),
+    "top_k_smallest_middle_axis": ("TopK", [Run(_rng.choice(np.array(
+        [-1.0, 0.0, 2.5, np.inf], np.float32), (2, 6, 3))), i64(6)],
+                                   {"axis": 1, "largest": 0}, 11, 2),
+    "top_k_attr_opset9": ("TopK", [Run(r(5, 4))], {"k": 2, "axis": 0}, 9, 2),
 }
 
 
@@ -368,13 +373,16 @@ def test_index_op_runs_in_wasm_as_onnxruntime(case: str, kernels: str) -> None:
 
     ort = pytest.importorskip("onnxruntime")
     model, feeds = single_node(*INDEX_CASES[case])
-    (want,) = ort.InferenceSession(model.SerializeToString(),
-                                   providers=["CPUExecutionProvider"]).run(None, feeds)
+    wants = ort.InferenceSession(model.SerializeToString(),
+                                 providers=["CPUExecutionProvider"]).run(None, feeds)
     with runtime.load(modelc.export(modelc.from_onnx(model)), kernels=kernels) as session:
-        (got,) = session.run(feeds).values()
-    assert got.dtype == want.dtype
-    scale = max(float(np.abs(want).max(initial=0.0)), 1e-6)
-    np.testing.assert_allclose(got, want, rtol=0, atol=1e-4 * scale)
+        gots = list(session.run(feeds).values())
+    assert len(gots) == len(wants)
+    for got, want in zip(gots, wants):
+        assert got.dtype == want.dtype
+        finite = np.isfinite(want)
+        scale = max(float(np.abs(want[finite]).max(initial=0.0)), 1e-6)
+        np.testing.assert_allclose(got, want, rtol=0, atol=1e-4 * scale)
 
 
 def test_einsum_with_a_diagonal_is_refused() -> None:
@@ -383,4 +391,18 @@ def test_einsum_with_a_diagonal_is_refused() -> None:
     model, _ = single_node("Einsum", [Run(r(3, 3))], {"equation": "ii->i"}, 12)
     with pytest.raises(modelc.CompileError, match=r"'the_einsum' \(Einsum\): term 'ii' of "
                                                   r"'ii->i' does not fit .* a diagonal"):
+        modelc.from_onnx(model)
+
+
+def test_top_k_beyond_the_axis_is_refused() -> None:
+    import modelc
+
+    graph = helper.make_graph(
+        [helper.make_node("TopK", ["x", "k"], ["v", "i"], name="the_topk")], "case",
+        [helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [2, 3])],
+        [helper.make_tensor_value_info(o, onnx.TensorProto.UNDEFINED, None) for o in "vi"],
+        [numpy_helper.from_array(i64(10), "k")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 11)])
+    with pytest.raises(modelc.CompileError, match=r"topk: k=10 must be in \[0, 3\], the fixed "
+                                                  r"size of dim 1"):
         modelc.from_onnx(model)
