@@ -1,6 +1,6 @@
-"""ONNX index ops: OneHot and GatherND, written in ``nn.functional`` calls (comparisons,
-where, slices) so they need no kernel of their own, and TopK (``topk``); computed in numpy
-when known."""
+"""ONNX index ops: OneHot, GatherND and ScatterND, written in ``nn.functional`` calls
+(comparisons, where, slices, gathers) so they need no kernel of their own, and TopK
+(``topk``); computed in numpy when known."""
 
 from __future__ import annotations
 
@@ -74,6 +74,36 @@ def _gather_nd(data: np.ndarray, indices: np.ndarray, batch_dims: int) -> np.nda
     return picked.reshape(*indices.shape[:-1], *data.shape[depth:])
 
 
+def scatter_nd(n: OnnxNode) -> Any:
+    """ScatterND at indices known at import time (``reduction='none'``): each output element
+    is the update that lands on it (the last one, as onnxruntime writes them in order), read
+    by one gather of the flattened updates, else the data element, chosen by a known mask."""
+    data, indices, updates = n.input(0), n.known(1, "indices"), n.input(2)
+    if n.attr("reduction", "none") != "none":
+        raise n.error(f"reduction {n.attr('reduction')!r} is not supported; 'none' is")
+    if is_known(data, updates):
+        out = np.array(data, copy=True)
+        for row, update in zip(indices.reshape(-1, indices.shape[-1]),
+                               updates.reshape(-1, *data.shape[indices.shape[-1]:])):
+            out[tuple(row)] = update
+        return out
+    if not all(isinstance(d, int) for d in (*data.shape, *updates.shape)):
+        raise n.error(f"ScatterND needs fixed shapes, got data {list(data.shape)} and updates "
+                      f"{list(updates.shape)}; fix them with input_shapes")
+    source = np.full(data.shape, -1, np.int64)  # flat update index landing on each element
+    positions = np.arange(int(np.prod(updates.shape)), dtype=np.int64)
+    depth = indices.shape[-1]
+    for row, taken in zip(indices.reshape(-1, depth),
+                          positions.reshape(-1, *data.shape[depth:])):
+        source[tuple(row)] = taken
+    hit = source >= 0
+    if not hit.any():
+        return data
+    column = F.reshape(updates, (int(np.prod(updates.shape)), 1))
+    landed = F.reshape(F.embedding(np.maximum(source, 0), column), data.shape)
+    return F.where(hit, landed, data)
+
+
 def top_k(n: OnnxNode) -> tuple[Any, Any]:
     """TopK: ``k`` is an attribute before opset 10 and input 1 from it; ``sorted=0`` allows
     any order, so sorted output serves it too."""
@@ -88,4 +118,5 @@ def top_k(n: OnnxNode) -> tuple[Any, Any]:
     return F.topk(x, k, dim, largest)
 
 
-OPS: dict[str, OpFn] = {"OneHot": one_hot, "GatherND": gather_nd, "TopK": top_k}
+OPS: dict[str, OpFn] = {"OneHot": one_hot, "GatherND": gather_nd, "ScatterND": scatter_nd,
+                        "TopK": top_k}

@@ -357,6 +357,10 @@ INDEX_CASES: dict[str, tuple] = {
                                        {"axis": 0}, 11),
     "gather_nd_known_indices": ("GatherND", [Run(r(3, 4, 2)),
                                              np.array([[[0, 1]], [[2, -1]]], np.int64)], {}, 13),
+    "scatter_nd_rows_repeated_index": ("ScatterND", [Run(r(4, 3)), np.array(
+        [[1], [3], [1]], np.int64), Run(r(3, 3))], {}, 13),
+    "scatter_nd_elements_known_updates": ("ScatterND", [Run(r(2, 3, 2)), np.array(
+        [[0, 2, 1], [1, 0, 0]], np.int64), np.array([5.0, -5.0], np.float32)], {}, 13),
     "top_k_largest_last_axis": ("TopK", [Run(r(2, 3, 9)), i64(4)], {}, 11, 2),
     "top_k_smallest_middle_axis": ("TopK", [Run(_rng.choice(np.array(
         [-1.0, 0.0, 2.5, np.inf], np.float32), (2, 6, 3))), i64(6)],
