@@ -336,8 +336,11 @@ def test_integer_op_runs_in_wasm_as_onnxruntime(case: str, kernels: str) -> None
         np.testing.assert_array_equal(got, want)
 
 
-# Einsum's common forms, OneHot and GatherND (issue #19), on every kernel provider.
-INDEX_CASES: dict[str, tuple] = {
+# Issue #19's ops (Einsum's common forms, OneHot, GatherND, ScatterND, TopK) and layouts
+# (a 5-D transpose whose unit axes leave 4 to merge), on every kernel provider.
+WASM_CASES: dict[str, tuple] = {
+    "transpose_5d_unit_axes": ("Transpose", [Run(r(1, 40, 3, 8, 5))],
+                               {"perm": [2, 0, 3, 1, 4]}, 13),
     "einsum_batched_matmul": ("Einsum", [Run(r(2, 3, 4)), Run(r(2, 4, 5))],
                               {"equation": "bij,bjk->bik"}, 12),
     "einsum_attention_scores": ("Einsum", [Run(r(1, 2, 3, 4)), Run(r(1, 2, 5, 4))],
@@ -370,13 +373,13 @@ INDEX_CASES: dict[str, tuple] = {
 
 
 @pytest.mark.parametrize("kernels", ["relaxed", "simd128", "scalar", "host"])
-@pytest.mark.parametrize("case", sorted(INDEX_CASES))
-def test_index_op_runs_in_wasm_as_onnxruntime(case: str, kernels: str) -> None:
+@pytest.mark.parametrize("case", sorted(WASM_CASES))
+def test_issue19_op_runs_in_wasm_as_onnxruntime(case: str, kernels: str) -> None:
     import modelc
     import runtime
 
     ort = pytest.importorskip("onnxruntime")
-    model, feeds = single_node(*INDEX_CASES[case])
+    model, feeds = single_node(*WASM_CASES[case])
     wants = ort.InferenceSession(model.SerializeToString(),
                                  providers=["CPUExecutionProvider"]).run(None, feeds)
     with runtime.load(modelc.export(modelc.from_onnx(model)), kernels=kernels) as session:
@@ -410,3 +413,14 @@ def test_top_k_beyond_the_axis_is_refused() -> None:
     with pytest.raises(modelc.CompileError, match=r"topk: k=10 must be in \[0, 3\], the fixed "
                                                   r"size of dim 1"):
         modelc.from_onnx(model)
+
+
+def test_a_dim_stored_as_minus_one_is_symbolic() -> None:
+    """Old paddle2onnx exports write a dynamic dim as ``dim_value: -1``; onnxruntime takes it
+    as symbolic, and so does the importer (and ``input_shapes`` may fix it)."""
+    import modelc
+
+    model, _ = single_node("Relu", [Run(r(2, 3))], {}, 13)
+    model.graph.input[0].type.tensor_type.shape.dim[0].dim_value = -1
+    assert modelc.from_onnx(model).inputs["in0"].shape == ("in0_0", 3)
+    assert modelc.from_onnx(model, input_shapes={"in0": (5, 3)}).inputs["in0"].shape == (5, 3)
