@@ -105,6 +105,14 @@ class LowerContext:
         self.records.append(("i32.mul",))
         self.records.append(("i32.add",))
 
+    def trap_unless(self, condition: Value, expected: bool) -> None:
+        """Trap (``unreachable``) unless the bool ``condition`` (one byte) is ``expected``."""
+        self.address(condition)
+        self.records.append(("i32.load8_u", 0))
+        if expected:
+            self.records.append(("i32.eqz",))
+        self.records.extend([("if",), ("unreachable",), ("end",)])
+
     def call(self, kernel: str) -> None:
         """Call kernel ``kernel`` of the ABI with the arguments pushed so far."""
         if kernel not in abi.BY_NAME:

@@ -3,12 +3,15 @@
 An ``If`` whose condition is known at import time (a constant, or computed from constants
 and fixed shapes) is folded: only the branch taken is imported. A run-time ``If`` imports
 both branches, each node guarded by the condition (codegen wraps guarded nodes in a wasm
-``if``), and merges each output pair with ``where`` on the condition. ``Loop`` with a known
+``if``), and merges each output pair with ``where`` on the condition; when one branch
+cannot import for the given shapes, only the other is kept and a ``check`` traps at run
+time if the condition picks the failed one. ``Loop`` with a known
 trip count and ``Scan`` are unrolled: the body is imported once per iteration.
 """
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -16,6 +19,7 @@ import numpy as np
 
 from nn import functional as F
 
+from ..errors import CompileError
 from .fold import is_known, operands
 from .node import OnnxNode
 
@@ -35,8 +39,17 @@ def if_(n: OnnxNode) -> tuple[Any, ...]:
         raise n.error(f"the condition must be one bool, got {cond.dtype} of shape "
                       f"{list(cond.shape)}")
     flag = F.reshape(cond, ())
-    then = n.subgraph("then_branch", guard=((flag.value, True),))
-    other = n.subgraph("else_branch", guard=((flag.value, False),))
+    branches = {}
+    for name, truth in (("then_branch", True), ("else_branch", False)):
+        try:
+            branches[truth] = n.subgraph(name, guard=((flag.value, truth),))
+        except CompileError as err:
+            branches[truth] = err
+    then, other = branches[True], branches[False]
+    if isinstance(then, CompileError) and isinstance(other, CompileError):
+        raise then
+    if isinstance(then, CompileError) or isinstance(other, CompileError):
+        return _only_branch(n, flag, then, other)
     merged = []
     for k, (a, b) in enumerate(zip(then, other)):
         if tuple(a.shape) != tuple(b.shape):
@@ -50,6 +63,21 @@ def if_(n: OnnxNode) -> tuple[Any, ...]:
                 for v in (a, b))
         merged.append(F.where(flag, *operands(a, b)))
     return tuple(merged)
+
+
+def _only_branch(n: OnnxNode, flag: Any, then: Any, other: Any) -> tuple[Any, ...]:
+    """The outputs of the one branch that imports for these shapes (the other failed with
+    the error given), each checked at run time: a condition picking the failed branch
+    traps, as onnxruntime fails there."""
+    truth = not isinstance(then, CompileError)
+    good, error = (then, other) if truth else (other, then)
+    message = (f"ONNX node {n.name!r} (If): the condition picked "
+               f"{'else' if truth else 'then'}_branch, which cannot run for the compiled "
+               f"input shapes ({str(error).splitlines()[0]})")
+    warnings.warn(message.replace("the condition picked", "only one branch imports;"),
+                  stacklevel=2)
+    return tuple(F.check(v, flag, expected=truth, message=message) if not is_known(v) else v
+                 for v in good)
 
 
 def _trip_count(n: OnnxNode, count: int) -> int:

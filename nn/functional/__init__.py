@@ -17,6 +17,7 @@ from .elementwise import (
                           abs,
                           add,
                           cast,
+                          check,
                           div,
                           eq,
                           erf,
@@ -59,8 +60,8 @@ from .shape import (
 )
 
 __all__ = ["PRIMITIVES", "abs", "adaptive_avg_pool2d", "add", "amax", "attention_weights",
-           "avg_pool2d", "batch_norm", "cast", "concat", "conv1d", "conv2d", "conv_padding",
-           "conv_transpose2d", "div", "dropout", "embedding", "eq", "erf", "exp", "flatten",
+           "avg_pool2d", "batch_norm", "cast", "check", "concat", "conv1d", "conv2d",
+           "conv_padding", "conv_transpose2d", "div", "dropout", "embedding", "eq", "erf", "exp", "flatten",
            "ge", "gelu", "group_norm", "gt", "hardsigmoid", "hardswish", "hardtanh",
            "instance_norm", "layer_norm", "le", "leaky_relu", "linear", "log", "log_softmax",
            "lt", "matmul", "max_pool2d", "maximum", "mean", "minimum", "mul", "ne", "neg",

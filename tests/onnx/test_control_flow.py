@@ -219,3 +219,29 @@ def test_if_on_a_shape_fixed_by_input_shapes_folds(width: int, taken: str) -> No
     x = np.random.default_rng(4).standard_normal((2, width)).astype(np.float32)
     with runtime.load(modelc.export(graph)) as session:
         np.testing.assert_array_equal(session.run({"x": x})["y"], ort_run(proto, {"x": x})[0])
+
+
+def test_runtime_if_with_a_branch_that_cannot_run_for_the_shapes_traps_there() -> None:
+    """Silero VAD's 8 kHz branch cannot run on 512 samples (onnxruntime fails there too):
+    only the branch that imports is kept, and picking the other traps."""
+    shape = numpy_helper.from_array(np.array([2, 2], np.int64), "square")
+    proto = model([helper.make_node("If", ["cond"], ["y"], then_branch=branch(
+        "then", [helper.make_node("Relu", ["x"], ["a"])], ["a"]),
+        else_branch=branch("else", [helper.make_node("Reshape", ["x", "square"], ["b"]),
+                                    helper.make_node("Flatten", ["b"], ["c"], axis=0)],
+                           ["c"]))],
+        [info("x", F, [3]), info("cond", TensorProto.BOOL, [])], [info("y", F, [3])],
+        [shape])
+    with pytest.warns(UserWarning, match=r"'If_0' \(If\): only one branch imports; "
+                                         r"else_branch, which cannot run for the compiled"):
+        graph = modelc.from_onnx(proto)
+    x = np.array([-1.0, 2.0, -3.0], np.float32)
+    with runtime.load(modelc.export(graph)) as session:
+        np.testing.assert_array_equal(session.run({"x": x, "cond": np.array(True)})["y"],
+                                      ort_run(proto, {"x": x, "cond": np.array(True)})[0])
+        with pytest.raises(runtime.Trap, match="unreachable"):
+            session.run({"x": x, "cond": np.array(False)})
+    optimized = modelc.optimize(graph)
+    with pytest.raises(modelc.CompileError, match=r"the condition picked else_branch, which "
+                                                  r"cannot run for the compiled input shapes"):
+        modelc.interpret(optimized, {"x": x, "cond": np.array(False)})
