@@ -207,3 +207,10 @@ def test_topk_with_k_beyond_the_axis_is_refused() -> None:
     with pytest.raises(ValueError, match=r"topk: k=6 is outside \[0, 5\] \(the size of dim "
                                          r"-1\)"):
         F.topk(X, 6)
+
+
+def test_check_passes_its_input_through_or_raises_its_message() -> None:
+    assert F.check(X, np.array([True])) is X
+    assert F.check(X, np.array(False), expected=False) is X
+    with pytest.raises(ValueError, match="the 8 kHz branch cannot run"):
+        F.check(X, np.array(True), expected=False, message="the 8 kHz branch cannot run")
