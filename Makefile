@@ -44,7 +44,10 @@ demo: $(VENV)/.demo-installed wabt
 demo-web: $(VENV)/.demo-installed
 	$(PY) examples/web/serve.py
 
+# Lint and type-check the five packages first (settings in pyproject.toml), then the suite.
 test: $(VENV)/.test-installed wabt wasi-toolchain chromium
+	$(PY) -m ruff check nn modelc runtime wasi_intrinsics wasm_kernels
+	$(PY) -m mypy
 	$(PY) -m pytest -q
 
 clean:

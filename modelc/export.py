@@ -71,6 +71,7 @@ def export(model: nn.Module | Graph | str | os.PathLike[str], example_inputs: An
             message names the op and the user's source line.
         ValueError: ``sidecar`` without ``path``, or with ``standalone``; an unknown
             ``target``.
+        TypeError: ``model`` is none of a module, a graph or an ``.onnx`` path.
     """
     if target is not None and target not in TARGETS:
         raise ValueError(f"unknown target {target!r}; available: {list(TARGETS)}")
@@ -84,8 +85,11 @@ def export(model: nn.Module | Graph | str | os.PathLike[str], example_inputs: An
         graph = from_onnx(model, example_inputs, dynamic)
     elif isinstance(model, Graph):
         graph = model
-    else:
+    elif isinstance(model, nn.Module):
         graph = trace(model, example_inputs, dynamic)
+    else:
+        raise TypeError(f"expected an nn.Module, a Graph or a path to an .onnx file, got "
+                        f"{model!r}")
     if sidecar:
         assert path is not None
         weights_file = sidecar_path(path)

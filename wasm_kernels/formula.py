@@ -19,7 +19,8 @@ from typing import Any
 
 FUNCTIONS: dict[str, Callable[..., float]] = {
     "max": max, "min": min, "abs": abs, "sqrt": math.sqrt, "exp": math.exp, "log": math.log,
-    "tanh": math.tanh, "erf": math.erf, "erfc": math.erfc,
+    "tanh": math.tanh, "erf": math.erf, "erfc": math.erfc, "floor": math.floor,
+    "ceil": math.ceil, "round": round, "sin": math.sin, "cos": math.cos,
 }
 """The functions a formula may call, with their meaning on plain numbers."""
 
@@ -48,6 +49,8 @@ def parse(formula: str) -> ast.expr:
             if not isinstance(node.func, ast.Name) or node.func.id not in FUNCTIONS:
                 raise ValueError(f"formula {formula!r} calls {ast.unparse(node.func)!r}; "
                                  f"available: {sorted(FUNCTIONS)}")
+        elif isinstance(node, ast.Constant) and not isinstance(node.value, (int, float)):
+            raise ValueError(f"formula {formula!r} holds {node.value!r}; constants are numbers")
         elif isinstance(node, ast.Compare) and len(node.ops) != 1:
             raise ValueError(f"formula {formula!r} chains comparisons")
         elif not isinstance(node, (ast.Call, ast.Compare, ast.BinOp, ast.UnaryOp, ast.Name,
@@ -67,6 +70,7 @@ def evaluate(formula: str, variables: Mapping[str, Any],
     """
     def visit(node: ast.expr) -> Any:
         if isinstance(node, ast.Constant):
+            assert isinstance(node.value, (int, float))
             return float(node.value)
         if isinstance(node, ast.Name):
             if node.id not in variables:
