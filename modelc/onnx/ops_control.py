@@ -38,8 +38,8 @@ def if_(n: OnnxNode) -> tuple[Any, ...]:
     if cond.dtype != np.bool_ or len(cond.shape) > 1 or cond.shape not in ((), (1,)):
         raise n.error(f"the condition must be one bool, got {cond.dtype} of shape "
                       f"{list(cond.shape)}")
-    flag = F.reshape(cond, ())
-    branches = {}
+    flag: Any = F.reshape(cond, ())  # a SymbolicTensor (cond is traced)
+    branches: dict[bool, list[Any] | CompileError] = {}
     for name, truth in (("then_branch", True), ("else_branch", False)):
         try:
             branches[truth] = n.subgraph(name, guard=((flag.value, truth),))

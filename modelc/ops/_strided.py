@@ -123,7 +123,8 @@ def copy(ctx: LowerContext, source: Value, target: Value,
     ctx.address(source)
     if target.dtype != "float32":
         ctx.address(target)
-        emit_copy(ctx, target.shape, [source_strides, dense_strides(target.shape)], count)
+        target_strides: list[Factors | None] = list(dense_strides(target.shape))
+        emit_copy(ctx, target.shape, [source_strides, target_strides], count)
         return
     ctx.scalar(1.0)
     ctx.address(target)
