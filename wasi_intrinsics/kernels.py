@@ -56,7 +56,8 @@ def _special(name: str) -> Callable[[np.ndarray], np.ndarray]:
 NUMPY_FUNCTIONS: dict[str, Callable[..., np.ndarray]] = {
     "max": np.maximum, "min": np.minimum, "abs": np.abs, "sqrt": np.sqrt, "exp": np.exp,
     "log": np.log, "tanh": np.tanh, "erf": lambda x: _special("erf")(x),
-    "erfc": lambda x: _special("erfc")(x),
+    "erfc": lambda x: _special("erfc")(x), "floor": np.floor, "ceil": np.ceil,
+    "round": np.round, "sin": np.sin, "cos": np.cos,
 }
 """The formula language's functions (``wasm_kernels.formula``) on numpy arrays."""
 
@@ -199,6 +200,17 @@ def _gather(ctx: HostContext, table: int, index: int, y: int, count: int, rows: 
     _tensor(ctx.memory, y, (count, dim))[...] = _tensor(ctx.memory, table, (rows, dim))[indices]
 
 
+def _resample(ctx: HostContext, x: int, index: int, weight: int, y: int, outer: int, n: int,
+              on: int, inner: int, taps: int) -> None:
+    rows = _tensor(ctx.memory, index, (taps, on), np.dtype("<i4")).T
+    bad = (rows < 0) | (rows >= n)
+    if bad.any():
+        raise IndexError(f"f32_resample: row {int(rows[bad][0])} is outside [0, {n})")
+    weights = _tensor(ctx.memory, weight, (taps, on)).T[None, :, :, None]
+    gathered = _tensor(ctx.memory, x, (outer, n, inner))[:, rows, :]  # (outer, on, taps, inner)
+    _tensor(ctx.memory, y, (outer, on, inner))[...] = (gathered * weights).sum(axis=2)
+
+
 def _windows(x: np.ndarray, kernel: tuple[int, int], stride: tuple[int, int],
              pad: tuple[int, int], dilation: tuple[int, int], out: tuple[int, int],
              fill: float) -> np.ndarray:
@@ -337,13 +349,63 @@ def _group_norm(ctx: HostContext, x: int, gamma: int, beta: int, y: int, n: int,
         + _tensor(memory, beta, (groups * channels, 1)))
 
 
+def _cell_update(spec: abi.KernelSpec, x: np.ndarray, hw: np.ndarray,
+                 row: dict[str, np.ndarray]) -> None:
+    """One batch row of a recurrent cell: ``row`` holds that row of each state operand."""
+    def sigmoid(v: np.ndarray) -> np.ndarray:
+        return unary("sigmoid", v)
+
+    gates, recurrent = x.reshape(-1, row["h"].size), hw.reshape(-1, row["h"].size)
+    if spec.op == "lstm_cell":
+        i, f, g, o = gates + recurrent
+        row["c"][...] = sigmoid(f) * row["c"] + sigmoid(i) * unary("tanh", g)
+        row["h"][...] = sigmoid(o) * unary("tanh", row["c"])
+    elif spec.op == "gru_reset":
+        row["rh"][...] = sigmoid(gates[0] + recurrent[0]) * row["h"]
+    elif spec.op in ("gru_cell", "gru_update"):
+        z = sigmoid(gates[1] + recurrent[1])
+        if spec.op == "gru_cell":
+            n = unary("tanh", gates[2] + sigmoid(gates[0] + recurrent[0]) * recurrent[2])
+        else:
+            n = unary("tanh", gates[2] + row["hn"])
+        row["h"][...] = (1 - z) * n + z * row["h"]
+    else:
+        row["h"][...] = unary(spec.activations[0], gates[0] + recurrent[0])
+
+
+def _cell(spec: abi.KernelSpec) -> Callable[..., None]:
+    operands, x_gates, hw_gates, _ = abi.RECURRENT_CELLS[spec.op]
+
+    def cell(ctx: HostContext, *args: int) -> None:
+        arg = dict(zip(spec.params, args))
+        batch, hidden, step, steps = (arg[k] for k in ("batch", "hidden", "step", "steps"))
+        memory = ctx.memory
+        x = _tensor(memory, arg["x"], (steps, batch, x_gates * hidden))
+        hw = _tensor(memory, arg["hw"], (batch, hw_gates * hidden))
+        views = {name: _tensor(memory, arg[name], (steps, batch, hidden) if name == "y"
+                               else (batch, hidden)) for name in operands}
+        lengths = (_tensor(memory, arg["lengths"], (batch,), np.dtype("<i4")) if arg["lengths"]
+                   else np.full(batch, steps))
+        for b, length in enumerate(lengths):
+            if step >= length:
+                if "y" in views:
+                    views["y"][step, b] = 0
+                continue
+            t = length - 1 - step if arg["reverse"] else step
+            _cell_update(spec, x[t, b], hw[b], {n: v[b] for n, v in views.items() if n != "y"})
+            if "y" in views:
+                views["y"][t, b] = views["h"][b]
+
+    return cell
+
+
 FAMILIES: dict[str, Callable[[abi.KernelSpec], Callable[..., None]]] = {
     "gemm": _gemm, "linear": _gemm, "unary": _unary, "binary": _broadcast, "reduce": _reduce,
     "rowwise": lambda spec: ROWWISE[spec.op],
     "cast": _cast, "gather": lambda spec: _gather, "conv": _conv, "pool": _pool,
     "movement": lambda spec: _copy(spec) if spec.op == "copy" else _where(spec),
     "norm": lambda spec: _group_norm, "conv_transpose": lambda spec: _conv_transpose,
-    "compare": _broadcast,
+    "compare": _broadcast, "recurrent": _cell, "resample": lambda spec: _resample,
 }
 
 
