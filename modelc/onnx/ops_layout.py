@@ -83,7 +83,8 @@ def group_normalization(n: OnnxNode) -> Any:
             raise n.error(f"{what} has {value.size} values; expected {groups} (one per group) "
                           f"or {channels} (one per channel)")
         affine.append(value.astype(np.float32))
-    return F.group_norm(x, groups, *affine, n.attr("epsilon", 1e-5))
+    weight, bias = affine
+    return F.group_norm(x, groups, weight, bias, n.attr("epsilon", 1e-5))
 
 
 def rms_normalization(n: OnnxNode) -> Any:

@@ -56,6 +56,7 @@ def _targets(n: OnnxNode, shape: tuple[Any, ...], axes: list[int], scales: np.nd
     if (scales is None) == (sizes is None):
         raise n.error("exactly one of scales and sizes must be given")
     given = scales if scales is not None else sizes
+    assert given is not None  # one of them, checked above
     if len(given) != len(axes):
         raise n.error(f"{'scales' if scales is not None else 'sizes'} {given.tolist()} must "
                       f"have one entry per resized axis ({len(axes)})")
@@ -71,6 +72,7 @@ def _targets(n: OnnxNode, shape: tuple[Any, ...], axes: list[int], scales: np.nd
     if policy not in _POLICIES:
         raise n.error(f"unknown keep_aspect_ratio_policy {policy!r}; expected one of "
                       f"{list(_POLICIES)}")
+    assert sizes is not None  # scales returned above
     outs = [s if isinstance(s, str) else int(s) for s in sizes]
     for a, o in zip(axes, outs):
         _require_static(n, shape, a, o != shape[a] or policy != "stretch")

@@ -59,7 +59,7 @@ def plan_memory(graph: Graph) -> Graph:
     scratch: list[Key] = []
     for index, node in enumerate(graph.nodes):
         for k, shape in enumerate(ops.get(node.op).scratch(node)):
-            key = (id(node), k)
+            key: Key = (id(node), k)
             scratch.append(key)
             size[key] = _aligned(graph.max_numel(Value("scratch", shape, "float32")) * 4)
             first[key] = last[key] = index

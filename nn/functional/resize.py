@@ -66,7 +66,7 @@ def _round(coords: np.ndarray, rounding: str) -> np.ndarray:
 
 def _cubic_weights(frac: np.ndarray, a: float) -> np.ndarray:
     """Keys' cubic convolution weights of the 4 taps around each coordinate: (out, 4)."""
-    a = np.float32(a)
+    a = float(np.float32(a))  # NOTE: the float32 constant, as onnxruntime rounds it
     d = np.stack([frac + 1, frac, 1 - frac, 2 - frac], axis=1)  # distance of each tap
     near = ((a + 2) * d - (a + 3)) * d * d + 1
     far = ((a * d - 5 * a) * d + 8 * a) * d - 4 * a

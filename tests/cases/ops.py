@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+import nn
 from nn import functional as F
 
 RNG = np.random.default_rng(0)
@@ -27,6 +28,7 @@ BIAS = RNG.standard_normal(5).astype(np.float32)
 FILTERS = RNG.standard_normal((4, 3, 3, 3)).astype(np.float32)
 FILTER_BIAS = RNG.standard_normal(4).astype(np.float32)
 UP_FILTERS = RNG.standard_normal((3, 2, 3, 3)).astype(np.float32)
+RECURRENT = {"lstm": nn.LSTM(4, 5), "gru": nn.GRU(4, 5), "rnn": nn.RNN(4, 5)}
 
 
 def x(*shape: int, scale: float = 1.0) -> np.ndarray:
@@ -67,6 +69,8 @@ CASES: dict[str, Case] = {
                                           "sigmoid", "silu", "gelu", "hardswish")},
     "relu6_range": Case(F.relu6, (x(3, 7, scale=5.0),)),
     "hardswish_range": Case(F.hardswish, (x(4, 9, scale=4.0),)),
+    **{op: _unary(op, 2, 3, 5, domain=lambda *shape: x(*shape, scale=3.0))
+       for op in ("sin", "cos", "floor", "ceil", "round")},
     "log": _unary("log", 2, 3, 5, domain=positive),
     "sqrt": _unary("sqrt", 2, 3, 5, domain=positive),
     "rsqrt": _unary("rsqrt", 2, 3, 5, domain=positive),
@@ -123,6 +127,12 @@ CASES: dict[str, Case] = {
                                               count_include_pad=False), (x(1, 2, 7, 8),)),
     "max_pool2d": Case(lambda a: F.max_pool2d(a, 3, 2, 1), (x(2, 2, 9, 9),)),
     "adaptive_avg_pool2d": Case(lambda a: F.adaptive_avg_pool2d(a, (2, 3)), (x(1, 2, 4, 9),)),
+    # recurrent layers over a symbolic sequence length (T, B, input)
+    **{op: Case(lambda a, layer=layer: layer(a)[0], (x(6, 2, 4),),
+                {"input0": {0: ("steps", 1, 8)}}) for op, layer in RECURRENT.items()},
+    # resizing
+    "resample_bilinear": Case(lambda a: F.interpolate(a, scale_factor=2, mode="bilinear"),
+                              (x(1, 2, 3, 4),), BATCH),
     # gathers, casts, selection
     "embedding": Case(lambda ids: F.embedding(ids, TABLE) * 2.0,
                       (np.array([[1, 0, 10], [3, 3, 7]], np.int64),)),
@@ -133,7 +143,8 @@ CASES: dict[str, Case] = {
     "cast_i64_bool": Case(lambda ids: F.where(F.cast(ids, np.bool_), 1.5, -0.5),
                           (np.array([[0, 3, -1, 0, 2 ** 40]], np.int64),)),
     "where": Case(lambda m, a: F.where(m, a, -1.5), (np.array([[True, False, True]]), x(2, 3))),
-    # movement
+    # creation and movement
+    "full": Case(lambda a: a + F.full((a.shape[0], 3), 0.5), (x(2, 3),), BATCH),
     "reshape": Case(lambda a: F.reshape(F.relu(a), (3, 8)) + 1.0, (x(2, 3, 4),)),
     "permute": Case(lambda a: F.permute(a, (2, 0, 1)) * 2.0, (x(2, 3, 4),)),
     "concat": Case(lambda a: F.concat([F.relu(a), a, F.neg(a)], 1), (x(2, 3, 4),), BATCH),

@@ -9,6 +9,7 @@ recurrent product), and maps them elementwise to the new state(s), written in pl
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 
 from .. import abi
@@ -89,7 +90,7 @@ def _elements(f: NamedFrame, body: Callable[[Isa, dict[int, int]], None]) -> Non
     f.set("j")
     for each in with_tail(f.isa):
         strided_loop(f.c, f.v["j"], each.lanes, f.arg["hidden"],
-                     lambda each=each: body(each, {}))
+                     functools.partial(body, each, {}))
 
 
 def _at_j(f: NamedFrame, pointer: str) -> None:
