@@ -269,21 +269,19 @@ BMM_BIAS = KernelSpec(
 # Recurrent layers (issue #19): one step of the gate math over the batch, after the
 # recurrent gemm; the model module loops over time.
 RECURRENT_CELLS: dict[str, tuple[tuple[str, ...], int, int, str]] = {
-    "lstm_cell": (("c", "h", "y"), 4, 4,
-                  "i, f, g, o = x[t] + hw; c = sigmoid(f) c + sigmoid(i) tanh(g); h = "
-                  "sigmoid(o) tanh(c)"),
-    "gru_cell": (("h", "y"), 3, 3,
-                 "with hw = h @ W_hh.T + b_hh: r = sigmoid(x_r + hw_r), z = sigmoid(x_z + hw_z),"
-                 " n = tanh(x_n + r hw_n); h = (1 - z) n + z h (torch's GRU)"),
+    "lstm_cell": (("c", "h", "y"), 4, 4, (
+        "i, f, g, o = x[t] + hw; c = sigmoid(f) c + sigmoid(i) tanh(g); h = sigmoid(o) "
+        "tanh(c)")),
+    "gru_cell": (("h", "y"), 3, 3, (
+        "with hw = h @ W_hh.T + b_hh: r = sigmoid(x_r + hw_r), z = sigmoid(x_z + hw_z), n = "
+        "tanh(x_n + r hw_n); h = (1 - z) n + z h (torch's GRU)")),
     "rnn_cell": (("h", "y"), 1, 1, "h = act(x[t] + hw), act the epilogue's unary op"),
-    "gru_reset": (("h", "rh"), 3, 2,
-                  "with hw = h @ W_hr,z.T + b_hr,z: rh = sigmoid(x_r + hw_r) h, the first half "
-                  "of a GRU step that resets h before its recurrent product (ONNX "
-                  "linear_before_reset=0)"),
-    "gru_update": (("hn", "h", "y"), 3, 2,
-                   "the second half of that step, with hw as for gru_reset and hn = rh @ "
-                   "W_hn.T + b_hn (batch, hidden): z = sigmoid(x_z + hw_z), n = tanh(x_n + "
-                   "hn); h = (1 - z) n + z h"),
+    "gru_reset": (("h", "rh"), 3, 2, (
+        "with hw = h @ W_hr,z.T + b_hr,z: rh = sigmoid(x_r + hw_r) h, the first half of a GRU "
+        "step that resets h before its recurrent product (ONNX linear_before_reset=0)")),
+    "gru_update": (("hn", "h", "y"), 3, 2, (
+        "the second half of that step, with hw as for gru_reset and hn = rh @ W_hn.T + b_hn "
+        "(batch, hidden): z = sigmoid(x_z + hw_z), n = tanh(x_n + hn); h = (1 - z) n + z h")),
 }
 """Recurrent cell ops: (operands after x and hw, gates of x, gates of hw, what one step
 computes for a row)."""

@@ -51,7 +51,7 @@ class RNNBase(Module):
             layer_input = input_size if layer == 0 else hidden_size * directions
             for suffix in ("", "_reverse")[:directions]:
                 shapes: dict[str, tuple[int, ...]] = {"weight_ih": (gate_size, layer_input),
-                                                      "weight_hh": (gate_size, hidden_size)}
+                          "weight_hh": (gate_size, hidden_size)}
                 if bias:
                     shapes |= {"bias_ih": (gate_size,), "bias_hh": (gate_size,)}
                 for name, shape in shapes.items():

@@ -14,7 +14,6 @@ from typing import Any
 
 import numpy as np
 
-import nn
 from nn import functional as F
 
 RNG = np.random.default_rng(0)
@@ -28,7 +27,8 @@ BIAS = RNG.standard_normal(5).astype(np.float32)
 FILTERS = RNG.standard_normal((4, 3, 3, 3)).astype(np.float32)
 FILTER_BIAS = RNG.standard_normal(4).astype(np.float32)
 UP_FILTERS = RNG.standard_normal((3, 2, 3, 3)).astype(np.float32)
-RECURRENT = {"lstm": nn.LSTM(4, 5), "gru": nn.GRU(4, 5), "rnn": nn.RNN(4, 5)}
+W_HH = (RNG.standard_normal((12, 3)) * 0.5).astype(np.float32)  # 4 gates of hidden 3
+B_HH = RNG.standard_normal(12).astype(np.float32)
 
 
 def x(*shape: int, scale: float = 1.0) -> np.ndarray:
@@ -125,9 +125,6 @@ CASES: dict[str, Case] = {
                                               count_include_pad=False), (x(1, 2, 7, 8),)),
     "max_pool2d": Case(lambda a: F.max_pool2d(a, 3, 2, 1), (x(2, 2, 9, 9),)),
     "adaptive_avg_pool2d": Case(lambda a: F.adaptive_avg_pool2d(a, (2, 3)), (x(1, 2, 4, 9),)),
-    # recurrent layers over a symbolic sequence length (T, B, input)
-    **{op: Case(lambda a, layer=layer: layer(a)[0], (x(6, 2, 4),),
-                {"input0": {0: ("steps", 1, 8)}}) for op, layer in RECURRENT.items()},
     # resizing
     "resample_bilinear": Case(lambda a: F.interpolate(a, scale_factor=2, mode="bilinear"),
                               (x(1, 2, 3, 4),), BATCH),
@@ -141,8 +138,7 @@ CASES: dict[str, Case] = {
     "cast_i64_bool": Case(lambda ids: F.where(F.cast(ids, np.bool_), 1.5, -0.5),
                           (np.array([[0, 3, -1, 0, 2 ** 40]], np.int64),)),
     "where": Case(lambda m, a: F.where(m, a, -1.5), (np.array([[True, False, True]]), x(2, 3))),
-    # creation and movement
-    "full": Case(lambda a: a + F.full((a.shape[0], 3), 0.5), (x(2, 3),), BATCH),
+    # movement
     "reshape": Case(lambda a: F.reshape(F.relu(a), (3, 8)) + 1.0, (x(2, 3, 4),)),
     "permute": Case(lambda a: F.permute(a, (2, 0, 1)) * 2.0, (x(2, 3, 4),)),
     "concat": Case(lambda a: F.concat([F.relu(a), a, F.neg(a)], 1), (x(2, 3, 4),), BATCH),
@@ -151,4 +147,15 @@ CASES: dict[str, Case] = {
     "slice_last": Case(lambda a: F.slice(a, -1, 1, 7, 3), (x(3, 8),),
                        {"input0": {0: ("rows", 1, 4)}}),
     "pad_crop": Case(lambda a: F.pad(a, (2, -1, 1, 0), value=0.25), (x(2, 3, 4, 5),)),
+    "full": Case(lambda a: a + F.full((a.shape[0], 1), 0.5), (x(3, 4),), BATCH),
+    # recurrences over the projected inputs (T, B, gates * hidden) of a symbolic length
+    "lstm": Case(lambda g, h0, c0: sum(F.lstm(g, W_HH, h0, c0, reverse=True)),
+                 (x(5, 2, 12), x(2, 3), x(2, 3)), {"input0": {0: ("steps", 1, 9)}}),
+    "gru": Case(lambda g: sum(F.gru(g, W_HH[:9], B_HH[:9])), (x(5, 2, 9),),
+                {"input0": {0: ("steps", 1, 9)}}),
+    "gru_reset_first": Case(lambda g: sum(F.gru(g, W_HH[:9], B_HH[:9], reverse=True,
+                                                linear_before_reset=False)),
+                            (x(4, 3, 9),)),
+    "rnn_relu_lengths": Case(lambda g: sum(F.rnn(g, W_HH[:3], lengths=np.array([4, 2]),
+                                                 nonlinearity="relu")), (x(4, 2, 3),)),
 }

@@ -273,3 +273,17 @@ def test_every_abi_unary_op_imports_as_itself(op, check_against_ort):
     model, _ = single_node(name, [Run(x)], {}, max(14, opset))
     graph = check_against_ort(model, [{"in0": x}])
     assert [n.op for n in graph.nodes] == [op]
+
+
+def test_no_op_type_is_mapped_by_two_op_modules():
+    """The importer merges the op modules' tables, where a later one would silently win."""
+    from modelc.onnx import importer
+
+    tables = {name: getattr(importer, name).OPS for name in dir(importer)
+              if name.startswith("ops_")}
+    seen: dict[str, str] = {}
+    for name, table in sorted(tables.items()):
+        for op_type in table:
+            assert op_type not in seen, f"{op_type} is in both {seen[op_type]} and {name}"
+            seen[op_type] = name
+    assert set(seen) == set(importer.OPS)
