@@ -29,6 +29,10 @@ from .metadata import SECTION, encode_metadata
 
 SCRATCH_BYTES = 16
 PAGE = 65536
+MAX_MEMORY_BYTES = 65536 * PAGE
+"""What a wasm32 memory can hold (4 GiB): a model needing more could never load."""
+MAX_DIM = (1 << 31) - 1
+"""The largest dim value: ``run`` takes each dim as an ``i32``."""
 ALIGN = 16
 WASI = "wasi_snapshot_preview1"
 MODULE_NAME = "wasmnn_model"
@@ -177,8 +181,10 @@ def lower(graph: Graph) -> tuple[LowerContext, Layout]:
 
     Raises:
         CompileError: an op cannot be lowered, or its lowering pushes arguments that do not
-            fit its kernel calls, naming the node and the user's source line.
+            fit its kernel calls, naming the node and the user's source line; or a dim's
+            upper bound makes the model need more memory than wasm32 has.
     """
+    _check_dim_bounds(graph)
     ctx = LowerContext(graph)
     for node in graph.nodes:
         try:
@@ -191,8 +197,22 @@ def lower(graph: Graph) -> tuple[LowerContext, Layout]:
     messages, message_at = _message_segment(graph, SCRATCH_BYTES)
     weights_base = _aligned(SCRATCH_BYTES + len(messages))
     arena_base = _aligned(weights_base + len(ctx.weights))
-    return ctx, Layout(messages, message_at, weights_base, arena_base,
-                       arena_base + graph.meta["arena_bytes"])
+    layout = Layout(messages, message_at, weights_base, arena_base,
+                    arena_base + graph.meta["arena_bytes"])
+    if layout.memory_bytes > MAX_MEMORY_BYTES:
+        bounds = ", ".join(f"{name!r} up to {high}" for name, (_, high) in graph.dims.items())
+        raise CompileError(f"the model needs {layout.memory_bytes} bytes of memory"
+                           f"{f' with dims {bounds}' if bounds else ''}, more than "
+                           f"WebAssembly's {MAX_MEMORY_BYTES} (65536 pages): it could never "
+                           "load; lower the dims' upper bounds")
+    return ctx, layout
+
+
+def _check_dim_bounds(graph: Graph) -> None:
+    for name, (_, high) in graph.dims.items():
+        if high > MAX_DIM:
+            raise CompileError(f"dim {name!r} has upper bound {high}, over {MAX_DIM} (the "
+                               "model takes each dim as an i32): lower it")
 
 
 def report_error(code: Code, fd_write: int, pointer: int, length: int) -> None:

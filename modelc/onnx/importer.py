@@ -37,10 +37,15 @@ def _load(model: Any) -> Any:
 
     if isinstance(model, onnx.ModelProto):
         return model
-    if isinstance(model, bytes):
-        return onnx.load_from_string(model)
-    if isinstance(model, (str, os.PathLike)):
-        return onnx.load(os.fspath(model))
+    try:
+        if isinstance(model, bytes):
+            return onnx.load_from_string(model)
+        if isinstance(model, (str, os.PathLike)):
+            return onnx.load(os.fspath(model))
+    except (OSError, MemoryError):
+        raise
+    except Exception as err:  # noqa: BLE001 - protobuf's DecodeError and friends
+        raise ValueError(f"not a valid ONNX model: {type(err).__name__}: {err}") from None
     raise TypeError(f"expected an onnx.ModelProto, its bytes or a .onnx file path, got "
                     f"{type(model).__name__}")
 
@@ -210,7 +215,8 @@ def from_onnx(model: Any, input_shapes: Mapping[str, Sequence[int]] | None = Non
         UnsupportedOpError: listing every node whose op is not covered, before importing.
         CompileError: a node cannot be imported (an unsupported attribute or a shape
             computation over symbolic dims), naming the node and its op type.
-        ValueError: ``input_shapes`` or ``dynamic`` do not fit the model's inputs.
+        ValueError: ``input_shapes`` or ``dynamic`` do not fit the model's inputs, or
+            ``model`` is not a valid ONNX model.
         ImportError: the ``onnx`` package is not installed.
     """
     proto = _load(model)

@@ -148,7 +148,7 @@ def test_memory_cap_below_model_needs_is_a_limit(mlp_wasm):
 def test_bad_limit_arguments():
     with pytest.raises(ValueError, match="invalid size 'lots'"):
         runtime.load(b"", max_memory="lots")
-    with pytest.raises(ValueError, match="timeout must be positive"):
+    with pytest.raises(ValueError, match="timeout must be more than 0"):
         runtime.load(b"", timeout=-1)
     with pytest.raises(ValueError, match="unknown kernels 'gpu'"):
         runtime.Session(b"", runtime.ResourceLimits(), kernels="gpu")
