@@ -2,64 +2,43 @@
 
 ``SymbolicTensor`` implements the ``__nn_function__`` protocol of ``nn._dispatch``, so every
 ``nn.functional`` primitive called with one is recorded instead of computed; composite ops
-record their primitives. Python operators on a symbolic tensor map to the primitives of
-the same name (``add``, ``mul``, ...). Branching on a symbolic tensor raises ``TraceError``.
+record their primitives. It also offers what the eager ndarray offers, with numpy's
+semantics, each written with primitives: operators, methods and properties
+(``trace_methods``), indexing (``trace_index``), and numpy's ufuncs and functions through
+numpy's own protocols (``trace_numpy``). Python that needs a tensor's values (``bool(h)``,
+``h.item()``) raises ``TraceError`` at the user's line; a comparison of a symbolic dim is
+answered over the dim's declared range (``trace_dims``).
 """
 
 from __future__ import annotations
 
 import inspect
-import os
-import traceback
 from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 
 import nn
-from nn import functional as F
 
 from . import ops
 from .errors import CompileError, TraceError, UnsupportedOpError
 from .graph import Graph, Node, Shape, Value
+from .trace_dims import SymbolicDim
+from .trace_index import getitem
+from .trace_methods import ArrayMethods
+from .trace_numpy import array_function, array_ufunc
+from .trace_source import user_frame
 
 LIST_MARK = "*"
 """Suffix of ``Node.input_names`` entries that were elements of one list argument."""
 DynamicSpec = Mapping[str, Mapping[int, tuple[str, int, int]]]
-_OWN_DIRS = tuple(os.path.dirname(os.path.abspath(m.__file__ or ""))
-                  for m in (nn, __import__("modelc")))
+__all__ = ["LIST_MARK", "DynamicSpec", "SymbolicDim", "SymbolicTensor", "Tracer", "trace",
+           "user_frame"]
 
 
-def user_frame() -> str | None:
-    """``file:line: code`` of the innermost stack frame outside ``nn`` and ``modelc``."""
-    for frame in reversed(traceback.extract_stack()):
-        path = os.path.abspath(frame.filename)
-        if not path.startswith(_OWN_DIRS) and "/_pytest/" not in path:
-            return f"{frame.filename}:{frame.lineno}: {(frame.line or '').strip()}"
-    return None
-
-
-class SymbolicDim(str):
-    """A symbolic dim as ``SymbolicTensor.shape`` hands it out: a ``str`` (its name) that
-    also routes a primitive called with it, e.g. ``slice(table, 0, 0, seq)`` on a constant
-    table, to the tracer, so the call is recorded rather than run."""
-
-    _tracer: Tracer
-
-    def __new__(cls, name: str, tracer: Tracer) -> SymbolicDim:
-        dim = super().__new__(cls, name)
-        dim._tracer = tracer
-        return dim
-
-    @classmethod
-    def __nn_function__(cls, name: str, signature: inspect.Signature,
-                        arguments: dict[str, Any]) -> Any:
-        tracer = next(a._tracer for a in _flatten(arguments.values()) if isinstance(a, cls))
-        return tracer.record(name, signature, arguments)
-
-
-class SymbolicTensor:
-    """A traced tensor: a handle on a graph value with a (possibly symbolic) shape."""
+class SymbolicTensor(ArrayMethods):
+    """A traced tensor: a handle on a graph value with a (possibly symbolic) shape, offering
+    what an ndarray offers (``trace_methods``, ``trace_index``, ``trace_numpy``)."""
 
     def __init__(self, tracer: Tracer, value: Value):
         self._tracer = tracer
@@ -70,14 +49,6 @@ class SymbolicTensor:
         return tuple(SymbolicDim(d, self._tracer) if isinstance(d, str) else d
                      for d in self.value.shape)
 
-    @property
-    def dtype(self) -> np.dtype:
-        return np.dtype(self.value.dtype)
-
-    @property
-    def ndim(self) -> int:
-        return len(self.value.shape)
-
     @classmethod
     def __nn_function__(cls, name: str, signature: inspect.Signature,
                         arguments: dict[str, Any]) -> Any:
@@ -85,44 +56,23 @@ class SymbolicTensor:
                       if isinstance(a, (cls, SymbolicDim)))
         return tracer.record(name, signature, arguments)
 
-    def _binary(self, op: str, other: Any, reflected: bool = False) -> Any:
-        fn = getattr(F, op, None)
-        if fn is None:
-            raise UnsupportedOpError(f"operator {op!r} on a traced tensor needs the primitive "
-                                     f"nn.functional.{op}, which does not exist; at "
-                                     f"{user_frame()}")
-        return fn(other, self) if reflected else fn(self, other)
+    def __getitem__(self, key: Any) -> Any:
+        return getitem(self, key)
 
-    def __add__(self, other: Any) -> Any: return self._binary("add", other)
-    def __radd__(self, other: Any) -> Any: return self._binary("add", other, True)
-    def __sub__(self, other: Any) -> Any: return self._binary("sub", other)
-    def __rsub__(self, other: Any) -> Any: return self._binary("sub", other, True)
-    def __mul__(self, other: Any) -> Any: return self._binary("mul", other)
-    def __rmul__(self, other: Any) -> Any: return self._binary("mul", other, True)
-    def __truediv__(self, other: Any) -> Any: return self._binary("div", other)
-    def __rtruediv__(self, other: Any) -> Any: return self._binary("div", other, True)
-    def __matmul__(self, other: Any) -> Any: return self._binary("matmul", other)
-    def __pow__(self, other: Any) -> Any: return self._binary("pow", other)
-    def __neg__(self) -> Any: return F.neg(self)  # type: ignore[arg-type]  # NOTE: dispatched
+    def __array_ufunc__(self, ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: Any) -> Any:
+        return array_ufunc(ufunc, method, inputs, kwargs)
 
-    def __bool__(self) -> bool:
-        raise TraceError("data-dependent control flow: the truth value of a traced tensor "
-                         f"({self.value!r}) is not known at trace time; at {user_frame()}")
-
-    def __len__(self) -> int:
-        first = self.shape[0] if self.shape else None
-        if not isinstance(first, int):
-            raise TraceError(f"len() of a traced tensor with symbolic first dim {first!r}; "
-                             f"at {user_frame()}")
-        return first
+    def __array_function__(self, func: Any, types: Any, args: tuple, kwargs: dict) -> Any:
+        return array_function(func, args, kwargs)
 
     def __array__(self, *args: Any, **kwargs: Any) -> np.ndarray:
-        raise TraceError(f"a traced tensor ({self.value!r}) was converted to a numpy array "
-                         "(a numpy call instead of an nn.functional primitive?); at "
-                         f"{user_frame()}")
+        raise TraceError(f"a traced tensor ({self.value!r}) was converted to a numpy array, "
+                         "whose values exist only at run time (np.asarray, np.array, or a "
+                         "constant array indexed by it: gather rows of a constant table with "
+                         f"nn.functional.embedding(ids, table)); at {user_frame()}")
 
     def __repr__(self) -> str:
-        return f"SymbolicTensor({self.value!r}, shape={list(self.shape)})"
+        return f"SymbolicTensor({self.value!r}, shape={list(self.value.shape)})"
 
 
 def _flatten(values: Any) -> list[Any]:
@@ -135,10 +85,18 @@ def _flatten(values: Any) -> list[Any]:
 class Tracer:
     """Builds a ``Graph`` as primitives are called on its symbolic tensors."""
 
-    def __init__(self, graph: Graph):
+    def __init__(self, graph: Graph, *, guard_dims: bool = False):
+        """Args:
+            guard_dims: answer comparisons of symbolic dims with ints over their declared
+                ranges (a user's forward); off, they compare as the dim's name (str), as the
+                ONNX importer and the passes that re-trace rely on.
+        """
         self.graph = graph
+        self.guard_dims = guard_dims
         self._counts: dict[str, int] = {}
-        self._constants: dict[int, Value] = {}
+        # NOTE: keyed by id(), so each entry keeps its array alive: a freed temporary's id
+        # could otherwise be reused by a different array.
+        self._constants: dict[int, tuple[np.ndarray, Value]] = {}
 
     def fresh(self, base: str) -> str:
         self._counts[base] = self._counts.get(base, 0) + 1
@@ -152,9 +110,9 @@ class Tracer:
     def constant(self, array: np.ndarray) -> Value:
         if id(array) not in self._constants:
             data = np.asarray(array)
-            self._constants[id(array)] = Value(self.fresh("const"), tuple(data.shape),
-                                               str(data.dtype), data=data)
-        return self._constants[id(array)]
+            self._constants[id(array)] = (array, Value(self.fresh("const"), tuple(data.shape),
+                                                       str(data.dtype), data=data))
+        return self._constants[id(array)][1]
 
     def record(self, op: str, signature: inspect.Signature, arguments: dict[str, Any]) -> Any:
         source = user_frame()
@@ -271,14 +229,18 @@ def trace(model: nn.Module, example_inputs: Any, dynamic: DynamicSpec | None = N
     if unknown:
         raise ValueError(f"dynamic names inputs {unknown} that are not among {sorted(named)}")
     graph = Graph()
-    tracer = Tracer(graph)
+    tracer = Tracer(graph, guard_dims=True)
     args = {name: tracer.input(name, _symbolic_shape(name, a, dynamic.get(name, {}), graph.dims),
                                str(a.dtype))
             for name, a in named.items()}
-    if isinstance(example_inputs, Mapping) and _takes_keywords(model, args):
-        result = model(**args)
-    else:
-        result = model(*args.values())
+    try:
+        if isinstance(example_inputs, Mapping) and _takes_keywords(model, args):
+            result = model(**args)
+        else:
+            result = model(*args.values())
+    finally:
+        # Dims recorded in node attrs outlive the forward; the passes compare them as names.
+        tracer.guard_dims = False
     if isinstance(result, SymbolicTensor):
         result = {"output0": result}
     elif isinstance(result, (tuple, list)):

@@ -165,9 +165,21 @@ _LIMIT_ERRORS = ((re.compile(r"memory minimum size .* exceeds memory limits|memo
                  (re.compile(r"instance count"), "instances"))
 
 
+def _function(frame: wasmtime.Frame) -> str:
+    """``module!function`` as the modules' name sections call them."""
+    return f"{frame.module_name or '?'}!{frame.func_name or f'func[{frame.func_index}]'}"
+
+
 def _frames(trap: wasmtime.Trap) -> list[str]:
-    return [f"{frame.module_name or '?'}!{frame.func_name or f'func[{frame.func_index}]'}"
-            f"+0x{frame.module_offset:x}" for frame in trap.frames]
+    return [f"{_function(frame)}+0x{frame.module_offset:x}" for frame in trap.frames]
+
+
+def _trap(code: str, reason: str, trap: wasmtime.Trap) -> Trap:
+    """A ``Trap`` whose message names the innermost function, e.g. ``out_of_bounds in
+    wasmnn_kernels_v2!f32_gather: <wasmtime's reason>``."""
+    frames = trap.frames
+    where = f"{code} in {_function(frames[0])}: " if frames else ""
+    return Trap(code, where + reason, _frames(trap))
 
 
 def _reason(text: str) -> str:
@@ -226,8 +238,9 @@ def translate(error: BaseException, limits: ResourceLimits, shares: Shares | Non
               ) -> Exception:
     """Our exception for anything a guest call or instantiation raised: ``ExitTrap`` for
     ``proc_exit``, ``LimitExceeded`` for a time, fuel, memory, table or instance cap, ``Trap``
-    with a code from ``TRAP_CODES`` for the rest. Other exceptions (a host function's own)
-    are returned unchanged."""
+    with a code from ``TRAP_CODES`` for the rest, its message naming the innermost function
+    (``unreachable in wasmnn_kernels_v2!f32_gather: ...``) and ``frames`` the whole
+    backtrace. Other exceptions (a host function's own) are returned unchanged."""
     if isinstance(error, ProcExit):
         return ExitTrap(error.code)
     if isinstance(error, KernelFault):
@@ -245,7 +258,7 @@ def translate(error: BaseException, limits: ResourceLimits, shares: Shares | Non
         reason = _reason(error.message or "trap")
         if code is None:
             return _untyped(reason, _frames(error))
-        return Trap(_TRAP_CODES.get(code, "unknown"), reason, _frames(error))
+        return _trap(_TRAP_CODES.get(code, "unknown"), reason, error)
     if isinstance(error, wasmtime.WasmtimeError):
         reason = _reason(str(error))
         for pattern, limit in _LIMIT_ERRORS:

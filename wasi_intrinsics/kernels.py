@@ -57,7 +57,8 @@ def _special(name: str) -> Callable[[np.ndarray], np.ndarray]:
 NUMPY_FUNCTIONS: dict[str, Callable[..., np.ndarray]] = {
     "max": np.maximum, "min": np.minimum, "abs": np.abs, "sqrt": np.sqrt, "exp": np.exp,
     "log": np.log, "tanh": np.tanh, "erf": lambda x: _special("erf")(x),
-    "erfc": lambda x: _special("erfc")(x),
+    "erfc": lambda x: _special("erfc")(x), "floor": np.floor, "ceil": np.ceil,
+    "round": np.round, "sin": np.sin, "cos": np.cos,
 }
 """The formula language's functions (``wasm_kernels.formula``) on numpy arrays."""
 
@@ -132,17 +133,19 @@ def _strided(ctx: HostContext, pointer: int, dims: tuple[int, ...],
 
 
 def _broadcast(spec: abi.KernelSpec) -> Callable[..., None]:
-    """The binary and compare families: ``spec.formula`` of the broadcast float operands
-    ``a`` and ``b``, stored as ``spec.dtypes[1]``."""
+    """The binary and compare families: ``spec.formula`` of the broadcast operands ``a`` and
+    ``b`` (of ``spec.dtypes[0]``), stored as ``spec.dtypes[1]``."""
     rank = abi.BROADCAST_RANK
-    out_dtype = _element(spec.dtypes[1])
+    in_dtype, out_dtype = (_element(d) for d in spec.dtypes)
 
     def run(ctx: HostContext, *args: int) -> None:
         arg = dict(zip(spec.params, args))
         memory = ctx.memory
         dims = tuple(arg[f"d{i}"] for i in range(rank))
-        a = _strided(ctx, arg["a"], dims, tuple(arg[f"as{i}"] for i in range(rank)))
-        b = _strided(ctx, arg["b"], dims, tuple(arg[f"bs{i}"] for i in range(rank)))
+        a = _strided(ctx, arg["a"], dims, tuple(arg[f"as{i}"] for i in range(rank)),
+                     in_dtype)
+        b = _strided(ctx, arg["b"], dims, tuple(arg[f"bs{i}"] for i in range(rank)),
+                     in_dtype)
         with np.errstate(all="ignore"):
             out = formula.evaluate(spec.formula, {"a": a, "b": b}, NUMPY_FUNCTIONS)
         _tensor(memory, arg["y"], dims, out_dtype)[...] = out
@@ -187,11 +190,14 @@ def _cast(spec: abi.KernelSpec) -> Callable[..., None]:
         values = _tensor(ctx.memory, x, (n,), source)
         if source.kind == "u" or target.kind == "u":  # a bool byte on either side
             values = values != 0
-        elif target.kind == "i":
-            # toward zero, saturating, NaN -> 0, as i64.trunc_sat_f32_s
+        elif source.kind == "f" and target.kind == "i":
+            # toward zero, saturating, NaN -> 0, as i64.trunc_sat_f32_s / i32.trunc_sat_f32_s
+            info = np.iinfo(target)
             wide = np.nan_to_num(np.trunc(values.astype(np.float64)), nan=0.0)
-            clipped = np.clip(wide, -2.0 ** 63, np.nextafter(2.0 ** 63, 0)).astype(np.int64)
-            values = np.where(wide >= 2.0 ** 63, np.iinfo(np.int64).max, clipped)
+            clipped = np.clip(wide, info.min, np.nextafter(float(info.max) + 1, 0))
+            values = np.where(wide >= float(info.max) + 1, info.max, clipped.astype(target))
+        elif source.kind == target.kind == "i":
+            values = values.astype(target)  # sign-extends, or wraps to the low bits
         _tensor(ctx.memory, y, (n,), target)[...] = values
 
     return cast
@@ -208,6 +214,18 @@ def _gather(ctx: HostContext, table: int, index: int, y: int, count: int, rows: 
         raise OperandFault(_BAD_INDEX, f"index {int(indices[bad][0])} is outside [0, {rows})")
     out = _tensor(ctx.memory, y, (count, dim))  # NOTE: checked before the rows are copied
     out[...] = _tensor(ctx.memory, table, (rows, dim))[indices]
+
+
+def _resample(ctx: HostContext, x: int, index: int, weight: int, y: int, outer: int, n: int,
+              on: int, inner: int, taps: int) -> None:
+    rows = _tensor(ctx.memory, index, (taps, on), np.dtype("<i4")).T
+    bad = (rows < 0) | (rows >= n)
+    if bad.any():
+        raise OperandFault("out_of_bounds", f"f32_resample: row {int(rows[bad][0])} is outside "
+                           f"[0, {n})")
+    weights = _tensor(ctx.memory, weight, (taps, on)).T[None, :, :, None]
+    gathered = _tensor(ctx.memory, x, (outer, n, inner))[:, rows, :]  # (outer, on, taps, inner)
+    _tensor(ctx.memory, y, (outer, on, inner))[...] = (gathered * weights).sum(axis=2)
 
 
 def _windows(ctx: HostContext, x: np.ndarray, kernel: tuple[int, int],
@@ -330,15 +348,17 @@ def _copy(spec: abi.KernelSpec) -> Callable[..., None]:
 
 def _where(spec: abi.KernelSpec) -> Callable[..., None]:
     rank = abi.BROADCAST_RANK
+    # NOTE: elements move bit for bit, as the wasm kernel's loads and select do.
+    dtype = np.dtype(f"<u{_element(spec.dtypes[0]).itemsize}")
 
     def where(ctx: HostContext, *args: int) -> None:
         arg = dict(zip(spec.params, args))
         dims = tuple(arg[f"d{i}"] for i in range(rank))
         strides = {t: tuple(arg[f"{t}s{i}"] for i in range(rank)) for t in "cab"}
         cond = _strided(ctx, arg["cond"], dims, strides["c"], np.dtype("u1"))
-        a = _strided(ctx, arg["a"], dims, strides["a"])
-        b = _strided(ctx, arg["b"], dims, strides["b"])
-        _tensor(ctx.memory, arg["y"], dims)[...] = np.where(cond != 0, a, b)
+        a = _strided(ctx, arg["a"], dims, strides["a"], dtype)
+        b = _strided(ctx, arg["b"], dims, strides["b"], dtype)
+        _tensor(ctx.memory, arg["y"], dims, dtype)[...] = np.where(cond != 0, a, b)
 
     return where
 
@@ -406,13 +426,22 @@ def _cell(spec: abi.KernelSpec) -> Callable[..., None]:
     return cell
 
 
+def _topk(ctx: HostContext, x: int, values: int, indices: int, outer: int, n: int,
+          inner: int, k: int, largest: int) -> None:
+    data = _tensor(ctx.memory, x, (outer, n, inner))
+    order = np.argsort(-data if largest else data, axis=1, kind="stable")[:, :k]
+    _tensor(ctx.memory, indices, (outer, k, inner), np.dtype("<i8"))[...] = order
+    _tensor(ctx.memory, values, (outer, k, inner))[...] = np.take_along_axis(data, order, 1)
+
+
 FAMILIES: dict[str, Callable[[abi.KernelSpec], Callable[..., None]]] = {
     "gemm": _gemm, "linear": _gemm, "unary": _unary, "binary": _broadcast, "reduce": _reduce,
     "rowwise": lambda spec: ROWWISE[spec.op],
     "cast": _cast, "gather": lambda spec: _gather, "conv": _conv, "pool": _pool,
     "movement": lambda spec: _copy(spec) if spec.op == "copy" else _where(spec),
     "norm": lambda spec: _group_norm, "conv_transpose": lambda spec: _conv_transpose,
-    "compare": _broadcast, "recurrent": _cell,
+    "compare": _broadcast, "recurrent": _cell, "resample": lambda spec: _resample,
+    "integer": _broadcast, "topk": lambda spec: _topk,
 }
 
 

@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 from wasm_kernels.wasm import WasmFormatError, read_module
+from wasm_kernels.wasm.text import module_text
 
 from .. import metadata as md
 from ..errors import ModelFormatError, one_line
@@ -23,6 +24,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="print one JSON object (metadata plus imports and exports)")
     parser.add_argument("--graph", action="store_true",
                         help="print the optimised graph the model was compiled from")
+    parser.add_argument("--wat", action="store_true",
+                        help="print the whole module in the WebAssembly text format "
+                             "(names from its name section; wat2wasm reads it back)")
     parser.set_defaults(handler=inspect)
 
 
@@ -33,6 +37,9 @@ def inspect(args: argparse.Namespace) -> int:
     data = path.read_bytes()
     try:
         info = read_module(data)
+        if args.wat:
+            print(module_text(data), end="")
+            return 0
     except WasmFormatError as err:
         raise ModelFormatError(f"{str(path)!r} is not valid WebAssembly: {err}") from None
     payload = info.custom(md.SECTION)

@@ -57,6 +57,15 @@ def test_traps_map_to_the_taxonomy(body, code, message):
     assert info.value.frames and "+0x" in info.value.frames[0]
 
 
+def test_a_trap_message_names_the_innermost_function():
+    wat = '''(module $outer (func $inner unreachable)
+             (func (export "run") (call $inner)))'''
+    with pytest.raises(Trap, match=r"^unreachable in outer!inner: wasm trap: ") as info:
+        run(Compartment(), wat)
+    assert [frame.split("+")[0] for frame in info.value.frames] == ["outer!inner",
+                                                                    "outer!func[1]"]
+
+
 def test_an_uncaught_exception_is_a_trap():
     wat = '(module (tag $t (param i32)) (func (export "run") (throw $t (i32.const 7))))'
     with pytest.raises(Trap, match=r"uncaught wasm exception") as info:

@@ -186,8 +186,8 @@ def test_unresolvable_imports_are_all_listed(mlp_wasm):
     builder.import_func(abi.MODULE, "f32_nope", FuncType(("i32",), ()))
     builder.import_func(abi.MODULE, "f32_gemm", FuncType(("i32",), ()))
     builder.import_func("evil", "system", FuncType((), ()))
-    builder.add_function(FuncType(("i32",), ("i32",)), Code(("i32",)).emit("i32.const", 0),
-                         export="run")
+    builder.add_function(FuncType(("i32",), ("i32",)),
+                         Code(("i32",), ("i32",)).emit("i32.const", 0), export="run")
     wasm = _with_metadata(b"\0asm\x01\0\0\0\x00\x01\x00" + builder.encode()[8:], _meta(mlp_wasm))
     with pytest.raises(LinkError, match=r"(?s)3 import\(s\).*f32_nope.*unknown import.*"
                                         r"f32_gemm: expected \(i32\) -> \(\), got \(i32, i32"

@@ -1,0 +1,116 @@
+"""``np.einsum`` on traced tensors, as reductions, permutes, reshapes and one ``matmul`` (or
+a broadcast ``mul`` when nothing is contracted) per pair of operands, left to right.
+
+Written with ndarray methods, so an operand may be a traced tensor or a constant array.
+Covered: explicit and implicit outputs, any number of operands, sums over indices one
+operand alone carries. Not covered: ``...`` and repeated indices within an operand
+(diagonals); both raise ``TraceError``.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from nn import functional as F
+
+from .trace_math import arithmetic, matmul
+from .trace_source import unsupported
+
+
+def _parse(subscripts: Any, operands: tuple[Any, ...]) -> tuple[list[str], str]:
+    if not isinstance(subscripts, str):
+        raise unsupported("np.einsum in the interleaved (operand, axes) form",
+                          "pass a subscripts string such as 'bij,bjk->bik'")
+    spec = subscripts.replace(" ", "")
+    if "." in spec:
+        raise unsupported(f"np.einsum({subscripts!r}) with '...'", "name every axis")
+    inputs, arrow, output = spec.partition("->")
+    terms = inputs.split(",")
+    if len(terms) != len(operands):
+        raise ValueError(f"einsum {subscripts!r} names {len(terms)} operands, "
+                         f"got {len(operands)}")
+    for term, operand in zip(terms, operands):
+        if len(term) != np.ndim(operand):
+            raise ValueError(f"einsum term {term!r} has {len(term)} indices for an operand "
+                             f"of rank {np.ndim(operand)}")
+        if len(set(term)) != len(term):
+            raise unsupported(f"np.einsum({subscripts!r}) with a repeated index in {term!r} "
+                              "(a diagonal)", "take the diagonal with a mask and a sum")
+    if not arrow:
+        output = "".join(sorted(c for c in set(inputs) - {","} if inputs.count(c) == 1))
+    return terms, output
+
+
+def _sum_out(x: Any, term: str, keep: set[str]) -> tuple[Any, str]:
+    axes = tuple(i for i, c in enumerate(term) if c not in keep)
+    if not axes:
+        return x, term
+    return x.sum(axis=axes), "".join(c for c in term if c in keep)
+
+
+def _arrange(x: Any, term: str, order: str) -> Any:
+    """``x`` with its axes (named by ``term``) permuted into ``order``."""
+    perm = [term.index(c) for c in order]
+    return x if perm == sorted(perm) else x.transpose(perm)
+
+
+def _merged(sizes: list[Any], what: str) -> Any:
+    if len(sizes) <= 1:
+        return sizes[0] if sizes else 1
+    if any(isinstance(s, str) for s in sizes):
+        raise unsupported(f"np.einsum merging the {what} indices of sizes {sizes}, one "
+                          "symbolic", "give the symbolic axis its own index in both "
+                          "operands (a batch index) or use matmul")
+    return math.prod(sizes)
+
+
+def _reshaped(x: Any, shape: list[Any]) -> Any:
+    same = [str(d) for d in x.shape] == [str(d) for d in shape]
+    return x if same else x.reshape(tuple(shape))
+
+
+def _contract(a: Any, ia: str, b: Any, ib: str, needed: str) -> tuple[Any, str]:
+    """The product of two operands, summed over the indices no later term needs."""
+    a, ia = _sum_out(a, ia, set(ib) | set(needed))
+    b, ib = _sum_out(b, ib, set(ia) | set(needed))
+    batch = [c for c in ia if c in ib and c in needed]
+    inner = [c for c in ia if c in ib and c not in needed]
+    left = [c for c in ia if c not in ib]
+    right = [c for c in ib if c not in ia]
+    size = {**dict(zip(ib, b.shape)), **dict(zip(ia, a.shape))}
+    a = _arrange(a, ia, "".join(batch + left + inner))
+    b = _arrange(b, ib, "".join(batch + inner + right))
+    lead = [size[c] for c in batch]
+    out = "".join(batch + left + right)
+    if not inner:
+        a = _reshaped(a, lead + [size[c] for c in left] + [1] * len(right))
+        b = _reshaped(b, lead + [1] * len(left) + [size[c] for c in right])
+        return arithmetic(F.mul, a, b), out
+    # Row indices stay separate axes (matmul broadcasts over them); the summed and column
+    # indices merge into one axis each.
+    rows = [size[c] for c in left] or [1]
+    depth = _merged([size[c] for c in inner], "summed")
+    cols = _merged([size[c] for c in right], "column")
+    a = _reshaped(a, lead + rows + [depth])  # (*batch, *M, K)
+    b = _reshaped(b, lead + [1] * (len(rows) - 1 if lead else 0) + [depth, cols])
+    product = matmul(a, b)  # (*batch, *M, N)
+    return _reshaped(product, lead + [size[c] for c in left + right]), out
+
+
+def einsum(subscripts: Any, *operands: Any) -> Any:
+    """``np.einsum(subscripts, *operands)`` written with primitives.
+
+    Raises:
+        TraceError: the interleaved form, ``...``, or a repeated index within a term.
+        ValueError: terms that do not match the operands.
+    """
+    terms, output = _parse(subscripts, operands)
+    acc, term = operands[0], terms[0]
+    for k in range(1, len(terms)):
+        needed = "".join(terms[k + 1:]) + output
+        acc, term = _contract(acc, term, operands[k], terms[k], needed)
+    acc, term = _sum_out(acc, term, set(output))
+    return _arrange(acc, term, output)
