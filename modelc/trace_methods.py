@@ -19,8 +19,17 @@ from nn import functional as F
 
 from .errors import CompileError, TraceError
 from .graph import Shape
-from .trace_math import (arithmetic, dot_product, floor, logical, matmul, normalize_axes,
-                         power, promote, round_half_even)
+from .trace_math import (
+    arithmetic,
+    dot_product,
+    floor,
+    logical,
+    matmul,
+    normalize_axes,
+    power,
+    promote,
+    round_half_even,
+)
 from .trace_reductions import Reductions
 from .trace_source import data_dependent, unsupported, user_frame
 

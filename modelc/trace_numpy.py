@@ -21,8 +21,18 @@ from nn._dispatch import is_primitive
 
 from .trace_einsum import einsum as traced_einsum
 from .trace_index import gather, getitem
-from .trace_math import (arithmetic, as_float, dot_product, floor, logical, matmul,
-                         normalize_axes, power, promote, round_half_even)
+from .trace_math import (
+    arithmetic,
+    as_float,
+    dot_product,
+    floor,
+    logical,
+    matmul,
+    normalize_axes,
+    power,
+    promote,
+    round_half_even,
+)
 from .trace_methods import ArrayMethods
 from .trace_source import data_dependent, unsupported
 

@@ -32,7 +32,7 @@ class Reductions(Traced):
         if where is not True:
             if name != "sum":
                 raise unsupported(f"{name}(where=...)", "select first with np.where(mask, x, "
-                                  f"fill), then reduce")
+                                  "fill), then reduce")
             x = F.where(where, x, 0.0)
         axes = normalize_axes(axis, x.ndim)
         expected = getattr(np, name)(np.zeros((1,), x.dtype)).dtype
