@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: demo test wabt wasi-toolchain clean
+.PHONY: demo demo-web test wabt wasi-toolchain chromium clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -30,10 +30,24 @@ wasi-toolchain:
 	  $(SUDO) apt-get update -qq && \
 	  $(SUDO) apt-get install -y -qq clang lld wasi-libc libclang-rt-14-dev-wasm32; }
 
+# Debian's Chromium runs the browser tests headless (they skip, saying why, without it).
+chromium:
+	@command -v chromium >/dev/null 2>&1 || { \
+	  echo "chromium not found: installing Debian's chromium with apt-get"; \
+	  $(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq chromium \
+	  || echo "chromium could not be installed: the browser tests will be skipped"; }
+
 demo: $(VENV)/.demo-installed wabt
 	$(PY) examples/digits/demo.py
 
-test: $(VENV)/.test-installed wabt wasi-toolchain
+# The live digits page (examples/web) on http://127.0.0.1:8000/.
+demo-web: $(VENV)/.demo-installed
+	$(PY) examples/web/serve.py
+
+# Lint and type-check the five packages first (settings in pyproject.toml), then the suite.
+test: $(VENV)/.test-installed wabt wasi-toolchain chromium
+	$(PY) -m ruff check nn modelc runtime wasi_intrinsics wasm_kernels
+	$(PY) -m mypy
 	$(PY) -m pytest -q
 
 clean:

@@ -40,7 +40,7 @@ def bench(repeat: int) -> None:
     import torch  # an extra, only for the peer column
 
     torch.set_num_threads(1)
-    variants = {isa: Variant(isa, pages=400) for isa in wasm_kernels.ISAS}
+    variants = {isa: Variant(isa, pages=400) for isa in wasm_kernels.ISA_NAMES}
     simd = [isa for isa in variants if isa != "scalar"]
     print(f"conv_transpose2d GFLOPS (median of {repeat}), batch 1")
     print(f"{'shape':>20}" + "".join(f"{isa:>10}" for isa in variants) + f"{'torch-1t':>10}"

@@ -118,7 +118,7 @@ def ratio(times: dict[str, list[float]], name: str, base: str) -> float:
 
 
 def bench_gemm(repeat: int) -> None:
-    variants = {isa: Variant(isa, pages=400) for isa in wasm_kernels.ISAS}
+    variants = {isa: Variant(isa, pages=400) for isa in wasm_kernels.ISA_NAMES}
     simd = [isa for isa in variants if isa != "scalar"]
     native = native_linear()
     peers = (["native128"] if native else []) + ["numpy"]
@@ -177,7 +177,7 @@ def bench_conv(repeat: int) -> None:
     import torch  # an extra, only for this section
 
     torch.set_num_threads(1)
-    variants = {isa: Variant(isa, pages=400) for isa in wasm_kernels.ISAS}
+    variants = {isa: Variant(isa, pages=400) for isa in wasm_kernels.ISA_NAMES}
     simd = [isa for isa in variants if isa != "scalar"]
     refs = [(kernel, isa) for isa in simd for kernel in ("gemm", "linear")]
     print(f"conv2d GFLOPS (median of {repeat}), batch 1; conv/gemm and conv/linear: the conv "

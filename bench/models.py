@@ -1,4 +1,4 @@
-"""The CNNs and the MLP that ``peers.py`` measures, written once against either library.
+"""The CNNs, the MLP and the LSTM that ``peers.py`` measures, written once against either library.
 
 ``nn`` mirrors ``torch.nn`` (class names, constructor arguments, parameter and buffer names),
 so each architecture is a function of the library it is built from: ``resnet18(nn)`` and
@@ -24,6 +24,22 @@ def mlp(lib: ModuleType) -> Any:
     """784 -> 1024 -> 1024 -> 10 with ReLU: an MNIST-sized classifier."""
     return lib.Sequential(lib.Linear(784, 1024), lib.ReLU(), lib.Linear(1024, 1024),
                           lib.ReLU(), lib.Linear(1024, 10))
+
+
+def lstm(lib: ModuleType, inputs: int = 64, hidden: int = 128) -> Any:
+    """One LSTM layer (64 features in, hidden 128) returning the output of every step."""
+
+    base: Any = lib.Module
+
+    class Recurrent(base):
+        def __init__(self) -> None:
+            super().__init__()
+            self.lstm = lib.LSTM(inputs, hidden)
+
+        def forward(self, x: Any) -> Any:
+            return self.lstm(x)[0]  # (T, B, hidden)
+
+    return Recurrent()
 
 
 def resnet18(lib: ModuleType, num_classes: int = 1000) -> Any:

@@ -150,7 +150,7 @@ def profile(graph: Graph, inputs: dict[str, np.ndarray], isa: str, runs: int
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", default="minilm-b1", choices=sorted(peers.MODELS))
-    parser.add_argument("--isa", default="relaxed", choices=wasm_kernels.ISAS)
+    parser.add_argument("--isa", default="relaxed", choices=wasm_kernels.ISA_NAMES)
     parser.add_argument("--runs", type=int, default=7)
     parser.add_argument("--onnx", help="profile this ONNX export of the model instead")
     args = parser.parse_args()

@@ -1,5 +1,5 @@
 """wasmnn beside its peers, in one run: ONNX Runtime native, ONNX Runtime Web's WASM backend
-under Node, and PyTorch on the CPU, on MiniLM, ResNet-18, MobileNetV2 and an MLP.
+under Node, and PyTorch on the CPU, on MiniLM, ResNet-18, MobileNetV2, an MLP and an LSTM.
 
     .venv/bin/python bench/peers.py [--models minilm-b1,mlp] [--runtimes wasmnn,ort]
                                     [--threads 1,2] [--repeat 20] [--budget 8] [--json out.json]
@@ -72,10 +72,11 @@ MODELS = {
     "resnet18": ModelSpec("resnet18", _image((1, 3, 224, 224))),
     "mobilenet_v2": ModelSpec("mobilenet_v2", _image((1, 3, 224, 224))),
     "mlp": ModelSpec("mlp", _image((32, 784))),
+    "lstm": ModelSpec("lstm", _image((100, 1, 64))),
 }
 TITLES = {"minilm-b1": "MiniLM b1 s128", "minilm-b8": "MiniLM b8 s128",
           "resnet18": "ResNet-18 1x3x224²", "mobilenet_v2": "MobileNetV2 1x3x224²",
-          "mlp": "MLP 32x784"}
+          "mlp": "MLP 32x784", "lstm": "LSTM h128 T100 B1"}
 
 
 # ---------------------------------------------------------------- torch models

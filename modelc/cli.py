@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from .export import TARGETS, WEB_LOADER
 from .onnx import DEFAULT_DIM_RANGE
 
 _DYNAMIC = re.compile(r"^(\w+):(-?\d+)=(\w+):(\d+):(\d+)$")
@@ -45,6 +46,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="link the kernels in and import only WASI: the module reads .npy "
                              "inputs on stdin and writes .npy outputs on stdout under any WASI "
                              "engine (wasmtime, Node, wasmnn wasi run)")
+    parser.add_argument("--target", choices=TARGETS, default=None,
+                        help="where the module runs: wasmnn (the runtime links the kernels; "
+                             "the default), wasi (= --standalone) or web (a standalone module "
+                             "plus wasmnn.js, the ES module that runs it in a page, a Web "
+                             "Worker or Node, written beside OUT.wasm)")
     parser.add_argument("--sidecar", action="store_true",
                         help="write the weights to OUT.weights beside the module instead of "
                              "embedding them (for large models); wasmnn run finds the file")
@@ -160,8 +166,10 @@ def export_command(args: argparse.Namespace) -> int:
             (model, inputs), dynamic = _python_model(args), _dynamic(args.dynamic) or None
         wasm = export(model, inputs, args.output, dynamic=dynamic,
                       standalone=args.standalone, isa=args.isa,
-                      sidecar=args.sidecar)
+                      sidecar=args.sidecar, target=args.target)
     except UnsupportedOpError as err:
         raise NotImplementedError(str(err)) from err
     print(f"wrote {args.output} ({len(wasm)} bytes)")
+    if args.target == "web":
+        print(f"wrote {Path(args.output).parent / WEB_LOADER.name} (the loader)")
     return 0

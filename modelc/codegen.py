@@ -24,7 +24,7 @@ from wasm_kernels.wasm import Code, FuncType, Limits, MemoryType, ModuleBuilder
 
 from . import ops
 from .errors import CompileError
-from .graph import Graph, Shape, Value
+from .graph import Graph, Node, Shape, Value
 from .metadata import SECTION, encode_metadata
 
 SCRATCH_BYTES = 16
@@ -55,6 +55,7 @@ class LowerContext:
         self.records: list[tuple[Any, ...]] = []
         self.weights = bytearray()
         self.kernels: list[str] = []
+        self.locals = 0
         self._constant_offsets: dict[int, int] = {}
 
     def push(self, number: int) -> None:
@@ -82,7 +83,7 @@ class LowerContext:
 
     def address(self, value: Value) -> None:
         """Push the address of ``value``: a weight for constants, else its arena slot."""
-        if value.is_constant:
+        if value.data is not None:
             if id(value) not in self._constant_offsets:
                 self._constant_offsets[id(value)] = self._place(storage(value.data))
             self.records.append(("weight", self._constant_offsets[id(value)]))
@@ -103,6 +104,19 @@ class LowerContext:
         self.push(itemsize)
         self.records.append(("i32.mul",))
         self.records.append(("i32.add",))
+
+    def emit(self, op: str, *args: object) -> None:
+        """Record one plain instruction (control flow, locals) for ``run``."""
+        self.records.append((op, *args))
+
+    def local(self) -> int:
+        """A new i32 local of ``run`` (e.g. a loop counter); returns its index."""
+        self.locals += 1
+        return len(self.dim_params) + self.locals - 1
+
+    def scratch(self, node: Node, index: int = 0) -> None:
+        """Push the address of ``node``'s scratch buffer ``index`` (``OpDef.scratch``)."""
+        self.records.append(("arena", self.graph.meta["scratch"][(id(node), index)]))
 
     def call(self, kernel: str) -> None:
         """Call kernel ``kernel`` of the ABI with the arguments pushed so far."""
@@ -175,6 +189,8 @@ def run_function(ctx: LowerContext, layout: Layout, kernel_index: dict[str, int]
     then make the kernel calls and return 0."""
     graph = ctx.graph
     code = Code(("i32",) * len(graph.dims))
+    for _ in range(ctx.locals):
+        code.local("i32")
     for param, (name, (low, high)) in enumerate(graph.dims.items()):
         assert fd_write is not None
         code.emit("local.get", param).emit("i32.const", low).emit("i32.lt_u")

@@ -15,6 +15,12 @@ from .passes import optimize
 from .standalone import generate_standalone
 from .trace import DynamicSpec, trace
 
+TARGETS = ("wasmnn", "wasi", "web")
+"""Where an exported module runs: the wasmnn runtime (kernels linked at load time), any
+WASI engine (``standalone``), or a web page / Worker / Node through ``wasmnn.js``."""
+WEB_LOADER = Path(__file__).parent / "web" / "wasmnn.js"
+"""The dependency-free ES module that runs a ``target="web"`` export in a browser."""
+
 
 def producer() -> str:
     try:
@@ -38,7 +44,8 @@ def sidecar_path(path: str | os.PathLike[str]) -> Path:
 
 def export(model: nn.Module | Graph | str | os.PathLike[str], example_inputs: Any = None,
            path: str | os.PathLike[str] | None = None, *, dynamic: DynamicSpec | None = None,
-           standalone: bool = False, isa: str = "simd128", sidecar: bool = False) -> bytes:
+           standalone: bool = False, isa: str = "simd128", sidecar: bool = False,
+           target: str | None = None) -> bytes:
     """Compile ``model`` to a WebAssembly model module and return its bytes.
 
     Args:
@@ -55,12 +62,20 @@ def export(model: nn.Module | Graph | str | os.PathLike[str], example_inputs: An
             the default) or ``"relaxed"`` (relaxed SIMD) or ``"scalar"``.
         sidecar: keep the weights out of the module, in ``sidecar_path(path)`` (for models
             too large to embed comfortably); the runtime reads and checks that file at load.
+        target: one of ``TARGETS``. ``"wasi"`` is ``standalone=True``. ``"web"`` is a
+            standalone module for a web page, a Web Worker or Node; with ``path``, the
+            loader ``wasmnn.js`` (``WEB_LOADER``) is written beside it.
 
     Raises:
         TraceError, UnsupportedOpError, CompileError: the model cannot be compiled; the
             message names the op and the user's source line.
-        ValueError: ``sidecar`` without ``path``, or with ``standalone``.
+        ValueError: ``sidecar`` without ``path``, or with ``standalone``; an unknown
+            ``target``.
+        TypeError: ``model`` is none of a module, a graph or an ``.onnx`` path.
     """
+    if target is not None and target not in TARGETS:
+        raise ValueError(f"unknown target {target!r}; available: {list(TARGETS)}")
+    standalone = standalone or target in ("wasi", "web")
     if sidecar and (path is None or standalone):
         raise ValueError("sidecar=True needs a path to write next to, and a non-standalone "
                          "module (a standalone module carries its weights)")
@@ -70,8 +85,11 @@ def export(model: nn.Module | Graph | str | os.PathLike[str], example_inputs: An
         graph = from_onnx(model, example_inputs, dynamic)
     elif isinstance(model, Graph):
         graph = model
-    else:
+    elif isinstance(model, nn.Module):
         graph = trace(model, example_inputs, dynamic)
+    else:
+        raise TypeError(f"expected an nn.Module, a Graph or a path to an .onnx file, got "
+                        f"{model!r}")
     if sidecar:
         assert path is not None
         weights_file = sidecar_path(path)
@@ -82,4 +100,6 @@ def export(model: nn.Module | Graph | str | os.PathLike[str], example_inputs: An
     if path is not None:
         with open(path, "wb") as out:
             out.write(wasm)
+        if target == "web":
+            (Path(path).parent / WEB_LOADER.name).write_bytes(WEB_LOADER.read_bytes())
     return wasm

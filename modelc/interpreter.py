@@ -78,7 +78,8 @@ def interpret(graph: Graph, inputs: Mapping[str, np.ndarray]) -> dict[str, np.nd
     last_use = {id(v): i for i, n in enumerate(graph.nodes) for v in n.inputs}
     keep = {id(v) for v in graph.outputs.values()}
     for index, node in enumerate(graph.nodes):
-        values = [value.data if value.is_constant else env[id(value)] for value in node.inputs]
+        values = [value.data if value.data is not None else env[id(value)]
+                  for value in node.inputs]
         try:
             results = run_node(node, values, dims)
             for value, result in zip(node.outputs, results if len(node.outputs) > 1

@@ -281,7 +281,7 @@ def _start_function(graph: Graph, layout: Layout, strings: _Strings, fn: dict[st
 
     # 4. one .npy per output: header built at `header`, then the data.
     prefix = b"\x93NUMPY\x01\x00\x00\x00{'descr': '<f4', 'fortran_order': False, 'shape': ("
-    for name, value_ in graph.outputs.items():
+    for value_ in graph.outputs.values():
         pointer, size = strings(prefix)
         a.const(header).const(pointer).const(size)("memory.copy")
         a.const(header + size)("local.set", q)

@@ -76,7 +76,7 @@ class SymbolicTensor(ArrayMethods):
 
 
 def _flatten(values: Any) -> list[Any]:
-    out = []
+    out: list[Any] = []
     for v in values:
         out.extend(v if isinstance(v, (list, tuple)) else [v])
     return out
@@ -151,6 +151,15 @@ class Tracer:
         self.graph.nodes.append(node)
         outs = [SymbolicTensor(self, v) for v in node.outputs]
         return outs[0] if len(outs) == 1 else tuple(outs)
+
+
+def _leaves(result: tuple | list) -> list[Any]:
+    """The items of a nested tuple result in order: ``(y, (h, c))`` gives ``[y, h, c]``, as
+    nn.LSTM returns and torch.onnx exports it."""
+    out: list[Any] = []
+    for item in result:
+        out.extend(_leaves(item) if isinstance(item, (tuple, list)) else [item])
+    return out
 
 
 def _named_inputs(example_inputs: Mapping[str, np.ndarray] | tuple | list | np.ndarray
@@ -235,11 +244,11 @@ def trace(model: nn.Module, example_inputs: Any, dynamic: DynamicSpec | None = N
     if isinstance(result, SymbolicTensor):
         result = {"output0": result}
     elif isinstance(result, (tuple, list)):
-        result = {f"output{i}": r for i, r in enumerate(result)}
+        result = {f"output{i}": r for i, r in enumerate(_leaves(result))}
     if not isinstance(result, Mapping) or not all(isinstance(r, SymbolicTensor)
                                                   for r in result.values()):
-        raise TraceError("forward must return a traced tensor, a tuple of them or a dict of "
-                         f"them; got {type(result).__name__}")
+        raise TraceError("forward must return a traced tensor, a (nested) tuple of them or a "
+                         f"dict of them; got {type(result).__name__}")
     graph.outputs = {name: r.value for name, r in result.items()}
     graph.verify()
     return graph

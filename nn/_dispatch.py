@@ -18,7 +18,7 @@ from typing import Any, TypeVar
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-def _tracer_of(value: Any) -> type | None:
+def _tracer_of(value: Any) -> Any:
     if hasattr(type(value), "__nn_function__"):
         return type(value)
     if isinstance(value, (list, tuple)):

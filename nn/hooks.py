@@ -1,11 +1,17 @@
-"""``RemovableHandle``: the handle a hook registration returns, as in torch.utils.hooks."""
+"""Forward hooks: ``RemovableHandle`` (the handle a registration returns, as in
+torch.utils.hooks), registration into a module's hook dicts, and the call that runs them
+around ``forward``."""
 
 from __future__ import annotations
 
 import itertools
 import weakref
 from collections import OrderedDict
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .module import Module
 
 _next_id = itertools.count()
 
@@ -31,3 +37,45 @@ class RemovableHandle:
 
     def __exit__(self, *exc_info: object) -> None:
         self.remove()
+
+
+def register(hooks: OrderedDict[int, Any], with_kwargs_ids: OrderedDict[int, Any],
+             hook: Callable[..., Any], prepend: bool, with_kwargs: bool) -> RemovableHandle:
+    """Add ``hook`` to ``hooks`` (first if ``prepend``), marked in ``with_kwargs_ids`` when
+    it takes the kwargs too."""
+    handle = RemovableHandle(hooks, extra_dicts=(with_kwargs_ids,))
+    hooks[handle.id] = hook
+    if with_kwargs:
+        with_kwargs_ids[handle.id] = True
+    if prepend:
+        hooks.move_to_end(handle.id, last=False)
+    return handle
+
+
+def call(module: Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """``Module.__call__``: the pre-hooks, ``forward`` and the forward hooks, in order.
+
+    Raises:
+        RuntimeError: as ``Module.__call__``.
+    """
+    for hook_id, hook in list(module._forward_pre_hooks.items()):
+        if hook_id in module._forward_pre_hooks_with_kwargs:
+            result = hook(module, args, kwargs)
+            if result is not None:
+                if not (isinstance(result, tuple) and len(result) == 2):
+                    raise RuntimeError("forward pre-hook must return None or a tuple of "
+                                       f"(new_args, new_kwargs), but got {result}.")
+                args, kwargs = result
+        else:
+            result = hook(module, args)
+            if result is not None:
+                args = result if isinstance(result, tuple) else (result,)
+    output = module.forward(*args, **kwargs)
+    for hook_id, hook in list(module._forward_hooks.items()):
+        if hook_id in module._forward_hooks_with_kwargs:
+            result = hook(module, args, kwargs, output)
+        else:
+            result = hook(module, args, output)
+        if result is not None:
+            output = result
+    return output

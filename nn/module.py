@@ -9,42 +9,18 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Mapping
-from typing import Any, NamedTuple
+from typing import Any, Self
 
 import numpy as np
 
+from . import hooks
+from . import state_dict as _state_dict
+from ._utils import check_name, discard, join, render, typename
 from .hooks import RemovableHandle
 from .parameter import Parameter
+from .state_dict import IncompatibleKeys
 
 __all__ = ["IncompatibleKeys", "Module", "Parameter"]
-
-
-def _typename(value: Any) -> str:
-    module = type(value).__module__
-    name = type(value).__qualname__
-    return name if module == "builtins" else f"{module}.{name}"
-
-
-def _check_name(kind: str, name: Any, owner: Module, store: dict[str, Any]) -> None:
-    if not isinstance(name, str):
-        raise TypeError(f"{kind} name should be a string. Got {_typename(name)}")
-    if "." in name:
-        raise KeyError(f"{kind} name can't contain \".\", got: {name}")
-    if name == "":
-        raise KeyError(f"{kind} name can't be empty string \"\"")
-    if hasattr(owner, name) and name not in store:
-        raise KeyError(f"attribute '{name}' already exists")
-
-
-def _join(prefix: str, name: str) -> str:
-    return f"{prefix}.{name}" if prefix else name
-
-
-class IncompatibleKeys(NamedTuple):
-    """What ``load_state_dict`` returns: keys the model had but the dict lacked, and back."""
-
-    missing_keys: list[str]
-    unexpected_keys: list[str]
 
 
 class Module:
@@ -93,9 +69,9 @@ class Module:
         """
         if "_parameters" not in self.__dict__:
             raise AttributeError("cannot assign parameter before Module.__init__() call")
-        _check_name("parameter", name, self, self._parameters)
+        check_name("parameter", name, self, self._parameters)
         if param is not None and not isinstance(param, Parameter):
-            raise TypeError(f"cannot assign '{_typename(param)}' object to parameter '{name}' "
+            raise TypeError(f"cannot assign '{typename(param)}' object to parameter '{name}' "
                             "(nn.Parameter or None required)")
         self._parameters[name] = param
 
@@ -110,9 +86,9 @@ class Module:
         """
         if "_buffers" not in self.__dict__:
             raise AttributeError("cannot assign buffer before Module.__init__() call")
-        _check_name("buffer", name, self, self._buffers)
+        check_name("buffer", name, self, self._buffers)
         if tensor is not None and not isinstance(tensor, np.ndarray):
-            raise TypeError(f"cannot assign '{_typename(tensor)}' object to buffer '{name}' "
+            raise TypeError(f"cannot assign '{typename(tensor)}' object to buffer '{name}' "
                             "(numpy.ndarray or None required)")
         self._buffers[name] = tensor
         if persistent:
@@ -128,21 +104,13 @@ class Module:
             KeyError: ``name`` is empty, dotted, or an existing non-module attribute.
         """
         if module is not None and not isinstance(module, Module):
-            raise TypeError(f"{_typename(module)} is not a Module subclass")
-        _check_name("module", name, self, self._modules)
+            raise TypeError(f"{typename(module)} is not a Module subclass")
+        check_name("module", name, self, self._modules)
         self._modules[name] = module
 
     def register_module(self, name: str, module: Module | None) -> None:
         """Alias of ``add_module``."""
         self.add_module(name, module)
-
-    def _drop(self, name: str, *stores: dict[str, Any] | set[str]) -> None:
-        for store in stores:
-            if name in store:
-                if isinstance(store, set):
-                    store.discard(name)
-                else:
-                    del store[name]
 
     def __setattr__(self, name: str, value: Any) -> None:
         params = self.__dict__.get("_parameters")
@@ -151,28 +119,28 @@ class Module:
         if isinstance(value, Parameter):
             if params is None:
                 raise AttributeError("cannot assign parameters before Module.__init__() call")
-            self._drop(name, self.__dict__, self._buffers, self._modules,
+            discard(name, self.__dict__, self._buffers, self._modules,
                        self._non_persistent_buffers_set)
             self.register_parameter(name, value)
         elif params is not None and name in params:
             if value is not None:
-                raise TypeError(f"cannot assign '{_typename(value)}' as parameter '{name}' "
+                raise TypeError(f"cannot assign '{typename(value)}' as parameter '{name}' "
                                 "(nn.Parameter or None expected)")
             self.register_parameter(name, value)
         elif isinstance(value, Module):
             if modules is None:
                 raise AttributeError("cannot assign module before Module.__init__() call")
-            self._drop(name, self.__dict__, self._parameters, self._buffers,
+            discard(name, self.__dict__, self._parameters, self._buffers,
                        self._non_persistent_buffers_set)
             modules[name] = value
         elif modules is not None and name in modules:
             if value is not None:
-                raise TypeError(f"cannot assign '{_typename(value)}' as child module '{name}' "
+                raise TypeError(f"cannot assign '{typename(value)}' as child module '{name}' "
                                 "(nn.Module or None expected)")
             modules[name] = value
         elif buffers is not None and name in buffers:
             if value is not None and not isinstance(value, np.ndarray):
-                raise TypeError(f"cannot assign '{_typename(value)}' as buffer '{name}' "
+                raise TypeError(f"cannot assign '{typename(value)}' as buffer '{name}' "
                                 "(numpy.ndarray or None expected)")
             buffers[name] = value
         else:
@@ -214,7 +182,7 @@ class Module:
         yield prefix, self
         for name, child in self._modules.items():
             if child is not None:
-                yield from child.named_modules(memo, _join(prefix, name), remove_duplicate)
+                yield from child.named_modules(memo, join(prefix, name), remove_duplicate)
 
     def modules(self) -> Iterator[Module]:
         """This module and every descendant, each once."""
@@ -242,7 +210,7 @@ class Module:
                 if value is None or (remove_duplicate and id(value) in seen):
                     continue
                 seen.add(id(value))
-                yield _join(owner_prefix, name), value
+                yield join(owner_prefix, name), value
 
     def named_parameters(self, prefix: str = "", recurse: bool = True,
                          remove_duplicate: bool = True) -> Iterator[tuple[str, Parameter]]:
@@ -277,31 +245,33 @@ class Module:
                 raise AttributeError(f"`{item}` is not an nn.Module")
         return module
 
+    def _owner(self, target: str) -> tuple[Module, str]:
+        """The module holding dotted path ``target``'s last name, and that name."""
+        module_path, _, name = target.rpartition(".")
+        module = self.get_submodule(module_path)
+        if not hasattr(module, name):
+            raise AttributeError(f"{type(module).__name__} has no attribute `{name}`")
+        return module, name
+
     def get_parameter(self, target: str) -> Parameter:
         """The parameter at dotted path ``target``.
 
         Raises:
             AttributeError: the path or the name is missing, or it is not a Parameter.
         """
-        module_path, _, name = target.rpartition(".")
-        module = self.get_submodule(module_path)
-        if not hasattr(module, name):
-            raise AttributeError(f"{type(module).__name__} has no attribute `{name}`")
+        module, name = self._owner(target)
         param = getattr(module, name)
         if not isinstance(param, Parameter):
             raise AttributeError(f"`{name}` is not an nn.Parameter")
         return param
 
-    def get_buffer(self, target: str) -> np.ndarray:
+    def get_buffer(self, target: str) -> np.ndarray | None:
         """The buffer at dotted path ``target``.
 
         Raises:
             AttributeError: the path or the name is missing, or it is not a buffer.
         """
-        module_path, _, name = target.rpartition(".")
-        module = self.get_submodule(module_path)
-        if not hasattr(module, name):
-            raise AttributeError(f"{type(module).__name__} has no attribute `{name}`")
+        module, name = self._owner(target)
         if name not in module._buffers:
             raise AttributeError(f"`{name}` is not a buffer")
         return module._buffers[name]
@@ -315,44 +285,13 @@ class Module:
         Values share memory with the module; ``keep_vars`` keeps Parameters as Parameters,
         otherwise they come as plain ndarrays (torch's detached tensors).
         """
-        if destination is None:
-            destination = OrderedDict()
-        for name, param in self._parameters.items():
-            if param is not None:
-                destination[prefix + name] = param if keep_vars else param.view(np.ndarray)
-        for name, buf in self._buffers.items():
-            if buf is not None and name not in self._non_persistent_buffers_set:
-                destination[prefix + name] = buf
-        for name, child in self._modules.items():
-            if child is not None:
-                child.state_dict(destination=destination, prefix=f"{prefix}{name}.",
-                                 keep_vars=keep_vars)
-        return destination
+        return _state_dict.collect(self, OrderedDict() if destination is None else destination,
+                                  prefix, keep_vars)
 
     def _load_from_state_dict(self, state_dict: Mapping[str, Any], prefix: str,
                               missing: list[str], unexpected: list[str],
                               errors: list[str]) -> None:
-        persistent = {name: buf for name, buf in self._buffers.items()
-                      if name not in self._non_persistent_buffers_set}
-        local = {name: value for name, value in (*self._parameters.items(), *persistent.items())
-                 if value is not None}
-        for name, target in local.items():
-            key = prefix + name
-            if key not in state_dict:
-                missing.append(key)
-                continue
-            value = np.asarray(state_dict[key])
-            if value.shape != target.shape:
-                errors.append(f"size mismatch for {key}: copying a param with shape "
-                              f"{value.shape} from checkpoint, the shape in current model is "
-                              f"{target.shape}.")
-                continue
-            target[...] = value
-        for key in state_dict:
-            if key.startswith(prefix):
-                head = key[len(prefix):].split(".", 1)[0]
-                if head not in self._modules and head not in local:
-                    unexpected.append(key)
+        _state_dict.load_local(self, state_dict, prefix, missing, unexpected, errors)
 
     def load_state_dict(self, state_dict: Mapping[str, Any],
                         strict: bool = True) -> IncompatibleKeys:
@@ -364,27 +303,7 @@ class Module:
             RuntimeError: one error listing, with ``strict``, every missing and unexpected
                 key, and always every key whose shape does not match.
         """
-        missing: list[str] = []
-        unexpected: list[str] = []
-        errors: list[str] = []
-
-        def load(module: Module, prefix: str) -> None:
-            module._load_from_state_dict(state_dict, prefix, missing, unexpected, errors)
-            for name, child in module._modules.items():
-                if child is not None:
-                    load(child, f"{prefix}{name}.")
-
-        load(self, "")
-        if strict and unexpected:
-            errors.insert(0, "Unexpected key(s) in state_dict: "
-                          + ", ".join(f'"{key}"' for key in unexpected) + ". ")
-        if strict and missing:
-            errors.insert(0, "Missing key(s) in state_dict: "
-                          + ", ".join(f'"{key}"' for key in missing) + ". ")
-        if errors:
-            raise RuntimeError(f"Error(s) in loading state_dict for {type(self).__name__}:\n\t"
-                               + "\n\t".join(errors))
-        return IncompatibleKeys(missing, unexpected)
+        return _state_dict.load(self, state_dict, strict)
 
     # -- hooks and calling --------------------------------------------------------------
 
@@ -395,27 +314,15 @@ class Module:
         A non-None result replaces the args (a non-tuple is wrapped in one), or with
         ``with_kwargs`` must be a tuple ``(args, kwargs)``.
         """
-        handle = RemovableHandle(self._forward_pre_hooks,
-                                 extra_dicts=(self._forward_pre_hooks_with_kwargs,))
-        self._forward_pre_hooks[handle.id] = hook
-        if with_kwargs:
-            self._forward_pre_hooks_with_kwargs[handle.id] = True
-        if prepend:
-            self._forward_pre_hooks.move_to_end(handle.id, last=False)
-        return handle
+        return hooks.register(self._forward_pre_hooks, self._forward_pre_hooks_with_kwargs,
+                              hook, prepend, with_kwargs)
 
     def register_forward_hook(self, hook: Callable[..., Any], *, prepend: bool = False,
                               with_kwargs: bool = False) -> RemovableHandle:
         """Call ``hook(module, args, output)`` (or ``(module, args, kwargs, output)``) after
         ``forward``; a non-None result replaces the output."""
-        handle = RemovableHandle(self._forward_hooks,
-                                 extra_dicts=(self._forward_hooks_with_kwargs,))
-        self._forward_hooks[handle.id] = hook
-        if with_kwargs:
-            self._forward_hooks_with_kwargs[handle.id] = True
-        if prepend:
-            self._forward_hooks.move_to_end(handle.id, last=False)
-        return handle
+        return hooks.register(self._forward_hooks, self._forward_hooks_with_kwargs, hook,
+                              prepend, with_kwargs)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         """Run the pre-hooks, ``forward`` and the forward hooks, in registration order.
@@ -424,31 +331,11 @@ class Module:
             RuntimeError: a ``with_kwargs`` pre-hook returned something other than None or
                 an ``(args, kwargs)`` pair.
         """
-        for hook_id, hook in list(self._forward_pre_hooks.items()):
-            if hook_id in self._forward_pre_hooks_with_kwargs:
-                result = hook(self, args, kwargs)
-                if result is not None:
-                    if not (isinstance(result, tuple) and len(result) == 2):
-                        raise RuntimeError("forward pre-hook must return None or a tuple of "
-                                           f"(new_args, new_kwargs), but got {result}.")
-                    args, kwargs = result
-            else:
-                result = hook(self, args)
-                if result is not None:
-                    args = result if isinstance(result, tuple) else (result,)
-        output = self.forward(*args, **kwargs)
-        for hook_id, hook in list(self._forward_hooks.items()):
-            if hook_id in self._forward_hooks_with_kwargs:
-                result = hook(self, args, kwargs, output)
-            else:
-                result = hook(self, args, output)
-            if result is not None:
-                output = result
-        return output
+        return hooks.call(self, args, kwargs)
 
     # -- mode, apply, dtype -------------------------------------------------------------
 
-    def train(self, mode: bool = True) -> Module:
+    def train(self, mode: bool = True) -> Self:
         """Set training mode on this module and, through ``train``, on every child.
 
         Raises:
@@ -461,32 +348,23 @@ class Module:
             child.train(mode)
         return self
 
-    def eval(self) -> Module:
+    def eval(self) -> Self:
         """``train(False)``: dropout becomes identity, batch norm uses running statistics."""
         return self.train(False)
 
-    def apply(self, fn: Callable[[Module], None]) -> Module:
+    def apply(self, fn: Callable[[Module], None]) -> Self:
         """Call ``fn`` on every child (recursively, children first), then on this module."""
         for child in self.children():
             child.apply(fn)
         fn(self)
         return self
 
-    def _apply(self, fn: Callable[[np.ndarray], np.ndarray]) -> Module:
+    def _apply(self, fn: Callable[[np.ndarray], np.ndarray]) -> Self:
         """Replace every parameter and buffer by ``fn`` of it; shared ones stay shared."""
-        done: dict[int, np.ndarray] = {}
-        for module in self.modules():
-            for store in (module._parameters, module._buffers):
-                for name, value in store.items():
-                    if value is None:
-                        continue
-                    if id(value) not in done:
-                        new = fn(value.view(np.ndarray))
-                        done[id(value)] = Parameter(new) if isinstance(value, Parameter) else new
-                    store[name] = done[id(value)]  # type: ignore[assignment]
+        _state_dict.replace_tensors(self, fn)
         return self
 
-    def to(self, dtype: Any) -> Module:
+    def to(self, dtype: Any) -> Self:
         """Cast floating-point parameters and buffers to ``dtype``; ``"cpu"`` is a no-op.
 
         Raises:
@@ -501,15 +379,15 @@ class Module:
         return self._apply(
             lambda t: t.astype(target) if np.issubdtype(t.dtype, np.floating) else t)
 
-    def float(self) -> Module:
+    def float(self) -> Self:
         """Cast floating-point parameters and buffers to float32."""
         return self.to(np.float32)
 
-    def half(self) -> Module:
+    def half(self) -> Self:
         """Cast floating-point parameters and buffers to float16."""
         return self.to(np.float16)
 
-    def double(self) -> Module:
+    def double(self) -> Self:
         """Cast floating-point parameters and buffers to float64."""
         return self.to(np.float64)
 
@@ -523,14 +401,4 @@ class Module:
         return ""
 
     def __repr__(self) -> str:
-        extra_lines = self.extra_repr().split("\n") if self.extra_repr() else []
-        child_lines = [f"({name}): " + repr(child).replace("\n", "\n  ")
-                       for name, child in self._modules.items()]
-        lines = extra_lines + child_lines
-        main = self._get_name() + "("
-        if lines:
-            if len(extra_lines) == 1 and not child_lines:
-                main += extra_lines[0]
-            else:
-                main += "\n  " + "\n  ".join(lines) + "\n"
-        return main + ")"
+        return render(self._get_name(), self.extra_repr(), self._modules)

@@ -80,11 +80,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("wasmnn: interrupted", file=sys.stderr)
         return 130
     except Exception as error:  # noqa: BLE001 - every error becomes a one-line message
-        for kind, code, _ in EXIT_CODES:
-            if isinstance(error, kind):
-                break
-        else:
-            code = 1
+        code = next((code for kind, code, _ in EXIT_CODES if isinstance(error, kind)), 1)
         if args.debug:
             traceback.print_exc()
         message = str(error).replace("\n", "\n  ")

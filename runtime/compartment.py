@@ -40,7 +40,7 @@ def parse_size(text: str | int) -> int:
 
 
 @dataclass(frozen=True)
-class Limits:
+class ResourceLimits:
     """What one compartment may use. ``timeout`` is wall-clock seconds per call (epoch
     interruption); ``fuel`` is wasm instructions per call (roughly); ``None`` means no cap."""
 
@@ -148,7 +148,7 @@ def _reason(text: str) -> str:
     return causes[-1] + (f" ({'; '.join(causes[:-1])})" if len(causes) > 1 else "")
 
 
-def _limit_message(code: str, limits: Limits) -> str:
+def _limit_message(code: str, limits: ResourceLimits) -> str:
     cap = {"memory": f"{limits.max_memory} bytes", "tables": f"{limits.max_tables} tables of "
            f"at most {limits.max_table_elements} elements",
            "instances": f"{limits.max_instances} instances"}[code]
@@ -162,7 +162,7 @@ def _untyped(reason: str, frames: list[str]) -> Trap:
     return Trap("unknown", reason, frames)
 
 
-def translate(error: BaseException, limits: Limits) -> Exception:
+def translate(error: BaseException, limits: ResourceLimits) -> Exception:
     """Our exception for anything a guest call or instantiation raised: ``ExitTrap`` for
     ``proc_exit``, ``LimitExceeded`` for a time, fuel, memory, table or instance cap, ``Trap``
     with a code from ``TRAP_CODES`` for the rest. Other exceptions (a host function's own)
@@ -191,7 +191,7 @@ def translate(error: BaseException, limits: Limits) -> Exception:
 class Compartment:
     """One store with its limits: instantiate modules into it and call their exports."""
 
-    def __init__(self, limits: Limits | None = None, features: Features = ()):
+    def __init__(self, limits: ResourceLimits | None = None, features: Features = ()):
         """Args:
             features: wasm feature switches that differ from wasmtime's defaults (the spec
                 test runner turns off proposals newer than the suite it runs).
@@ -199,7 +199,7 @@ class Compartment:
         Raises:
             ValueError: an unknown feature name.
         """
-        self.limits = limits or Limits()
+        self.limits = limits or ResourceLimits()
         self.features = features
         self.epochs = self.limits.timeout is not None
         self.engine = engine(fuel=self.limits.fuel is not None, features=features,

@@ -10,6 +10,7 @@ size, and drops the ones that trapped: their memory may be half-written.
 from __future__ import annotations
 
 import ctypes
+import io
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -22,8 +23,7 @@ import wasm_kernels
 from wasi_intrinsics.kernels import provider as host_kernels
 from wasi_intrinsics.wasi import MODULE as WASI_MODULE
 from wasi_intrinsics.wasi import WasiConfig, WasiState, preview1
-from wasm_kernels.wasm import Limits as WasmLimits
-from wasm_kernels.wasm import MemoryType, ModuleInfo
+from wasm_kernels.wasm import Limits, MemoryType, ModuleInfo
 
 from . import metadata as md
 from .compartment import Compartment
@@ -62,10 +62,10 @@ class ModelInstance:
         store = compartment.store
         self.memory = wasmtime.Memory(
             store, wasmtime.MemoryType(wasmtime.Limits(blueprint.pages, None)))
-        self._stderr = WasiConfig().stderr
+        self._stderr = io.BytesIO()
         registry = RegistryResolver()
         registry.register("env", {"memory": Resolved(
-            self.memory, MemoryType(WasmLimits(blueprint.pages)))})
+            self.memory, MemoryType(Limits(blueprint.pages)))})
         wasi_imports = [i.name for i in blueprint.model[1].imports if i.module == WASI_MODULE]
         registry.register(WASI_MODULE, _WASI.instantiate(
             store, WasiState(WasiConfig(stderr=self._stderr)), only=wasi_imports))
@@ -93,7 +93,7 @@ class ModelInstance:
         address = ctypes.cast(self.memory.data_ptr(store), ctypes.c_void_p).value
         buffer = (ctypes.c_uint8 * size).from_address(address or 0)
         buffer.owner = self  # type: ignore[attr-defined]  # NOTE: pins the store.
-        return np.frombuffer(buffer, np.uint8)
+        return np.frombuffer(memoryview(buffer), np.uint8)
 
     def call(self, args: list[int]) -> None:
         """Call the entry point with one ``i32`` per dim.

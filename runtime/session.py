@@ -17,12 +17,12 @@ from wasm_kernels.wasm import FuncType, MemoryType, ModuleInfo
 
 from . import cache
 from . import metadata as md
-from .compartment import Compartment, Limits, parse_size
+from .compartment import Compartment, ResourceLimits, parse_size
 from .errors import LimitExceeded, ModelFormatError, Trap
 from .pool import PAGE, Blueprint, Compiled, InstancePool, ModelInstance
 from .sidecar import read_sidecar
 
-KERNEL_CHOICES = ("auto", "host") + wasm_kernels.ISAS
+KERNEL_CHOICES = ("auto", "host") + wasm_kernels.ISA_NAMES
 Inputs = Mapping[str, Any] | np.ndarray
 
 
@@ -222,7 +222,7 @@ class Session:
     an instance (its own sandboxed compartment) from a pool that grows lazily up to
     ``instances``. Use ``close()`` or ``with`` to release them."""
 
-    def __init__(self, wasm: bytes, limits: Limits, kernels: str = "auto", *,
+    def __init__(self, wasm: bytes, limits: ResourceLimits, kernels: str = "auto", *,
                  instances: int | None = None,
                  model_path: str | os.PathLike[str] | None = None,
                  weights: str | os.PathLike[str] | bytes | None = None):
@@ -296,9 +296,9 @@ class Session:
         self.close()
 
 
-def load(model: str | os.PathLike[str] | bytes, *, max_memory: int | str = Limits.max_memory,
-         timeout: float | None = None, fuel: int | None = None, kernels: str = "auto",
-         instances: int | None = None,
+def load(model: str | os.PathLike[str] | bytes, *,
+         max_memory: int | str = ResourceLimits.max_memory, timeout: float | None = None,
+         fuel: int | None = None, kernels: str = "auto", instances: int | None = None,
          weights: str | os.PathLike[str] | bytes | None = None) -> Session:
     """Load a ``.wasm`` model into a new sandboxed session.
 
@@ -320,7 +320,7 @@ def load(model: str | os.PathLike[str] | bytes, *, max_memory: int | str = Limit
         LimitExceeded: the model needs more memory than ``max_memory``.
         ValueError: a limit or ``instances`` is not positive, or ``kernels`` is unknown.
     """
-    limits = Limits(max_memory=parse_size(max_memory), timeout=timeout, fuel=fuel)
+    limits = ResourceLimits(max_memory=parse_size(max_memory), timeout=timeout, fuel=fuel)
     model_path = model if isinstance(model, (str, os.PathLike)) else None
     return Session(_read_model(model), limits, kernels, instances=instances,
                    model_path=model_path, weights=weights)

@@ -26,14 +26,13 @@ from typing import Any
 import wasmtime
 
 from wasi_intrinsics import HostContext, IntrinsicModule
-from wasm_kernels.wasm import FuncType, GlobalType, MemoryType, TableType
-from wasm_kernels.wasm import Limits as WasmLimits
+from wasm_kernels.wasm import FuncType, GlobalType, Limits, MemoryType, TableType
 
-from .compartment import Compartment, Features, Limits
+from .compartment import Compartment, Features, ResourceLimits
 from .errors import LinkError, ModelFormatError, Trap
 from .linker import RegistryResolver, Resolved, instance_exports, link, uses_v128
 
-SCRIPT_LIMITS = Limits(max_memory=1 << 32, timeout=30.0, max_instances=100_000,
+SCRIPT_LIMITS = ResourceLimits(max_memory=1 << 32, timeout=30.0, max_instances=100_000,
                        max_tables=100_000, max_table_elements=10_000_000)
 """Generous enough for every official script; the timeout only guards against hangs."""
 SPEC_FEATURES = (("gc", False), ("function_references", False), ("multi_memory", False))
@@ -68,8 +67,8 @@ def spectest() -> IntrinsicModule:
         module.define_function(name, FuncType(params, ()), _ignore)
     for content, value in (("i32", 666), ("i64", 666), ("f32", 666.6), ("f64", 666.6)):
         module.define_global(f"global_{content}", GlobalType(content, False), value)
-    module.define_table("table", TableType("funcref", WasmLimits(10, 20)))
-    module.define_memory("memory", MemoryType(WasmLimits(1, 2)))
+    module.define_table("table", TableType("funcref", Limits(10, 20)))
+    module.define_memory("memory", MemoryType(Limits(1, 2)))
     return module
 
 
@@ -162,7 +161,7 @@ def _describe(values: list[Any]) -> str:
 class WastRunner:
     """Interprets one converted script's commands in a fresh compartment and registry."""
 
-    def __init__(self, directory: Path, limits: Limits = SCRIPT_LIMITS,
+    def __init__(self, directory: Path, limits: ResourceLimits = SCRIPT_LIMITS,
                  features: Features = SPEC_FEATURES):
         self.directory = directory
         self.compartment = Compartment(limits, features)
@@ -298,7 +297,7 @@ class WastRunner:
         raise _Failed(f"instantiated, expected {command['text']!r}")
 
 
-def run_script(path: Path, limits: Limits = SCRIPT_LIMITS) -> WastReport:
+def run_script(path: Path, limits: ResourceLimits = SCRIPT_LIMITS) -> WastReport:
     """Convert ``path`` (a ``.wast``, or a ``wast2json`` ``.json``) and run it.
 
     Raises:

@@ -47,9 +47,9 @@ _ANNOTATIONS = {i32: "i32", i64: "i64", f32: "f32", f64: "f64"}
 _WASMTIME_VALTYPES = {"i32": wasmtime.ValType.i32, "i64": wasmtime.ValType.i64,
                       "f32": wasmtime.ValType.f32, "f64": wasmtime.ValType.f64,
                       "funcref": wasmtime.ValType.funcref, "externref": wasmtime.ValType.externref}
-_VALS = {"i32": wasmtime.Val.i32, "i64": wasmtime.Val.i64, "f32": wasmtime.Val.f32,
-         "f64": wasmtime.Val.f64, "funcref": wasmtime.Val.funcref,
-         "externref": wasmtime.Val.externref}
+_VALS: dict[str, Callable[[Any], wasmtime.Val]] = {
+    "i32": wasmtime.Val.i32, "i64": wasmtime.Val.i64, "f32": wasmtime.Val.f32,
+    "f64": wasmtime.Val.f64, "funcref": wasmtime.Val.funcref, "externref": wasmtime.Val.externref}
 
 
 def _valtype(name: str, what: str) -> wasmtime.ValType:
@@ -170,7 +170,8 @@ class IntrinsicModule:
             TypeError: ``value`` does not fit the global's value type.
         """
         _valtype(ty.content, "host globals")
-        numeric = {"i32": int, "i64": int, "f32": (int, float), "f64": (int, float)}
+        numeric: dict[str, type | tuple[type, ...]] = {"i32": int, "i64": int,
+                                                       "f32": (int, float), "f64": (int, float)}
         expected = numeric.get(ty.content, object)
         if not isinstance(value, expected) or isinstance(value, bool):
             raise TypeError(f"global {name!r} of type {ty.content} needs "
@@ -240,6 +241,7 @@ class IntrinsicModule:
                 externs[decl.name] = wasmtime.Table(store, wasmtime.TableType(
                     _valtype(decl.type.element, "tables"), _limits(decl.type)), None)
             else:
+                assert isinstance(decl.type, MemoryType)  # the define_* methods declare no tags
                 externs[decl.name] = wasmtime.Memory(store,
                                                      wasmtime.MemoryType(_limits(decl.type)))
         return IntrinsicInstance(self.name, externs, self.types)

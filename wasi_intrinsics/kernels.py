@@ -337,13 +337,63 @@ def _group_norm(ctx: HostContext, x: int, gamma: int, beta: int, y: int, n: int,
         + _tensor(memory, beta, (groups * channels, 1)))
 
 
+def _cell_update(spec: abi.KernelSpec, x: np.ndarray, hw: np.ndarray,
+                 row: dict[str, np.ndarray]) -> None:
+    """One batch row of a recurrent cell: ``row`` holds that row of each state operand."""
+    def sigmoid(v: np.ndarray) -> np.ndarray:
+        return unary("sigmoid", v)
+
+    gates, recurrent = x.reshape(-1, row["h"].size), hw.reshape(-1, row["h"].size)
+    if spec.op == "lstm_cell":
+        i, f, g, o = gates + recurrent
+        row["c"][...] = sigmoid(f) * row["c"] + sigmoid(i) * unary("tanh", g)
+        row["h"][...] = sigmoid(o) * unary("tanh", row["c"])
+    elif spec.op == "gru_reset":
+        row["rh"][...] = sigmoid(gates[0] + recurrent[0]) * row["h"]
+    elif spec.op in ("gru_cell", "gru_update"):
+        z = sigmoid(gates[1] + recurrent[1])
+        if spec.op == "gru_cell":
+            n = unary("tanh", gates[2] + sigmoid(gates[0] + recurrent[0]) * recurrent[2])
+        else:
+            n = unary("tanh", gates[2] + row["hn"])
+        row["h"][...] = (1 - z) * n + z * row["h"]
+    else:
+        row["h"][...] = unary(spec.activations[0], gates[0] + recurrent[0])
+
+
+def _cell(spec: abi.KernelSpec) -> Callable[..., None]:
+    operands, x_gates, hw_gates, _ = abi.RECURRENT_CELLS[spec.op]
+
+    def cell(ctx: HostContext, *args: int) -> None:
+        arg = dict(zip(spec.params, args))
+        batch, hidden, step, steps = (arg[k] for k in ("batch", "hidden", "step", "steps"))
+        memory = ctx.memory
+        x = _tensor(memory, arg["x"], (steps, batch, x_gates * hidden))
+        hw = _tensor(memory, arg["hw"], (batch, hw_gates * hidden))
+        views = {name: _tensor(memory, arg[name], (steps, batch, hidden) if name == "y"
+                               else (batch, hidden)) for name in operands}
+        lengths = (_tensor(memory, arg["lengths"], (batch,), np.dtype("<i4")) if arg["lengths"]
+                   else np.full(batch, steps))
+        for b, length in enumerate(lengths):
+            if step >= length:
+                if "y" in views:
+                    views["y"][step, b] = 0
+                continue
+            t = length - 1 - step if arg["reverse"] else step
+            _cell_update(spec, x[t, b], hw[b], {n: v[b] for n, v in views.items() if n != "y"})
+            if "y" in views:
+                views["y"][t, b] = views["h"][b]
+
+    return cell
+
+
 FAMILIES: dict[str, Callable[[abi.KernelSpec], Callable[..., None]]] = {
     "gemm": _gemm, "linear": _gemm, "unary": _unary, "binary": _broadcast, "reduce": _reduce,
     "rowwise": lambda spec: ROWWISE[spec.op],
     "cast": _cast, "gather": lambda spec: _gather, "conv": _conv, "pool": _pool,
     "movement": lambda spec: _copy(spec) if spec.op == "copy" else _where(spec),
     "norm": lambda spec: _group_norm, "conv_transpose": lambda spec: _conv_transpose,
-    "compare": _broadcast,
+    "compare": _broadcast, "recurrent": _cell,
 }
 
 

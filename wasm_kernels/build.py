@@ -8,14 +8,14 @@ import importlib
 from . import abi
 from .wasm import Code, FuncType, Limits, MemoryType, ModuleBuilder
 
-ISAS = ("relaxed", "simd128", "scalar")
+ISA_NAMES = ("relaxed", "simd128", "scalar")
 """Instruction-set variants: relaxed SIMD (FMA), portable SIMD128, and the scalar reference."""
 
 
 def generate(spec: abi.KernelSpec, isa: str) -> tuple[FuncType, Code]:
     """The signature and body of one kernel for ``isa``, from ``templates/<family>.py``."""
-    if isa not in ISAS:
-        raise ValueError(f"unknown kernel ISA {isa!r}; available: {list(ISAS)}")
+    if isa not in ISA_NAMES:
+        raise ValueError(f"unknown kernel ISA {isa!r}; available: {list(ISA_NAMES)}")
     template = importlib.import_module(f"{__package__}.templates.{spec.family}")
     return template.emit(spec, isa)
 
@@ -26,7 +26,7 @@ def build(isa: str = "simd128", names: frozenset[str] | None = None) -> bytes:
     only those in ``names`` (what one model imports: fewer to generate and to compile).
 
     Raises:
-        ValueError: ``isa`` is not one of ``ISAS``, or a name is not an ABI kernel.
+        ValueError: ``isa`` is not one of ``ISA_NAMES``, or a name is not an ABI kernel.
     """
     if names is not None and not names <= abi.BY_NAME.keys():
         unknown = sorted(names - abi.BY_NAME.keys())

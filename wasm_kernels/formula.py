@@ -48,6 +48,8 @@ def parse(formula: str) -> ast.expr:
             if not isinstance(node.func, ast.Name) or node.func.id not in FUNCTIONS:
                 raise ValueError(f"formula {formula!r} calls {ast.unparse(node.func)!r}; "
                                  f"available: {sorted(FUNCTIONS)}")
+        elif isinstance(node, ast.Constant) and not isinstance(node.value, (int, float)):
+            raise ValueError(f"formula {formula!r} holds {node.value!r}; constants are numbers")
         elif isinstance(node, ast.Compare) and len(node.ops) != 1:
             raise ValueError(f"formula {formula!r} chains comparisons")
         elif not isinstance(node, (ast.Call, ast.Compare, ast.BinOp, ast.UnaryOp, ast.Name,
@@ -67,6 +69,7 @@ def evaluate(formula: str, variables: Mapping[str, Any],
     """
     def visit(node: ast.expr) -> Any:
         if isinstance(node, ast.Constant):
+            assert isinstance(node.value, (int, float))
             return float(node.value)
         if isinstance(node, ast.Name):
             if node.id not in variables:

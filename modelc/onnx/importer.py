@@ -1,6 +1,7 @@
 """``from_onnx``: an ONNX model -> the graph IR, by tracing ``nn.functional`` calls.
 
-Each ONNX node is one function in an op table (``ops_math``, ``ops_nn``, ``ops_shape``)
+Each ONNX node is one function in an op table (``ops_math``, ``ops_nn``, ``ops_rnn``,
+``ops_shape``)
 called on the node's operands: graph inputs are symbolic tensors of a ``Tracer``,
 initializers and constants are numpy arrays, so the tracer records the primitives and
 everything computable at import time (weights transforms, shape arithmetic) folds.
@@ -18,10 +19,10 @@ import numpy as np
 from ..errors import CompileError, UnsupportedOpError
 from ..graph import Dim, Graph, Value
 from ..trace import DynamicSpec, SymbolicTensor, Tracer
-from . import ops_math, ops_nn, ops_shape
+from . import ops_math, ops_nn, ops_rnn, ops_shape
 from .node import OnnxNode
 
-OPS = {**ops_math.OPS, **ops_nn.OPS, **ops_shape.OPS}
+OPS = {**ops_math.OPS, **ops_nn.OPS, **ops_rnn.OPS, **ops_shape.OPS}
 """Every supported ONNX op type (default domain) and its import function."""
 OPSETS = (9, 21)
 """The default-domain opset versions the importer follows (inclusive)."""

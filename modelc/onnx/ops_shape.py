@@ -196,12 +196,12 @@ def constant(n: OnnxNode) -> np.ndarray:
                   f"{sorted(n.attrs)}")
 
 
-def constant_of_shape(n: OnnxNode) -> np.ndarray:
+def constant_of_shape(n: OnnxNode) -> Any:
+    """ConstantOfShape: folded, or over symbolic dims a run-time ``full`` (torch's export of
+    an LSTM's zero initial state over a symbolic batch)."""
     target = dims(n.known(0, "shape"))
-    if not all(isinstance(d, int) for d in target):
-        raise n.error(f"shape {target} names symbolic dims; fix them with input_shapes")
     fill = n.attr("value", np.zeros(1, np.float32))
-    return np.full(target, fill.reshape(-1)[0], dtype=fill.dtype)
+    return F.full(target, fill.reshape(-1)[0].item(), fill.dtype)
 
 
 def expand(n: OnnxNode) -> Any:

@@ -49,6 +49,11 @@ class OpDef:
         raise CompileError(f"op {self.name!r} has no WebAssembly lowering yet; it traces, "
                            "optimises and runs in modelc.interpret")
 
+    def scratch(self, node: Node) -> tuple[Shape, ...]:
+        """Shapes of the float32 temporaries ``lower`` needs, live only while ``node`` runs;
+        ``plan_memory`` places them and ``LowerContext.scratch`` pushes their addresses."""
+        return ()
+
     def accepts_residual(self, residual: Shape, output: Shape) -> bool:
         """Whether a fused residual ``add`` (``fuse_epilogues``) of shape ``residual`` onto
         this op's ``output`` lowers; by default only a residual of the output's own shape."""

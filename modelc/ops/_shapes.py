@@ -59,10 +59,10 @@ def require_constant_weight(weight: Value, op: str) -> None:
                            "weight must be a parameter or constant")
 
 
-def pair(value: object) -> tuple[int, int]:
+def pair(value: int | Sequence[int]) -> tuple[int, int]:
     if isinstance(value, int):
         return value, value
-    items = tuple(value)  # type: ignore[arg-type]
+    items = tuple(value)
     return (items[0], items[0]) if len(items) == 1 else (items[0], items[1])
 
 

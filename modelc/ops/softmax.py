@@ -20,7 +20,8 @@ class Softmax(SameShape):
     def lower(self, node: Node, ctx: LowerContext) -> None:
         shape = node.inputs[0].shape
         if axis(node.attrs["dim"], len(shape)) != len(shape) - 1:
-            raise CompileError("softmax is lowered along the last axis only (the softmax_last_axis pass moves other axes there)")
+            raise CompileError("softmax is lowered along the last axis only (the "
+                               "softmax_last_axis pass moves other axes there)")
         ctx.address(node.inputs[0])
         ctx.address(node.output)
         ctx.numel(shape[:-1])

@@ -97,6 +97,7 @@ def expand_powers(graph: Graph) -> Graph:
         if node.op == "rsqrt":
             emit("div", [emit("sqrt", [x], ("input",))], ("other",), {"input": 1.0}, result)
         else:
+            assert isinstance(exponent, numbers.Real)  # checked above
             _expand_pow(emit, x, float(exponent), result)
         graph.remove(node)
     return graph

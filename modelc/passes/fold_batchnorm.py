@@ -21,7 +21,7 @@ def _parameters(node: Node) -> dict[str, np.ndarray] | None:
         return None
     if named.get("running_mean") is None or named.get("running_var") is None:
         return None
-    return {n: v.data for n, v in named.items() if n != "input"}
+    return {n: v.data for n, v in named.items() if n != "input" and v.data is not None}
 
 
 def _fold(graph: Graph, producer: Node, bn: Node, params: dict[str, np.ndarray]) -> None:
@@ -30,6 +30,7 @@ def _fold(graph: Graph, producer: Node, bn: Node, params: dict[str, np.ndarray])
     scale = params.get("weight", ones) / np.sqrt(params["running_var"] + bn.attrs["eps"])
     named = dict(zip(producer.input_names, producer.inputs))
     weight = named["weight"].data
+    assert weight is not None  # producers fold only with a constant weight
     bias = named["bias"].data if "bias" in named else zeros
     new_weight = (weight * scale.reshape((-1,) + (1,) * (weight.ndim - 1))).astype(np.float32)
     new_bias = ((bias - params["running_mean"]) * scale + params.get("bias", zeros)

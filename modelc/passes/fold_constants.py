@@ -7,6 +7,8 @@ for them. Nodes whose attrs name symbolic dims, or that produce a graph output, 
 
 from __future__ import annotations
 
+from typing import cast
+
 import numpy as np
 
 from ..graph import Graph, Value
@@ -32,7 +34,7 @@ def fold_constants(graph: Graph) -> Graph:
         if any(_names_symbolic_dims(v) for k, v in node.attrs.items()
                if k not in ("padding", "mode", "approximate")):
             continue
-        results = run_node(node, [v.data for v in node.inputs])
+        results = run_node(node, [cast(np.ndarray, v.data) for v in node.inputs])
         results = results if len(node.outputs) > 1 else (results,)
         for value, result in zip(node.outputs, results):
             data = np.asarray(result)

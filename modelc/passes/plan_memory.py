@@ -2,8 +2,10 @@
 lifetimes do not overlap (greedy by size, as TFLite's planner). A reshape's output is a view:
 it shares its input's storage, whose lifetime then covers both.
 
+An op's scratch (``OpDef.scratch``) is placed like a value that lives only during its node.
 Sizes are taken at the largest value of every symbolic dim. Results go in ``graph.meta``:
-``arena`` ({id(value): byte offset}), ``arena_bytes`` and ``activation_bytes`` (the sum of all
+``arena`` ({id(value): byte offset}), ``scratch`` ({(id(node), k): byte offset}),
+``arena_bytes`` and ``activation_bytes`` (the sum of all
 activations, what a planner-less layout would need).
 """
 
@@ -11,9 +13,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..graph import Graph
+from .. import ops
+from ..graph import Graph, Value
 
 ALIGN = 16
+Key = int | tuple[int, int]
+"""A storage root (a value's id) or a node's scratch buffer (id(node), index)."""
 
 
 def _aligned(n: int) -> int:
@@ -42,16 +47,22 @@ def _storage_roots(graph: Graph) -> dict[int, int]:
 def plan_memory(graph: Graph) -> Graph:
     end = len(graph.nodes)
     root = _storage_roots(graph)
-    first: dict[int, int] = {}
-    last: dict[int, int] = {}
-    size: dict[int, int] = {}
+    first: dict[Key, int] = {}
+    last: dict[Key, int] = {}
+    size: dict[Key, int] = {}
     values = graph.values()
     for value in values:
         nbytes = _aligned(graph.max_numel(value) * np.dtype(value.dtype).itemsize)
         size[root[id(value)]] = max(size.get(root[id(value)], 0), nbytes)
     for value in graph.inputs.values():
         first[root[id(value)]] = -1
+    scratch: list[Key] = []
     for index, node in enumerate(graph.nodes):
+        for k, shape in enumerate(ops.get(node.op).scratch(node)):
+            key = (id(node), k)
+            scratch.append(key)
+            size[key] = _aligned(graph.max_numel(Value("scratch", shape, "float32")) * 4)
+            first[key] = last[key] = index
         for value in node.outputs:
             first.setdefault(root[id(value)], index)
         for value in node.inputs:
@@ -61,7 +72,7 @@ def plan_memory(graph: Graph) -> Graph:
         if not value.is_constant:
             last[root[id(value)]] = end
     placed: list[tuple[int, int, int, int]] = []  # (offset, size, first, last)
-    offsets: dict[int, int] = {}
+    offsets: dict[Key, int] = {}
     for key in sorted(size, key=lambda k: (-size[k], first[k])):
         start, stop = first[key], last.get(key, first[key])
         offset = 0
@@ -73,6 +84,7 @@ def plan_memory(graph: Graph) -> Graph:
         offsets[key] = offset
         placed.append((offset, size[key], start, stop))
     graph.meta["arena"] = {id(v): offsets[root[id(v)]] for v in values}
+    graph.meta["scratch"] = {key: offsets[key] for key in scratch}
     graph.meta["arena_bytes"] = max((o + s for o, s, _, _ in placed), default=0)
     graph.meta["activation_bytes"] = sum(
         _aligned(graph.max_numel(v) * np.dtype(v.dtype).itemsize) for v in values)

@@ -55,8 +55,8 @@ def _match(p: Value, g: Value, pat: Graph, binding: dict[str, Any]) -> bool:
     """Does graph value ``g`` compute what pattern value ``p`` computes?"""
     if p is pat.inputs["x"]:
         return binding.setdefault("x", g) is g
-    if p.is_constant:
-        return g.is_constant and np.array_equal(p.data, g.data)
+    if p.data is not None:
+        return g.data is not None and np.array_equal(p.data, g.data)
     pn, gn = p.producer, g.producer
     if pn is None or gn is None or pn.op != gn.op or len(pn.inputs) != len(gn.inputs):
         return False
@@ -93,8 +93,10 @@ def recognize_composites(graph: Graph) -> Graph:
         for form in range(len(forms)):
             pat = pattern(name, form)
             last = pat.outputs["y"]
+            root = last.producer
+            assert root is not None  # a traced composite ends in a node
             for node in list(graph.nodes):
-                if node not in graph.nodes or node.op != last.producer.op:
+                if node not in graph.nodes or node.op != root.op:
                     continue
                 binding: dict[str, Any] = {}
                 if _match(last, node.output, pat, binding) and node.output.dtype == "float32":

@@ -12,6 +12,7 @@ from .._dispatch import is_primitive
 from .activation import gelu, hardsigmoid, hardswish, hardtanh, leaky_relu, relu6, silu
 from .attention import attention_weights, scaled_dot_product_attention
 from .conv import conv1d, conv2d, conv_padding, conv_transpose2d
+from .creation import full
 from .dropout import dropout
 from .elementwise import (
                           abs,
@@ -43,6 +44,7 @@ from .elementwise import (
 from .linear import linear, matmul
 from .normalization import batch_norm, group_norm, instance_norm, layer_norm
 from .pooling import adaptive_avg_pool2d, avg_pool2d, max_pool2d
+from .recurrent import gru, lstm, rnn
 from .reduction import amax, log_softmax, mean, softmax, sum
 from .shape import (
                           concat,
@@ -61,12 +63,12 @@ from .shape import (
 __all__ = ["PRIMITIVES", "abs", "adaptive_avg_pool2d", "add", "amax", "attention_weights",
            "avg_pool2d", "batch_norm", "cast", "concat", "conv1d", "conv2d", "conv_padding",
            "conv_transpose2d", "div", "dropout", "embedding", "eq", "erf", "exp", "flatten",
-           "ge", "gelu", "group_norm", "gt", "hardsigmoid", "hardswish", "hardtanh",
+           "full", "ge", "gelu", "group_norm", "gru", "gt", "hardsigmoid", "hardswish", "hardtanh",
            "instance_norm", "layer_norm", "le", "leaky_relu", "linear", "log", "log_softmax",
-           "lt", "matmul", "max_pool2d", "maximum", "mean", "minimum", "mul", "ne", "neg",
-           "pad", "permute", "pow", "relu", "relu6", "reshape", "rsqrt",
-           "scaled_dot_product_attention", "sigmoid", "silu", "slice", "softmax", "split",
-           "sqrt", "squeeze", "sub", "sum", "tanh", "transpose", "unsqueeze", "where"]
+           "lstm", "lt", "matmul", "max_pool2d", "maximum", "mean", "minimum", "mul", "ne", "neg",
+           "pad", "permute", "pow", "relu", "relu6", "reshape", "rnn", "rsqrt",
+           "scaled_dot_product_attention", "sigmoid", "silu", "slice", "softmax", "split", "sqrt",
+           "squeeze", "sub", "sum", "tanh", "transpose", "unsqueeze", "where"]
 
 PRIMITIVES: tuple[str, ...] = tuple(sorted(
     name for name in __all__ if name != "PRIMITIVES" and is_primitive(globals()[name])))

@@ -13,7 +13,7 @@ from .shape import reshape
 
 __all__ = ["conv1d", "conv2d", "conv_padding", "conv_transpose2d"]
 
-Padding = int | tuple[int, int] | str
+Padding = int | tuple[int, ...] | str
 
 
 def conv_padding(padding: Padding, kernel_size: tuple[int, int], stride: tuple[int, int],
@@ -124,13 +124,13 @@ def conv_transpose2d(input: np.ndarray, weight: np.ndarray, bias: np.ndarray | N
     return out
 
 
-def _single(value: int | tuple[int]) -> int:
+def _single(value: int | tuple[int, ...]) -> int:
     return value[0] if isinstance(value, (tuple, list)) else value
 
 
 def conv1d(input: np.ndarray, weight: np.ndarray, bias: np.ndarray | None = None,
-           stride: int | tuple[int] = 1, padding: int | tuple[int] | str = 0,
-           dilation: int | tuple[int] = 1, groups: int = 1) -> np.ndarray:
+           stride: int | tuple[int, ...] = 1, padding: int | tuple[int, ...] | str = 0,
+           dilation: int | tuple[int, ...] = 1, groups: int = 1) -> np.ndarray:
     """1-D cross-correlation: input (N, C, L), weight (O, C / groups, k); a ``conv2d``
     over a height-1 image.
 

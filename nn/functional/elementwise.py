@@ -78,7 +78,7 @@ def erf(input: np.ndarray) -> np.ndarray:
     >>> erf(np.zeros(1, np.float32)).tolist()
     [0.0]
     """
-    return _erf(np.asarray(input, dtype=np.float64)).astype(input.dtype)
+    return np.asarray(_erf(np.asarray(input, dtype=np.float64))).astype(input.dtype)
 
 
 @primitive

@@ -20,11 +20,15 @@ from .flatten import Flatten
 from .linear import Identity, Linear, NonDynamicallyQuantizableLinear
 from .norm import BatchNorm1d, BatchNorm2d, GroupNorm, InstanceNorm2d, LayerNorm
 from .pooling import AdaptiveAvgPool2d, AvgPool2d, MaxPool2d
+from .recurrent import GRU, LSTM, RNN
 from .sparse import Embedding
 from .transformer import TransformerEncoder, TransformerEncoderLayer
 
 __all__ = [
                          "GELU",
+                         "GRU",
+                         "LSTM",
+                         "RNN",
                          "AdaptiveAvgPool2d",
                          "AvgPool2d",
                          "BatchNorm1d",

@@ -74,15 +74,15 @@ class Sequential(_Indexed):
     def __init__(self, *args: Module | OrderedDict[str, Module]) -> None:
         super().__init__()
         if len(args) == 1 and isinstance(args[0], OrderedDict):
-            for name, module in args[0].items():
-                self.add_module(name, module)
+            for name, child in args[0].items():
+                self.add_module(name, child)
         else:
             for index, module in enumerate(args):
                 self.add_module(str(index), module)  # type: ignore[arg-type]
 
     def __getitem__(self, idx: int | slice) -> Any:
         if isinstance(idx, slice):
-            return type(self)(OrderedDict(list(self._modules.items())[idx]))
+            return type(self)(OrderedDict(list(self._modules.items())[idx]))  # type: ignore[arg-type]
         return self._modules[self._key(idx)]
 
     def forward(self, input: Any) -> Any:

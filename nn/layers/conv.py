@@ -170,7 +170,7 @@ class ConvTranspose2d(_ConvNd):
         padding = []
         for axis, size in enumerate(wanted):
             smallest = ((input.shape[2 + axis] - 1) * self.stride[axis]
-                        - 2 * self.padding[axis]  # type: ignore[index]
+                        - 2 * self.padding[axis]
                         + self.dilation[axis] * (self.kernel_size[axis] - 1) + 1)
             if not smallest <= size < smallest + self.stride[axis]:
                 raise ValueError(f"requested an output size of {list(wanted)}, but valid "

@@ -45,7 +45,7 @@ def inspect(args: argparse.Namespace) -> int:
         print("\n".join(str(line) for line in meta.raw["graph"]))
         return 0
     if args.json:
-        out = dict(meta.raw) if meta else {"model": None}
+        out: dict[str, object] = dict(meta.raw) if meta else {"model": None}
         out.update(imports=imports, exports=exports, size_bytes=len(data))
         print(json.dumps(out, indent=2))
         return 0

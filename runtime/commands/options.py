@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from ..compartment import Limits, parse_size
+from ..compartment import ResourceLimits, parse_size
 
 
 def add_limit_options(parser: argparse.ArgumentParser) -> None:
@@ -17,5 +17,6 @@ def add_limit_options(parser: argparse.ArgumentParser) -> None:
                        help="instruction budget per call (default: none)")
 
 
-def limits_from(args: argparse.Namespace) -> Limits:
-    return Limits(max_memory=parse_size(args.max_memory), timeout=args.timeout, fuel=args.fuel)
+def limits_from(args: argparse.Namespace) -> ResourceLimits:
+    return ResourceLimits(max_memory=parse_size(args.max_memory), timeout=args.timeout,
+                          fuel=args.fuel)

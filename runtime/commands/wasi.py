@@ -9,13 +9,13 @@ import sys
 
 from wasi_intrinsics.wasi import LEGACY_MODULE, MODULE, Preopen, WasiConfig, WasiState, preview1
 
-from ..compartment import Compartment, Limits
+from ..compartment import Compartment, ResourceLimits
 from ..errors import ExitTrap, ModelFormatError
 from ..linker import RegistryResolver
 from .options import add_limit_options, limits_from
 
 
-def run_command(wasm: bytes, config: WasiConfig, limits: Limits | None = None) -> int:
+def run_command(wasm: bytes, config: WasiConfig, limits: ResourceLimits | None = None) -> int:
     """Instantiate WASI command ``wasm`` against ``config``, call ``_start`` and return the
     exit code (``proc_exit``'s, or 0 when ``_start`` returns). Host files the program left
     open are closed.

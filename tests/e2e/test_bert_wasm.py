@@ -3,6 +3,7 @@ against eager nn, with padded attention masks, on every kernel provider."""
 
 import numpy as np
 import pytest
+from executors import PROVIDERS
 
 import modelc
 import nn
@@ -31,7 +32,7 @@ def compiled():
     return model, modelc.export(model, example, dynamic=DYNAMIC)
 
 
-@pytest.mark.parametrize("kernels", ["relaxed", "simd128", "scalar", "host"])
+@pytest.mark.parametrize("kernels", PROVIDERS)
 def test_bert_matches_eager_at_two_batch_and_sequence_sizes(compiled, kernels):
     model, wasm = compiled
     rng = np.random.default_rng(5)

@@ -2,12 +2,11 @@
 
 import numpy as np
 import pytest
+from executors import PROVIDERS
 
 import modelc
 import nn
 import runtime
-
-PROVIDERS = ["relaxed", "simd128", "scalar", "host"]
 
 
 def _reference(params: list[np.ndarray], x: np.ndarray) -> np.ndarray:

@@ -1,34 +1,18 @@
 """The #5 model set compiled to wasm, against eager nn within 1e-4 relative, at two values
 of each symbolic dim, on every kernel provider."""
 
-import sys
-from pathlib import Path
-
 import numpy as np
 import pytest
+from executors import PROVIDERS
+from models import MODEL_CASES
 
 import modelc
 import runtime
 
-sys.path.insert(0, str(Path(__file__).parents[1] / "modelc"))
-from models import BasicBlock, Decoder, DepthwiseSeparable, randomize, transformer_encoder
 
-CASES = {
-    "transformer_encoder": (lambda: randomize(transformer_encoder()), (2, 5, 16),
-                            {0: ("batch", 1, 4), 1: ("seq", 1, 12)},
-                            [(1, 3, 16), (4, 12, 16)]),
-    "resnet_block": (lambda: randomize(BasicBlock()), (2, 4, 8, 8),
-                     {0: ("batch", 1, 4)}, [(1, 4, 8, 8), (3, 4, 8, 8)]),
-    "decoder": (lambda: randomize(Decoder()), (2, 4, 5, 5), {0: ("batch", 1, 4)},
-                [(1, 4, 5, 5), (3, 4, 5, 5)]),
-    "depthwise_separable": (lambda: randomize(DepthwiseSeparable()), (2, 6, 8, 8),
-                            {0: ("batch", 1, 4)}, [(1, 6, 8, 8), (4, 6, 8, 8)]),
-}
-
-
-@pytest.fixture(scope="module", params=sorted(CASES))
+@pytest.fixture(scope="module", params=sorted(MODEL_CASES))
 def compiled(request):
-    build, example_shape, dynamic, run_shapes = CASES[request.param]
+    build, example_shape, dynamic, run_shapes = MODEL_CASES[request.param]
     model = build()
     try:
         wasm = modelc.export(model, (np.zeros(example_shape, np.float32),),
@@ -38,7 +22,7 @@ def compiled(request):
     return model, wasm, run_shapes
 
 
-@pytest.mark.parametrize("kernels", ["relaxed", "simd128", "scalar", "host"])
+@pytest.mark.parametrize("kernels", PROVIDERS)
 def test_model_matches_eager(compiled, kernels):
     model, wasm, run_shapes = compiled
     rng = np.random.default_rng(3)

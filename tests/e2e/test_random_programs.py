@@ -21,6 +21,7 @@ from functools import partial
 
 import numpy as np
 import pytest
+from executors import PROVIDERS
 from forward_cases import STEPS, SYMBOLIC_STEPS
 from standalone_runners import npy, run_node, run_wasi
 
@@ -311,7 +312,7 @@ def program(request):
     return model, wasm, shape
 
 
-@pytest.mark.parametrize("kernels", ["relaxed", "simd128", "scalar", "host"])
+@pytest.mark.parametrize("kernels", PROVIDERS)
 def test_random_program_matches_eager(program, kernels):
     model, wasm, shape = program
     rng = np.random.default_rng(1)

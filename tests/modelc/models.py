@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 import nn
@@ -75,3 +77,19 @@ class Decoder(nn.Module):
 def transformer_encoder(dim: int = 16, heads: int = 2) -> nn.Module:
     return nn.TransformerEncoderLayer(dim, heads, 2 * dim, batch_first=True,
                                       activation="gelu")
+
+
+# name: (build, example input shape, {axis: (dim, min, max)} of input0, shapes to run at)
+MODEL_CASES: dict[str, tuple[Callable[[], nn.Module], tuple[int, ...],
+                             dict[int, tuple[str, int, int]], list[tuple[int, ...]]]] = {
+    "resnet_block": (lambda: randomize(BasicBlock()), (2, 4, 8, 8),
+                     {0: ("batch", 1, 4)}, [(1, 4, 8, 8), (3, 4, 8, 8)]),
+    "decoder": (lambda: randomize(Decoder()), (2, 4, 5, 5), {0: ("batch", 1, 4)},
+                [(1, 4, 5, 5), (3, 4, 5, 5)]),
+    "depthwise_separable": (lambda: randomize(DepthwiseSeparable()), (2, 6, 8, 8),
+                            {0: ("batch", 1, 4)}, [(1, 6, 8, 8), (4, 6, 8, 8)]),
+    "transformer_encoder": (lambda: randomize(transformer_encoder()), (2, 5, 16),
+                            {0: ("batch", 1, 4), 1: ("seq", 1, 12)},
+                            [(1, 3, 16), (4, 12, 16)]),
+}
+"""The #5 model set, run at two values of each symbolic dim (neither the traced one)."""

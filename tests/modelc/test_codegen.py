@@ -53,3 +53,10 @@ def test_export_writes_the_file(mlp, tmp_path):
     path = tmp_path / "m.wasm"
     wasm = modelc.export(mlp, (np.zeros((1, 12), np.float32),), path)
     assert path.read_bytes() == wasm
+
+
+@pytest.mark.parametrize("model", ["model.txt", 42])
+def test_export_of_something_not_a_model_is_named(model):
+    with pytest.raises(TypeError, match=rf"expected an nn.Module, a Graph or a path to an "
+                                        rf"\.onnx file, got {model!r}"):
+        modelc.export(model, (np.zeros(2, np.float32),))

@@ -8,6 +8,7 @@ from collections.abc import Callable
 
 import numpy as np
 import pytest
+from executors import PROVIDERS, Lambda
 
 import modelc
 import nn
@@ -16,18 +17,6 @@ from nn import functional as F
 
 torch = pytest.importorskip("torch")
 TF = torch.nn.functional
-
-PROVIDERS = ["relaxed", "simd128", "scalar", "host"]
-
-
-class Lambda(nn.Module):
-    def __init__(self, fn: Callable[..., object]) -> None:
-        super().__init__()
-        self.fn = fn
-
-    def forward(self, x):  # type: ignore[no-untyped-def]
-        return self.fn(x)
-
 
 def _r(*shape: int, seed: int = 0) -> np.ndarray:
     return np.random.default_rng(seed + sum(shape)).standard_normal(shape).astype(np.float32)

@@ -3,26 +3,14 @@ at two values of each symbolic dim (neither of them the traced one)."""
 
 import numpy as np
 import pytest
+from models import MODEL_CASES, BasicBlock, randomize
 
 import modelc
-from models import BasicBlock, Decoder, DepthwiseSeparable, randomize, transformer_encoder
-
-CASES = {
-    "resnet_block": (lambda: randomize(BasicBlock()), (2, 4, 8, 8),
-                     {0: ("batch", 1, 4)}, [(1, 4, 8, 8), (3, 4, 8, 8)]),
-    "decoder": (lambda: randomize(Decoder()), (2, 4, 5, 5), {0: ("batch", 1, 4)},
-                [(1, 4, 5, 5), (3, 4, 5, 5)]),
-    "depthwise_separable": (lambda: randomize(DepthwiseSeparable()), (2, 6, 8, 8),
-                            {0: ("batch", 1, 4)}, [(1, 6, 8, 8), (4, 6, 8, 8)]),
-    "transformer_encoder": (lambda: randomize(transformer_encoder()), (2, 5, 16),
-                            {0: ("batch", 1, 4), 1: ("seq", 1, 12)},
-                            [(1, 3, 16), (4, 12, 16)]),
-}
 
 
-@pytest.mark.parametrize("case", sorted(CASES))
+@pytest.mark.parametrize("case", sorted(MODEL_CASES))
 def test_optimized_graph_matches_eager(case):
-    build, example_shape, dynamic, run_shapes = CASES[case]
+    build, example_shape, dynamic, run_shapes = MODEL_CASES[case]
     model = build()
     rng = np.random.default_rng(1)
     graph = modelc.optimize(modelc.trace(model, (np.zeros(example_shape, np.float32),),

@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from test_trace_forward import Lambda
+from executors import Lambda
 
 import modelc
 import runtime

@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from executors import PROVIDERS
 
 import modelc
 
@@ -60,7 +61,7 @@ def check_wasm_against_ort() -> Callable[..., None]:
     def check(model: Any, inputs: Mapping[str, np.ndarray]) -> None:
         want = ort_run(model, inputs)
         wasm = modelc.export(modelc.from_onnx(model))
-        for kernels in ("relaxed", "simd128", "scalar", "host"):
+        for kernels in PROVIDERS:
             with runtime.load(wasm, kernels=kernels) as session:
                 got = session.run(dict(inputs))
             assert sorted(got) == sorted(want)

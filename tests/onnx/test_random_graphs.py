@@ -4,7 +4,7 @@ run, against onnxruntime on the same graph.
 Each graph takes X (batch, 6, 8) with a symbolic batch and chains 4-7 steps of default-
 domain ops (MatMul, broadcasting arithmetic, activations, Softmax on any axis,
 LayerNormalization, Transpose, reductions, Concat, Slice, Reshape, Clip, Pow, Sqrt,
-Unsqueeze/Squeeze, attention-like products), so the importer and the compiler meet
+Unsqueeze/Squeeze, attention-like products, LSTM/GRU/RNN), so the importer and the compiler meet
 combinations no hand-written case has.
 """
 
@@ -122,7 +122,27 @@ class SequenceGraph(RandomGraph):
                 self.const(np.float32(1 / math.sqrt(d)))]),
             "residual": lambda: self.node("Add", [x, self.node("Tanh", [
                 self.node("MatMul", [x, self.weight(d, d)])])]),
+            "recurrent": self._recurrent,
         }
+
+    def _recurrent(self) -> str:
+        """An LSTM, GRU (either reset) or RNN over S in a random direction: X goes time-major
+        and the directions' outputs come back as features, (batch, S, dirs * hidden)."""
+        rng, (s, d) = self.rng, self.shape
+        op = str(rng.choice(["LSTM", "GRU", "RNN"]))
+        direction = str(rng.choice(["forward", "reverse", "bidirectional"]))
+        dirs, hidden = 1 + (direction == "bidirectional"), int(rng.choice([3, 5, 8]))
+        gates = {"LSTM": 4, "GRU": 3, "RNN": 1}[op]
+        inputs = [self.node("Transpose", [self.x], perm=[1, 0, 2]),  # (S, batch, D)
+                  self.weight(dirs, gates * hidden, d), self.weight(dirs, gates * hidden, hidden)]
+        if rng.integers(2):
+            inputs.append(self.weight(dirs, 2 * gates * hidden))
+        attrs: dict[str, object] = {"hidden_size": hidden, "direction": direction}
+        if op == "GRU":
+            attrs["linear_before_reset"] = int(rng.integers(2))
+        y = self.node(op, inputs, **attrs)  # (S, dirs, batch, hidden)
+        return self.node("Reshape", [self.node("Transpose", [y], perm=[2, 0, 1, 3]),
+                                     self.const(np.array([0, s, dirs * hidden], np.int64))])
 
     def _power(self) -> str:
         """A positive integer power of tanh(x); other exponents of |tanh(x)| + 0.5, away

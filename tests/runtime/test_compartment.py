@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 import wasmtime
 
-from runtime.compartment import Compartment, Limits, parse_size, translate
+from runtime.compartment import Compartment, ResourceLimits, parse_size, translate
 from runtime.errors import TRAP_CODES, ExitTrap, LimitExceeded, ModelFormatError, Trap
 from runtime.linker import NullResolver, RegistryResolver, instance_exports
 from wasi_intrinsics import IntrinsicModule
@@ -65,7 +65,7 @@ def test_an_uncaught_exception_is_a_trap():
 
 
 def test_an_infinite_loop_is_stopped_by_the_timeout():
-    compartment = Compartment(Limits(timeout=0.05))
+    compartment = Compartment(ResourceLimits(timeout=0.05))
     with pytest.raises(LimitExceeded, match=r"time limit of 0\.05 s exceeded") as info:
         run(compartment, LOOP)
     assert info.value.code == "timeout"
@@ -74,14 +74,14 @@ def test_an_infinite_loop_is_stopped_by_the_timeout():
 
 
 def test_an_infinite_loop_is_stopped_by_fuel():
-    compartment = Compartment(Limits(fuel=10_000))
+    compartment = Compartment(ResourceLimits(fuel=10_000))
     with pytest.raises(LimitExceeded, match=r"fuel limit of 10000 exhausted") as info:
         run(compartment, LOOP)
     assert info.value.code == "fuel"
 
 
 def test_memory_grow_past_the_cap_returns_minus_one():
-    compartment = Compartment(Limits(max_memory=2 * PAGE))
+    compartment = Compartment(ResourceLimits(max_memory=2 * PAGE))
     grow = '(module (memory 1) (func (export "run") (param i32) (result i32) ' \
            '(memory.grow (local.get 0))))'
     exports = load(compartment, grow)
@@ -92,15 +92,15 @@ def test_memory_grow_past_the_cap_returns_minus_one():
 def test_initial_memory_over_the_cap_is_a_memory_limit():
     with pytest.raises(LimitExceeded, match=r"memory limit of 131072 bytes exceeded: memory "
                                             r"minimum size of 3 pages") as info:
-        load(Compartment(Limits(max_memory=2 * PAGE)), "(module (memory 3))")
+        load(Compartment(ResourceLimits(max_memory=2 * PAGE)), "(module (memory 3))")
     assert info.value.code == "memory"
 
 
 def test_table_and_instance_caps_are_limits():
     with pytest.raises(LimitExceeded, match=r"tables limit of 16 tables of at most 10 "
                                             r"elements exceeded") as table:
-        load(Compartment(Limits(max_table_elements=10)), "(module (table 11 funcref))")
-    compartment = Compartment(Limits(max_instances=1))
+        load(Compartment(ResourceLimits(max_table_elements=10)), "(module (table 11 funcref))")
+    compartment = Compartment(ResourceLimits(max_instances=1))
     load(compartment, "(module)")
     with pytest.raises(LimitExceeded, match=r"instances limit of 1 instances exceeded"
                        ) as instances:
@@ -157,7 +157,7 @@ def test_bad_binaries_are_model_format_errors(data, message):
 
 def test_other_exceptions_pass_through_translate():
     error = KeyError("x")
-    assert translate(error, Limits()) is error
+    assert translate(error, ResourceLimits()) is error
 
 
 @pytest.mark.parametrize("kwargs, message", [
@@ -167,7 +167,7 @@ def test_other_exceptions_pass_through_translate():
 ])
 def test_limits_are_checked(kwargs, message):
     with pytest.raises(ValueError, match=message):
-        Limits(**kwargs)
+        ResourceLimits(**kwargs)
 
 
 def test_parse_size():

@@ -151,7 +151,7 @@ def test_bad_limit_arguments():
     with pytest.raises(ValueError, match="timeout must be positive"):
         runtime.load(b"", timeout=-1)
     with pytest.raises(ValueError, match="unknown kernels 'gpu'"):
-        runtime.Session(b"", runtime.Limits(), kernels="gpu")
+        runtime.Session(b"", runtime.ResourceLimits(), kernels="gpu")
 
 
 def test_closed_session_refuses_to_run(mlp_wasm):

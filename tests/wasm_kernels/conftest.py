@@ -10,12 +10,12 @@ from typing import Any
 import numpy as np
 import pytest
 import wasmtime
+from executors import PROVIDERS
 
 import wasm_kernels
 from wasi_intrinsics.kernels import provider
 from wasm_kernels import abi
 
-PROVIDERS = (*wasm_kernels.ISAS, "host")
 PAGES = 512  # 32 MiB of linear memory
 
 
@@ -27,12 +27,19 @@ class Output:
     dtype: np.dtype
 
 
+@dataclass(frozen=True)
+class InOut:
+    """An operand the kernel updates in place: copied in, and returned like an output."""
+
+    array: np.ndarray
+
+
 class Harness:
     """Calls kernels by ABI name with arrays placed in linear memory.
 
     ``call(name, offset=..., x=array, y=shape, n=7)``: an ndarray argument is copied in (in
     its own dtype), a tuple argument allocates a float32 output of that shape (an ``Output``
-    one of its dtype), ints and floats pass through. Every operand starts ``offset`` bytes past a 64-byte boundary; outputs return as copies.
+    one of its dtype), an ``InOut`` is copied in and returned, ints and floats pass through. Every operand starts ``offset`` bytes past a 64-byte boundary; outputs return as copies.
     """
 
     def __init__(self, name: str):
@@ -53,6 +60,11 @@ class Harness:
         """An output argument of ``shape`` and ``dtype`` for ``call``."""
         return Output(shape, np.dtype(dtype))
 
+    @staticmethod
+    def inout(array: np.ndarray) -> InOut:
+        """An operand for ``call`` that the kernel updates in place."""
+        return InOut(array)
+
     def view(self) -> np.ndarray:
         return np.ctypeslib.as_array(self.memory.data_ptr(self.store),
                                      shape=(self.memory.data_len(self.store),))
@@ -64,6 +76,9 @@ class Harness:
         for param in spec.params:
             key = param.split(":")[0]
             value = args[key]
+            if isinstance(value, InOut):
+                outputs[key] = None
+                value = value.array
             if isinstance(value, Output):
                 value, dtype = value.shape, np.dtype(value.dtype)
             else:
@@ -75,6 +90,8 @@ class Harness:
                 region = memory[address:address + nbytes].view(dtype).reshape(shape)
                 if isinstance(value, np.ndarray):
                     region[...] = value
+                    if key in outputs:
+                        outputs[key] = region
                 else:  # outputs must be fully written
                     region.view(np.uint8)[...] = 0xFF  # a NaN float, an invalid bool
                     outputs[key] = region

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import time
-from typing import Callable
+from collections.abc import Callable
+from typing import Literal
 
 from ..intrinsic import HostContext, IntrinsicModule, i32, i64
 from .abi import Clock
@@ -14,7 +15,8 @@ from .syscall import syscall
 clocks = IntrinsicModule("wasi_clocks")
 
 # clock id -> (reader in ns, name for time.get_clock_info)
-_CLOCKS: dict[int, tuple[Callable[[], int], str]] = {
+ClockName = Literal["time", "monotonic", "process_time", "thread_time"]
+_CLOCKS: dict[int, tuple[Callable[[], int], ClockName]] = {
     Clock.REALTIME: (time.time_ns, "time"),
     Clock.MONOTONIC: (time.monotonic_ns, "monotonic"),
     Clock.PROCESS_CPUTIME_ID: (time.process_time_ns, "process_time"),

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import fcntl
 import os
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 
@@ -134,7 +134,7 @@ def fd_seek(ctx: HostContext, file: i32, offset: i64, whence: i32, newoffset: i3
     tell_only = whence == Whence.CUR and offset == 0
     descriptor = _seekable(ctx, file, Rights.FD_TELL if tell_only else Rights.FD_SEEK)
     host_whence = {Whence.SET: os.SEEK_SET, Whence.CUR: os.SEEK_CUR, Whence.END: os.SEEK_END}
-    write_u64(ctx.memory, newoffset, os.lseek(descriptor.fd, offset, host_whence[whence]))
+    write_u64(ctx.memory, newoffset, os.lseek(descriptor.fd, offset, host_whence[Whence(whence)]))
 
 
 @syscall(fd)

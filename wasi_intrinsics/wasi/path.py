@@ -11,7 +11,16 @@ import stat
 from contextlib import AbstractContextManager
 
 from ..intrinsic import HostContext, IntrinsicModule, i32, i64
-from .abi import DIRECTORY_RIGHTS, FILE_RIGHTS, U64, Filetype, LookupFlags, OFlags, Rights
+from .abi import (
+    DIRECTORY_RIGHTS,
+    FILE_RIGHTS,
+    U64,
+    FdFlags,
+    Filetype,
+    LookupFlags,
+    OFlags,
+    Rights,
+)
 from .descriptors import Directory, HostFile, filetype
 from .errno import Errno, WasiError
 from .fd import host_flags
@@ -63,7 +72,7 @@ def path_open(ctx: HostContext, file: i32, dirflags: i32, path_ptr: i32, path_le
     beyond = (base | inheriting) & ~directory.inheriting
     if beyond:
         raise WasiError(Errno.ENOTCAPABLE, f"rights {beyond!r} not granted to fd {file}")
-    host = _open_flags(flags, base) | host_flags(fdflags & 0xFFFF)
+    host = _open_flags(flags, base) | host_flags(FdFlags(fdflags & 0xFFFF))
     follow = bool(dirflags & LookupFlags.SYMLINK_FOLLOW)
     with at(ctx, file, Rights.PATH_OPEN, path_ptr, path_len, follow) as where:
         if where.trailing_slash:

@@ -13,9 +13,9 @@ from __future__ import annotations
 import errno as os_errno
 import os
 import stat
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Iterator
 
 from .errno import Errno, WasiError
 

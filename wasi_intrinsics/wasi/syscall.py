@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import functools
 import logging
-from typing import Any, Callable, TypeVar
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from ..intrinsic import HostContext, IntrinsicModule, i32
 from .errno import Errno, WasiError, from_os_error

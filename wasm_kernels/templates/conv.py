@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from ..abi import KernelSpec
 from ..pack import CONV_BLOCK as BLOCK
 from ..wasm import Code, FuncType
-from . import activations, conv_tiles
+from . import conv_tiles
 from .isa import ISAS, NamedFrame
 from .loops import strided_loop
 

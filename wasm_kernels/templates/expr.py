@@ -58,8 +58,8 @@ class Expr:
     def __truediv__(self, o: Operand) -> Expr: return self._binary("div", o)
     def __rtruediv__(self, o: Operand) -> Expr: return Expr.const(o)._binary("div", self)  # type: ignore[arg-type]
     def __neg__(self) -> Expr: return Expr("neg", (self,))
-    def __lt__(self, o: Operand) -> Expr: return self._binary("lt", o, "m")  # type: ignore[override]
-    def __gt__(self, o: Operand) -> Expr: return self._binary("gt", o, "m")  # type: ignore[override]
+    def __lt__(self, o: Operand) -> Expr: return self._binary("lt", o, "m")
+    def __gt__(self, o: Operand) -> Expr: return self._binary("gt", o, "m")
 
     def min(self, o: Operand) -> Expr: return self._binary("min", o)
     def max(self, o: Operand) -> Expr: return self._binary("max", o)

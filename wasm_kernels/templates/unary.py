@@ -17,7 +17,7 @@ def emit(spec: KernelSpec, isa_name: str) -> tuple[FuncType, Code]:
     i = c.local("i32")
     c.emit("i32.const", 0).emit("local.set", i)
     for isa in dict.fromkeys((ISAS[isa_name], ISAS["scalar"])):
-        def body(isa=isa) -> None:  # type: ignore[no-untyped-def]
+        def body(isa=isa) -> None:
             # y + 4i <- f(x + 4i)
             c.emit("local.get", y).emit("local.get", i).emit("i32.const", 2).emit("i32.shl")
             c.emit("i32.add")

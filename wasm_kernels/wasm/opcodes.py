@@ -66,8 +66,10 @@ def _rows(first: int, names: str) -> dict[str, tuple[int | None, int, str]]:
     return {name: (None, first + i, NONE) for i, name in enumerate(names.split()) if name != "-"}
 
 
-def _simd_rows(first: int, names: str, immediate: str = NONE) -> dict[str, tuple[int | None, int, str]]:
-    return {name: (0xFD, first + i, immediate) for i, name in enumerate(names.split()) if name != "-"}
+def _simd_rows(first: int, names: str,
+               immediate: str = NONE) -> dict[str, tuple[int | None, int, str]]:
+    return {name: (0xFD, first + i, immediate) for i, name in enumerate(names.split())
+            if name != "-"}
 
 
 _NUMERIC = {

@@ -1,0 +1,145 @@
+"""The op-case table: one row per op of ``modelc.ops`` (and more for variants), each a
+small function of seeded inputs written with ``nn.functional``.
+
+``tests/e2e/test_op_cases.py`` runs every row on every executor (the interpreter and each
+kernel provider) against eager ``nn`` on the same inputs, and checks that every op has a
+row. A row's name starts with the op it is for.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from nn import functional as F
+
+RNG = np.random.default_rng(0)
+TABLE = RNG.standard_normal((11, 6)).astype(np.float32)
+GAMMA = RNG.standard_normal(6).astype(np.float32)
+BETA = RNG.standard_normal(6).astype(np.float32)
+MEAN = RNG.standard_normal(6).astype(np.float32)
+VAR = RNG.uniform(0.5, 2, 6).astype(np.float32)
+WEIGHT = RNG.standard_normal((5, 6)).astype(np.float32)
+BIAS = RNG.standard_normal(5).astype(np.float32)
+FILTERS = RNG.standard_normal((4, 3, 3, 3)).astype(np.float32)
+FILTER_BIAS = RNG.standard_normal(4).astype(np.float32)
+UP_FILTERS = RNG.standard_normal((3, 2, 3, 3)).astype(np.float32)
+
+
+def x(*shape: int, scale: float = 1.0) -> np.ndarray:
+    """Seeded standard-normal float32 input of ``shape``, times ``scale``."""
+    rng = np.random.default_rng(sum(shape) + len(shape))
+    return (rng.standard_normal(shape) * scale).astype(np.float32)
+
+
+def positive(*shape: int) -> np.ndarray:
+    """Seeded float32 input of ``shape`` in [0.1, 3)."""
+    return np.abs(x(*shape)) + np.float32(0.1)
+
+
+@dataclass(frozen=True)
+class Case:
+    """One row: ``fn(*inputs)``; ``dynamic`` names symbolic axes as ``modelc.export`` takes
+    them; the result must match eager ``nn`` within ``rtol``/``atol``. ``lowers`` False: the
+    op runs in the interpreter only, and exporting it must say it has no wasm lowering."""
+
+    fn: Callable[..., Any]
+    inputs: tuple[np.ndarray, ...]
+    dynamic: dict[str, dict[int, tuple[str, int, int]]] = field(default_factory=dict)
+    rtol: float = 1e-5
+    atol: float = 1e-5
+    lowers: bool = True
+
+
+BATCH = {"input0": {0: ("batch", 1, 3)}}
+
+
+def _unary(op: str, *shape: int, domain: Callable[..., np.ndarray] = x) -> Case:
+    return Case(getattr(F, op), (domain(*shape),), BATCH)
+
+
+CASES: dict[str, Case] = {
+    # elementwise unary ops, each its own kernel
+    **{op: _unary(op, 2, 3, 5) for op in ("abs", "neg", "relu", "relu6", "exp", "tanh", "erf",
+                                          "sigmoid", "silu", "gelu", "hardswish")},
+    "relu6_range": Case(F.relu6, (x(3, 7, scale=5.0),)),
+    "hardswish_range": Case(F.hardswish, (x(4, 9, scale=4.0),)),
+    "log": _unary("log", 2, 3, 5, domain=positive),
+    "sqrt": _unary("sqrt", 2, 3, 5, domain=positive),
+    "rsqrt": _unary("rsqrt", 2, 3, 5, domain=positive),
+    # binary ops with broadcasting, and scalar operands
+    "add": Case(lambda a, b: F.add(a, b), (x(2, 3, 4), x(4))),
+    "sub": Case(lambda a, b: F.sub(a, b) - 1.5, (x(2, 3, 4), x(3, 1))),
+    "mul": Case(lambda a, b: F.mul(a, b) * 0.5, (x(2, 1, 4), x(3, 4))),
+    "div": Case(lambda a, b: F.div(a, b), (x(2, 3, 4), positive(2, 3, 4))),
+    "maximum": Case(lambda a, b: F.maximum(a, b), (x(2, 3, 4), x(1, 3, 1))),
+    "minimum": Case(lambda a, b: F.minimum(a, 0.25) + F.minimum(a, b), (x(2, 3, 4), x(4))),
+    "pow_constants": Case(lambda a: F.pow(a, 2) - F.pow(a, 3) + F.pow(F.abs(a) + 0.5, -1.5)
+                          + F.pow(F.abs(a) + 0.1, 0.3) + F.pow(a, -2) * 1e-3, (x(2, 9),)),
+    # comparisons (bool results, cast back to float to be compared)
+    **{op: Case(lambda a, b, op=op: F.cast(getattr(F, op)(a, b), np.float32),
+                (np.round(x(2, 3, 5)), np.round(x(5)))) for op in ("eq", "ne", "lt", "le",
+                                                                  "gt", "ge")},
+    "lt_ge_masks": Case(lambda a, b: F.cast(F.lt(a, b), np.float32) + F.cast(F.ge(a, 0.25),
+                                                                             np.float32) * 2.0,
+                        (x(2, 3, 5), x(5))),
+    # reductions and row-wise ops
+    "sum": Case(lambda a: F.sum(a, 1), (x(2, 3, 4),), BATCH),
+    "mean": Case(lambda a: F.mean(a, (1, 2), keepdim=True), (x(2, 3, 4),)),
+    "amax": Case(lambda a: F.amax(a, -1), (x(2, 3, 4),)),
+    "softmax": Case(lambda a: F.softmax(a, -1), (x(2, 3, 7),), BATCH),
+    "softmax_inner_axes": Case(lambda a: F.softmax(a, 1) + F.softmax(a, 0) * F.softmax(a, -1),
+                               (x(3, 4, 5),), BATCH),
+    "log_softmax": Case(lambda a: F.log_softmax(a, -1), (x(2, 3, 7),), lowers=False),
+    "layer_norm": Case(lambda a: F.layer_norm(a, (6,), GAMMA, BETA), (x(2, 3, 6),), BATCH),
+    "rsqrt_rms_norm": Case(lambda a: a * F.rsqrt(F.mean(F.pow(a, 2), -1, keepdim=True) + 1e-6),
+                     (x(2, 3, 8),), {"input0": {0: ("batch", 1, 4)}}),
+    "group_norm": Case(lambda a: F.group_norm(a, 3, GAMMA, BETA), (x(2, 6, 4, 3),), BATCH),
+    "group_norm_instance": Case(lambda a: F.instance_norm(a), (x(2, 6, 5),)),
+    "batch_norm": Case(lambda a: F.batch_norm(F.relu(a), MEAN, VAR, GAMMA, BETA),
+                       (x(2, 6, 3, 3),)),
+    # matrix products, with fused epilogues
+    "linear": Case(lambda a: F.linear(a, WEIGHT, BIAS), (x(3, 6),), BATCH),
+    "linear_hardswish": Case(lambda a: F.hardswish(F.linear(a, WEIGHT, BIAS)), (x(3, 6),)),
+    "linear_residual_gelu": Case(lambda a, r: F.gelu(F.linear(a, WEIGHT) + r),
+                                 (x(3, 6), x(3, 5))),
+    "matmul": Case(lambda a, b: F.matmul(a, b), (x(3, 4), x(4, 5))),
+    "matmul_mask_rows": Case(lambda q, k, mask: F.matmul(q, k) + mask,
+                             (x(2, 3, 5, 4), x(2, 3, 4, 6), x(2, 1, 1, 6))),
+    "matmul_shared_b_bias": Case(lambda q, k, bias: F.relu(F.matmul(q, k) + bias),
+                                 (x(2, 3, 5, 4), x(4, 7), x(7))),
+    # convolutions and pooling
+    "conv2d": Case(lambda a: F.conv2d(a, FILTERS, FILTER_BIAS, padding=1), (x(2, 3, 6, 5),)),
+    "conv2d_hardswish": Case(lambda a: F.hardswish(F.conv2d(a, FILTERS, FILTER_BIAS)),
+                             (x(1, 3, 7, 6),)),
+    "conv2d_residual_silu": Case(lambda a, r: F.silu(F.conv2d(a, FILTERS, FILTER_BIAS) + r),
+                                 (x(1, 3, 5, 5), x(1, 4, 3, 3))),
+    "conv_transpose2d": Case(lambda a: F.conv_transpose2d(a, UP_FILTERS, stride=2, padding=1),
+                             (x(1, 3, 4, 5),)),
+    "avg_pool2d": Case(lambda a: F.avg_pool2d(a, 3, 2, 1, ceil_mode=True,
+                                              count_include_pad=False), (x(1, 2, 7, 8),)),
+    "max_pool2d": Case(lambda a: F.max_pool2d(a, 3, 2, 1), (x(2, 2, 9, 9),)),
+    "adaptive_avg_pool2d": Case(lambda a: F.adaptive_avg_pool2d(a, (2, 3)), (x(1, 2, 4, 9),)),
+    # gathers, casts, selection
+    "embedding": Case(lambda ids: F.embedding(ids, TABLE) * 2.0,
+                      (np.array([[1, 0, 10], [3, 3, 7]], np.int64),)),
+    "cast_i64_f32": Case(lambda ids: F.cast(ids, np.float32) + 0.5,
+                         (np.array([[5, -3, 30521]], np.int64),)),
+    "cast_bool_f32": Case(lambda m: F.cast(m, np.float32) * 3.0,
+                          (np.array([[True, False, True]]),)),
+    "cast_i64_bool": Case(lambda ids: F.where(F.cast(ids, np.bool_), 1.5, -0.5),
+                          (np.array([[0, 3, -1, 0, 2 ** 40]], np.int64),)),
+    "where": Case(lambda m, a: F.where(m, a, -1.5), (np.array([[True, False, True]]), x(2, 3))),
+    # movement
+    "reshape": Case(lambda a: F.reshape(F.relu(a), (3, 8)) + 1.0, (x(2, 3, 4),)),
+    "permute": Case(lambda a: F.permute(a, (2, 0, 1)) * 2.0, (x(2, 3, 4),)),
+    "concat": Case(lambda a: F.concat([F.relu(a), a, F.neg(a)], 1), (x(2, 3, 4),), BATCH),
+    "split_slice": Case(lambda a: F.split(a, [1, 3], 2)[1] + F.slice(a, 2, 1, None, 1),
+                        (x(2, 3, 4, 5),)),
+    "slice_last": Case(lambda a: F.slice(a, -1, 1, 7, 3), (x(3, 8),),
+                       {"input0": {0: ("rows", 1, 4)}}),
+    "pad_crop": Case(lambda a: F.pad(a, (2, -1, 1, 0), value=0.25), (x(2, 3, 4, 5),)),
+}
