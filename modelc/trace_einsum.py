@@ -14,9 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from nn import functional as F
-
-from .trace_math import arithmetic, matmul
+from .trace_math import F, arithmetic, matmul
 from .trace_source import unsupported
 
 

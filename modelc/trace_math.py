@@ -6,14 +6,22 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from nn import functional as F
+from nn import functional
 
 from .graph import Value
+from .trace_dims import SymbolicDim
 from .trace_source import unsupported
+
+if TYPE_CHECKING:
+    from .trace import Tracer
+
+F: Any = functional
+"""``nn.functional``, typed loosely: traced tensors reach its primitives through the
+``__nn_function__`` dispatch, which their ndarray annotations do not describe."""
 
 FLOAT = np.dtype(np.float32)
 MAX_UNROLL = 64
@@ -22,9 +30,16 @@ integer index may pick from an axis by slicing (a larger one needs a fixed-shape
 
 
 class Traced:
-    """What every part of a traced tensor's ndarray surface needs: its graph value."""
+    """What every part of a traced tensor's ndarray surface needs: its graph value, and
+    its shape with symbolic dims as ``SymbolicDim``s."""
 
     value: Value
+    _tracer: Tracer
+
+    @property
+    def shape(self) -> tuple[int | SymbolicDim, ...]:
+        return tuple(SymbolicDim(d, self._tracer) if isinstance(d, str) else d
+                     for d in self.value.shape)
 
     @property
     def dtype(self) -> np.dtype:

@@ -15,12 +15,20 @@ from typing import Any
 
 import numpy as np
 
-from nn import functional as F
-
 from .errors import CompileError, TraceError
-from .graph import Shape
-from .trace_math import (arithmetic, dot_product, floor, logical, matmul, normalize_axes,
-                         power, promote, round_half_even)
+from .trace_index import getitem
+from .trace_math import (
+    F,
+    arithmetic,
+    dot_product,
+    floor,
+    logical,
+    matmul,
+    normalize_axes,
+    power,
+    promote,
+    round_half_even,
+)
 from .trace_reductions import Reductions
 from .trace_source import data_dependent, unsupported, user_frame
 
@@ -36,9 +44,7 @@ class UnsupportedAttributeError(TraceError, AttributeError):
 
 
 class ArrayMethods(Reductions):
-    """The ndarray surface of a traced tensor; needs ``value`` and ``shape``."""
-
-    shape: Shape
+    """The ndarray surface of a traced tensor."""
 
     # --- properties -------------------------------------------------------------------
     @property
@@ -53,6 +59,9 @@ class ArrayMethods(Reductions):
     @property
     def T(self) -> Any:  # noqa: N802 (numpy's name)
         return self.transpose()
+
+    def __getitem__(self, key: Any) -> Any:
+        return getitem(self, key)
 
     # --- operators ----------------------------------------------------------------------
     def __add__(self, other: Any) -> Any: return arithmetic(F.add, self, other)
@@ -78,10 +87,10 @@ class ArrayMethods(Reductions):
     def __mod__(self, other: Any) -> Any: return self - (self // other) * other
     def __rmod__(self, other: Any) -> Any: return other - (other // self) * self
 
-    def __eq__(self, other: Any) -> Any:  # type: ignore[override]
+    def __eq__(self, other: Any) -> Any:
         return NotImplemented if other is None else F.eq(*promote(self, other))
 
-    def __ne__(self, other: Any) -> Any:  # type: ignore[override]
+    def __ne__(self, other: Any) -> Any:
         return NotImplemented if other is None else F.ne(*promote(self, other))
 
     __hash__ = object.__hash__

@@ -16,14 +16,24 @@ from typing import Any
 
 import numpy as np
 
-from nn import functional as F
 from nn._dispatch import is_primitive
 
 from .trace_einsum import einsum as traced_einsum
 from .trace_index import gather, getitem
-from .trace_math import (arithmetic, as_float, dot_product, floor, logical, matmul,
-                         normalize_axes, power, promote, round_half_even)
-from .trace_methods import ArrayMethods
+from .trace_math import (
+    F,
+    Traced,
+    arithmetic,
+    as_float,
+    dot_product,
+    floor,
+    logical,
+    matmul,
+    normalize_axes,
+    power,
+    promote,
+    round_half_even,
+)
 from .trace_source import data_dependent, unsupported
 
 _LN2, _LN10 = math.log(2.0), math.log(10.0)
@@ -33,7 +43,7 @@ def _nonzero(x: Any) -> Any:
     """``x`` as a bool mask (numpy's truth of a number: nonzero)."""
     if np.dtype(getattr(x, "dtype", np.bool_)) == np.bool_:
         return x
-    return F.ne(as_float(x), 0.0) if isinstance(x, ArrayMethods) else np.asarray(x) != 0
+    return F.ne(as_float(x), 0.0) if isinstance(x, Traced) else np.asarray(x) != 0
 
 
 def _floor_divide(a: Any, b: Any) -> Any:
@@ -160,9 +170,9 @@ def take(a: Any, indices: Any, axis: int | None = None, out: Any = None,
     if axis is None:
         a, axis = np.ravel(a), 0
     axis = normalize_axes(axis, a.ndim)[0]
-    if isinstance(a, ArrayMethods) and not isinstance(indices, ArrayMethods):
+    if isinstance(a, Traced) and not isinstance(indices, Traced):
         return getitem(a, (slice(None),) * axis + (np.asarray(indices),))
-    if np.ndim(indices) == 0 and not isinstance(indices, ArrayMethods):
+    if np.ndim(indices) == 0 and not isinstance(indices, Traced):
         return getitem(a, (slice(None),) * axis + (int(indices),))
     return gather(a, axis, indices)
 
@@ -240,7 +250,8 @@ def _triangle(lower: bool) -> Callable[..., Any]:
 
 def cumsum(a: Any, axis: int | None = None, dtype: Any = None, out: Any = None) -> Any:
     _no_out(out, "np.cumsum")
-    x, axis = (np.ravel(a), 0) if axis is None else (a, axis)
+    x: Any = np.ravel(a) if axis is None else a
+    axis = 0 if axis is None else axis
     x = x if dtype is None else x.astype(dtype)
     axis = normalize_axes(axis, x.ndim)[0]
     size = x._static(axis, "np.cumsum")

@@ -12,9 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from nn import functional as F
-
-from .trace_math import FLOAT, MAX_UNROLL, Traced, as_float, normalize_axes
+from .trace_math import FLOAT, MAX_UNROLL, F, Traced, as_float, normalize_axes
 from .trace_source import unsupported
 
 _REDUCTIONS = {"sum": F.sum, "mean": F.mean, "max": F.amax}
@@ -28,11 +26,12 @@ class Reductions(Traced):
                 initial: Any = np._NoValue, where: Any = True) -> Any:
         if out is not None:
             raise unsupported(f"{name}(out=...)", "use the returned value")
-        x: Any = self if dtype is None else self.astype(dtype)
+        x: Any = self if dtype is None or np.dtype(dtype) == self.dtype else F.cast(
+            self, np.dtype(dtype))
         if where is not True:
             if name != "sum":
                 raise unsupported(f"{name}(where=...)", "select first with np.where(mask, x, "
-                                  f"fill), then reduce")
+                                  "fill), then reduce")
             x = F.where(where, x, 0.0)
         axes = normalize_axes(axis, x.ndim)
         expected = getattr(np, name)(np.zeros((1,), x.dtype)).dtype
@@ -111,7 +110,7 @@ class Reductions(Traced):
         return result
 
     def _arg_extreme(self, sign: float, axis: int | None, keepdims: bool) -> Any:
-        x = self if axis is not None else self.reshape(-1)
+        x: Any = self if axis is not None else F.reshape(self, (-1,))
         a = normalize_axes(0 if axis is None else axis, x.ndim)[0]
         size = x._static(a, "argmax/argmin")
         signed = as_float(x) if sign > 0 else -as_float(x)
