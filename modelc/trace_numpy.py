@@ -287,12 +287,10 @@ def tile(a: Any, reps: int | Sequence[int]) -> Any:
 def _like(value: float | None) -> Callable[..., Any]:
     def full_like(a: Any, *args: Any, dtype: Any = None, **kwargs: Any) -> Any:
         fill = args[0] if value is None else value
-        shape = list(a.value.shape)
-        if any(isinstance(d, str) for d in shape):
-            raise unsupported("np.zeros_like/ones_like/full_like of a tensor with symbolic "
-                              f"dims {shape}", "make a constant of the fixed axes and let "
-                              "broadcasting stretch it (e.g. np.ones(x.shape[1:]))")
-        return np.full(shape, fill, dtype or a.dtype)
+        if any(isinstance(d, str) for d in a.value.shape):
+            # A symbolic shape is known at run time only: a full node fills it there.
+            return F.full(a.shape, float(fill), np.dtype(dtype or a.dtype))
+        return np.full(a.value.shape, fill, dtype or a.dtype)
     return full_like
 
 

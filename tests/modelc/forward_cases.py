@@ -267,6 +267,8 @@ NUMPY: dict[str, Case] = {
     "flip": Case(lambda h: np.flip(h, axis=-1) + np.flip(h, (1, 2))),
     "like": Case(lambda h: h[0] + np.ones_like(h[0]) + np.zeros_like(h[0])
                  + np.full_like(h[0], 2.5)),
+    "like_symbolic": Case(lambda h: np.concatenate([h, np.ones_like(h[..., :2])], axis=-1)
+                          [..., 2:] + np.full_like(h, 0.5) + np.zeros_like(h)),
     "shape_ndim_size": Case(lambda h: h * np.ndim(h) + np.size(h[0]) + np.shape(h)[1]),
     "any_all": Case(lambda h: np.any(h > 1, axis=-1) * h[..., 0] + np.all(h > -1, axis=-1)),
 }
