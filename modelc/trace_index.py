@@ -183,6 +183,9 @@ def getitem(x: Any, key: Any) -> Any:
         TraceError: an index whose result shape would depend on the input, or a form not
             traced (several index arrays); the message names the alternative.
     """
+    if x.dtype == np.bool_:
+        # NOTE: the copy kernels move float32; a mask is moved as 0.0 and 1.0.
+        return F.gt(getitem(F.cast(x, np.float32), key), 0.5)
     x, entries = _expand(x, key)
     arrays = [i for i, e in enumerate(entries) if isinstance(e, (np.ndarray, Traced))]
     if len(arrays) > 1:

@@ -18,14 +18,18 @@ from .trace_source import unsupported
 _REDUCTIONS = {"sum": F.sum, "mean": F.mean, "max": F.amax}
 
 
+def _no_out(out: Any, name: str) -> None:
+    if out is not None:
+        raise unsupported(f"{name}(out=...)", "use the returned value")
+
+
 class Reductions(Traced):
     """Reductions over axes, as ndarray methods."""
 
     # --- reductions ---------------------------------------------------------------------
     def _reduce(self, name: str, axis: Any, keepdims: bool, dtype: Any = None, out: Any = None,
                 initial: Any = np._NoValue, where: Any = True) -> Any:
-        if out is not None:
-            raise unsupported(f"{name}(out=...)", "use the returned value")
+        _no_out(out, name)
         x: Any = self if dtype is None or np.dtype(dtype) == self.dtype else F.cast(
             self, np.dtype(dtype))
         if where is not True:
@@ -123,9 +127,11 @@ class Reductions(Traced):
         return F.cast(first, np.int64)
 
     def argmax(self, axis: int | None = None, out: Any = None, *, keepdims: bool = False) -> Any:
+        _no_out(out, "argmax")
         return self._arg_extreme(1.0, axis, keepdims)
 
     def argmin(self, axis: int | None = None, out: Any = None, *, keepdims: bool = False) -> Any:
+        _no_out(out, "argmin")
         return self._arg_extreme(-1.0, axis, keepdims)
 
     def _nonzero(self) -> Any:
@@ -133,8 +139,10 @@ class Reductions(Traced):
                       np.float32)
 
     def any(self, axis: Any = None, out: Any = None, keepdims: bool = False) -> Any:
+        _no_out(out, "any")
         return F.gt(self._nonzero().max(axis, keepdims=keepdims), 0.5)
 
     def all(self, axis: Any = None, out: Any = None, keepdims: bool = False) -> Any:
+        _no_out(out, "all")
         return F.gt(self._nonzero().min(axis, keepdims=keepdims), 0.5)
 

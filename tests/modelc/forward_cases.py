@@ -151,6 +151,7 @@ INDEXING: dict[str, Case] = {
     "gather_fixed_last": _fixed(lambda h: h[..., np.array([7, 1])]),
     "gather_non_adjacent": _fixed(lambda h: h[0, :, [1, 2]]),
     "gather_adjacent_int": _fixed(lambda h: h[:, 0, [1, 2]]),
+    "bool_tensor": Case(lambda h: np.where((h > 0)[:, ::-1][:, 1, None], h, -h)),
     "mask_last": Case(lambda h: h[..., MASK8]),
     "mask_two_axes": Case(lambda h: h[:, MASK68]),
     "traced_index": _fixed(lambda h: h[1][np.minimum(abs(h[0, 0]) * 2, 5).astype(np.int64)]),

@@ -99,6 +99,7 @@ def test_python_that_needs_values_names_the_line_and_np_where(fn: Callable[..., 
     (lambda h: np.add.accumulate(h), r"np.add.accumulate is not supported"),
     (lambda h: np.exp(h, out=h), r"np.exp\(..., out=\) is not supported"),
     (lambda h: h.sum(0, out=h), r"sum\(out=...\) is not supported"),
+    (lambda h: h.argmax(0, out=h), r"argmax\(out=...\) is not supported"),
     (lambda h: np.where(h > 0), r"np.where\(condition\) with one argument"),
     (lambda h: h[h > 0], r"boolean mask that is a traced tensor.*np.where\(mask, x, 0\)"),
     (lambda h: h[1:], r"the slice slice\(1, None, None\) of the symbolic axis 0 \('batch' in "
