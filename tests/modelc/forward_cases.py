@@ -230,6 +230,11 @@ NUMPY: dict[str, Case] = {
     "einsum_outer": Case(lambda h: np.einsum("bs,d->bsd", h[..., 0], B8)),
     "einsum_implicit": Case(lambda h: np.einsum("bsd,de", h, W)),
     "einsum_three": Case(lambda h: np.einsum("bsd,de,ef->bsf", h, W, W.T)),
+    "einsum_ellipsis": Case(lambda h: np.einsum("...qd,...kd->...qk", h, h)
+                            + np.einsum("...d,de->...e", h, W) @ W.T[:, :6]),
+    "einsum_ellipsis_broadcast": Case(lambda h: np.einsum("...ij,...jk", h[:, None],
+                                                         h[:1].transpose(0, 2, 1)[:, None])
+                                      [:, 0]),
     "einsum_seq": _seq(lambda h: np.einsum("bsd,btd->bst", h, h)),
     "expand_dims": Case(lambda h: np.expand_dims(h, 1) + np.expand_dims(h, (0, -1))[0, ..., 0]
                         [:, None]),
