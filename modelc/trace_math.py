@@ -50,6 +50,13 @@ class Traced:
         return len(self.value.shape)
 
 
+def computed(dtype: Any) -> np.dtype:
+    """The dtype a compiled model holds for numpy's ``dtype``: float32 for float64 (numpy's
+    default float, which no kernel computes), else ``dtype`` itself."""
+    dtype = np.dtype(dtype)
+    return FLOAT if dtype == np.float64 else dtype
+
+
 def normalize_axes(axis: int | Sequence[int] | None, ndim: int) -> list[int]:
     """``axis`` as sorted non-negative axes (all of them for None), as numpy reads it.
 

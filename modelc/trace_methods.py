@@ -18,8 +18,10 @@ import numpy as np
 from .errors import CompileError, TraceError
 from .trace_index import getitem
 from .trace_math import (
+    FLOAT,
     F,
     arithmetic,
+    computed,
     dot_product,
     floor,
     logical,
@@ -230,7 +232,12 @@ class ArrayMethods(Reductions):
                                                            if i not in axes))
 
     def astype(self, dtype: Any, *args: Any, **kwargs: Any) -> Any:
-        return self if np.dtype(dtype) == self.dtype else F.cast(self, np.dtype(dtype))
+        target = computed(dtype)
+        if target == self.dtype:
+            return self
+        if target == np.bool_ and self.dtype == FLOAT:
+            return F.ne(self, 0.0)
+        return F.cast(self, target)
 
     def copy(self, order: str = "C") -> Any:
         return self

@@ -25,6 +25,7 @@ from .trace_math import (
     Traced,
     arithmetic,
     as_float,
+    computed,
     dot_product,
     floor,
     logical,
@@ -258,7 +259,7 @@ def cumsum(a: Any, axis: int | None = None, dtype: Any = None, out: Any = None) 
     # Running sums as one matmul with an upper-triangular matrix of ones: out[j] = sum x[:j+1].
     last = as_float(np.swapaxes(x, axis, -1))
     sums = np.swapaxes(matmul(last, np.triu(np.ones((size, size), np.float32))), axis, -1)
-    expected = np.cumsum(np.zeros(1, x.dtype)).dtype
+    expected = computed(np.cumsum(np.zeros(1, x.dtype)).dtype)
     return sums if np.dtype(sums.dtype) == expected else F.cast(sums, expected)
 
 
@@ -289,8 +290,8 @@ def _like(value: float | None) -> Callable[..., Any]:
         fill = args[0] if value is None else value
         if any(isinstance(d, str) for d in a.value.shape):
             # A symbolic shape is known at run time only: a full node fills it there.
-            return F.full(a.shape, float(fill), np.dtype(dtype or a.dtype))
-        return np.full(a.value.shape, fill, dtype or a.dtype)
+            return F.full(a.shape, float(fill), computed(dtype or a.dtype))
+        return np.full(a.value.shape, fill, computed(dtype or a.dtype))
     return full_like
 
 

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from .trace_math import FLOAT, MAX_UNROLL, F, Traced, as_float, normalize_axes
+from .trace_math import FLOAT, MAX_UNROLL, F, Traced, as_float, computed, normalize_axes
 from .trace_source import unsupported
 
 _REDUCTIONS = {"sum": F.sum, "mean": F.mean, "max": F.amax}
@@ -30,15 +30,14 @@ class Reductions(Traced):
     def _reduce(self, name: str, axis: Any, keepdims: bool, dtype: Any = None, out: Any = None,
                 initial: Any = np._NoValue, where: Any = True) -> Any:
         _no_out(out, name)
-        x: Any = self if dtype is None or np.dtype(dtype) == self.dtype else F.cast(
-            self, np.dtype(dtype))
+        x: Any = self if dtype is None else self.astype(dtype)  # type: ignore[attr-defined]
         if where is not True:
             if name != "sum":
                 raise unsupported(f"{name}(where=...)", "select first with np.where(mask, x, "
                                   "fill), then reduce")
             x = F.where(where, x, 0.0)
         axes = normalize_axes(axis, x.ndim)
-        expected = getattr(np, name)(np.zeros((1,), x.dtype)).dtype
+        expected = computed(getattr(np, name)(np.zeros((1,), x.dtype)).dtype)
         x = as_float(x)
         if not axes:
             result = x

@@ -113,6 +113,9 @@ METHODS: dict[str, Case] = {
     "astype_same": Case(lambda h: h.astype(np.float32) * 2),
     "astype_int64": Case(lambda h: (h * 4).astype(np.int64)),
     "astype_from_bool": Case(lambda h: (h > 0).astype(np.float32)),
+    "astype_float64_bool": Case(lambda h: h.astype(float) * h.astype(bool)
+                                + (h > 0).mean(-1, keepdims=True) + h.sum(-1, dtype=np.float64)
+                                [..., None]),
     "clip": Case(lambda h: h.clip(-0.5, 0.5)),
     "clip_max_only": Case(lambda h: h.clip(max=0.2)),
     "dot": Case(lambda h: h.dot(W)),
