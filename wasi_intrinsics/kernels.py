@@ -56,7 +56,8 @@ def _special(name: str) -> Callable[[np.ndarray], np.ndarray]:
 NUMPY_FUNCTIONS: dict[str, Callable[..., np.ndarray]] = {
     "max": np.maximum, "min": np.minimum, "abs": np.abs, "sqrt": np.sqrt, "exp": np.exp,
     "log": np.log, "tanh": np.tanh, "erf": lambda x: _special("erf")(x),
-    "erfc": lambda x: _special("erfc")(x),
+    "erfc": lambda x: _special("erfc")(x), "floor": np.floor, "ceil": np.ceil,
+    "round": np.round, "sin": np.sin, "cos": np.cos,
 }
 """The formula language's functions (``wasm_kernels.formula``) on numpy arrays."""
 
@@ -197,6 +198,17 @@ def _gather(ctx: HostContext, table: int, index: int, y: int, count: int, rows: 
     if bad.any():
         raise IndexError(f"f32_gather: index {int(indices[bad][0])} is outside [0, {rows})")
     _tensor(ctx.memory, y, (count, dim))[...] = _tensor(ctx.memory, table, (rows, dim))[indices]
+
+
+def _resample(ctx: HostContext, x: int, index: int, weight: int, y: int, outer: int, n: int,
+              on: int, inner: int, taps: int) -> None:
+    rows = _tensor(ctx.memory, index, (taps, on), np.dtype("<i4")).T
+    bad = (rows < 0) | (rows >= n)
+    if bad.any():
+        raise IndexError(f"f32_resample: row {int(rows[bad][0])} is outside [0, {n})")
+    weights = _tensor(ctx.memory, weight, (taps, on)).T[None, :, :, None]
+    gathered = _tensor(ctx.memory, x, (outer, n, inner))[:, rows, :]  # (outer, on, taps, inner)
+    _tensor(ctx.memory, y, (outer, on, inner))[...] = (gathered * weights).sum(axis=2)
 
 
 def _windows(x: np.ndarray, kernel: tuple[int, int], stride: tuple[int, int],
@@ -393,7 +405,7 @@ FAMILIES: dict[str, Callable[[abi.KernelSpec], Callable[..., None]]] = {
     "cast": _cast, "gather": lambda spec: _gather, "conv": _conv, "pool": _pool,
     "movement": lambda spec: _copy(spec) if spec.op == "copy" else _where(spec),
     "norm": lambda spec: _group_norm, "conv_transpose": lambda spec: _conv_transpose,
-    "compare": _broadcast, "recurrent": _cell,
+    "compare": _broadcast, "recurrent": _cell, "resample": lambda spec: _resample,
 }
 
 

@@ -56,6 +56,8 @@ UNARY_OPS: dict[str, str] = {
     "sigmoid": "1 / (1 + exp(-x))", "silu": "x / (1 + exp(-x))",
     "gelu": "x / 2 * erfc(-x / sqrt(2))",
     "hardswish": "x * min(max(x + 3, 0), 6) / 6",
+    "floor": "floor(x)", "ceil": "ceil(x)", "round": "round(x)",
+    "sin": "sin(x)", "cos": "cos(x)",
 }
 """Elementwise unary ops by name: ``y`` as a formula in ``x`` (``wasm_kernels.formula``)."""
 
@@ -303,6 +305,13 @@ def _cell(op: str, epilogue: tuple[str, ...] = ()) -> KernelSpec:
         "1 - step when reverse is nonzero, else t = step; past its end its state stays (and "
         "y[step, b] = 0)", epilogue=epilogue)
 
+RESAMPLE = KernelSpec(
+    "f32_resample", "resample", "resample",
+    ("x", "index", "weight", "y", "outer", "n", "on", "inner", "taps"),
+    "y(outer, on, inner) = sum over t < taps of weight[t * on + o] * x(outer, index[t * on + "
+    "o], inner) for x(outer, n, inner): one axis of a resize (nearest, linear, cubic), with "
+    "the tap-major (taps, on) int32 row index (each in [0, n)) and f32 weight tables "
+    "computed at compile time; y must not alias x")
 
 KERNELS: tuple[KernelSpec, ...] = (
     *(_gemm(bias, residual, act) for bias in (False, True) for residual in (False, True)
@@ -329,6 +338,7 @@ KERNELS: tuple[KernelSpec, ...] = (
     _cell("gru_reset"),
     _cell("gru_update"),
     *(_cell("rnn_cell", (act,)) for act in RNN_ACTIVATIONS),
+    RESAMPLE,
 )
 
 BY_NAME: dict[str, KernelSpec] = {k.name: k for k in KERNELS}

@@ -19,7 +19,8 @@ from typing import Any
 
 FUNCTIONS: dict[str, Callable[..., float]] = {
     "max": max, "min": min, "abs": abs, "sqrt": math.sqrt, "exp": math.exp, "log": math.log,
-    "tanh": math.tanh, "erf": math.erf, "erfc": math.erfc,
+    "tanh": math.tanh, "erf": math.erf, "erfc": math.erfc, "floor": math.floor,
+    "ceil": math.ceil, "round": round, "sin": math.sin, "cos": math.cos,
 }
 """The functions a formula may call, with their meaning on plain numbers."""
 

@@ -19,12 +19,13 @@ import numpy as np
 from ..errors import CompileError, UnsupportedOpError
 from ..graph import Dim, Graph, Value
 from ..trace import DynamicSpec, SymbolicTensor, Tracer
-from . import ops_math, ops_nn, ops_rnn, ops_shape
+from . import ops_activation, ops_layout, ops_math, ops_nn, ops_resize, ops_rnn, ops_shape
 from .node import OnnxNode
 
-OPS = {**ops_math.OPS, **ops_nn.OPS, **ops_rnn.OPS, **ops_shape.OPS}
+OPS = {**ops_activation.OPS, **ops_layout.OPS, **ops_math.OPS, **ops_nn.OPS,
+       **ops_resize.OPS, **ops_rnn.OPS, **ops_shape.OPS}
 """Every supported ONNX op type (default domain) and its import function."""
-OPSETS = (9, 21)
+OPSETS = (9, 23)
 """The default-domain opset versions the importer follows (inclusive)."""
 DEFAULT_DIM_RANGE = (1, 512)
 """Bounds of a symbolic ONNX dim that neither ``dynamic`` nor ``input_shapes`` fixes."""
@@ -195,7 +196,7 @@ class _Importer:
 
 def from_onnx(model: Any, input_shapes: Mapping[str, Sequence[int]] | None = None,
               dynamic: DynamicSpec | None = None) -> Graph:
-    """Import an ONNX model (default-domain opsets 9 to 21) as a graph.
+    """Import an ONNX model (default-domain opsets 9 to 23) as a graph.
 
     Args:
         model: an ``onnx.ModelProto``, its serialized bytes, or the path of a ``.onnx`` file.

@@ -9,66 +9,92 @@ in primitives, so they trace and compile with no further code. Functions take an
 from __future__ import annotations
 
 from .._dispatch import is_primitive
-from .activation import gelu, hardsigmoid, hardswish, hardtanh, leaky_relu, relu6, silu
+from .activation import (
+                         celu,
+                         elu,
+                         gelu,
+                         hardshrink,
+                         hardsigmoid,
+                         hardswish,
+                         hardtanh,
+                         leaky_relu,
+                         mish,
+                         relu6,
+                         selu,
+                         shrink,
+                         silu,
+                         softplus,
+                         softshrink,
+                         softsign,
+)
+from .argmax import argmax, argmin
 from .attention import attention_weights, scaled_dot_product_attention
 from .conv import conv1d, conv2d, conv_padding, conv_transpose2d
 from .creation import full
 from .dropout import dropout
 from .elementwise import (
-                          abs,
-                          add,
-                          cast,
-                          div,
-                          eq,
-                          erf,
-                          exp,
-                          ge,
-                          gt,
-                          le,
-                          log,
-                          lt,
-                          maximum,
-                          minimum,
-                          mul,
-                          ne,
-                          neg,
-                          pow,
-                          relu,
-                          rsqrt,
-                          sigmoid,
-                          sqrt,
-                          sub,
-                          tanh,
-                          where,
+                         abs,
+                         add,
+                         cast,
+                         div,
+                         eq,
+                         erf,
+                         exp,
+                         ge,
+                         gt,
+                         le,
+                         log,
+                         lt,
+                         maximum,
+                         minimum,
+                         mul,
+                         ne,
+                         neg,
+                         pow,
+                         relu,
+                         rsqrt,
+                         sigmoid,
+                         sqrt,
+                         sub,
+                         tanh,
+                         where,
 )
 from .linear import linear, matmul
-from .normalization import batch_norm, group_norm, instance_norm, layer_norm
+from .normalization import batch_norm, group_norm, instance_norm, layer_norm, rms_norm
+from .pixel import channel_shuffle, pixel_shuffle, pixel_unshuffle
 from .pooling import adaptive_avg_pool2d, avg_pool2d, max_pool2d
 from .recurrent import gru, lstm, rnn
 from .reduction import amax, log_softmax, mean, softmax, sum
+from .resize import interpolate, resample
+from .rounding import ceil, cos, floor, fmod, round, sign, sin, trunc
 from .shape import (
-                          concat,
-                          embedding,
-                          flatten,
-                          pad,
-                          permute,
-                          reshape,
-                          slice,
-                          split,
-                          squeeze,
-                          transpose,
-                          unsqueeze,
+                         concat,
+                         embedding,
+                         flatten,
+                         pad,
+                         permute,
+                         reshape,
+                         slice,
+                         split,
+                         squeeze,
+                         transpose,
+                         unsqueeze,
 )
+from .triangular import cumsum, tril, triu
 
-__all__ = ["PRIMITIVES", "abs", "adaptive_avg_pool2d", "add", "amax", "attention_weights",
-           "avg_pool2d", "batch_norm", "cast", "concat", "conv1d", "conv2d", "conv_padding",
-           "conv_transpose2d", "div", "dropout", "embedding", "eq", "erf", "exp", "flatten",
-           "full", "ge", "gelu", "group_norm", "gru", "gt", "hardsigmoid", "hardswish", "hardtanh",
-           "instance_norm", "layer_norm", "le", "leaky_relu", "linear", "log", "log_softmax",
-           "lstm", "lt", "matmul", "max_pool2d", "maximum", "mean", "minimum", "mul", "ne", "neg",
-           "pad", "permute", "pow", "relu", "relu6", "reshape", "rnn", "rsqrt",
-           "scaled_dot_product_attention", "sigmoid", "silu", "slice", "softmax", "split", "sqrt",
-           "squeeze", "sub", "sum", "tanh", "transpose", "unsqueeze", "where"]
+__all__ = ["PRIMITIVES", "abs", "adaptive_avg_pool2d", "add", "amax", "argmax", "argmin",
+           "attention_weights", "avg_pool2d", "batch_norm", "cast", "ceil", "celu",
+           "channel_shuffle", "concat", "conv1d", "conv2d", "conv_padding", "conv_transpose2d",
+           "cos", "cumsum", "div", "dropout", "elu", "embedding", "eq", "erf", "exp", "flatten",
+           "floor", "fmod", "full", "ge", "gelu", "group_norm", "gru", "gt", "hardshrink",
+           "hardsigmoid", "hardswish", "hardtanh", "instance_norm", "interpolate", "layer_norm",
+           "le", "leaky_relu", "linear", "log", "log_softmax", "lstm", "lt", "matmul",
+           "max_pool2d", "maximum", "mean", "minimum", "mish", "mul", "ne", "neg", "pad",
+           "permute", "pixel_shuffle", "pixel_unshuffle", "pow", "relu", "relu6", "resample",
+           "reshape", "rms_norm", "rnn", "round", "rsqrt", "scaled_dot_product_attention", "selu",
+           "shrink", "sigmoid", "sign", "silu", "sin", "slice", "softmax", "softplus",
+           "softshrink", "softsign", "split", "sqrt", "squeeze", "sub", "sum", "tanh", "transpose",
+           "tril", "triu", "trunc", "unsqueeze", "where"]
 
 PRIMITIVES: tuple[str, ...] = tuple(sorted(
     name for name in __all__ if name != "PRIMITIVES" and is_primitive(globals()[name])))

@@ -1,5 +1,5 @@
-"""Normalisation: ``layer_norm``, ``group_norm``, ``batch_norm`` (primitives) and
-``instance_norm`` (a composite). Variances are biased, as in torch's forward."""
+"""Normalisation: ``layer_norm``, ``group_norm``, ``batch_norm`` (primitives),
+``instance_norm`` and ``rms_norm`` (composites). Variances are biased, as in torch's forward."""
 
 from __future__ import annotations
 
@@ -8,8 +8,10 @@ from collections.abc import Sequence
 import numpy as np
 
 from .._dispatch import primitive
+from .elementwise import rsqrt
+from .reduction import mean
 
-__all__ = ["batch_norm", "group_norm", "instance_norm", "layer_norm"]
+__all__ = ["batch_norm", "group_norm", "instance_norm", "layer_norm", "rms_norm"]
 
 
 def _affine(out: np.ndarray, weight: np.ndarray | None, bias: np.ndarray | None,
@@ -118,3 +120,25 @@ def instance_norm(input: np.ndarray, running_mean: np.ndarray | None = None,
     if not use_input_stats:
         return batch_norm(input, running_mean, running_var, weight, bias, False, momentum, eps)
     return group_norm(input, input.shape[1], weight, bias, eps)
+
+
+def rms_norm(input: np.ndarray, normalized_shape: Sequence[int],
+             weight: np.ndarray | None = None, eps: float | None = None) -> np.ndarray:
+    """``x / sqrt(mean(x**2) + eps) * weight`` over the trailing ``normalized_shape`` axes,
+    as torch's ``rms_norm`` (``eps`` None is the dtype's machine epsilon).
+
+    Raises:
+        ValueError: the input's trailing shape is not ``normalized_shape``.
+
+    >>> rms_norm(np.array([[1.0, 7.0]], np.float32), (2,), eps=0.0).tolist()
+    [[0.20000000298023224, 1.399999976158142]]
+    """
+    shape = tuple(normalized_shape)
+    if tuple(input.shape[len(input.shape) - len(shape):]) != shape:
+        raise ValueError(f"rms_norm: input shape {tuple(input.shape)} does not end with "
+                         f"normalized_shape {shape}")
+    if eps is None:
+        eps = float(np.finfo(np.float32).eps)
+    axes = tuple(range(len(input.shape) - len(shape), len(input.shape)))
+    out = input * rsqrt(mean(input * input, axes, keepdim=True) + eps)
+    return out if weight is None else out * weight

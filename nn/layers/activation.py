@@ -10,8 +10,9 @@ from typing import Any
 from .. import functional as F
 from ..module import Module
 
-__all__ = ["GELU", "Hardswish", "LeakyReLU", "LogSoftmax", "ReLU", "ReLU6", "SiLU", "Sigmoid",
-           "Softmax", "Tanh"]
+__all__ = ["CELU", "ELU", "GELU", "SELU", "Hardshrink", "Hardswish", "LeakyReLU", "LogSoftmax",
+           "Mish", "ReLU", "ReLU6", "SiLU", "Sigmoid", "Softmax", "Softplus", "Softshrink",
+           "Softsign", "Tanh"]
 
 
 class _Inplace(Module):
@@ -126,3 +127,80 @@ class LogSoftmax(_SoftmaxBase):
 
     def forward(self, input: Any) -> Any:
         return F.log_softmax(input, self._dim(input))
+
+
+class ELU(Module):
+    """``x`` for ``x > 0``, else ``alpha * (exp(x) - 1)``."""
+
+    def __init__(self, alpha: float = 1.0, inplace: bool = False) -> None:
+        super().__init__()
+        self.alpha, self.inplace = alpha, inplace
+
+    def forward(self, input: Any) -> Any:
+        return F.elu(input, self.alpha)
+
+    def extra_repr(self) -> str:
+        return f"alpha={self.alpha}" + (", inplace=True" if self.inplace else "")
+
+
+class CELU(ELU):
+    """``max(0, x) + min(0, alpha * (exp(x / alpha) - 1))``."""
+
+    def forward(self, input: Any) -> Any:
+        return F.celu(input, self.alpha)
+
+
+class SELU(_Inplace):
+    """``scale * elu(x, alpha)`` with the self-normalising constants."""
+
+    def forward(self, input: Any) -> Any:
+        return F.selu(input)
+
+
+class Softplus(Module):
+    """``log(1 + exp(beta * x)) / beta``."""
+
+    def __init__(self, beta: float = 1.0, threshold: float = 20.0) -> None:
+        super().__init__()
+        self.beta, self.threshold = beta, threshold
+
+    def forward(self, input: Any) -> Any:
+        return F.softplus(input, self.beta, self.threshold)
+
+    def extra_repr(self) -> str:
+        return f"beta={self.beta}, threshold={self.threshold}"
+
+
+class Softsign(Module):
+    """``x / (1 + |x|)``."""
+
+    def forward(self, input: Any) -> Any:
+        return F.softsign(input)
+
+
+class Mish(_Inplace):
+    """``x * tanh(softplus(x))``."""
+
+    def forward(self, input: Any) -> Any:
+        return F.mish(input)
+
+
+class Hardshrink(Module):
+    """``x`` where ``|x| > lambd``, else 0."""
+
+    def __init__(self, lambd: float = 0.5) -> None:
+        super().__init__()
+        self.lambd = lambd
+
+    def forward(self, input: Any) -> Any:
+        return F.hardshrink(input, self.lambd)
+
+    def extra_repr(self) -> str:
+        return f"{self.lambd}"
+
+
+class Softshrink(Hardshrink):
+    """``x`` moved ``lambd`` towards 0, and 0 where ``|x| <= lambd``."""
+
+    def forward(self, input: Any) -> Any:
+        return F.softshrink(input, self.lambd)

@@ -5,10 +5,11 @@ Each program starts from an input with a symbolic batch and applies 4-7 steps dr
 menu, so that lowering meets combinations the hand-written model tests do not; one entry
 draws from the forwards written with ndarray methods and numpy calls (``forward_cases``). Sequence
 programs ((batch, S, D)): broadcasts against reshaped and permuted views, reductions
-feeding matmuls, slices of concatenations, epilogue fusion after any op. Image programs
-((batch, C, H, W)): convolutions and transposed convolutions of random kernel, stride,
-padding, dilation and groups, batch norms to fold, pooling (adaptive too), padding in every
-mode and residual branches.
+feeding matmuls, slices of concatenations, running sums, log-softmax and RMS norms on any
+axis, epilogue fusion after any op. Image programs ((batch, C, H, W)): convolutions and
+transposed convolutions of random kernel, stride, padding, dilation and groups, batch norms
+to fold, pooling (adaptive too), padding in every mode, interpolation of every mode, pixel
+(un)shuffles and residual branches.
 """
 
 from __future__ import annotations
@@ -84,8 +85,13 @@ class SequenceProgram(RandomProgram):
         return {
             "linear": lambda: self._linear(d, int(rng.choice([3, 5, 8, 16]))),
             "unary": lambda: getattr(F, str(rng.choice(
-                ["relu", "gelu", "sigmoid", "tanh", "silu", "neg", "abs"]))),
+                ["relu", "gelu", "sigmoid", "tanh", "silu", "neg", "abs", "elu", "selu",
+                 "celu", "softplus", "softsign", "mish", "sin", "cos"]))),
             "scale_shift": self._scale_shift,
+            "cumsum": lambda: partial(F.cumsum, dim=int(rng.choice([1, 2]))),
+            "log_softmax": lambda: partial(F.log_softmax, dim=int(rng.choice([1, 2]))),
+            "rms_norm": lambda: partial(F.rms_norm, normalized_shape=(d,),
+                                        weight=self.buffer(_constant(rng, (d,))), eps=1e-5),
             "residual": self._residual,
             "softmax": lambda: partial(F.softmax, dim=int(rng.choice([1, 2]))),
             "layer_norm": self._layer_norm,
@@ -199,7 +205,10 @@ class ImageProgram(RandomProgram):
             "conv": self._conv,
             "batch_norm": self._batch_norm,
             "activation": lambda: getattr(F, str(self.rng.choice(
-                ["relu", "relu6", "hardswish", "sigmoid", "silu", "tanh"]))),
+                ["relu", "relu6", "hardswish", "sigmoid", "silu", "tanh", "elu", "selu",
+                 "mish", "softplus", "softsign"]))),
+            "interpolate": self._interpolate,
+            "pixel_shuffle": self._pixel_shuffle,
             "residual": self._residual,
             "pool": self._pool,
             "adaptive_pool": self._adaptive_pool,
@@ -274,6 +283,22 @@ class ImageProgram(RandomProgram):
         bias = self.weight((out,), 1) if rng.integers(2) else None
         return lambda x: F.conv_transpose2d(x, weight, bias, stride, padding, extra, groups,
                                             dilation)
+
+    def _interpolate(self) -> Step:
+        """A resize of every mode to random sizes from half to twice (at most 24)."""
+        rng, (_, h, w) = self.rng, self.shape
+        size = tuple(int(rng.integers(max(1, n // 2), min(2 * n, 24) + 1)) for n in (h, w))
+        mode = str(rng.choice(["nearest", "nearest-exact", "bilinear", "bicubic"]))
+        corners = bool(rng.integers(2)) if mode in ("bilinear", "bicubic") else None
+        return partial(F.interpolate, size=size, mode=mode, align_corners=corners)
+
+    def _pixel_shuffle(self) -> Step:
+        """Sub-pixels into channels where H and W are even, else channels into sub-pixels
+        where C is a multiple of 4, else nothing."""
+        c, h, w = self.shape
+        if h % 2 == 0 and w % 2 == 0 and c <= 8:
+            return partial(F.pixel_unshuffle, downscale_factor=2)
+        return partial(F.pixel_shuffle, upscale_factor=2) if c % 4 == 0 else (lambda x: x)
 
     def _channel_affine(self) -> Step:
         c = self.shape[0]

@@ -20,6 +20,7 @@ TF = torch.nn.functional
 
 rng = np.random.default_rng(0)
 X = (rng.standard_normal((2, 3, 5)) * 3).astype(np.float32)
+IMAGE = rng.standard_normal((2, 3, 5, 6)).astype(np.float32)
 Y = (rng.standard_normal((3, 5)) * 3).astype(np.float32)
 POS = np.abs(X) + 0.1
 
@@ -84,6 +85,48 @@ CASES: list[tuple[str, Callable[..., Any], Callable[..., Any], tuple[Any, ...]]]
     ("conv1d", lambda x, w: F.conv1d(x, w, padding="same", dilation=2),
      lambda x, w: TF.conv1d(x, w, padding="same", dilation=2),
      (X, rng.standard_normal((4, 3, 3)).astype(np.float32))),
+    *((name, getattr(F, name), getattr(TF, name), (X,))
+      for name in ("elu", "selu", "celu", "softplus", "softsign", "mish", "hardshrink",
+                   "softshrink")),
+    *((name, getattr(F, name), getattr(torch, name), (X,))
+      for name in ("floor", "ceil", "round", "sin", "cos", "sign", "trunc")),
+    ("round_ties", F.round, torch.round, (np.arange(-8, 8, dtype=np.float32) / 2,)),
+    ("elu_alpha", lambda x: F.elu(x, 0.3), lambda x: TF.elu(x, 0.3), (X,)),
+    ("celu_alpha", lambda x: F.celu(x, 2.0), lambda x: TF.celu(x, 2.0), (X,)),
+    ("softplus_beta", lambda x: F.softplus(x, 2.0), lambda x: TF.softplus(x, 2.0), (X * 10,)),
+    ("softshrink_lambd", lambda x: F.softshrink(x, 1.5), lambda x: TF.softshrink(x, 1.5),
+     (X,)),
+    ("fmod", lambda x: F.fmod(x, 1.3), lambda x: torch.fmod(x, 1.3), (X,)),
+    ("log_softmax_inner", lambda x: F.log_softmax(x, 1), lambda x: TF.log_softmax(x, 1),
+     (X,)),
+    ("pixel_shuffle", lambda x: F.pixel_shuffle(x, 2), lambda x: TF.pixel_shuffle(x, 2),
+     (rng.standard_normal((2, 8, 3, 5)).astype(np.float32),)),
+    ("pixel_unshuffle", lambda x: F.pixel_unshuffle(x, 3), lambda x: TF.pixel_unshuffle(x, 3),
+     (rng.standard_normal((2, 2, 6, 9)).astype(np.float32),)),
+    ("channel_shuffle", lambda x: F.channel_shuffle(x, 3), lambda x: TF.channel_shuffle(x, 3),
+     (rng.standard_normal((2, 6, 3, 5)).astype(np.float32),)),
+    ("cumsum", lambda x: F.cumsum(x, 1), lambda x: torch.cumsum(x, 1), (X,)),
+    ("cumsum_last", lambda x: F.cumsum(x, -1), lambda x: torch.cumsum(x, -1), (X,)),
+    ("triu", lambda x: F.triu(x, 1), lambda x: torch.triu(x, 1), (X,)),
+    ("tril", lambda x: F.tril(x, -1), lambda x: torch.tril(x, -1), (X,)),
+    ("argmax", lambda x: F.argmax(x, 1), lambda x: torch.argmax(x, 1), (X,)),
+    ("argmin", lambda x: F.argmin(x, -1, keepdim=True),
+     lambda x: torch.argmin(x, -1, keepdim=True), (X,)),
+    ("rms_norm", lambda x, w: F.rms_norm(x, (3, 5), w, 1e-3),
+     lambda x, w: TF.rms_norm(x, (3, 5), w, 1e-3),
+     (X, rng.standard_normal((3, 5)).astype(np.float32))),
+    ("interpolate", lambda x: F.interpolate(x, scale_factor=(1.5, 0.7), mode="bilinear"),
+     lambda x: TF.interpolate(x, scale_factor=(1.5, 0.7), mode="bilinear"), (IMAGE,)),
+    *((f"interpolate_{mode}", lambda x, m=mode: F.interpolate(x, size=(7, 3), mode=m),
+       lambda x, m=mode: TF.interpolate(x, size=(7, 3), mode=m), (IMAGE,))
+      for mode in ("nearest", "nearest-exact", "bicubic")),
+    ("interpolate_align_corners",
+     lambda x: F.interpolate(x, scale_factor=3, mode="bicubic", align_corners=True),
+     lambda x: TF.interpolate(x, scale_factor=3, mode="bicubic", align_corners=True),
+     (IMAGE,)),
+    ("interpolate_trilinear",
+     lambda x: F.interpolate(x[None, None], size=(3, 9, 2), mode="trilinear"),
+     lambda x: TF.interpolate(x[None, None], size=(3, 9, 2), mode="trilinear"), (X,)),
 ]
 
 

@@ -1,10 +1,12 @@
 """Differential tests: seeded random ONNX graphs (opset 17) imported, compiled to wasm and
 run, against onnxruntime on the same graph.
 
-Each graph takes X (batch, 6, 8) with a symbolic batch and chains 4-7 steps of default-
-domain ops (MatMul, broadcasting arithmetic, activations, Softmax on any axis,
-LayerNormalization, Transpose, reductions, Concat, Slice, Reshape, Clip, Pow, Sqrt,
-Unsqueeze/Squeeze, attention-like products, LSTM/GRU/RNN), so the importer and the compiler meet
+Each graph takes X (batch, 6, 8) or (batch, 3, 11, 12) with a symbolic batch and chains 4-7
+steps of default-domain ops (MatMul, broadcasting arithmetic, activations of the Elu family
+and Sin/Cos, Softmax and LogSoftmax on any axis, CumSum, LayerNormalization, Transpose,
+reductions, Concat, Slice, Reshape, Clip, Pow, Sqrt, Unsqueeze/Squeeze, attention-like
+products, LSTM/GRU/RNN; on images convolutions, pools, pads, Resize of every mode, DepthToSpace and
+SpaceToDepth), so the importer and the compiler meet
 combinations no hand-written case has.
 """
 
@@ -93,11 +95,16 @@ class SequenceGraph(RandomGraph):
             "matmul": lambda: self.node("MatMul", [x, self.weight(
                 d, int(rng.choice([3, 5, 8, 16])))]),
             "bias_activation": lambda: self.node(str(rng.choice(
-                ["Relu", "Sigmoid", "Tanh", "Erf", "Abs", "Neg"])),
+                ["Relu", "Sigmoid", "Tanh", "Erf", "Abs", "Neg", "Elu", "Selu", "Celu",
+                 "Softplus", "Softsign", "Sin", "Cos"])),
                 [self.node("Add", [x, self.weight(d)])]),
             "broadcast": lambda: self.node(str(rng.choice(["Add", "Mul", "Sub"])), [
                 x, self.weight(*[(d,), (s, 1), (1,), (s, d)][int(rng.integers(4))])]),
-            "softmax": lambda: self.node("Softmax", [x], axis=int(rng.choice([1, 2, -1]))),
+            "softmax": lambda: self.node(str(rng.choice(["Softmax", "LogSoftmax"])), [x],
+                                         axis=int(rng.choice([1, 2, -1]))),
+            "cumsum": lambda: self.node("CumSum", [x, self.const(np.array(
+                int(rng.choice([1, 2, -1])), np.int64))], exclusive=int(rng.integers(2)),
+                reverse=int(rng.integers(2))),
             "layer_norm": lambda: self.node("LayerNormalization",
                                             [x, self.weight(d), self.weight(d)], axis=-1),
             "transpose": lambda: self.node("Transpose", [x], perm=[0, 2, 1]),
@@ -181,7 +188,10 @@ class ImageGraph(RandomGraph):
                 x, self.weight(c), self.weight(c), self.weight(c),
                 self.const(self.rng.uniform(0.5, 2, c).astype(np.float32))]),
             "activation": lambda: self.node(str(rng.choice(
-                ["Relu", "Sigmoid", "Tanh", "LeakyRelu", "HardSigmoid", "HardSwish"])), [x]),
+                ["Relu", "Sigmoid", "Tanh", "LeakyRelu", "HardSigmoid", "HardSwish", "Elu",
+                 "Selu", "Softplus", "Softsign"])), [x]),
+            "resize": self._resize,
+            "depth_to_space": self._depth_to_space,
             "pool": self._pool,
             "global_pool": lambda: self.node("GlobalAveragePool", [x]),
             "pad": self._pad,
@@ -225,6 +235,32 @@ class ImageGraph(RandomGraph):
             return self.x
         return self.node("ConvTranspose", [self.x, self.weight(c, out, k, k)],
                          strides=[stride] * 2, pads=pads, output_padding=[extra] * 2)
+
+    def _resize(self) -> str:
+        """Resize by scales (the batch is symbolic, so no sizes) with any mode and
+        coordinate transformation, from half to twice the size."""
+        rng = self.rng
+        scales = [float(rng.choice([0.5, 0.75, 1.3, 2.0]) if n > 1 else 2.0)
+                  for n in self.shape[1:]]
+        mode = str(rng.choice(["nearest", "linear", "cubic"]))
+        transform = str(rng.choice(["half_pixel", "pytorch_half_pixel", "align_corners",
+                                    "asymmetric"]))
+        attrs: dict[str, object] = {"mode": mode, "coordinate_transformation_mode": transform}
+        if mode == "nearest":
+            attrs["nearest_mode"] = str(rng.choice(["round_prefer_floor", "floor", "ceil"]))
+        return self.node("Resize", [self.x, "", self.const(np.array([1, 1, *scales],
+                                                                    np.float32))], **attrs)
+
+    def _depth_to_space(self) -> str:
+        """SpaceToDepth where H and W are even, else DepthToSpace where C is a multiple of 4
+        (either mode), else nothing."""
+        c, h, w = self.shape
+        if h % 2 == 0 and w % 2 == 0 and c <= 8:
+            return self.node("SpaceToDepth", [self.x], blocksize=2)
+        if c % 4:
+            return self.x
+        return self.node("DepthToSpace", [self.x], blocksize=2,
+                         mode=str(self.rng.choice(["DCR", "CRD"])))
 
     def _pool(self) -> str:
         rng, (_, h, w) = self.rng, self.shape

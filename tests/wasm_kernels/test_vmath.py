@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from wasi_intrinsics.kernels import unary
-from wasm_kernels.templates.vmath import MAX_ERROR
+from wasm_kernels.templates.vmath import MAX_ERROR, PERIODIC_MAX_ERROR, PERIODIC_RANGE
 
 TINY = np.float32(1.401298464324817e-45)
 EDGES = np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, TINY, -TINY, 1.1754942e-38, 1.1754944e-38,
@@ -47,3 +47,36 @@ def test_max_error_over_all_floats(kernels, op: str) -> None:  # type: ignore[no
     worst = np.argmax(np.where(ok, 0, diff))
     assert ok.all(), (f"{op}: x={x[finite][worst]!r} gives {y[finite][worst]!r}, expected "
                       f"{expected[finite][worst]!r}; errors {max_errors(y, expected)}")
+
+
+@pytest.mark.parametrize("op", sorted(PERIODIC_MAX_ERROR))
+def test_periodic_max_error_within_range(kernels, op: str) -> None:  # type: ignore[no-untyped-def]
+    rng = np.random.default_rng(7)
+    x = np.concatenate([
+        EDGES[np.abs(EDGES) <= PERIODIC_RANGE],
+        rng.uniform(-PERIODIC_RANGE, PERIODIC_RANGE, 60_000),
+        rng.uniform(-10, 10, 40_000),
+        np.arange(-2608, 2609) * np.pi / 2,  # the zeros and extrema, where reduction is hardest
+    ]).astype(np.float32)
+    y = kernels.call(f"f32_{op}", x=x, y=x.shape, n=x.size)["y"]
+    expected = unary(op, x)
+    error = np.abs(y - expected)
+    worst = int(np.argmax(error))
+    assert error[worst] <= PERIODIC_MAX_ERROR[op], (
+        f"{op}: x={x[worst]!r} gives {y[worst]!r}, expected {expected[worst]!r}")
+
+
+@pytest.mark.parametrize("op", ["sin", "cos"])
+def test_periodic_functions_give_nan_for_nan_and_infinities(kernels, op: str) -> None:  # type: ignore[no-untyped-def]
+    x = np.array([np.nan, np.inf, -np.inf, 0.0], np.float32)
+    y = kernels.call(f"f32_{op}", x=x, y=x.shape, n=x.size)["y"]
+    assert np.isnan(y[:3]).all()
+    assert abs(y[3] - (0.0 if op == "sin" else 1.0)) <= PERIODIC_MAX_ERROR[op]
+
+
+@pytest.mark.parametrize("op", ["floor", "ceil", "round"])
+def test_rounding_is_exact(kernels, op: str) -> None:  # type: ignore[no-untyped-def]
+    x = np.concatenate([EDGES, np.arange(-20, 20) / 4, [2.5, -2.5, 0.5, -0.5, 1.5, 8388609.0]]
+                       ).astype(np.float32)
+    y = kernels.call(f"f32_{op}", x=x, y=x.shape, n=x.size)["y"]
+    np.testing.assert_array_equal(y, unary(op, x))

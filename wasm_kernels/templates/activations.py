@@ -21,7 +21,9 @@ from .isa import Isa
 EXPR_FUNCTIONS: dict[str, Callable[..., Expr]] = {
     "max": lambda a, b: as_expr(a).max(b), "min": lambda a, b: as_expr(a).min(b),
     "abs": lambda a: a.abs(), "sqrt": lambda a: a.sqrt(), "exp": vmath.exp, "log": vmath.log,
-    "tanh": vmath.tanh, "erf": vmath.erf,
+    "tanh": vmath.tanh, "erf": vmath.erf, "floor": lambda a: a.floor(),
+    "ceil": lambda a: a.ceil(), "round": lambda a: a.nearest(), "sin": vmath.sin,
+    "cos": vmath.cos,
 }
 """The formula language's functions on expressions."""
 

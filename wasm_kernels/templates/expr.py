@@ -67,6 +67,8 @@ class Expr:
     def abs(self) -> Expr: return Expr("abs", (self,))
     def sqrt(self) -> Expr: return Expr("sqrt", (self,))
     def nearest(self) -> Expr: return Expr("nearest", (self,))
+    def floor(self) -> Expr: return Expr("floor", (self,))
+    def ceil(self) -> Expr: return Expr("ceil", (self,))
     def eq(self, o: Operand) -> Expr: return self._binary("eq", o, "m")
     def ne(self, o: Operand) -> Expr: return self._binary("ne", o, "m")
 
@@ -101,7 +103,7 @@ def as_expr(value: Operand) -> Expr:
 
 
 def ibinary(op: str, a: Expr, b: Expr | int) -> Expr:
-    """Integer ``add``, ``sub``, ``and`` or ``or`` of ``a`` and ``b``."""
+    """Integer ``add``, ``sub``, ``and``, ``or`` or ``xor`` of ``a`` and ``b``."""
     return Expr(f"i{op}", (a, b if isinstance(b, Expr) else Expr.iconst(b)), "i")
 
 
@@ -134,12 +136,13 @@ def copysign(magnitude: Expr, sign: Expr) -> Expr:
 _SIMPLE = {
     "add": "{f}.add", "sub": "{f}.sub", "mul": "{f}.mul", "div": "{f}.div",
     "min": "{f}.min", "max": "{f}.max", "neg": "{f}.neg", "abs": "{f}.abs",
-    "sqrt": "{f}.sqrt", "nearest": "{f}.nearest", "lt": "{f}.lt", "gt": "{f}.gt",
+    "sqrt": "{f}.sqrt", "nearest": "{f}.nearest", "floor": "{f}.floor", "ceil": "{f}.ceil",
+    "lt": "{f}.lt", "gt": "{f}.gt",
     "eq": "{f}.eq", "ne": "{f}.ne", "iadd": "{i}.add", "isub": "{i}.sub",
 }
-_VECTOR = {"iand": "v128.and", "ior": "v128.or", "to_int": "i32x4.trunc_sat_f32x4_s",
+_VECTOR = {"iand": "v128.and", "ior": "v128.or", "ixor": "v128.xor", "to_int": "i32x4.trunc_sat_f32x4_s",
            "to_float": "f32x4.convert_i32x4_s", "bits": None, "from_bits": None}
-_SCALAR = {"iand": "i32.and", "ior": "i32.or", "to_int": "i32.trunc_sat_f32_s",
+_SCALAR = {"iand": "i32.and", "ior": "i32.or", "ixor": "i32.xor", "to_int": "i32.trunc_sat_f32_s",
            "to_float": "f32.convert_i32_s", "bits": "i32.reinterpret_f32",
            "from_bits": "f32.reinterpret_i32"}
 

@@ -17,6 +17,11 @@ loop from 61 to 36 instructions per register.
 - ``tanh``: odd polynomial for ``|x| < 0.625`` (Cephes), ``1 - 2 / (exp(2|x|) + 1)`` beyond.
 - ``erf``: Taylor series for ``|x| < 0.5``; else ``1 - erfc(|x|)`` with the Numerical Recipes
   erfc (fractional error < 1.2e-7).
+- ``sin``, ``cos``: ``x = n pi + r`` (``n`` rounded with the shifter, ``pi`` in three parts,
+  Cody-Waite) and an odd degree-11 polynomial for ``sin(r)`` on ``[-pi/2, pi/2]``, its sign
+  flipped for odd ``n``; ``cos(x)`` reduces ``x - pi/2`` the same way (``n`` rounded from
+  ``x / pi - 1/2``). Accurate for ``|x| <= PERIODIC_RANGE``; beyond it the reduction loses
+  bits (onnxruntime's ``std::sin`` reduces exactly at any size) and inf gives NaN.
 - ``sigmoid`` = ``1 / (1 + exp(-x))``, ``silu`` = ``x * sigmoid(x)``, and exact
   ``gelu`` = ``x / 2 * (1 + erf(x / sqrt(2)))`` with a rational erf (no ``exp``): relative
   error 2e-5, but absolute (1e-6) in the negative tail, where ``1 + erf`` cancels.
@@ -39,6 +44,14 @@ within 4 steps of the smallest denormal. Measured maxima (all ISAs alike): exp 7
 log 7.7e-8, tanh 1.3e-7, erf 2.1e-7, sigmoid 1.1e-7, silu 1.4e-7 (plus 1e-40 absolute where
 x times a denormal sigmoid rounds), gelu 2.5e-7 relative for x > 0 and 8.4e-7 absolute in
 the negative tail (``1 + erf`` cancels there)."""
+
+
+PERIODIC_RANGE = 8192.0
+"""Largest ``|x|`` for which ``sin`` and ``cos`` keep ``PERIODIC_MAX_ERROR``."""
+PERIODIC_MAX_ERROR = {"sin": 2e-7, "cos": 2e-7}
+"""Documented maximum absolute error of ``sin`` and ``cos`` on ``|x| <= PERIODIC_RANGE``
+(absolute, since near a zero of the function the reduced argument carries the absolute
+rounding error of ``x`` itself); ``tests/wasm_kernels/test_vmath.py`` asserts it."""
 
 
 def _poly(x: Expr, coefficients: tuple[float, ...]) -> Expr:
@@ -114,6 +127,40 @@ def erf(x: Expr) -> Expr:
     series = x * 1.12837916709551257 * _poly(z, (1.0, -1 / 3, 1 / 10, -1 / 42, 1 / 216,
                                                   -1 / 1320))
     return select(x.abs() < 0.5, series, copysign(1.0 - _erfc_abs(x.abs()), x))
+
+
+PI_PARTS = (3.140625, 9.67502593994140625e-4, 1.509957990978376432e-7)
+"""pi = sum of these: the first two have few mantissa bits, so ``n * part`` is exact for
+the ``n`` up to ``PERIODIC_RANGE / pi`` (Cody-Waite)."""
+SIN_COEFFICIENTS = (-1.6666667163e-1, 8.3333337680e-3, -1.9841270114e-4, 2.7557314297e-6,
+                    -2.5052108385e-8, 1.6059043836e-10)
+"""sin(r) = r + r**3 * P(r**2) on [-pi/2, pi/2]: Taylor's coefficients, truncated at r**13."""
+
+
+def _sin_reduced(x: Expr, offset: float) -> Expr:
+    """sin(x - offset * pi) by ``x - offset * pi = n pi + r``, for offset 0 or 1/2."""
+    # NOTE: the shifter minus 1/2 is not a float32, so 1/2 comes off before the rounding.
+    t = (x.madd(0.318309886183790672, -offset) + ROUNDING_SHIFTER if offset
+         else x.madd(0.318309886183790672, ROUNDING_SHIFTER))
+    n = t - ROUNDING_SHIFTER
+    half = n + offset  # the multiple of pi taken off x, exactly (an integer, or one + 1/2)
+    r = half.madd(-PI_PARTS[0], x)
+    r = half.madd(-PI_PARTS[1], r)
+    r = half.madd(-PI_PARTS[2], r)
+    z = r * r
+    sine = (z * r).madd(_poly(z, SIN_COEFFICIENTS), r)
+    odd = shift("shl", t.bits(), 31)  # the parity of n, as a sign bit
+    return from_bits(ibinary("xor", sine.bits(), odd))
+
+
+def sin(x: Expr) -> Expr:
+    """Sine, accurate on ``|x| <= PERIODIC_RANGE``."""
+    return _sin_reduced(x, 0.0)
+
+
+def cos(x: Expr) -> Expr:
+    """Cosine, as sin(x + pi/2) = -sin(x - pi/2), accurate on ``|x| <= PERIODIC_RANGE``."""
+    return -_sin_reduced(x, 0.5)
 
 
 def sigmoid(x: Expr) -> Expr:

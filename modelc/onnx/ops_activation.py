@@ -1,0 +1,58 @@
+"""ONNX elementwise and activation ops beyond the basic ones: rounding, sign and Mod, the
+trigonometric pair, and the exponential-family activations, each one ``nn.functional``
+call (a kernel-backed primitive or a composite of primitives).
+
+ONNX's attribute defaults differ from torch's in places (Selu's ``alpha`` and ``gamma``
+are float32 constants); each function passes the ONNX ones.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from nn import functional as F
+
+from .node import OnnxNode
+
+_SELU_ALPHA = 1.67326319217681884765625
+_SELU_GAMMA = 1.05070102214813232421875
+
+
+def _unary(fn: Callable[[Any], Any]) -> Callable[[OnnxNode], Any]:
+    return lambda n: fn(n.input(0))
+
+
+def mod(n: OnnxNode) -> Any:
+    """Mod: ``fmod=1`` is C's fmod (floats); ``fmod=0`` the floor remainder, for integers
+    known at import time (ONNX allows it only for integers).
+
+    Raises:
+        CompileError: ``fmod=0`` on a tensor computed at run time.
+    """
+    a, b = n.input(0), n.input(1)
+    if n.attr("fmod", 0):
+        if isinstance(a, np.ndarray) and isinstance(b, np.ndarray):
+            return np.fmod(a, b)
+        return F.fmod(a, b)
+    if isinstance(a, np.ndarray) and isinstance(b, np.ndarray):
+        return np.mod(a, b)
+    raise n.error("fmod=0 (the integer remainder) is only supported on values known at import "
+                  "time; a float Mod needs fmod=1")
+
+
+OPS: dict[str, Callable[[OnnxNode], Any]] = {
+    "Floor": _unary(F.floor), "Ceil": _unary(F.ceil), "Round": _unary(F.round),
+    "Sin": _unary(F.sin), "Cos": _unary(F.cos), "Sign": _unary(F.sign),
+    "Softsign": _unary(F.softsign), "Softplus": _unary(F.softplus), "Mish": _unary(F.mish),
+    "Elu": lambda n: F.elu(n.input(0), n.attr("alpha", 1.0)),
+    "Celu": lambda n: F.celu(n.input(0), n.attr("alpha", 1.0)),
+    "Selu": lambda n: F.selu(n.input(0), n.attr("alpha", _SELU_ALPHA),
+                             n.attr("gamma", _SELU_GAMMA)),
+    "ThresholdedRelu": lambda n: F.where(F.gt(n.input(0), n.attr("alpha", 1.0)), n.input(0),
+                                         0.0),
+    "Shrink": lambda n: F.shrink(n.input(0), n.attr("lambd", 0.5), n.attr("bias", 0.0)),
+    "Mod": mod,
+}

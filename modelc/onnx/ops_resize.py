@@ -1,0 +1,133 @@
+"""ONNX Resize (opsets 10-19) and Upsample (opset 9): one ``resample`` per resized axis.
+
+The source coordinate of each output row follows ``coordinate_transformation_mode`` in
+float32, as onnxruntime computes it; ``nn.functional.resize.resample_tables`` turns the
+coordinates into tables for ``nearest`` (by ``nearest_mode``), ``linear`` and ``cubic``.
+Opset 10's Resize and Upsample use asymmetric coordinates and onnxruntime's rounding for
+them: down when enlarging, up when shrinking.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from nn.functional.resize import resample_axes, resample_tables
+
+from .node import OnnxNode
+
+_HALF = np.float32(0.5)
+_COORDINATES: dict[str, Callable[[np.ndarray, int, int, np.float32], np.ndarray]] = {
+    "half_pixel": lambda x, size, out, scale: (x + _HALF) / scale - _HALF,
+    "pytorch_half_pixel": lambda x, size, out, scale: ((x + _HALF) / scale - _HALF
+                                                       if out > 1 else 0 * x),
+    "align_corners": lambda x, size, out, scale: (x * np.float32(size - 1) / np.float32(out - 1)
+                                                  if out > 1 else 0 * x),
+    "asymmetric": lambda x, size, out, scale: x / scale,
+    "tf_half_pixel_for_nn": lambda x, size, out, scale: (x + _HALF) / scale,
+    "half_pixel_symmetric": lambda x, size, out, scale: (
+        np.float32(size / 2) * (1 - np.float32(out) / (scale * np.float32(size)))
+        + (x + _HALF) / scale - _HALF),
+}
+_MODES = ("cubic", "linear", "nearest")
+_POLICIES = ("not_larger", "not_smaller", "stretch")
+
+
+def _present(n: OnnxNode, index: int, what: str) -> np.ndarray | None:
+    """Input ``index`` as a known value, or None when omitted or empty (opset 11-12
+    models pass an empty ``scales`` next to ``sizes``)."""
+    if not n.has(index):
+        return None
+    value = n.known(index, what).reshape(-1)
+    return value if value.size else None
+
+
+def _require_static(n: OnnxNode, shape: tuple[Any, ...], axis: int, resized: bool) -> None:
+    if resized and not isinstance(shape[axis], int):
+        raise n.error(f"axis {axis} of the input has the symbolic size {shape[axis]!r}; "
+                      "resized axes need a fixed size (set it with input_shapes)")
+
+
+def _targets(n: OnnxNode, shape: tuple[Any, ...], axes: list[int], scales: np.ndarray | None,
+             sizes: np.ndarray | None) -> tuple[list[Any], list[np.float32]]:
+    """Output size and scale of each axis in ``axes``."""
+    if (scales is None) == (sizes is None):
+        raise n.error("exactly one of scales and sizes must be given")
+    given = scales if scales is not None else sizes
+    if len(given) != len(axes):
+        raise n.error(f"{'scales' if scales is not None else 'sizes'} {given.tolist()} must "
+                      f"have one entry per resized axis ({len(axes)})")
+    if scales is not None:
+        factors = [np.float32(s) for s in scales]
+        if any(f <= 0 for f in factors):
+            raise n.error(f"scales {scales.tolist()} must be positive")
+        for a, f in zip(axes, factors):
+            _require_static(n, shape, a, f != 1)
+        return [shape[a] if f == 1 else int(np.floor(np.float32(shape[a]) * f))
+                for a, f in zip(axes, factors)], factors
+    policy = n.attr("keep_aspect_ratio_policy", "stretch")
+    if policy not in _POLICIES:
+        raise n.error(f"unknown keep_aspect_ratio_policy {policy!r}; expected one of "
+                      f"{list(_POLICIES)}")
+    outs = [s if isinstance(s, str) else int(s) for s in sizes]
+    for a, o in zip(axes, outs):
+        _require_static(n, shape, a, o != shape[a] or policy != "stretch")
+    if policy != "stretch":
+        pick = min if policy == "not_larger" else max
+        common = pick(np.float32(o) / np.float32(shape[a]) for a, o in zip(axes, outs))
+        outs = [int(np.floor(np.float32(shape[a]) * common + _HALF)) for a in axes]
+        return outs, [common] * len(axes)
+    return outs, [np.float32(1) if o == shape[a] else np.float32(o) / np.float32(shape[a])
+                  for a, o in zip(axes, outs)]
+
+
+def _settings(n: OnnxNode, scale: np.float32) -> tuple[str, str, str]:
+    """(mode, coordinate transformation, nearest rounding) of ``n`` for an axis scaled by
+    ``scale``."""
+    mode = n.attr("mode", "nearest")
+    if mode not in _MODES:
+        raise n.error(f"unknown mode {mode!r}; expected one of {list(_MODES)}")
+    if n.op_type == "Upsample" or n.opset < 11:
+        if mode == "cubic":
+            raise n.error(f"mode 'cubic' needs Resize at opset 11 or later, got opset "
+                          f"{n.opset}")
+        return mode, "asymmetric", "ceil" if scale < 1 else "floor"
+    transform = n.attr("coordinate_transformation_mode", "half_pixel")
+    if transform == "tf_crop_and_resize":
+        raise n.error("coordinate_transformation_mode 'tf_crop_and_resize' (a crop by roi) "
+                      "is not supported")
+    if transform not in _COORDINATES:
+        raise n.error(f"unknown coordinate_transformation_mode {transform!r}; expected one of "
+                      f"{sorted(_COORDINATES)}")
+    return mode, transform, n.attr("nearest_mode", "round_prefer_floor")
+
+
+def resize(n: OnnxNode) -> Any:
+    x = n.input(0)
+    shape, rank = tuple(x.shape), n.rank()
+    if n.attr("antialias", 0):
+        raise n.error("antialias=1 is not supported")
+    if n.op_type == "Upsample" or n.opset < 11:
+        scales, sizes, axes = _present(n, 1, "scales"), None, list(range(rank))
+    else:
+        scales, sizes = _present(n, 2, "scales"), _present(n, 3, "sizes")
+        axes = [n.axis(a) for a in n.attr("axes", range(rank))]
+    outs, factors = _targets(n, shape, axes, scales, sizes)
+    tables = {}
+    for axis, out, scale in zip(axes, outs, factors):
+        if out == shape[axis] and scale == 1:
+            continue
+        if not isinstance(out, int) or out < 1:
+            raise n.error(f"axis {axis} would have size {out!r}; expected a positive int")
+        mode, transform, rounding = _settings(n, scale)
+        coords = _COORDINATES[transform](np.arange(out, dtype=np.float32), shape[axis], out,
+                                         scale)
+        tables[axis] = resample_tables(coords, shape[axis], mode, rounding,
+                                       n.attr("cubic_coeff_a", -0.75),
+                                       bool(n.attr("exclude_outside", 0)))
+    return resample_axes(x, tables)
+
+
+OPS = {"Resize": resize, "Upsample": resize}

@@ -1,0 +1,10 @@
+"""sin: elementwise sine, a range-reduced polynomial (2e-7 absolute for |x| <= 8192)."""
+
+from ._families import Unary
+
+
+class Sin(Unary):
+    name = "sin"
+
+
+OP = Sin()

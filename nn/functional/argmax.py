@@ -1,0 +1,61 @@
+"""``argmax`` and ``argmin`` (int64 indices), composites of reductions and comparisons: the
+first (or last) position whose value equals the extreme, found with one more ``amax`` over
+position weights, then cast to int64."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .elementwise import cast, eq, neg
+from .reduction import amax
+from .shape import reshape
+
+__all__ = ["argmax", "argmin"]
+
+
+def _arg(input: Any, dim: int | None, keepdim: bool, last: bool, op: str) -> Any:
+    if dim is None:
+        input, dim = reshape(input, (-1,)), 0
+    rank = len(input.shape)
+    if not -rank <= dim < rank:
+        raise ValueError(f"{op}: dim {dim} is out of range for rank {rank}")
+    dim %= rank
+    n = input.shape[dim]
+    if not isinstance(n, (int, np.integer)):
+        raise ValueError(f"{op} over axis {dim} needs a fixed size, got the symbolic {n!r}")
+    at_max = cast(eq(input, amax(input, dim, keepdim=True)), np.float32)
+    # NOTE: the largest weight wins: n - i prefers the first position, i + 1 the last.
+    positions = np.arange(n, dtype=np.float32)
+    weights = (positions + 1 if last else n - positions).reshape((n,) + (1,) * (rank - dim - 1))
+    best = amax(at_max * weights, dim, keepdim=keepdim)
+    index = best - 1.0 if last else n - best
+    return cast(index, np.int64)
+
+
+def argmax(input: Any, dim: int | None = None, keepdim: bool = False,
+           select_last_index: bool = False) -> Any:
+    """Index of the largest value along ``dim`` (over the flattened input when None), the
+    first one on ties unless ``select_last_index`` (ONNX's attribute), as int64.
+
+    Raises:
+        ValueError: ``dim`` out of range, or the axis is symbolic.
+
+    >>> argmax(np.array([[1.0, 3.0, 3.0]], np.float32), 1).tolist()
+    [1]
+    """
+    return _arg(input, dim, keepdim, select_last_index, "argmax")
+
+
+def argmin(input: Any, dim: int | None = None, keepdim: bool = False,
+           select_last_index: bool = False) -> Any:
+    """Index of the smallest value along ``dim``, as ``argmax`` of the negation.
+
+    Raises:
+        ValueError: ``dim`` out of range, or the axis is symbolic.
+
+    >>> argmin(np.array([[1.0, 0.0, 0.0]], np.float32), 1).tolist()
+    [1]
+    """
+    return _arg(neg(input), dim, keepdim, select_last_index, "argmin")

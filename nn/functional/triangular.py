@@ -1,0 +1,78 @@
+"""Triangular selections and running sums, composites over constant triangular matrices:
+``triu``, ``tril`` (a mask multiply) and ``cumsum`` (a ``linear`` with a triangular weight,
+so it runs on the gemm kernel; the summed axis must have a fixed size)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .linear import linear
+from .shape import permute
+
+__all__ = ["cumsum", "tril", "triu"]
+
+
+def _fixed(size: Any, what: str) -> int:
+    if not isinstance(size, (int, np.integer)):
+        raise ValueError(f"{what} needs a fixed size, got the symbolic {size!r}")
+    return int(size)
+
+
+def _mask(input: Any, diagonal: int, upper: bool, op: str) -> np.ndarray:
+    if len(input.shape) < 2:
+        raise ValueError(f"{op}: input tensor must have at least 2 dimensions, got shape "
+                         f"{tuple(input.shape)}")
+    rows, columns = (_fixed(d, f"{op} over axis {d!r}") for d in input.shape[-2:])
+    ones = np.ones((rows, columns), np.float32)
+    return np.triu(ones, diagonal) if upper else np.tril(ones, diagonal)
+
+
+def triu(input: Any, diagonal: int = 0) -> Any:
+    """The upper triangle of the last two axes (from ``diagonal`` up), zeros elsewhere.
+
+    Raises:
+        ValueError: fewer than 2 axes, or one of the last two is symbolic.
+
+    >>> triu(np.ones((2, 2), np.float32)).tolist()
+    [[1.0, 1.0], [0.0, 1.0]]
+    """
+    return input * _mask(input, diagonal, True, "triu")
+
+
+def tril(input: Any, diagonal: int = 0) -> Any:
+    """The lower triangle of the last two axes (up to ``diagonal``), zeros elsewhere.
+
+    Raises:
+        ValueError: fewer than 2 axes, or one of the last two is symbolic.
+
+    >>> tril(np.ones((2, 2), np.float32)).tolist()
+    [[1.0, 0.0], [1.0, 1.0]]
+    """
+    return input * _mask(input, diagonal, False, "tril")
+
+
+def cumsum(input: Any, dim: int, exclusive: bool = False, reverse: bool = False) -> Any:
+    """Running sums along ``dim`` (torch's ``cumsum``); ``exclusive`` leaves each element
+    out of its own sum and ``reverse`` sums from the end (ONNX CumSum's attributes).
+
+    Raises:
+        ValueError: ``dim`` out of range, or the axis is symbolic.
+
+    >>> cumsum(np.array([1.0, 2.0, 3.0], np.float32), 0).tolist()
+    [1.0, 3.0, 6.0]
+    """
+    rank = len(input.shape)
+    if not -rank <= dim < rank:
+        raise ValueError(f"cumsum: dim {dim} is out of range for rank {rank}")
+    dim %= rank
+    n = _fixed(input.shape[dim], f"cumsum over axis {dim}")
+    # weight[j, i]: whether x[i] is in sum j (linear computes x @ weight.T)
+    weight = np.tril(np.ones((n, n), np.float32), -1 if exclusive else 0)
+    weight = weight.T if reverse else weight
+    if dim == rank - 1:
+        return linear(input, weight)
+    order = [d for d in range(rank) if d != dim] + [dim]
+    summed = linear(permute(input, order), weight)
+    return permute(summed, [order.index(d) for d in range(rank)])

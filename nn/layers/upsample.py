@@ -1,0 +1,40 @@
+"""``Upsample``: torch's resizing layer over ``F.interpolate``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .. import functional as F
+from ..module import Module
+
+__all__ = ["Upsample"]
+
+
+class Upsample(Module):
+    """Resize the spatial axes to ``size`` or by ``scale_factor`` (``F.interpolate``).
+
+    Raises:
+        ValueError: from ``F.interpolate`` when called (unknown mode, both or neither of
+            ``size`` and ``scale_factor``...).
+
+    >>> import numpy as np
+    >>> Upsample(scale_factor=2)(np.ones((1, 1, 2, 3), np.float32)).shape
+    (1, 1, 4, 6)
+    """
+
+    def __init__(self, size: Any = None, scale_factor: Any = None, mode: str = "nearest",
+                 align_corners: bool | None = None) -> None:
+        super().__init__()
+        self.size = size
+        # NOTE: torch stores a scalar factor as a float (its repr shows 2.0).
+        self.scale_factor = (float(scale_factor) if isinstance(scale_factor, (int, float))
+                             else scale_factor)
+        self.mode, self.align_corners = mode, align_corners
+
+    def forward(self, input: Any) -> Any:
+        return F.interpolate(input, self.size, self.scale_factor, self.mode, self.align_corners)
+
+    def extra_repr(self) -> str:
+        what = f"size={self.size}" if self.size is not None else \
+            f"scale_factor={self.scale_factor}"
+        return f"{what}, mode={self.mode!r}"

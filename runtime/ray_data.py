@@ -1,0 +1,172 @@
+"""wasmnn models as Ray Data workers (the ``ray`` extra: ``pip install 'wasmnn[ray]'``).
+
+    import ray, runtime.ray_data as wr
+    payload = wr.ModelPayload.from_file("model.wasm")
+    scored = wr.map_model(ray.data.read_parquet("rows/"), payload, concurrency=4,
+                          batch_size=256, inputs={"pixels": "input0"}, max_memory="256MiB")
+    scored.write_parquet("out/")
+
+Each actor gets the model as bytes (through Ray's object store), checks their size and
+SHA-256, loads one sandboxed session with the given limits and keeps it for its whole life.
+A row whose inputs are bad, or whose run traps or hits a limit, gets an error record (the
+``error`` column) instead of failing the job (``on_error="raise"`` fails it instead). Actors
+are restartable and their tasks retried, so a worker process that dies is replaced and its
+rows are run again. Ray is imported here only; the rest of the runtime never needs it.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from .batch import ERROR_COLUMN, BatchRunner, ModelPayload
+
+ROW_COLUMN = "row"
+"""The column ``read_inputs`` adds: each row's index in the inputs, kept in the outputs."""
+
+
+class WasmnnPredictor:
+    """A callable class for ``Dataset.map_batches``: one session per actor.
+
+    Args:
+        payload: the model (a ``ModelPayload``, or a Ray object reference to one).
+        inputs, outputs, on_error: as for ``runtime.batch.BatchRunner``.
+        options: ``runtime.load`` options: ``max_memory``, ``timeout``, ``fuel``,
+            ``kernels``.
+    """
+
+    def __init__(self, payload: Any, *, inputs: Mapping[str, str] | None = None,
+                 outputs: Mapping[str, str] | None = None, on_error: str = "record",
+                 **options: Any):
+        if not isinstance(payload, ModelPayload):
+            import ray
+
+            payload = ray.get(payload)
+        session = payload.load(instances=1, **options)
+        self.runner = BatchRunner(session, inputs, outputs, on_error)
+
+    def __call__(self, batch: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        out = self.runner(batch)
+        for column, values in batch.items():
+            if column not in self.runner.inputs and column not in out:
+                out[column] = values
+        return out
+
+
+def map_model(dataset: Any, payload: ModelPayload, *, concurrency: int = 1,
+              batch_size: int = 256, inputs: Mapping[str, str] | None = None,
+              outputs: Mapping[str, str] | None = None, on_error: str = "record",
+              **options: Any) -> Any:
+    """``dataset`` with the model's outputs (and ``error``) in place of its input columns.
+
+    Args:
+        concurrency: how many actors (one CPU each).
+        batch_size: rows per batch handed to an actor (the runner cuts it to what the
+            model accepts per call).
+        options: ``max_memory``, ``timeout``, ``fuel``, ``kernels`` for each actor's session.
+
+    Raises:
+        ValueError: ``concurrency`` or ``batch_size`` is not positive.
+    """
+    import ray
+
+    if concurrency < 1 or batch_size < 1:
+        raise ValueError(f"concurrency and batch_size must be positive, got {concurrency} "
+                         f"and {batch_size}")
+    reference = ray.put(payload)
+    return dataset.map_batches(
+        WasmnnPredictor, batch_size=batch_size, batch_format="numpy", concurrency=concurrency,
+        num_cpus=1, fn_constructor_args=(reference,),
+        fn_constructor_kwargs={"inputs": inputs, "outputs": outputs, "on_error": on_error,
+                               **options},
+        # NOTE: a dead actor is restarted and its unfinished batches re-run.
+        max_restarts=-1, max_task_retries=-1)
+
+
+def read_inputs(sources: Mapping[str, str], rows_per_block: int | None = None) -> Any:
+    """A dataset with one column per model input and ``ROW_COLUMN``.
+
+    Args:
+        sources: ``{input: "FILE.npy"}`` (rows on axis 0) for every input, or
+            ``{input: "FILE.parquet:COLUMN"}`` (a file or folder) with one Parquet source
+            for all of them.
+        rows_per_block: rows per block of ``.npy`` inputs (blocks are what actors share;
+            default: an eighth of the rows, at most 1024).
+
+    Raises:
+        ValueError: sources that mix kinds, Parquet columns from several sources, or
+            ``.npy`` files with different row counts.
+        FileNotFoundError: a file does not exist.
+    """
+    import pyarrow as pa
+    import ray
+    from ray.data.extensions import ArrowTensorArray
+
+    parquet = {name: src.rpartition(":") for name, src in sources.items()
+               if ":" in src and src.rpartition(":")[0].endswith(".parquet")}
+    if parquet and len(parquet) != len(sources):
+        raise ValueError("inputs must all be .npy files or all Parquet columns "
+                         "(NAME=FILE.parquet:COLUMN)")
+    if parquet:
+        paths = {path for path, _, _ in parquet.values()}
+        if len(paths) != 1:
+            raise ValueError(f"Parquet inputs must come from one file or folder, got "
+                             f"{sorted(paths)}")
+        path = paths.pop()
+        if not os.path.exists(path):
+            raise FileNotFoundError(f"input file {path!r} does not exist")
+        columns = {column: name for name, (_, _, column) in parquet.items()}
+        dataset = ray.data.read_parquet(path).select_columns(list(columns))
+        dataset = dataset.rename_columns(columns)
+        return _with_row_numbers(dataset)
+    arrays = {}
+    for name, path in sources.items():
+        if not os.path.exists(path):
+            raise FileNotFoundError(f"input file {path!r} does not exist")
+        arrays[name] = np.load(path, mmap_mode="r")
+    rows = {len(a) for a in arrays.values()}
+    if len(rows) != 1:
+        raise ValueError(f"the .npy inputs have different row counts: "
+                         f"{ {n: len(a) for n, a in arrays.items()} }")
+    count = rows.pop()
+    rows_per_block = rows_per_block or max(1, min(1024, -(-count // 8)))
+    tables = [pa.table({ROW_COLUMN: np.arange(start, min(start + rows_per_block, count),
+                                              dtype=np.int64),
+                        **{n: ArrowTensorArray.from_numpy(
+                            np.ascontiguousarray(a[start:start + rows_per_block]))
+                           for n, a in arrays.items()}})
+              for start in range(0, count, rows_per_block)]
+    return ray.data.from_arrow(tables)
+
+
+def _with_row_numbers(dataset: Any) -> Any:
+    """Number the rows of ``dataset`` in order (one pass to count each block's rows)."""
+    import ray
+
+    refs = dataset.materialize().to_arrow_refs()
+
+    @ray.remote
+    def rows(table: Any) -> int:
+        return int(table.num_rows)
+
+    @ray.remote
+    def number(table: Any, start: int) -> Any:
+        return table.append_column(ROW_COLUMN, _arange(start, table.num_rows))
+
+    counts = ray.get([rows.remote(r) for r in refs])
+    starts = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int64)
+
+    return ray.data.from_arrow_refs([number.remote(r, int(s)) for r, s in zip(refs, starts)])
+
+
+def _arange(start: int, count: int) -> Any:
+    import pyarrow as pa
+
+    return pa.array(np.arange(start, start + count, dtype=np.int64))
+
+
+__all__ = ["ERROR_COLUMN", "ROW_COLUMN", "ModelPayload", "WasmnnPredictor", "map_model",
+           "read_inputs"]

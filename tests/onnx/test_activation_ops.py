@@ -1,0 +1,72 @@
+"""Elementwise and activation ops from ONNX (rounding, Sign, Mod, Sin/Cos, the exponential
+family, Shrink, PRelu per channel, LogSoftmax on inner axes), compiled to wasm and run on
+every kernel provider against onnxruntime within 1e-4; Sin and Cos within their kernels'
+documented 2e-7 absolute error on |x| <= 8192 (the inputs here stay within 30)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+from test_ops import Run, r, single_node
+
+import modelc
+from modelc.errors import CompileError
+
+X = r(2, 3, 4, 5) * 3
+# NOTE: quarter steps hit exact ties of Round (ties to even) and the integers of Floor/Ceil.
+TIES = (np.arange(-60, 60).reshape(2, 3, 4, 5) / 4).astype(np.float32)
+
+# id: (op, operands, attrs, opset), as test_ops.CASES
+CASES: dict[str, tuple] = {
+    "floor": ("Floor", [Run(TIES + X * 0.01)], {}, 13),
+    "ceil": ("Ceil", [Run(TIES - X * 0.01)], {}, 13),
+    "round_ties_to_even": ("Round", [Run(TIES)], {}, 11),
+    "sign": ("Sign", [Run(np.where(np.abs(X) < 1, 0, X).astype(np.float32))], {}, 13),
+    "sin": ("Sin", [Run(X * 10)], {}, 13),
+    "cos": ("Cos", [Run(X * 10)], {}, 13),
+    "elu": ("Elu", [Run(X)], {"alpha": 0.7}, 13),
+    "selu_defaults": ("Selu", [Run(X)], {}, 13),
+    "selu_attrs": ("Selu", [Run(X)], {"alpha": 1.2, "gamma": 0.9}, 13),
+    "celu": ("Celu", [Run(X)], {"alpha": 1.5}, 12),
+    "softplus": ("Softplus", [Run(X * 10)], {}, 13),
+    "softsign": ("Softsign", [Run(X)], {}, 13),
+    "mish": ("Mish", [Run(X * 5)], {}, 18),
+    "shrink_hard": ("Shrink", [Run(X)], {"lambd": 1.5}, 13),
+    "shrink_soft": ("Shrink", [Run(X)], {"lambd": 1.0, "bias": 1.0}, 13),
+    "thresholded_relu": ("ThresholdedRelu", [Run(X)], {"alpha": 0.5}, 13),
+    "mod_fmod": ("Mod", [Run(X * 4), (np.abs(r(3, 1, 5)) + 0.5) * np.sign(r(3, 1, 5))],
+                 {"fmod": 1}, 13),
+    "prelu_per_channel": ("PRelu", [Run(X), r(3, 1, 1)], {}, 16),
+    "hard_sigmoid_attrs": ("HardSigmoid", [Run(X)], {"alpha": 0.3, "beta": 0.4}, 13),
+    "leaky_relu": ("LeakyRelu", [Run(X)], {"alpha": 0.2}, 16),
+    "log_softmax_axis1": ("LogSoftmax", [Run(X)], {"axis": 1}, 13),
+    "log_softmax_axis2": ("LogSoftmax", [Run(X)], {"axis": -2}, 13),
+    "log_softmax_legacy_flatten": ("LogSoftmax", [Run(X)], {"axis": 2}, 11),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_op_in_wasm_matches_onnxruntime(case, check_wasm_against_ort):
+    check_wasm_against_ort(*single_node(*CASES[case]))
+
+
+def test_integer_mod_of_known_values_folds_like_onnxruntime():
+    ort = pytest.importorskip("onnxruntime")
+    a, b = np.array([-7, 7, -7, 5], np.int64), np.array([3, -3, -3, 5], np.int64)
+    for fmod in (0, 1):
+        model, _ = single_node("Mod", [a, b], {"fmod": fmod}, 13)
+        (got,) = modelc.from_onnx(model).outputs.values()
+        (want,) = ort.InferenceSession(model.SerializeToString(),
+                                       providers=["CPUExecutionProvider"]).run(None, {})
+        assert got.is_constant and got.data.tolist() == want.tolist()
+
+
+def test_float_mod_without_fmod_is_refused():
+    model, _ = single_node("Mod", [Run(X), r(3, 1, 5)], {"fmod": 0}, 13)
+    with pytest.raises(CompileError, match="the_mod.*fmod=0 .* needs fmod=1"):
+        modelc.from_onnx(model)
