@@ -1,6 +1,6 @@
 """Numpy semantics written with ``nn.functional`` primitives, shared by the ndarray methods,
 the indexing and the numpy protocols of a traced tensor: axis normalisation, numpy's
-promotion of bool and int operands, bool logic, floor and rounding in float32."""
+promotion of bool and int operands, bool logic."""
 
 from __future__ import annotations
 
@@ -161,19 +161,3 @@ def dot_product(a: Any, b: Any) -> Any:
         raise unsupported("np.dot with a right operand of rank > 2", "use a @ b (batched "
                           "matmul) or np.einsum, which say which axes pair")
     return matmul(a, b)
-
-
-def floor(x: Any) -> Any:
-    """``np.floor`` of a float32 tensor from truncating casts (exact for |x| < 2**63)."""
-    truncated = F.cast(F.cast(x, np.int64), np.float32)
-    return F.sub(truncated, F.cast(F.gt(truncated, x), np.float32))
-
-
-def round_half_even(x: Any) -> Any:
-    """``np.round``: to the nearest integer, ties to the even one (exact for |x| < 2**63)."""
-    nearest = floor(F.add(x, 0.5))
-    tie = F.eq(F.sub(nearest, x), 0.5)
-    odd = F.eq(F.sub(nearest, F.mul(floor(F.mul(nearest, 0.5)), 2.0)), 1.0)
-    return F.sub(nearest, F.cast(logical("&", tie, odd), np.float32))
-
-

@@ -23,13 +23,11 @@ from .trace_math import (
     arithmetic,
     computed,
     dot_product,
-    floor,
     logical,
     matmul,
     normalize_axes,
     power,
     promote,
-    round_half_even,
 )
 from .trace_reductions import Reductions
 from .trace_source import data_dependent, unsupported, user_frame
@@ -84,8 +82,8 @@ class ArrayMethods(Reductions):
     def __le__(self, other: Any) -> Any: return F.le(*promote(self, other))
     def __gt__(self, other: Any) -> Any: return F.gt(*promote(self, other))
     def __ge__(self, other: Any) -> Any: return F.ge(*promote(self, other))
-    def __floordiv__(self, other: Any) -> Any: return floor(arithmetic(F.div, self, other))
-    def __rfloordiv__(self, other: Any) -> Any: return floor(arithmetic(F.div, other, self))
+    def __floordiv__(self, other: Any) -> Any: return F.floor(arithmetic(F.div, self, other))
+    def __rfloordiv__(self, other: Any) -> Any: return F.floor(arithmetic(F.div, other, self))
     def __mod__(self, other: Any) -> Any: return self - (self // other) * other
     def __rmod__(self, other: Any) -> Any: return other - (other // self) * self
 
@@ -195,7 +193,7 @@ class ArrayMethods(Reductions):
     def round(self, decimals: int = 0, out: Any = None) -> Any:
         if decimals or out is not None:
             raise unsupported("round(decimals/out)", "scale first: np.round(x * 100) / 100")
-        return round_half_even(self)
+        return F.round(self)
 
     def transpose(self, *axes: Any) -> Any:
         if len(axes) == 1 and (axes[0] is None or isinstance(axes[0], (tuple, list))):

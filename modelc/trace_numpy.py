@@ -2,7 +2,7 @@
 ``np.concatenate([h, g])`` reaches ``__array_function__``; each is written here with
 ``nn.functional`` primitives and the ndarray methods of ``trace_methods``.
 
-A ufunc without an entry here is looked up in ``nn.functional`` by its numpy name, so a new
+A ufunc without an entry here is looked up in ``nn.functional`` by its numpy name, so a
 primitive of that name (``sin``, ``floor``) serves ``np.sin`` with no change here. Anything
 else is a ``TraceError`` that names the call, the user's line and the supported calls.
 """
@@ -27,13 +27,11 @@ from .trace_math import (
     as_float,
     computed,
     dot_product,
-    floor,
     logical,
     matmul,
     normalize_axes,
     power,
     promote,
-    round_half_even,
 )
 from .trace_source import data_dependent, unsupported
 
@@ -48,7 +46,7 @@ def _nonzero(x: Any) -> Any:
 
 
 def _floor_divide(a: Any, b: Any) -> Any:
-    return floor(arithmetic(F.div, a, b))
+    return F.floor(arithmetic(F.div, a, b))
 
 
 def _promoted(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -65,7 +63,7 @@ UFUNCS: dict[str, Callable[..., Any]] = {
         ("not_equal", F.ne))},
     "negative": F.neg, "positive": lambda x: x, "absolute": F.abs, "fabs": F.abs,
     "exp": F.exp, "log": F.log, "sqrt": F.sqrt, "tanh": F.tanh, "matmul": matmul,
-    "rint": round_half_even, "isnan": lambda x: F.ne(x, x),
+    "rint": F.round, "isnan": lambda x: F.ne(x, x),
     "isinf": lambda x: F.eq(F.abs(x), np.inf), "isfinite": lambda x: F.lt(F.abs(x), np.inf),
     "log1p": lambda x: F.log(F.add(x, 1.0)), "expm1": lambda x: F.sub(F.exp(x), 1.0),
     "hypot": lambda a, b: F.sqrt(arithmetic(F.add, F.mul(a, a), F.mul(b, b))),
@@ -73,7 +71,6 @@ UFUNCS: dict[str, Callable[..., Any]] = {
     "log10": lambda x: F.div(F.log(x), _LN10), "square": lambda x: F.mul(x, x),
     "reciprocal": lambda x: F.div(1.0, x),
     "sign": lambda x: F.sub(F.cast(F.gt(x, 0.0), np.float32), F.cast(F.lt(x, 0.0), np.float32)),
-    "floor": floor, "ceil": lambda x: F.neg(floor(F.neg(x))),
     "floor_divide": _floor_divide,
     "remainder": lambda a, b: arithmetic(F.sub, a, arithmetic(F.mul, _floor_divide(a, b), b)),
     "bitwise_and": lambda a, b: logical("&", a, b), "bitwise_or": lambda a, b: logical("|", a, b),
