@@ -70,7 +70,7 @@ UFUNCS: dict[str, Callable[..., Any]] = {
     "exp2": lambda x: F.exp(F.mul(x, _LN2)), "log2": lambda x: F.div(F.log(x), _LN2),
     "log10": lambda x: F.div(F.log(x), _LN10), "square": lambda x: F.mul(x, x),
     "reciprocal": lambda x: F.div(1.0, x),
-    "sign": lambda x: F.sub(F.cast(F.gt(x, 0.0), np.float32), F.cast(F.lt(x, 0.0), np.float32)),
+    "sign": F.sign,
     "floor_divide": _floor_divide,
     "remainder": lambda a, b: arithmetic(F.sub, a, arithmetic(F.mul, _floor_divide(a, b), b)),
     "bitwise_and": lambda a, b: logical("&", a, b), "bitwise_or": lambda a, b: logical("|", a, b),
@@ -240,9 +240,7 @@ def _triangle(lower: bool) -> Callable[..., Any]:
         if not isinstance(rows, int) or not isinstance(cols, int):
             raise unsupported(f"np.{'tril' if lower else 'triu'} of a tensor whose last two "
                               f"axes {[rows, cols]} are not fixed", "fix those axes")
-        keep = np.tri(rows, cols, k, dtype=bool) if lower else ~np.tri(rows, cols, k - 1,
-                                                                      dtype=bool)
-        return F.where(keep, m, 0.0)
+        return (F.tril if lower else F.triu)(m, k)
     return triangle
 
 
@@ -252,10 +250,8 @@ def cumsum(a: Any, axis: int | None = None, dtype: Any = None, out: Any = None) 
     axis = 0 if axis is None else axis
     x = x if dtype is None else x.astype(dtype)
     axis = normalize_axes(axis, x.ndim)[0]
-    size = x._static(axis, "np.cumsum")
-    # Running sums as one matmul with an upper-triangular matrix of ones: out[j] = sum x[:j+1].
-    last = as_float(np.swapaxes(x, axis, -1))
-    sums = np.swapaxes(matmul(last, np.triu(np.ones((size, size), np.float32))), axis, -1)
+    x._static(axis, "np.cumsum")
+    sums = F.cumsum(as_float(x), axis)
     expected = computed(np.cumsum(np.zeros(1, x.dtype)).dtype)
     return sums if np.dtype(sums.dtype) == expected else F.cast(sums, expected)
 

@@ -112,26 +112,21 @@ class Reductions(Traced):
             result = acc if keepdims else F.squeeze(acc, a)
         return result
 
-    def _arg_extreme(self, sign: float, axis: int | None, keepdims: bool) -> Any:
-        x: Any = self if axis is not None else F.reshape(self, (-1,))
-        a = normalize_axes(0 if axis is None else axis, x.ndim)[0]
-        size = x._static(a, "argmax/argmin")
-        signed = as_float(x) if sign > 0 else -as_float(x)
-        hit = F.eq(signed, F.amax(signed, a, keepdim=True))
-        positions = np.arange(size, dtype=np.float32).reshape((size,) + (1,) * (x.ndim - a - 1))
-        # The first position that holds the extreme, as numpy returns.
-        first = -F.amax(-F.where(hit, positions, float(size)), a, keepdim=keepdims)
-        if axis is None and keepdims:
-            first = F.reshape(first, (1,) * self.ndim)
-        return F.cast(first, np.int64)
+    def _arg(self, fn: Any, axis: int | None, keepdims: bool) -> Any:
+        if axis is not None:
+            axis = normalize_axes(axis, self.ndim)[0]
+            self._static(axis, fn.__name__)
+        index = fn(as_float(self), axis, keepdim=keepdims)
+        # numpy keeps every axis for axis=None with keepdims; nn.functional keeps one.
+        return F.reshape(index, (1,) * self.ndim) if axis is None and keepdims else index
 
     def argmax(self, axis: int | None = None, out: Any = None, *, keepdims: bool = False) -> Any:
         _no_out(out, "argmax")
-        return self._arg_extreme(1.0, axis, keepdims)
+        return self._arg(F.argmax, axis, keepdims)
 
     def argmin(self, axis: int | None = None, out: Any = None, *, keepdims: bool = False) -> Any:
         _no_out(out, "argmin")
-        return self._arg_extreme(-1.0, axis, keepdims)
+        return self._arg(F.argmin, axis, keepdims)
 
     def _nonzero(self) -> Any:
         return F.cast(self if self.dtype == np.bool_ else F.ne(as_float(self), 0.0),
