@@ -43,7 +43,7 @@ import wasm_kernels
 from modelc import codegen, ops
 from modelc.graph import Graph, Node
 from wasm_kernels import abi
-from wasm_kernels.wasm import Code, FuncType, Limits, MemoryType, ModuleBuilder
+from wasm_kernels.wasm import FuncType, Limits, MemoryType, ModuleBuilder
 
 
 def node_spans(graph: Graph) -> list[tuple[int, int]]:
@@ -62,25 +62,16 @@ def profiling_module(graph: Graph) -> tuple[bytes, codegen.LowerContext, codegen
     if graph.dims:
         raise ValueError(f"profile a model with static shapes, not {sorted(graph.dims)}")
     ctx, layout = codegen.lower(graph)
-    builder = ModuleBuilder()
+    builder = ModuleBuilder("op_profile")
     builder.import_memory("env", "memory", MemoryType(Limits(layout.pages)))
     index = {name: builder.import_func(abi.MODULE, name, FuncType(abi.BY_NAME[name].param_types,
                                                                    abi.BY_NAME[name].results))
              for name in ctx.kernels}
-    builder.add_function(FuncType((), ("i32",)), codegen.run_function(ctx, layout, index, None),
-                         export="run")
+    codegen.run_function(builder, ctx, layout, index, None)
     for number, (start, end) in enumerate(node_spans(graph)):
-        code = Code(("i32",))
+        code = builder.code(FuncType(("i32",), ()))
         code.emit("block").emit("loop").emit("local.get", 0).emit("i32.eqz").emit("br_if", 1)
-        for record in ctx.records[start:end]:
-            if record[0] == "weight":
-                code.emit("i32.const", layout.weights_base + record[1])
-            elif record[0] == "arena":
-                code.emit("i32.const", layout.arena_base + record[1])
-            elif record[0] == "kernel":
-                code.emit("call", index[record[1]])
-            else:
-                code.emit(*record)
+        codegen.emit_records(code, ctx.records[start:end], layout, index)
         code.emit("local.get", 0).emit("i32.const", 1).emit("i32.sub").emit("local.set", 0)
         code.emit("br", 0).emit("end").emit("end")
         builder.add_function(FuncType(("i32",), ()), code, export=f"node{number}")

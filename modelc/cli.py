@@ -69,25 +69,34 @@ def load_model(spec: str) -> Any:
     target, sep, name = spec.rpartition(":")
     if not sep or not target or not name:
         raise ValueError(f"model {spec!r}: expected FILE.py:NAME or module:NAME")
-    if target.endswith(".py"):
-        path = Path(target)
-        if not path.is_file():
-            raise FileNotFoundError(f"model file {target!r} does not exist")
-        module_spec = importlib.util.spec_from_file_location(path.stem, path)
-        if module_spec is None or module_spec.loader is None:
-            raise ValueError(f"cannot import {target!r}")
-        module = importlib.util.module_from_spec(module_spec)
-        sys.path.insert(0, str(path.parent.resolve()))
-        try:
-            module_spec.loader.exec_module(module)
-        finally:
-            sys.path.pop(0)
-    else:
-        module = importlib.import_module(target)
-    if not hasattr(module, name):
-        raise ValueError(f"{target!r} has no attribute {name!r}")
-    obj = getattr(module, name)
-    return obj() if callable(obj) and not hasattr(obj, "forward") else obj
+    if target.endswith(".py") and not Path(target).is_file():
+        raise FileNotFoundError(f"model file {target!r} does not exist")
+    try:
+        module = _import(target)
+        if not hasattr(module, name):
+            raise ValueError(f"{target!r} has no attribute {name!r}")
+        obj = getattr(module, name)
+        return obj() if callable(obj) and not hasattr(obj, "forward") else obj
+    except ValueError:
+        raise
+    except Exception as err:  # noqa: BLE001 - the user's code failed, however it did
+        raise ValueError(f"model {spec!r} failed to load: {type(err).__name__}: {err}") from None
+
+
+def _import(target: str) -> Any:
+    if not target.endswith(".py"):
+        return importlib.import_module(target)
+    path = Path(target)
+    module_spec = importlib.util.spec_from_file_location(path.stem, path)
+    if module_spec is None or module_spec.loader is None:
+        raise ValueError(f"cannot import {target!r}")
+    module = importlib.util.module_from_spec(module_spec)
+    sys.path.insert(0, str(path.parent.resolve()))
+    try:
+        module_spec.loader.exec_module(module)
+    finally:
+        sys.path.pop(0)
+    return module
 
 
 def _shape(text: str, spec: str, option: str = "--input") -> tuple[int, ...]:
@@ -155,8 +164,9 @@ def export_command(args: argparse.Namespace) -> int:
 
     Raises:
         NotImplementedError: the model uses ops the compiler does not cover (exit code 8).
+        ValueError: the model cannot be loaded, traced or compiled as it is (exit code 7).
     """
-    from .errors import UnsupportedOpError
+    from .errors import CompileError, UnsupportedOpError
     from .export import export
 
     try:
@@ -169,6 +179,11 @@ def export_command(args: argparse.Namespace) -> int:
                       sidecar=args.sidecar, target=args.target)
     except UnsupportedOpError as err:
         raise NotImplementedError(str(err)) from err
+    except CompileError as err:
+        raise ValueError(str(err)) from err
+    except (AttributeError, RecursionError) as err:
+        # NOTE: raised by the model's own forward while it is traced.
+        raise ValueError(f"cannot trace {args.model!r}: {type(err).__name__}: {err}") from err
     print(f"wrote {args.output} ({len(wasm)} bytes)")
     if args.target == "web":
         print(f"wrote {Path(args.output).parent / WEB_LOADER.name} (the loader)")

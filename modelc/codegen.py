@@ -20,17 +20,23 @@ from typing import Any
 import numpy as np
 
 from wasm_kernels import abi
-from wasm_kernels.wasm import Code, FuncType, Limits, MemoryType, ModuleBuilder
+from wasm_kernels.wasm import Code, FuncType, Limits, MemoryType, ModuleBuilder, WasmTypeError
 
 from . import ops
 from .errors import CompileError
-from .graph import Graph, Node, Shape, Value
+from .graph import Graph, Guard, Node, Shape, Value
 from .metadata import SECTION, encode_metadata
 
 SCRATCH_BYTES = 16
 PAGE = 65536
+MAX_MEMORY_BYTES = 65536 * PAGE
+"""What a wasm32 memory can hold (4 GiB): a model needing more could never load."""
+MAX_DIM = (1 << 31) - 1
+"""The largest dim value: ``run`` takes each dim as an ``i32``."""
 ALIGN = 16
 WASI = "wasi_snapshot_preview1"
+MODULE_NAME = "wasmnn_model"
+"""The module name in the ``name`` section: traps read ``wasmnn_model!run``."""
 FD_WRITE = FuncType(("i32", "i32", "i32", "i32"), ("i32",))
 
 
@@ -47,7 +53,12 @@ def _aligned(n: int) -> int:
 
 
 class LowerContext:
-    """What an op's ``lower`` writes into: pushes of addresses and sizes, and kernel calls."""
+    """What an op's ``lower`` writes into: pushes of addresses and sizes, and kernel calls.
+
+    Each is recorded for ``run_function`` (addresses and kernel indices are resolved once
+    the layout and the imports are known) and at once checked against the value stack of
+    ``check``, so an op that pushes too few or too many arguments fails while it is lowered.
+    """
 
     def __init__(self, graph: Graph):
         self.graph = graph
@@ -57,10 +68,16 @@ class LowerContext:
         self.kernels: list[str] = []
         self.locals = 0
         self._constant_offsets: dict[int, int] = {}
+        self._callees: list[tuple[str | None, FuncType]] = []
+        self.check = Code(("i32",) * len(graph.dims), ("i32",), funcs=self._callees)
+
+    def _add(self, op: str, *args: Any, record: tuple[Any, ...] | None = None) -> None:
+        self.check.emit(op, *args)
+        self.records.append(record or (op, *args))
 
     def push(self, number: int) -> None:
         """Push an i32 constant."""
-        self.records.append(("i32.const", number))
+        self._add("i32.const", number)
 
     def _place(self, array: np.ndarray) -> int:
         raw = np.ascontiguousarray(array).tobytes()
@@ -71,52 +88,62 @@ class LowerContext:
     def constant(self, array: np.ndarray) -> None:
         """Place ``array`` (e.g. a weight packed for its kernel) among the weights and push
         its address."""
-        self.records.append(("weight", self._place(array)))
+        self._add("i32.const", 0, record=("weight", self._place(array)))
 
-    def scalar(self, number: float) -> None:
-        """Place one float32 among the weights and push its address."""
-        self.constant(np.array([number], np.float32))
+    def scalar(self, number: float, dtype: str = "float32") -> None:
+        """Place one element of ``dtype`` (float32 unless said) among the weights and push
+        its address."""
+        self.constant(np.array([number], storage(np.array([], dtype)).dtype))
 
     def push_f32(self, number: float) -> None:
         """Push an f32 constant."""
-        self.records.append(("f32.const", float(number)))
+        self._add("f32.const", float(number))
 
     def address(self, value: Value) -> None:
         """Push the address of ``value``: a weight for constants, else its arena slot."""
         if value.data is not None:
             if id(value) not in self._constant_offsets:
                 self._constant_offsets[id(value)] = self._place(storage(value.data))
-            self.records.append(("weight", self._constant_offsets[id(value)]))
+            self._add("i32.const", 0, record=("weight", self._constant_offsets[id(value)]))
         else:
-            self.records.append(("arena", self.graph.meta["arena"][id(value)]))
+            self._add("i32.const", 0, record=("arena", self.graph.meta["arena"][id(value)]))
 
     def numel(self, shape: Shape) -> None:
         """Push the element count of ``shape``, multiplying in symbolic dims at run time."""
         self.push(math.prod(d for d in shape if isinstance(d, int)))
         for dim in shape:
             if isinstance(dim, str):
-                self.records.append(("local.get", self.dim_params[dim]))
-                self.records.append(("i32.mul",))
+                self._add("local.get", self.dim_params[dim])
+                self._add("i32.mul")
 
     def advance(self, elements: Shape, itemsize: int = 4) -> None:
         """Add ``product(elements) * itemsize`` bytes to the address on top of the stack."""
         self.numel(elements)
         self.push(itemsize)
-        self.records.append(("i32.mul",))
-        self.records.append(("i32.add",))
+        self._add("i32.mul")
+        self._add("i32.add")
+
+    def trap_unless(self, condition: Value, expected: bool) -> None:
+        """Trap (``unreachable``) unless the bool ``condition`` (one byte) is ``expected``."""
+        self.address(condition)
+        self.records.append(("i32.load8_u", 0))
+        if expected:
+            self.records.append(("i32.eqz",))
+        self.records.extend([("if",), ("unreachable",), ("end",)])
 
     def emit(self, op: str, *args: object) -> None:
         """Record one plain instruction (control flow, locals) for ``run``."""
-        self.records.append((op, *args))
+        self._add(op, *args)
 
     def local(self) -> int:
         """A new i32 local of ``run`` (e.g. a loop counter); returns its index."""
         self.locals += 1
-        return len(self.dim_params) + self.locals - 1
+        return self.check.local("i32")
 
     def scratch(self, node: Node, index: int = 0) -> None:
         """Push the address of ``node``'s scratch buffer ``index`` (``OpDef.scratch``)."""
-        self.records.append(("arena", self.graph.meta["scratch"][(id(node), index)]))
+        self._add("i32.const", 0,
+                  record=("arena", self.graph.meta["scratch"][(id(node), index)]))
 
     def call(self, kernel: str) -> None:
         """Call kernel ``kernel`` of the ABI with the arguments pushed so far."""
@@ -124,8 +151,10 @@ class LowerContext:
             raise CompileError(f"no kernel {kernel!r} in ABI v{abi.VERSION}; "
                                f"available: {sorted(abi.BY_NAME)}")
         if kernel not in self.kernels:
+            spec = abi.BY_NAME[kernel]
             self.kernels.append(kernel)
-        self.records.append(("kernel", kernel))
+            self._callees.append((kernel, FuncType(spec.param_types, spec.results)))
+        self._add("call", self.kernels.index(kernel), record=("kernel", kernel))
 
 
 def _message_segment(graph: Graph, base: int) -> tuple[bytes, dict[str, tuple[int, int]]]:
@@ -156,23 +185,91 @@ class Layout:
         return self.arena_base + graph.meta["arena"][id(value)]
 
 
+def _guards(graph: Graph) -> list[Guard]:
+    """Each node's ``meta["guard"]`` where it is safe to skip the node when the guard fails:
+    its conditions are still computed before it and live after it, and every user of its
+    outputs is skipped too (a guard that extends it) or is the ``where`` that merges the
+    branch on its last condition. Otherwise the node runs unconditionally, which changes
+    no output (see ``Guard``)."""
+    position = {id(node): i for i, node in enumerate(graph.nodes)}
+    defined = {id(v) for v in graph.inputs.values()} | {id(v) for n in graph.nodes
+                                                        for v in n.outputs}
+    guards: dict[int, Guard] = {}
+    for node in reversed(graph.nodes):
+        guard: Guard = node.meta.get("guard", ())
+        here = position[id(node)]
+        if not all(id(cond) in defined and (cond.producer is None
+                                            or position.get(id(cond.producer), here) < here)
+                   and any(position.get(id(u), -1) > here for u in cond.users)
+                   for cond, _ in guard):
+            guard = ()
+        for user in (u for v in node.outputs for u in v.users):
+            theirs = guards.get(id(user), ())
+            merges = (guard and user.op == "where" and user.inputs[0] is guard[-1][0]
+                      and theirs == guard[:-1])
+            if theirs[:len(guard)] != guard and not merges:
+                guard = ()
+        guards[id(node)] = guard
+    return [guards[id(node)] for node in graph.nodes]
+
+
+def _enter(ctx: LowerContext, current: Guard, guard: Guard) -> Guard:
+    """Close the wasm ``if`` blocks of ``current`` that ``guard`` does not share and open
+    one per further condition of ``guard``: ``if (cond byte != 0)`` (``== 0`` for else)."""
+    shared = 0
+    while (shared < min(len(current), len(guard)) and current[shared][0] is guard[shared][0]
+           and current[shared][1] == guard[shared][1]):
+        shared += 1
+    ctx.records.extend([("end",)] * (len(current) - shared))
+    for cond, truth in guard[shared:]:
+        ctx.address(cond)
+        ctx.records.append(("i32.load8_u", 0))
+        if not truth:
+            ctx.records.append(("i32.eqz",))
+        ctx.records.append(("if",))
+    return guard
+
+
 def lower(graph: Graph) -> tuple[LowerContext, Layout]:
     """Lower every node (after ``passes.optimize``) and lay out memory.
 
     Raises:
-        CompileError: an op cannot be lowered, naming the node and the user's source line.
+        CompileError: an op cannot be lowered, or its lowering pushes arguments that do not
+            fit its kernel calls, naming the node and the user's source line; or a dim's
+            upper bound makes the model need more memory than wasm32 has.
     """
+    _check_dim_bounds(graph)
     ctx = LowerContext(graph)
-    for node in graph.nodes:
+    open_guard: Guard = ()
+    for node, guard in zip(graph.nodes, _guards(graph)):
+        open_guard = _enter(ctx, open_guard, guard)
         try:
             ops.get(node.op).lower(node, ctx)
-        except CompileError as err:
+            if ctx.check.stack:
+                raise CompileError(f"the lowering leaves [{' '.join(map(str, ctx.check.stack))}] "
+                                   "on the stack after its kernel calls")
+        except (CompileError, WasmTypeError) as err:
             raise CompileError(f"while lowering {node.describe()}: {err}") from None
+    _enter(ctx, open_guard, ())
     messages, message_at = _message_segment(graph, SCRATCH_BYTES)
     weights_base = _aligned(SCRATCH_BYTES + len(messages))
     arena_base = _aligned(weights_base + len(ctx.weights))
-    return ctx, Layout(messages, message_at, weights_base, arena_base,
-                       arena_base + graph.meta["arena_bytes"])
+    layout = Layout(messages, message_at, weights_base, arena_base,
+                    arena_base + graph.meta["arena_bytes"])
+    if layout.memory_bytes > MAX_MEMORY_BYTES:
+        bounds = ", ".join(f"{name!r} up to {high}" for name, (_, high) in graph.dims.items())
+        raise CompileError(f"the model needs {layout.memory_bytes} bytes of memory"
+                           f"{f' with dims {bounds}' if bounds else ''}, more than "
+                           f"WebAssembly's {MAX_MEMORY_BYTES} (65536 pages): it could never "
+                           "load; lower the dims' upper bounds")
+    return ctx, layout
+
+
+def _check_dim_bounds(graph: Graph) -> None:
+    for name, (_, high) in graph.dims.items():
+        if high > MAX_DIM:
+            raise CompileError(f"dim {name!r} has upper bound {high}, over {MAX_DIM} (the "
+                               "model takes each dim as an i32): lower it")
 
 
 def report_error(code: Code, fd_write: int, pointer: int, length: int) -> None:
@@ -183,22 +280,10 @@ def report_error(code: Code, fd_write: int, pointer: int, length: int) -> None:
     code.emit("i32.const", 8).emit("call", fd_write).emit("drop")
 
 
-def run_function(ctx: LowerContext, layout: Layout, kernel_index: dict[str, int],
-                 fd_write: int | None) -> Code:
-    """``run(dims...) -> i32``: check each dim's range (reporting on stderr, returning 1),
-    then make the kernel calls and return 0."""
-    graph = ctx.graph
-    code = Code(("i32",) * len(graph.dims))
-    for _ in range(ctx.locals):
-        code.local("i32")
-    for param, (name, (low, high)) in enumerate(graph.dims.items()):
-        assert fd_write is not None
-        code.emit("local.get", param).emit("i32.const", low).emit("i32.lt_u")
-        code.emit("local.get", param).emit("i32.const", high).emit("i32.gt_u").emit("i32.or")
-        code.emit("if")
-        report_error(code, fd_write, *layout.message_at[name])
-        code.emit("i32.const", 1).emit("return").emit("end")
-    for record in ctx.records:
+def emit_records(code: Code, records: list[tuple[Any, ...]], layout: Layout,
+                 kernel_index: dict[str, int]) -> None:
+    """Emit lowered ``records`` with their addresses and kernel indices resolved."""
+    for record in records:
         kind = record[0]
         if kind == "weight":
             code.emit("i32.const", layout.weights_base + record[1])
@@ -208,8 +293,27 @@ def run_function(ctx: LowerContext, layout: Layout, kernel_index: dict[str, int]
             code.emit("call", kernel_index[record[1]])
         else:
             code.emit(*record)
+
+
+def run_function(builder: ModuleBuilder, ctx: LowerContext, layout: Layout,
+                 kernel_index: dict[str, int], fd_write: int | None) -> int:
+    """Add ``run(dims...) -> i32``, exported: check each dim's range (reporting on stderr,
+    returning 1), then make the kernel calls and return 0. Returns its function index."""
+    graph = ctx.graph
+    ty = FuncType(("i32",) * len(graph.dims), ("i32",))
+    code = builder.code(ty)
+    for _ in range(ctx.locals):
+        code.local("i32")
+    for param, (name, (low, high)) in enumerate(graph.dims.items()):
+        assert fd_write is not None
+        code.emit("local.get", param).emit("i32.const", low).emit("i32.lt_u")
+        code.emit("local.get", param).emit("i32.const", high).emit("i32.gt_u").emit("i32.or")
+        code.emit("if")
+        report_error(code, fd_write, *layout.message_at[name])
+        code.emit("i32.const", 1).emit("return").emit("end")
+    emit_records(code, ctx.records, layout, kernel_index)
     code.emit("i32.const", 0)
-    return code
+    return builder.add_function(ty, code, export="run")
 
 
 def add_data_and_metadata(builder: ModuleBuilder, ctx: LowerContext, layout: Layout,
@@ -242,7 +346,7 @@ def generate(graph: Graph, producer: str, sidecar: str | None = None) -> tuple[b
         CompileError: an op cannot be lowered, naming the node and the user's source line.
     """
     ctx, layout = lower(graph)
-    builder = ModuleBuilder()
+    builder = ModuleBuilder(MODULE_NAME)
     builder.import_memory("env", "memory", MemoryType(Limits(layout.pages)))
     fd_write = builder.import_func(WASI, "fd_write", FD_WRITE) if graph.dims else None
     kernel_index = {}
@@ -250,8 +354,7 @@ def generate(graph: Graph, producer: str, sidecar: str | None = None) -> tuple[b
         spec = abi.BY_NAME[name]
         kernel_index[name] = builder.import_func(abi.MODULE, name,
                                                  FuncType(spec.param_types, spec.results))
-    builder.add_function(FuncType(("i32",) * len(graph.dims), ("i32",)),
-                         run_function(ctx, layout, kernel_index, fd_write), export="run")
+    run_function(builder, ctx, layout, kernel_index, fd_write)
     builder.export("memory", "memory", 0)
     add_data_and_metadata(builder, ctx, layout, producer, sidecar)
     return builder.encode(), bytes(ctx.weights)

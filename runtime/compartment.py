@@ -6,19 +6,28 @@ from __future__ import annotations
 import functools
 import re
 import threading
+import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import wasmtime
 
+from wasi_intrinsics.kernel_limits import KernelFault
 from wasi_intrinsics.wasi import ProcExit
+from wasi_intrinsics.wasi.deadline import DeadlineExceeded
 from wasm_kernels.wasm import ModuleInfo, WasmFormatError, read_module
 
 from .cache import compile_module
 from .errors import ExitTrap, LimitExceeded, ModelFormatError, Trap
 from .linker import Resolver, link
+from .signals import guest_call
 
 EPOCH_TICK_SECONDS = 0.01
+_I64_MAX = (1 << 63) - 1  # what wasmtime's store limits take
+_U64_MAX = (1 << 64) - 1  # what wasmtime's fuel takes
+MAX_TIMEOUT = _I64_MAX * EPOCH_TICK_SECONDS
+"""The longest ``timeout`` in seconds: its epoch ticks must fit the engine's counter."""
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([KMG]i?B?|B)?\s*$", re.IGNORECASE)
 _UNITS = {"": 1, "b": 1, "k": 1000, "kb": 1000, "kib": 1024, "ki": 1024,
           "m": 1000**2, "mb": 1000**2, "mib": 1024**2, "mi": 1024**2,
@@ -30,19 +39,28 @@ def parse_size(text: str | int) -> int:
 
     Raises:
         ValueError: ``text`` is not a size such as ``512KiB``, ``64MiB``, ``1GiB`` or ``1000000``.
+        TypeError: ``text`` is neither text nor an int.
     """
     if isinstance(text, int):
         return text
+    if not isinstance(text, str):
+        raise TypeError(f"expected a size as text or an int, got {type(text).__name__}")
     match = _SIZE.match(text)
     if not match:
         raise ValueError(f"invalid size {text!r}; expected e.g. '64MiB', '1GiB' or a byte count")
     return int(float(match.group(1)) * _UNITS[(match.group(2) or "").lower()])
 
 
+TABLE_ELEMENT_BYTES = 8
+"""What one table element costs against ``max_memory`` (wasmtime stores one pointer each)."""
+
+
 @dataclass(frozen=True)
 class ResourceLimits:
-    """What one compartment may use. ``timeout`` is wall-clock seconds per call (epoch
-    interruption); ``fuel`` is wasm instructions per call (roughly); ``None`` means no cap."""
+    """What one compartment may use. ``max_memory`` is in bytes, shared by every linear
+    memory and table of the compartment (see ``Compartment.plan``); ``timeout`` is wall-clock
+    seconds per call (epoch interruption); ``fuel`` is wasm instructions per call (roughly);
+    ``None`` means no cap."""
 
     max_memory: int = 1 << 30
     timeout: float | None = None
@@ -52,12 +70,26 @@ class ResourceLimits:
     max_table_elements: int = 1 << 20
 
     def __post_init__(self) -> None:
-        if self.max_memory <= 0:
-            raise ValueError(f"max_memory must be positive, got {self.max_memory!r}")
-        if self.timeout is not None and self.timeout <= 0:
-            raise ValueError(f"timeout must be positive seconds, got {self.timeout!r}")
-        if self.fuel is not None and self.fuel <= 0:
-            raise ValueError(f"fuel must be a positive count, got {self.fuel!r}")
+        _check_count("max_memory", self.max_memory, _I64_MAX, "bytes")
+        _check_count("max_instances", self.max_instances, _I64_MAX, "instances")
+        _check_count("max_tables", self.max_tables, _I64_MAX, "tables")
+        _check_count("max_table_elements", self.max_table_elements, _I64_MAX, "elements")
+        if self.fuel is not None:
+            _check_count("fuel", self.fuel, _U64_MAX, "instructions")
+        if self.timeout is not None:
+            if not isinstance(self.timeout, (int, float)) or isinstance(self.timeout, bool):
+                raise TypeError(f"timeout must be a number of seconds, got {self.timeout!r}")
+            if not 0 < self.timeout <= MAX_TIMEOUT:  # NOTE: also false for NaN
+                raise ValueError(f"timeout must be more than 0 and at most {MAX_TIMEOUT:.3g} "
+                                 f"seconds, got {self.timeout!r}")
+
+
+def _check_count(name: str, value: object, most: int, unit: str) -> None:
+    """Raises: TypeError for a non-integer, ValueError outside ``[1, most]``."""
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise TypeError(f"{name} must be an integer number of {unit}, got {value!r}")
+    if not 1 <= value <= most:
+        raise ValueError(f"{name} must be between 1 and {most} {unit}, got {value!r}")
 
 
 Features = tuple[tuple[str, bool], ...]
@@ -133,9 +165,21 @@ _LIMIT_ERRORS = ((re.compile(r"memory minimum size .* exceeds memory limits|memo
                  (re.compile(r"instance count"), "instances"))
 
 
+def _function(frame: wasmtime.Frame) -> str:
+    """``module!function`` as the modules' name sections call them."""
+    return f"{frame.module_name or '?'}!{frame.func_name or f'func[{frame.func_index}]'}"
+
+
 def _frames(trap: wasmtime.Trap) -> list[str]:
-    return [f"{frame.module_name or '?'}!{frame.func_name or f'func[{frame.func_index}]'}"
-            f"+0x{frame.module_offset:x}" for frame in trap.frames]
+    return [f"{_function(frame)}+0x{frame.module_offset:x}" for frame in trap.frames]
+
+
+def _trap(code: str, reason: str, trap: wasmtime.Trap) -> Trap:
+    """A ``Trap`` whose message names the innermost function, e.g. ``out_of_bounds in
+    wasmnn_kernels_v2!f32_gather: <wasmtime's reason>``."""
+    frames = trap.frames
+    where = f"{code} in {_function(frames[0])}: " if frames else ""
+    return Trap(code, where + reason, _frames(trap))
 
 
 def _reason(text: str) -> str:
@@ -148,9 +192,37 @@ def _reason(text: str) -> str:
     return causes[-1] + (f" ({'; '.join(causes[:-1])})" if len(causes) > 1 else "")
 
 
-def _limit_message(code: str, limits: ResourceLimits) -> str:
-    cap = {"memory": f"{limits.max_memory} bytes", "tables": f"{limits.max_tables} tables of "
-           f"at most {limits.max_table_elements} elements",
+@dataclass(frozen=True)
+class Shares:
+    """How ``max_memory`` is divided: ``memories`` memories of at most ``memory_bytes`` each
+    and ``tables`` tables of at most ``table_elements`` elements each."""
+
+    memories: int = 1
+    tables: int = 0
+    memory_bytes: int = 0
+    table_elements: int = 0
+
+    @classmethod
+    def of(cls, limits: ResourceLimits, memories: int, tables: int,
+           table_max: int | None = None) -> Shares:
+        """Equal shares, so that however the guest grows them, the sum stays within the cap:
+        a table gets at most an equal part (and at most ``max_table_elements``, and at most
+        ``table_max`` when every table declares that maximum or less), the memories split
+        the rest."""
+        table_elements = min(limits.max_table_elements,
+                             limits.max_memory // max(1, memories + tables) // TABLE_ELEMENT_BYTES,
+                             (1 << 63) if table_max is None else table_max)
+        rest = limits.max_memory - tables * table_elements * TABLE_ELEMENT_BYTES
+        return cls(memories, tables, rest // max(1, memories), table_elements)
+
+    def describe(self) -> str:
+        return (f"shared by {self.memories} memory(ies) of at most {self.memory_bytes} bytes "
+                f"and {self.tables} table(s) of at most {self.table_elements} elements")
+
+
+def _limit_message(code: str, limits: ResourceLimits, shares: Shares) -> str:
+    cap = {"memory": f"{limits.max_memory} bytes",
+           "tables": f"{limits.max_tables} tables of at most {shares.table_elements} elements",
            "instances": f"{limits.max_instances} instances"}[code]
     return f"{code} limit of {cap} exceeded"
 
@@ -162,13 +234,21 @@ def _untyped(reason: str, frames: list[str]) -> Trap:
     return Trap("unknown", reason, frames)
 
 
-def translate(error: BaseException, limits: ResourceLimits) -> Exception:
+def translate(error: BaseException, limits: ResourceLimits, shares: Shares | None = None
+              ) -> Exception:
     """Our exception for anything a guest call or instantiation raised: ``ExitTrap`` for
     ``proc_exit``, ``LimitExceeded`` for a time, fuel, memory, table or instance cap, ``Trap``
-    with a code from ``TRAP_CODES`` for the rest. Other exceptions (a host function's own)
-    are returned unchanged."""
+    with a code from ``TRAP_CODES`` for the rest, its message naming the innermost function
+    (``unreachable in wasmnn_kernels_v2!f32_gather: ...``) and ``frames`` the whole
+    backtrace. Other exceptions (a host function's own) are returned unchanged."""
     if isinstance(error, ProcExit):
         return ExitTrap(error.code)
+    if isinstance(error, KernelFault):
+        if error.code == "memory":
+            return LimitExceeded("memory", str(error))
+        return Trap(error.code, str(error))
+    if isinstance(error, DeadlineExceeded):
+        return LimitExceeded("timeout", f"time limit of {limits.timeout} s exceeded ({error})")
     if isinstance(error, wasmtime.Trap):
         code = error.trap_code
         if code == wasmtime.TrapCode.INTERRUPT:
@@ -178,12 +258,15 @@ def translate(error: BaseException, limits: ResourceLimits) -> Exception:
         reason = _reason(error.message or "trap")
         if code is None:
             return _untyped(reason, _frames(error))
-        return Trap(_TRAP_CODES.get(code, "unknown"), reason, _frames(error))
+        return _trap(_TRAP_CODES.get(code, "unknown"), reason, error)
     if isinstance(error, wasmtime.WasmtimeError):
         reason = _reason(str(error))
         for pattern, limit in _LIMIT_ERRORS:
             if pattern.search(reason):
-                return LimitExceeded(limit, f"{_limit_message(limit, limits)}: {reason}")
+                shares = shares or Shares.of(limits, 1, 0)
+                detail = f" ({shares.describe()})" if limit == "memory" else ""
+                return LimitExceeded(limit, f"{_limit_message(limit, limits, shares)}: "
+                                            f"{reason}{detail}")
         return _untyped(reason, [])
     return error if isinstance(error, Exception) else RuntimeError(str(error))
 
@@ -205,16 +288,57 @@ class Compartment:
         self.engine = engine(fuel=self.limits.fuel is not None, features=features,
                              epochs=self.epochs)
         self.store = wasmtime.Store(self.engine)
-        self.store.set_limits(memory_size=self.limits.max_memory,
-                              instances=self.limits.max_instances,
-                              tables=self.limits.max_tables,
-                              table_elements=self.limits.max_table_elements)
+        self.shares = Shares()
+        self._created = (0, 0)  # memories and tables made so far in this store
+        self._deadline: float | None = None
+        self._share(1, 0)
         if self.epochs:
             _EpochTicker.ensure(self.engine)
         self._arm()
 
+    def plan(self, modules: Sequence[ModuleInfo], host_memories: int = 0) -> None:
+        """Share ``max_memory`` among every memory and table the compartment will hold: the
+        ones ``modules`` define plus ``host_memories`` the host creates. Call it before
+        creating any of them; then no guest can make their sum exceed the cap (wasmtime caps
+        each memory and table, so each gets an equal part). ``instantiate`` plans by itself
+        for a module nobody planned for."""
+        tables = [t for info in modules for t in info.tables]
+        maxima = [t.limits.max for t in tables]
+        bounded = [m for m in maxima if m is not None]
+        self._share(host_memories + sum(len(i.memories) for i in modules), len(tables),
+                    max(bounded, default=0) if len(bounded) == len(maxima) else None)
+
+    def _share(self, memories: int, tables: int, table_max: int | None = None) -> None:
+        self.shares = Shares.of(self.limits, memories, tables, table_max)
+        self.store.set_limits(memory_size=self.shares.memory_bytes,
+                              instances=self.limits.max_instances,
+                              tables=self.limits.max_tables,
+                              table_elements=self.shares.table_elements)
+
+    def _made(self, memories: int, tables: int) -> None:
+        """Count new memories and tables, planning again when they exceed the plan."""
+        self._created = (self._created[0] + memories, self._created[1] + tables)
+        if self._created[0] > self.shares.memories or self._created[1] > self.shares.tables:
+            self._share(max(1, self._created[0]), self._created[1])
+
+    def memory(self, pages: int) -> wasmtime.Memory:
+        """A new host memory of ``pages`` 64 KiB pages, counted against ``max_memory``.
+
+        Raises:
+            LimitExceeded: ``pages`` is over this memory's share of ``max_memory``.
+        """
+        self._made(1, 0)
+        return self.call(wasmtime.Memory, self.store,
+                         wasmtime.MemoryType(wasmtime.Limits(pages, None)))
+
+    def deadline(self) -> float | None:
+        """When the running call's time is up (``time.monotonic()`` seconds), if it is limited:
+        WASI calls that block wake then."""
+        return self._deadline
+
     def _arm(self) -> None:
         if self.limits.timeout is not None:
+            self._deadline = time.monotonic() + self.limits.timeout
             self.store.set_epoch_deadline(
                 max(1, round(self.limits.timeout / EPOCH_TICK_SECONDS)))
         if self.limits.fuel is not None:
@@ -247,12 +371,15 @@ class Compartment:
         """
         result = link(info, resolver, self.store)
         result.raise_if_failed()
+        self._made(len(info.memories), len(info.tables))
         return self.call(wasmtime.Instance, self.store, module, result.externs)
 
     def call(self, fn: Any, *args: Any) -> Any:
         """Run ``fn(*args)`` (a guest call) under this compartment's limits, translating traps."""
         self._arm()
         try:
-            return fn(*args)
-        except (ProcExit, wasmtime.Trap, wasmtime.WasmtimeError) as err:
-            raise translate(err, self.limits) from None
+            with guest_call():
+                return fn(*args)
+        except (ProcExit, DeadlineExceeded, KernelFault, wasmtime.Trap,
+                wasmtime.WasmtimeError) as err:
+            raise translate(err, self.limits, self.shares) from None

@@ -3,6 +3,13 @@
 from __future__ import annotations
 
 
+def one_line(text: str) -> str:
+    """``text`` with every control character escaped (a newline as ``\\n``, ESC as
+    ``\\x1b``), so what a guest or a file says prints as one line and cannot drive the
+    terminal."""
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+
+
 class WasmnnError(Exception):
     """Base class of every error the runtime raises on purpose."""
 
@@ -16,8 +23,8 @@ class LinkError(WasmnnError):
 
     def __init__(self, problems: list[str]):
         self.problems = problems
-        super().__init__(f"{len(problems)} import(s) could not be linked:\n  "
-                         + "\n  ".join(problems))
+        super().__init__(f"{len(problems)} import(s) could not be linked: "
+                         + "; ".join(problems))
 
 
 class Trap(WasmnnError):

@@ -160,6 +160,8 @@ def parse(payload: bytes | None) -> ModelMetadata:
         raw = json.loads(payload.decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as err:
         raise ModelFormatError(f"model metadata is not valid JSON: {err}") from None
+    except RecursionError:
+        raise ModelFormatError("model metadata is nested too deeply to read") from None
     if not isinstance(raw, dict):
         raise ModelFormatError("model metadata must be a JSON object")
     fmt = _field(raw, "format", int, "metadata")

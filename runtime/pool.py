@@ -10,7 +10,6 @@ size, and drops the ones that trapped: their memory may be half-written.
 from __future__ import annotations
 
 import ctypes
-import io
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -20,14 +19,15 @@ import numpy as np
 import wasmtime
 
 import wasm_kernels
+from wasi_intrinsics.kernel_limits import KernelState
 from wasi_intrinsics.kernels import provider as host_kernels
 from wasi_intrinsics.wasi import MODULE as WASI_MODULE
-from wasi_intrinsics.wasi import WasiConfig, WasiState, preview1
+from wasi_intrinsics.wasi import CappedBuffer, WasiConfig, WasiState, preview1
 from wasm_kernels.wasm import Limits, MemoryType, ModuleInfo
 
 from . import metadata as md
 from .compartment import Compartment
-from .errors import Trap
+from .errors import Trap, one_line
 from .linker import RegistryResolver, Resolved, instance_exports
 
 PAGE = 65536
@@ -60,15 +60,17 @@ class ModelInstance:
         """
         self.compartment = compartment
         store = compartment.store
-        self.memory = wasmtime.Memory(
-            store, wasmtime.MemoryType(wasmtime.Limits(blueprint.pages, None)))
-        self._stderr = io.BytesIO()
+        compartment.plan([blueprint.model[1]] + ([blueprint.kernels[1]] if blueprint.kernels
+                                                 else []), host_memories=1)
+        self.memory = compartment.memory(blueprint.pages)
+        self._stderr = CappedBuffer()
         registry = RegistryResolver()
         registry.register("env", {"memory": Resolved(
             self.memory, MemoryType(Limits(blueprint.pages)))})
         wasi_imports = [i.name for i in blueprint.model[1].imports if i.module == WASI_MODULE]
         registry.register(WASI_MODULE, _WASI.instantiate(
-            store, WasiState(WasiConfig(stderr=self._stderr)), only=wasi_imports))
+            store, WasiState(WasiConfig(stderr=self._stderr), compartment.deadline),
+            memory=self.memory, only=wasi_imports))
         registry.register(wasm_kernels.abi.MODULE, self._kernels(blueprint.kernels, registry))
         instance = compartment.instantiate(*blueprint.model, registry)
         self._entry = instance.exports(store)[blueprint.metadata.entry]
@@ -79,7 +81,8 @@ class ModelInstance:
     def _kernels(self, compiled: Compiled | None, registry: RegistryResolver) -> Any:
         store = self.compartment.store
         if compiled is None:
-            return host_kernels().instantiate(store, memory=self.memory)
+            limits = KernelState(self.compartment.deadline, self.compartment.limits.max_memory)
+            return host_kernels().instantiate(store, limits, memory=self.memory)
         module, info = compiled
         return instance_exports(store, self.compartment.instantiate(module, info, registry),
                                 info)
@@ -102,11 +105,10 @@ class ModelInstance:
             Trap: the model trapped, hit a limit (``LimitExceeded``), or rejected its inputs
                 (code ``"rejected"``, with what it wrote to stderr).
         """
+        self._stderr.clear()
         status = self.compartment.call(self._entry, self.compartment.store, *args)
         if status != 0:
-            message = self._stderr.getvalue().decode(errors="replace").strip()
-            self._stderr.seek(0)
-            self._stderr.truncate()
+            message = one_line(self._stderr.text().strip())
             raise Trap("rejected", f"the model rejected its inputs (status {status}): "
                        f"{message or 'no message'}")
 
@@ -116,6 +118,8 @@ class InstancePool:
     exist, else waits for one to come back."""
 
     def __init__(self, create: Callable[[], ModelInstance], size: int, first: ModelInstance):
+        if not isinstance(size, int) or isinstance(size, bool):
+            raise TypeError(f"instances must be an integer, got {size!r}")
         if size < 1:
             raise ValueError(f"instances must be at least 1, got {size!r}")
         self._create = create

@@ -78,8 +78,9 @@ def map_model(dataset: Any, payload: ModelPayload, *, concurrency: int = 1,
                          f"and {batch_size}")
     reference = ray.put(payload)
     return dataset.map_batches(
-        WasmnnPredictor, batch_size=batch_size, batch_format="numpy", concurrency=concurrency,
-        num_cpus=1, fn_constructor_args=(reference,),
+        WasmnnPredictor, batch_size=batch_size, batch_format="numpy",
+        compute=ray.data.ActorPoolStrategy(size=concurrency), num_cpus=1,
+        fn_constructor_args=(reference,),
         fn_constructor_kwargs={"inputs": inputs, "outputs": outputs, "on_error": on_error,
                                **options},
         # NOTE: a dead actor is restarted and its unfinished batches re-run.
@@ -158,8 +159,8 @@ def _with_row_numbers(dataset: Any) -> Any:
 
     counts = ray.get([rows.remote(r) for r in refs])
     starts = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int64)
-
-    return ray.data.from_arrow_refs([number.remote(r, int(s)) for r, s in zip(refs, starts)])
+    numbered: list[Any] = [number.remote(r, int(s)) for r, s in zip(refs, starts)]
+    return ray.data.from_arrow_refs(numbered)
 
 
 def _arange(start: int, count: int) -> Any:

@@ -318,7 +318,9 @@ def load(model: str | os.PathLike[str] | bytes, *,
         ModelFormatError: the bytes are not a valid wasmnn model.
         LinkError: the model imports something the runtime does not provide.
         LimitExceeded: the model needs more memory than ``max_memory``.
-        ValueError: a limit or ``instances`` is not positive, or ``kernels`` is unknown.
+        ValueError: a limit or ``instances`` is out of range (see ``ResourceLimits``), or
+            ``kernels`` is unknown.
+        TypeError: a limit or ``instances`` is not an integer (``timeout``: not a number).
     """
     limits = ResourceLimits(max_memory=parse_size(max_memory), timeout=timeout, fuel=fuel)
     model_path = model if isinstance(model, (str, os.PathLike)) else None

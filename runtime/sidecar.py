@@ -30,10 +30,27 @@ def read_sidecar(sidecar: Sidecar, model_path: str | os.PathLike[str] | None,
                                    f"{sidecar.file!r}; load it from its path or pass weights=")
         if not path.is_file():
             raise ModelFormatError(f"sidecar weights file {str(path)!r} does not exist")
-        data, where = path.read_bytes(), repr(str(path))
+        return _checked(_read(path, sidecar), repr(str(path)), sidecar)
+    return _checked(data, where, sidecar)
+
+
+def _size_error(where: str, size: int, sidecar: Sidecar) -> ModelFormatError:
+    return ModelFormatError(f"sidecar weights {where} have {size} bytes; the model expects "
+                            f"{sidecar.bytes}")
+
+
+def _read(path: Path, sidecar: Sidecar) -> bytes:
+    """The file's bytes, its size checked before reading: at most what the metadata says."""
+    size = path.stat().st_size
+    if size != sidecar.bytes:
+        raise _size_error(repr(str(path)), size, sidecar)
+    with path.open("rb") as file:
+        return file.read(sidecar.bytes)
+
+
+def _checked(data: bytes, where: str, sidecar: Sidecar) -> bytes:
     if len(data) != sidecar.bytes:
-        raise ModelFormatError(f"sidecar weights {where} have {len(data)} bytes; the model "
-                               f"expects {sidecar.bytes}")
+        raise _size_error(where, len(data), sidecar)
     if hashlib.sha256(data).hexdigest() != sidecar.sha256:
         raise ModelFormatError(f"sidecar weights {where} do not match the model (SHA-256 "
                                "differs): they belong to another export")

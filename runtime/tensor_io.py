@@ -16,9 +16,11 @@ import tokenize
 import zipfile
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import IO, Any, BinaryIO
 
 import numpy as np
+
+from .errors import one_line
 
 Arrays = dict[str, np.ndarray] | np.ndarray
 _NONFINITE = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
@@ -50,12 +52,39 @@ def _from_json(text: str) -> Arrays:
     return array(data)
 
 
-def _parse(data: bytes, kind: str) -> Arrays:
+def _declared(stream: IO[bytes], available: int, what: str, max_bytes: int | None) -> None:
+    """Check a ``.npy`` header's declared size against the bytes that follow it and against
+    ``max_bytes``, before numpy allocates that size.
+
+    Raises:
+        ValueError: it declares more than either.
+    """
+    version = np.lib.format.read_magic(stream)
+    header = (np.lib.format.read_array_header_1_0 if version == (1, 0)
+              else np.lib.format.read_array_header_2_0)
+    shape, _, dtype = header(stream, max_header_size=10_000)
+    declared = math.prod(shape) * dtype.itemsize
+    left = available - stream.tell()
+    if declared > left:
+        raise ValueError(f"{what} declares shape {list(shape)} {dtype} ({declared} bytes) "
+                         f"but holds {left} bytes")
+    if max_bytes is not None and declared > max_bytes:
+        raise ValueError(f"{what} declares shape {list(shape)} {dtype} ({declared} bytes), "
+                         f"over the limit of {max_bytes} bytes for this model's inputs")
+
+
+def _parse(data: bytes, kind: str, max_bytes: int | None) -> Arrays:
     if kind == ".npy":
+        _declared(io.BytesIO(data), len(data), "the array", max_bytes)
         return np.load(io.BytesIO(data), allow_pickle=False)
     if kind == ".npz":
-        with np.load(io.BytesIO(data), allow_pickle=False) as archive:
-            return {name: archive[name] for name in archive.files}
+        with zipfile.ZipFile(io.BytesIO(data)) as archive:
+            for member in archive.infolist():
+                with archive.open(member) as stream:
+                    _declared(stream, member.file_size, f"member {member.filename!r}",
+                              max_bytes)
+        with np.load(io.BytesIO(data), allow_pickle=False) as arrays:
+            return {name: arrays[name] for name in arrays.files}
     return _from_json(data.decode("utf-8"))
 
 
@@ -65,10 +94,12 @@ def _sniff(data: bytes) -> str:
     return ".npz" if data.startswith(_ZIP_MAGIC) else ".json"
 
 
-def read_arrays(path: str | Path, stdin: BinaryIO | None = None) -> Arrays:
+def read_arrays(path: str | Path, stdin: BinaryIO | None = None,
+                max_bytes: int | None = None) -> Arrays:
     """One array from ``.npy`` or a JSON list, or a dict of arrays from ``.npz`` or a JSON
     object. ``-`` reads ``stdin`` (default ``sys.stdin.buffer``) and tells the format from
-    its first bytes.
+    its first bytes. A ``.npy`` array (or ``.npz`` member) is refused from its header, before
+    its data is read, when it declares more bytes than it holds or than ``max_bytes``.
 
     Raises:
         FileNotFoundError: no such file.
@@ -87,9 +118,9 @@ def read_arrays(path: str | Path, stdin: BinaryIO | None = None) -> Arrays:
                              "expected .npy, .npz or .json")
         data = path.read_bytes()
     try:
-        return _parse(data, kind)
+        return _parse(data, kind, max_bytes)
     except (ValueError, OSError, zipfile.BadZipFile, EOFError, KeyError, UnicodeDecodeError,
-            RecursionError, SyntaxError, tokenize.TokenError, MemoryError) as err:
+            RecursionError, SyntaxError, tokenize.TokenError, MemoryError, OverflowError) as err:
         # NOTE: numpy tokenizes and literal_evals a .npy header: a bad one raises either.
         raise ValueError(f"cannot read {where} as {kind}: {err}") from None
 
@@ -102,6 +133,15 @@ def to_json(array: np.ndarray) -> Any:
     return np.where(np.isfinite(array), array.astype(object), names).tolist()
 
 
+def _write_npz(path: Path, arrays: Mapping[str, np.ndarray]) -> None:
+    """What ``np.savez`` writes, but for any output names: ``np.savez(path, **arrays)`` takes
+    ``file`` and ``allow_pickle`` as its own arguments, not as names."""
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_STORED, allowZip64=True) as archive:
+        for name, array in arrays.items():
+            with archive.open(f"{name}.npy", "w", force_zip64=True) as member:
+                np.lib.format.write_array(member, np.asanyarray(array), allow_pickle=False)
+
+
 def write_arrays(path: str | Path, arrays: Mapping[str, np.ndarray]) -> None:
     """Write outputs: ``.npz`` (all by name), ``.npy`` (exactly one) or ``.json`` (by name).
 
@@ -111,7 +151,7 @@ def write_arrays(path: str | Path, arrays: Mapping[str, np.ndarray]) -> None:
     path = Path(path)
     suffix = path.suffix.lower()
     if suffix == ".npz":
-        np.savez(path, **arrays)
+        _write_npz(path, arrays)
     elif suffix == ".npy":
         if len(arrays) != 1:
             raise ValueError(f"{str(path)!r}: .npy holds one array but the model has "
@@ -126,7 +166,7 @@ def write_arrays(path: str | Path, arrays: Mapping[str, np.ndarray]) -> None:
 
 def summary(name: str, array: np.ndarray) -> str:
     """A readable few lines about one output: shape, dtype, statistics and leading values."""
-    head = f"{name}: {array.dtype}[{', '.join(map(str, array.shape))}]"
+    head = f"{one_line(name)}: {array.dtype}[{', '.join(map(str, array.shape))}]"
     if array.size == 0:
         return head + " (empty)"
     finite = array[np.isfinite(array)]

@@ -6,14 +6,14 @@ through one ``RegistryResolver``: ``register`` puts an instance's exports there,
 ``spectest`` module is an ``IntrinsicModule`` registered before the first command, and
 ``assert_unlinkable`` passes only when our own ``link`` report finds a problem.
 
-Functions and globals whose signature uses ``v128`` are never called or read (wasmtime-py
-aborts the process on such signatures): those commands count as skipped.
+Functions are called with every value as its bits (``raw_call``), so NaN payloads and ``v128``
+lanes compare exactly; a ``v128`` global is never read (wasmtime-py aborts the process on
+such types): that command counts as skipped.
 """
 
 from __future__ import annotations
 
 import json
-import math
 import shutil
 import struct
 import subprocess
@@ -31,13 +31,16 @@ from wasm_kernels.wasm import FuncType, GlobalType, Limits, MemoryType, TableTyp
 from .compartment import Compartment, Features, ResourceLimits
 from .errors import LinkError, ModelFormatError, Trap
 from .linker import RegistryResolver, Resolved, instance_exports, link, uses_v128
+from .raw_call import WIDTHS, call_bits, numeric
 
 SCRIPT_LIMITS = ResourceLimits(max_memory=1 << 32, timeout=30.0, max_instances=100_000,
                        max_tables=100_000, max_table_elements=10_000_000)
 """Generous enough for every official script; the timeout only guards against hangs."""
-SPEC_FEATURES = (("gc", False), ("function_references", False), ("multi_memory", False))
+SPEC_FEATURES = (("gc", False), ("function_references", False), ("multi_memory", False),
+                 ("memory64", False))
 """The suite wabt 1.0.32 vendors is WebAssembly 2.0: it asserts that a constant expression
-may not read a module's own globals (allowed since GC) and that two memories are invalid."""
+may not read a module's own globals (allowed since GC), that two memories are invalid, and
+that a memarg field longer than a 5-byte LEB128 is malformed (memory64 reads them as u64)."""
 
 _BITS = {"i32": 32, "i64": 64}
 
@@ -133,20 +136,53 @@ def _argument(value: dict[str, Any]) -> Any:
     raise _Skipped(f"cannot pass a {kind} argument")
 
 
+_LANES = {"i8": 8, "i16": 16, "i32": 32, "i64": 64, "f32": 32, "f64": 64}
+
+
+def _bits(value: dict[str, Any]) -> int:
+    """A numeric or ``v128`` argument as its unsigned bit pattern (``call_bits``)."""
+    if value["type"] == "v128":
+        width = _LANES[value["lane_type"]]
+        return sum(int(lane) << (width * i) for i, lane in enumerate(value["value"]))
+    if value["type"] in WIDTHS:
+        return int(value["value"])
+    raise _Skipped(f"cannot pass a {value['type']} argument as bits")
+
+
+def _float_matches(kind: str, text: str, bits: int) -> bool:
+    ty = _FLOATS[kind]
+    exponent = ty.canonical_nan & ~ty.quiet_bit  # all ones in a NaN
+    if text == "nan:canonical":
+        return bits & ~ty.sign_bit == ty.canonical_nan
+    if text == "nan:arithmetic":
+        return bits & exponent == exponent and bool(bits & ty.quiet_bit)
+    return bits == int(text)
+
+
+def _as_bits(kind: str, got: Any) -> Any:
+    """A result from wasmtime-py as its bit pattern (numbers), or unchanged (references)."""
+    if kind in _BITS and isinstance(got, int):
+        return got & ((1 << _BITS[kind]) - 1)
+    if kind in _FLOATS and isinstance(got, float):
+        ty = _FLOATS[kind]
+        return struct.unpack(ty.int_format, struct.pack(ty.float_format, got))[0]
+    return got
+
+
 def _matches(expected: dict[str, Any], got: Any) -> bool:
+    """Whether result ``got`` (a bit pattern for numbers and ``v128``) is what the script
+    expects."""
     kind, text = expected["type"], expected.get("value", "")
     if kind in _BITS:
-        return isinstance(got, int) and got & ((1 << _BITS[kind]) - 1) == int(text)
+        return got == int(text)
     if kind in _FLOATS:
-        if not isinstance(got, float):
-            return False
-        ty = _FLOATS[kind]
-        bits = struct.unpack(ty.int_format, struct.pack(ty.float_format, got))[0]
-        if text == "nan:canonical":
-            return math.isnan(got) and bits & ~ty.sign_bit == ty.canonical_nan
-        if text == "nan:arithmetic":
-            return math.isnan(got) and bool(bits & ty.quiet_bit)
-        return bool(bits == int(text))
+        return isinstance(got, int) and _float_matches(kind, text, got)
+    if kind == "v128":
+        lane_type = expected["lane_type"]
+        width = _LANES[lane_type]
+        lanes = [(got >> (width * i)) & ((1 << width) - 1) for i in range(128 // width)]
+        return all(_float_matches(lane_type, want, lane) if lane_type in _FLOATS
+                   else lane == int(want) for want, lane in zip(text, lanes))
     if kind == "externref":
         return got is None if text == "null" else got == HostRef(int(text))
     if kind == "funcref":
@@ -226,13 +262,17 @@ class WastRunner:
         found = exports.get(action["field"])
         if found is None:
             raise _Failed(f"no export {action['field']!r}; exports: {sorted(exports)}")
+        store = self.compartment.store
+        if action["type"] == "invoke" and isinstance(found.type, FuncType) and numeric(found.type):
+            args = [_bits(a) for a in action.get("args", [])]
+            return list(self.compartment.call(call_bits, store, found.extern, found.type, args))
         if uses_v128(found.type):
             raise _Skipped(f"{action['field']!r} has a v128 type ({found.type}), which "
                            "wasmtime-py cannot call or read without aborting")
-        store = self.compartment.store
         if action["type"] == "get":
             value = found.extern.value(store)
-            return [value.value if isinstance(value, wasmtime.Val) else value]
+            value = value.value if isinstance(value, wasmtime.Val) else value
+            return [_as_bits(getattr(found.type, "content", ""), value)]
         args = [_argument(a) for a in action.get("args", [])]
         results = self.compartment.call(found.extern, store, *args)
         # NOTE: count by the binary's signature: wasmtime-py returns None both for "no
@@ -240,7 +280,8 @@ class WastRunner:
         if not isinstance(found.type, FuncType):
             raise _Failed(f"{action['field']!r} is a {type(found.type).__name__}, not a function")
         count = len(found.type.results)
-        return list(results) if count > 1 else [results] if count == 1 else []
+        values = list(results) if count > 1 else [results] if count == 1 else []
+        return [_as_bits(kind, value) for kind, value in zip(found.type.results, values)]
 
     def _action(self, command: dict[str, Any]) -> None:
         self._perform(command["action"])
@@ -315,9 +356,10 @@ def run_script(path: Path, limits: ResourceLimits = SCRIPT_LIMITS) -> WastReport
     with tempfile.TemporaryDirectory(prefix="wasmnn-wast-") as scratch:
         target = Path(scratch) / f"{path.stem}.json"
         done = subprocess.run([tool, str(path), "-o", str(target)], capture_output=True,
-                              text=True, check=False)
+                              check=False)
         if done.returncode != 0:
-            first = (done.stderr.strip().splitlines() or ["no message"])[0]
+            said = done.stderr.decode(errors="replace").strip()
+            first = (said.splitlines() or ["no message"])[0]
             raise ModelFormatError(f"wast2json could not convert {path.name}: {first}")
         commands = json.loads(target.read_text())["commands"]
         return WastRunner(Path(scratch), limits).run(path.name, commands)

@@ -73,6 +73,10 @@ def _limits(ty: MemoryType | TableType) -> wasmtime.Limits:
     return wasmtime.Limits(ty.limits.min, ty.limits.max)
 
 
+class NoMemory(LookupError):
+    """A host function needs the caller's memory, but it exports none and none was bound."""
+
+
 class HostContext:
     """What a host function sees of its caller: the instance's state and linear memory."""
 
@@ -89,12 +93,12 @@ class HostContext:
         memory the instance was bound to). Valid only during this call.
 
         Raises:
-            LookupError: the caller exports no memory and none was bound.
+            NoMemory: the caller exports no memory and none was bound.
         """
         exported = self.caller.get("memory")
         memory = exported if isinstance(exported, wasmtime.Memory) else self._memory
         if memory is None:
-            raise LookupError("the calling module exports no 'memory'")
+            raise NoMemory("the calling module exports no 'memory'")
         size = memory.data_len(self.caller)
         if size == 0:
             return np.zeros(0, np.uint8)

@@ -25,16 +25,17 @@ from wasm_kernels.pack import (
 from wasm_kernels.wasm import FuncType
 
 from .intrinsic import HostContext, IntrinsicModule
+from .kernel_limits import OperandFault, check_bytes, guarded
 
 _F32 = np.dtype("<f4")
 
 
 def _tensor(memory: np.ndarray, pointer: int, shape: tuple[int, ...],
             dtype: np.dtype = _F32) -> np.ndarray:
-    nbytes = int(np.prod(shape)) * dtype.itemsize
-    if pointer < 0 or pointer + nbytes > memory.size:
-        raise IndexError(f"kernel operand [{pointer}, {pointer + nbytes}) is outside "
-                         f"linear memory of {memory.size} bytes")
+    nbytes = math.prod(shape) * dtype.itemsize
+    if pointer < 0 or min(shape, default=0) < 0 or pointer + nbytes > memory.size:
+        raise OperandFault("out_of_bounds", f"kernel operand [{pointer}, {pointer + nbytes}) "
+                                            f"is outside linear memory of {memory.size} bytes")
     return memory[pointer:pointer + nbytes].view(dtype).reshape(shape)
 
 
@@ -89,6 +90,7 @@ def _gemm(spec: abi.KernelSpec) -> Callable[..., None]:
                 b = unpack_linear_weight(_tensor(memory, arg["w"], (n * k,)), n, k).T
             else:
                 b = _tensor(memory, arg["b"] + 4 * i * arg.get("b_stride", 0), (k, n))
+            c = _tensor(memory, arg["c"] + 4 * i * m * n, (m, n))  # NOTE: checked before a @ b
             out = a @ b
             if "bias" in arg:  # f32_bmm_bias: row i // bias_every of the bias rows
                 row = i // arg["bias_every"] if "bias_every" in arg else 0
@@ -97,7 +99,7 @@ def _gemm(spec: abi.KernelSpec) -> Callable[..., None]:
                 out += _tensor(memory, arg["r"], (m, n))
             for op in activation:
                 out = _activate(out, op)
-            _tensor(memory, arg["c"] + 4 * i * m * n, (m, n))[...] = out
+            c[...] = out
 
     return gemm
 
@@ -110,11 +112,16 @@ def _unary(spec: abi.KernelSpec) -> Callable[..., None]:
     return run
 
 
-def _strided(memory: np.ndarray, pointer: int, dims: tuple[int, ...],
+def _strided(ctx: HostContext, pointer: int, dims: tuple[int, ...],
              strides: tuple[int, ...], dtype: np.dtype = _F32,
              writeable: bool = False) -> np.ndarray:
     """A view of elements at ``pointer`` with element ``strides`` (0 broadcasts, negative
-    ones run backwards from ``pointer``)."""
+    ones run backwards from ``pointer``). Its elements are checked against the memory cap:
+    a broadcast view is small, but what is computed from it has all of them."""
+    if min(dims, default=0) < 0:
+        raise OperandFault("out_of_bounds", f"kernel operand with negative dims {dims}")
+    check_bytes(ctx, math.prod(dims) * dtype.itemsize, f"an operand of dims {dims}")
+    memory = ctx.memory
     if not all(dims):
         return np.empty(dims, dtype)
     low = sum((d - 1) * s for d, s in zip(dims, strides) if s < 0)
@@ -126,17 +133,19 @@ def _strided(memory: np.ndarray, pointer: int, dims: tuple[int, ...],
 
 
 def _broadcast(spec: abi.KernelSpec) -> Callable[..., None]:
-    """The binary and compare families: ``spec.formula`` of the broadcast float operands
-    ``a`` and ``b``, stored as ``spec.dtypes[1]``."""
+    """The binary and compare families: ``spec.formula`` of the broadcast operands ``a`` and
+    ``b`` (of ``spec.dtypes[0]``), stored as ``spec.dtypes[1]``."""
     rank = abi.BROADCAST_RANK
-    out_dtype = _element(spec.dtypes[1])
+    in_dtype, out_dtype = (_element(d) for d in spec.dtypes)
 
     def run(ctx: HostContext, *args: int) -> None:
         arg = dict(zip(spec.params, args))
         memory = ctx.memory
         dims = tuple(arg[f"d{i}"] for i in range(rank))
-        a = _strided(memory, arg["a"], dims, tuple(arg[f"as{i}"] for i in range(rank)))
-        b = _strided(memory, arg["b"], dims, tuple(arg[f"bs{i}"] for i in range(rank)))
+        a = _strided(ctx, arg["a"], dims, tuple(arg[f"as{i}"] for i in range(rank)),
+                     in_dtype)
+        b = _strided(ctx, arg["b"], dims, tuple(arg[f"bs{i}"] for i in range(rank)),
+                     in_dtype)
         with np.errstate(all="ignore"):
             out = formula.evaluate(spec.formula, {"a": a, "b": b}, NUMPY_FUNCTIONS)
         _tensor(memory, arg["y"], dims, out_dtype)[...] = out
@@ -181,14 +190,20 @@ def _cast(spec: abi.KernelSpec) -> Callable[..., None]:
         values = _tensor(ctx.memory, x, (n,), source)
         if source.kind == "u" or target.kind == "u":  # a bool byte on either side
             values = values != 0
-        elif target.kind == "i":
-            # toward zero, saturating, NaN -> 0, as i64.trunc_sat_f32_s
+        elif source.kind == "f" and target.kind == "i":
+            # toward zero, saturating, NaN -> 0, as i64.trunc_sat_f32_s / i32.trunc_sat_f32_s
+            info = np.iinfo(target)
             wide = np.nan_to_num(np.trunc(values.astype(np.float64)), nan=0.0)
-            clipped = np.clip(wide, -2.0 ** 63, np.nextafter(2.0 ** 63, 0)).astype(np.int64)
-            values = np.where(wide >= 2.0 ** 63, np.iinfo(np.int64).max, clipped)
+            clipped = np.clip(wide, info.min, np.nextafter(float(info.max) + 1, 0))
+            values = np.where(wide >= float(info.max) + 1, info.max, clipped.astype(target))
+        elif source.kind == target.kind == "i":
+            values = values.astype(target)  # sign-extends, or wraps to the low bits
         _tensor(ctx.memory, y, (n,), target)[...] = values
 
     return cast
+
+
+_BAD_INDEX = "unreachable"  # NOTE: the code the wasm f32_gather traps with (its bounds check)
 
 
 def _gather(ctx: HostContext, table: int, index: int, y: int, count: int, rows: int,
@@ -196,8 +211,9 @@ def _gather(ctx: HostContext, table: int, index: int, y: int, count: int, rows: 
     indices = _tensor(ctx.memory, index, (count,), np.dtype("<i8"))
     bad = (indices < 0) | (indices >= rows)
     if bad.any():
-        raise IndexError(f"f32_gather: index {int(indices[bad][0])} is outside [0, {rows})")
-    _tensor(ctx.memory, y, (count, dim))[...] = _tensor(ctx.memory, table, (rows, dim))[indices]
+        raise OperandFault(_BAD_INDEX, f"index {int(indices[bad][0])} is outside [0, {rows})")
+    out = _tensor(ctx.memory, y, (count, dim))  # NOTE: checked before the rows are copied
+    out[...] = _tensor(ctx.memory, table, (rows, dim))[indices]
 
 
 def _resample(ctx: HostContext, x: int, index: int, weight: int, y: int, outer: int, n: int,
@@ -205,21 +221,24 @@ def _resample(ctx: HostContext, x: int, index: int, weight: int, y: int, outer: 
     rows = _tensor(ctx.memory, index, (taps, on), np.dtype("<i4")).T
     bad = (rows < 0) | (rows >= n)
     if bad.any():
-        raise IndexError(f"f32_resample: row {int(rows[bad][0])} is outside [0, {n})")
+        raise OperandFault("out_of_bounds", f"f32_resample: row {int(rows[bad][0])} is outside "
+                           f"[0, {n})")
     weights = _tensor(ctx.memory, weight, (taps, on)).T[None, :, :, None]
     gathered = _tensor(ctx.memory, x, (outer, n, inner))[:, rows, :]  # (outer, on, taps, inner)
     _tensor(ctx.memory, y, (outer, on, inner))[...] = (gathered * weights).sum(axis=2)
 
 
-def _windows(x: np.ndarray, kernel: tuple[int, int], stride: tuple[int, int],
-             pad: tuple[int, int], dilation: tuple[int, int], out: tuple[int, int],
-             fill: float) -> np.ndarray:
+def _windows(ctx: HostContext, x: np.ndarray, kernel: tuple[int, int],
+             stride: tuple[int, int], pad: tuple[int, int], dilation: tuple[int, int],
+             out: tuple[int, int], fill: float) -> np.ndarray:
     """Views (..., oh, ow, kh, kw) of the last two axes of ``x`` padded with ``fill``: the
     padding runs past the input as far as the ``out`` windows reach (ceil_mode)."""
     widths = [(0, 0)] * (x.ndim - 2)
     for axis in range(2):
         reach = (out[axis] - 1) * stride[axis] + dilation[axis] * (kernel[axis] - 1) + 1
         widths.append((pad[axis], max(reach - x.shape[x.ndim - 2 + axis] - pad[axis], 0)))
+    padded_shape = [size + low + high for size, (low, high) in zip(x.shape, widths)]
+    check_bytes(ctx, math.prod(padded_shape) * x.itemsize, "the padded input")
     padded = np.pad(x, widths, constant_values=fill)
     spans = tuple(d * (k - 1) + 1 for k, d in zip(kernel, dilation))
     views = np.lib.stride_tricks.sliding_window_view(padded, spans, axis=(-2, -1))
@@ -236,11 +255,12 @@ def _conv(spec: abi.KernelSpec) -> Callable[..., None]:
         n, c, o, groups = arg["n"], arg["c"], arg["o"], arg["groups"]
         kh, kw, oh, ow = arg["kh"], arg["kw"], arg["oh"], arg["ow"]
         x = _tensor(memory, arg["x"], (n, groups, c // groups, arg["h"], arg["w"]))
+        y = _tensor(memory, arg["y"], (n, o, oh, ow))  # NOTE: checked before computing
         floats = packed_conv_floats(o, c // groups, kh, kw, groups)
         packed = _tensor(memory, arg["weight"], (floats,))
         weight = unpack_conv_weight(packed, o, c // groups, kh, kw, groups).reshape(
             groups, o // groups, c // groups, kh, kw)
-        views = _windows(x, (kh, kw), (arg["sh"], arg["sw"]), (arg["ph"], arg["pw"]),
+        views = _windows(ctx, x, (kh, kw), (arg["sh"], arg["sw"]), (arg["ph"], arg["pw"]),
                          (arg["dh"], arg["dw"]), (oh, ow), 0.0)
         out = np.einsum("ngchwij,gocij->ngohw", views, weight, optimize=True)
         out = out.reshape(n, o, oh, ow) + _tensor(memory, arg["bias"], (o,))[:, None, None]
@@ -248,7 +268,7 @@ def _conv(spec: abi.KernelSpec) -> Callable[..., None]:
             out += _tensor(memory, arg["r"], (n, o, oh, ow))
         for op in activation:
             out = _activate(out, op)
-        _tensor(memory, arg["y"], (n, o, oh, ow))[...] = out
+        y[...] = out
 
     return conv
 
@@ -262,10 +282,13 @@ def _conv_transpose(ctx: HostContext, *args: int) -> None:
     x = _tensor(memory, arg["x"], (n, groups, c // groups, h, w))
     weight = unpack_conv_transpose_weight(
         _tensor(memory, arg["weight"], (groups, c // groups, kh, kw, o // groups)))
+    full_shape = (n, groups, o // groups, max((h - 1) * sh + dh * (kh - 1) + 1, ph + oh),
+                  max((w - 1) * sw + dw * (kw - 1) + 1, pw + ow))
+    check_bytes(ctx, 4 * max(n * o * kh * kw * h * w, math.prod(full_shape)),
+                "the scattered columns")
     cols = np.einsum("ngchw,gcoij->ngoijhw", x,
                      weight.reshape(groups, c // groups, o // groups, kh, kw), optimize=True)
-    full = np.zeros((n, groups, o // groups, max((h - 1) * sh + dh * (kh - 1) + 1, ph + oh),
-                     max((w - 1) * sw + dw * (kw - 1) + 1, pw + ow)), np.float32)
+    full = np.zeros(full_shape, np.float32)
     for i in range(kh):
         for j in range(kw):
             full[..., i * dh:i * dh + (h - 1) * sh + 1:sh,
@@ -278,9 +301,10 @@ def _conv_transpose(ctx: HostContext, *args: int) -> None:
 def _adaptive_avg_pool(ctx: HostContext, x: int, y: int, planes: int, h: int, w: int,
                        oh: int, ow: int) -> None:
     data = _tensor(ctx.memory, x, (planes, h, w))
+    out = _tensor(ctx.memory, y, (planes, oh, ow))  # NOTE: bounds the loops below
     rows = [(i * h // oh, -(-(i + 1) * h // oh)) for i in range(oh)]
     cols = [(j * w // ow, -(-(j + 1) * w // ow)) for j in range(ow)]
-    _tensor(ctx.memory, y, (planes, oh, ow))[...] = np.stack(
+    out[...] = np.stack(
         [np.stack([data[:, r0:r1, c0:c1].mean(axis=(1, 2)) for c0, c1 in cols], -1)
          for r0, r1 in rows], -2)
 
@@ -295,14 +319,15 @@ def _pool(spec: abi.KernelSpec) -> Callable[..., None]:
         memory = ctx.memory
         out = (arg["oh"], arg["ow"])
         x = _tensor(memory, arg["x"], (arg["planes"], arg["h"], arg["w"]))
-        views = _windows(x, (arg["kh"], arg["kw"]), (arg["sh"], arg["sw"]),
+        y = _tensor(memory, arg["y"], (arg["planes"],) + out)  # NOTE: checked first
+        views = _windows(ctx, x, (arg["kh"], arg["kw"]), (arg["sh"], arg["sw"]),
                          (arg["ph"], arg["pw"]), (arg["dh"], arg["dw"]), out,
                          0.0 if average else -np.inf)
         if average:
             result = views.sum(axis=(-2, -1)) * _tensor(memory, arg["scale"], out)
         else:
             result = views.max(axis=(-2, -1))
-        _tensor(memory, arg["y"], (arg["planes"],) + out)[...] = result
+        y[...] = result
 
     return pool
 
@@ -313,8 +338,8 @@ def _copy(spec: abi.KernelSpec) -> Callable[..., None]:
     def copy(ctx: HostContext, *args: int) -> None:
         arg = dict(zip(spec.params, args))
         dims = tuple(arg[f"d{i}"] for i in range(rank))
-        source = _strided(ctx.memory, arg["x"], dims, tuple(arg[f"xs{i}"] for i in range(rank)))
-        target = _strided(ctx.memory, arg["y"], dims, tuple(arg[f"ys{i}"] for i in range(rank)),
+        source = _strided(ctx, arg["x"], dims, tuple(arg[f"xs{i}"] for i in range(rank)))
+        target = _strided(ctx, arg["y"], dims, tuple(arg[f"ys{i}"] for i in range(rank)),
                           writeable=True)
         target[...] = source.copy()
 
@@ -323,15 +348,17 @@ def _copy(spec: abi.KernelSpec) -> Callable[..., None]:
 
 def _where(spec: abi.KernelSpec) -> Callable[..., None]:
     rank = abi.BROADCAST_RANK
+    # NOTE: elements move bit for bit, as the wasm kernel's loads and select do.
+    dtype = np.dtype(f"<u{_element(spec.dtypes[0]).itemsize}")
 
     def where(ctx: HostContext, *args: int) -> None:
         arg = dict(zip(spec.params, args))
         dims = tuple(arg[f"d{i}"] for i in range(rank))
         strides = {t: tuple(arg[f"{t}s{i}"] for i in range(rank)) for t in "cab"}
-        cond = _strided(ctx.memory, arg["cond"], dims, strides["c"], np.dtype("u1"))
-        a = _strided(ctx.memory, arg["a"], dims, strides["a"])
-        b = _strided(ctx.memory, arg["b"], dims, strides["b"])
-        _tensor(ctx.memory, arg["y"], dims)[...] = np.where(cond != 0, a, b)
+        cond = _strided(ctx, arg["cond"], dims, strides["c"], np.dtype("u1"))
+        a = _strided(ctx, arg["a"], dims, strides["a"], dtype)
+        b = _strided(ctx, arg["b"], dims, strides["b"], dtype)
+        _tensor(ctx.memory, arg["y"], dims, dtype)[...] = np.where(cond != 0, a, b)
 
     return where
 
@@ -399,6 +426,14 @@ def _cell(spec: abi.KernelSpec) -> Callable[..., None]:
     return cell
 
 
+def _topk(ctx: HostContext, x: int, values: int, indices: int, outer: int, n: int,
+          inner: int, k: int, largest: int) -> None:
+    data = _tensor(ctx.memory, x, (outer, n, inner))
+    order = np.argsort(-data if largest else data, axis=1, kind="stable")[:, :k]
+    _tensor(ctx.memory, indices, (outer, k, inner), np.dtype("<i8"))[...] = order
+    _tensor(ctx.memory, values, (outer, k, inner))[...] = np.take_along_axis(data, order, 1)
+
+
 FAMILIES: dict[str, Callable[[abi.KernelSpec], Callable[..., None]]] = {
     "gemm": _gemm, "linear": _gemm, "unary": _unary, "binary": _broadcast, "reduce": _reduce,
     "rowwise": lambda spec: ROWWISE[spec.op],
@@ -406,13 +441,16 @@ FAMILIES: dict[str, Callable[[abi.KernelSpec], Callable[..., None]]] = {
     "movement": lambda spec: _copy(spec) if spec.op == "copy" else _where(spec),
     "norm": lambda spec: _group_norm, "conv_transpose": lambda spec: _conv_transpose,
     "compare": _broadcast, "recurrent": _cell, "resample": lambda spec: _resample,
+    "integer": _broadcast, "topk": lambda spec: _topk,
 }
 
 
 def provider() -> IntrinsicModule:
-    """The host provider: one host function per row of ``wasm_kernels.abi.KERNELS``."""
+    """The host provider: one host function per row of ``wasm_kernels.abi.KERNELS``. Bad
+    operands raise ``KernelFault``; instantiate it with a ``KernelState`` as its state for
+    the caller's time and memory limits to hold."""
     module = IntrinsicModule(abi.MODULE)
     for spec in abi.KERNELS:
         module.define_function(spec.name, FuncType(spec.param_types, spec.results),
-                               FAMILIES[spec.family](spec))
+                               guarded(abi.MODULE, spec.name, FAMILIES[spec.family](spec)))
     return module

@@ -6,18 +6,33 @@ import functools
 import importlib
 
 from . import abi
-from .wasm import Code, FuncType, Limits, MemoryType, ModuleBuilder
+from .wasm import Code, FuncType, Limits, MemoryType, ModuleBuilder, WasmTypeError
 
 ISA_NAMES = ("relaxed", "simd128", "scalar")
 """Instruction-set variants: relaxed SIMD (FMA), portable SIMD128, and the scalar reference."""
 
 
 def generate(spec: abi.KernelSpec, isa: str) -> tuple[FuncType, Code]:
-    """The signature and body of one kernel for ``isa``, from ``templates/<family>.py``."""
+    """The signature and body of one kernel for ``isa``, from ``templates/<family>.py``.
+
+    Raises:
+        ValueError: ``isa`` is not one of ``ISA_NAMES``.
+        WasmTypeError: the template emitted an instruction that does not fit the stack;
+            the message starts ``while generating <kernel> (<isa>):``.
+    """
     if isa not in ISA_NAMES:
         raise ValueError(f"unknown kernel ISA {isa!r}; available: {list(ISA_NAMES)}")
     template = importlib.import_module(f"{__package__}.templates.{spec.family}")
-    return template.emit(spec, isa)
+    try:
+        ty, code = template.emit(spec, isa)
+        code.close()
+    except WasmTypeError as err:
+        raise WasmTypeError(f"while generating {spec.name} ({isa}): {err}") from None
+    named = set(code.names.values())
+    for index, param in enumerate(spec.params):
+        if index not in named and param.split(":")[0] not in code.names:
+            code.name(index, param.split(":")[0])
+    return ty, code
 
 
 @functools.cache
@@ -27,11 +42,12 @@ def build(isa: str = "simd128", names: frozenset[str] | None = None) -> bytes:
 
     Raises:
         ValueError: ``isa`` is not one of ``ISA_NAMES``, or a name is not an ABI kernel.
+        WasmTypeError: a template emitted ill-typed code (naming the kernel and ISA).
     """
     if names is not None and not names <= abi.BY_NAME.keys():
         unknown = sorted(names - abi.BY_NAME.keys())
         raise ValueError(f"not kernels of {abi.MODULE}: {unknown}")
-    builder = ModuleBuilder()
+    builder = ModuleBuilder(abi.MODULE)
     builder.import_memory("env", "memory", MemoryType(Limits(1)))
     for spec in abi.KERNELS:
         if names is None or spec.name in names:

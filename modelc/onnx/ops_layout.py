@@ -74,7 +74,7 @@ def group_normalization(n: OnnxNode) -> Any:
     repeated over the group's channels."""
     x, groups = n.input(0), int(n.attr("num_groups"))
     channels = x.shape[1]
-    affine = []
+    affine: list[np.ndarray] = []
     for index, what in ((1, "scale"), (2, "bias")):
         value = n.known(index, what).reshape(-1)
         if value.size == groups and channels != groups:
@@ -83,7 +83,8 @@ def group_normalization(n: OnnxNode) -> Any:
             raise n.error(f"{what} has {value.size} values; expected {groups} (one per group) "
                           f"or {channels} (one per channel)")
         affine.append(value.astype(np.float32))
-    return F.group_norm(x, groups, *affine, n.attr("epsilon", 1e-5))
+    scale, bias = affine
+    return F.group_norm(x, groups, scale, bias, n.attr("epsilon", 1e-5))
 
 
 def rms_normalization(n: OnnxNode) -> Any:

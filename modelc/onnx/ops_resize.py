@@ -53,9 +53,9 @@ def _require_static(n: OnnxNode, shape: tuple[Any, ...], axis: int, resized: boo
 def _targets(n: OnnxNode, shape: tuple[Any, ...], axes: list[int], scales: np.ndarray | None,
              sizes: np.ndarray | None) -> tuple[list[Any], list[np.float32]]:
     """Output size and scale of each axis in ``axes``."""
-    if (scales is None) == (sizes is None):
-        raise n.error("exactly one of scales and sizes must be given")
     given = scales if scales is not None else sizes
+    if given is None or (scales is not None and sizes is not None):
+        raise n.error("exactly one of scales and sizes must be given")
     if len(given) != len(axes):
         raise n.error(f"{'scales' if scales is not None else 'sizes'} {given.tolist()} must "
                       f"have one entry per resized axis ({len(axes)})")
@@ -71,7 +71,7 @@ def _targets(n: OnnxNode, shape: tuple[Any, ...], axes: list[int], scales: np.nd
     if policy not in _POLICIES:
         raise n.error(f"unknown keep_aspect_ratio_policy {policy!r}; expected one of "
                       f"{list(_POLICIES)}")
-    outs = [s if isinstance(s, str) else int(s) for s in sizes]
+    outs = [s if isinstance(s, str) else int(s) for s in given]
     for a, o in zip(axes, outs):
         _require_static(n, shape, a, o != shape[a] or policy != "stretch")
     if policy != "stretch":

@@ -102,15 +102,16 @@ def recurrent(n: OnnxNode) -> Any:
     for d in range(directions):
         reverse = direction == "reverse" or d == 1
         w, r = _torch_order(n, weights[d]), _torch_order(n, recurrents[d])
-        gates_x = gates_h = None
+        gates_x = gates_h = bias = None
         if biases is not None:
             gates_x, gates_h = (_torch_order(n, b) for b in np.split(biases[d], 2))
+            bias = gates_x + gates_h
         h0, c0 = (_direction_state(s, d, layout) for s in states)
+        out: tuple[Tensor, ...]
         if n.op_type == "GRU":
             out = F.gru(F.linear(x, w, gates_x), r, gates_h, h0, lengths, reverse,
                         bool(n.attr("linear_before_reset", 0)))
         else:
-            bias = None if biases is None else gates_x + gates_h
             gates = F.linear(x, w, bias)
             out = (F.lstm(gates, r, h0, c0, lengths, reverse) if n.op_type == "LSTM"
                    else F.rnn(gates, r, h0, lengths, reverse, nonlinearity))

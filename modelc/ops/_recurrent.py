@@ -99,7 +99,9 @@ class Recurrence(OpDef):
         on (c, h, y) (h is the first final-state output)."""
         y, *finals = node.outputs
         bias = named.get(self.recurrent_bias) if self.recurrent_bias else None
-        recurrent_gemm(ctx, node, lambda: ctx.address(finals[0]), named["weight_hh"].data,
+        weight = named["weight_hh"].data
+        assert weight is not None  # require_constant_weight in lower
+        recurrent_gemm(ctx, node, lambda: ctx.address(finals[0]), weight,
                        None if bias is None else lambda: ctx.address(bias),
                        lambda: ctx.scratch(node))
         self.call_cell(ctx, node, named, counter, self.cell(node),
@@ -116,7 +118,7 @@ class Recurrence(OpDef):
             push()
         self._lengths(named.get("lengths"), ctx)
         ctx.numel(named["gates"].shape[1:2])
-        ctx.push(named["weight_hh"].shape[1])
+        ctx.numel(named["weight_hh"].shape[1:])  # hidden
         ctx.emit("local.get", counter[0])
         ctx.emit("local.get", counter[1])
         ctx.push(int(bool(node.attrs.get("reverse", False))))

@@ -50,10 +50,10 @@ class Resample(OpDef):
         ctx.constant(np.ascontiguousarray(np.asarray(weight.data, np.float32).T))
         ctx.address(node.output)
         ctx.numel(shape[:dim])
-        ctx.push(shape[dim])
-        ctx.push(rows)
+        ctx.push(int(shape[dim]))  # NOTE: infer required it static
+        ctx.push(int(rows))
         ctx.numel(shape[dim + 1:])
-        ctx.push(taps)
+        ctx.push(int(taps))
         ctx.call("f32_resample")
 
 

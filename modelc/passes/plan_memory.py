@@ -59,10 +59,10 @@ def plan_memory(graph: Graph) -> Graph:
     scratch: list[Key] = []
     for index, node in enumerate(graph.nodes):
         for k, shape in enumerate(ops.get(node.op).scratch(node)):
-            key = (id(node), k)
-            scratch.append(key)
-            size[key] = _aligned(graph.max_numel(Value("scratch", shape, "float32")) * 4)
-            first[key] = last[key] = index
+            slot = (id(node), k)
+            scratch.append(slot)
+            size[slot] = _aligned(graph.max_numel(Value("scratch", shape, "float32")) * 4)
+            first[slot] = last[slot] = index
         for value in node.outputs:
             first.setdefault(root[id(value)], index)
         for value in node.inputs:

@@ -66,10 +66,10 @@ def _round(coords: np.ndarray, rounding: str) -> np.ndarray:
 
 def _cubic_weights(frac: np.ndarray, a: float) -> np.ndarray:
     """Keys' cubic convolution weights of the 4 taps around each coordinate: (out, 4)."""
-    a = np.float32(a)
+    k = np.float32(a)
     d = np.stack([frac + 1, frac, 1 - frac, 2 - frac], axis=1)  # distance of each tap
-    near = ((a + 2) * d - (a + 3)) * d * d + 1
-    far = ((a * d - 5 * a) * d + 8 * a) * d - 4 * a
+    near = ((k + 2) * d - (k + 3)) * d * d + 1
+    far = ((k * d - 5 * k) * d + 8 * k) * d - 4 * k
     return np.where(d <= 1, near, far).astype(np.float32)
 
 
@@ -173,15 +173,17 @@ def _out_sizes(shape: Sequence[Any], size: Any, scale_factor: Any, spatial: int
 
 
 def interpolate(input: Any, size: Any = None, scale_factor: Any = None, mode: str = "nearest",
-                align_corners: bool | None = None) -> Any:
+                align_corners: bool | None = None, recompute_scale_factor: bool | None = None,
+                antialias: bool = False) -> Any:
     """Resize the spatial axes (all but the first two) as torch's ``F.interpolate``:
     modes ``nearest``, ``nearest-exact``, ``linear`` (3-D input), ``bilinear``, ``bicubic``
-    (4-D) and ``trilinear`` (5-D); ``size`` or ``scale_factor``, one per axis or one for all.
+    (4-D) and ``trilinear`` (5-D); ``size`` or ``scale_factor``, one per axis or one for all
+    (``recompute_scale_factor`` maps by the resulting sizes instead of the factor).
 
     Raises:
         ValueError: an unknown mode, a mode that does not fit the input's rank, both or
             neither of ``size`` and ``scale_factor``, ``align_corners`` with a nearest mode,
-            or a symbolic spatial axis.
+            a symbolic spatial axis, or ``antialias=True`` (not supported).
 
     >>> interpolate(np.array([[[1.0, 3.0]]], np.float32), scale_factor=2,
     ...             mode="linear").tolist()
@@ -194,6 +196,8 @@ def interpolate(input: Any, size: Any = None, scale_factor: Any = None, mode: st
     if _TORCH_MODES[mode] and spatial != _TORCH_MODES[mode]:
         raise ValueError(f"interpolate: mode {mode!r} expects {_TORCH_MODES[mode] + 2}-D "
                          f"input, got shape {tuple(input.shape)}")
+    if antialias:
+        raise ValueError("interpolate: antialias=True is not supported")
     if align_corners is not None and not _TORCH_MODES[mode]:
         raise ValueError("align_corners option can only be set with the interpolating modes: "
                          "linear | bilinear | bicubic | trilinear")
@@ -202,6 +206,8 @@ def interpolate(input: Any, size: Any = None, scale_factor: Any = None, mode: st
             raise ValueError(f"interpolate: spatial axis {axis} has the symbolic size "
                              f"{length!r}; resized axes must have a fixed size")
     outs, scales = _out_sizes(input.shape, size, scale_factor, spatial)
+    if recompute_scale_factor:
+        scales = [None] * spatial
     kind = "nearest" if mode.startswith("nearest") else "cubic" if mode == "bicubic" else "linear"
     tables = {}
     for axis, (length, target, scale) in enumerate(zip(input.shape[2:], outs, scales), 2):

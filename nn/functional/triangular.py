@@ -1,6 +1,7 @@
 """Triangular selections and running sums, composites over constant triangular matrices:
-``triu``, ``tril`` (a mask multiply) and ``cumsum`` (a ``linear`` with a triangular weight,
-so it runs on the gemm kernel; the summed axis must have a fixed size)."""
+``triu``, ``tril`` (a ``where`` on a constant mask, so an inf outside the triangle still
+gives 0) and ``cumsum`` (a ``linear`` with a triangular weight, so it runs on the gemm
+kernel; the summed axis must have a fixed size)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from typing import Any
 
 import numpy as np
 
+from .elementwise import where
 from .linear import linear
 from .shape import permute
 
@@ -25,8 +27,8 @@ def _mask(input: Any, diagonal: int, upper: bool, op: str) -> np.ndarray:
         raise ValueError(f"{op}: input tensor must have at least 2 dimensions, got shape "
                          f"{tuple(input.shape)}")
     rows, columns = (_fixed(d, f"{op} over axis {d!r}") for d in input.shape[-2:])
-    ones = np.ones((rows, columns), np.float32)
-    return np.triu(ones, diagonal) if upper else np.tril(ones, diagonal)
+    lower = np.tri(rows, columns, diagonal - 1 if upper else diagonal, dtype=bool)
+    return ~lower if upper else lower
 
 
 def triu(input: Any, diagonal: int = 0) -> Any:
@@ -38,7 +40,7 @@ def triu(input: Any, diagonal: int = 0) -> Any:
     >>> triu(np.ones((2, 2), np.float32)).tolist()
     [[1.0, 1.0], [0.0, 1.0]]
     """
-    return input * _mask(input, diagonal, True, "triu")
+    return where(_mask(input, diagonal, True, "triu"), input, 0.0)
 
 
 def tril(input: Any, diagonal: int = 0) -> Any:
@@ -50,7 +52,7 @@ def tril(input: Any, diagonal: int = 0) -> Any:
     >>> tril(np.ones((2, 2), np.float32)).tolist()
     [[1.0, 0.0], [1.0, 1.0]]
     """
-    return input * _mask(input, diagonal, False, "tril")
+    return where(_mask(input, diagonal, False, "tril"), input, 0.0)
 
 
 def cumsum(input: Any, dim: int, exclusive: bool = False, reverse: bool = False) -> Any:

@@ -32,7 +32,7 @@ from .recurrent import GRU, LSTM, RNN
 from .shuffle import ChannelShuffle, PixelShuffle, PixelUnshuffle
 from .sparse import Embedding
 from .transformer import TransformerEncoder, TransformerEncoderLayer
-from .upsample import Upsample
+from .upsample import Upsample, UpsamplingBilinear2d, UpsamplingNearest2d
 
 __all__ = [
                          "CELU",
@@ -83,4 +83,6 @@ __all__ = [
                          "TransformerEncoder",
                          "TransformerEncoderLayer",
                          "Upsample",
+                         "UpsamplingBilinear2d",
+                         "UpsamplingNearest2d",
 ]

@@ -50,7 +50,7 @@ class RNNBase(Module):
         for layer in range(num_layers):
             layer_input = input_size if layer == 0 else hidden_size * directions
             for suffix in ("", "_reverse")[:directions]:
-                shapes = {"weight_ih": (gate_size, layer_input),
+                shapes: dict[str, tuple[int, ...]] = {"weight_ih": (gate_size, layer_input),
                           "weight_hh": (gate_size, hidden_size)}
                 if bias:
                     shapes |= {"bias_ih": (gate_size,), "bias_hh": (gate_size,)}

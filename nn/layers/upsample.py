@@ -1,4 +1,5 @@
-"""``Upsample``: torch's resizing layer over ``F.interpolate``."""
+"""``Upsample``, torch's resizing layer over ``F.interpolate``, and its fixed-mode forms
+``UpsamplingNearest2d`` and ``UpsamplingBilinear2d`` (with aligned corners)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from typing import Any
 from .. import functional as F
 from ..module import Module
 
-__all__ = ["Upsample"]
+__all__ = ["Upsample", "UpsamplingBilinear2d", "UpsamplingNearest2d"]
 
 
 class Upsample(Module):
@@ -38,3 +39,27 @@ class Upsample(Module):
         what = f"size={self.size}" if self.size is not None else \
             f"scale_factor={self.scale_factor}"
         return f"{what}, mode={self.mode!r}"
+
+
+class UpsamplingNearest2d(Upsample):
+    """``Upsample`` in mode ``nearest``.
+
+    >>> import numpy as np
+    >>> UpsamplingNearest2d(scale_factor=2)(np.ones((1, 1, 2, 3), np.float32)).shape
+    (1, 1, 4, 6)
+    """
+
+    def __init__(self, size: Any = None, scale_factor: Any = None) -> None:
+        super().__init__(size, scale_factor, "nearest")
+
+
+class UpsamplingBilinear2d(Upsample):
+    """``Upsample`` in mode ``bilinear`` with ``align_corners=True``.
+
+    >>> import numpy as np
+    >>> UpsamplingBilinear2d(size=(3, 3))(np.ones((1, 1, 2, 2), np.float32)).shape
+    (1, 1, 3, 3)
+    """
+
+    def __init__(self, size: Any = None, scale_factor: Any = None) -> None:
+        super().__init__(size, scale_factor, "bilinear", align_corners=True)

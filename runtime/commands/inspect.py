@@ -7,9 +7,10 @@ import json
 from pathlib import Path
 
 from wasm_kernels.wasm import WasmFormatError, read_module
+from wasm_kernels.wasm.text import module_text
 
 from .. import metadata as md
-from ..errors import ModelFormatError
+from ..errors import ModelFormatError, one_line
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -23,6 +24,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="print one JSON object (metadata plus imports and exports)")
     parser.add_argument("--graph", action="store_true",
                         help="print the optimised graph the model was compiled from")
+    parser.add_argument("--wat", action="store_true",
+                        help="print the whole module in the WebAssembly text format "
+                             "(names from its name section; wat2wasm reads it back)")
     parser.set_defaults(handler=inspect)
 
 
@@ -33,6 +37,9 @@ def inspect(args: argparse.Namespace) -> int:
     data = path.read_bytes()
     try:
         info = read_module(data)
+        if args.wat:
+            print(module_text(data), end="")
+            return 0
     except WasmFormatError as err:
         raise ModelFormatError(f"{str(path)!r} is not valid WebAssembly: {err}") from None
     payload = info.custom(md.SECTION)
@@ -42,31 +49,29 @@ def inspect(args: argparse.Namespace) -> int:
     if args.graph:
         if meta is None or not isinstance(meta.raw.get("graph"), list):
             raise ModelFormatError(f"{str(path)!r} carries no graph listing")
-        print("\n".join(str(line) for line in meta.raw["graph"]))
+        print("\n".join(one_line(str(line)) for line in meta.raw["graph"]))
         return 0
     if args.json:
         out: dict[str, object] = dict(meta.raw) if meta else {"model": None}
         out.update(imports=imports, exports=exports, size_bytes=len(data))
         print(json.dumps(out, indent=2))
         return 0
-    print(f"{path}: {len(data)} bytes")
+    lines = [f"{path}: {len(data)} bytes"]
     if meta is None:
-        print("  not a wasmnn model (no 'wasmnn.model' metadata section)")
+        lines.append("  not a wasmnn model (no 'wasmnn.model' metadata section)")
     else:
-        print(f"  producer: {meta.producer}; kernel ABI: {meta.abi_module}")
-        for dim in meta.dims:
-            print(f"  dim {dim.name}: {dim.min}..{dim.max}")
+        lines.append(f"  producer: {meta.producer}; kernel ABI: {meta.abi_module}")
+        lines += [f"  dim {dim.name}: {dim.min}..{dim.max}" for dim in meta.dims]
         for kind, tensors in (("input", meta.inputs), ("output", meta.outputs)):
-            for tensor in tensors:
-                print(f"  {kind} {tensor}")
-        print(f"  ops: {', '.join(meta.ops)}")
-        print(f"  weights: {meta.weights_bytes} bytes; activation arena: {meta.arena_bytes} "
-              f"bytes (of {meta.raw.get('activation_bytes', '?')} without sharing); memory: "
-              f"{meta.memory_bytes} bytes")
-    print(f"  imports ({len(imports)}):")
-    for imp in imports:
-        print(f"    {imp['module']}.{imp['name']}: {imp['type']}")
-    print(f"  exports ({len(exports)}):")
-    for exp in exports:
-        print(f"    {exp['name']}: {exp['type']}")
+            lines += [f"  {kind} {tensor}" for tensor in tensors]
+        lines.append(f"  ops: {', '.join(meta.ops)}")
+        lines.append(f"  weights: {meta.weights_bytes} bytes; activation arena: "
+                     f"{meta.arena_bytes} bytes (of {meta.raw.get('activation_bytes', '?')} "
+                     f"without sharing); memory: {meta.memory_bytes} bytes")
+    lines.append(f"  imports ({len(imports)}):")
+    lines += [f"    {imp['module']}.{imp['name']}: {imp['type']}" for imp in imports]
+    lines.append(f"  exports ({len(exports)}):")
+    lines += [f"    {exp['name']}: {exp['type']}" for exp in exports]
+    # NOTE: every name comes from the file: escaped, so it cannot drive the terminal.
+    print("\n".join(one_line(line) for line in lines))
     return 0

@@ -27,7 +27,8 @@ def run_command(wasm: bytes, config: WasiConfig, limits: ResourceLimits | None =
     """
     compartment = Compartment(limits)
     module, info = compartment.compile(wasm)
-    state = WasiState(config)
+    compartment.plan([info])
+    state = WasiState(config, compartment.deadline)
     try:
         registry = RegistryResolver()
         for name in (MODULE, LEGACY_MODULE):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from ..errors import one_line
 from ..wast import run_script, summary
 
 
@@ -30,8 +31,8 @@ def run(args: argparse.Namespace) -> int:
         report = run_script(path)
         for outcome in report.outcomes:
             if outcome.status == "failed" or (args.verbose and outcome.status == "skipped"):
-                print(f"{report.script}:{outcome.line}: {outcome.status} {outcome.command}: "
-                      f"{outcome.detail}")
+                print(one_line(f"{report.script}:{outcome.line}: {outcome.status} "
+                               f"{outcome.command}: {outcome.detail}"))
         print(f"{report.script}: {report.summary()}")
         passed += report.count("passed")
         failed += report.count("failed")

@@ -27,6 +27,8 @@ BIAS = RNG.standard_normal(5).astype(np.float32)
 FILTERS = RNG.standard_normal((4, 3, 3, 3)).astype(np.float32)
 FILTER_BIAS = RNG.standard_normal(4).astype(np.float32)
 UP_FILTERS = RNG.standard_normal((3, 2, 3, 3)).astype(np.float32)
+W_HH = (RNG.standard_normal((12, 3)) * 0.5).astype(np.float32)  # 4 gates of hidden 3
+B_HH = RNG.standard_normal(12).astype(np.float32)
 
 
 def x(*shape: int, scale: float = 1.0) -> np.ndarray:
@@ -43,15 +45,13 @@ def positive(*shape: int) -> np.ndarray:
 @dataclass(frozen=True)
 class Case:
     """One row: ``fn(*inputs)``; ``dynamic`` names symbolic axes as ``modelc.export`` takes
-    them; the result must match eager ``nn`` within ``rtol``/``atol``. ``lowers`` False: the
-    op runs in the interpreter only, and exporting it must say it has no wasm lowering."""
+    them; the result must match eager ``nn`` within ``rtol``/``atol``."""
 
     fn: Callable[..., Any]
     inputs: tuple[np.ndarray, ...]
     dynamic: dict[str, dict[int, tuple[str, int, int]]] = field(default_factory=dict)
     rtol: float = 1e-5
     atol: float = 1e-5
-    lowers: bool = True
 
 
 BATCH = {"input0": {0: ("batch", 1, 3)}}
@@ -67,6 +67,8 @@ CASES: dict[str, Case] = {
                                           "sigmoid", "silu", "gelu", "hardswish")},
     "relu6_range": Case(F.relu6, (x(3, 7, scale=5.0),)),
     "hardswish_range": Case(F.hardswish, (x(4, 9, scale=4.0),)),
+    **{op: _unary(op, 2, 3, 5, domain=lambda *shape: x(*shape, scale=3.0))
+       for op in ("sin", "cos", "floor", "ceil", "round")},
     "log": _unary("log", 2, 3, 5, domain=positive),
     "sqrt": _unary("sqrt", 2, 3, 5, domain=positive),
     "rsqrt": _unary("rsqrt", 2, 3, 5, domain=positive),
@@ -93,7 +95,7 @@ CASES: dict[str, Case] = {
     "softmax": Case(lambda a: F.softmax(a, -1), (x(2, 3, 7),), BATCH),
     "softmax_inner_axes": Case(lambda a: F.softmax(a, 1) + F.softmax(a, 0) * F.softmax(a, -1),
                                (x(3, 4, 5),), BATCH),
-    "log_softmax": Case(lambda a: F.log_softmax(a, -1), (x(2, 3, 7),), lowers=False),
+    "log_softmax": Case(lambda a: F.log_softmax(a, -1), (x(2, 3, 7),), BATCH),
     "layer_norm": Case(lambda a: F.layer_norm(a, (6,), GAMMA, BETA), (x(2, 3, 6),), BATCH),
     "rsqrt_rms_norm": Case(lambda a: a * F.rsqrt(F.mean(F.pow(a, 2), -1, keepdim=True) + 1e-6),
                      (x(2, 3, 8),), {"input0": {0: ("batch", 1, 4)}}),
@@ -123,6 +125,9 @@ CASES: dict[str, Case] = {
                                               count_include_pad=False), (x(1, 2, 7, 8),)),
     "max_pool2d": Case(lambda a: F.max_pool2d(a, 3, 2, 1), (x(2, 2, 9, 9),)),
     "adaptive_avg_pool2d": Case(lambda a: F.adaptive_avg_pool2d(a, (2, 3)), (x(1, 2, 4, 9),)),
+    # resizing
+    "resample_bilinear": Case(lambda a: F.interpolate(a, scale_factor=2, mode="bilinear"),
+                              (x(1, 2, 3, 4),), BATCH),
     # gathers, casts, selection
     "embedding": Case(lambda ids: F.embedding(ids, TABLE) * 2.0,
                       (np.array([[1, 0, 10], [3, 3, 7]], np.int64),)),
@@ -142,4 +147,15 @@ CASES: dict[str, Case] = {
     "slice_last": Case(lambda a: F.slice(a, -1, 1, 7, 3), (x(3, 8),),
                        {"input0": {0: ("rows", 1, 4)}}),
     "pad_crop": Case(lambda a: F.pad(a, (2, -1, 1, 0), value=0.25), (x(2, 3, 4, 5),)),
+    "full": Case(lambda a: a + F.full((a.shape[0], 1), 0.5), (x(3, 4),), BATCH),
+    # recurrences over the projected inputs (T, B, gates * hidden) of a symbolic length
+    "lstm": Case(lambda g, h0, c0: sum(F.lstm(g, W_HH, h0, c0, reverse=True)),
+                 (x(5, 2, 12), x(2, 3), x(2, 3)), {"input0": {0: ("steps", 1, 9)}}),
+    "gru": Case(lambda g: sum(F.gru(g, W_HH[:9], B_HH[:9])), (x(5, 2, 9),),
+                {"input0": {0: ("steps", 1, 9)}}),
+    "gru_reset_first": Case(lambda g: sum(F.gru(g, W_HH[:9], B_HH[:9], reverse=True,
+                                                linear_before_reset=False)),
+                            (x(4, 3, 9),)),
+    "rnn_relu_lengths": Case(lambda g: sum(F.rnn(g, W_HH[:3], lengths=np.array([4, 2]),
+                                                 nonlinearity="relu")), (x(4, 2, 3),)),
 }

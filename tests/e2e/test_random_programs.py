@@ -3,13 +3,14 @@ run on a kernel provider, against the same model run eagerly (numpy).
 
 Each program starts from an input with a symbolic batch and applies 4-7 steps drawn from a
 menu, so that lowering meets combinations the hand-written model tests do not; one entry
-draws from the forwards written with ndarray methods and numpy calls (``forward_cases``). Sequence
-programs ((batch, S, D)): broadcasts against reshaped and permuted views, reductions
-feeding matmuls, slices of concatenations, running sums, log-softmax and RMS norms on any
-axis, epilogue fusion after any op. Image programs ((batch, C, H, W)): convolutions and
-transposed convolutions of random kernel, stride, padding, dilation and groups, batch norms
-to fold, pooling (adaptive too), padding in every mode, interpolation of every mode, pixel
-(un)shuffles and residual branches.
+draws from the forwards written with ndarray methods and numpy calls (``forward_cases``).
+Sequence programs ((batch, S, D)): broadcasts against reshaped and permuted views,
+reductions feeding matmuls, slices of concatenations, running sums, log-softmax and RMS
+norms on any axis, recurrent layers over a (symbolic) length, epilogue fusion after any op.
+Image programs ((batch, C, H, W)): convolutions and transposed convolutions of random
+kernel, stride, padding, dilation and groups, batch norms to fold, pooling (adaptive too),
+padding in every mode, interpolation of every mode, pixel (un)shuffles and residual
+branches.
 """
 
 from __future__ import annotations
@@ -105,7 +106,19 @@ class SequenceProgram(RandomProgram):
             "clamp": self._clamp,
             "ratio": lambda: (lambda x: x / (F.abs(x) + 1.0)),
             "numpy": lambda: STEPS[str(rng.choice(sorted(STEPS)))],
+            "recurrent": self._recurrent,
         }
+
+    def _recurrent(self) -> Step:
+        """A batch-first LSTM, GRU or RNN over axis 1, maybe bidirectional: its outputs."""
+        kind = str(self.rng.choice(["LSTM", "GRU", "RNN"]))
+        hidden = int(self.rng.choice([3, 5, 8]))
+        layer = getattr(nn, kind)(self.shape[-1], hidden, batch_first=True,
+                                  bidirectional=bool(self.rng.integers(2)))
+        for param in layer.parameters():
+            param[...] = self.rng.uniform(-1, 1, param.shape) / math.sqrt(hidden)
+        self.add_module(f"recurrent{len(self._modules)}", layer)
+        return lambda x: layer(x)[0]
 
     def _linear(self, inputs: int, outputs: int) -> nn.Linear:
         layer = nn.Linear(inputs, outputs)
@@ -191,6 +204,7 @@ class SymbolicSequenceProgram(SequenceProgram):
                 "linear": lambda: self._linear(d, int(rng.choice([3, 8]))),
                 "layer_norm": self._layer_norm,
                 "residual": self._residual,
+                "recurrent": self._recurrent,
                 "scale_shift": self._scale_shift if 0 not in self.symbolic
                 else lambda: (lambda x: x * 1.5 - 0.25),
             })

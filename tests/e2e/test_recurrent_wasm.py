@@ -111,3 +111,29 @@ def test_onnx_style_gru_with_a_run_time_recurrent_bias_is_refused() -> None:
     with pytest.raises(modelc.CompileError, match="linear_before_reset=False needs bias_hh "
                                                   "known at compile time"):
         modelc.export(Gru(), example)
+
+
+def test_the_loop_over_time_is_inside_the_module() -> None:
+    """One wasm loop and one cell call site per layer and direction, whatever the length:
+    the steps never cross back into Python."""
+    import re
+    import shutil
+    import subprocess
+    import tempfile
+
+    if shutil.which("wasm2wat") is None:
+        pytest.skip("wabt's wasm2wat is not installed")
+    layer = nn.LSTM(3, 4, num_layers=2, bidirectional=True).eval()
+    wasm = modelc.export(layer, (np.zeros((5, 2, 3), np.float32),),
+                         dynamic={"input0": {0: ("seq", 1, 1000)}})
+    with tempfile.NamedTemporaryFile(suffix=".wasm") as file:
+        file.write(wasm)
+        file.flush()
+        text = subprocess.run(["wasm2wat", "--enable-all", file.name], capture_output=True,
+                              text=True, check=True).stdout
+    # NOTE: the name section makes wasm2wat name the import ($...) instead of numbering it.
+    (cell,) = re.findall(r'import "wasmnn_kernels_v2" "f32_lstm_cell" \(func (\$[\w.]+|\(;\d+;\))',
+                         text)
+    ref = re.escape(cell if cell.startswith("$") else cell[2:-2])
+    assert len(re.findall(rf"\bcall {ref}(?![\w.])", text)) == 4
+    assert len(re.findall(r"^\s*loop\b", text, re.MULTILINE)) == 4

@@ -55,6 +55,66 @@ def test_export_writes_the_file(mlp, tmp_path):
     assert path.read_bytes() == wasm
 
 
+def _exp_model():  # type: ignore[no-untyped-def]
+    import nn
+    from nn import functional as F
+
+    class Exp(nn.Module):
+        def forward(self, x):  # type: ignore[no-untyped-def]
+            return F.exp(x)
+
+    return Exp()
+
+
+def test_a_lowering_that_forgets_a_push_names_the_node_and_the_kernel(monkeypatch):
+    from modelc import ops
+
+    def forgets_the_count(node, ctx):  # type: ignore[no-untyped-def]
+        ctx.address(node.inputs[0])
+        ctx.address(node.output)
+        ctx.call("f32_exp")
+
+    monkeypatch.setattr(ops.get("exp"), "lower", forgets_the_count)
+    with pytest.raises(modelc.CompileError,
+                       match=r"^while lowering %exp_\d+ = exp\(%input0\)(.|\n)*: call 0 "
+                             r"\(f32_exp\): expected \[i32 i32 i32\] on the stack, "
+                             r"found \[i32 i32\]$"):
+        modelc.export(_exp_model(), (np.zeros(3, np.float32),))
+
+
+def test_a_lowering_that_pushes_too_much_names_the_node(monkeypatch):
+    from modelc import ops
+
+    lower = ops.get("exp").lower
+
+    def pushes_one_more(node, ctx):  # type: ignore[no-untyped-def]
+        ctx.push(7)
+        lower(node, ctx)
+
+    monkeypatch.setattr(ops.get("exp"), "lower", pushes_one_more)
+    with pytest.raises(modelc.CompileError,
+                       match=r"^while lowering %exp_\d+ = exp\(%input0\)(.|\n)*: the lowering "
+                             r"leaves \[i32\] on the stack after its kernel calls$"):
+        modelc.export(_exp_model(), (np.zeros(3, np.float32),))
+
+
+def test_a_bad_embedding_id_traps_in_the_named_kernel():
+    import nn
+    import runtime
+    from nn import functional as F
+
+    class Embed(nn.Module):
+        def forward(self, ids):  # type: ignore[no-untyped-def]
+            return F.embedding(ids, np.ones((11, 6), np.float32))
+
+    wasm = modelc.export(Embed(), (np.zeros((1, 2), np.int64),))
+    with runtime.load(wasm, kernels="simd128") as session, \
+            pytest.raises(runtime.Trap, match=rf"^\w+ in {abi.MODULE}!f32_gather: ") as info:
+        session.run({"input0": np.array([[1, 11]], np.int64)})
+    assert [frame.split("+")[0] for frame in info.value.frames] == [
+        f"{abi.MODULE}!f32_gather", "wasmnn_model!run"]
+
+
 @pytest.mark.parametrize("model", ["model.txt", 42])
 def test_export_of_something_not_a_model_is_named(model):
     with pytest.raises(TypeError, match=rf"expected an nn.Module, a Graph or a path to an "

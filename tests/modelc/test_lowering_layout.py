@@ -91,7 +91,18 @@ def test_argmax_argmin_in_wasm_are_exact(kernels: str) -> None:
     (lambda: F.triu(_x(3), 0), "at least 2 dimensions"),
     (lambda: F.argmax(_x(2, 3), -3), "dim -3 is out of range for rank 2"),
     (lambda: F.rms_norm(_x(2, 3), (4,)), r"does not end with normalized_shape \(4,\)"),
+    (lambda: F.pixel_shuffle(_x(1, 4, 2, 2), 0), "the factor must be a positive int, got 0"),
 ])
 def test_errors_name_the_offending_value(call, message) -> None:  # type: ignore[no-untyped-def]
     with pytest.raises(ValueError, match=message):
         call()
+
+
+@pytest.mark.parametrize("fn, message", [
+    (lambda x: F.cumsum(x, 1), "cumsum over axis 1 needs a fixed size, got the symbolic 'seq'"),
+    (lambda x: F.argmax(x, 1), "argmax over axis 1 needs a fixed size, got the symbolic 'seq'"),
+    (lambda x: F.triu(x), "triu over axis 'seq' needs a fixed size"),
+])
+def test_a_symbolic_axis_these_ops_read_whole_is_refused(fn, message) -> None:  # type: ignore[no-untyped-def]
+    with pytest.raises(ValueError, match=message):
+        modelc.trace(Lambda(fn), (_x(2, 3, 4),), dynamic={"input0": {1: ("seq", 1, 8)}})

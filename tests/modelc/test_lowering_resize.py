@@ -70,6 +70,8 @@ def test_resample_lowers_with_the_axis_order_that_moves_least() -> None:
     (lambda x: F.interpolate(x, scale_factor=2, mode="linear"),
      r"mode 'linear' expects 3-D input, got shape \(1, 2, 4, 4\)"),
     (lambda x: F.interpolate(x), "only one of size or scale_factor should be defined"),
+    (lambda x: F.interpolate(x, scale_factor=0.5, antialias=True),
+     "antialias=True is not supported"),
     (lambda x: F.interpolate(x, size=(2, 3, 4)), "same number of spatial dimensions"),
     (lambda x: F.interpolate(x, scale_factor=2, align_corners=True),
      "align_corners option can only be set with the interpolating modes"),
@@ -81,6 +83,36 @@ def test_resample_lowers_with_the_axis_order_that_moves_least() -> None:
 def test_interpolate_errors_name_the_offending_argument(call, message) -> None:  # type: ignore[no-untyped-def]
     with pytest.raises(ValueError, match=message):
         call(_x(1, 2, 4, 4))
+
+
+def test_unknown_table_mode_is_refused() -> None:
+    with pytest.raises(ValueError, match="unknown resample mode 'area'; expected 'nearest', "
+                                         "'linear' or 'cubic'"):
+        F.resize.resample_tables(np.zeros(2, np.float32), 3, "area")
+
+
+@pytest.mark.parametrize("index, weight, message", [
+    (np.zeros((2, 1), np.int32), np.ones((2, 2), np.float32),
+     r"index \[2, 1\] and weight \[2, 2\] must both be \(out, taps\)"),
+    (np.zeros((2, 1), np.float32), np.ones((2, 1), np.float32),
+     "resample expects a float32 input and integer indices, got float32 and float32"),
+])
+def test_resample_op_checks_its_tables(index, weight, message) -> None:  # type: ignore[no-untyped-def]
+    from modelc import ops
+
+    with pytest.raises(modelc.CompileError, match=message):
+        ops.get("resample").infer([(1, 4), index.shape, weight.shape],
+                                  ["float32", str(index.dtype), "float32"], {"dim": 1})
+
+
+def test_resample_with_run_time_weights_does_not_lower() -> None:
+    class Weighted(nn.Module):
+        def forward(self, x, weight):  # type: ignore[no-untyped-def]
+            return F.resample(x, 1, np.zeros((3, 1), np.int32), weight)
+
+    with pytest.raises(modelc.CompileError, match="resample lowers constant index and weight "
+                                                  "tables only"):
+        modelc.export(Weighted(), (_x(2, 4), np.ones((3, 1), np.float32)))
 
 
 def test_symbolic_resized_axis_is_refused() -> None:

@@ -81,6 +81,8 @@ CASES: list[tuple[str, tuple[Any, ...], dict[str, Any], tuple[int, ...]]] = [
     ("ChannelShuffle", (3,), {}, (2, 6, 3, 4)),
     ("Upsample", (), {"scale_factor": 2, "mode": "bilinear"}, (2, 3, 4, 5)),
     ("Upsample", ((5, 3),), {"mode": "nearest"}, (2, 3, 4, 5)),
+    ("UpsamplingNearest2d", (), {"scale_factor": 3}, (2, 3, 4, 5)),
+    ("UpsamplingBilinear2d", ((7, 3),), {}, (2, 3, 4, 5)),
     ("Flatten", (), {}, (2, 3, 4, 5)),
     ("Flatten", (0, 2), {}, (2, 3, 4, 5)),
     ("Identity", (54,), {"unused": "x"}, (2, 3)),

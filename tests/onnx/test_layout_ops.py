@@ -91,6 +91,14 @@ def test_known_values_fold_exactly(op, attrs, operands):
     np.testing.assert_array_equal(got.data, want)
 
 
+def test_depth_to_space_with_an_unknown_mode_is_refused():
+    model, _ = single_node("DepthToSpace", [Run(X)], {"blocksize": 2}, 13)
+    model.graph.node[0].attribute.append(onnx.helper.make_attribute("mode", "RDC"))
+    with pytest.raises(modelc.CompileError, match="unknown mode 'RDC'; expected 'DCR' or "
+                                                  "'CRD'"):
+        modelc.from_onnx(model)
+
+
 def test_group_norm_with_mismatched_scale_is_refused():
     model, _ = single_node("GroupNormalization", [Run(X), r(3), r(3)], {"num_groups": 4}, 18)
     with pytest.raises(modelc.CompileError, match="scale has 3 values; expected 4 .one per "

@@ -101,6 +101,9 @@ def test_symbolic_batch_resizes(check_wasm_against_ort, compare_with_ort):
     ({}, [None, f32s(1, 1, 2, 2), i64s(2, 3, 10, 12)], "exactly one of scales and sizes"),
     ({}, [None, f32s(2, 2)], r"scales \[2.0, 2.0\] must have one entry per resized axis"),
     ({}, [None, f32s(1, 1, -2, 2)], "must be positive"),
+    ({}, [None, f32s(1, 1, 0.1, 1)], "axis 2 would have size 0; expected a positive int"),
+    ({"keep_aspect_ratio_policy": "fit"}, [None, None, i64s(2, 3, 4, 4)],
+     "unknown keep_aspect_ratio_policy 'fit'"),
 ])
 def test_resize_refusals_name_the_node(attrs, operands, match):
     from onnx import TensorProto, helper, numpy_helper
@@ -115,6 +118,13 @@ def test_resize_refusals_name_the_node(attrs, operands, match):
             "y", TensorProto.FLOAT, None)], inits)
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 19)])
     with pytest.raises(CompileError, match=rf"the_resize.*{match}"):
+        modelc.from_onnx(model)
+
+
+def test_cubic_upsample_before_opset_11_is_refused():
+    model, _ = single_node("Upsample", [Run(X), f32s(1, 1, 2, 2)], {"mode": "linear"}, 9)
+    model.graph.node[0].attribute[0].s = b"cubic"
+    with pytest.raises(CompileError, match="mode 'cubic' needs Resize at opset 11 or later"):
         modelc.from_onnx(model)
 
 
@@ -152,3 +162,24 @@ def test_torch_upsampling_net_in_wasm_matches_onnxruntime(opset, torch_to_onnx,
     x = r(1, 3, 5, 6)
     model = torch_to_onnx(Net(), (torch.from_numpy(x),), ["x"], ["y"], opset=opset)
     check_wasm_against_ort(model, {"x": x})
+
+
+def test_torch_resize_to_sizes_with_a_dynamic_batch(torch_to_onnx, compare_with_ort):
+    """torch exports a resize to a fixed size over a dynamic batch as sizes concatenated
+    from Shape(x)[:2] (a symbolic batch) and the constant size."""
+    torch = pytest.importorskip("torch")
+    runtime = pytest.importorskip("runtime")
+
+    class Net(torch.nn.Module):
+        def forward(self, x):  # type: ignore[no-untyped-def]
+            return torch.nn.functional.interpolate(x, size=(9, 4), mode="bilinear",
+                                                   align_corners=True)
+
+    x = r(2, 3, 5, 6)
+    model = torch_to_onnx(Net(), (torch.from_numpy(x),), ["x"], ["y"],
+                          dynamic_axes={"x": {0: "batch"}, "y": {0: "batch"}}, opset=13)
+    wasm = modelc.export(modelc.from_onnx(model))
+    with runtime.load(wasm) as session:
+        for batch in (1, 3):
+            inputs = {"x": r(batch, 3, 5, 6)}
+            compare_with_ort(session.run(inputs), model, inputs, f"batch {batch}")

@@ -200,8 +200,8 @@ REFUSED = {
     "clip": ("LSTM", {"clip": 3.0}, "attribute 'clip' is not supported"),
     "input_forget": ("LSTM", {"input_forget": 1}, r"input_forget=1 .* is not supported"),
     "activations": ("LSTM", {"activations": ["Sigmoid", "Tanh", "Relu"]},
-                    r"activations \['Sigmoid', 'Tanh', 'Relu'\] are not supported; only the "
-                    r"default \['sigmoid', 'tanh', 'tanh'\]"),
+                    (r"activations \['Sigmoid', 'Tanh', 'Relu'\] are not supported; only the "
+                     r"default \['sigmoid', 'tanh', 'tanh'\]")),
     "rnn_mixed": ("RNN", {"activations": ["Tanh", "Relu"], "direction": "bidirectional"},
                   r"activations \['tanh', 'relu'\] are not supported"),
     "alpha": ("RNN", {"activation_alpha": [0.5]}, "attribute 'activation_alpha'"),

@@ -90,6 +90,19 @@ def test_inspect_readable(model_file, capsys):
     assert f"{abi.MODULE}.f32_linear_bias_relu" in out
 
 
+@pytest.mark.skipif(__import__("shutil").which("wat2wasm") is None,
+                    reason="wabt is not installed")
+def test_inspect_wat_prints_a_module_wat2wasm_reads_back(model_file, tmp_path, capsys):
+    assert main(["inspect", "--wat", str(model_file)]) == 0
+    text = capsys.readouterr().out
+    assert text.startswith("(module $wasmnn_model\n")
+    assert f'(import "{abi.MODULE}" "f32_linear_bias_relu" (func $f32_linear_bias_relu' in text
+    assert '(export "run" (func ' in text
+    wat = tmp_path / "mlp.wat"
+    wat.write_text(text)
+    subprocess.run(["wat2wasm", str(wat), "-o", str(tmp_path / "back.wasm")], check=True)
+
+
 def test_export_from_a_python_file(tmp_path, capsys):
     source = tmp_path / "net.py"
     source.write_text("import nn\n"

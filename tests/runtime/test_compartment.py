@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 import wasmtime
 
-from runtime.compartment import Compartment, ResourceLimits, parse_size, translate
+from runtime.compartment import MAX_TIMEOUT, Compartment, ResourceLimits, parse_size, translate
 from runtime.errors import TRAP_CODES, ExitTrap, LimitExceeded, ModelFormatError, Trap
 from runtime.linker import NullResolver, RegistryResolver, instance_exports
 from wasi_intrinsics import IntrinsicModule
@@ -55,6 +55,15 @@ def test_traps_map_to_the_taxonomy(body, code, message):
         run(Compartment(), wat)
     assert info.value.code == code and code in TRAP_CODES
     assert info.value.frames and "+0x" in info.value.frames[0]
+
+
+def test_a_trap_message_names_the_innermost_function():
+    wat = '''(module $outer (func $inner unreachable)
+             (func (export "run") (call $inner)))'''
+    with pytest.raises(Trap, match=r"^unreachable in outer!inner: wasm trap: ") as info:
+        run(Compartment(), wat)
+    assert [frame.split("+")[0] for frame in info.value.frames] == ["outer!inner",
+                                                                    "outer!func[1]"]
 
 
 def test_an_uncaught_exception_is_a_trap():
@@ -160,14 +169,32 @@ def test_other_exceptions_pass_through_translate():
     assert translate(error, ResourceLimits()) is error
 
 
-@pytest.mark.parametrize("kwargs, message", [
-    ({"max_memory": 0}, r"max_memory must be positive, got 0"),
-    ({"timeout": -1}, r"timeout must be positive seconds, got -1"),
-    ({"fuel": 0}, r"fuel must be a positive count, got 0"),
+@pytest.mark.parametrize("kwargs, error, message", [
+    ({"max_memory": 0}, ValueError, (r"max_memory must be between 1 and 9223372036854775807 "
+                                     r"bytes, got 0")),
+    ({"max_memory": 2**64 + 1000}, ValueError, r"max_memory must be between 1 and"),
+    ({"max_memory": 1.5}, TypeError, r"max_memory must be an integer number of bytes, got 1.5"),
+    ({"timeout": -1}, ValueError, (r"timeout must be more than 0 and at most 9.22e\+16 "
+                                   r"seconds, got -1")),
+    ({"timeout": float("inf")}, ValueError, r"timeout must be .*, got inf"),
+    ({"timeout": float("nan")}, ValueError, r"timeout must be .*, got nan"),
+    ({"timeout": 1e300}, ValueError, r"timeout must be .*, got 1e\+300"),
+    ({"timeout": True}, TypeError, r"timeout must be a number of seconds, got True"),
+    ({"fuel": 0}, ValueError, r"fuel must be between 1 and 18446744073709551615 instructions"),
+    ({"fuel": 2**64}, ValueError, r"fuel must be between 1 and .*, got 18446744073709551616"),
+    ({"fuel": 1.5}, TypeError, r"fuel must be an integer number of instructions, got 1.5"),
+    ({"max_instances": 0}, ValueError, r"max_instances must be between 1 and"),
 ])
-def test_limits_are_checked(kwargs, message):
-    with pytest.raises(ValueError, match=message):
+def test_limit_values_out_of_range_are_refused_with_a_clear_message(kwargs, error, message):
+    with pytest.raises(error, match=message):
         ResourceLimits(**kwargs)
+
+
+def test_the_largest_limits_are_enforced_without_wrapping():
+    limits = ResourceLimits(max_memory=(1 << 63) - 1, timeout=MAX_TIMEOUT, fuel=(1 << 64) - 1)
+    grow = """(module (memory 1) (func (export "run") (result i32)
+        (memory.grow (i32.const 2)))) """
+    assert run(Compartment(limits), grow) == 1  # a huge cap is no cap, not a wrapped one
 
 
 def test_parse_size():

@@ -10,14 +10,20 @@ import sys
 
 import numpy as np
 import pytest
+import wasmtime
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from runtime import metadata as md
 from runtime.cli import main
-from runtime.errors import ModelFormatError
+from runtime.commands.wasi import run_command
+from runtime.compartment import Compartment, ResourceLimits
+from runtime.errors import LimitExceeded, ModelFormatError, one_line
 from runtime.tensor_io import read_arrays
 from tests.runtime.wat_models import METADATA
+from wasi_intrinsics.wasi import Preopen, WasiConfig, preview1
+from wasi_intrinsics.wasi.errno import Errno
+from wasm_kernels.wasm import FuncType
 
 FUZZ = settings(max_examples=150, deadline=None, database=None,
                 suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -164,3 +170,61 @@ def test_mutated_models_never_crash_the_real_process(mlp_wasm, tmp_path):
     assert done.returncode == 0, done.stderr[-2000:]
     codes = json.loads(done.stdout.strip().splitlines()[-1])
     assert len(codes) == 40 and set(codes) <= ALLOWED_EXITS
+
+
+_WASI_CALLS = sorted((name, ty) for name, ty in preview1().types.items()
+                     if isinstance(ty, FuncType) and name != "proc_exit")
+_EDGES = [0, 1, 8, 4096, 65535, 65536, 2**31 - 1, 2**31, 2**32 - 1, 2**63 - 1, 2**63,
+          2**64 - 1]
+
+
+def _wasi_value(data: st.DataObject, kind: str) -> int:
+    width = 32 if kind == "i32" else 64
+    value = data.draw(st.sampled_from(_EDGES) | st.integers(0, 2**width - 1))
+    return value & ((1 << width) - 1)
+
+
+@settings(max_examples=120, deadline=None, database=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_any_wasi_call_with_any_arguments_gives_an_errno_or_a_limit(data, tmp_path_factory):
+    """A WASI call with hostile arguments (pointers past memory, counts near 2^32, offsets
+    past 2^63) returns an errno to the guest or hits a limit: never another exception."""
+    name, ty = data.draw(st.sampled_from(_WASI_CALLS))
+    args = [_wasi_value(data, kind) for kind in ty.params]
+    consts = " ".join(f"({kind}.const {value})" for kind, value in zip(ty.params, args))
+    wat = f"""(module
+      (import "wasi_snapshot_preview1" "{name}" (func $call (param {' '.join(ty.params)})
+                                                    (result i32)))
+      (import "wasi_snapshot_preview1" "proc_exit" (func $exit (param i32)))
+      (memory (export "memory") 2)
+      (func (export "_start") (call $exit (call $call {consts}))))"""
+    directory = tmp_path_factory.mktemp("wasi")
+    config = WasiConfig(stdin=io.BytesIO(b"x" * 100), preopens=[Preopen(str(directory), "/")])
+    try:
+        errno = run_command(wasmtime.wat2wasm(wat), config,
+                            ResourceLimits(max_memory=4 << 20, timeout=0.5))
+    except LimitExceeded as limit:
+        assert limit.code == "timeout", limit
+        return
+    assert errno in set(Errno), (name, args, errno)
+
+
+@FUZZ
+@given(st.dictionaries(st.sampled_from(["max_memory", "timeout", "fuel", "max_instances"]),
+                       st.none() | st.booleans() | st.integers(-2**70, 2**70)
+                       | st.floats() | st.text(max_size=4), max_size=4))
+def test_limit_values_are_accepted_or_refused_with_type_or_value_error(kwargs):
+    try:
+        limits = ResourceLimits(**{k: v for k, v in kwargs.items()
+                           if v is not None or k in ("timeout", "fuel")})
+    except (TypeError, ValueError):
+        return
+    Compartment(limits)  # an accepted value reaches wasmtime without wrapping or raising
+
+
+@FUZZ
+@given(st.text())
+def test_one_line_leaves_no_control_character(text):
+    line = one_line(text)
+    assert line.isprintable() and "\n" not in line and "\x1b" not in line

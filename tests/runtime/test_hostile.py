@@ -126,6 +126,12 @@ CASES = {
                         inputs={"x": X, "z": X}),
     "missing input": Case(wat_model, ValueError, r"missing \['x'\], unexpected \['w'\]", 7,
                           inputs={"w": X}),
+    "metadata nested too deeply": Case(
+        lambda: with_section(wat_model()[:8], b"[" * 100_000 + b"]" * 100_000),
+        ModelFormatError, "model metadata is nested too deeply", 3),
+    "limit value past 2^64": Case(wat_model, ValueError, r"fuel must be between 1 and "
+                                  r"18446744073709551615 instructions", 7,
+                                  {"fuel": 2**64}),
 }
 
 

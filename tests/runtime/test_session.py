@@ -148,7 +148,7 @@ def test_memory_cap_below_model_needs_is_a_limit(mlp_wasm):
 def test_bad_limit_arguments():
     with pytest.raises(ValueError, match="invalid size 'lots'"):
         runtime.load(b"", max_memory="lots")
-    with pytest.raises(ValueError, match="timeout must be positive"):
+    with pytest.raises(ValueError, match="timeout must be more than 0"):
         runtime.load(b"", timeout=-1)
     with pytest.raises(ValueError, match="unknown kernels 'gpu'"):
         runtime.Session(b"", runtime.ResourceLimits(), kernels="gpu")
@@ -186,8 +186,8 @@ def test_unresolvable_imports_are_all_listed(mlp_wasm):
     builder.import_func(abi.MODULE, "f32_nope", FuncType(("i32",), ()))
     builder.import_func(abi.MODULE, "f32_gemm", FuncType(("i32",), ()))
     builder.import_func("evil", "system", FuncType((), ()))
-    builder.add_function(FuncType(("i32",), ("i32",)), Code(("i32",)).emit("i32.const", 0),
-                         export="run")
+    builder.add_function(FuncType(("i32",), ("i32",)),
+                         Code(("i32",), ("i32",)).emit("i32.const", 0), export="run")
     wasm = _with_metadata(b"\0asm\x01\0\0\0\x00\x01\x00" + builder.encode()[8:], _meta(mlp_wasm))
     with pytest.raises(LinkError, match=r"(?s)3 import\(s\).*f32_nope.*unknown import.*"
                                         r"f32_gemm: expected \(i32\) -> \(\), got \(i32, i32"

@@ -1,3 +1,5 @@
+import os
+import tracemalloc
 
 import numpy as np
 import pytest
@@ -69,3 +71,18 @@ def test_standalone_or_pathless_sidecar_is_a_clear_error():
     model = nn.Sequential(nn.Linear(2, 2)).eval()
     with pytest.raises(ValueError, match="sidecar=True needs a path"):
         modelc.export(model, (np.zeros((1, 2), np.float32),), sidecar=True)
+
+
+def test_a_sidecar_file_of_the_wrong_size_is_refused_before_it_is_read(exported):
+    _, path, _ = exported
+    weights = path.with_suffix(".weights")
+    os.truncate(weights, 6 << 30)  # sparse: 6 GiB that reading would have to allocate
+    tracemalloc.start()
+    try:
+        with pytest.raises(ModelFormatError, match=r"m.weights' have 6442450944 bytes; the "
+                                                   r"model expects \d+"):
+            runtime.load(path)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 64 << 20

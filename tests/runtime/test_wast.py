@@ -3,6 +3,7 @@ tests/runtime/README.md)."""
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import subprocess
@@ -73,12 +74,12 @@ def test_every_command_kind_passes(tmp_path):
     ('(assert_unlinkable (module (import "spectest" "print" (func))) "unknown import")',
      r"our linker accepted the module, expected 'unknown import'"),
     ('(assert_trap (module (import "nope" "f" (func))) "unreachable")',
-     (r"did not link \(1 import\(s\) could not be linked:\n  nope\.f: expected \(\) -> "
+     (r"did not link \(1 import\(s\) could not be linked: nope\.f: expected \(\) -> "
       r"\(\), got nothing \(unknown import\)\)")),
     ('(assert_invalid (module (func)) "type mismatch")',
      r"the module was accepted, expected it rejected: 'type mismatch'"),
     ('(module (import "spectest" "print_i32" (func (param i64))))',
-     (r"LinkError: 1 import\(s\) could not be linked:\n  spectest\.print_i32: expected "
+     (r"LinkError: 1 import\(s\) could not be linked: spectest\.print_i32: expected "
       r"\(i64\) -> \(\), got \(i32\) -> \(\)")),
 ])
 def test_failures_name_what_happened(tmp_path, command, detail):
@@ -102,16 +103,32 @@ def test_cli_prints_failures_and_a_closing_count(tmp_path, capsys):
                         "bad.wast: 1 passed, 1 failed", "20 passed, 1 failed"]
 
 
-def test_v128_functions_are_skipped_not_called(tmp_path):
-    # NOTE: in a subprocess: calling such a function through wasmtime-py aborts the process.
-    path = write(tmp_path, '(module (func (export "v") (param v128) (result v128) '
-                           '(local.get 0)))\n(assert_return (invoke "v" (v128.const i32x4 1 2 '
-                           '3 4)) (v128.const i32x4 1 2 3 4))')
+def test_v128_values_and_nan_payloads_pass_as_bits(tmp_path):
+    # NOTE: in a subprocess: were a v128 signature to reach wasmtime-py, it would abort.
+    path = write(tmp_path, """
+      (module (func (export "v") (param v128) (result v128) (local.get 0))
+        (func (export "f") (param f32) (result f32) (local.get 0))
+        (func (export "d") (param f64) (result f64) (f64.neg (local.get 0)))
+        (global (export "g") v128 (v128.const i32x4 0 0 0 0)))
+      (assert_return (invoke "v" (v128.const i32x4 1 2 3 0xffffffff))
+                     (v128.const i32x4 1 2 3 0xffffffff))
+      (assert_return (invoke "v" (v128.const f32x4 nan:0x200000 1 2 3))
+                     (v128.const f32x4 nan:0x200000 1 2 3))
+      (assert_return (invoke "v" (v128.const f32x4 nan 1 2 3))
+                     (v128.const f32x4 nan:canonical 1 2 3))
+      (assert_return (invoke "f" (f32.const nan:0x200000)) (f32.const nan:0x200000))
+      (assert_return (invoke "f" (f32.const -nan:0x1)) (f32.const -nan:0x1))
+      (assert_return (invoke "d" (f64.const nan:0x4000000000000)) (f64.const -nan:0x4000000000000))
+      (assert_return (invoke "f" (f32.const nan:0x200000)) (f32.const nan:0x200001))
+      (assert_return (get "g") (v128.const i32x4 0 0 0 0))""")
     done = subprocess.run([sys.executable, "-m", "runtime", "wast", "-v", str(path)],
                           capture_output=True, text=True, check=False, timeout=60)
-    assert done.returncode == 0, done.stderr
-    assert "skipped assert_return: 'v' has a v128 type ((v128) -> v128)" in done.stdout
-    assert done.stdout.splitlines()[-1] == "1 passed, 0 failed (1 skipped)"
+    assert done.returncode == 1, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[-1] == "7 passed, 1 failed (1 skipped)"
+    assert "failed assert_return: 'f' returned (2141192192), expected ('2141192193')" in (
+        done.stdout)
+    assert "skipped assert_return: 'g' has a v128 type" in done.stdout
 
 
 def test_bad_scripts_are_reported(tmp_path):
@@ -119,3 +136,18 @@ def test_bad_scripts_are_reported(tmp_path):
         run_script(tmp_path / "missing.wast")
     with pytest.raises(ModelFormatError, match=r"wast2json could not convert broken\.wast: "):
         run_script(write(tmp_path, "(module (func $f", "broken.wast"))
+
+
+SUITE = os.environ.get("WASMNN_SPEC_TESTSUITE")
+
+
+@pytest.mark.skipif(not SUITE, reason="set WASMNN_SPEC_TESTSUITE to a checkout of "
+                                      "WebAssembly/testsuite at 3a04b2cf (tests/runtime/README.md)")
+def test_the_spec_core_testsuite_passes_completely():
+    scripts = sorted(Path(str(SUITE)).glob("*.wast"))
+    assert len(scripts) == 146
+    reports = [run_script(script) for script in scripts]
+    problems = [f"{r.script}:{o.line}: {o.status} {o.command}: {o.detail}"
+                for r in reports for o in r.outcomes if o.status != "passed"]
+    assert not problems, "\n".join(problems[:20])
+    assert sum(r.count("passed") for r in reports) == 53899

@@ -22,7 +22,7 @@ from .proc import ProcExit, proc
 from .random import random
 from .readdir import readdir
 from .sock import sock
-from .state import Preopen, WasiConfig, WasiState
+from .state import CappedBuffer, Preopen, WasiConfig, WasiState
 
 MODULE = "wasi_snapshot_preview1"
 LEGACY_MODULE = "wasi_unstable"
@@ -34,5 +34,5 @@ def preview1(name: str = MODULE) -> IntrinsicModule:
                                   random, readdir, sock)
 
 
-__all__ = ["LEGACY_MODULE", "MODULE", "Preopen", "ProcExit", "WasiConfig", "WasiState",
-           "preview1"]
+__all__ = ["LEGACY_MODULE", "MODULE", "CappedBuffer", "Preopen", "ProcExit", "WasiConfig",
+           "WasiState", "preview1"]

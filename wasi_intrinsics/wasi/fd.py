@@ -3,13 +3,18 @@
 from __future__ import annotations
 
 import fcntl
+import io
 import os
+import select
+import stat
 from collections.abc import Callable
+from typing import BinaryIO
 
 import numpy as np
 
 from ..intrinsic import HostContext, IntrinsicModule, i32, i64
 from .abi import U64, Advice, FdFlags, Rights, Whence
+from .deadline import remaining, wait_ready
 from .descriptors import Descriptor, Directory, HostDescriptor, HostFile, Stream
 from .errno import Errno, WasiError
 from .memory import pack, read_iovecs, write_bytes, write_u32, write_u64
@@ -21,6 +26,8 @@ fd = IntrinsicModule("wasi_fd")
 _HOST_FLAGS = {FdFlags.APPEND: os.O_APPEND, FdFlags.NONBLOCK: os.O_NONBLOCK,
                FdFlags.DSYNC: os.O_DSYNC, FdFlags.SYNC: os.O_SYNC}
 _SETTABLE = FdFlags.APPEND | FdFlags.NONBLOCK  # what fcntl(F_SETFL) can change on Linux
+MAX_IO_BYTES = 1 << 24
+"""Bytes one read or write moves at most; POSIX lets it be short, and the guest loops."""
 
 
 def host_flags(flags: FdFlags) -> int:
@@ -43,33 +50,68 @@ def _fdflags(descriptor: Descriptor) -> FdFlags:
     return out
 
 
-def _read(descriptor: Descriptor, size: int) -> bytes:
+def _stream_fd(stream: BinaryIO) -> int | None:
+    try:
+        return stream.fileno()
+    except (OSError, ValueError, io.UnsupportedOperation):
+        return None  # an in-memory stream: never blocks
+
+
+def _read(ctx: HostContext, descriptor: Descriptor, size: int) -> bytes:
     if isinstance(descriptor, Stream):
+        host_fd = _stream_fd(descriptor.stream)
+        if host_fd is not None:
+            wait_ready(ctx, host_fd, False, "fd_read")
         read = getattr(descriptor.stream, "read1", descriptor.stream.read)
         return bytes(read(size))
     if isinstance(descriptor, HostFile):
+        wait_ready(ctx, descriptor.fd, False, "fd_read")  # NOTE: a FIFO can block
         return os.read(descriptor.fd, size)
     raise WasiError(Errno.EISDIR, "cannot read a directory")
 
 
-def _write(descriptor: Descriptor, data: bytes) -> int:
+def _write(ctx: HostContext, descriptor: Descriptor, data: bytes) -> int:
     if isinstance(descriptor, Stream):
-        descriptor.stream.write(data)
+        host_fd = _stream_fd(descriptor.stream)
+        if host_fd is None or remaining(ctx) is None:
+            descriptor.stream.write(data)
+            descriptor.stream.flush()
+            return len(data)
         descriptor.stream.flush()
-        return len(data)
+        return _write_until_deadline(ctx, host_fd, data)
     if isinstance(descriptor, HostFile):
-        return os.write(descriptor.fd, data)
+        if stat.S_ISREG(os.fstat(descriptor.fd).st_mode):
+            return os.write(descriptor.fd, data)  # NOTE: a regular file never blocks
+        return _write_until_deadline(ctx, descriptor.fd, data)
     raise WasiError(Errno.EISDIR, "cannot write a directory")
 
 
+def _write_until_deadline(ctx: HostContext, host_fd: int, data: bytes) -> int:
+    """Write ``data`` in pieces a ready fd takes without blocking (``select`` promises
+    room for ``PIPE_BUF`` bytes), so a reader that never drains cannot hold the guest past
+    its deadline."""
+    done = 0
+    while done < len(data):
+        wait_ready(ctx, host_fd, True, "fd_write")
+        done += os.write(host_fd, data[done:done + select.PIPE_BUF])
+        if remaining(ctx) is None:  # NOTE: no deadline: the rest in one blocking write
+            done += os.write(host_fd, data[done:])
+    return done
+
+
 def _gather(memory: np.ndarray, iovs: int, iovs_len: int) -> bytes:
-    return b"".join(buffer.tobytes() for buffer in read_iovecs(memory, iovs, iovs_len))
+    """The bytes the buffers hold, at most ``MAX_IO_BYTES`` of them."""
+    chunks, size = [], 0
+    for buffer in read_iovecs(memory, iovs, iovs_len):
+        chunks.append(buffer[:MAX_IO_BYTES - size].tobytes())
+        size += len(chunks[-1])
+    return b"".join(chunks)
 
 
 def _scatter(memory: np.ndarray, iovs: int, iovs_len: int,
              read: Callable[[int], bytes]) -> int:
     buffers = read_iovecs(memory, iovs, iovs_len)
-    data = read(sum(b.size for b in buffers))
+    data = read(min(MAX_IO_BYTES, sum(b.size for b in buffers)))
     done = 0
     for buffer in buffers:
         chunk = data[done:done + buffer.size]
@@ -83,7 +125,7 @@ def fd_write(ctx: HostContext, file: i32, iovs: i32, iovs_len: i32, nwritten: i3
     """Gather-write ``iovs_len`` (pointer, length) buffers to ``file``."""
     descriptor = ctx.state.fds.get(file, Descriptor, Rights.FD_WRITE)
     memory = ctx.memory
-    write_u32(memory, nwritten, _write(descriptor, _gather(memory, iovs, iovs_len)))
+    write_u32(memory, nwritten, _write(ctx, descriptor, _gather(memory, iovs, iovs_len)))
 
 
 @syscall(fd)
@@ -92,7 +134,7 @@ def fd_read(ctx: HostContext, file: i32, iovs: i32, iovs_len: i32, nread: i32) -
     descriptor = ctx.state.fds.get(file, Descriptor, Rights.FD_READ)
     memory = ctx.memory
     write_u32(memory, nread, _scatter(memory, iovs, iovs_len,
-                                      lambda size: _read(descriptor, size)))
+                                      lambda size: _read(ctx, descriptor, size)))
 
 
 def _seekable(ctx: HostContext, file: int, rights: Rights) -> HostFile:

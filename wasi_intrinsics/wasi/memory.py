@@ -13,6 +13,8 @@ import numpy as np
 from .errno import Errno, WasiError
 
 _U32 = 0xFFFFFFFF
+MAX_IOVECS = 1024
+"""Buffers one read or write may name (Linux's ``IOV_MAX``); more is ``EINVAL``."""
 
 
 class GuestFault(WasiError):
@@ -41,7 +43,15 @@ def read_u32s(memory: np.ndarray, pointer: int, count: int) -> np.ndarray:
 
 
 def read_iovecs(memory: np.ndarray, iovs: int, iovs_len: int) -> list[np.ndarray]:
-    """The buffers an ``iovec`` / ``ciovec`` array names, as views of ``memory``."""
+    """The buffers an ``iovec`` / ``ciovec`` array names, as views of ``memory``.
+
+    Raises:
+        WasiError: ``EINVAL`` for more than ``MAX_IOVECS`` buffers; ``GuestFault`` (EFAULT)
+            for one outside memory.
+    """
+    if iovs_len & _U32 > MAX_IOVECS:
+        raise WasiError(Errno.EINVAL, f"{iovs_len & _U32} buffers in one call; at most "
+                                      f"{MAX_IOVECS}")
     vectors = read_u32s(memory, iovs, 2 * (iovs_len & _U32)).reshape(-1, 2)
     return [span(memory, int(pointer), int(length)) for pointer, length in vectors]
 

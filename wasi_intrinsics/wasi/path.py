@@ -77,7 +77,11 @@ def path_open(ctx: HostContext, file: i32, dirflags: i32, path_ptr: i32, path_le
     with at(ctx, file, Rights.PATH_OPEN, path_ptr, path_len, follow) as where:
         if where.trailing_slash:
             host |= os.O_DIRECTORY
-        new = os.open(where.name, host, 0o666, dir_fd=where.parent)
+        # NOTE: non-blocking, so opening a FIFO nobody writes cannot hang the host; reads
+        # and writes then wait (until the deadline) as the guest's flags say.
+        new = os.open(where.name, host | os.O_NONBLOCK, 0o666, dir_fd=where.parent)
+    if not host & os.O_NONBLOCK:
+        os.set_blocking(new, True)
     mode = os.fstat(new).st_mode
     if stat.S_ISDIR(mode):
         descriptor: Directory | HostFile = Directory(Filetype.DIRECTORY, base & DIRECTORY_RIGHTS,

@@ -14,6 +14,7 @@ import time
 from ..intrinsic import HostContext, IntrinsicModule, i32
 from .abi import EventType, Rights
 from .clocks import now
+from .deadline import DeadlineExceeded, remaining
 from .descriptors import Descriptor, HostFile, Stream
 from .errno import Errno, WasiError
 from .memory import pack, unpack, write_u32
@@ -24,6 +25,9 @@ poll = IntrinsicModule("wasi_poll")
 _SUBSCRIPTION = 48
 _EVENT = 32
 _ABSTIME = 1
+_SELECT_CHUNK = 86400.0  # seconds; select() refuses timeouts near 2^64 ns
+MAX_SUBSCRIPTIONS = 1024
+"""Subscriptions one call may pass (as ``poll`` is bounded by the fd limit); more is EINVAL."""
 Event = tuple[int, int, int, int]  # userdata, errno, type, nbytes
 
 
@@ -48,8 +52,9 @@ def poll_oneoff(ctx: HostContext, subscriptions: i32, events: i32, nsubscription
                 nevents: i32) -> None:
     """Block until at least one subscription fires; write its events and their count."""
     count = nsubscriptions & 0xFFFFFFFF
-    if count == 0:
-        raise WasiError(Errno.EINVAL, "poll_oneoff needs at least one subscription")
+    if not 0 < count <= MAX_SUBSCRIPTIONS:
+        raise WasiError(Errno.EINVAL, f"poll_oneoff got {count} subscriptions; it takes 1 to "
+                                      f"{MAX_SUBSCRIPTIONS}")
     memory = ctx.memory
     ready: list[Event] = []
     clocks: list[tuple[int, int]] = []  # (ns to wait, userdata)
@@ -81,7 +86,7 @@ def poll_oneoff(ctx: HostContext, subscriptions: i32, events: i32, nsubscription
             raise WasiError(Errno.EINVAL, f"unknown subscription type {kind}")
     wait = 0 if ready else min((delay for delay, _ in clocks), default=None)
     start = time.monotonic_ns()
-    readable = select.select(list(waiting), [], [], None if wait is None else wait / 1e9)[0]
+    readable = _select(ctx, list(waiting), wait)
     ready += [(waiting[fd][0], Errno.SUCCESS, waiting[fd][1], 0) for fd in readable]
     elapsed = time.monotonic_ns() - start
     ready += [(userdata, Errno.SUCCESS, EventType.CLOCK, 0) for delay, userdata in clocks
@@ -89,3 +94,22 @@ def poll_oneoff(ctx: HostContext, subscriptions: i32, events: i32, nsubscription
     for index, (userdata, errno, kind, nbytes) in enumerate(ready):
         pack(memory, events + _EVENT * index, "QHB5xQH6x", userdata, errno, kind, nbytes, 0)
     write_u32(memory, nevents, len(ready))
+
+
+def _select(ctx: HostContext, fds: list[int], wait: int | None) -> list[int]:
+    """The readable ``fds`` after waiting up to ``wait`` ns (``None``: until one is), in
+    chunks, and never past the caller's deadline.
+
+    Raises:
+        DeadlineExceeded: the deadline came before any fd or clock.
+    """
+    end = None if wait is None else time.monotonic() + wait / 1e9
+    while True:
+        left = None if end is None else max(0.0, end - time.monotonic())
+        deadline = remaining(ctx)
+        timeout = min(t for t in (left, deadline, _SELECT_CHUNK) if t is not None)
+        readable = select.select(fds, [], [], timeout)[0]
+        if readable or (left is not None and left <= timeout):
+            return readable
+        if deadline is not None and deadline <= timeout:
+            raise DeadlineExceeded("poll_oneoff")

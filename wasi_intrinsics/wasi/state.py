@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import BinaryIO, NamedTuple
 
@@ -11,6 +12,39 @@ from .abi import ALL_RIGHTS, DIRECTORY_RIGHTS, WRITE_RIGHTS, Filetype, Rights
 from .descriptors import Directory, FdTable, Stream
 
 _STREAM_RIGHTS = Rights.FD_FDSTAT_SET_FLAGS | Rights.FD_FILESTAT_GET | Rights.POLL_FD_READWRITE
+
+
+CAPTURE_BYTES = 64 * 1024
+"""How much of each captured output stream is kept in host memory."""
+
+
+class CappedBuffer(io.BytesIO):
+    """An in-memory output stream that keeps the first ``limit`` bytes written and counts the
+    rest in ``dropped``, so a guest cannot fill host memory by writing."""
+
+    def __init__(self, limit: int = CAPTURE_BYTES):
+        super().__init__()
+        self.limit = limit
+        self.dropped = 0
+
+    def write(self, data: bytes) -> int:  # type: ignore[override]
+        """Keep what fits; report every byte as written (the guest sees no error)."""
+        view = memoryview(data).cast("B")
+        room = max(0, self.limit - self.tell())
+        super().write(view[:room])
+        self.dropped += max(0, len(view) - room)
+        return len(view)
+
+    def text(self) -> str:
+        """What was kept, decoded, with a note of how much was dropped."""
+        kept = self.getvalue().decode(errors="replace")
+        return kept + (f" [{self.dropped} more bytes dropped]" if self.dropped else "")
+
+    def clear(self) -> None:
+        """Forget everything written so far."""
+        self.seek(0)
+        self.truncate()
+        self.dropped = 0
 
 
 class Preopen(NamedTuple):
@@ -27,15 +61,16 @@ class WasiConfig:
     """What a WASI program may see. Deny by default: no args, environment or directories.
 
     ``stdin`` is read from and ``stdout`` / ``stderr`` written to; by default stdin is empty
-    and both output streams are captured in memory. ``preopens`` are ``Preopen`` values or
+    and both output streams are captured in memory (the first ``CAPTURE_BYTES`` of each, see
+    ``CappedBuffer``). ``preopens`` are ``Preopen`` values or
     ``(host_dir, guest_path)`` pairs, numbered from fd 3 in order.
     """
 
     args: list[str] = field(default_factory=list)
     env: dict[str, str] = field(default_factory=dict)
     stdin: BinaryIO = field(default_factory=io.BytesIO)
-    stdout: BinaryIO = field(default_factory=io.BytesIO)
-    stderr: BinaryIO = field(default_factory=io.BytesIO)
+    stdout: BinaryIO = field(default_factory=CappedBuffer)
+    stderr: BinaryIO = field(default_factory=CappedBuffer)
     preopens: list[Preopen | tuple[str, str]] = field(default_factory=list)
 
 
@@ -58,15 +93,24 @@ def open_preopen(preopen: Preopen | tuple[str, str]) -> Directory:
                      fd, guest)
 
 
+def _no_deadline() -> float | None:
+    return None
+
+
 class WasiState:
     """The live state behind one WASI instance: its config and open file descriptors.
+
+    ``deadline`` tells blocking calls when the caller's time is up (``time.monotonic()``
+    seconds, or ``None`` for no limit); they wake then and unwind with ``DeadlineExceeded``.
 
     Raises:
         FileNotFoundError / NotADirectoryError: a preopen's host directory does not exist.
     """
 
-    def __init__(self, config: WasiConfig | None = None):
+    def __init__(self, config: WasiConfig | None = None,
+                 deadline: Callable[[], float | None] = _no_deadline):
         self.config = config or WasiConfig()
+        self.deadline = deadline
         self.fds = FdTable()
         self.fds.add(_stream(self.config.stdin, Rights.FD_READ))
         self.fds.add(_stream(self.config.stdout, Rights.FD_WRITE))

@@ -7,7 +7,7 @@ import logging
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from ..intrinsic import HostContext, IntrinsicModule, i32
+from ..intrinsic import HostContext, IntrinsicModule, NoMemory, i32
 from .errno import Errno, WasiError, from_os_error
 
 log = logging.getLogger("wasi_intrinsics.wasi")
@@ -19,7 +19,9 @@ def syscall(module: IntrinsicModule) -> Callable[[F], F]:
     """Decorator: declare ``fn(ctx, *params) -> None`` on ``module`` as a call returning errno.
 
     ``fn`` signals failure by raising ``WasiError`` (``GuestFault`` for bad pointers) or by
-    letting a host ``OSError`` through; both become the errno the guest sees. ``ENOSYS`` is
+    letting a host ``OSError`` through; both become the errno the guest sees, as does
+    ``NoMemory`` (EFAULT: a caller without memory can name no valid pointer) and
+    ``OverflowError`` (EINVAL: an offset or size past what the host represents). ``ENOSYS`` is
     logged. Any other exception (``ProcExit``, or a bug) propagates and unwinds the guest.
     """
     def declare(fn: F) -> F:
@@ -33,6 +35,11 @@ def syscall(module: IntrinsicModule) -> Callable[[F], F]:
                 return int(error.errno)
             except OSError as error:
                 return int(from_os_error(error))
+            except OverflowError:
+                # NOTE: a size or offset the host cannot represent (>= 2^63), as Linux does.
+                return int(Errno.EINVAL)
+            except NoMemory:
+                return int(Errno.EFAULT)  # NOTE: no memory, so every pointer is outside it
             return int(Errno.SUCCESS)
 
         call.__annotations__ = {**fn.__annotations__, "return": i32}

@@ -107,9 +107,8 @@ class NamedFrame(KernelFrame):
 
     def get(self, *names: str) -> Code:
         """Push each named local or argument."""
-        for name in names:
-            self.c.emit("local.get", self.v[name] if name in self.v else self.arg[name])
-        return self.c
+        return self.c.get(*(self.v[name] if name in self.v else self.arg[name]
+                            for name in names))
 
     def set(self, name: str) -> None:
         self.c.emit("local.set", self.v[name])

@@ -11,8 +11,6 @@ window's sum by its entry of ``scale``, which carries torch's divisor rules.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 from ..abi import KernelSpec
 from ..wasm import Code, FuncType
 from .loops import strided_loop
@@ -22,13 +20,11 @@ COMBINE: dict[str, tuple[str, float]] = {"f32_max_pool2d": ("f32.max", float("-i
 """The fold of each kernel and its identity (what a padding tap contributes)."""
 
 
-def _getter(c: Code, v: dict[str, int], arg: dict[str, int]) -> Callable[..., Code]:
-    """``get(*names)``: push each named local (of ``v``) or argument (of ``arg``)."""
-    def get(*names: str) -> Code:
-        for name in names:
-            c.emit("local.get", v[name] if name in v else arg[name])
-        return c
-    return get
+def _code(spec: KernelSpec, locals_: tuple[str, ...]) -> tuple[Code, dict[str, int], int]:
+    """A body whose arguments and i32 ``locals_`` are named, and its f32 accumulator."""
+    c = Code(spec.param_types, names=spec.params)
+    v = {name: c.local("i32", name) for name in locals_}
+    return c, v, c.local("f32", "acc")
 
 
 def emit(spec: KernelSpec, isa_name: str) -> tuple[FuncType, Code]:
@@ -36,13 +32,8 @@ def emit(spec: KernelSpec, isa_name: str) -> tuple[FuncType, Code]:
     if spec.name == "f32_adaptive_avg_pool2d":
         return _adaptive(spec)
     combine, identity = COMBINE[spec.name]
-    c = Code(spec.param_types)
-    arg = {p: i for i, p in enumerate(spec.params)}
-    v = {name: c.local("i32") for name in ("plane", "row", "p", "oy", "ox", "i", "j", "ih",
-                                           "iw", "xp", "out")}
-    acc = c.local("f32")
-
-    get = _getter(c, v, arg)
+    c, v, acc = _code(spec, ("plane", "row", "p", "oy", "ox", "i", "j", "ih", "iw", "xp", "out"))
+    arg, get = c.names, c.get
 
     get("w").emit("i32.const", 2).emit("i32.shl").emit("local.set", v["row"])
     get("h", "row").emit("i32.mul").emit("local.set", v["plane"])
@@ -95,13 +86,8 @@ def emit(spec: KernelSpec, isa_name: str) -> tuple[FuncType, Code]:
 
 def _adaptive(spec: KernelSpec) -> tuple[FuncType, Code]:
     """Each output = the sum of its adaptive window / the window's size."""
-    c = Code(spec.param_types)
-    arg = {p: i for i, p in enumerate(spec.params)}
-    v = {name: c.local("i32") for name in ("p", "oy", "ox", "h0", "h1", "w0", "w1", "ih",
-                                           "iw", "xp", "out")}
-    acc = c.local("f32")
-
-    get = _getter(c, v, arg)
+    c, v, acc = _code(spec, ("p", "oy", "ox", "h0", "h1", "w0", "w1", "ih", "iw", "xp", "out"))
+    arg, get = c.names, c.get
 
     def bounds(index: str, size: str, out: str, start: str, end: str) -> None:
         """start = index * size // out; end = ((index + 1) * size + out - 1) // out."""

@@ -10,6 +10,7 @@ recurrent product), and maps them elementwise to the new state(s), written in pl
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 
 from .. import abi
 from ..abi import KernelSpec
@@ -88,8 +89,7 @@ def _elements(f: NamedFrame, body: Callable[[Isa, dict[int, int]], None]) -> Non
     f.c.emit("i32.const", 0)
     f.set("j")
     for each in with_tail(f.isa):
-        strided_loop(f.c, f.v["j"], each.lanes, f.arg["hidden"],
-                     lambda each=each: body(each, {}))
+        strided_loop(f.c, f.v["j"], each.lanes, f.arg["hidden"], partial(body, each, {}))
 
 
 def _at_j(f: NamedFrame, pointer: str) -> None:

@@ -51,6 +51,10 @@ class ModuleInfo:
     imports: list[Import] = field(default_factory=list)
     exports: list[Export] = field(default_factory=list)
     customs: list[tuple[str, bytes]] = field(default_factory=list)
+    memories: list[MemoryType] = field(default_factory=list)
+    """The memories the module defines itself (not its imported ones)."""
+    tables: list[TableType] = field(default_factory=list)
+    """The tables the module defines itself (not its imported ones)."""
 
     def custom(self, section_name: str) -> bytes | None:
         """The payload of the first custom section called ``section_name``, if any."""
@@ -232,10 +236,12 @@ def read_module(data: bytes) -> ModuleInfo:
             for _ in range(body.u32()):
                 element = body.valtype()
                 tables.append(TableType(element, body.limits()[0]))
+                info.tables.append(tables[-1])
         elif sid == 5:
             for _ in range(body.u32()):
                 limits, shared = body.limits()
                 memories.append(MemoryType(limits, shared))
+                info.memories.append(memories[-1])
         elif sid == 6:
             for _ in range(body.u32()):
                 globals_.append(GlobalType(body.valtype(), bool(body.byte())))
