@@ -65,6 +65,9 @@ CASES: dict[str, Case] = {
     # elementwise unary ops, each its own kernel
     **{op: _unary(op, 2, 3, 5) for op in ("abs", "neg", "relu", "relu6", "exp", "tanh", "erf",
                                           "sigmoid", "silu", "gelu", "hardswish")},
+    "round_ties": Case(F.round, (np.arange(-12, 12, dtype=np.float32).reshape(3, 8) / 4,),
+                       BATCH),
+    "sin_range": Case(F.sin, (x(3, 7, scale=100.0),), rtol=0, atol=1e-5),
     "relu6_range": Case(F.relu6, (x(3, 7, scale=5.0),)),
     "hardswish_range": Case(F.hardswish, (x(4, 9, scale=4.0),)),
     **{op: _unary(op, 2, 3, 5, domain=lambda *shape: x(*shape, scale=3.0))
@@ -95,7 +98,8 @@ CASES: dict[str, Case] = {
     "softmax": Case(lambda a: F.softmax(a, -1), (x(2, 3, 7),), BATCH),
     "softmax_inner_axes": Case(lambda a: F.softmax(a, 1) + F.softmax(a, 0) * F.softmax(a, -1),
                                (x(3, 4, 5),), BATCH),
-    "log_softmax": Case(lambda a: F.log_softmax(a, -1), (x(2, 3, 7),), BATCH),
+    "log_softmax": Case(lambda a: F.log_softmax(a, -1) + F.log_softmax(a, 1), (x(2, 3, 7),),
+                        BATCH),
     "layer_norm": Case(lambda a: F.layer_norm(a, (6,), GAMMA, BETA), (x(2, 3, 6),), BATCH),
     "rsqrt_rms_norm": Case(lambda a: a * F.rsqrt(F.mean(F.pow(a, 2), -1, keepdim=True) + 1e-6),
                      (x(2, 3, 8),), {"input0": {0: ("batch", 1, 4)}}),
@@ -128,6 +132,10 @@ CASES: dict[str, Case] = {
     # resizing
     "resample_bilinear": Case(lambda a: F.interpolate(a, scale_factor=2, mode="bilinear"),
                               (x(1, 2, 3, 4),), BATCH),
+    "resample_nearest_last_axis": Case(lambda a: F.interpolate(a, size=(4, 13)),
+                                       (x(2, 3, 4, 5),), BATCH),
+    "resample_bicubic_shrink": Case(lambda a: F.interpolate(a, size=(3, 2), mode="bicubic"),
+                                    (x(1, 2, 7, 6),)),
     # gathers, casts, selection
     "embedding": Case(lambda ids: F.embedding(ids, TABLE) * 2.0,
                       (np.array([[1, 0, 10], [3, 3, 7]], np.int64),)),
@@ -158,4 +166,8 @@ CASES: dict[str, Case] = {
                             (x(4, 3, 9),)),
     "rnn_relu_lengths": Case(lambda g: sum(F.rnn(g, W_HH[:3], lengths=np.array([4, 2]),
                                                  nonlinearity="relu")), (x(4, 2, 3),)),
+    "topk_smallest_middle": Case(lambda a: F.topk(a, 3, 1, largest=False)[0] + 1.0,
+                                 (x(2, 5, 4),)),
+    "topk_indices": Case(lambda a: F.cast(F.topk(a, 2)[1], np.float32), (x(3, 7),), BATCH),
+    "check": Case(lambda a, ok: F.check(a, ok) * 2.0, (x(2, 3), np.array([True]))),
 }
