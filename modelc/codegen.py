@@ -126,10 +126,11 @@ class LowerContext:
     def trap_unless(self, condition: Value, expected: bool) -> None:
         """Trap (``unreachable``) unless the bool ``condition`` (one byte) is ``expected``."""
         self.address(condition)
-        self.records.append(("i32.load8_u", 0))
+        self._add("i32.load8_u", 0)
         if expected:
-            self.records.append(("i32.eqz",))
-        self.records.extend([("if",), ("unreachable",), ("end",)])
+            self._add("i32.eqz")
+        for op in ("if", "unreachable", "end"):
+            self._add(op)
 
     def emit(self, op: str, *args: object) -> None:
         """Record one plain instruction (control flow, locals) for ``run``."""
