@@ -221,13 +221,14 @@ def _enter(ctx: LowerContext, current: Guard, guard: Guard) -> Guard:
     while (shared < min(len(current), len(guard)) and current[shared][0] is guard[shared][0]
            and current[shared][1] == guard[shared][1]):
         shared += 1
-    ctx.records.extend([("end",)] * (len(current) - shared))
+    for _ in range(len(current) - shared):
+        ctx.emit("end")
     for cond, truth in guard[shared:]:
         ctx.address(cond)
-        ctx.records.append(("i32.load8_u", 0))
+        ctx.emit("i32.load8_u", 0)
         if not truth:
-            ctx.records.append(("i32.eqz",))
-        ctx.records.append(("if",))
+            ctx.emit("i32.eqz")
+        ctx.emit("if")
     return guard
 
 
