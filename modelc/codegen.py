@@ -126,11 +126,11 @@ class LowerContext:
     def trap_unless(self, condition: Value, expected: bool) -> None:
         """Trap (``unreachable``) unless the bool ``condition`` (one byte) is ``expected``."""
         self.address(condition)
-        self._add("i32.load8_u", 0)
+        self.emit("i32.load8_u", 0)
         if expected:
-            self._add("i32.eqz")
+            self.emit("i32.eqz")
         for op in ("if", "unreachable", "end"):
-            self._add(op)
+            self.emit(op)
 
     def emit(self, op: str, *args: object) -> None:
         """Record one plain instruction (control flow, locals) for ``run``."""

@@ -170,4 +170,8 @@ CASES: dict[str, Case] = {
                             (x(4, 3, 9),)),
     "rnn_relu_lengths": Case(lambda g: sum(F.rnn(g, W_HH[:3], lengths=np.array([4, 2]),
                                                  nonlinearity="relu")), (x(4, 2, 3),)),
+    "topk_smallest_middle": Case(lambda a: F.topk(a, 3, 1, largest=False)[0] + 1.0,
+                                 (x(2, 5, 4),)),
+    "topk_indices": Case(lambda a: F.cast(F.topk(a, 2)[1], np.float32), (x(3, 7),), BATCH),
+    "check": Case(lambda a, ok: F.check(a, ok) * 2.0, (x(2, 3), np.array([True]))),
 }
