@@ -95,6 +95,9 @@ CASES: dict[str, Case] = {
     "sum": Case(lambda a: F.sum(a, 1), (x(2, 3, 4),), BATCH),
     "mean": Case(lambda a: F.mean(a, (1, 2), keepdim=True), (x(2, 3, 4),)),
     "amax": Case(lambda a: F.amax(a, -1), (x(2, 3, 4),)),
+    "topk": Case(lambda a: F.topk(a, 2, -1)[0] + F.cast(F.topk(a, 3, 1, False)[1],
+                                                          np.float32).sum(),
+                 (x(2, 4, 5),)),
     "softmax": Case(lambda a: F.softmax(a, -1), (x(2, 3, 7),), BATCH),
     "softmax_inner_axes": Case(lambda a: F.softmax(a, 1) + F.softmax(a, 0) * F.softmax(a, -1),
                                (x(3, 4, 5),), BATCH),
@@ -145,6 +148,7 @@ CASES: dict[str, Case] = {
                           (np.array([[True, False, True]]),)),
     "cast_i64_bool": Case(lambda ids: F.where(F.cast(ids, np.bool_), 1.5, -0.5),
                           (np.array([[0, 3, -1, 0, 2 ** 40]], np.int64),)),
+    "check": Case(lambda a, b: F.check(a * 2.0, F.lt(F.sum(b), 100.0)), (x(2, 3), x(4))),
     "where": Case(lambda m, a: F.where(m, a, -1.5), (np.array([[True, False, True]]), x(2, 3))),
     # movement
     "reshape": Case(lambda a: F.reshape(F.relu(a), (3, 8)) + 1.0, (x(2, 3, 4),)),
