@@ -24,7 +24,7 @@ from wasm_kernels.wasm import Code, FuncType, Limits, MemoryType, ModuleBuilder,
 
 from . import ops
 from .errors import CompileError
-from .graph import Graph, Node, Shape, Value
+from .graph import Graph, Guard, Node, Shape, Value
 from .metadata import SECTION, encode_metadata
 
 SCRATCH_BYTES = 16
@@ -90,9 +90,10 @@ class LowerContext:
         its address."""
         self._add("i32.const", 0, record=("weight", self._place(array)))
 
-    def scalar(self, number: float) -> None:
-        """Place one float32 among the weights and push its address."""
-        self.constant(np.array([number], np.float32))
+    def scalar(self, number: float, dtype: str = "float32") -> None:
+        """Place one element of ``dtype`` (float32 unless said) among the weights and push
+        its address."""
+        self.constant(np.array([number], storage(np.array([], dtype)).dtype))
 
     def push_f32(self, number: float) -> None:
         """Push an f32 constant."""
@@ -121,6 +122,15 @@ class LowerContext:
         self.push(itemsize)
         self._add("i32.mul")
         self._add("i32.add")
+
+    def trap_unless(self, condition: Value, expected: bool) -> None:
+        """Trap (``unreachable``) unless the bool ``condition`` (one byte) is ``expected``."""
+        self.address(condition)
+        self.emit("i32.load8_u", 0)
+        if expected:
+            self.emit("i32.eqz")
+        for op in ("if", "unreachable", "end"):
+            self.emit(op)
 
     def emit(self, op: str, *args: object) -> None:
         """Record one plain instruction (control flow, locals) for ``run``."""
@@ -176,6 +186,52 @@ class Layout:
         return self.arena_base + graph.meta["arena"][id(value)]
 
 
+def _guards(graph: Graph) -> list[Guard]:
+    """Each node's ``meta["guard"]`` where it is safe to skip the node when the guard fails:
+    its conditions are still computed before it and live after it, and every user of its
+    outputs is skipped too (a guard that extends it) or is the ``where`` that merges the
+    branch on its last condition. Otherwise the node runs unconditionally, which changes
+    no output (see ``Guard``)."""
+    position = {id(node): i for i, node in enumerate(graph.nodes)}
+    defined = {id(v) for v in graph.inputs.values()} | {id(v) for n in graph.nodes
+                                                        for v in n.outputs}
+    guards: dict[int, Guard] = {}
+    for node in reversed(graph.nodes):
+        guard: Guard = node.meta.get("guard", ())
+        here = position[id(node)]
+        if not all(id(cond) in defined and (cond.producer is None
+                                            or position.get(id(cond.producer), here) < here)
+                   and any(position.get(id(u), -1) > here for u in cond.users)
+                   for cond, _ in guard):
+            guard = ()
+        for user in (u for v in node.outputs for u in v.users):
+            theirs = guards.get(id(user), ())
+            merges = (guard and user.op == "where" and user.inputs[0] is guard[-1][0]
+                      and theirs == guard[:-1])
+            if theirs[:len(guard)] != guard and not merges:
+                guard = ()
+        guards[id(node)] = guard
+    return [guards[id(node)] for node in graph.nodes]
+
+
+def _enter(ctx: LowerContext, current: Guard, guard: Guard) -> Guard:
+    """Close the wasm ``if`` blocks of ``current`` that ``guard`` does not share and open
+    one per further condition of ``guard``: ``if (cond byte != 0)`` (``== 0`` for else)."""
+    shared = 0
+    while (shared < min(len(current), len(guard)) and current[shared][0] is guard[shared][0]
+           and current[shared][1] == guard[shared][1]):
+        shared += 1
+    for _ in range(len(current) - shared):
+        ctx.emit("end")
+    for cond, truth in guard[shared:]:
+        ctx.address(cond)
+        ctx.emit("i32.load8_u", 0)
+        if not truth:
+            ctx.emit("i32.eqz")
+        ctx.emit("if")
+    return guard
+
+
 def lower(graph: Graph) -> tuple[LowerContext, Layout]:
     """Lower every node (after ``passes.optimize``) and lay out memory.
 
@@ -186,7 +242,9 @@ def lower(graph: Graph) -> tuple[LowerContext, Layout]:
     """
     _check_dim_bounds(graph)
     ctx = LowerContext(graph)
-    for node in graph.nodes:
+    open_guard: Guard = ()
+    for node, guard in zip(graph.nodes, _guards(graph)):
+        open_guard = _enter(ctx, open_guard, guard)
         try:
             ops.get(node.op).lower(node, ctx)
             if ctx.check.stack:
@@ -194,6 +252,7 @@ def lower(graph: Graph) -> tuple[LowerContext, Layout]:
                                    "on the stack after its kernel calls")
         except (CompileError, WasmTypeError) as err:
             raise CompileError(f"while lowering {node.describe()}: {err}") from None
+    _enter(ctx, open_guard, ())
     messages, message_at = _message_segment(graph, SCRATCH_BYTES)
     weights_base = _aligned(SCRATCH_BYTES + len(messages))
     arena_base = _aligned(weights_base + len(ctx.weights))

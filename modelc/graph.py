@@ -10,6 +10,10 @@ import numpy as np
 
 Dim = int | str
 Shape = tuple[Dim, ...]
+Guard = tuple[tuple["Value", bool], ...]
+"""``node.meta["guard"]``: the node runs only where each bool value (one element) is the
+given truth value: a branch of a run-time ``If``, whose results a ``where`` on the same
+condition merges, so running a node regardless of its guard never changes the outputs."""
 
 
 @dataclass(eq=False)

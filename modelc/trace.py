@@ -24,7 +24,6 @@ from . import ops
 from .errors import CompileError, TraceError, UnsupportedOpError
 from .graph import Graph, Node, Shape, Value
 from .trace_dims import SymbolicDim
-from .trace_index import getitem
 from .trace_methods import ArrayMethods
 from .trace_numpy import array_function, array_ufunc
 from .trace_source import user_frame
@@ -44,20 +43,12 @@ class SymbolicTensor(ArrayMethods):
         self._tracer = tracer
         self.value = value
 
-    @property
-    def shape(self) -> Shape:
-        return tuple(SymbolicDim(d, self._tracer) if isinstance(d, str) else d
-                     for d in self.value.shape)
-
     @classmethod
     def __nn_function__(cls, name: str, signature: inspect.Signature,
                         arguments: dict[str, Any]) -> Any:
         tracer = next(a._tracer for a in _flatten(arguments.values())
                       if isinstance(a, (cls, SymbolicDim)))
         return tracer.record(name, signature, arguments)
-
-    def __getitem__(self, key: Any) -> Any:
-        return getitem(self, key)
 
     def __array_ufunc__(self, ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: Any) -> Any:
         return array_ufunc(ufunc, method, inputs, kwargs)

@@ -127,7 +127,8 @@ class SymbolicDim(str):
         raise TraceError(f"the symbolic dim {str(self)!r} (in [{low}, {high}]) was used as a "
                          "Python int (range(), an index, int(), an array's shape); its size is "
                          "known only at run time: loop over a fixed axis, build constants over "
-                         "the fixed axes and let broadcasting stretch them, or fix that axis; "
-                         f"at {user_frame()}")
+                         "the fixed axes and let broadcasting stretch them (or np.zeros_like(x), "
+                         "nn.functional.full(x.shape, value)), or fix that axis; at "
+                         f"{user_frame()}")
 
     __int__ = __index__

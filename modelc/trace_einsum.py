@@ -2,45 +2,57 @@
 a broadcast ``mul`` when nothing is contracted) per pair of operands, left to right.
 
 Written with ndarray methods, so an operand may be a traced tensor or a constant array.
-Covered: explicit and implicit outputs, any number of operands, sums over indices one
-operand alone carries. Not covered: ``...`` and repeated indices within an operand
-(diagonals); both raise ``TraceError``.
+Covered: explicit and implicit outputs, ``...`` (broadcast axes), any number of operands,
+sums over indices one operand alone carries. Not covered: repeated indices within an operand
+(diagonals), a ``TraceError``.
 """
 
 from __future__ import annotations
 
 import math
+import string
 from typing import Any
 
 import numpy as np
 
-from nn import functional as F
-
-from .trace_math import arithmetic, matmul
+from .trace_math import F, arithmetic, matmul
 from .trace_source import unsupported
+
+
+def _expand_ellipsis(inputs: str, output: str, arrow: str,
+                     operands: tuple[Any, ...]) -> tuple[list[str], str]:
+    """The terms and output with ``...`` replaced by letters no term uses, one per broadcast
+    axis, aligned from the right as numpy aligns them."""
+    terms = inputs.split(",")
+    free = iter(sorted(set(string.ascii_letters) - set(inputs + output)))
+    widths = [np.ndim(op) - len(t.replace("...", "")) for t, op in zip(terms, operands)
+              if "..." in t]
+    dots = "".join(next(free) for _ in range(max(widths, default=0)))
+    terms = [t.replace("...", dots[len(dots) - (np.ndim(op) - len(t) + 3):]) if "..." in t
+             else t for t, op in zip(terms, operands)]
+    if not arrow:
+        singles = ",".join(terms).replace(",", "")
+        output = dots + "".join(sorted(c for c in set(singles) - set(dots)
+                                       if singles.count(c) == 1))
+    return terms, output.replace("...", dots)
 
 
 def _parse(subscripts: Any, operands: tuple[Any, ...]) -> tuple[list[str], str]:
     if not isinstance(subscripts, str):
         raise unsupported("np.einsum in the interleaved (operand, axes) form",
                           "pass a subscripts string such as 'bij,bjk->bik'")
-    spec = subscripts.replace(" ", "")
-    if "." in spec:
-        raise unsupported(f"np.einsum({subscripts!r}) with '...'", "name every axis")
-    inputs, arrow, output = spec.partition("->")
-    terms = inputs.split(",")
-    if len(terms) != len(operands):
-        raise ValueError(f"einsum {subscripts!r} names {len(terms)} operands, "
+    inputs, arrow, output = subscripts.replace(" ", "").partition("->")
+    if len(inputs.split(",")) != len(operands):
+        raise ValueError(f"einsum {subscripts!r} names {len(inputs.split(','))} operands, "
                          f"got {len(operands)}")
+    terms, output = _expand_ellipsis(inputs, output, arrow, operands)
     for term, operand in zip(terms, operands):
-        if len(term) != np.ndim(operand):
+        if len(term) != np.ndim(operand) or "." in term:
             raise ValueError(f"einsum term {term!r} has {len(term)} indices for an operand "
                              f"of rank {np.ndim(operand)}")
         if len(set(term)) != len(term):
             raise unsupported(f"np.einsum({subscripts!r}) with a repeated index in {term!r} "
                               "(a diagonal)", "take the diagonal with a mask and a sum")
-    if not arrow:
-        output = "".join(sorted(c for c in set(inputs) - {","} if inputs.count(c) == 1))
     return terms, output
 
 
@@ -80,31 +92,33 @@ def _contract(a: Any, ia: str, b: Any, ib: str, needed: str) -> tuple[Any, str]:
     inner = [c for c in ia if c in ib and c not in needed]
     left = [c for c in ia if c not in ib]
     right = [c for c in ib if c not in ia]
-    size = {**dict(zip(ib, b.shape)), **dict(zip(ia, a.shape))}
+    size_a, size_b = dict(zip(ia, a.shape)), dict(zip(ib, b.shape))
+    # A batch index of size 1 in one operand broadcasts against the other's.
+    size = {**size_a, **size_b, **{c: size_a[c] for c in batch if str(size_a[c]) != "1"}}
     a = _arrange(a, ia, "".join(batch + left + inner))
     b = _arrange(b, ib, "".join(batch + inner + right))
-    lead = [size[c] for c in batch]
+    lead_a, lead_b = [size_a[c] for c in batch], [size_b[c] for c in batch]
     out = "".join(batch + left + right)
     if not inner:
-        a = _reshaped(a, lead + [size[c] for c in left] + [1] * len(right))
-        b = _reshaped(b, lead + [1] * len(left) + [size[c] for c in right])
+        a = _reshaped(a, lead_a + [size[c] for c in left] + [1] * len(right))
+        b = _reshaped(b, lead_b + [1] * len(left) + [size[c] for c in right])
         return arithmetic(F.mul, a, b), out
     # Row indices stay separate axes (matmul broadcasts over them); the summed and column
     # indices merge into one axis each.
     rows = [size[c] for c in left] or [1]
     depth = _merged([size[c] for c in inner], "summed")
     cols = _merged([size[c] for c in right], "column")
-    a = _reshaped(a, lead + rows + [depth])  # (*batch, *M, K)
-    b = _reshaped(b, lead + [1] * (len(rows) - 1 if lead else 0) + [depth, cols])
+    a = _reshaped(a, lead_a + rows + [depth])  # (*batch, *M, K)
+    b = _reshaped(b, lead_b + [1] * (len(rows) - 1 if batch else 0) + [depth, cols])
     product = matmul(a, b)  # (*batch, *M, N)
-    return _reshaped(product, lead + [size[c] for c in left + right]), out
+    return _reshaped(product, [size[c] for c in batch + left + right]), out
 
 
 def einsum(subscripts: Any, *operands: Any) -> Any:
     """``np.einsum(subscripts, *operands)`` written with primitives.
 
     Raises:
-        TraceError: the interleaved form, ``...``, or a repeated index within a term.
+        TraceError: the interleaved form, or a repeated index within a term.
         ValueError: terms that do not match the operands.
     """
     terms, output = _parse(subscripts, operands)

@@ -17,19 +17,16 @@ from typing import Any
 
 import numpy as np
 
-from nn import functional as F
-
 from .errors import TraceError
-from .trace_math import MAX_UNROLL
-from .trace_methods import ArrayMethods
+from .trace_math import MAX_UNROLL, F, Traced
 from .trace_source import unsupported, user_frame
 
-Entry = int | builtins.slice | None | np.ndarray | ArrayMethods
+Entry = int | builtins.slice | None | np.ndarray | Traced
 
 
 def _entry(k: Any) -> Any:
     """One subscript entry in a canonical form: ints, slices, None, ..., arrays, tensors."""
-    if isinstance(k, ArrayMethods):
+    if isinstance(k, Traced):
         if k.dtype == np.bool_:
             raise TraceError("a boolean mask that is a traced tensor selects a number of "
                              "elements that depends on the input; keep the shape and zero the "
@@ -122,7 +119,7 @@ def _one(x: Any, axis: int, i: int) -> Any:
     return x if size == 1 else F.slice(x, axis, i, i + 1)
 
 
-def gather(x: Any, axis: int, index: np.ndarray | ArrayMethods) -> Any:
+def gather(x: Any, axis: int, index: np.ndarray | Traced) -> Any:
     """Rows ``index`` of ``axis`` of ``x`` (traced, or a constant table): the axis replaced
     by ``index.shape``.
 
@@ -131,7 +128,7 @@ def gather(x: Any, axis: int, index: np.ndarray | ArrayMethods) -> Any:
         TraceError: a traced index into a tensor whose shape is not fixed, or a long
             constant index on one whose shape is not fixed.
     """
-    shape = tuple(x.value.shape) if isinstance(x, ArrayMethods) else np.shape(x)
+    shape = tuple(x.value.shape) if isinstance(x, Traced) else np.shape(x)
     static = builtins.all(isinstance(d, int) for d in shape)
     if isinstance(index, np.ndarray):
         size = shape[axis]
@@ -186,8 +183,11 @@ def getitem(x: Any, key: Any) -> Any:
         TraceError: an index whose result shape would depend on the input, or a form not
             traced (several index arrays); the message names the alternative.
     """
+    if x.dtype == np.bool_:
+        # NOTE: the copy kernels move float32; a mask is moved as 0.0 and 1.0.
+        return F.gt(getitem(F.cast(x, np.float32), key), 0.5)
     x, entries = _expand(x, key)
-    arrays = [i for i, e in enumerate(entries) if isinstance(e, (np.ndarray, ArrayMethods))]
+    arrays = [i for i, e in enumerate(entries) if isinstance(e, (np.ndarray, Traced))]
     if len(arrays) > 1:
         raise unsupported("several index arrays in one subscript",
                           "index one axis at a time: x[rows][:, cols]")
@@ -211,13 +211,15 @@ def getitem(x: Any, key: Any) -> Any:
         x = F.reshape(x, tuple(shape))
     if array_at is None:
         return x
-    x = gather(x, array_at, entries[arrays[0]])
+    index = entries[arrays[0]]
+    assert isinstance(index, (np.ndarray, Traced))  # NOTE: arrays lists exactly these
+    x = gather(x, array_at, index)
     ints = [i for i, e in enumerate(entries) if isinstance(e, int)]
     advanced = sorted(ints + arrays)
     if advanced[-1] - advanced[0] + 1 == len(advanced) or array_at == 0:
         return x
     # numpy puts the index's axes first when ints and the array are not adjacent.
-    lead = entries[arrays[0]].ndim
+    lead = index.ndim
     order = [*range(array_at, array_at + lead), *range(array_at),
              *range(array_at + lead, x.ndim)]
     return F.permute(x, order)

@@ -1,19 +1,27 @@
 """Numpy semantics written with ``nn.functional`` primitives, shared by the ndarray methods,
 the indexing and the numpy protocols of a traced tensor: axis normalisation, numpy's
-promotion of bool and int operands, bool logic, floor and rounding in float32."""
+promotion of bool and int operands, bool logic."""
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from nn import functional as F
+from nn import functional
 
 from .graph import Value
+from .trace_dims import SymbolicDim
 from .trace_source import unsupported
+
+if TYPE_CHECKING:
+    from .trace import Tracer
+
+F: Any = functional
+"""``nn.functional``, typed loosely: traced tensors reach its primitives through the
+``__nn_function__`` dispatch, which their ndarray annotations do not describe."""
 
 FLOAT = np.dtype(np.float32)
 MAX_UNROLL = 64
@@ -22,9 +30,16 @@ integer index may pick from an axis by slicing (a larger one needs a fixed-shape
 
 
 class Traced:
-    """What every part of a traced tensor's ndarray surface needs: its graph value."""
+    """What every part of a traced tensor's ndarray surface needs: its graph value, and
+    its shape with symbolic dims as ``SymbolicDim``s."""
 
     value: Value
+    _tracer: Tracer
+
+    @property
+    def shape(self) -> tuple[int | SymbolicDim, ...]:
+        return tuple(SymbolicDim(d, self._tracer) if isinstance(d, str) else d
+                     for d in self.value.shape)
 
     @property
     def dtype(self) -> np.dtype:
@@ -33,6 +48,13 @@ class Traced:
     @property
     def ndim(self) -> int:
         return len(self.value.shape)
+
+
+def computed(dtype: Any) -> np.dtype:
+    """The dtype a compiled model holds for numpy's ``dtype``: float32 for float64 (numpy's
+    default float, which no kernel computes), else ``dtype`` itself."""
+    dtype = np.dtype(dtype)
+    return FLOAT if dtype == np.float64 else dtype
 
 
 def normalize_axes(axis: int | Sequence[int] | None, ndim: int) -> list[int]:
@@ -139,19 +161,3 @@ def dot_product(a: Any, b: Any) -> Any:
         raise unsupported("np.dot with a right operand of rank > 2", "use a @ b (batched "
                           "matmul) or np.einsum, which say which axes pair")
     return matmul(a, b)
-
-
-def floor(x: Any) -> Any:
-    """``np.floor`` of a float32 tensor from truncating casts (exact for |x| < 2**63)."""
-    truncated = F.cast(F.cast(x, np.int64), np.float32)
-    return F.sub(truncated, F.cast(F.gt(truncated, x), np.float32))
-
-
-def round_half_even(x: Any) -> Any:
-    """``np.round``: to the nearest integer, ties to the even one (exact for |x| < 2**63)."""
-    nearest = floor(F.add(x, 0.5))
-    tie = F.eq(F.sub(nearest, x), 0.5)
-    odd = F.eq(F.sub(nearest, F.mul(floor(F.mul(nearest, 0.5)), 2.0)), 1.0)
-    return F.sub(nearest, F.cast(logical("&", tie, odd), np.float32))
-
-

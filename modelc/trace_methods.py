@@ -15,12 +15,20 @@ from typing import Any
 
 import numpy as np
 
-from nn import functional as F
-
 from .errors import CompileError, TraceError
-from .graph import Shape
-from .trace_math import (arithmetic, dot_product, floor, logical, matmul, normalize_axes,
-                         power, promote, round_half_even)
+from .trace_index import getitem
+from .trace_math import (
+    FLOAT,
+    F,
+    arithmetic,
+    computed,
+    dot_product,
+    logical,
+    matmul,
+    normalize_axes,
+    power,
+    promote,
+)
 from .trace_reductions import Reductions
 from .trace_source import data_dependent, unsupported, user_frame
 
@@ -36,9 +44,7 @@ class UnsupportedAttributeError(TraceError, AttributeError):
 
 
 class ArrayMethods(Reductions):
-    """The ndarray surface of a traced tensor; needs ``value`` and ``shape``."""
-
-    shape: Shape
+    """The ndarray surface of a traced tensor."""
 
     # --- properties -------------------------------------------------------------------
     @property
@@ -53,6 +59,9 @@ class ArrayMethods(Reductions):
     @property
     def T(self) -> Any:  # noqa: N802 (numpy's name)
         return self.transpose()
+
+    def __getitem__(self, key: Any) -> Any:
+        return getitem(self, key)
 
     # --- operators ----------------------------------------------------------------------
     def __add__(self, other: Any) -> Any: return arithmetic(F.add, self, other)
@@ -73,15 +82,15 @@ class ArrayMethods(Reductions):
     def __le__(self, other: Any) -> Any: return F.le(*promote(self, other))
     def __gt__(self, other: Any) -> Any: return F.gt(*promote(self, other))
     def __ge__(self, other: Any) -> Any: return F.ge(*promote(self, other))
-    def __floordiv__(self, other: Any) -> Any: return floor(arithmetic(F.div, self, other))
-    def __rfloordiv__(self, other: Any) -> Any: return floor(arithmetic(F.div, other, self))
+    def __floordiv__(self, other: Any) -> Any: return F.floor(arithmetic(F.div, self, other))
+    def __rfloordiv__(self, other: Any) -> Any: return F.floor(arithmetic(F.div, other, self))
     def __mod__(self, other: Any) -> Any: return self - (self // other) * other
     def __rmod__(self, other: Any) -> Any: return other - (other // self) * self
 
-    def __eq__(self, other: Any) -> Any:  # type: ignore[override]
+    def __eq__(self, other: Any) -> Any:
         return NotImplemented if other is None else F.eq(*promote(self, other))
 
-    def __ne__(self, other: Any) -> Any:  # type: ignore[override]
+    def __ne__(self, other: Any) -> Any:
         return NotImplemented if other is None else F.ne(*promote(self, other))
 
     __hash__ = object.__hash__
@@ -184,7 +193,7 @@ class ArrayMethods(Reductions):
     def round(self, decimals: int = 0, out: Any = None) -> Any:
         if decimals or out is not None:
             raise unsupported("round(decimals/out)", "scale first: np.round(x * 100) / 100")
-        return round_half_even(self)
+        return F.round(self)
 
     def transpose(self, *axes: Any) -> Any:
         if len(axes) == 1 and (axes[0] is None or isinstance(axes[0], (tuple, list))):
@@ -221,7 +230,12 @@ class ArrayMethods(Reductions):
                                                            if i not in axes))
 
     def astype(self, dtype: Any, *args: Any, **kwargs: Any) -> Any:
-        return self if np.dtype(dtype) == self.dtype else F.cast(self, np.dtype(dtype))
+        target = computed(dtype)
+        if target == self.dtype:
+            return self
+        if target == np.bool_ and self.dtype == FLOAT:
+            return F.ne(self, 0.0)
+        return F.cast(self, target)
 
     def copy(self, order: str = "C") -> Any:
         return self

@@ -2,7 +2,7 @@
 ``np.concatenate([h, g])`` reaches ``__array_function__``; each is written here with
 ``nn.functional`` primitives and the ndarray methods of ``trace_methods``.
 
-A ufunc without an entry here is looked up in ``nn.functional`` by its numpy name, so a new
+A ufunc without an entry here is looked up in ``nn.functional`` by its numpy name, so a
 primitive of that name (``sin``, ``floor``) serves ``np.sin`` with no change here. Anything
 else is a ``TraceError`` that names the call, the user's line and the supported calls.
 """
@@ -16,14 +16,23 @@ from typing import Any
 
 import numpy as np
 
-from nn import functional as F
 from nn._dispatch import is_primitive
 
 from .trace_einsum import einsum as traced_einsum
 from .trace_index import gather, getitem
-from .trace_math import (arithmetic, as_float, dot_product, floor, logical, matmul,
-                         normalize_axes, power, promote, round_half_even)
-from .trace_methods import ArrayMethods
+from .trace_math import (
+    F,
+    Traced,
+    arithmetic,
+    as_float,
+    computed,
+    dot_product,
+    logical,
+    matmul,
+    normalize_axes,
+    power,
+    promote,
+)
 from .trace_source import data_dependent, unsupported
 
 _LN2, _LN10 = math.log(2.0), math.log(10.0)
@@ -33,11 +42,11 @@ def _nonzero(x: Any) -> Any:
     """``x`` as a bool mask (numpy's truth of a number: nonzero)."""
     if np.dtype(getattr(x, "dtype", np.bool_)) == np.bool_:
         return x
-    return F.ne(as_float(x), 0.0) if isinstance(x, ArrayMethods) else np.asarray(x) != 0
+    return F.ne(as_float(x), 0.0) if isinstance(x, Traced) else np.asarray(x) != 0
 
 
 def _floor_divide(a: Any, b: Any) -> Any:
-    return floor(arithmetic(F.div, a, b))
+    return F.floor(arithmetic(F.div, a, b))
 
 
 def _promoted(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -54,15 +63,14 @@ UFUNCS: dict[str, Callable[..., Any]] = {
         ("not_equal", F.ne))},
     "negative": F.neg, "positive": lambda x: x, "absolute": F.abs, "fabs": F.abs,
     "exp": F.exp, "log": F.log, "sqrt": F.sqrt, "tanh": F.tanh, "matmul": matmul,
-    "rint": round_half_even, "isnan": lambda x: F.ne(x, x),
+    "rint": F.round, "isnan": lambda x: F.ne(x, x),
     "isinf": lambda x: F.eq(F.abs(x), np.inf), "isfinite": lambda x: F.lt(F.abs(x), np.inf),
     "log1p": lambda x: F.log(F.add(x, 1.0)), "expm1": lambda x: F.sub(F.exp(x), 1.0),
     "hypot": lambda a, b: F.sqrt(arithmetic(F.add, F.mul(a, a), F.mul(b, b))),
     "exp2": lambda x: F.exp(F.mul(x, _LN2)), "log2": lambda x: F.div(F.log(x), _LN2),
     "log10": lambda x: F.div(F.log(x), _LN10), "square": lambda x: F.mul(x, x),
     "reciprocal": lambda x: F.div(1.0, x),
-    "sign": lambda x: F.sub(F.cast(F.gt(x, 0.0), np.float32), F.cast(F.lt(x, 0.0), np.float32)),
-    "floor": floor, "ceil": lambda x: F.neg(floor(F.neg(x))),
+    "sign": F.sign,
     "floor_divide": _floor_divide,
     "remainder": lambda a, b: arithmetic(F.sub, a, arithmetic(F.mul, _floor_divide(a, b), b)),
     "bitwise_and": lambda a, b: logical("&", a, b), "bitwise_or": lambda a, b: logical("|", a, b),
@@ -160,9 +168,9 @@ def take(a: Any, indices: Any, axis: int | None = None, out: Any = None,
     if axis is None:
         a, axis = np.ravel(a), 0
     axis = normalize_axes(axis, a.ndim)[0]
-    if isinstance(a, ArrayMethods) and not isinstance(indices, ArrayMethods):
+    if isinstance(a, Traced) and not isinstance(indices, Traced):
         return getitem(a, (slice(None),) * axis + (np.asarray(indices),))
-    if np.ndim(indices) == 0 and not isinstance(indices, ArrayMethods):
+    if np.ndim(indices) == 0 and not isinstance(indices, Traced):
         return getitem(a, (slice(None),) * axis + (int(indices),))
     return gather(a, axis, indices)
 
@@ -238,12 +246,13 @@ def _triangle(lower: bool) -> Callable[..., Any]:
 
 def cumsum(a: Any, axis: int | None = None, dtype: Any = None, out: Any = None) -> Any:
     _no_out(out, "np.cumsum")
-    x, axis = (np.ravel(a), 0) if axis is None else (a, axis)
+    x: Any = np.ravel(a) if axis is None else a
+    axis = 0 if axis is None else axis
     x = x if dtype is None else x.astype(dtype)
     axis = normalize_axes(axis, x.ndim)[0]
-    x._static(axis, "np.cumsum")  # NOTE: raises the tracer's error for a symbolic axis
+    x._static(axis, "np.cumsum")
     sums = F.cumsum(as_float(x), axis)
-    expected = np.cumsum(np.zeros(1, x.dtype)).dtype
+    expected = computed(np.cumsum(np.zeros(1, x.dtype)).dtype)
     return sums if np.dtype(sums.dtype) == expected else F.cast(sums, expected)
 
 
@@ -272,12 +281,10 @@ def tile(a: Any, reps: int | Sequence[int]) -> Any:
 def _like(value: float | None) -> Callable[..., Any]:
     def full_like(a: Any, *args: Any, dtype: Any = None, **kwargs: Any) -> Any:
         fill = args[0] if value is None else value
-        shape = list(a.value.shape)
-        if any(isinstance(d, str) for d in shape):
-            raise unsupported("np.zeros_like/ones_like/full_like of a tensor with symbolic "
-                              f"dims {shape}", "make a constant of the fixed axes and let "
-                              "broadcasting stretch it (e.g. np.ones(x.shape[1:]))")
-        return np.full(shape, fill, dtype or a.dtype)
+        if any(isinstance(d, str) for d in a.value.shape):
+            # A symbolic shape is known at run time only: a full node fills it there.
+            return F.full(a.shape, float(fill), computed(dtype or a.dtype))
+        return np.full(a.value.shape, fill, computed(dtype or a.dtype))
     return full_like
 
 

@@ -12,12 +12,15 @@ from typing import Any
 
 import numpy as np
 
-from nn import functional as F
-
-from .trace_math import FLOAT, MAX_UNROLL, Traced, as_float, normalize_axes
+from .trace_math import FLOAT, MAX_UNROLL, F, Traced, as_float, computed, normalize_axes
 from .trace_source import unsupported
 
 _REDUCTIONS = {"sum": F.sum, "mean": F.mean, "max": F.amax}
+
+
+def _no_out(out: Any, name: str) -> None:
+    if out is not None:
+        raise unsupported(f"{name}(out=...)", "use the returned value")
 
 
 class Reductions(Traced):
@@ -26,16 +29,15 @@ class Reductions(Traced):
     # --- reductions ---------------------------------------------------------------------
     def _reduce(self, name: str, axis: Any, keepdims: bool, dtype: Any = None, out: Any = None,
                 initial: Any = np._NoValue, where: Any = True) -> Any:
-        if out is not None:
-            raise unsupported(f"{name}(out=...)", "use the returned value")
-        x: Any = self if dtype is None else self.astype(dtype)
+        _no_out(out, name)
+        x: Any = self if dtype is None else self.astype(dtype)  # type: ignore[attr-defined]
         if where is not True:
             if name != "sum":
                 raise unsupported(f"{name}(where=...)", "select first with np.where(mask, x, "
-                                  f"fill), then reduce")
+                                  "fill), then reduce")
             x = F.where(where, x, 0.0)
         axes = normalize_axes(axis, x.ndim)
-        expected = getattr(np, name)(np.zeros((1,), x.dtype)).dtype
+        expected = computed(getattr(np, name)(np.zeros((1,), x.dtype)).dtype)
         x = as_float(x)
         if not axes:
             result = x
@@ -110,29 +112,31 @@ class Reductions(Traced):
             result = acc if keepdims else F.squeeze(acc, a)
         return result
 
-    def _arg_extreme(self, sign: float, axis: int | None, keepdims: bool) -> Any:
-        x = self if axis is not None else self.reshape(-1)
-        a = normalize_axes(0 if axis is None else axis, x.ndim)[0]
-        x._static(a, "argmax/argmin")  # NOTE: raises the tracer's error for a symbolic axis
-        # The first position that holds the extreme, as numpy returns.
-        first = (F.argmax if sign > 0 else F.argmin)(as_float(x), a, keepdims)
-        if axis is None and keepdims:
-            first = F.reshape(first, (1,) * self.ndim)
-        return first
+    def _arg(self, fn: Any, axis: int | None, keepdims: bool) -> Any:
+        if axis is not None:
+            axis = normalize_axes(axis, self.ndim)[0]
+            self._static(axis, fn.__name__)
+        index = fn(as_float(self), axis, keepdim=keepdims)
+        # numpy keeps every axis for axis=None with keepdims; nn.functional keeps one.
+        return F.reshape(index, (1,) * self.ndim) if axis is None and keepdims else index
 
     def argmax(self, axis: int | None = None, out: Any = None, *, keepdims: bool = False) -> Any:
-        return self._arg_extreme(1.0, axis, keepdims)
+        _no_out(out, "argmax")
+        return self._arg(F.argmax, axis, keepdims)
 
     def argmin(self, axis: int | None = None, out: Any = None, *, keepdims: bool = False) -> Any:
-        return self._arg_extreme(-1.0, axis, keepdims)
+        _no_out(out, "argmin")
+        return self._arg(F.argmin, axis, keepdims)
 
     def _nonzero(self) -> Any:
         return F.cast(self if self.dtype == np.bool_ else F.ne(as_float(self), 0.0),
                       np.float32)
 
     def any(self, axis: Any = None, out: Any = None, keepdims: bool = False) -> Any:
+        _no_out(out, "any")
         return F.gt(self._nonzero().max(axis, keepdims=keepdims), 0.5)
 
     def all(self, axis: Any = None, out: Any = None, keepdims: bool = False) -> Any:
+        _no_out(out, "all")
         return F.gt(self._nonzero().min(axis, keepdims=keepdims), 0.5)
 

@@ -16,6 +16,7 @@ rows are run again. Ray is imported here only; the rest of the runtime never nee
 
 from __future__ import annotations
 
+import faulthandler
 import os
 from collections.abc import Mapping
 from typing import Any
@@ -24,8 +25,30 @@ import numpy as np
 
 from .batch import ERROR_COLUMN, BatchRunner, ModelPayload
 
+# NOTE: read by Ray when it is imported: keeps absl's crash handler out of this process,
+# where it would sit on top of wasmtime's trap handlers (see ``init``).
+os.environ.setdefault("RAY_DISABLE_FAILURE_SIGNAL_HANDLER", "1")
+
 ROW_COLUMN = "row"
 """The column ``read_inputs`` adds: each row's index in the inputs, kept in the outputs."""
+
+
+def init(**options: Any) -> Any:
+    """``ray.init(**options)`` that leaves wasmtime's trap handling in place in this process.
+
+    wasmtime turns a guest's faults (out-of-bounds access, ``unreachable``, division by
+    zero) into traps with signal handlers installed when it first runs. ``ray.init``
+    installs crash handlers of its own on top (Python's ``faulthandler``, and absl's failure
+    handler), after which a trap in a session of this process kills it. This turns both off
+    (absl's only if this module is imported before ``ray``): use it instead of ``ray.init``
+    in a process that also runs wasm itself. Actor processes need nothing: their sessions
+    start after Ray's handlers.
+    """
+    import ray
+
+    context = ray.init(**options)
+    faulthandler.disable()
+    return context
 
 
 class WasmnnPredictor:
@@ -169,5 +192,5 @@ def _arange(start: int, count: int) -> Any:
     return pa.array(np.arange(start, start + count, dtype=np.int64))
 
 
-__all__ = ["ERROR_COLUMN", "ROW_COLUMN", "ModelPayload", "WasmnnPredictor", "map_model",
+__all__ = ["ERROR_COLUMN", "ROW_COLUMN", "ModelPayload", "WasmnnPredictor", "init", "map_model",
            "read_inputs"]

@@ -135,17 +135,19 @@ def _strided(ctx: HostContext, pointer: int, dims: tuple[int, ...],
 
 
 def _broadcast(spec: abi.KernelSpec) -> Callable[..., None]:
-    """The binary and compare families: ``spec.formula`` of the broadcast float operands
-    ``a`` and ``b``, stored as ``spec.dtypes[1]``."""
+    """The binary and compare families: ``spec.formula`` of the broadcast operands ``a`` and
+    ``b`` (of ``spec.dtypes[0]``), stored as ``spec.dtypes[1]``."""
     rank = abi.BROADCAST_RANK
-    out_dtype = _element(spec.dtypes[1])
+    in_dtype, out_dtype = (_element(d) for d in spec.dtypes)
 
     def run(ctx: HostContext, *args: int) -> None:
         arg = dict(zip(spec.params, args))
         memory = ctx.memory
         dims = tuple(arg[f"d{i}"] for i in range(rank))
-        a = _strided(ctx, arg["a"], dims, tuple(arg[f"as{i}"] for i in range(rank)))
-        b = _strided(ctx, arg["b"], dims, tuple(arg[f"bs{i}"] for i in range(rank)))
+        a = _strided(ctx, arg["a"], dims, tuple(arg[f"as{i}"] for i in range(rank)),
+                     in_dtype)
+        b = _strided(ctx, arg["b"], dims, tuple(arg[f"bs{i}"] for i in range(rank)),
+                     in_dtype)
         with np.errstate(all="ignore"):
             out = formula.evaluate(spec.formula, {"a": a, "b": b}, NUMPY_FUNCTIONS)
         _tensor(memory, arg["y"], dims, out_dtype)[...] = out
@@ -190,11 +192,14 @@ def _cast(spec: abi.KernelSpec) -> Callable[..., None]:
         values = _tensor(ctx.memory, x, (n,), source)
         if source.kind == "u" or target.kind == "u":  # a bool byte on either side
             values = values != 0
-        elif target.kind == "i":
-            # toward zero, saturating, NaN -> 0, as i64.trunc_sat_f32_s
+        elif source.kind == "f" and target.kind == "i":
+            # toward zero, saturating, NaN -> 0, as i64.trunc_sat_f32_s / i32.trunc_sat_f32_s
+            info = np.iinfo(target)
             wide = np.nan_to_num(np.trunc(values.astype(np.float64)), nan=0.0)
-            clipped = np.clip(wide, -2.0 ** 63, np.nextafter(2.0 ** 63, 0)).astype(np.int64)
-            values = np.where(wide >= 2.0 ** 63, np.iinfo(np.int64).max, clipped)
+            clipped = np.clip(wide, info.min, np.nextafter(float(info.max) + 1, 0))
+            values = np.where(wide >= float(info.max) + 1, info.max, clipped.astype(target))
+        elif source.kind == target.kind == "i":
+            values = values.astype(target)  # sign-extends, or wraps to the low bits
         _tensor(ctx.memory, y, (n,), target)[...] = values
 
     return cast
@@ -345,15 +350,17 @@ def _copy(spec: abi.KernelSpec) -> Callable[..., None]:
 
 def _where(spec: abi.KernelSpec) -> Callable[..., None]:
     rank = abi.BROADCAST_RANK
+    # NOTE: elements move bit for bit, as the wasm kernel's loads and select do.
+    dtype = np.dtype(f"<u{_element(spec.dtypes[0]).itemsize}")
 
     def where(ctx: HostContext, *args: int) -> None:
         arg = dict(zip(spec.params, args))
         dims = tuple(arg[f"d{i}"] for i in range(rank))
         strides = {t: tuple(arg[f"{t}s{i}"] for i in range(rank)) for t in "cab"}
         cond = _strided(ctx, arg["cond"], dims, strides["c"], np.dtype("u1"))
-        a = _strided(ctx, arg["a"], dims, strides["a"])
-        b = _strided(ctx, arg["b"], dims, strides["b"])
-        _tensor(ctx.memory, arg["y"], dims)[...] = np.where(cond != 0, a, b)
+        a = _strided(ctx, arg["a"], dims, strides["a"], dtype)
+        b = _strided(ctx, arg["b"], dims, strides["b"], dtype)
+        _tensor(ctx.memory, arg["y"], dims, dtype)[...] = np.where(cond != 0, a, b)
 
     return where
 
@@ -421,6 +428,14 @@ def _cell(spec: abi.KernelSpec) -> Callable[..., None]:
     return cell
 
 
+def _topk(ctx: HostContext, x: int, values: int, indices: int, outer: int, n: int,
+          inner: int, k: int, largest: int) -> None:
+    data = _tensor(ctx.memory, x, (outer, n, inner))
+    order = np.argsort(-data if largest else data, axis=1, kind="stable")[:, :k]
+    _tensor(ctx.memory, indices, (outer, k, inner), np.dtype("<i8"))[...] = order
+    _tensor(ctx.memory, values, (outer, k, inner))[...] = np.take_along_axis(data, order, 1)
+
+
 FAMILIES: dict[str, Callable[[abi.KernelSpec], Callable[..., None]]] = {
     "gemm": _gemm, "linear": _gemm, "unary": _unary, "binary": _broadcast, "reduce": _reduce,
     "rowwise": lambda spec: ROWWISE[spec.op],
@@ -428,6 +443,7 @@ FAMILIES: dict[str, Callable[[abi.KernelSpec], Callable[..., None]]] = {
     "movement": lambda spec: _copy(spec) if spec.op == "copy" else _where(spec),
     "norm": lambda spec: _group_norm, "conv_transpose": lambda spec: _conv_transpose,
     "compare": _broadcast, "recurrent": _cell, "resample": lambda spec: _resample,
+    "integer": _broadcast, "topk": lambda spec: _topk,
 }
 
 

@@ -153,10 +153,20 @@ CASTS: dict[tuple[str, str], str] = {
     ("float32", "int64"): "int64(x[i]) truncated toward zero, saturating at the int64 range; "
                           "NaN gives 0",
     ("bool", "float32"): "1.0 if the byte x[i] is nonzero else 0.0 (numpy bool)",
+    # Integer tensors (issue #19): int32 inputs and indices, masks turned into numbers.
+    ("int32", "float32"): "float32(x[i]) for int32 x (rounded to nearest)",
+    ("float32", "int32"): "int32(x[i]) truncated toward zero, saturating at the int32 range; "
+                          "NaN gives 0",
+    ("int32", "int64"): "int64(x[i]) for int32 x (sign-extended)",
+    ("int64", "int32"): "int32(x[i]) for int64 x, wrapping (the low 32 bits, as numpy's astype)",
+    ("bool", "int32"): "1 if the byte x[i] is nonzero else 0, as int32",
+    ("bool", "int64"): "1 if the byte x[i] is nonzero else 0, as int64",
+    ("int32", "bool"): "x[i] != 0 as a numpy bool byte, for int32 x",
+    ("float32", "bool"): "x[i] != 0 as a numpy bool byte, for float32 x (NaN is true)",
 }
 """Casts by (source, target) numpy dtype: what each element becomes."""
 
-_SHORT = {"float32": "f32", "int64": "i64", "bool": "bool"}
+_SHORT = {"float32": "f32", "int32": "i32", "int64": "i64", "bool": "bool"}
 
 
 def _cast(dtypes: tuple[str, str], math: str) -> KernelSpec:
@@ -208,12 +218,14 @@ MOVEMENT: tuple[KernelSpec, ...] = (
                "for both sides (x strides 0 broadcast, e.g. a fill from one float; negative "
                "ones read backwards, e.g. a reflection); writes "
                "into a region of a larger y (pad, concat)"),
-    KernelSpec("f32_where", "movement", "where",
-               ("cond", "a", "b", "y") + tuple(f"d{i}" for i in range(BROADCAST_RANK))
-               + tuple(f"{t}s{i}" for t in "cab" for i in range(BROADCAST_RANK)),
-               "y[i0, i1, i2, i3] = a if cond else b over the dense (d0, d1, d2, d3) output, "
-               "reading the bool bytes cond[sum(ik * csk)] (nonzero is true) and the floats "
-               "a[sum(ik * ask)], b[sum(ik * bsk)]; strides in elements, 0 broadcasts"),
+    *(KernelSpec(f"{_SHORT[dtype]}_where", "movement", "where",
+                 ("cond", "a", "b", "y") + tuple(f"d{i}" for i in range(BROADCAST_RANK))
+                 + tuple(f"{t}s{i}" for t in "cab" for i in range(BROADCAST_RANK)),
+                 "y[i0, i1, i2, i3] = a if cond else b over the dense (d0, d1, d2, d3) output, "
+                 "reading the bool bytes cond[sum(ik * csk)] (nonzero is true) and the "
+                 f"{size}-byte elements a[sum(ik * ask)], b[sum(ik * bsk)], moved bit for bit "
+                 f"({what}); strides in elements, 0 broadcasts", dtypes=(dtype, dtype))
+      for dtype, size, what in (("float32", 4, "float32 or int32"), ("int64", 8, "int64"))),
 )
 
 GROUP_NORM = KernelSpec(
@@ -245,18 +257,44 @@ COMPARE_OPS: dict[str, str] = {"eq": "a == b", "ne": "a != b", "lt": "a < b", "l
 """Comparisons by name: ``y`` as a formula in ``a`` and ``b``."""
 
 
-def _compare(op: str, math: str) -> KernelSpec:
-    return KernelSpec(f"f32_cmp_{op}", "compare", op, _broadcast_params(),
+COMPARE_TYPES: tuple[str, ...] = ("float32", "int32", "int64")
+"""The operand dtypes of the comparisons (integers compare signed)."""
+
+
+def _compare(dtype: str, op: str, math: str) -> KernelSpec:
+    return KernelSpec(f"{_SHORT[dtype]}_cmp_{op}", "compare", op, _broadcast_params(),
                       f"y[i0, i1, i2, i3] = {math} as a numpy bool byte (1 or 0) over the "
-                      "dense (d0, d1, d2, d3) output, reading the floats a[sum(ik * ask)] and "
-                      "b[sum(ik * bsk)]: strides in floats, 0 broadcasts; a NaN operand makes "
-                      "every comparison but != false", dtypes=("float32", "bool"), formula=math)
+                      f"dense (d0, d1, d2, d3) output, reading the {dtype} elements "
+                      "a[sum(ik * ask)] and b[sum(ik * bsk)]: strides in elements, 0 "
+                      "broadcasts" + ("; a NaN operand makes every comparison but != false"
+                                      if dtype == "float32" else " (signed)"),
+                      dtypes=(dtype, "bool"), formula=math)
 
 
 MASKS: tuple[KernelSpec, ...] = (
-    *(_compare(op, math) for op, math in COMPARE_OPS.items()),
+    *(_compare(dtype, op, math) for dtype in COMPARE_TYPES for op, math in COMPARE_OPS.items()),
     _cast(("int64", "bool"), "x[i] != 0 as a numpy bool byte, for int64 x"),
 )
+
+TOPK = KernelSpec(
+    "f32_topk", "topk", "topk",
+    ("x", "values", "indices", "outer", "n", "inner", "k", "largest"),
+    "values(outer, k, inner), indices(outer, k, inner) = the k largest (smallest when "
+    "largest is 0) of x(outer, n, inner) along its middle axis, sorted, and their int64 "
+    "indices; equal values keep their order (the lower index first); k <= n",
+    dtypes=("float32", "float32"))
+
+INTEGER_OPS: dict[str, str] = {"add": "a + b", "sub": "a - b", "mul": "a * b"}
+"""Integer arithmetic by name (issue #19: positions and indices computed at run time)."""
+
+
+def _integer(dtype: str, op: str, math: str) -> KernelSpec:
+    return KernelSpec(f"{_SHORT[dtype]}_{op}", "integer", op, _broadcast_params(),
+                      f"y[i0, i1, i2, i3] = {math} over the dense (d0, d1, d2, d3) {dtype} "
+                      "output, wrapping on overflow, reading a[sum(ik * ask)] and "
+                      "b[sum(ik * bsk)]: strides in elements, 0 broadcasts",
+                      dtypes=(dtype, dtype), formula=math)
+
 
 BMM_BIAS = KernelSpec(
     "f32_bmm_bias", "gemm", "bmm",
@@ -337,24 +375,30 @@ KERNELS: tuple[KernelSpec, ...] = (
     _cell("gru_update"),
     *(_cell("rnn_cell", (act,)) for act in RNN_ACTIVATIONS),
     RESAMPLE,
+    *(_integer(dtype, op, math) for dtype in ("int32", "int64") for op, math in
+      INTEGER_OPS.items()),
+    TOPK,
 )
 
 BY_NAME: dict[str, KernelSpec] = {k.name: k for k in KERNELS}
-BY_OP: dict[tuple[str, str, tuple[str, ...]], KernelSpec] = {
-    (k.family, k.op, k.epilogue): k for k in KERNELS}
+BY_OP: dict[tuple[str, str, tuple[str, ...], str], KernelSpec] = {
+    (k.family, k.op, k.epilogue, k.dtypes[0]): k for k in KERNELS}
 
 
-def find(family: str, op: str, epilogue: tuple[str, ...] = ()) -> KernelSpec:
-    """The kernel of ``family`` computing ``op`` followed by the fused ``epilogue`` steps.
+def find(family: str, op: str, epilogue: tuple[str, ...] = (),
+         dtype: str = "float32") -> KernelSpec:
+    """The kernel of ``family`` computing ``op`` on ``dtype`` elements, followed by the
+    fused ``epilogue`` steps.
 
     Raises:
         KeyError: no such kernel; the message lists what ``family`` offers for ``op``.
     """
-    spec = BY_OP.get((family, op, tuple(epilogue)))
+    spec = BY_OP.get((family, op, tuple(epilogue), dtype))
     if spec is None:
-        offered = sorted(k.epilogue for k in KERNELS if (k.family, k.op) == (family, op))
-        raise KeyError(f"no {family} kernel for {op!r} with epilogue {tuple(epilogue)!r} in "
-                       f"{MODULE}; epilogues it has: {offered}")
+        offered = sorted((k.epilogue, k.dtypes[0]) for k in KERNELS
+                         if (k.family, k.op) == (family, op))
+        raise KeyError(f"no {family} kernel for {op!r} with epilogue {tuple(epilogue)!r} on "
+                       f"{dtype} in {MODULE}; (epilogue, dtype) pairs it has: {offered}")
     return spec
 
 

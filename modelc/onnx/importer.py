@@ -9,24 +9,40 @@ everything computable at import time (weights transforms, shape arithmetic) fold
 
 from __future__ import annotations
 
+import copy
 import os
 import re
+import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
 from ..errors import CompileError, UnsupportedOpError
-from ..graph import Dim, Graph, Value
+from ..graph import Dim, Graph, Guard, Value
 from ..trace import DynamicSpec, SymbolicTensor, Tracer
-from . import ops_activation, ops_layout, ops_math, ops_nn, ops_resize, ops_rnn, ops_shape
+from . import (
+    ops_activation,
+    ops_control,
+    ops_einsum,
+    ops_index,
+    ops_layout,
+    ops_math,
+    ops_nn,
+    ops_resize,
+    ops_rnn,
+    ops_shape,
+)
 from .node import OnnxNode
 
 OPS = {**ops_activation.OPS, **ops_layout.OPS, **ops_math.OPS, **ops_nn.OPS,
-       **ops_resize.OPS, **ops_rnn.OPS, **ops_shape.OPS}
+       **ops_resize.OPS, **ops_rnn.OPS, **ops_shape.OPS, **ops_control.OPS, **ops_einsum.OPS,
+       **ops_index.OPS}
 """Every supported ONNX op type (default domain) and its import function."""
 OPSETS = (9, 23)
 """The default-domain opset versions the importer follows (inclusive)."""
+CONVERTED = (7, 8)
+"""Older opsets the importer first converts to ``OPSETS[0]`` (inclusive)."""
 DEFAULT_DIM_RANGE = (1, 512)
 """Bounds of a symbolic ONNX dim that neither ``dynamic`` nor ``input_shapes`` fixes."""
 _DOMAINS = ("", "ai.onnx")
@@ -54,23 +70,84 @@ def _opset(proto: Any) -> int:
     versions = [o.version for o in proto.opset_import if o.domain in _DOMAINS]
     if not versions or not OPSETS[0] <= versions[0] <= OPSETS[1]:
         raise CompileError(f"ONNX opset {versions[0] if versions else None} is not supported; "
-                           f"expected {OPSETS[0]} to {OPSETS[1]} (re-export the model or "
-                           "convert it with onnx.version_converter)")
+                           f"expected {OPSETS[0]} to {OPSETS[1]}, or {CONVERTED[0]} to "
+                           f"{CONVERTED[1]} (converted on import); re-export the model or "
+                           "convert it with onnx.version_converter")
     return versions[0]
 
 
+def _initializers_as_inputs(proto: Any) -> Any:
+    """A copy of ``proto`` whose initializers are all graph inputs too. NOTE: the version
+    converter takes an initializer that is not an input (allowed since IR 4) for an
+    undefined name."""
+    from onnx import helper
+
+    listed = {i.name for i in proto.graph.input}
+    missing = [t for t in proto.graph.initializer if t.name not in listed]
+    if not missing:
+        return proto
+    copy_ = type(proto)()
+    copy_.CopyFrom(proto)
+    copy_.graph.input.extend(helper.make_tensor_value_info(t.name, t.data_type, t.dims)
+                             for t in missing)
+    return copy_
+
+
+def _upgrade(proto: Any) -> Any:
+    """A model at an opset in ``CONVERTED`` converted to ``OPSETS[0]`` by
+    ``onnx.version_converter``, with a warning saying so; any other model as it is.
+
+    Raises:
+        CompileError: the converter fails.
+    """
+    from onnx import version_converter
+
+    versions = [o.version for o in proto.opset_import if o.domain in _DOMAINS]
+    if not versions or not CONVERTED[0] <= versions[0] <= CONVERTED[1]:
+        return proto
+    warnings.warn(f"the ONNX model is at opset {versions[0]}; converting it to opset "
+                  f"{OPSETS[0]} with onnx.version_converter before import", stacklevel=3)
+    proto = _initializers_as_inputs(proto)
+    try:
+        return version_converter.convert_version(proto, OPSETS[0])
+    except Exception as err:  # the converter raises bare RuntimeErrors of its C++ core
+        raise CompileError(f"onnx.version_converter could not convert the model from opset "
+                           f"{versions[0]} to {OPSETS[0]}: {err}") from err
+
+
+def _unsupported(graph: Any, where: str = "") -> list[tuple[str, str, str]]:
+    """``(node, op, where)`` for every node of ``graph`` and its subgraphs (If branches,
+    Loop and Scan bodies) whose op the importer does not cover; ``where`` names the
+    enclosing subgraph attribute, empty at the top level."""
+    found = []
+    for i, node in enumerate(graph.node):
+        op = f"{node.domain + '.' if node.domain else ''}{node.op_type}"
+        name = node.name or f"#{i}"
+        if node.domain not in _DOMAINS or node.op_type not in OPS:
+            found.append((name, op, where))
+        for attr in node.attribute:
+            for body in [attr.g] if attr.HasField("g") else list(attr.graphs):
+                found += _unsupported(body, f"{where}{name!r}.{attr.name} > ")
+    return found
+
+
 def check_supported(proto: Any) -> None:
-    """Raise once, listing every node whose op the importer does not cover.
+    """Raise once, listing every node whose op the importer does not cover, control-flow
+    subgraphs included, and which of those ops appear only inside such a subgraph.
 
     Raises:
         UnsupportedOpError: naming each such node and its op type.
     """
-    bad = [f"{node.name or f'#{i}'!r} ({node.domain + '.' if node.domain else ''}"
-           f"{node.op_type})" for i, node in enumerate(proto.graph.node)
-           if node.domain not in _DOMAINS or node.op_type not in OPS]
-    if bad:
-        raise UnsupportedOpError(f"the ONNX model uses {len(bad)} unsupported node(s): "
-                                 f"{', '.join(bad)}; supported ops: {sorted(OPS)}")
+    bad = _unsupported(proto.graph)
+    if not bad:
+        return
+    nodes = ", ".join(f"{where}{name!r} ({op})" for name, op, where in bad)
+    top = {op for _, op, where in bad if not where}
+    nested = sorted({op for _, op, where in bad if where} - top)
+    inside = (f"; only inside control-flow subgraphs (If/Loop/Scan): {nested}" if nested
+              else "")
+    raise UnsupportedOpError(f"the ONNX model uses {len(bad)} unsupported node(s): {nodes}"
+                             f"{inside}; supported ops: {sorted(OPS)}")
 
 
 def _attrs(node: Any) -> dict[str, Any]:
@@ -94,6 +171,12 @@ def _dim_name(text: str) -> str:
     return name if name and not name[0].isdigit() else f"d_{name}"
 
 
+def _fixed(dim: Any) -> bool:
+    """Whether an ONNX dim is a fixed size. NOTE: older paddle2onnx exports store a dynamic
+    dim as ``dim_value: -1``; onnxruntime takes it as symbolic, and so do we."""
+    return dim.HasField("dim_value") and dim.dim_value >= 0
+
+
 def _input_shape(info: Any, fixed: Sequence[int] | None,
                  dynamic: Mapping[int, tuple[str, int, int]], dims: dict[str, tuple[int, int]]
                  ) -> tuple[Dim, ...]:
@@ -105,7 +188,7 @@ def _input_shape(info: Any, fixed: Sequence[int] | None,
             raise ValueError(f"input_shapes[{info.name!r}] = {list(fixed)} has rank "
                              f"{len(fixed)}, the model's input has rank {len(declared)}")
         for axis, (want, dim) in enumerate(zip(fixed, declared)):
-            if dim.HasField("dim_value") and dim.dim_value != want:
+            if _fixed(dim) and dim.dim_value != want:
                 raise ValueError(f"input_shapes[{info.name!r}] sets axis {axis} to {want}, "
                                  f"the model fixes it at {dim.dim_value}")
         return tuple(int(d) for d in fixed)
@@ -114,7 +197,7 @@ def _input_shape(info: Any, fixed: Sequence[int] | None,
         if axis in dynamic:
             name, low, high = dynamic[axis]
             bounds = (low, high)
-        elif dim.HasField("dim_value"):
+        elif _fixed(dim):
             shape.append(int(dim.dim_value))
             continue
         else:
@@ -138,17 +221,41 @@ def _graph_value(name: str, result: Any) -> Value:
 
 
 class _Importer:
-    """Walks the ONNX nodes in order, keeping each tensor's operand by name."""
+    """Walks the ONNX nodes in order, keeping each tensor's operand by name. A control-flow
+    op imports its subgraphs through ``subgraph`` into the same graph, in a child scope that
+    sees the outer names; nodes of a branch taken at run time carry its ``guard``."""
 
-    def __init__(self, proto: Any, graph: Graph):
+    def __init__(self, proto: Any, graph: Graph, opset: int):
         from onnx import numpy_helper
 
         self.proto = proto
         self.graph = graph
         self.tracer = Tracer(graph)
-        self.opset = _opset(proto)
+        self.opset = opset
         self.env: dict[str, Any] = {t.name: numpy_helper.to_array(t)
                                     for t in proto.graph.initializer}
+        self.guard: Guard = ()
+
+    def subgraph(self, body: Any, inputs: Sequence[Any], guard: Guard = ()) -> list[Any]:
+        """Import subgraph ``body`` with its formal inputs bound to ``inputs`` (outer names
+        visible) and return its outputs' operands; new nodes get ``guard`` appended to this
+        scope's.
+
+        Raises:
+            CompileError: ``inputs`` do not match the subgraph's inputs, or a node fails.
+        """
+        from onnx import numpy_helper
+
+        if len(inputs) != len(body.input):
+            raise CompileError(f"subgraph {body.name!r} takes {len(body.input)} inputs, "
+                               f"given {len(inputs)}")
+        child = copy.copy(self)
+        child.env = {**self.env, **{t.name: numpy_helper.to_array(t) for t in body.initializer},
+                     **{info.name: value for info, value in zip(body.input, inputs)}}
+        child.guard = self.guard + guard
+        for index, node in enumerate(body.node):
+            child.run(index, node)
+        return [child.env[o.name] for o in body.output]
 
     def add_inputs(self, input_shapes: Mapping[str, Sequence[int]], dynamic: DynamicSpec
                    ) -> None:
@@ -173,7 +280,7 @@ class _Importer:
                                "produced by no node (an unsupported optional output?)")
         onnx_node = OnnxNode(name, node.op_type, [self.env[i] if i else None
                                                   for i in node.input],
-                             _attrs(node), self.opset, len(node.output))
+                             _attrs(node), self.opset, len(node.output), self.subgraph)
         start = len(self.graph.nodes)
         try:
             results = OPS[node.op_type](onnx_node)
@@ -188,7 +295,10 @@ class _Importer:
                     "--input-shape)" if shapes else "")
             raise onnx_node.error(f"{type(err).__name__}: {err}{hint}") from err
         for graph_node in self.graph.nodes[start:]:
-            graph_node.meta["source"] = f"ONNX node {name!r} ({node.op_type})"
+            if not str(graph_node.meta.get("source")).startswith("ONNX node"):  # innermost
+                graph_node.meta["source"] = f"ONNX node {name!r} ({node.op_type})"
+            if self.guard and "guard" not in graph_node.meta:
+                graph_node.meta["guard"] = self.guard
             if any(v.is_constant and v.dtype == "object" for v in graph_node.inputs):
                 raise onnx_node.error("a shape naming symbolic dims reached a run-time op; "
                                       "fix those dims with input_shapes / --input-shape")
@@ -201,7 +311,8 @@ class _Importer:
 
 def from_onnx(model: Any, input_shapes: Mapping[str, Sequence[int]] | None = None,
               dynamic: DynamicSpec | None = None) -> Graph:
-    """Import an ONNX model (default-domain opsets 9 to 23) as a graph.
+    """Import an ONNX model (default-domain opsets 9 to 23; 7 and 8 are converted to 9 with
+    ``onnx.version_converter`` first, with a warning) as a graph.
 
     Args:
         model: an ``onnx.ModelProto``, its serialized bytes, or the path of a ``.onnx`` file.
@@ -219,10 +330,10 @@ def from_onnx(model: Any, input_shapes: Mapping[str, Sequence[int]] | None = Non
             ``model`` is not a valid ONNX model.
         ImportError: the ``onnx`` package is not installed.
     """
-    proto = _load(model)
+    proto = _upgrade(_load(model))
     check_supported(proto)
     graph = Graph()
-    importer = _Importer(proto, graph)
+    importer = _Importer(proto, graph, _opset(proto))
     importer.add_inputs(input_shapes or {}, dynamic or {})
     for index, node in enumerate(proto.graph.node):
         importer.run(index, node)

@@ -8,12 +8,13 @@ optional input). Known shape values may be ``object`` arrays holding symbolic di
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
 from ..errors import CompileError
+from ..graph import Guard
 from ..trace import SymbolicTensor
 
 Operand = SymbolicTensor | np.ndarray
@@ -27,13 +28,27 @@ class OnnxNode:
     their errors."""
 
     def __init__(self, name: str, op_type: str, inputs: Sequence[Operand | None],
-                 attrs: dict[str, Any], opset: int, outputs: int = 1):
+                 attrs: dict[str, Any], opset: int, outputs: int = 1,
+                 subgraph: Callable[..., list[Any]] | None = None):
         self.name = name
         self.op_type = op_type
         self.inputs = list(inputs)
         self.attrs = attrs
         self.opset = opset
         self.outputs = outputs
+        self._subgraph = subgraph
+
+    def subgraph(self, attr: str, inputs: Sequence[Any] = (), guard: Guard = ()) -> list[Any]:
+        """Import the graph attribute ``attr`` (a branch or loop body) into the same graph,
+        its inputs bound to ``inputs``; returns its outputs' operands.
+
+        Raises:
+            CompileError: there is no such attribute, or the body fails to import.
+        """
+        body = self.attrs.get(attr)
+        if body is None or self._subgraph is None:
+            raise self.error(f"needs the graph attribute {attr!r}")
+        return self._subgraph(body, inputs, guard)
 
     def error(self, message: str) -> CompileError:
         return CompileError(f"ONNX node {self.name!r} ({self.op_type}): {message}")

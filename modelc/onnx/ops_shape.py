@@ -122,6 +122,8 @@ def gather(n: OnnxNode) -> Any:
     if is_known(data, indices):
         return np.asarray(np.take(data, indices, axis=axis), dtype=data.dtype)
     if is_known(data):
+        if indices.dtype == np.int32:  # the gather kernel reads int64 indices
+            indices = F.cast(indices, np.int64)
         table = np.moveaxis(data, axis, 0)
         rows = F.embedding(indices, table.reshape(table.shape[0], -1))
         out = F.reshape(rows, (*indices.shape, *table.shape[1:]))  # (*idx, *before, *after)

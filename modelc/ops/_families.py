@@ -26,7 +26,7 @@ class Unary(OpDef):
 
     @property
     def kernel(self) -> str:
-        spec = abi.BY_OP.get(("unary", self.name, ()))
+        spec = abi.BY_OP.get(("unary", self.name, (), FLOAT))
         return spec.name if spec else ""
 
     def infer(self, shapes: list[Shape], dtypes: list[str], attrs: dict[str, Any]) -> Result:
@@ -55,25 +55,32 @@ class Binary(OpDef):
     def lower(self, node: Node, ctx: LowerContext) -> None:
         if not self.kernel:
             super().lower(node, ctx)
-        if node.output.dtype != FLOAT or any(v.dtype != FLOAT for v in node.inputs):
-            raise CompileError(f"{self.name}: only float32 lowers to wasm, got "
-                               f"{[v.dtype for v in node.inputs]}")
+        dtypes = sorted({v.dtype for v in node.inputs} | {node.output.dtype})
+        integer = abi.BY_OP.get(("integer", self.name, (), dtypes[0]))
+        if dtypes != [FLOAT] and (len(dtypes) != 1 or integer is None):
+            offered = sorted({FLOAT} | {k.dtypes[0] for k in abi.KERNELS
+                                        if (k.family, k.op) == ("integer", self.name)})
+            raise CompileError(f"{self.name}: tensors of one dtype among {offered} lower to "
+                               f"wasm, got {[v.dtype for v in node.inputs]}")
         strides = self.push_operands(node, ctx)
         ctx.address(node.output)
-        emit_strided(ctx, self.kernel, node.output.shape, strides)
+        emit_strided(ctx, self.kernel if integer is None else integer.name, node.output.shape,
+                     strides)
 
     def push_operands(self, node: Node, ctx: LowerContext) -> list:
-        """Push each operand's address (a scalar attr becomes one placed float) and return
-        its strides against the output's rank, for ``emit_strided``."""
+        """Push each operand's address (a scalar attr becomes one element placed in the
+        tensor operands' dtype) and return its strides against the output's rank, for
+        ``emit_strided``."""
         rank = len(node.output.shape)
         named = dict(zip(node.input_names, node.inputs))
+        dtype = next((named[o].dtype for o in self.operands if o in named), FLOAT)
         strides = []
         for operand in self.operands:
             if operand in named:
                 ctx.address(named[operand])
                 strides.append(operand_strides(named[operand].shape, rank))
             else:
-                ctx.scalar(node.attrs[operand])
+                ctx.scalar(node.attrs[operand], dtype)
                 strides.append([None] * rank)
         return strides
 
@@ -83,20 +90,25 @@ class Binary(OpDef):
         return [(broadcast(*shapes), self.result_dtype or dtypes[0])]
 
 
+COMPARED = ("float32", "int32", "int64")
+"""The operand dtypes comparisons lower for."""
+
+
 class Compare(Binary):
     """Elementwise comparisons: bool results (one byte each, as numpy stores them), lowered
-    for float32 operands to the strided kernel ``f32_cmp_<name>``."""
+    for float32, int32 or int64 operands (one dtype) to the strided compare kernel."""
 
     result_dtype = "bool"
 
     def lower(self, node: Node, ctx: LowerContext) -> None:
-        operands = [v.dtype for v in node.inputs]
-        if any(d != FLOAT for d in operands):
-            raise CompileError(f"{self.name}: only float32 operands lower to wasm, got "
-                               f"{operands}; cast them to float32 first")
+        operands = sorted({v.dtype for v in node.inputs})
+        if len(operands) != 1 or operands[0] not in COMPARED:
+            raise CompileError(f"{self.name}: operands of one dtype among {sorted(COMPARED)} "
+                               f"lower to wasm, got {[v.dtype for v in node.inputs]}")
         strides = self.push_operands(node, ctx)
         ctx.address(node.output)
-        emit_strided(ctx, abi.find("compare", self.name).name, node.output.shape, strides)
+        emit_strided(ctx, abi.find("compare", self.name, dtype=operands[0]).name,
+                     node.output.shape, strides)
 
 
 class Reduce(OpDef):

@@ -1,15 +1,18 @@
 """Lowering helpers for the data-movement ops (slice, split, concat, pad): strided copies
 through ``f32_copy``, whose source and target both take per-axis strides, so a region of
-either side is a base offset plus the dense strides of the whole tensor."""
+either side is a base offset plus the dense strides of the whole tensor. Elements of any
+dtype in ``_strided.WORDS`` move (as whole 4-byte words)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+import numpy as np
+
 from ..errors import CompileError
 from ..graph import Dim, Value
-from ._strided import Factors, dense_strides, emit_strided
+from ._strided import Factors, dense_strides, emit_copy, emit_strided, words
 
 if TYPE_CHECKING:
     from ..codegen import LowerContext
@@ -23,10 +26,10 @@ def require_float(op: str, *values: Value) -> None:
 
 
 def address_at(ctx: LowerContext, value: Value, offset: Factors) -> None:
-    """Push the address of element ``product(offset)`` of ``value`` (float32)."""
+    """Push the address of element ``product(offset)`` of ``value``."""
     ctx.address(value)
     if all(f != 0 for f in offset):
-        ctx.advance(offset)
+        ctx.advance(offset, np.dtype(value.dtype).itemsize)
 
 
 def axis_offset(shape: Sequence[Dim], axis: int, start: int) -> Factors:
@@ -39,10 +42,11 @@ def copy_region(ctx: LowerContext, index_shape: Sequence[Dim],
                 target: Value, target_offset: Factors) -> None:
     """``target[region] = source[region']`` over ``index_shape``: the target region starts
     ``target_offset`` elements in and has the target's dense strides."""
+    count = words("copy", source, target)
     address_at(ctx, source, source_offset)
     address_at(ctx, target, target_offset)
-    emit_strided(ctx, "f32_copy", index_shape,
-                 [list(source_strides), list(dense_strides(target.shape))])
+    emit_copy(ctx, index_shape, [list(source_strides), list(dense_strides(target.shape))],
+              count)
 
 
 def fill(ctx: LowerContext, target: Value, number: float) -> None:

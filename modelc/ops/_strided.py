@@ -67,7 +67,12 @@ def emit_strided(ctx: LowerContext, kernel: str, out_shape: Sequence[Dim],
     Raises:
         CompileError: more than 4 axes remain after merging.
     """
-    out, ops = _merge([(d,) for d in out_shape], [list(op) for op in operands])
+    # NOTE: an output axis of size 1 is only ever read at index 0, so it is dropped before
+    # merging: otherwise it separates axes that merge (a 5-D permute with a unit axis).
+    keep = [i for i, d in enumerate(out_shape) if d != 1]
+    out, ops = _merge([(out_shape[i],) for i in keep], [[op[i] for i in keep] for op in operands])
+    if not out:  # one element
+        out, ops = [(1,)], [[None] for _ in operands]
     if len(out) > RANK:
         raise CompileError(f"{kernel}: {len(out)} independent axes after merging; the "
                            f"strided kernels take at most {RANK}")
@@ -80,11 +85,47 @@ def emit_strided(ctx: LowerContext, kernel: str, out_shape: Sequence[Dim],
     ctx.call(kernel)
 
 
+WORDS = {"float32": 1, "int32": 1, "int64": 2}
+"""The dtypes the copy kernels move, as 4-byte words per element."""
+
+
+def words(op: str, *values: Value) -> int:
+    """The 4-byte words per element of ``values``, which must share a dtype in ``WORDS``.
+
+    Raises:
+        CompileError: naming the dtypes met.
+    """
+    dtypes = [v.dtype for v in values]
+    if len(set(dtypes)) != 1 or dtypes[0] not in WORDS:
+        raise CompileError(f"{op}: only tensors of one dtype among {sorted(WORDS)} lower to "
+                           f"wasm, got {dtypes}")
+    return WORDS[dtypes[0]]
+
+
+def emit_copy(ctx: LowerContext, index_shape: Sequence[Dim],
+              operands: list[list[Factors | None]], count: int) -> None:
+    """``f32_copy`` over ``index_shape`` (addresses pushed) of elements of ``count`` words:
+    a trailing axis of ``count`` words, the others' strides scaled by it. The kernel moves
+    words bit for bit, so ints travel through it unchanged."""
+    if count > 1:
+        index_shape = (*index_shape, count)
+        operands = [[None if s is None else (*s, count) for s in op] + [(1,)]
+                    for op in operands]
+    emit_strided(ctx, "f32_copy", index_shape, operands)
+
+
 def copy(ctx: LowerContext, source: Value, target: Value,
          source_strides: list[Factors | None]) -> None:
     """Write ``target`` (dense) by reading ``source`` through ``source_strides`` (one per
-    target axis): ``target = source * 1.0``, exact for every float including -0 and NaN."""
+    target axis): floats as ``target = source * 1.0`` (the fast strided kernel, exact for
+    every float including -0 and NaN), ints through ``f32_copy``."""
+    count = words("copy", source, target)
     ctx.address(source)
+    if target.dtype != "float32":
+        ctx.address(target)
+        target_strides: list[Factors | None] = list(dense_strides(target.shape))
+        emit_copy(ctx, target.shape, [source_strides, target_strides], count)
+        return
     ctx.scalar(1.0)
     ctx.address(target)
     emit_strided(ctx, "f32_mul", target.shape,

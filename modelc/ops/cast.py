@@ -1,7 +1,7 @@
 """cast: elementwise conversion to ``dtype``.
 
-Lowered for int64 -> float32 (token ids), float32 -> int64 (truncating), bool -> float32 and
-int64 -> bool (masks) by the cast kernels, and float32 -> float32 as a copy.
+Lowered between float32, int32, int64 and bool by the cast kernels (float -> int truncates
+and saturates; int64 -> int32 wraps, as numpy does), and to its own dtype as a copy.
 """
 
 from __future__ import annotations
@@ -10,20 +10,23 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from wasm_kernels import abi
+
 from ..errors import CompileError
 from . import OpDef
-from ._strided import copy, dense_strides
+from ._strided import WORDS, copy, dense_strides
 
 if TYPE_CHECKING:
     from ..codegen import LowerContext
     from ..graph import Node
 
+_SHORT = {"float32": "f32", "int32": "i32", "int64": "i64", "bool": "bool"}
 KERNELS: dict[tuple[str, str], str] = {
-    ("int64", "float32"): "i64_to_f32",
-    ("float32", "int64"): "f32_to_i64",
-    ("bool", "float32"): "bool_to_f32",
-    ("int64", "bool"): "i64_to_bool",
+    (source, target): f"{_SHORT[source]}_to_{_SHORT[target]}"
+    for source in _SHORT for target in _SHORT
+    if f"{_SHORT[source]}_to_{_SHORT[target]}" in abi.BY_NAME
 }
+"""Every (source, target) dtype pair with a cast kernel."""
 
 
 class Cast(OpDef):
@@ -34,7 +37,7 @@ class Cast(OpDef):
 
     def lower(self, node: Node, ctx: LowerContext) -> None:
         source, target = node.inputs[0], node.output
-        if source.dtype == target.dtype == "float32":
+        if source.dtype == target.dtype and source.dtype in WORDS:
             copy(ctx, source, target, dense_strides(target.shape))
             return
         kernel = KERNELS.get((source.dtype, target.dtype))

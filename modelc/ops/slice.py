@@ -10,9 +10,9 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import CompileError
 from . import OpDef
-from ._movement import axis_offset, copy_region, require_float
+from ._movement import axis_offset, copy_region
 from ._shapes import axis, require_static
-from ._strided import dense_strides
+from ._strided import dense_strides, words
 
 if TYPE_CHECKING:
     from ..codegen import LowerContext
@@ -40,7 +40,7 @@ class Slice(OpDef):
 
     def lower(self, node: Node, ctx: LowerContext) -> None:
         source = node.inputs[0]
-        require_float(self.name, source, node.output)
+        words(self.name, source, node.output)
         shape = source.shape
         dim = axis(node.attrs["dim"], len(shape))
         start, end = node.attrs.get("start"), node.attrs.get("end")

@@ -1,12 +1,14 @@
 """where: ``input`` where ``condition`` is true, else ``other``, with broadcasting.
 
-Lowered to the strided ``f32_where`` (bool condition, float operands; a Python scalar
-operand is placed as one float and broadcast).
+Lowered to the strided ``f32_where`` (float32 or int32 values) or ``i64_where`` (int64),
+with a bool condition; a Python scalar operand is placed as one element and broadcast.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
+
+from wasm_kernels import abi
 
 from ..errors import CompileError
 from ._families import Binary
@@ -16,6 +18,13 @@ from ._strided import emit_strided, operand_strides
 if TYPE_CHECKING:
     from ..codegen import LowerContext
     from ..graph import Node
+
+
+KERNELS = {"float32": abi.find("movement", "where").name,
+           "int32": abi.find("movement", "where").name,
+           "int64": abi.find("movement", "where", dtype="int64").name}
+"""The value dtypes ``where`` lowers for: the kernels move 4- or 8-byte elements bit for bit,
+so int32 goes through the float32 one."""
 
 
 class Where(Binary):
@@ -30,15 +39,17 @@ class Where(Binary):
 
     def lower(self, node: Node, ctx: LowerContext) -> None:
         named = dict(zip(node.input_names, node.inputs))
-        values = [named[n].dtype for n in self.operands if n in named] + [node.output.dtype]
-        if any(d != "float32" for d in values):
-            raise CompileError(f"where: only float32 values lower to wasm, got {values}")
+        values = sorted({named[n].dtype for n in self.operands if n in named}
+                        | {node.output.dtype})
+        if len(values) != 1 or values[0] not in KERNELS:
+            raise CompileError(f"where: values of one dtype among {sorted(KERNELS)} lower to "
+                               f"wasm, got {values}")
         condition = named["condition"]
         ctx.address(condition)
         strides = [operand_strides(condition.shape, len(node.output.shape))]
         strides += self.push_operands(node, ctx)
         ctx.address(node.output)
-        emit_strided(ctx, "f32_where", node.output.shape, strides)
+        emit_strided(ctx, KERNELS[values[0]], node.output.shape, strides)
 
 
 OP = Where()

@@ -18,6 +18,7 @@ from .plan_memory import plan_memory
 from .recognize_composites import recognize_composites
 from .remove_no_ops import remove_no_ops
 from .softmax_last_axis import softmax_last_axis
+from .split_permutes import split_permutes
 
 Pass = Callable[[Graph], Graph]
 
@@ -33,6 +34,7 @@ PIPELINE: tuple[Pass, ...] = (
     softmax_last_axis,     # softmax along an inner axis: permuted to the last and back
     expand_powers,         # pow by a constant, rsqrt: into mul, sqrt, div, exp and log
     compose_permutes,      # permute chains into one permute; identities removed
+    split_permutes,        # a permute of over 4 unmergeable axes: block moves of <= 4 each
     fuse_epilogues,        # relu & co. into the producing gemm
     plan_memory,           # one activation arena by liveness (must run last)
 )
@@ -49,4 +51,4 @@ def optimize(graph: Graph, pipeline: tuple[Pass, ...] = PIPELINE) -> Graph:
 __all__ = ["PIPELINE", "compose_permutes", "eliminate_dead_code", "expand_powers",
            "fold_batchnorm", "fold_constants", "fold_linear_bias", "fold_scales",
            "fuse_epilogues", "infer_shapes", "optimize", "plan_memory", "recognize_composites",
-           "remove_no_ops", "softmax_last_axis"]
+           "remove_no_ops", "softmax_last_axis", "split_permutes"]

@@ -66,10 +66,20 @@ def _concat_of_slices(node: Node) -> Value | None:
     return x if cursor == length else None
 
 
+def _whole_slice(node: Node) -> Value | None:
+    """A unit-step ``slice`` that keeps its input's shape, so all of it: paddle2onnx and
+    jax2tf export such slices around convolutions (one copy each otherwise)."""
+    if (node.op == "slice" and node.attrs.get("step", 1) == 1
+            and node.output.shape == node.inputs[0].shape):
+        return node.inputs[0]
+    return None
+
+
 RULES: tuple[Callable[[Node], Value | None], ...] = (
     _same_dtype_cast,
     _add_zeros,
     _concat_of_slices,
+    _whole_slice,
 )
 
 

@@ -36,6 +36,7 @@ from .elementwise import (
                          abs,
                          add,
                          cast,
+                         check,
                          div,
                          eq,
                          erf,
@@ -64,7 +65,7 @@ from .normalization import batch_norm, group_norm, instance_norm, layer_norm, rm
 from .pixel import channel_shuffle, pixel_shuffle, pixel_unshuffle
 from .pooling import adaptive_avg_pool2d, avg_pool2d, max_pool2d
 from .recurrent import gru, lstm, rnn
-from .reduction import amax, log_softmax, mean, softmax, sum
+from .reduction import amax, log_softmax, mean, softmax, sum, topk
 from .resize import interpolate, resample
 from .rounding import ceil, cos, floor, fmod, round, sign, sin, trunc
 from .shape import (
@@ -84,17 +85,17 @@ from .triangular import cumsum, tril, triu
 
 __all__ = ["PRIMITIVES", "abs", "adaptive_avg_pool2d", "add", "amax", "argmax", "argmin",
            "attention_weights", "avg_pool2d", "batch_norm", "cast", "ceil", "celu",
-           "channel_shuffle", "concat", "conv1d", "conv2d", "conv_padding", "conv_transpose2d",
-           "cos", "cumsum", "div", "dropout", "elu", "embedding", "eq", "erf", "exp", "flatten",
-           "floor", "fmod", "full", "ge", "gelu", "group_norm", "gru", "gt", "hardshrink",
-           "hardsigmoid", "hardswish", "hardtanh", "instance_norm", "interpolate", "layer_norm",
-           "le", "leaky_relu", "linear", "log", "log_softmax", "lstm", "lt", "matmul",
-           "max_pool2d", "maximum", "mean", "minimum", "mish", "mul", "ne", "neg", "pad",
+           "channel_shuffle", "check", "concat", "conv1d", "conv2d", "conv_padding",
+           "conv_transpose2d", "cos", "cumsum", "div", "dropout", "elu", "embedding", "eq", "erf",
+           "exp", "flatten", "floor", "fmod", "full", "ge", "gelu", "group_norm", "gru", "gt",
+           "hardshrink", "hardsigmoid", "hardswish", "hardtanh", "instance_norm", "interpolate",
+           "layer_norm", "le", "leaky_relu", "linear", "log", "log_softmax", "lstm", "lt",
+           "matmul", "max_pool2d", "maximum", "mean", "minimum", "mish", "mul", "ne", "neg", "pad",
            "permute", "pixel_shuffle", "pixel_unshuffle", "pow", "relu", "relu6", "resample",
            "reshape", "rms_norm", "rnn", "round", "rsqrt", "scaled_dot_product_attention", "selu",
            "shrink", "sigmoid", "sign", "silu", "sin", "slice", "softmax", "softplus",
-           "softshrink", "softsign", "split", "sqrt", "squeeze", "sub", "sum", "tanh", "transpose",
-           "tril", "triu", "trunc", "unsqueeze", "where"]
+           "softshrink", "softsign", "split", "sqrt", "squeeze", "sub", "sum", "tanh", "topk",
+           "transpose", "tril", "triu", "trunc", "unsqueeze", "where"]
 
 PRIMITIVES: tuple[str, ...] = tuple(sorted(
     name for name in __all__ if name != "PRIMITIVES" and is_primitive(globals()[name])))

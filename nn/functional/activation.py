@@ -11,7 +11,8 @@ import numpy as np
 from .elementwise import abs, erf, exp, gt, log, lt, maximum, minimum, relu, sigmoid, tanh, where
 
 __all__ = ["celu", "elu", "gelu", "hardshrink", "hardsigmoid", "hardswish", "hardtanh",
-           "leaky_relu", "mish", "relu6", "selu", "shrink", "silu", "softplus", "softshrink", "softsign"]
+           "leaky_relu", "mish", "relu6", "selu", "shrink", "silu", "softplus", "softshrink",
+           "softsign"]
 
 SELU_ALPHA = 1.6732632423543772848170429916717
 SELU_SCALE = 1.0507009873554804934193349852946

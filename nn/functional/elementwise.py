@@ -13,7 +13,7 @@ import numpy as np
 
 from .._dispatch import primitive
 
-__all__ = ["abs", "add", "cast", "div", "eq", "erf", "exp", "ge", "gt", "le", "log", "lt",
+__all__ = ["abs", "add", "cast", "check", "div", "eq", "erf", "exp", "ge", "gt", "le", "log", "lt",
            "maximum", "minimum", "mul", "ne", "neg", "pow", "relu", "rsqrt", "sigmoid",
            "sqrt", "sub", "tanh", "where"]
 
@@ -270,3 +270,20 @@ def ge(input: Operand, other: Operand) -> np.ndarray:
     [False, True]
     """
     return np.greater_equal(input, other)
+
+
+@primitive
+def check(input: np.ndarray, condition: np.ndarray, expected: bool = True,
+          message: str = "check failed") -> np.ndarray:
+    """``input``, once ``condition`` (one bool) is ``expected``; otherwise an error. A
+    compiled model traps instead (a branch of a run-time ``If`` that cannot run).
+
+    Raises:
+        ValueError: ``condition`` is not ``expected``, with ``message``.
+
+    >>> check(np.ones(2, np.float32), np.array(True)).tolist()
+    [1.0, 1.0]
+    """
+    if bool(np.asarray(condition).reshape(-1)[0]) != expected:
+        raise ValueError(message)
+    return input

@@ -22,7 +22,7 @@ def _check(input: Any, factor: int, op: str) -> tuple[Any, int, int, int]:
                          f"{tuple(input.shape)}")
     if not isinstance(factor, int) or factor < 1:
         raise ValueError(f"{op}: the factor must be a positive int, got {factor!r}")
-    return tuple(input.shape)  # type: ignore[return-value]
+    return tuple(input.shape)
 
 
 def _lead(n: Any, k: int) -> tuple[Any, ...]:

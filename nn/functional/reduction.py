@@ -7,7 +7,7 @@ import numpy as np
 from .._dispatch import primitive
 from .elementwise import exp, log
 
-__all__ = ["amax", "log_softmax", "mean", "softmax", "sum"]
+__all__ = ["amax", "log_softmax", "mean", "softmax", "sum", "topk"]
 
 Dims = int | tuple[int, ...] | None
 
@@ -66,3 +66,23 @@ def log_softmax(input: np.ndarray, dim: int) -> np.ndarray:
     """
     shifted = input - amax(input, dim, keepdim=True)
     return shifted - log(sum(exp(shifted), dim, keepdim=True))
+
+
+@primitive
+def topk(input: np.ndarray, k: int, dim: int = -1, largest: bool = True
+         ) -> tuple[np.ndarray, np.ndarray]:
+    """The ``k`` largest (or smallest) entries along ``dim``, sorted, and their int64
+    indices; equal values keep their order (the lower index first), as ONNX's TopK.
+
+    Raises:
+        ValueError: ``k`` is outside ``[0, input.shape[dim]]``.
+
+    >>> values, indices = topk(np.array([1.0, 3.0, 2.0, 3.0], np.float32), 2)
+    >>> values.tolist(), indices.tolist()
+    ([3.0, 3.0], [1, 3])
+    """
+    if not 0 <= k <= input.shape[dim]:
+        raise ValueError(f"topk: k={k} is outside [0, {input.shape[dim]}] (the size of dim {dim})")
+    order = np.argsort(-input if largest else input, axis=dim, kind="stable")
+    indices = np.take(order, np.arange(k), axis=dim).astype(np.int64)
+    return np.take_along_axis(input, indices, axis=dim), indices

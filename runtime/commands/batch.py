@@ -77,15 +77,15 @@ def batch(args: argparse.Namespace) -> int:
         raise NotImplementedError("wasmnn batch needs Ray: pip install 'wasmnn[ray]'") \
             from None
     from ..batch import ModelPayload
-    from ..ray_data import ERROR_COLUMN, map_model, read_inputs
+    from ..ray_data import ERROR_COLUMN, init, map_model, read_inputs
 
     sources = _sources(args.input)
     limits = limits_from(args)
     payload = ModelPayload.from_file(args.model)
     payload.load(max_memory=limits.max_memory, instances=1).close()  # fail fast, here
     started = time.perf_counter()
-    ray.init(address=args.address, include_dashboard=False, log_to_driver=False,
-             ignore_reinit_error=True)
+    init(address=args.address, include_dashboard=False, log_to_driver=False,
+         ignore_reinit_error=True)
     concurrency = args.concurrency or max(1, int(ray.cluster_resources().get("CPU", 1)))
     scored = map_model(read_inputs(sources), payload, concurrency=concurrency,
                        batch_size=args.batch_size,

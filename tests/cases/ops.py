@@ -45,15 +45,13 @@ def positive(*shape: int) -> np.ndarray:
 @dataclass(frozen=True)
 class Case:
     """One row: ``fn(*inputs)``; ``dynamic`` names symbolic axes as ``modelc.export`` takes
-    them; the result must match eager ``nn`` within ``rtol``/``atol``. ``lowers`` False: the
-    op runs in the interpreter only, and exporting it must say it has no wasm lowering."""
+    them; the result must match eager ``nn`` within ``rtol``/``atol``."""
 
     fn: Callable[..., Any]
     inputs: tuple[np.ndarray, ...]
     dynamic: dict[str, dict[int, tuple[str, int, int]]] = field(default_factory=dict)
     rtol: float = 1e-5
     atol: float = 1e-5
-    lowers: bool = True
 
 
 BATCH = {"input0": {0: ("batch", 1, 3)}}
@@ -67,8 +65,13 @@ CASES: dict[str, Case] = {
     # elementwise unary ops, each its own kernel
     **{op: _unary(op, 2, 3, 5) for op in ("abs", "neg", "relu", "relu6", "exp", "tanh", "erf",
                                           "sigmoid", "silu", "gelu", "hardswish")},
+    "round_ties": Case(F.round, (np.arange(-12, 12, dtype=np.float32).reshape(3, 8) / 4,),
+                       BATCH),
+    "sin_range": Case(F.sin, (x(3, 7, scale=100.0),), rtol=0, atol=1e-5),
     "relu6_range": Case(F.relu6, (x(3, 7, scale=5.0),)),
     "hardswish_range": Case(F.hardswish, (x(4, 9, scale=4.0),)),
+    **{op: _unary(op, 2, 3, 5, domain=lambda *shape: x(*shape, scale=3.0))
+       for op in ("sin", "cos", "floor", "ceil", "round")},
     "log": _unary("log", 2, 3, 5, domain=positive),
     "sqrt": _unary("sqrt", 2, 3, 5, domain=positive),
     "rsqrt": _unary("rsqrt", 2, 3, 5, domain=positive),
@@ -92,10 +95,14 @@ CASES: dict[str, Case] = {
     "sum": Case(lambda a: F.sum(a, 1), (x(2, 3, 4),), BATCH),
     "mean": Case(lambda a: F.mean(a, (1, 2), keepdim=True), (x(2, 3, 4),)),
     "amax": Case(lambda a: F.amax(a, -1), (x(2, 3, 4),)),
+    "topk": Case(lambda a: F.topk(a, 2, -1)[0] + F.cast(F.topk(a, 3, 1, False)[1],
+                                                          np.float32).sum(),
+                 (x(2, 4, 5),)),
     "softmax": Case(lambda a: F.softmax(a, -1), (x(2, 3, 7),), BATCH),
     "softmax_inner_axes": Case(lambda a: F.softmax(a, 1) + F.softmax(a, 0) * F.softmax(a, -1),
                                (x(3, 4, 5),), BATCH),
-    "log_softmax": Case(lambda a: F.log_softmax(a, -1), (x(2, 3, 7),), lowers=False),
+    "log_softmax": Case(lambda a: F.log_softmax(a, -1) + F.log_softmax(a, 1), (x(2, 3, 7),),
+                        BATCH),
     "layer_norm": Case(lambda a: F.layer_norm(a, (6,), GAMMA, BETA), (x(2, 3, 6),), BATCH),
     "rsqrt_rms_norm": Case(lambda a: a * F.rsqrt(F.mean(F.pow(a, 2), -1, keepdim=True) + 1e-6),
                      (x(2, 3, 8),), {"input0": {0: ("batch", 1, 4)}}),
@@ -125,6 +132,13 @@ CASES: dict[str, Case] = {
                                               count_include_pad=False), (x(1, 2, 7, 8),)),
     "max_pool2d": Case(lambda a: F.max_pool2d(a, 3, 2, 1), (x(2, 2, 9, 9),)),
     "adaptive_avg_pool2d": Case(lambda a: F.adaptive_avg_pool2d(a, (2, 3)), (x(1, 2, 4, 9),)),
+    # resizing
+    "resample_bilinear": Case(lambda a: F.interpolate(a, scale_factor=2, mode="bilinear"),
+                              (x(1, 2, 3, 4),), BATCH),
+    "resample_nearest_last_axis": Case(lambda a: F.interpolate(a, size=(4, 13)),
+                                       (x(2, 3, 4, 5),), BATCH),
+    "resample_bicubic_shrink": Case(lambda a: F.interpolate(a, size=(3, 2), mode="bicubic"),
+                                    (x(1, 2, 7, 6),)),
     # gathers, casts, selection
     "embedding": Case(lambda ids: F.embedding(ids, TABLE) * 2.0,
                       (np.array([[1, 0, 10], [3, 3, 7]], np.int64),)),
@@ -134,6 +148,7 @@ CASES: dict[str, Case] = {
                           (np.array([[True, False, True]]),)),
     "cast_i64_bool": Case(lambda ids: F.where(F.cast(ids, np.bool_), 1.5, -0.5),
                           (np.array([[0, 3, -1, 0, 2 ** 40]], np.int64),)),
+    "check": Case(lambda a, b: F.check(a * 2.0, F.lt(F.sum(b), 100.0)), (x(2, 3), x(4))),
     "where": Case(lambda m, a: F.where(m, a, -1.5), (np.array([[True, False, True]]), x(2, 3))),
     # movement
     "reshape": Case(lambda a: F.reshape(F.relu(a), (3, 8)) + 1.0, (x(2, 3, 4),)),
@@ -155,4 +170,8 @@ CASES: dict[str, Case] = {
                             (x(4, 3, 9),)),
     "rnn_relu_lengths": Case(lambda g: sum(F.rnn(g, W_HH[:3], lengths=np.array([4, 2]),
                                                  nonlinearity="relu")), (x(4, 2, 3),)),
+    "topk_smallest_middle": Case(lambda a: F.topk(a, 3, 1, largest=False)[0] + 1.0,
+                                 (x(2, 5, 4),)),
+    "topk_indices": Case(lambda a: F.cast(F.topk(a, 2)[1], np.float32), (x(3, 7),), BATCH),
+    "check": Case(lambda a, ok: F.check(a, ok) * 2.0, (x(2, 3), np.array([True]))),
 }

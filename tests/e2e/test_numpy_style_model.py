@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from executors import PROVIDERS
 
 import modelc
 import nn
@@ -57,7 +58,7 @@ def exported() -> tuple[NumpyClassifier, bytes]:
     return model, modelc.export(model, {"tokens": example}, dynamic=DYNAMIC)
 
 
-@pytest.mark.parametrize("kernels", ["relaxed", "simd128", "scalar", "host"])
+@pytest.mark.parametrize("kernels", PROVIDERS)
 def test_numpy_style_forward_matches_eager(exported: tuple[NumpyClassifier, bytes],
                                            kernels: str) -> None:
     model, wasm = exported

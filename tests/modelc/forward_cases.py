@@ -113,6 +113,9 @@ METHODS: dict[str, Case] = {
     "astype_same": Case(lambda h: h.astype(np.float32) * 2),
     "astype_int64": Case(lambda h: (h * 4).astype(np.int64)),
     "astype_from_bool": Case(lambda h: (h > 0).astype(np.float32)),
+    "astype_float64_bool": Case(lambda h: h.astype(float) * h.astype(bool)
+                                + (h > 0).mean(-1, keepdims=True) + h.sum(-1, dtype=np.float64)
+                                [..., None]),
     "clip": Case(lambda h: h.clip(-0.5, 0.5)),
     "clip_max_only": Case(lambda h: h.clip(max=0.2)),
     "dot": Case(lambda h: h.dot(W)),
@@ -151,6 +154,7 @@ INDEXING: dict[str, Case] = {
     "gather_fixed_last": _fixed(lambda h: h[..., np.array([7, 1])]),
     "gather_non_adjacent": _fixed(lambda h: h[0, :, [1, 2]]),
     "gather_adjacent_int": _fixed(lambda h: h[:, 0, [1, 2]]),
+    "bool_tensor": Case(lambda h: np.where((h > 0)[:, ::-1][:, 1, None], h, -h)),
     "mask_last": Case(lambda h: h[..., MASK8]),
     "mask_two_axes": Case(lambda h: h[:, MASK68]),
     "traced_index": _fixed(lambda h: h[1][np.minimum(abs(h[0, 0]) * 2, 5).astype(np.int64)]),
@@ -206,6 +210,7 @@ NUMPY: dict[str, Case] = {
                     + np.logical_xor(h > 0, B8 > 0) * h),
     "rint_round": Case(lambda h: np.rint(h * 2) + np.round(h * 0 + TIES) + np.around(h)),
     "isnan_isinf_isfinite": Case(_nonfinite),
+    "ufunc_by_primitive_name": Case(lambda h: np.sin(h) + np.cos(h)),
     "np_matmul": Case(lambda h: np.matmul(h, W)),
     "ufunc_reduce": Case(lambda h: np.add.reduce(h, axis=1) + np.maximum.reduce(h, axis=1)),
     "ufunc_on_constant_left": Case(lambda h: np.maximum(B8, h) - np.add(B8, h)),
@@ -229,6 +234,11 @@ NUMPY: dict[str, Case] = {
     "einsum_outer": Case(lambda h: np.einsum("bs,d->bsd", h[..., 0], B8)),
     "einsum_implicit": Case(lambda h: np.einsum("bsd,de", h, W)),
     "einsum_three": Case(lambda h: np.einsum("bsd,de,ef->bsf", h, W, W.T)),
+    "einsum_ellipsis": Case(lambda h: np.einsum("...qd,...kd->...qk", h, h)
+                            + np.einsum("...d,de->...e", h, W) @ W.T[:, :6]),
+    "einsum_ellipsis_broadcast": Case(lambda h: np.einsum("...ij,...jk", h[:, None],
+                                                         h[:1].transpose(0, 2, 1)[:, None])
+                                      [:, 0]),
     "einsum_seq": _seq(lambda h: np.einsum("bsd,btd->bst", h, h)),
     "expand_dims": Case(lambda h: np.expand_dims(h, 1) + np.expand_dims(h, (0, -1))[0, ..., 0]
                         [:, None]),
@@ -267,6 +277,8 @@ NUMPY: dict[str, Case] = {
     "flip": Case(lambda h: np.flip(h, axis=-1) + np.flip(h, (1, 2))),
     "like": Case(lambda h: h[0] + np.ones_like(h[0]) + np.zeros_like(h[0])
                  + np.full_like(h[0], 2.5)),
+    "like_symbolic": Case(lambda h: np.concatenate([h, np.ones_like(h[..., :2])], axis=-1)
+                          [..., 2:] + np.full_like(h, 0.5) + np.zeros_like(h)),
     "shape_ndim_size": Case(lambda h: h * np.ndim(h) + np.size(h[0]) + np.shape(h)[1]),
     "any_all": Case(lambda h: np.any(h > 1, axis=-1) * h[..., 0] + np.all(h > -1, axis=-1)),
 }

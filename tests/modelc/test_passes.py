@@ -55,6 +55,7 @@ class _Masks(nn.Module):
     def forward(self, ids, x):  # type: ignore[no-untyped-def]
         mask = F.cast(F.cast(ids, np.bool_), np.bool_)                          # (2, 5) bool
         rows = F.concat([F.slice(mask, 1, i, i + 1, 1) for i in range(5)], 1)  # all of it
+        x = F.slice(x, 0, 0, 2, 1)                                              # all of x
         part = F.concat([F.slice(x, 1, 0, 2, 1), F.slice(x, 1, 3, 5, 1)], 1)   # a gap: kept
         wide = F.add(rows, np.zeros((2, 5), np.bool_))                          # no broadcast
         return F.where(wide, F.sum(part, 1, keepdim=True), x)

@@ -5,27 +5,15 @@ numpy arrays."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 import pytest
+from executors import PROVIDERS, Lambda
 from forward_cases import CASES, Case
 
 import modelc
-import nn
 import runtime
-
-PROVIDERS = ["relaxed", "simd128", "scalar", "host"]
-
-
-class Lambda(nn.Module):
-    def __init__(self, fn: Callable[..., Any]) -> None:
-        super().__init__()
-        self.fn = fn
-
-    def forward(self, *inputs: Any) -> Any:
-        return self.fn(*inputs)
 
 
 def _dynamic(case: Case) -> dict | None:

@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from test_trace_forward import Lambda
+from executors import Lambda
 
 import modelc
 import runtime
@@ -99,6 +99,7 @@ def test_python_that_needs_values_names_the_line_and_np_where(fn: Callable[..., 
     (lambda h: np.add.accumulate(h), r"np.add.accumulate is not supported"),
     (lambda h: np.exp(h, out=h), r"np.exp\(..., out=\) is not supported"),
     (lambda h: h.sum(0, out=h), r"sum\(out=...\) is not supported"),
+    (lambda h: h.argmax(0, out=h), r"argmax\(out=...\) is not supported"),
     (lambda h: np.where(h > 0), r"np.where\(condition\) with one argument"),
     (lambda h: h[h > 0], r"boolean mask that is a traced tensor.*np.where\(mask, x, 0\)"),
     (lambda h: h[1:], r"the slice slice\(1, None, None\) of the symbolic axis 0 \('batch' in "
@@ -123,13 +124,11 @@ def test_python_that_needs_values_names_the_line_and_np_where(fn: Callable[..., 
     (lambda h: np.tril(h.transpose(1, 2, 0)), r"np.tril of a tensor whose last two axes "
                                               r"\[8, 'batch'\] are not fixed"),
     (lambda h: h * h.size, r"x.size of a traced tensor with symbolic dims \['batch'\]"),
-    (lambda h: np.einsum("...d,de->...e", h, h[0]), r"np.einsum\('...d,de->...e'\) with '...'"),
     (lambda h: np.einsum("bii->bi", h), r"repeated index in 'bii' \(a diagonal\)"),
     (lambda h: h.prod(0), r"prod over the symbolic axis 0 \('batch' in \[1, 8\]\)"),
     (lambda h: h << 1, r"operator '<<' is not supported"),
     (lambda h: h & h, r"operator '&' on \['float32', 'float32'\].*bool tensors only"),
     (lambda h: np.dot(h, X), r"np.dot with a right operand of rank > 2.*a @ b"),
-    (lambda h: np.zeros_like(h), r"np.zeros_like.*symbolic dims \['batch', 4, 8\]"),
     (lambda h: np.asarray(h), r"converted to a numpy array.*nn.functional.embedding"),
 ])
 def test_unsupported_python_names_the_call_line_and_alternative(fn: Callable[..., Any],
@@ -170,11 +169,11 @@ def test_bad_indices_and_axes_fail_as_numpy_does(fn: Callable[..., Any], error: 
 
 
 @pytest.mark.parametrize("fn, message", [
-    (lambda h: (h > 0).mean(-1), r"cast float32 -> float64 is not lowered"),
-    (lambda h: h.astype(np.int32), r"cast float32 -> int32 is not lowered"),
-    (lambda h: h.sum(0, dtype=np.float64), r"cast float32 -> float64 is not lowered"),
-    (lambda h: h.argmax(-1) - h.argmin(-1), r"sub: only float32 lowers to wasm, got "
-                                            r"\['int64', 'int64'\]"),
+    (lambda h: h.astype(np.int16), r"cast float32 -> int16 is not lowered"),
+    (lambda h: h.astype(np.float16), r"cast float32 -> float16 is not lowered"),
+    (lambda h: np.maximum(h.argmax(-1), h.argmin(-1)),
+     r"maximum: tensors of one dtype among \['float32'\] lower to wasm, got "
+     r"\['int64', 'int64'\]"),
 ])
 def test_what_traces_but_does_not_lower_is_a_compile_error(fn: Callable[..., Any],
                                                           message: str) -> None:

@@ -239,3 +239,25 @@ def test_functional_errors_name_the_offending_value() -> None:
                            output_padding=2)
     with pytest.raises(ValueError, match="batch_norm outside training needs running_mean"):
         F.batch_norm(X, None, None)
+
+
+@pytest.mark.parametrize("dim, largest", [(-1, True), (1, False), (0, True)])
+def test_topk_matches_torch(dim: int, largest: bool) -> None:
+    values, indices = F.topk(X, 2, dim, largest)
+    want = torch.topk(torch.from_numpy(X), 2, dim, largest)
+    np.testing.assert_array_equal(values, want.values.numpy())
+    np.testing.assert_array_equal(indices, want.indices.numpy())
+    assert indices.dtype == np.int64
+
+
+def test_topk_with_k_beyond_the_axis_is_refused() -> None:
+    with pytest.raises(ValueError, match=r"topk: k=6 is outside \[0, 5\] \(the size of dim "
+                                         r"-1\)"):
+        F.topk(X, 6)
+
+
+def test_check_passes_its_input_through_or_raises_its_message() -> None:
+    assert F.check(X, np.array([True])) is X
+    assert F.check(X, np.array(False), expected=False) is X
+    with pytest.raises(ValueError, match="the 8 kHz branch cannot run"):
+        F.check(X, np.array(True), expected=False, message="the 8 kHz branch cannot run")

@@ -67,28 +67,79 @@ def _float(name, shape):
 
 def test_unsupported_ops_are_reported_all_at_once(tmp_path, capsys):
     model = _model([helper.make_node("Relu", ["x"], ["a"], name="ok"),
-                    helper.make_node("Einsum", ["a", "a"], ["b"], name="mix",
-                                     equation="ij,ij->ij"),
-                    helper.make_node("TopK", ["b", "k"], ["c", "i"], name="pick"),
+                    helper.make_node("Det", ["a"], ["b"], name="mix"),
+                    helper.make_node("Hardmax", ["b"], ["c"], name="pick"),
                     helper.make_node("FusedGemm", ["c", "c"], ["y"], name="vendor",
                                      domain="com.microsoft")],
                    [_float("x", [2, 3])], [_float("y", None)],
                    [numpy_helper.from_array(np.array([1], np.int64), "k")])
-    message = r"3 unsupported node\(s\): 'mix' \(Einsum\), 'pick' \(TopK\), 'vendor' " \
+    message = r"3 unsupported node\(s\): 'mix' \(Det\), 'pick' \(Hardmax\), 'vendor' " \
               r"\(com.microsoft.FusedGemm\); supported ops: \['Abs'"
     with pytest.raises(modelc.UnsupportedOpError, match=message):
         modelc.from_onnx(model)
     path = tmp_path / "bad.onnx"
     path.write_bytes(model.SerializeToString())
     assert main(["export", str(path), "-o", str(tmp_path / "bad.wasm")]) == 8
-    assert "'mix' (Einsum)" in capsys.readouterr().err
+    assert "'mix' (Det)" in capsys.readouterr().err
+
+
+def test_unsupported_ops_inside_control_flow_are_reported_and_marked(tmp_path, capsys):
+    def branch(name, nodes, output):
+        return helper.make_graph(nodes, name, [], [_float(output, [2, 3])])
+
+    inner = helper.make_node("Loop", ["", "cond"], [], name="spin", body=helper.make_graph(
+        [helper.make_node("Det", ["x"], ["d"], name="deep")], "body",
+        [helper.make_tensor_value_info("i", onnx.TensorProto.INT64, []),
+         helper.make_tensor_value_info("c", onnx.TensorProto.BOOL, [])],
+        [helper.make_tensor_value_info("c", onnx.TensorProto.BOOL, [])]))
+    then = branch("then", [helper.make_node("Hardmax", ["x"], ["a"], name="soft"), inner], "a")
+    other = branch("else", [helper.make_node("Det", ["x"], ["b"], name="also")], "b")
+    model = _model([helper.make_node("If", ["cond"], ["y0"], name="choose", then_branch=then,
+                                     else_branch=other),
+                    helper.make_node("Det", ["y0"], ["y"], name="top")],
+                   [_float("x", [2, 3]),
+                    helper.make_tensor_value_info("cond", onnx.TensorProto.BOOL, [])],
+                   [_float("y", None)])
+    message = (r"4 unsupported node\(s\): 'choose'.else_branch > 'also' \(Det\), "
+               r"'choose'.then_branch > 'soft' \(Hardmax\), 'choose'.then_branch > 'spin'.body "
+               r"> 'deep' \(Det\), 'top' \(Det\); only inside control-flow subgraphs "
+               r"\(If/Loop/Scan\): \['Hardmax'\]; supported ops")
+    with pytest.raises(modelc.UnsupportedOpError, match=message):
+        modelc.from_onnx(model)
+    path = tmp_path / "bad.onnx"
+    path.write_bytes(model.SerializeToString())
+    assert main(["export", str(path), "-o", str(tmp_path / "bad.wasm")]) == 8
+    assert "only inside control-flow subgraphs (If/Loop/Scan): ['Hardmax']" in \
+        capsys.readouterr().err
 
 
 def test_opset_outside_the_supported_range():
     model = _model([helper.make_node("Relu", ["x"], ["y"])], [_float("x", [2])],
-                   [_float("y", [2])], opset=8)
-    with pytest.raises(modelc.CompileError, match="opset 8 is not supported; expected 9 to 23"):
+                   [_float("y", [2])], opset=6)
+    with pytest.raises(modelc.CompileError, match="opset 6 is not supported; expected 9 to 23, "
+                                                  "or 7 to 8 .converted on import."):
         modelc.from_onnx(model)
+
+
+@pytest.mark.parametrize("opset", [7, 8])
+def test_old_opsets_are_converted_with_a_warning(opset):
+    """Opset 7's legacy-free Add broadcast and opset 8's Upsample-era graph: converted to
+    opset 9 by onnx.version_converter, then compared with onnxruntime on the original."""
+    ort = pytest.importorskip("onnxruntime")
+    model = _model([helper.make_node("Add", ["x", "b"], ["s"]),
+                    helper.make_node("MaxPool", ["s"], ["p"], kernel_shape=[2, 2]),
+                    helper.make_node("Relu", ["p"], ["y"])],
+                   [_float("x", [1, 2, 4, 4])], [_float("y", [1, 2, 3, 3])],
+                   [numpy_helper.from_array(np.arange(4, dtype=np.float32) - 2, "b")],
+                   opset=opset)
+    model.ir_version = 3
+    with pytest.warns(UserWarning, match=f"opset {opset}; converting it to opset 9 with "
+                                         "onnx.version_converter"):
+        graph = modelc.optimize(modelc.from_onnx(model))
+    x = np.random.default_rng(0).standard_normal((1, 2, 4, 4)).astype(np.float32)
+    (want,) = ort.InferenceSession(model.SerializeToString(),
+                                   providers=["CPUExecutionProvider"]).run(None, {"x": x})
+    np.testing.assert_allclose(modelc.interpret(graph, {"x": x})["y"], want, rtol=1e-6)
 
 
 def test_a_node_error_names_the_node_and_op():

@@ -91,6 +91,19 @@ def test_known_values_fold_exactly(op, attrs, operands):
     np.testing.assert_array_equal(got.data, want)
 
 
+@pytest.mark.parametrize("layer", ["PixelShuffle", "PixelUnshuffle"])
+def test_torch_pixel_shuffles_as_6d_transposes(layer, torch_to_onnx, check_wasm_against_ort):
+    """torch exports them (PixelShuffle before opset 11) as Reshape, a 6-D Transpose and
+    Reshape, which split_permutes runs as block moves."""
+    torch = pytest.importorskip("torch")
+    x = r(1, 8, 6, 4)
+    model = torch_to_onnx(getattr(torch.nn, layer)(2), (torch.from_numpy(x),), ["x"], ["y"],
+                          opset=9)
+    assert any(len(n.attribute[0].ints) == 6 for n in onnx.load_from_string(model).graph.node
+               if n.op_type == "Transpose")
+    check_wasm_against_ort(model, {"x": x})
+
+
 def test_depth_to_space_with_an_unknown_mode_is_refused():
     model, _ = single_node("DepthToSpace", [Run(X)], {"blocksize": 2}, 13)
     model.graph.node[0].attribute.append(onnx.helper.make_attribute("mode", "RDC"))

@@ -287,3 +287,155 @@ def test_no_op_type_is_mapped_by_two_op_modules():
             assert op_type not in seen, f"{op_type} is in both {seen[op_type]} and {name}"
             seen[op_type] = name
     assert set(seen) == set(importer.OPS)
+
+
+def ints(dtype: type, *shape: int) -> np.ndarray:
+    """Integers from a few values (so equal pairs occur), signed extremes among them."""
+    info = np.iinfo(dtype)
+    return _rng.choice(np.array([info.min, -3, 0, 2, 5, info.max], dtype), shape)
+
+
+# Run-time integer tensors (issue #19): comparisons, casts, where and gather on int32/int64.
+INTEGER_CASES: dict[str, tuple] = {
+    "equal_int32": ("Equal", [Run(ints(np.int32, 2, 3)), Run(ints(np.int32, 3))], {}, 13),
+    "less_int64": ("Less", [Run(ints(np.int64, 2, 1, 4)), Run(ints(np.int64, 3, 1))], {}, 13),
+    "greater_int32_known_scalar": ("Greater", [Run(ints(np.int32, 5)),
+                                               np.array(2, np.int32)], {}, 13),
+    "greater_or_equal_int64_known_row": ("GreaterOrEqual", [
+        np.array([0, 2 ** 40, -1], np.int64), Run(ints(np.int64, 4, 3))], {}, 16),
+    "less_or_equal_int32": ("LessOrEqual", [Run(ints(np.int32, 3, 4)),
+                                            Run(ints(np.int32, 3, 4))], {}, 16),
+    **{f"cast_{a}_to_{b}": ("Cast", [Run(x)], {"to": helper.np_dtype_to_tensor_dtype(
+        np.dtype(b))}, 13) for a, b, x in [
+        ("int32", "float32", ints(np.int32, 2, 3)),
+        ("float32", "int32", r(2, 3) * 100),
+        ("int32", "int64", ints(np.int32, 7)),
+        ("int64", "int32", np.array([1, -1, 2 ** 31 + 5, -(2 ** 35)], np.int64)),
+        ("bool", "int64", bools(2, 3)),
+        ("bool", "int32", bools(4)),
+        ("int32", "bool", ints(np.int32, 6)),
+        ("float32", "bool", np.array([0.0, -0.0, 1.5, np.nan], np.float32))]},
+    "where_int32": ("Where", [Run(bools(2, 3)), Run(ints(np.int32, 2, 3)),
+                              np.array(-7, np.int32)], {}, 16),
+    "where_int64_broadcast": ("Where", [Run(bools(3, 1)), Run(ints(np.int64, 1, 4)),
+                                        Run(ints(np.int64, 3, 4))], {}, 16),
+    "gather_int32_indices": ("Gather", [r(6, 3), Run(np.array([[5, 0], [2, 2]], np.int32))],
+                             {"axis": 0}, 13),
+    "slice_int64": ("Slice", [Run(ints(np.int64, 4, 5)), i64(1), i64(4), i64(1)], {}, 13),
+    "concat_int32": ("Concat", [Run(ints(np.int32, 2, 3)), Run(ints(np.int32, 2, 1))],
+                     {"axis": 1}, 13),
+    "transpose_int64": ("Transpose", [Run(ints(np.int64, 2, 3, 4))], {"perm": [2, 0, 1]}, 13),
+    "split_int64": ("Split", [Run(ints(np.int64, 6, 2)), i64(2, 4)], {}, 13, 2),
+    "add_int32_wraps": ("Add", [Run(ints(np.int32, 2, 3)), Run(ints(np.int32, 3))], {}, 14),
+    "sub_int64_known_scalar": ("Sub", [Run(ints(np.int64, 4)), np.array(7, np.int64)], {}, 14),
+    "mul_int64_broadcast": ("Mul", [Run(ints(np.int64, 3, 1)), Run(ints(np.int64, 1, 4))],
+                            {}, 14),
+}
+
+
+@pytest.mark.parametrize("kernels", ["relaxed", "simd128", "scalar", "host"])
+@pytest.mark.parametrize("case", sorted(INTEGER_CASES))
+def test_integer_op_runs_in_wasm_as_onnxruntime(case: str, kernels: str) -> None:
+    import modelc
+    import runtime
+
+    ort = pytest.importorskip("onnxruntime")
+    model, feeds = single_node(*INTEGER_CASES[case])
+    wants = ort.InferenceSession(model.SerializeToString(),
+                                 providers=["CPUExecutionProvider"]).run(None, feeds)
+    with runtime.load(modelc.export(modelc.from_onnx(model)), kernels=kernels) as session:
+        gots = list(session.run(feeds).values())
+    assert len(gots) == len(wants)
+    for got, want in zip(gots, wants):
+        assert got.dtype == want.dtype
+        np.testing.assert_array_equal(got, want)
+
+
+# Issue #19's ops (Einsum's common forms, OneHot, GatherND, ScatterND, TopK) and layouts
+# (a 5-D transpose whose unit axes leave 4 to merge), on every kernel provider.
+WASM_CASES: dict[str, tuple] = {
+    "transpose_5d_unit_axes": ("Transpose", [Run(r(1, 40, 3, 8, 5))],
+                               {"perm": [2, 0, 3, 1, 4]}, 13),
+    "einsum_batched_matmul": ("Einsum", [Run(r(2, 3, 4)), Run(r(2, 4, 5))],
+                              {"equation": "bij,bjk->bik"}, 12),
+    "einsum_attention_scores": ("Einsum", [Run(r(1, 2, 3, 4)), Run(r(1, 2, 5, 4))],
+                                {"equation": "bhqd,bhkd->bhqk"}, 12),
+    "einsum_ellipsis_weight": ("Einsum", [Run(r(2, 3, 4)), r(4, 6)],
+                               {"equation": "...ij,jk->...ik"}, 12),
+    "einsum_transpose": ("Einsum", [Run(r(3, 4))], {"equation": "ij->ji"}, 12),
+    "einsum_sum_implicit": ("Einsum", [Run(r(2, 3, 4))], {"equation": "bij"}, 12),
+    "einsum_outer_and_sum": ("Einsum", [Run(r(3, 4)), Run(r(5))], {"equation": "ij,k->jk"}, 12),
+    "einsum_three_operands": ("Einsum", [Run(r(2, 3)), Run(r(3, 4)), r(4, 2)],
+                              {"equation": "ij,jk,kl->il"}, 12),
+    "one_hot_int32_last_axis": ("OneHot", [Run(np.array([[0, 3], [-1, 7]], np.int32)),
+                                           np.array([5.0], np.float32),
+                                           np.array([-1.0, 2.5], np.float32)], {}, 11),
+    "one_hot_int64_axis0_int_values": ("OneHot", [Run(np.array([2, -5, 1], np.int64)),
+                                                  i64(4), np.array([0, 7], np.int64)],
+                                       {"axis": 0}, 11),
+    "gather_nd_known_indices": ("GatherND", [Run(r(3, 4, 2)),
+                                             np.array([[[0, 1]], [[2, -1]]], np.int64)], {}, 13),
+    "scatter_nd_rows_repeated_index": ("ScatterND", [Run(r(4, 3)), np.array(
+        [[1], [3], [1]], np.int64), Run(r(3, 3))], {}, 13),
+    "scatter_nd_elements_known_updates": ("ScatterND", [Run(r(2, 3, 2)), np.array(
+        [[0, 2, 1], [1, 0, 0]], np.int64), np.array([5.0, -5.0], np.float32)], {}, 13),
+    "top_k_largest_last_axis": ("TopK", [Run(r(2, 3, 9)), i64(4)], {}, 11, 2),
+    "top_k_smallest_middle_axis": ("TopK", [Run(_rng.choice(np.array(
+        [-1.0, 0.0, 2.5, np.inf], np.float32), (2, 6, 3))), i64(6)],
+                                   {"axis": 1, "largest": 0}, 11, 2),
+    "top_k_attr_opset9": ("TopK", [Run(r(5, 4))], {"k": 2, "axis": 0}, 9, 2),
+}
+
+
+@pytest.mark.parametrize("kernels", ["relaxed", "simd128", "scalar", "host"])
+@pytest.mark.parametrize("case", sorted(WASM_CASES))
+def test_issue19_op_runs_in_wasm_as_onnxruntime(case: str, kernels: str) -> None:
+    import modelc
+    import runtime
+
+    ort = pytest.importorskip("onnxruntime")
+    model, feeds = single_node(*WASM_CASES[case])
+    wants = ort.InferenceSession(model.SerializeToString(),
+                                 providers=["CPUExecutionProvider"]).run(None, feeds)
+    with runtime.load(modelc.export(modelc.from_onnx(model)), kernels=kernels) as session:
+        gots = list(session.run(feeds).values())
+    assert len(gots) == len(wants)
+    for got, want in zip(gots, wants):
+        assert got.dtype == want.dtype
+        finite = np.isfinite(want)
+        scale = max(float(np.abs(want[finite]).max(initial=0.0)), 1e-6)
+        np.testing.assert_allclose(got, want, rtol=0, atol=1e-4 * scale)
+
+
+def test_einsum_with_a_diagonal_is_refused() -> None:
+    import modelc
+
+    model, _ = single_node("Einsum", [Run(r(3, 3))], {"equation": "ii->i"}, 12)
+    with pytest.raises(modelc.CompileError, match=r"'the_einsum' \(Einsum\): term 'ii' of "
+                                                  r"'ii->i' does not fit .* a diagonal"):
+        modelc.from_onnx(model)
+
+
+def test_top_k_beyond_the_axis_is_refused() -> None:
+    import modelc
+
+    graph = helper.make_graph(
+        [helper.make_node("TopK", ["x", "k"], ["v", "i"], name="the_topk")], "case",
+        [helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [2, 3])],
+        [helper.make_tensor_value_info(o, onnx.TensorProto.UNDEFINED, None) for o in "vi"],
+        [numpy_helper.from_array(i64(10), "k")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 11)])
+    with pytest.raises(modelc.CompileError, match=r"topk: k=10 must be in \[0, 3\], the fixed "
+                                                  r"size of dim 1"):
+        modelc.from_onnx(model)
+
+
+def test_a_dim_stored_as_minus_one_is_symbolic() -> None:
+    """Old paddle2onnx exports write a dynamic dim as ``dim_value: -1``; onnxruntime takes it
+    as symbolic, and so does the importer (and ``input_shapes`` may fix it)."""
+    import modelc
+
+    model, _ = single_node("Relu", [Run(r(2, 3))], {}, 13)
+    model.graph.input[0].type.tensor_type.shape.dim[0].dim_value = -1
+    assert modelc.from_onnx(model).inputs["in0"].shape == ("in0_0", 3)
+    assert modelc.from_onnx(model, input_shapes={"in0": (5, 3)}).inputs["in0"].shape == (5, 3)

@@ -5,9 +5,9 @@ Each graph takes X (batch, 6, 8) or (batch, 3, 11, 12) with a symbolic batch and
 steps of default-domain ops (MatMul, broadcasting arithmetic, activations of the Elu family
 and Sin/Cos, Softmax and LogSoftmax on any axis, CumSum, LayerNormalization, Transpose,
 reductions, Concat, Slice, Reshape, Clip, Pow, Sqrt, Unsqueeze/Squeeze, attention-like
-products, LSTM/GRU/RNN; on images convolutions, pools, pads, Resize of every mode, DepthToSpace and
-SpaceToDepth), so the importer and the compiler meet
-combinations no hand-written case has.
+products, LSTM/GRU/RNN, Einsum, int32 masks, a run-time If; on images convolutions, pools,
+pads, Resize of every mode, DepthToSpace and SpaceToDepth), so the importer and the compiler
+meet combinations no hand-written case has.
 """
 
 from __future__ import annotations
@@ -130,6 +130,11 @@ class SequenceGraph(RandomGraph):
             "residual": lambda: self.node("Add", [x, self.node("Tanh", [
                 self.node("MatMul", [x, self.weight(d, d)])])]),
             "recurrent": self._recurrent,
+            "einsum": lambda: self.node("Einsum", [x, self.weight(d, int(rng.choice([4, 8])))],
+                                        equation=str(rng.choice(["bsd,de->bse",
+                                                                 "...d,de->...e"]))),
+            "integer_mask": self._integer_mask,
+            "runtime_if": self._runtime_if,
         }
 
     def _recurrent(self) -> str:
@@ -150,6 +155,33 @@ class SequenceGraph(RandomGraph):
         y = self.node(op, inputs, **attrs)  # (S, dirs, batch, hidden)
         return self.node("Reshape", [self.node("Transpose", [y], perm=[2, 0, 1, 3]),
                                      self.const(np.array([0, s, dirs * hidden], np.int64))])
+
+    def _integer_mask(self) -> str:
+        """``x * (int32(4x) >= k)``: a float -> int32 cast, an int32 comparison, a bool ->
+        float cast (values away from the cast's rounding edges do not matter: both sides
+        truncate)."""
+        scaled = self.node("Mul", [self.x, self.const(np.float32(4.0))])
+        ints = self.node("Cast", [scaled], to=TensorProto.INT32)
+        mask = self.node(str(self.rng.choice(["GreaterOrEqual", "Less", "Equal"])),
+                         [ints, self.const(np.int32(self.rng.integers(-1, 2)))])
+        return self.node("Mul", [self.x, self.node("Cast", [mask], to=TensorProto.FLOAT)])
+
+    def _runtime_if(self) -> str:
+        """``If(sum(x) > 0)`` over two branches of the same shape that read ``x`` from the
+        outer scope: a guarded wasm ``if`` for each, merged by ``where``."""
+        total = self.node("ReduceSum", [self.x], keepdims=0)
+        cond = self.node("Greater", [total, self.const(np.float32(0.0))])
+        out = f"v{len(self.nodes)}"
+
+        def branch(name: str, op: str, *extra: str) -> onnx.GraphProto:
+            node = helper.make_node(op, [self.x, *extra], [f"{out}_{name}"])
+            return helper.make_graph([node], name, [], [helper.make_tensor_value_info(
+                f"{out}_{name}", TensorProto.FLOAT, None)])
+
+        self.nodes.append(helper.make_node(
+            "If", [cond], [out], then_branch=branch("then", "Tanh"),
+            else_branch=branch("else", "Mul", self.const(np.float32(0.5)))))
+        return out
 
     def _power(self) -> str:
         """A positive integer power of tanh(x); other exponents of |tanh(x)| + 0.5, away

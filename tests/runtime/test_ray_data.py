@@ -17,17 +17,17 @@ import pytest
 import modelc
 import nn
 import runtime
+from runtime import ray_data  # NOTE: before ray, see ray_data.init
 from runtime.batch import BatchRunner, ModelPayload
 from runtime.cli import main
 
 ray: Any = pytest.importorskip("ray", reason="Ray is not installed (the ray extra)")
-from runtime import ray_data  # noqa: E402
 
 
 @pytest.fixture(scope="module")
 def cluster() -> Any:
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False,
-             ignore_reinit_error=True)
+    ray_data.init(num_cpus=2, include_dashboard=False, log_to_driver=False,
+                  ignore_reinit_error=True)
     yield ray
     ray.shutdown()
 
@@ -232,6 +232,14 @@ def test_the_batch_command_reads_parquet_columns(cluster, mlp, tmp_path, capsys)
 def test_the_batch_command_rejects_bad_inputs(mlp, tmp_path, capsys, args, message):
     assert main(["batch", str(mlp), "--output", str(tmp_path / "o"), *args]) == 7
     assert message in capsys.readouterr().err
+
+
+def test_wasm_traps_stay_traps_in_a_process_that_started_ray(cluster, lookup):
+    """wasmtime ran here before Ray installed its crash handlers; ``ray_data.init`` keeps
+    them from turning the next trap into a crash of this process."""
+    with runtime.load(lookup) as session:
+        with pytest.raises(runtime.Trap, match="unreachable"):
+            session.run({"ids": np.array([[1, 99]])})
 
 
 def test_the_runner_checks_its_column_mapping(mlp):

@@ -133,7 +133,7 @@ def _sleep(seconds: float) -> str:
       (call $exit (call $poll (i32.const 0) (i32.const 64) (i32.const 1) (i32.const 128)))"""
 
 
-def test_the_timeout_holds_while_the_guest_sleeps_in_poll_oneoff():
+def test_the_timeout_holds_while_the_guest_sleeps_in_poll_oneoff(busy_host):
     start = time.monotonic()
     with pytest.raises(LimitExceeded, match=r"time limit of 0.3 s exceeded .*poll_oneoff"):
         run_command(_wasi(_sleep(20), POLL), WasiConfig(), ResourceLimits(timeout=0.3))
@@ -144,7 +144,18 @@ def test_poll_oneoff_still_sleeps_when_the_sleep_ends_first():
     assert run_command(_wasi(_sleep(0.05), POLL), WasiConfig(), ResourceLimits(timeout=5)) == 0
 
 
-def test_the_timeout_holds_while_the_guest_reads_an_idle_stdin():
+@pytest.fixture(params=["few fds", "fds past 1024"])
+def busy_host(request):
+    """Run a test as is, and again with the host holding over 1024 fds, where ``select``
+    cannot wait on the new ones."""
+    held = [os.open(os.devnull, os.O_RDONLY) for _ in range(1100 if request.param != "few fds"
+                                                             else 0)]
+    yield
+    for fd in held:
+        os.close(fd)
+
+
+def test_the_timeout_holds_while_the_guest_reads_an_idle_stdin(busy_host):
     read, write = os.pipe()  # nobody ever writes: a read blocks until the deadline
     body = """(i32.store (i32.const 0) (i32.const 64)) (i32.store (i32.const 4) (i32.const 16))
       (call $exit (call $read (i32.const 0) (i32.const 0) (i32.const 1) (i32.const 8)))"""
@@ -310,7 +321,7 @@ def test_a_small_declared_table_leaves_the_rest_of_max_memory_to_the_memory():
     assert pages == 15  # 1 MiB less the table's 10 elements, in whole pages
 
 
-def test_the_timeout_holds_while_the_guest_writes_to_a_pipe_nobody_reads():
+def test_the_timeout_holds_while_the_guest_writes_to_a_pipe_nobody_reads(busy_host):
     read, write = os.pipe()  # 1 MiB into a 64 KiB pipe buffer that is never drained
     body = """(i32.store (i32.const 0) (i32.const 0)) (i32.store (i32.const 4) (i32.const 1048576))
       (call $exit (call $write (i32.const 1) (i32.const 0) (i32.const 1) (i32.const 8)))"""

@@ -70,3 +70,44 @@ def test_compare_broadcasting(kernels, op: str) -> None:  # type: ignore[no-unty
         with np.errstate(invalid="ignore"):
             expected = compare(a, b).astype(np.uint8)
         np.testing.assert_array_equal(y, expected, err_msg=f"{op} {out_shape}")
+
+
+@pytest.mark.parametrize("dtype", ["int32", "int64"])
+@pytest.mark.parametrize("op", list(abi.COMPARE_OPS))
+def test_integer_compare_broadcasting(kernels, op: str, dtype: str) -> None:  # type: ignore[no-untyped-def]
+    rng = np.random.default_rng(4)
+    compare = {"eq": np.equal, "ne": np.not_equal, "lt": np.less, "le": np.less_equal,
+               "gt": np.greater, "ge": np.greater_equal}[op]
+    np_dtype = np.dtype(dtype)
+    info = np.iinfo(np_dtype)
+    # Signed extremes and equal pairs; values that differ only above bit 31 for int64.
+    choices = np.array([info.min, -1, 0, 3, info.max] + ([2 ** 32 + 3] if dtype == "int64"
+                                                          else []), np_dtype)
+    for out_shape, a_shape, b_shape in BROADCASTS:
+        a, b = rng.choice(choices, a_shape), rng.choice(choices, b_shape)
+        args = {f"d{i}": d for i, d in enumerate(out_shape)}
+        args.update({f"as{i}": s for i, s in enumerate(_strides(a_shape, out_shape))})
+        args.update({f"bs{i}": s for i, s in enumerate(_strides(b_shape, out_shape))})
+        y = kernels.call(abi.find("compare", op, dtype=dtype).name, offset=8, a=a, b=b,
+                         y=kernels.output(out_shape, np.uint8), **args)["y"]
+        np.testing.assert_array_equal(y, compare(a, b).astype(np.uint8),
+                                      err_msg=f"{op} {out_shape}")
+
+
+@pytest.mark.parametrize("dtype", ["int32", "int64"])
+@pytest.mark.parametrize("op", list(abi.INTEGER_OPS))
+def test_integer_arithmetic_broadcasting_wraps(kernels, op: str, dtype: str) -> None:  # type: ignore[no-untyped-def]
+    rng = np.random.default_rng(5)
+    np_dtype = np.dtype(dtype)
+    info = np.iinfo(np_dtype)
+    choices = np.array([info.min, -7, -1, 0, 1, 3, 2 ** 20 + 1, info.max], np_dtype)
+    for out_shape, a_shape, b_shape in BROADCASTS:
+        a, b = rng.choice(choices, a_shape), rng.choice(choices, b_shape)
+        args = {f"d{i}": d for i, d in enumerate(out_shape)}
+        args.update({f"as{i}": s for i, s in enumerate(_strides(a_shape, out_shape))})
+        args.update({f"bs{i}": s for i, s in enumerate(_strides(b_shape, out_shape))})
+        y = kernels.call(abi.find("integer", op, dtype=dtype).name, offset=8, a=a, b=b,
+                         y=kernels.output(out_shape, np_dtype), **args)["y"]
+        with np.errstate(over="ignore"):
+            want = {"add": np.add, "sub": np.subtract, "mul": np.multiply}[op](a, b)
+        np.testing.assert_array_equal(y, want, err_msg=f"{op} {out_shape}")

@@ -55,3 +55,29 @@ def test_i64_to_bool_writes_bool_bytes(kernels) -> None:  # type: ignore[no-unty
     x = np.array([0, 1, -1, 2 ** 40, -(2 ** 63), 0, 7], np.int64)
     y = kernels.call("i64_to_bool", offset=8, x=x, y=kernels.output((x.size,), np.uint8), n=x.size)["y"]
     np.testing.assert_array_equal(y, (x != 0).astype(np.uint8))
+
+
+_INT32 = np.array([0, 1, -1, 7, 2 ** 31 - 1, -(2 ** 31), 2 ** 24 + 1], np.int32)
+_INT64 = np.array([0, 1, -1, 2 ** 31, -(2 ** 31) - 1, 2 ** 40 + 5, -(2 ** 63)], np.int64)
+_FLOATS = np.array([0.0, -0.0, 1.9, -1.9, 3e9, -3e9, np.nan, np.inf, -np.inf], np.float32)
+_BOOLS = np.array([True, False, True, True, False], bool)
+# name: (input, what numpy gives for it)
+CAST_ROWS = {
+    "i32_to_f32": (_INT32, _INT32.astype(np.float32)),
+    "f32_to_i32": (_FLOATS, np.array([0, 0, 1, -1, 2 ** 31 - 1, -(2 ** 31), 0, 2 ** 31 - 1,
+                                      -(2 ** 31)], np.int32)),
+    "i32_to_i64": (_INT32, _INT32.astype(np.int64)),
+    "i64_to_i32": (_INT64, _INT64.astype(np.int32)),
+    "bool_to_i32": (_BOOLS, _BOOLS.astype(np.int32)),
+    "bool_to_i64": (_BOOLS, _BOOLS.astype(np.int64)),
+    "i32_to_bool": (_INT32, _INT32 != 0),
+    "f32_to_bool": (_FLOATS, _FLOATS.astype(bool)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CAST_ROWS))
+def test_integer_casts(kernels, name: str) -> None:  # type: ignore[no-untyped-def]
+    x, want = CAST_ROWS[name]
+    want = want.astype(np.uint8) if want.dtype == bool else want
+    y = kernels.call(name, offset=8, x=x, y=kernels.output(x.shape, want.dtype), n=x.size)["y"]
+    np.testing.assert_array_equal(y, want)

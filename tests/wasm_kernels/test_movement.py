@@ -56,3 +56,22 @@ def test_group_norm(kernels, shape: tuple[int, ...], groups: int) -> None:  # ty
                      groups=groups, channels=shape[1] // groups,
                      spatial=int(np.prod(shape[2:])), eps=1e-5)["y"]
     np.testing.assert_allclose(y, F.group_norm(x, groups, gamma, beta), rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("name, dtype", [("f32_where", np.int32), ("f32_where", np.float32),
+                                         ("i64_where", np.int64)])
+def test_where_moves_elements_bit_for_bit(kernels, name: str, dtype: type) -> None:  # type: ignore[no-untyped-def]
+    rng = np.random.default_rng(2)
+    out_shape = (2, 1, 3, 5)
+    cond = rng.random((1, 1, 3, 5)) > 0.5
+    if dtype is np.float32:  # NaN payloads and a signalling NaN survive unchanged
+        a = rng.integers(0x7F800001, 0x7FFFFFFF, out_shape, dtype=np.uint32).view(np.float32)
+    else:
+        info = np.iinfo(dtype)
+        a = rng.integers(info.min, info.max, out_shape, dtype=dtype)
+    b = np.array([[[[-(2 ** 31) + 5]]]], dtype)
+    strides = {"c": (0, 0, 5, 1), "a": _dense(out_shape), "b": (0, 0, 0, 0)}
+    y = kernels.call(name, offset=8, cond=cond, a=a, b=b, y=kernels.output(out_shape, dtype),
+                     **{f"d{i}": d for i, d in enumerate(out_shape)},
+                     **{f"{t}s{i}": s for t, st in strides.items() for i, s in enumerate(st)})["y"]
+    np.testing.assert_array_equal(y.view(np.uint8), np.where(cond, a, b).view(np.uint8))

@@ -32,10 +32,18 @@ def wait_ready(ctx: HostContext, host_fd: int, write: bool, call: str) -> None:
     left = remaining(ctx)
     if left is None:
         return
-    waiting = ([], [host_fd]) if write else ([host_fd], [])
-    ready = select.select(*waiting, [], left)
-    if not ready[0] and not ready[1]:
+    if not ready_fds([host_fd], left, write):
         raise DeadlineExceeded(call)
+
+
+def ready_fds(fds: list[int], seconds: float | None, write: bool = False) -> list[int]:
+    """The ``fds`` ready to read (or write) within ``seconds`` (``None``: wait for one).
+    ``poll``, not ``select``: a busy host process has fds past ``select``'s 1024."""
+    poller = select.poll()
+    for fd in fds:
+        poller.register(fd, select.POLLOUT if write else select.POLLIN)
+    # NOTE: an error or hang-up counts as ready: the read or write then reports it.
+    return [fd for fd, _ in poller.poll(None if seconds is None else seconds * 1000)]
 
 
 def check(ctx: HostContext, call: str) -> None:

@@ -87,7 +87,7 @@ def _write(ctx: HostContext, descriptor: Descriptor, data: bytes) -> int:
 
 
 def _write_until_deadline(ctx: HostContext, host_fd: int, data: bytes) -> int:
-    """Write ``data`` in pieces a ready fd takes without blocking (``select`` promises
+    """Write ``data`` in pieces a ready fd takes without blocking (``poll`` promises
     room for ``PIPE_BUF`` bytes), so a reader that never drains cannot hold the guest past
     its deadline."""
     done = 0

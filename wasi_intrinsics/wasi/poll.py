@@ -1,20 +1,19 @@
 """WASI ``poll_oneoff``: wait for clocks and fd readiness.
 
 Files and output streams are always ready. A host input stream with a real fd (the CLI's
-stdin) is ready when ``select`` says so; in-memory streams are always ready.
+stdin) is ready when ``poll`` says so; in-memory streams are always ready.
 """
 
 from __future__ import annotations
 
 import io
 import os
-import select
 import time
 
 from ..intrinsic import HostContext, IntrinsicModule, i32
 from .abi import EventType, Rights
 from .clocks import now
-from .deadline import DeadlineExceeded, remaining
+from .deadline import DeadlineExceeded, ready_fds, remaining
 from .descriptors import Descriptor, HostFile, Stream
 from .errno import Errno, WasiError
 from .memory import pack, unpack, write_u32
@@ -25,14 +24,14 @@ poll = IntrinsicModule("wasi_poll")
 _SUBSCRIPTION = 48
 _EVENT = 32
 _ABSTIME = 1
-_SELECT_CHUNK = 86400.0  # seconds; select() refuses timeouts near 2^64 ns
+_WAIT_CHUNK = 86400.0  # seconds; poll() refuses timeouts near 2^64 ns
 MAX_SUBSCRIPTIONS = 1024
 """Subscriptions one call may pass (as ``poll`` is bounded by the fd limit); more is EINVAL."""
 Event = tuple[int, int, int, int]  # userdata, errno, type, nbytes
 
 
 def _waitable_fd(descriptor: Descriptor, kind: int) -> int | None:
-    """The host fd to ``select`` on for a read subscription on a host stream, else None."""
+    """The host fd to ``poll`` for a read subscription on a host stream, else None."""
     if kind != EventType.FD_READ or not isinstance(descriptor, Stream):
         return None
     try:
@@ -86,7 +85,7 @@ def poll_oneoff(ctx: HostContext, subscriptions: i32, events: i32, nsubscription
             raise WasiError(Errno.EINVAL, f"unknown subscription type {kind}")
     wait = 0 if ready else min((delay for delay, _ in clocks), default=None)
     start = time.monotonic_ns()
-    readable = _select(ctx, list(waiting), wait)
+    readable = _wait(ctx, list(waiting), wait)
     ready += [(waiting[fd][0], Errno.SUCCESS, waiting[fd][1], 0) for fd in readable]
     elapsed = time.monotonic_ns() - start
     ready += [(userdata, Errno.SUCCESS, EventType.CLOCK, 0) for delay, userdata in clocks
@@ -96,7 +95,7 @@ def poll_oneoff(ctx: HostContext, subscriptions: i32, events: i32, nsubscription
     write_u32(memory, nevents, len(ready))
 
 
-def _select(ctx: HostContext, fds: list[int], wait: int | None) -> list[int]:
+def _wait(ctx: HostContext, fds: list[int], wait: int | None) -> list[int]:
     """The readable ``fds`` after waiting up to ``wait`` ns (``None``: until one is), in
     chunks, and never past the caller's deadline.
 
@@ -107,8 +106,8 @@ def _select(ctx: HostContext, fds: list[int], wait: int | None) -> list[int]:
     while True:
         left = None if end is None else max(0.0, end - time.monotonic())
         deadline = remaining(ctx)
-        timeout = min(t for t in (left, deadline, _SELECT_CHUNK) if t is not None)
-        readable = select.select(fds, [], [], timeout)[0]
+        timeout = min(t for t in (left, deadline, _WAIT_CHUNK) if t is not None)
+        readable = ready_fds(fds, timeout)
         if readable or (left is not None and left <= timeout):
             return readable
         if deadline is not None and deadline <= timeout:

@@ -30,6 +30,18 @@ CONVERSIONS: dict[str, Conversion] = {
                                                    ("f32.convert_i32_u",)), ("f32.store", 2)),
     "i64_to_bool": Conversion(("i64.load", 3), (("i64.const", 0), ("i64.ne",)),
                               ("i32.store8", 0)),
+    "i32_to_f32": Conversion(("i32.load", 2), (("f32.convert_i32_s",),), ("f32.store", 2)),
+    "f32_to_i32": Conversion(("f32.load", 2), (("i32.trunc_sat_f32_s",),), ("i32.store", 2)),
+    "i32_to_i64": Conversion(("i64.load32_s", 2), (), ("i64.store", 3)),
+    "i64_to_i32": Conversion(("i64.load", 3), (("i32.wrap_i64",),), ("i32.store", 2)),
+    "bool_to_i32": Conversion(("i32.load8_u", 0), (("i32.const", 0), ("i32.ne",)),
+                              ("i32.store", 2)),
+    "bool_to_i64": Conversion(("i32.load8_u", 0), (("i32.const", 0), ("i32.ne",),
+                                                   ("i64.extend_i32_u",)), ("i64.store", 3)),
+    "i32_to_bool": Conversion(("i32.load", 2), (("i32.const", 0), ("i32.ne",)),
+                              ("i32.store8", 0)),
+    "f32_to_bool": Conversion(("f32.load", 2), (("f32.const", 0.0), ("f32.ne",)),
+                              ("i32.store8", 0)),
 }
 
 

@@ -1,6 +1,9 @@
-"""The comparison family: y = a <op> b as numpy bool bytes, with numpy broadcasting over a
-rank-4 output, one element at a time for every ISA (comparisons build masks, which are
-small and computed once per run, never in a hot loop)."""
+"""The comparison family: y = a <op> b (float32, int32 or int64) as numpy bool bytes, with
+numpy broadcasting over a rank-4 output, one element at a time for every ISA (comparisons
+build masks, which are small and computed once per run, never in a hot loop).
+
+``scalar_broadcast`` is that loop for any one-instruction elementwise op; the integer
+family uses it too."""
 
 from __future__ import annotations
 
@@ -8,9 +11,25 @@ from ..abi import BROADCAST_RANK, KernelSpec
 from ..wasm import Code, FuncType
 from .loops import strided_loop
 
+LOADS: dict[str, tuple[str, str, int]] = {"float32": ("f32", "f32.load", 2),
+                                          "int32": ("i32", "i32.load", 2),
+                                          "int64": ("i64", "i64.load", 3)}
+"""Per operand dtype: the wasm value type, its load and log2 of the element size."""
+
 
 def emit(spec: KernelSpec, isa_name: str) -> tuple[FuncType, Code]:
-    """Generate comparison kernel ``spec`` (``f32_cmp_<op>``); the same code for every ISA."""
+    """Generate comparison kernel ``spec`` (``<t>_cmp_<op>``); the same code for every ISA."""
+    value = LOADS[spec.dtypes[0]][0]
+    signed = "" if value == "f32" or spec.op in ("eq", "ne") else "_s"
+    return scalar_broadcast(spec, f"{value}.{spec.op}{signed}", ("i32.store8", 0))
+
+
+def scalar_broadcast(spec: KernelSpec, instruction: str, store: tuple[str, int]
+                     ) -> tuple[FuncType, Code]:
+    """``y = instruction(a, b)`` over the dense rank-4 output, one element at a time: the
+    operands (of ``spec.dtypes[0]``) read through their strides, each result stored by
+    ``store`` (the instruction and log2 of the result's size)."""
+    _, load, log2_size = LOADS[spec.dtypes[0]]
     c = Code(spec.param_types)
     arg = {p: i for i, p in enumerate(spec.params)}
     index = [c.local("i32") for _ in range(BROADCAST_RANK)]
@@ -18,19 +37,20 @@ def emit(spec: KernelSpec, isa_name: str) -> tuple[FuncType, Code]:
     c.emit("local.get", arg["y"]).emit("local.set", out)
 
     def element(t: str) -> None:
-        """Push the float ``t[sum(index[k] * ts<k>)]``."""
+        """Push the element ``t[sum(index[k] * ts<k>)]``."""
         c.emit("local.get", arg[t])
         for depth in range(BROADCAST_RANK):
             c.emit("local.get", index[depth]).emit("local.get", arg[f"{t}s{depth}"])
-            c.emit("i32.mul").emit("i32.const", 2).emit("i32.shl").emit("i32.add")
-        c.emit("f32.load", 2)
+            c.emit("i32.mul").emit("i32.const", log2_size).emit("i32.shl").emit("i32.add")
+        c.emit(load, log2_size)
 
     def body() -> None:
         c.emit("local.get", out)
         element("a")
         element("b")
-        c.emit(f"f32.{spec.op}").emit("i32.store8", 0)
-        c.emit("local.get", out).emit("i32.const", 1).emit("i32.add").emit("local.set", out)
+        c.emit(instruction).emit(*store)
+        c.emit("local.get", out).emit("i32.const", 1 << store[1]).emit("i32.add")
+        c.emit("local.set", out)
 
     def loop(depth: int) -> None:
         c.emit("i32.const", 0).emit("local.set", index[depth])

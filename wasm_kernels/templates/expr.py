@@ -140,8 +140,9 @@ _SIMPLE = {
     "lt": "{f}.lt", "gt": "{f}.gt",
     "eq": "{f}.eq", "ne": "{f}.ne", "iadd": "{i}.add", "isub": "{i}.sub",
 }
-_VECTOR = {"iand": "v128.and", "ior": "v128.or", "ixor": "v128.xor", "to_int": "i32x4.trunc_sat_f32x4_s",
-           "to_float": "f32x4.convert_i32x4_s", "bits": None, "from_bits": None}
+_VECTOR = {"iand": "v128.and", "ior": "v128.or", "ixor": "v128.xor",
+           "to_int": "i32x4.trunc_sat_f32x4_s", "to_float": "f32x4.convert_i32x4_s",
+           "bits": None, "from_bits": None}
 _SCALAR = {"iand": "i32.and", "ior": "i32.or", "ixor": "i32.xor", "to_int": "i32.trunc_sat_f32_s",
            "to_float": "f32.convert_i32_s", "bits": "i32.reinterpret_f32",
            "from_bits": "f32.reinterpret_i32"}

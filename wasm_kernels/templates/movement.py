@@ -2,8 +2,8 @@
 
 ``f32_copy`` reads and writes through per-axis strides, so one call writes a region of a
 larger tensor (pad, concat) or reads one (slice, split); rows contiguous on both sides are
-one ``memory.copy``. ``f32_where`` selects between two strided float operands by a strided
-bool operand into a dense output.
+one ``memory.copy``. ``f32_where`` / ``i64_where`` select between two strided operands of
+4 / 8 bytes by a strided bool operand into a dense output.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from .loops import strided_loop
 OPERANDS: dict[str, dict[str, int]] = {
     "f32_copy": {"x": 2, "y": 2},
     "f32_where": {"cond": 0, "a": 2, "b": 2},
+    "i64_where": {"cond": 0, "a": 3, "b": 3},
 }
 """Per kernel: the operands read or written through strides, and log2 of their element
 size (``f32_where`` writes a dense ``y``)."""
@@ -58,7 +59,7 @@ def emit(spec: KernelSpec, isa_name: str) -> tuple[FuncType, Code]:
         if spec.name == "f32_copy":
             _copy_row(c, arg, row, i, element)
         else:
-            _where_row(c, arg, out, i, element)
+            _where_row(c, arg, out, i, element, operands["a"])
 
     def nest(depth: int) -> None:
         if depth == last:
@@ -91,16 +92,20 @@ def _copy_row(c: Code, arg: dict[str, int], row: dict[str, int], i: int,
 
 
 def _where_row(c: Code, arg: dict[str, int], out: int, i: int,
-               element: Callable[[str, int], None]) -> None:
-    """One inner row of the dense output: ``select(a, b, cond != 0)``."""
+               element: Callable[[str, int], None], log2_size: int) -> None:
+    """One inner row of the dense output: ``select(a, b, cond != 0)``; elements move bit for
+    bit (a float load, select and store never change the bits), so ints fit too."""
+    value = "f32" if log2_size == 2 else "i64"
+
     def body() -> None:
         c.emit("local.get", out)
         element("a", i)
-        c.emit("f32.load", 2)
+        c.emit(f"{value}.load", log2_size)
         element("b", i)
-        c.emit("f32.load", 2)
+        c.emit(f"{value}.load", log2_size)
         element("cond", i)
-        c.emit("i32.load8_u", 0).emit("select").emit("f32.store", 2)
-        c.emit("local.get", out).emit("i32.const", 4).emit("i32.add").emit("local.set", out)
+        c.emit("i32.load8_u", 0).emit("select").emit(f"{value}.store", log2_size)
+        c.emit("local.get", out).emit("i32.const", 1 << log2_size).emit("i32.add")
+        c.emit("local.set", out)
 
     strided_loop(c, i, 1, arg["d3"], body)

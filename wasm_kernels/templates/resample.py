@@ -63,7 +63,7 @@ def _output_row(f: NamedFrame) -> None:
     for each in with_tail(f.isa):
         acc = c.local(each.valtype)
 
-        def columns(each=each, acc=acc) -> None:  # type: ignore[no-untyped-def]
+        def columns(each=each, acc=acc) -> None:
             each.const(c, 0.0)
             c.emit("local.set", acc)
             _first_entry(f)

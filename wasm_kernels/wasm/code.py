@@ -9,7 +9,7 @@ from contextlib import contextmanager
 from .encode import instruction, uleb, vector
 from .opcodes import F32, F64, OPCODES
 from .types import VALUE_TYPES, GlobalType
-from .validate import Callees, StackCheck, WasmTypeError
+from .validate import Callees, StackCheck
 
 _ENCODED: dict[tuple[str, tuple], bytes] = {}
 """Encodings of the instructions emitted so far: kernels repeat a few thousand distinct ones

@@ -1,0 +1,162 @@
+"""ONNX control flow: If, Loop and Scan, imported by importing their subgraphs.
+
+An ``If`` whose condition is known at import time (a constant, or computed from constants
+and fixed shapes) is folded: only the branch taken is imported. A run-time ``If`` imports
+both branches, each node guarded by the condition (codegen wraps guarded nodes in a wasm
+``if``), and merges each output pair with ``where`` on the condition; when one branch
+cannot import for the given shapes, only the other is kept and a ``check`` traps at run
+time if the condition picks the failed one. ``Loop`` with a known
+trip count and ``Scan`` are unrolled: the body is imported once per iteration.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from nn import functional as F
+
+from ..errors import CompileError
+from .fold import is_known, operands
+from .node import OnnxNode
+
+OpFn = Callable[[OnnxNode], Any]
+MAX_UNROLL = 256
+"""The most iterations a ``Loop`` or ``Scan`` is unrolled to."""
+
+
+def if_(n: OnnxNode) -> tuple[Any, ...]:
+    """If: fold a known condition; otherwise both branches, merged by ``where``."""
+    cond = n.input(0)
+    if is_known(cond):
+        if cond.size != 1:
+            raise n.error(f"the condition must hold one element, got shape {list(cond.shape)}")
+        return tuple(n.subgraph("then_branch" if cond.reshape(-1)[0] else "else_branch"))
+    if cond.dtype != np.bool_ or len(cond.shape) > 1 or cond.shape not in ((), (1,)):
+        raise n.error(f"the condition must be one bool, got {cond.dtype} of shape "
+                      f"{list(cond.shape)}")
+    flag: Any = F.reshape(cond, ())  # a SymbolicTensor (cond is traced)
+    branches: dict[bool, list[Any] | CompileError] = {}
+    for name, truth in (("then_branch", True), ("else_branch", False)):
+        try:
+            branches[truth] = n.subgraph(name, guard=((flag.value, truth),))
+        except CompileError as err:
+            branches[truth] = err
+    then, other = branches[True], branches[False]
+    if isinstance(then, CompileError) and isinstance(other, CompileError):
+        raise then
+    if isinstance(then, CompileError) or isinstance(other, CompileError):
+        return _only_branch(n, flag, then, other)
+    merged = []
+    for k, (a, b) in enumerate(zip(then, other)):
+        if tuple(a.shape) != tuple(b.shape):
+            raise n.error(f"output {k} is {list(a.shape)} in then_branch and {list(b.shape)} "
+                          "in else_branch; a run-time If needs one shape (fix the inputs "
+                          "that decide it with input_shapes, or the condition itself)")
+        if is_known(a, b) and a.shape == b.shape and np.array_equal(a, b):
+            merged.append(a)
+            continue
+        a, b = (F.cast(v, np.result_type(a.dtype, b.dtype)) if is_known(v) else v
+                for v in (a, b))
+        merged.append(F.where(flag, *operands(a, b)))
+    return tuple(merged)
+
+
+def _only_branch(n: OnnxNode, flag: Any, then: Any, other: Any) -> tuple[Any, ...]:
+    """The outputs of the one branch that imports for these shapes (the other failed with
+    the error given), each checked at run time: a condition picking the failed branch
+    traps, as onnxruntime fails there."""
+    truth = not isinstance(then, CompileError)
+    good, error = (then, other) if truth else (other, then)
+    message = (f"ONNX node {n.name!r} (If): the condition picked "
+               f"{'else' if truth else 'then'}_branch, which cannot run for the compiled "
+               f"input shapes ({str(error).splitlines()[0]})")
+    warnings.warn(message.replace("the condition picked", "only one branch imports;"),
+                  stacklevel=2)
+    return tuple(F.check(v, flag, expected=truth, message=message) if not is_known(v) else v
+                 for v in good)
+
+
+def _trip_count(n: OnnxNode, count: int) -> int:
+    if not 0 <= count <= MAX_UNROLL:
+        raise n.error(f"trip count {count} is outside [0, {MAX_UNROLL}], the most iterations "
+                      "unrolled")
+    return count
+
+
+def _stack(parts: list[Any], axis: int) -> Any:
+    """Per-iteration scan outputs joined along a new axis ``axis``."""
+    expanded = [F.reshape(p, (*p.shape[:axis], 1, *p.shape[axis:])) if not is_known(p)
+                else np.expand_dims(p, axis) for p in parts]
+    if is_known(*expanded):
+        return np.concatenate(expanded, axis=axis)
+    return expanded[0] if len(expanded) == 1 else F.concat(expanded, axis)
+
+
+def loop(n: OnnxNode) -> tuple[Any, ...]:
+    """Loop, unrolled: it must stop within ``MAX_UNROLL`` iterations by its trip count
+    ``M`` (known at import time) or by a condition that folds in every iteration."""
+    limit = int(n.known(0, "trip count M").reshape(-1)[0]) if n.has(0) else None
+    cond = n.known(1, "the loop condition") if n.has(1) else np.array(True)
+    carried = list(n.inputs[2:])
+    scans: list[list[Any]] = [[] for _ in range(n.outputs - len(carried))]
+    i = 0
+    while (limit is None or i < limit) and bool(np.asarray(cond).reshape(-1)[0]):
+        if i == MAX_UNROLL:
+            raise n.error(f"still running after {MAX_UNROLL} iterations, the most unrolled")
+        cond, *outputs = n.subgraph("body", [np.array(i, np.int64), cond, *carried])
+        if not is_known(cond):
+            raise n.error(f"the condition computed by iteration {i} is known only at run "
+                          "time; only loops whose condition folds are supported")
+        carried = outputs[:len(carried)]
+        for parts, value in zip(scans, outputs[len(carried):]):
+            parts.append(value)
+        i += 1
+    if scans and not scans[0]:
+        raise n.error("a loop that runs no iteration has empty scan outputs, which are not "
+                      "supported")
+    return (*carried, *(_stack(parts, 0) for parts in scans))
+
+
+def scan(n: OnnxNode) -> tuple[Any, ...]:
+    """Scan (opset 9+), unrolled over the scan axis of its inputs, which must be fixed."""
+    count = n.attr("num_scan_inputs")
+    states = [n.input(i) for i in range(len(n.inputs) - count)]
+    inputs = [n.input(i) for i in range(len(states), len(n.inputs))]
+    in_axes = [n.axis(a, len(x.shape)) for a, x in
+               zip(n.attr("scan_input_axes") or [0] * count, inputs)]
+    backwards = n.attr("scan_input_directions") or [0] * count
+    lengths = {x.shape[a] for x, a in zip(inputs, in_axes)}
+    if len(lengths) != 1 or not all(isinstance(d, int) for d in lengths):
+        raise n.error(f"scan inputs need one fixed length along their scan axes, got "
+                      f"{sorted(map(str, lengths))}")
+    steps = _trip_count(n, lengths.pop())
+    outputs: list[list[Any]] = [[] for _ in range(n.outputs - len(states))]
+    for i in range(steps):
+        elements = [_element(x, a, steps - 1 - i if back else i)
+                    for x, a, back in zip(inputs, in_axes, backwards)]
+        results = n.subgraph("body", [*states, *elements])
+        states = results[:len(states)]
+        for parts, value in zip(outputs, results[len(states):]):
+            parts.append(value)
+    if outputs and not outputs[0]:
+        raise n.error("a scan over length 0 has empty outputs, which are not supported")
+    out_axes = n.attr("scan_output_axes") or [0] * len(outputs)
+    reverse = n.attr("scan_output_directions") or [0] * len(outputs)
+    stacked = [_stack(parts[::-1] if back else parts, n.axis(a, len(parts[0].shape) + 1))
+               for parts, a, back in zip(outputs, out_axes, reverse)]
+    return (*states, *stacked)
+
+
+def _element(x: Any, axis: int, index: int) -> Any:
+    """``x[..., index, ...]`` along ``axis``, the axis dropped."""
+    if is_known(x):
+        return np.take(x, index, axis=axis)
+    part = F.slice(x, axis, index, index + 1)
+    return F.reshape(part, (*x.shape[:axis], *x.shape[axis + 1:]))
+
+
+OPS: dict[str, OpFn] = {"If": if_, "Loop": loop, "Scan": scan}
