@@ -1,26 +1,26 @@
 """The outer-product micro-kernel of the dense families (``linear``, ``gemm``, ``bmm``).
 
-A tile of C, ``rows`` x ``width`` floats, lives in ``rows * width / lanes`` accumulators
-(3 x 8 = 6 f32x4 registers for the SIMD ISAs). Per step of k the tile loads one row of its
-B panel (``width`` floats: two registers), broadcasts ``A[i + r, kk]`` for each of its rows
-and multiply-adds. A is read where it lies, row-major: one ``v128.load`` brings four steps of
-one row and an ``i8x16.shuffle`` per step broadcasts each lane (``vpshufd``: one
+A tile of C, ``rows`` x ``width`` floats, lives in ``rows * width / lanes`` accumulators (3
+x 8 = 6 f32x4 registers for the SIMD ISAs). Per step of k the tile loads one row of its B
+panel (``width`` floats: two registers), broadcasts ``A[i + r, kk]`` for each of its rows
+and multiply-adds. A is read where it lies, row-major: one ``v128.load`` brings four steps
+of one row and an ``i8x16.shuffle`` per step broadcasts each lane (``vpshufd``: one
 instruction, where ``v128.load32_splat`` costs three), so A needs no packing and no scratch
 memory. Each row keeps its four steps of A in a register, so 3 rows are what fits: 6
 accumulators, 3 of A, 2 of B, a broadcast and the copy ``vfmadd213ps`` needs make 13 of the
-16 XMM registers, where 4 rows spilled A's registers and measured ~15% slower. B is either a panel packed at compile time (``f32_linear``'s weight: a step's
-``width`` floats adjacent, so steps are constant offsets) or a row-major activation (each
-step one row stride further).
+16 XMM registers, where 4 rows spilled A's registers and measured ~15% slower. B is either a
+panel packed at compile time (``f32_linear``'s weight: a step's ``width`` floats adjacent,
+so steps are constant offsets) or a row-major activation (each step one row stride further).
 
 The k loop is unrolled ``UNROLL`` times, in the order the steps should run, and the module
 holding these kernels is compiled at cranelift's opt level ``"none"``
-(``build.FAMILY_OPT_LEVELS``): at ``"speed"``
-the e-graph pass sinks the pure ops of an unrolled body (shuffles, multiply-adds) to their
-first use while the loads keep program order, so all loads come first and the accumulators
-spill; at ``"none"`` the written order is kept and 16 unrolled steps run without a spill
-(bench/README.md). 16 rather than 8 halves what a loop back-edge costs under epoch
-interruption or fuel: the check there may call out of wasm, so cranelift keeps the
-accumulators in stack slots across it (a reload and a store of each per iteration). With relaxed SIMD the multiply-add is ``f32x4.relaxed_madd``
+(``build.FAMILY_OPT_LEVELS``): at ``"speed"`` the e-graph pass sinks the pure ops of an
+unrolled body (shuffles, multiply-adds) to their first use while the loads keep program
+order, so all loads come first and the accumulators spill; at ``"none"`` the written order
+is kept and 16 unrolled steps run without a spill (bench/README.md). 16 rather than 8 halves
+what a loop back-edge costs under epoch interruption or fuel: the check there may call out
+of wasm, so cranelift keeps the accumulators in stack slots across it (a reload and a store
+of each per iteration). With relaxed SIMD the multiply-add is ``f32x4.relaxed_madd``
 (``vfmadd213ps``), which leaves an FP pipe free for the shuffles that mul + add saturates.
 """
 
