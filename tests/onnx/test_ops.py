@@ -333,20 +333,26 @@ INTEGER_CASES: dict[str, tuple] = {
 }
 
 
-@pytest.mark.parametrize("kernels", ["relaxed", "simd128", "scalar", "host"])
-@pytest.mark.parametrize("case", sorted(INTEGER_CASES))
-def test_integer_op_runs_in_wasm_as_onnxruntime(case: str, kernels: str) -> None:
+def wasm_and_onnxruntime(spec: tuple, kernels: str) -> list[tuple[np.ndarray, np.ndarray]]:
+    """``(wasm output, onnxruntime output)`` pairs of the single-node model ``spec`` run on
+    the kernel provider ``kernels``."""
     import modelc
     import runtime
 
     ort = pytest.importorskip("onnxruntime")
-    model, feeds = single_node(*INTEGER_CASES[case])
+    model, feeds = single_node(*spec)
     wants = ort.InferenceSession(model.SerializeToString(),
                                  providers=["CPUExecutionProvider"]).run(None, feeds)
     with runtime.load(modelc.export(modelc.from_onnx(model)), kernels=kernels) as session:
         gots = list(session.run(feeds).values())
     assert len(gots) == len(wants)
-    for got, want in zip(gots, wants):
+    return list(zip(gots, wants))
+
+
+@pytest.mark.parametrize("kernels", PROVIDERS)
+@pytest.mark.parametrize("case", sorted(INTEGER_CASES))
+def test_integer_op_runs_in_wasm_as_onnxruntime(case: str, kernels: str) -> None:
+    for got, want in wasm_and_onnxruntime(INTEGER_CASES[case], kernels):
         assert got.dtype == want.dtype
         np.testing.assert_array_equal(got, want)
 
@@ -387,20 +393,10 @@ WASM_CASES: dict[str, tuple] = {
 }
 
 
-@pytest.mark.parametrize("kernels", ["relaxed", "simd128", "scalar", "host"])
+@pytest.mark.parametrize("kernels", PROVIDERS)
 @pytest.mark.parametrize("case", sorted(WASM_CASES))
 def test_issue19_op_runs_in_wasm_as_onnxruntime(case: str, kernels: str) -> None:
-    import modelc
-    import runtime
-
-    ort = pytest.importorskip("onnxruntime")
-    model, feeds = single_node(*WASM_CASES[case])
-    wants = ort.InferenceSession(model.SerializeToString(),
-                                 providers=["CPUExecutionProvider"]).run(None, feeds)
-    with runtime.load(modelc.export(modelc.from_onnx(model)), kernels=kernels) as session:
-        gots = list(session.run(feeds).values())
-    assert len(gots) == len(wants)
-    for got, want in zip(gots, wants):
+    for got, want in wasm_and_onnxruntime(WASM_CASES[case], kernels):
         assert got.dtype == want.dtype
         finite = np.isfinite(want)
         scale = max(float(np.abs(want[finite]).max(initial=0.0)), 1e-6)
