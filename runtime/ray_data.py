@@ -46,8 +46,12 @@ def init(**options: Any) -> Any:
     """
     import ray
 
+    # NOTE: if faulthandler was on before (pytest turns it on), Ray's enable is a no-op and
+    # disabling it would restore what was there before wasmtime, not wasmtime's handlers.
+    enabled_before = faulthandler.is_enabled()
     context = ray.init(**options)
-    faulthandler.disable()
+    if not enabled_before:
+        faulthandler.disable()
     return context
 
 
