@@ -4,30 +4,19 @@ with stride, dilation, padding, groups and fused epilogues."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import numpy as np
 import pytest
+from executors import PROVIDERS, Lambda
 
 import modelc
 import nn
 import runtime
 from nn import functional as F
 
-PROVIDERS = ["relaxed", "simd128", "scalar", "host"]
 RNG = np.random.default_rng(0)
 W_TALL = RNG.standard_normal((6, 2, 3, 1)).astype(np.float32)
 W_WIDE_KERNEL = RNG.standard_normal((4, 4, 3, 2)).astype(np.float32)
 BIAS = RNG.standard_normal(6).astype(np.float32)
-
-
-class Lambda(nn.Module):
-    def __init__(self, fn: Callable[..., object]) -> None:
-        super().__init__()
-        self.fn = fn
-
-    def forward(self, *args):  # type: ignore[no-untyped-def]
-        return self.fn(*args)
 
 
 def _x(*shape: int) -> np.ndarray:

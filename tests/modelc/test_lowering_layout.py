@@ -6,29 +6,17 @@ the activation composites."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import numpy as np
 import pytest
+from executors import PROVIDERS, Lambda
 
 import modelc
-import nn
 import runtime
 from nn import functional as F
 
-PROVIDERS = ["relaxed", "simd128", "scalar", "host"]
 BATCH = {"input0": {0: ("batch", 1, 4)}}
 RNG = np.random.default_rng(3)
 WEIGHT = RNG.standard_normal(5).astype(np.float32)
-
-
-class Lambda(nn.Module):
-    def __init__(self, fn: Callable[..., object]) -> None:
-        super().__init__()
-        self.fn = fn
-
-    def forward(self, *args):  # type: ignore[no-untyped-def]
-        return self.fn(*args)
 
 
 def _x(*shape: int, scale: float = 1.0) -> np.ndarray:

@@ -5,28 +5,14 @@ tests/onnx/test_layout_ops.py)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import numpy as np
 import pytest
+from executors import PROVIDERS, Lambda
 
 import modelc
-import nn
 import runtime
 from modelc.passes.split_permutes import _block_moves
 from nn import functional as F
-
-PROVIDERS = ["relaxed", "simd128", "scalar", "host"]
-
-
-class Lambda(nn.Module):
-    def __init__(self, fn: Callable[..., object]) -> None:
-        super().__init__()
-        self.fn = fn
-
-    def forward(self, *args):  # type: ignore[no-untyped-def]
-        return self.fn(*args)
-
 
 # (shape, dims, number of block moves)
 CASES = [
