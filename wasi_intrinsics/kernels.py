@@ -27,23 +27,7 @@ from wasm_kernels.wasm import FuncType
 
 from .intrinsic import HostContext, IntrinsicModule
 from .kernel_limits import OperandFault, check_bytes, guarded
-
-_F32 = np.dtype("<f4")
-
-
-def _tensor(memory: np.ndarray, pointer: int, shape: tuple[int, ...],
-            dtype: np.dtype = _F32) -> np.ndarray:
-    nbytes = math.prod(shape) * dtype.itemsize
-    if pointer < 0 or min(shape, default=0) < 0 or pointer + nbytes > memory.size:
-        raise OperandFault("out_of_bounds", f"kernel operand [{pointer}, {pointer + nbytes}) "
-                                            f"is outside linear memory of {memory.size} bytes")
-    return memory[pointer:pointer + nbytes].view(dtype).reshape(shape)
-
-
-def _element(dtype: str) -> np.dtype:
-    """How an ABI element dtype lies in memory: little-endian, and a bool as its raw byte
-    (any nonzero byte is true, as numpy reads one)."""
-    return np.dtype("u1" if dtype == "bool" else dtype).newbyteorder("<")
+from .kernel_operands import element_dtype, operand, strided_operand
 
 
 def _special(name: str) -> Callable[[np.ndarray], np.ndarray]:
@@ -86,19 +70,19 @@ def _gemm(spec: abi.KernelSpec) -> Callable[..., None]:
         memory = ctx.memory
         batch = arg.get("batch", 1)
         for i in range(batch):
-            a = _tensor(memory, arg["a"] + 4 * i * arg.get("a_stride", 0), (m, k))
+            a = operand(memory, arg["a"] + 4 * i * arg.get("a_stride", 0), (m, k))
             if "w" in arg:  # the linear family: W is (n, k), packed
-                packed = _tensor(memory, arg["w"], (packed_linear_floats(n, k),))
+                packed = operand(memory, arg["w"], (packed_linear_floats(n, k),))
                 b = unpack_linear_weight(packed, n, k).T
             else:
-                b = _tensor(memory, arg["b"] + 4 * i * arg.get("b_stride", 0), (k, n))
-            c = _tensor(memory, arg["c"] + 4 * i * m * n, (m, n))  # NOTE: checked before a @ b
+                b = operand(memory, arg["b"] + 4 * i * arg.get("b_stride", 0), (k, n))
+            c = operand(memory, arg["c"] + 4 * i * m * n, (m, n))  # NOTE: checked before a @ b
             out = a @ b
             if "bias" in arg:  # f32_bmm_bias: row i // bias_every of the bias rows
                 row = i // arg["bias_every"] if "bias_every" in arg else 0
-                out += _tensor(memory, arg["bias"] + 4 * n * row, (n,))
+                out += operand(memory, arg["bias"] + 4 * n * row, (n,))
             if "r" in arg:
-                out += _tensor(memory, arg["r"], (m, n))
+                out += operand(memory, arg["r"], (m, n))
             for op in activation:
                 out = _activate(out, op)
             c[...] = out
@@ -109,48 +93,28 @@ def _gemm(spec: abi.KernelSpec) -> Callable[..., None]:
 def _unary(spec: abi.KernelSpec) -> Callable[..., None]:
     def run(ctx: HostContext, x: int, y: int, n: int) -> None:
         memory = ctx.memory
-        _tensor(memory, y, (n,))[...] = _activate(_tensor(memory, x, (n,)), spec.op)
+        operand(memory, y, (n,))[...] = _activate(operand(memory, x, (n,)), spec.op)
 
     return run
-
-
-def _strided(ctx: HostContext, pointer: int, dims: tuple[int, ...],
-             strides: tuple[int, ...], dtype: np.dtype = _F32,
-             writeable: bool = False) -> np.ndarray:
-    """A view of elements at ``pointer`` with element ``strides`` (0 broadcasts, negative
-    ones run backwards from ``pointer``). Its elements are checked against the memory cap:
-    a broadcast view is small, but what is computed from it has all of them."""
-    if min(dims, default=0) < 0:
-        raise OperandFault("out_of_bounds", f"kernel operand with negative dims {dims}")
-    check_bytes(ctx, math.prod(dims) * dtype.itemsize, f"an operand of dims {dims}")
-    memory = ctx.memory
-    if not all(dims):
-        return np.empty(dims, dtype)
-    low = sum((d - 1) * s for d, s in zip(dims, strides) if s < 0)
-    high = sum((d - 1) * s for d, s in zip(dims, strides) if s > 0)
-    span = _tensor(memory, pointer + low * dtype.itemsize, (high - low + 1,), dtype)
-    return np.lib.stride_tricks.as_strided(span[-low:], dims,
-                                           tuple(dtype.itemsize * s for s in strides),
-                                           writeable=writeable)
 
 
 def _broadcast(spec: abi.KernelSpec) -> Callable[..., None]:
     """The binary and compare families: ``spec.formula`` of the broadcast operands ``a`` and
     ``b`` (of ``spec.dtypes[0]``), stored as ``spec.dtypes[1]``."""
     rank = abi.BROADCAST_RANK
-    in_dtype, out_dtype = (_element(d) for d in spec.dtypes)
+    in_dtype, out_dtype = (element_dtype(d) for d in spec.dtypes)
 
     def run(ctx: HostContext, *args: int) -> None:
         arg = dict(zip(spec.params, args))
         memory = ctx.memory
         dims = tuple(arg[f"d{i}"] for i in range(rank))
-        a = _strided(ctx, arg["a"], dims, tuple(arg[f"as{i}"] for i in range(rank)),
+        a = strided_operand(ctx, arg["a"], dims, tuple(arg[f"as{i}"] for i in range(rank)),
                      in_dtype)
-        b = _strided(ctx, arg["b"], dims, tuple(arg[f"bs{i}"] for i in range(rank)),
+        b = strided_operand(ctx, arg["b"], dims, tuple(arg[f"bs{i}"] for i in range(rank)),
                      in_dtype)
         with np.errstate(all="ignore"):
             out = formula.evaluate(spec.formula, {"a": a, "b": b}, NUMPY_FUNCTIONS)
-        _tensor(memory, arg["y"], dims, out_dtype)[...] = out
+        operand(memory, arg["y"], dims, out_dtype)[...] = out
 
     return run
 
@@ -160,36 +124,36 @@ def _reduce(spec: abi.KernelSpec) -> Callable[..., None]:
 
     def reduce(ctx: HostContext, x: int, y: int, outer: int, n: int, inner: int) -> None:
         memory = ctx.memory
-        _tensor(memory, y, (outer, inner))[...] = op(_tensor(memory, x, (outer, n, inner)),
+        operand(memory, y, (outer, inner))[...] = op(operand(memory, x, (outer, n, inner)),
                                                      axis=1)
 
     return reduce
 
 
 def _softmax(ctx: HostContext, x: int, y: int, rows: int, n: int) -> None:
-    data = _tensor(ctx.memory, x, (rows, n))
+    data = operand(ctx.memory, x, (rows, n))
     e = np.exp(data - data.max(axis=1, keepdims=True))
-    _tensor(ctx.memory, y, (rows, n))[...] = e / e.sum(axis=1, keepdims=True)
+    operand(ctx.memory, y, (rows, n))[...] = e / e.sum(axis=1, keepdims=True)
 
 
 def _layer_norm(ctx: HostContext, x: int, gamma: int, beta: int, y: int, rows: int, n: int,
                 eps: float) -> None:
     memory = ctx.memory
-    data = _tensor(memory, x, (rows, n))
+    data = operand(memory, x, (rows, n))
     mean = data.mean(axis=1, keepdims=True)
     var = ((data - mean) ** 2).mean(axis=1, keepdims=True)
-    _tensor(memory, y, (rows, n))[...] = ((data - mean) / np.sqrt(var + np.float32(eps))
-                                          * _tensor(memory, gamma, (n,))
-                                          + _tensor(memory, beta, (n,)))
+    operand(memory, y, (rows, n))[...] = ((data - mean) / np.sqrt(var + np.float32(eps))
+                                          * operand(memory, gamma, (n,))
+                                          + operand(memory, beta, (n,)))
 
 
 ROWWISE: dict[str, Callable[..., None]] = {"softmax": _softmax, "layer_norm": _layer_norm}
 
 def _cast(spec: abi.KernelSpec) -> Callable[..., None]:
-    source, target = (_element(d) for d in spec.dtypes)
+    source, target = (element_dtype(d) for d in spec.dtypes)
 
     def cast(ctx: HostContext, x: int, y: int, n: int) -> None:
-        values = _tensor(ctx.memory, x, (n,), source)
+        values = operand(ctx.memory, x, (n,), source)
         if source.kind == "u" or target.kind == "u":  # a bool byte on either side
             values = values != 0
         elif source.kind == "f" and target.kind == "i":
@@ -200,7 +164,7 @@ def _cast(spec: abi.KernelSpec) -> Callable[..., None]:
             values = np.where(wide >= float(info.max) + 1, info.max, clipped.astype(target))
         elif source.kind == target.kind == "i":
             values = values.astype(target)  # sign-extends, or wraps to the low bits
-        _tensor(ctx.memory, y, (n,), target)[...] = values
+        operand(ctx.memory, y, (n,), target)[...] = values
 
     return cast
 
@@ -210,24 +174,24 @@ _BAD_INDEX = "unreachable"  # NOTE: the code the wasm f32_gather traps with (its
 
 def _gather(ctx: HostContext, table: int, index: int, y: int, count: int, rows: int,
             dim: int) -> None:
-    indices = _tensor(ctx.memory, index, (count,), np.dtype("<i8"))
+    indices = operand(ctx.memory, index, (count,), np.dtype("<i8"))
     bad = (indices < 0) | (indices >= rows)
     if bad.any():
         raise OperandFault(_BAD_INDEX, f"index {int(indices[bad][0])} is outside [0, {rows})")
-    out = _tensor(ctx.memory, y, (count, dim))  # NOTE: checked before the rows are copied
-    out[...] = _tensor(ctx.memory, table, (rows, dim))[indices]
+    out = operand(ctx.memory, y, (count, dim))  # NOTE: checked before the rows are copied
+    out[...] = operand(ctx.memory, table, (rows, dim))[indices]
 
 
 def _resample(ctx: HostContext, x: int, index: int, weight: int, y: int, outer: int, n: int,
               on: int, inner: int, taps: int) -> None:
-    rows = _tensor(ctx.memory, index, (taps, on), np.dtype("<i4")).T
+    rows = operand(ctx.memory, index, (taps, on), np.dtype("<i4")).T
     bad = (rows < 0) | (rows >= n)
     if bad.any():
         raise OperandFault("out_of_bounds", f"f32_resample: row {int(rows[bad][0])} is outside "
                            f"[0, {n})")
-    weights = _tensor(ctx.memory, weight, (taps, on)).T[None, :, :, None]
-    gathered = _tensor(ctx.memory, x, (outer, n, inner))[:, rows, :]  # (outer, on, taps, inner)
-    _tensor(ctx.memory, y, (outer, on, inner))[...] = (gathered * weights).sum(axis=2)
+    weights = operand(ctx.memory, weight, (taps, on)).T[None, :, :, None]
+    gathered = operand(ctx.memory, x, (outer, n, inner))[:, rows, :]  # (outer, on, taps, inner)
+    operand(ctx.memory, y, (outer, on, inner))[...] = (gathered * weights).sum(axis=2)
 
 
 def _windows(ctx: HostContext, x: np.ndarray, kernel: tuple[int, int],
@@ -256,18 +220,18 @@ def _conv(spec: abi.KernelSpec) -> Callable[..., None]:
         memory = ctx.memory
         n, c, o, groups = arg["n"], arg["c"], arg["o"], arg["groups"]
         kh, kw, oh, ow = arg["kh"], arg["kw"], arg["oh"], arg["ow"]
-        x = _tensor(memory, arg["x"], (n, groups, c // groups, arg["h"], arg["w"]))
-        y = _tensor(memory, arg["y"], (n, o, oh, ow))  # NOTE: checked before computing
+        x = operand(memory, arg["x"], (n, groups, c // groups, arg["h"], arg["w"]))
+        y = operand(memory, arg["y"], (n, o, oh, ow))  # NOTE: checked before computing
         floats = packed_conv_floats(o, c // groups, kh, kw, groups)
-        packed = _tensor(memory, arg["weight"], (floats,))
+        packed = operand(memory, arg["weight"], (floats,))
         weight = unpack_conv_weight(packed, o, c // groups, kh, kw, groups).reshape(
             groups, o // groups, c // groups, kh, kw)
         views = _windows(ctx, x, (kh, kw), (arg["sh"], arg["sw"]), (arg["ph"], arg["pw"]),
                          (arg["dh"], arg["dw"]), (oh, ow), 0.0)
         out = np.einsum("ngchwij,gocij->ngohw", views, weight, optimize=True)
-        out = out.reshape(n, o, oh, ow) + _tensor(memory, arg["bias"], (o,))[:, None, None]
+        out = out.reshape(n, o, oh, ow) + operand(memory, arg["bias"], (o,))[:, None, None]
         if "r" in arg:
-            out += _tensor(memory, arg["r"], (n, o, oh, ow))
+            out += operand(memory, arg["r"], (n, o, oh, ow))
         for op in activation:
             out = _activate(out, op)
         y[...] = out
@@ -281,9 +245,9 @@ def _conv_transpose(ctx: HostContext, *args: int) -> None:
     n, c, h, w, o, groups = (arg[k] for k in ("n", "c", "h", "w", "o", "groups"))
     kh, kw, oh, ow = arg["kh"], arg["kw"], arg["oh"], arg["ow"]
     sh, sw, ph, pw, dh, dw = (arg[k] for k in ("sh", "sw", "ph", "pw", "dh", "dw"))
-    x = _tensor(memory, arg["x"], (n, groups, c // groups, h, w))
+    x = operand(memory, arg["x"], (n, groups, c // groups, h, w))
     weight = unpack_conv_transpose_weight(
-        _tensor(memory, arg["weight"], (groups, c // groups, kh, kw, o // groups)))
+        operand(memory, arg["weight"], (groups, c // groups, kh, kw, o // groups)))
     full_shape = (n, groups, o // groups, max((h - 1) * sh + dh * (kh - 1) + 1, ph + oh),
                   max((w - 1) * sw + dw * (kw - 1) + 1, pw + ow))
     check_bytes(ctx, 4 * max(n * o * kh * kw * h * w, math.prod(full_shape)),
@@ -296,14 +260,14 @@ def _conv_transpose(ctx: HostContext, *args: int) -> None:
             full[..., i * dh:i * dh + (h - 1) * sh + 1:sh,
                  j * dw:j * dw + (w - 1) * sw + 1:sw] += cols[:, :, :, i, j]
     out = full.reshape(n, o, *full.shape[-2:])[:, :, ph:ph + oh, pw:pw + ow]
-    _tensor(memory, arg["y"], (n, o, oh, ow))[...] = (
-        out + _tensor(memory, arg["bias"], (o,))[:, None, None])
+    operand(memory, arg["y"], (n, o, oh, ow))[...] = (
+        out + operand(memory, arg["bias"], (o,))[:, None, None])
 
 
 def _adaptive_avg_pool(ctx: HostContext, x: int, y: int, planes: int, h: int, w: int,
                        oh: int, ow: int) -> None:
-    data = _tensor(ctx.memory, x, (planes, h, w))
-    out = _tensor(ctx.memory, y, (planes, oh, ow))  # NOTE: bounds the loops below
+    data = operand(ctx.memory, x, (planes, h, w))
+    out = operand(ctx.memory, y, (planes, oh, ow))  # NOTE: bounds the loops below
     rows = [(i * h // oh, -(-(i + 1) * h // oh)) for i in range(oh)]
     cols = [(j * w // ow, -(-(j + 1) * w // ow)) for j in range(ow)]
     out[...] = np.stack(
@@ -320,13 +284,13 @@ def _pool(spec: abi.KernelSpec) -> Callable[..., None]:
         arg = dict(zip(spec.params, args))
         memory = ctx.memory
         out = (arg["oh"], arg["ow"])
-        x = _tensor(memory, arg["x"], (arg["planes"], arg["h"], arg["w"]))
-        y = _tensor(memory, arg["y"], (arg["planes"],) + out)  # NOTE: checked first
+        x = operand(memory, arg["x"], (arg["planes"], arg["h"], arg["w"]))
+        y = operand(memory, arg["y"], (arg["planes"],) + out)  # NOTE: checked first
         views = _windows(ctx, x, (arg["kh"], arg["kw"]), (arg["sh"], arg["sw"]),
                          (arg["ph"], arg["pw"]), (arg["dh"], arg["dw"]), out,
                          0.0 if average else -np.inf)
         if average:
-            result = views.sum(axis=(-2, -1)) * _tensor(memory, arg["scale"], out)
+            result = views.sum(axis=(-2, -1)) * operand(memory, arg["scale"], out)
         else:
             result = views.max(axis=(-2, -1))
         y[...] = result
@@ -340,8 +304,8 @@ def _copy(spec: abi.KernelSpec) -> Callable[..., None]:
     def copy(ctx: HostContext, *args: int) -> None:
         arg = dict(zip(spec.params, args))
         dims = tuple(arg[f"d{i}"] for i in range(rank))
-        source = _strided(ctx, arg["x"], dims, tuple(arg[f"xs{i}"] for i in range(rank)))
-        target = _strided(ctx, arg["y"], dims, tuple(arg[f"ys{i}"] for i in range(rank)),
+        source = strided_operand(ctx, arg["x"], dims, tuple(arg[f"xs{i}"] for i in range(rank)))
+        target = strided_operand(ctx, arg["y"], dims, tuple(arg[f"ys{i}"] for i in range(rank)),
                           writeable=True)
         target[...] = source.copy()
 
@@ -351,16 +315,16 @@ def _copy(spec: abi.KernelSpec) -> Callable[..., None]:
 def _where(spec: abi.KernelSpec) -> Callable[..., None]:
     rank = abi.BROADCAST_RANK
     # NOTE: elements move bit for bit, as the wasm kernel's loads and select do.
-    dtype = np.dtype(f"<u{_element(spec.dtypes[0]).itemsize}")
+    dtype = np.dtype(f"<u{element_dtype(spec.dtypes[0]).itemsize}")
 
     def where(ctx: HostContext, *args: int) -> None:
         arg = dict(zip(spec.params, args))
         dims = tuple(arg[f"d{i}"] for i in range(rank))
         strides = {t: tuple(arg[f"{t}s{i}"] for i in range(rank)) for t in "cab"}
-        cond = _strided(ctx, arg["cond"], dims, strides["c"], np.dtype("u1"))
-        a = _strided(ctx, arg["a"], dims, strides["a"], dtype)
-        b = _strided(ctx, arg["b"], dims, strides["b"], dtype)
-        _tensor(ctx.memory, arg["y"], dims, dtype)[...] = np.where(cond != 0, a, b)
+        cond = strided_operand(ctx, arg["cond"], dims, strides["c"], np.dtype("u1"))
+        a = strided_operand(ctx, arg["a"], dims, strides["a"], dtype)
+        b = strided_operand(ctx, arg["b"], dims, strides["b"], dtype)
+        operand(ctx.memory, arg["y"], dims, dtype)[...] = np.where(cond != 0, a, b)
 
     return where
 
@@ -368,14 +332,14 @@ def _where(spec: abi.KernelSpec) -> Callable[..., None]:
 def _group_norm(ctx: HostContext, x: int, gamma: int, beta: int, y: int, n: int,
                 groups: int, channels: int, spatial: int, eps: float) -> None:
     memory = ctx.memory
-    data = _tensor(memory, x, (n, groups, channels * spatial))
+    data = operand(memory, x, (n, groups, channels * spatial))
     mean = data.mean(axis=-1, keepdims=True)
     var = ((data - mean) ** 2).mean(axis=-1, keepdims=True)
     normal = ((data - mean) / np.sqrt(var + np.float32(eps))).reshape(n, groups * channels,
                                                                       spatial)
-    _tensor(memory, y, (n, groups * channels, spatial))[...] = (
-        normal * _tensor(memory, gamma, (groups * channels, 1))
-        + _tensor(memory, beta, (groups * channels, 1)))
+    operand(memory, y, (n, groups * channels, spatial))[...] = (
+        normal * operand(memory, gamma, (groups * channels, 1))
+        + operand(memory, beta, (groups * channels, 1)))
 
 
 def _cell_update(spec: abi.KernelSpec, x: np.ndarray, hw: np.ndarray,
@@ -409,11 +373,11 @@ def _cell(spec: abi.KernelSpec) -> Callable[..., None]:
         arg = dict(zip(spec.params, args))
         batch, hidden, step, steps = (arg[k] for k in ("batch", "hidden", "step", "steps"))
         memory = ctx.memory
-        x = _tensor(memory, arg["x"], (steps, batch, x_gates * hidden))
-        hw = _tensor(memory, arg["hw"], (batch, hw_gates * hidden))
-        views = {name: _tensor(memory, arg[name], (steps, batch, hidden) if name == "y"
+        x = operand(memory, arg["x"], (steps, batch, x_gates * hidden))
+        hw = operand(memory, arg["hw"], (batch, hw_gates * hidden))
+        views = {name: operand(memory, arg[name], (steps, batch, hidden) if name == "y"
                                else (batch, hidden)) for name in operands}
-        lengths = (_tensor(memory, arg["lengths"], (batch,), np.dtype("<i4")) if arg["lengths"]
+        lengths = (operand(memory, arg["lengths"], (batch,), np.dtype("<i4")) if arg["lengths"]
                    else np.full(batch, steps))
         for b, length in enumerate(lengths):
             if step >= length:
@@ -430,10 +394,10 @@ def _cell(spec: abi.KernelSpec) -> Callable[..., None]:
 
 def _topk(ctx: HostContext, x: int, values: int, indices: int, outer: int, n: int,
           inner: int, k: int, largest: int) -> None:
-    data = _tensor(ctx.memory, x, (outer, n, inner))
+    data = operand(ctx.memory, x, (outer, n, inner))
     order = np.argsort(-data if largest else data, axis=1, kind="stable")[:, :k]
-    _tensor(ctx.memory, indices, (outer, k, inner), np.dtype("<i8"))[...] = order
-    _tensor(ctx.memory, values, (outer, k, inner))[...] = np.take_along_axis(data, order, 1)
+    operand(ctx.memory, indices, (outer, k, inner), np.dtype("<i8"))[...] = order
+    operand(ctx.memory, values, (outer, k, inner))[...] = np.take_along_axis(data, order, 1)
 
 
 FAMILIES: dict[str, Callable[[abi.KernelSpec], Callable[..., None]]] = {
