@@ -86,11 +86,11 @@ class Variant:
 def dense_call(variant: Variant, kernel: str, a: np.ndarray, right: np.ndarray,
                m: int, k: int, n: int) -> Callable[[], object]:
     """``kernel`` (an ``f32_gemm`` or ``f32_linear`` row) on ``a`` and ``right`` (B, or W
-    packed) placed in ``variant``'s memory with a zeroed C and, for ``f32_gemm``, its (n, k)
-    scratch; the call, ready to time."""
+    packed) placed in ``variant``'s memory with a zeroed C and its scratch; the call, ready
+    to time."""
     spec = wasm_kernels.abi.BY_NAME[kernel]
     arrays = {"a": a, "b": right, "w": right, "c": np.zeros((m, n), np.float32),
-              "ws": np.zeros((n, k), np.float32)}
+              "ws": np.zeros((n, k), np.float32), "wa": np.zeros((m, k), np.float32)}
     pointers = [p for p in spec.params if p in arrays]
     values = dict(zip(pointers, variant.place([arrays[p] for p in pointers])), m=m, k=k, n=n)
     return partial(variant.exports[kernel], variant.store, *(values[p] for p in spec.params))

@@ -22,13 +22,14 @@ from functools import partial
 from ..abi import KernelSpec
 from ..pack import PANEL
 from ..wasm import Code, FuncType
-from .dense_tile import DenseFrame, tile
+from .dense_tile import DenseFrame, row_address, tile
 from .isa import ISAS
 from .loops import strided_loop
 
-MR = {"relaxed": 3, "simd128": 3, "scalar": 1}
-"""Rows of A per tile, by ISA (see ``dense_tile``); the scalar reference keeps its ``PANEL``
-accumulators in registers with one row."""
+MR = {"relaxed": 4, "simd128": 4, "scalar": 1}
+"""Rows of A per tile, by ISA: a SIMD tile's rows are packed (one register per step of k,
+see ``dense_tile``); the scalar reference keeps its ``PANEL`` accumulators in registers with
+one row and reads A in place."""
 
 BLOCK_BYTES = 1 << 17
 """Bytes of A per block: a quarter of a 512 KiB L2, so it stays there while W streams by."""
@@ -85,6 +86,9 @@ def row_blocks(f: _Frame, edge: bool) -> None:
         c.emit("local.get", f.ib).emit("local.get", f.mb).emit("i32.add").emit("local.tee", f.iend)
         c.emit("local.get", arg["m"]).emit("local.get", f.iend).emit("local.get", arg["m"])
         c.emit("i32.lt_u").emit("select").emit("local.set", f.iend)
+        if MR[f.isa.name] > 1:
+            c.emit("local.get", f.ib).emit("local.set", f.i)
+            strided_loop(c, f.i, MR[f.isa.name], f.iend, partial(_pack_rows, f))
         c.emit("i32.const", 0).emit("local.set", f.j)
         strided_loop(c, f.j, PANEL, arg["n"], partial(_column_tiles, f, False))
         if edge:
@@ -102,12 +106,39 @@ def row_blocks(f: _Frame, edge: bool) -> None:
 
 def _column_tiles(f: _Frame, edge: bool) -> None:
     """Columns ``j .. j+PANEL`` of C (an ``edge`` panel ends past ``n``) against the block's
-    rows: tiles of ``MR`` rows, then single rows."""
+    rows: tiles of ``MR`` packed rows, then single rows read in place."""
     c = f.c
     c.emit("local.get", f.ib).emit("local.set", f.i)
     for rows in sorted({MR[f.isa.name], 1}, reverse=True):
+        packed = partial(_packed_rows, f) if rows > 1 else None
         strided_loop(c, f.i, rows, f.iend,
-                     partial(tile, f, f.isa, rows, PANEL, partial(_panel, f), edge))
+                     partial(tile, f, f.isa, rows, PANEL, partial(_panel, f), edge, packed))
+
+
+def _packed_rows(f: _Frame) -> None:
+    """Push the address of rows ``i .. i+MR`` of A packed: ``wa + i * k * 4``."""
+    f.c.emit("local.get", f.arg["wa"]).emit("local.get", f.i).emit("local.get", f.lda)
+    f.c.emit("i32.mul").emit("i32.add")
+
+
+def _pack_rows(f: _Frame) -> None:
+    """Copy rows ``i .. i+MR`` of A to ``wa`` where they lie in A, step-major: step ``kk``
+    of row ``r`` at float ``kk * MR + r``, so a tile loads a step of all its rows at once."""
+    c, mr = f.c, MR[f.isa.name]
+    src, dst, left = c.local("i32"), c.local("i32"), c.local("i32")
+    for r in range(mr):
+        row_address(c, f.arg["a"], f.i, r, f.lda)
+        c.emit("local.set", src)
+        _packed_rows(f)
+        c.emit("i32.const", 4 * r).emit("i32.add").emit("local.set", dst)
+        c.emit("local.get", f.arg["k"]).emit("local.tee", left).emit("if").emit("loop")
+        c.emit("local.get", dst).emit("local.get", src).emit("f32.load", 2, 0)
+        c.emit("f32.store", 2, 0)
+        c.emit("local.get", src).emit("i32.const", 4).emit("i32.add").emit("local.set", src)
+        c.emit("local.get", dst).emit("i32.const", 4 * mr).emit("i32.add")
+        c.emit("local.set", dst)
+        c.emit("local.get", left).emit("i32.const", 1).emit("i32.sub").emit("local.tee", left)
+        c.emit("br_if", 0).emit("end").emit("end")
 
 
 def _panel(f: _Frame) -> None:
