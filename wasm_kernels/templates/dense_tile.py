@@ -1,16 +1,23 @@
 """The outer-product micro-kernel of the dense families (``linear``, ``gemm``, ``bmm``).
 
-A tile of C, ``rows`` x ``width`` floats, lives in ``rows * width / lanes`` accumulators (3
-x 8 = 6 f32x4 registers for the SIMD ISAs). Per step of k the tile loads one row of its B
-panel (``width`` floats: two registers), broadcasts ``A[i + r, kk]`` for each of its rows
-and multiply-adds. A is read where it lies, row-major: one ``v128.load`` brings four steps
-of one row and an ``i8x16.shuffle`` per step broadcasts each lane (``vpshufd``: one
-instruction, where ``v128.load32_splat`` costs three), so A needs no packing and no scratch
-memory. Each row keeps its four steps of A in a register, so 3 rows are what fits: 6
-accumulators, 3 of A, 2 of B, a broadcast and the copy ``vfmadd213ps`` needs make 13 of the
-16 XMM registers, where 4 rows spilled A's registers and measured ~15% slower. B is either a
-panel packed at compile time (``f32_linear``'s weight: a step's ``width`` floats adjacent,
-so steps are constant offsets) or a row-major activation (each step one row stride further).
+A tile of C, ``rows`` x ``width`` floats, lives in ``rows * width / lanes`` accumulators.
+Per step of k the tile loads one row of its B panel (``width`` floats: two registers),
+broadcasts ``A[i + r, kk]`` for each of its rows and multiply-adds. The broadcast is an
+``i8x16.shuffle`` of one lane (``vpshufd``: one instruction, where ``v128.load32_splat``
+costs three), out of one of two layouts of A:
+
+- packed (``a_panel``, ``f32_linear`` and ``f32_gemm``): the driver copies 4 rows of A
+  step-major into scratch, so one ``v128.load`` brings a step of all 4 rows: a 4 x 8 tile
+  in 8 accumulators, with 2 registers of B, the step's A, a broadcast and the copy
+  ``vfmadd213ps`` needs (13 of the 16 XMM registers). Eight independent chains of
+  multiply-adds is what the FMA pipes need (2 per cycle, 4 cycles of latency);
+- in place (``f32_bmm``, and rows left over): one ``v128.load`` brings four steps of one
+  row, each row keeps its own register of A, so 3 rows are what fits (6 accumulators, which
+  the FMA latency bounds at 75% of the peak; 4 rows spilled).
+
+B is either a panel packed at compile time or by ``f32_gemm`` (a step's ``width`` floats
+adjacent, so steps are constant offsets) or a row-major activation (each step one row stride
+further).
 
 The k loop is unrolled ``UNROLL`` times, in the order the steps should run, and the module
 holding these kernels is compiled at cranelift's opt level ``"none"``

@@ -6,9 +6,12 @@ outer-product tile of ``dense_tile`` reads at constant offsets. The last panel i
 with zero rows, so every tile is ``PANEL`` columns wide; the one past ``n`` stores only its
 columns before ``n``.
 
-The driver blocks A by rows so a block stays in L2 (``BLOCK_BYTES``): each panel of W stays
-in L1 (for k up to ~1000) while the block's row tiles (``MR`` rows, then single rows) stream
-past it. Blocking W instead (panels innermost) measured ~10% slower.
+The driver blocks A by rows so a block stays in L2 (``BLOCK_BYTES``): it first packs the
+block's groups of ``MR`` rows into the scratch ``wa``, each group step-major where it lies in
+A (so callers that split rows across threads pack disjoint bytes), then each panel of W stays
+in L1 (for k up to ~1000) while the block's row tiles (``MR`` packed rows, then single rows
+read in place) stream past it. Blocking W instead (panels innermost) measured ~10% slower;
+blocking k as well (256 steps) and blocks of 64 or 256 KiB measured no faster.
 
 Rows of the family: ``f32_linear[_bias][_add][_<activation>]``.
 """
