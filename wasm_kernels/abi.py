@@ -276,13 +276,15 @@ MASKS: tuple[KernelSpec, ...] = (
     _cast(("int64", "bool"), "x[i] != 0 as a numpy bool byte, for int64 x"),
 )
 
-TOPK = KernelSpec(
-    "f32_topk", "topk", "topk",
+TOPK_TYPES: tuple[str, ...] = ("float32", "int32", "int64")
+"""The element dtypes of the top-k kernels (integers compare signed)."""
+TOPKS: tuple[KernelSpec, ...] = tuple(KernelSpec(
+    f"{_SHORT[dtype]}_topk", "topk", "topk",
     ("x", "values", "indices", "outer", "n", "inner", "k", "largest"),
-    "values(outer, k, inner), indices(outer, k, inner) = the k largest (smallest when "
-    "largest is 0) of x(outer, n, inner) along its middle axis, sorted, and their int64 "
-    "indices; equal values keep their order (the lower index first); k <= n",
-    dtypes=("float32", "float32"))
+    f"values(outer, k, inner), indices(outer, k, inner) = the k largest (smallest when "
+    f"largest is 0) of the {dtype} x(outer, n, inner) along its middle axis, sorted, and "
+    "their int64 indices; equal values keep their order (the lower index first); k <= n",
+    dtypes=(dtype, dtype)) for dtype in TOPK_TYPES)
 
 INTEGER_OPS: dict[str, str] = {"add": "a + b", "sub": "a - b", "mul": "a * b"}
 """Integer arithmetic by name (issue #19: positions and indices computed at run time)."""
@@ -377,7 +379,7 @@ KERNELS: tuple[KernelSpec, ...] = (
     RESAMPLE,
     *(_integer(dtype, op, math) for dtype in ("int32", "int64") for op, math in
       INTEGER_OPS.items()),
-    TOPK,
+    *TOPKS,
 )
 
 BY_NAME: dict[str, KernelSpec] = {k.name: k for k in KERNELS}

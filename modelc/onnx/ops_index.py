@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from nn import functional as F
+from wasm_kernels import abi
 
 from .fold import is_known
 from .node import OnnxNode
@@ -191,10 +192,9 @@ def top_k(n: OnnxNode) -> tuple[Any, Any]:
     k = int(n.known(1, "k").reshape(-1)[0]) if n.opset >= 10 else int(n.attr("k"))
     dim = n.axis(n.attr("axis", -1))
     largest = bool(n.attr("largest", 1))
-    if is_known(x):
-        return F.topk(x, k, dim, largest)
-    if x.dtype != np.float32:
-        raise n.error(f"TopK of a run-time {x.dtype} tensor is not supported; float32 is")
+    if not is_known(x) and x.dtype not in abi.TOPK_TYPES:
+        raise n.error(f"TopK of a run-time {x.dtype} tensor is not supported; "
+                      f"{list(abi.TOPK_TYPES)} are")
     return F.topk(x, k, dim, largest)
 
 
