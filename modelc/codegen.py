@@ -108,6 +108,21 @@ class LowerContext:
         else:
             self._add("i32.const", 0, record=("arena", self.graph.meta["arena"][id(value)]))
 
+    def arena(self, offset: int) -> None:
+        """Push the address of byte ``offset`` of the activation arena (a region an op
+        manages itself, such as a loop body's arena inside its scratch)."""
+        self._add("i32.const", 0, record=("arena", offset))
+
+    def place(self, raw: bytes) -> int:
+        """Append ``raw`` to the weights (aligned) and return its offset among them; a
+        ``("weight", k)`` record of another context's weights placed there becomes
+        ``("weight", offset + k)``."""
+        return self._place(np.frombuffer(raw, np.uint8))
+
+    def replay(self, op: str, *args: Any, record: tuple[Any, ...] | None = None) -> None:
+        """Record one instruction with its own record (lowered into another context)."""
+        self._add(op, *args, record=record)
+
     def numel(self, shape: Shape) -> None:
         """Push the element count of ``shape``, multiplying in symbolic dims at run time."""
         self.push(math.prod(d for d in shape if isinstance(d, int)))
@@ -232,6 +247,25 @@ def _enter(ctx: LowerContext, current: Guard, guard: Guard) -> Guard:
     return guard
 
 
+def lower_nodes(ctx: LowerContext) -> None:
+    """Lower every node of ``ctx.graph`` into ``ctx``, guarded nodes inside wasm ``if``s.
+
+    Raises:
+        CompileError: as ``lower``.
+    """
+    open_guard: Guard = ()
+    for node, guard in zip(ctx.graph.nodes, _guards(ctx.graph)):
+        open_guard = _enter(ctx, open_guard, guard)
+        try:
+            ops.get(node.op).lower(node, ctx)
+            if ctx.check.stack:
+                raise CompileError(f"the lowering leaves [{' '.join(map(str, ctx.check.stack))}] "
+                                   "on the stack after its kernel calls")
+        except (CompileError, WasmTypeError) as err:
+            raise CompileError(f"while lowering {node.describe()}: {err}") from None
+    _enter(ctx, open_guard, ())
+
+
 def lower(graph: Graph) -> tuple[LowerContext, Layout]:
     """Lower every node (after ``passes.optimize``) and lay out memory.
 
@@ -242,17 +276,7 @@ def lower(graph: Graph) -> tuple[LowerContext, Layout]:
     """
     _check_dim_bounds(graph)
     ctx = LowerContext(graph)
-    open_guard: Guard = ()
-    for node, guard in zip(graph.nodes, _guards(graph)):
-        open_guard = _enter(ctx, open_guard, guard)
-        try:
-            ops.get(node.op).lower(node, ctx)
-            if ctx.check.stack:
-                raise CompileError(f"the lowering leaves [{' '.join(map(str, ctx.check.stack))}] "
-                                   "on the stack after its kernel calls")
-        except (CompileError, WasmTypeError) as err:
-            raise CompileError(f"while lowering {node.describe()}: {err}") from None
-    _enter(ctx, open_guard, ())
+    lower_nodes(ctx)
     messages, message_at = _message_segment(graph, SCRATCH_BYTES)
     weights_base = _aligned(SCRATCH_BYTES + len(messages))
     arena_base = _aligned(weights_base + len(ctx.weights))

@@ -8,6 +8,7 @@ row. A row's name starts with the op it is for.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -174,4 +175,23 @@ CASES: dict[str, Case] = {
                                  (x(2, 5, 4),)),
     "topk_indices": Case(lambda a: F.cast(F.topk(a, 2)[1], np.float32), (x(3, 7),), BATCH),
     "check": Case(lambda a, ok: F.check(a, ok) * 2.0, (x(2, 3), np.array([True]))),
+    # a scan over 6 rows with a state, an outer tensor and a per-row output
+    "loop": Case(lambda s, rows, w: sum(F.loop(None, [s], [rows], [w], _scan_body())),
+                 (x(4), x(6, 4), x(4))),
 }
+
+
+def _scan_step(i: Any, states: list[Any], elements: list[Any], outer: list[Any]
+               ) -> tuple[list[Any], list[Any]]:
+    """One row of the ``loop`` row's scan: ``s = tanh(s / 2 + row * w)``, out ``2 s``."""
+    state = F.tanh(F.add(F.mul(states[0], 0.5), F.mul(elements[0], outer[0])))
+    return [state], [F.mul(state, 2.0)]
+
+
+@functools.cache
+def _scan_body() -> Any:
+    """``_scan_step`` as a compiled loop body (its Python function stays the eager one)."""
+    from modelc.ops.loop import Body
+
+    spec = ((4,), "float32")
+    return Body.trace(_scan_step, [spec], [spec], [spec])
