@@ -356,7 +356,7 @@ QUANTIZE: tuple[KernelSpec, ...] = (
                "y(outer, channels, inner) = saturate(round_half_even(x / scale[c]) + "
                "zero_point[c]) for f32 x: scale is (channels,) f32, zero_point (channels,) "
                "bytes; y and the zero points are int8 when signed is 1, uint8 when it is 0 "
-               "(saturate clamps to their range; NaN gives the zero point)",
+               "(saturate clamps to their range; NaN gives 0)",
                dtypes=("float32", "uint8")),
     *(KernelSpec(f"{short}_dequantize_linear", "quantize", "dequantize_linear", QUANTIZE_PARAMS,
                  f"y(outer, channels, inner) = float32(x - zero_point[c]) * scale[c] for "
