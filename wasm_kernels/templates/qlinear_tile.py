@@ -28,6 +28,7 @@ from collections.abc import Callable
 
 from ..pack_quantized import QPANEL
 from ..wasm import Code
+from .conv_tiles import LANE_BROADCAST
 from .isa import Isa
 from .loops import strided_loop
 from .qlinear_frame import QFrame, column_start, finish_scalar
@@ -36,6 +37,8 @@ EVEN = bytes(b for lane in (0, 2, 4, 6) for b in range(4 * lane, 4 * lane + 4))
 ODD = bytes(b for lane in (1, 3, 5, 7) for b in range(4 * lane, 4 * lane + 4))
 STEP_BYTES = 4 * QPANEL
 """Bytes of one packed panel step: QPANEL columns by four steps of k."""
+UNROLL = 4
+"""Steps of four k per loop iteration: the 16 bytes of A one v128.load brings."""
 
 
 def _splat_i8(c: Code, value: int) -> None:
@@ -56,6 +59,7 @@ class Tile:
         self.w = [c.local("v128") for _ in range(groups)]
         self.a, self.hi = c.local("v128"), c.local("v128")
         self.pa = [c.local("i32") for _ in range(rows)]
+        self.quads = [c.local("v128") for _ in range(rows)]
         self.pw, self.steps, self.word, self.remaining = (c.local("i32") for _ in range(4))
 
     def emit(self, edge: bool) -> None:
@@ -75,21 +79,40 @@ class Tile:
             for group in row:
                 for register in group:
                     c.emit("v128.const", bytes(16)).emit("local.set", register)
-        c.emit("local.get", f.arg["k"]).emit("i32.const", 2).emit("i32.shr_u")
-        c.emit("local.tee", self.steps).emit("if").emit("loop")
-        self._step(lambda r: c.emit("local.get", self.pa[r]).emit("v128.load32_splat", 0, 0))
-        for pointer in self.pa:
-            c.emit("local.get", pointer).emit("i32.const", 4).emit("i32.add")
-            c.emit("local.set", pointer)
-        c.emit("local.get", self.pw).emit("i32.const", STEP_BYTES).emit("i32.add")
-        c.emit("local.set", self.pw)
-        c.emit("local.get", self.steps).emit("i32.const", 1).emit("i32.sub")
-        c.emit("local.tee", self.steps).emit("br_if", 0).emit("end").emit("end")
+        # UNROLL steps per iteration, then single steps, then the k % 4 tail.
+        for count, unroll in ((lambda: self._count(UNROLL.bit_length() + 1, None), UNROLL),
+                              (lambda: self._count(2, UNROLL - 1), 1)):
+            count()
+            c.emit("local.tee", self.steps).emit("if").emit("loop")
+            if unroll > 1:
+                # NOTE: one v128.load of 16 bytes per row, each step's 4 broadcast by a
+                # shuffle (pshufd), instead of a splat load per step.
+                for pointer, quad in zip(self.pa, self.quads):
+                    c.emit("local.get", pointer).emit("v128.load", 0, 0).emit("local.set", quad)
+            for u in range(unroll):
+                self._step(self._quad_lane(u) if unroll > 1 else lambda r: c.emit(
+                    "local.get", self.pa[r]).emit("v128.load32_splat", 0, 0), STEP_BYTES * u)
+            for pointer, amount in [(p, 4 * unroll) for p in self.pa] + [
+                    (self.pw, STEP_BYTES * unroll)]:
+                c.emit("local.get", pointer).emit("i32.const", amount).emit("i32.add")
+                c.emit("local.set", pointer)
+            c.emit("local.get", self.steps).emit("i32.const", 1).emit("i32.sub")
+            c.emit("local.tee", self.steps).emit("br_if", 0).emit("end").emit("end")
         c.emit("local.get", f.arg["k"]).emit("i32.const", 3).emit("i32.and").emit("if")
-        self._step(self._tail_word)
+        self._step(self._tail_word, 0)
         c.emit("end")
         for r in range(self.rows):
             self._store_row(r, edge)
+
+    def _quad_lane(self, u: int) -> Callable[[int], None]:
+        """Push row r's four bytes of step ``u`` of the unrolled group, in every lane."""
+        c = self.f.c
+
+        def push(r: int) -> None:
+            c.emit("local.get", self.quads[r]).emit("local.get", self.quads[r])
+            c.emit("i8x16.shuffle", LANE_BROADCAST[u])
+
+        return push
 
     def _tail_word(self, r: int) -> None:
         """Splat A's last ``k % 4`` bytes of row ``r`` (zeros after them: W is zero there)."""
@@ -109,15 +132,23 @@ class Tile:
         strided_loop(c, count, 1, self.remaining, byte)
         c.emit("local.get", self.word).emit("i32x4.splat")
 
-    def _step(self, splat_a: Callable[[int], None]) -> None:
-        """One step of four k: W's registers, then each row's products."""
+    def _count(self, shift: int, mask: int | None) -> None:
+        """Push ``(k >> shift) & mask`` (no mask: all of it)."""
+        c = self.f.c
+        c.emit("local.get", self.f.arg["k"]).emit("i32.const", shift).emit("i32.shr_u")
+        if mask is not None:
+            c.emit("i32.const", mask).emit("i32.and")
+
+    def _step(self, splat_a: Callable[[int], None], w_offset: int) -> None:
+        """One step of four k: W's registers (``w_offset`` bytes past ``pw``), then each
+        row's products."""
         c, f = self.f.c, self.f
         for g, register in enumerate(self.w):
             c.emit("local.get", self.pw)
             if self.relaxed:
-                c.emit("v128.load", 0, 16 * g)
+                c.emit("v128.load", 0, w_offset + 16 * g)
             else:
-                c.emit("v128.load8x8_s", 0, 8 * g)
+                c.emit("v128.load8x8_s", 0, w_offset + 8 * g)
             c.emit("local.set", register)
         signed = f.spec.dtypes[0] == "int8"
         for r in range(self.rows):
