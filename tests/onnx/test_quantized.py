@@ -137,3 +137,38 @@ def test_full_range_dynamic_follows_the_onnx_specification(tmp_path, torch_to_on
     with runtime.load(modelc.export(modelc.from_onnx(model)), kernels="simd128") as session:
         got = session.run({"x": x})["y"]
     np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
+
+
+def _single_node(op: str, inputs: dict[str, np.ndarray], domain: str = "", **attrs: Any
+                 ) -> bytes:
+    """A model of one node: the first input a run-time uint8 tensor, the rest initializers."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    names = list(inputs)
+    node = helper.make_node(op, names, ["y"], domain=domain, **attrs)
+    graph = helper.make_graph(
+        [node], "g", [helper.make_tensor_value_info(names[0], TensorProto.UINT8,
+                                                    list(inputs[names[0]].shape))],
+        [helper.make_tensor_value_info("y", TensorProto.UINT8, None)],
+        [numpy_helper.from_array(v, k) for k, v in list(inputs.items())[1:]])
+    opsets = [helper.make_opsetid("", 13)] + ([helper.make_opsetid(domain, 1)] if domain else [])
+    return helper.make_model(graph, opset_imports=opsets).SerializeToString()
+
+
+def _pair(prefix: str, zero_dtype: Any = np.uint8) -> dict[str, np.ndarray]:
+    return {f"{prefix}_scale": np.array(0.1, np.float32),
+            f"{prefix}_zero": np.array(0, zero_dtype)}
+
+
+@pytest.mark.parametrize("op, extra, domain, attrs, message", [
+    ("QLinearConv", {"w": np.ones((2, 1, 3, 3), np.int8), **_pair("w", np.int8), **_pair("y")},
+     "", {"pads": [0, 0, 1, 1]}, r"uneven pads \[\(0, 1\), \(0, 1\)\] are not supported"),
+    ("QGemm", {"b": np.ones((4, 3), np.int8), **_pair("b", np.int8)}, "com.microsoft",
+     {"alpha": 2.0}, "QGemm with alpha != 1 or transA is not supported"),
+])
+def test_unsupported_forms_are_named(op, extra, domain, attrs, message) -> None:  # type: ignore[no-untyped-def]
+    shape = (1, 1, 5, 5) if op == "QLinearConv" else (2, 4)
+    model = _single_node(op, {"x": np.zeros(shape, np.uint8), **_pair("x"), **extra},
+                         domain, **attrs)
+    with pytest.raises(modelc.CompileError, match=message):
+        modelc.from_onnx(model)
