@@ -32,6 +32,26 @@ def _convnet() -> Any:
         torch.nn.ReLU(), torch.nn.AdaptiveAvgPool2d(1), torch.nn.Flatten(), torch.nn.Linear(8, 4))
 
 
+class _EncoderLayer(torch.nn.Module):  # type: ignore[misc]
+    """A MiniLM-L6 encoder layer: 384 wide, 12 heads, a 1536-wide GELU feed-forward."""
+
+    def __init__(self, width: int = 384, heads: int = 12, hidden: int = 1536):
+        super().__init__()
+        self.heads = heads
+        self.qkv, self.out = torch.nn.Linear(width, 3 * width), torch.nn.Linear(width, width)
+        self.up, self.down = torch.nn.Linear(width, hidden), torch.nn.Linear(hidden, width)
+        self.norm1, self.norm2 = torch.nn.LayerNorm(width), torch.nn.LayerNorm(width)
+
+    def forward(self, x: Any) -> Any:
+        batch, steps, width = x.shape
+        q, k, v = (t.reshape(batch, steps, self.heads, -1).transpose(1, 2)  # (B, nh, T, hs)
+                   for t in self.qkv(x).split(width, -1))
+        scores = q @ k.transpose(-1, -2) / (width // self.heads) ** 0.5
+        context = (torch.softmax(scores, -1) @ v).transpose(1, 2).reshape(batch, steps, width)
+        x = self.norm1(x + self.out(context))
+        return self.norm2(x + self.down(torch.nn.functional.gelu(self.up(x))))
+
+
 class _Calibration(quantization.CalibrationDataReader):  # type: ignore[misc]
     def __init__(self, shape: tuple[int, ...]):
         self.feeds = iter([{"x": _input(shape, seed)} for seed in range(8)])
@@ -115,6 +135,15 @@ def test_convnet_matches_onnxruntime(tmp_path, torch_to_onnx, how) -> None:  # t
     (its fused integer kernels round differently)."""
     _check(_quantized(tmp_path, torch_to_onnx, _convnet(), (1, 3, 12, 12), how),
            _input((1, 3, 12, 12)), literal=how == "qdq")
+
+
+def test_minilm_sized_layer_matches_onnxruntime(tmp_path, torch_to_onnx) -> None:  # type: ignore[no-untyped-def]
+    torch.manual_seed(0)
+    model = _quantized(tmp_path, torch_to_onnx, _EncoderLayer().eval(), (1, 16, 384),
+                       "dynamic_reduced")
+    ops = {node.op for node in modelc.optimize(modelc.from_onnx(model)).nodes}
+    assert {"dynamic_quantize_linear", "qlinear"} <= ops
+    _check(model, _input((1, 16, 384)))
 
 
 def test_qdq_products_fold_into_quantized_operators(tmp_path, torch_to_onnx) -> None:  # type: ignore[no-untyped-def]
