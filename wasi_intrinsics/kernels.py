@@ -28,6 +28,7 @@ from wasm_kernels.wasm import FuncType
 from .intrinsic import HostContext, IntrinsicModule
 from .kernel_limits import OperandFault, check_bytes, guarded
 from .kernel_operands import element_dtype, operand, strided_operand
+from .kernel_qrescale import qrescale
 
 
 def _special(name: str) -> Callable[[np.ndarray], np.ndarray]:
@@ -407,7 +408,7 @@ FAMILIES: dict[str, Callable[[abi.KernelSpec], Callable[..., None]]] = {
     "movement": lambda spec: _copy(spec) if spec.op == "copy" else _where(spec),
     "norm": lambda spec: _group_norm, "conv_transpose": lambda spec: _conv_transpose,
     "compare": _broadcast, "recurrent": _cell, "resample": lambda spec: _resample,
-    "integer": _broadcast, "topk": lambda spec: _topk,
+    "integer": _broadcast, "topk": lambda spec: _topk, "qrescale": qrescale,
 }
 
 

@@ -77,7 +77,8 @@ def test_an_unknown_epilogue_is_named_with_what_the_family_has() -> None:
 
 
 def test_names_follow_the_fields() -> None:
-    short = {"float32": "f32", "int32": "i32", "int64": "i64", "bool": "bool"}
+    short = {"float32": "f32", "int32": "i32", "int64": "i64", "bool": "bool",
+             "int8": "i8"}
     for spec in abi.KERNELS:
         if spec.family == "cast":
             expected = f"{short[spec.dtypes[0]]}_to_{short[spec.dtypes[1]]}"
