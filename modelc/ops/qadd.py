@@ -10,7 +10,7 @@ from wasm_kernels.fixed_point import ADD_LEFT_SHIFT
 
 from ..errors import CompileError
 from . import OpDef
-from ._quantized import INT8, push_rescale, require_int8, require_scale
+from ._qrescale import INT8, push_rescale, require_int8, require_scale
 from ._shapes import broadcast
 
 if TYPE_CHECKING:

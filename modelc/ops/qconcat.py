@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 from wasm_kernels import abi
 
 from ..errors import CompileError
-from ._quantized import INT8, push_rescale, require_int8, require_scale
+from ._qrescale import INT8, push_rescale, require_int8, require_scale
 from ._shapes import axis
 from .concat import Concat
 
