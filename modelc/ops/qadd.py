@@ -1,5 +1,5 @@
 """qadd: TFLite's 8-bit Add of int8 tensors with their own (scale, zero point), in integers
-only; lowered to ``i8_qadd`` over same-shaped operands."""
+only; lowered to ``qs8_qadd`` over same-shaped operands."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """qconcat: int8 tensors joined along ``dim`` into the output's (scale, zero point), as
-TFLite's Concatenation: an input already in those is copied (``i8_copy_rows``), any other
-requantized in fixed point (``i8_rescale_rows``) into its region of the output."""
+TFLite's Concatenation: an input already in those is copied (``qs8_copy_rows``), any other
+requantized in fixed point (``qs8_rescale_rows``) into its region of the output."""
 
 from __future__ import annotations
 

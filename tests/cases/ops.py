@@ -67,6 +67,24 @@ def _unary(op: str, *shape: int, domain: Callable[..., np.ndarray] = x) -> Case:
     return Case(getattr(F, op), (domain(*shape),), BATCH)
 
 
+# Quantized ops (issue #14): a scale and zero point per tensor (0-d arrays) or per channel.
+def q(value: float, dtype: type = np.float32) -> np.ndarray:
+    """A 0-d array: a per-tensor scale or zero point."""
+    return np.array(value, dtype)
+
+
+W_SCALE = (np.abs(WEIGHT).max(axis=1) / 127).astype(np.float32)
+W_Q = np.rint(WEIGHT / W_SCALE[:, None]).astype(np.int8)
+F_SCALE = (np.abs(FILTERS).reshape(4, -1).max(axis=1) / 127).astype(np.float32)
+F_Q = np.rint(FILTERS / F_SCALE[:, None, None, None]).astype(np.int8)
+BIAS_Q = np.rint(BIAS / (0.04 * W_SCALE)).astype(np.int32)
+U8, S8 = (q(0.04), q(120, np.uint8)), (q(0.03), q(-5, np.int8))
+
+
+def _quantized(a: np.ndarray, pair: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
+    return F.quantize_linear(a, *pair)
+
+
 CASES: dict[str, Case] = {
     # elementwise unary ops, each its own kernel
     **{op: _unary(op, 2, 3, 5) for op in ("abs", "neg", "relu", "relu6", "exp", "tanh", "erf",
@@ -185,4 +203,30 @@ CASES: dict[str, Case] = {
                                  (x(2, 5, 4),)),
     "topk_indices": Case(lambda a: F.cast(F.topk(a, 2)[1], np.float32), (x(3, 7),), BATCH),
     "check": Case(lambda a, ok: F.check(a, ok) * 2.0, (x(2, 3), np.array([True]))),
+    # quantized: f32 in, f32 out; requantized results may differ by one step of their scale
+    "quantize_linear": Case(lambda a: F.dequantize_linear(_quantized(a, U8), *U8),
+                            (x(3, 7, scale=3.0),), BATCH),
+    "quantize_linear_per_axis": Case(
+        lambda a: F.dequantize_linear(F.quantize_linear(a, q([0.02, 0.05, 0.1]), q(
+            [-3, 0, 7], np.int8), axis=1), q([0.02, 0.05, 0.1]), q([-3, 0, 7], np.int8),
+            axis=1), (x(2, 3, 5, scale=3.0),)),
+    "dequantize_linear": Case(lambda a: F.dequantize_linear(_quantized(a, S8), *S8) * 2.0,
+                              (x(4, 5, scale=3.0),)),
+    "dynamic_quantize_linear": Case(lambda a: F.dequantize_linear(*F.dynamic_quantize_linear(a)),
+                                    (x(3, 9),), BATCH),
+    "qlinear": Case(lambda a: F.dequantize_linear(F.qlinear(
+        _quantized(a, U8), *U8, W_Q, W_SCALE, q(0, np.int8), BIAS_Q, q(0.05),
+        q(100, np.uint8), activation="relu"), q(0.05), q(100, np.uint8)),
+        (x(3, 6),), BATCH),
+    "qlinear_int8_relu6": Case(lambda a: F.qlinear(
+        _quantized(a, S8), *S8, W_Q, W_SCALE, q(0, np.int8), BIAS, activation="relu6"),
+        (x(3, 2, 6),)),
+    "qlinear_dynamic": Case(lambda a: F.qlinear(*F.dynamic_quantize_linear(a), W_Q, W_SCALE,
+                                                q(0, np.int8), BIAS), (x(3, 6),), BATCH),
+    "qconv2d": Case(lambda a: F.dequantize_linear(F.qconv2d(
+        _quantized(a, U8), *U8, F_Q, F_SCALE, np.zeros(4, np.int8), None, q(0.1),
+        q(90, np.uint8), padding=1, activation="relu"), q(0.1), q(90, np.uint8)),
+        (x(2, 3, 6, 5),), atol=0.1 + 1e-5),
+    "qmatmul": Case(lambda a, b: F.qmatmul(_quantized(a, U8), *U8, _quantized(b, S8), *S8),
+                    (x(2, 3, 4), x(2, 4, 5)), atol=1e-3),
 }

@@ -1,6 +1,6 @@
 """The qrescale family: int8 tensors moved between (scale, zero point) pairs in integers only,
-TFLite's way (``wasm_kernels.fixed_point``): ``i8_qadd`` (8-bit Add), ``i8_rescale_rows``
-and ``i8_copy_rows`` (the inputs of a Concat). One element at a time for every ISA: these
+TFLite's way (``wasm_kernels.fixed_point``): ``qs8_qadd`` (8-bit Add), ``qs8_rescale_rows``
+and ``qs8_copy_rows`` (the inputs of a Concat). One element at a time for every ISA: these
 run once per residual or concat, between integer gemms that dominate the time.
 
 The fixed-point rescale of an i32 ``v`` by ``(mult, shift)``: ``v << left`` (wrapping), the
