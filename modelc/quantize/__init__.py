@@ -18,14 +18,21 @@ from typing import Any
 import nn
 
 from ..graph import Graph
-from ..passes import PIPELINE, fuse_epilogues, optimize, plan_memory
+from ..passes import (
+    PIPELINE,
+    eliminate_dead_code,
+    fuse_epilogues,
+    infer_shapes,
+    optimize,
+    plan_memory,
+)
 from ..trace import DynamicSpec, trace
 from .dynamic import quantize_dynamic
-from .observe import calibrate
+from .observe import calibrate, examples_from_npz
 from .params import activation_params
 from .static import quantize_static
 
-__all__ = ["ACTIVATIONS", "WEIGHTS", "quantize"]
+__all__ = ["ACTIVATIONS", "WEIGHTS", "examples_from_npz", "quantize"]
 
 WEIGHTS = ("per_channel", "per_tensor")
 ACTIVATIONS = ("per_tensor", "dynamic")
@@ -50,7 +57,7 @@ def quantize(model: nn.Module | Graph, calibration: Iterable[Any], *,
             (e.g. from ``modelc.from_onnx``).
         calibration: example inputs, each an array (a model of one input), a tuple of
             arrays or a ``{name: array}`` dict; for ``activations="dynamic"`` one example
-            is enough (it is only traced).
+            is enough for a module (it is only traced) and none for a graph.
         weights: ``"per_channel"`` (a symmetric int8 scale per output channel) or
             ``"per_tensor"``.
         activations: ``"per_tensor"`` (static: asymmetric int8 with a calibrated scale and
@@ -71,7 +78,7 @@ def quantize(model: nn.Module | Graph, calibration: Iterable[Any], *,
         raise ValueError(f"unknown activations mode {activations!r}; available: "
                          f"{list(ACTIVATIONS)}")
     examples = list(calibration)
-    if not examples:
+    if not examples and (activations != "dynamic" or not isinstance(model, Graph)):
         raise ValueError("calibration is empty: give at least one example input")
     if isinstance(model, nn.Module):
         graph = trace(model, _example(examples[0]), dynamic)
@@ -82,7 +89,9 @@ def quantize(model: nn.Module | Graph, calibration: Iterable[Any], *,
     graph = optimize(graph, BEFORE_FUSION)
     per_channel = weights == "per_channel"
     if activations == "dynamic":
-        return quantize_dynamic(graph, per_channel)
-    ranges = calibrate(graph, examples, percentile)
-    params = {key: activation_params(low, high) for key, (low, high) in ranges.items()}
-    return quantize_static(graph, params, per_channel)
+        graph = quantize_dynamic(graph, per_channel)
+    else:
+        ranges = calibrate(graph, examples, percentile)
+        params = {key: activation_params(low, high) for key, (low, high) in ranges.items()}
+        graph = quantize_static(graph, params, per_channel)
+    return optimize(graph, (infer_shapes, eliminate_dead_code))

@@ -7,7 +7,9 @@ and ``100 - percentile``-th percentiles of a bounded, seeded sample of the value
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -122,3 +124,23 @@ def calibrate(graph: Graph, calibration: Iterable[Any],
     if not count:
         raise ValueError("calibration is empty: give at least one example input")
     return {key: observer.range() for key, observer in observers.items()}
+
+
+def examples_from_npz(path: str | os.PathLike[str]) -> list[dict[str, np.ndarray]]:
+    """Calibration examples from an ``.npz`` file: one array per model input, named after
+    it, whose first axis indexes the examples.
+
+    Raises:
+        FileNotFoundError: no such file.
+        ValueError: the file holds no arrays, or their first axes differ.
+    """
+    if not Path(path).is_file():
+        raise FileNotFoundError(f"calibration data {str(path)!r} does not exist")
+    with np.load(path) as data:
+        arrays = {name: data[name] for name in data.files}
+    counts = {name: (len(a) if a.ndim else 0) for name, a in arrays.items()}
+    if not arrays or len(set(counts.values())) != 1 or 0 in counts.values():
+        raise ValueError(f"calibration data {str(path)!r} must hold one array per model input "
+                         f"with the same number of examples along the first axis; found "
+                         f"{ {n: list(a.shape) for n, a in arrays.items()} }")
+    return [{name: a[i] for name, a in arrays.items()} for i in range(next(iter(counts.values())))]
