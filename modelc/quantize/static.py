@@ -71,7 +71,7 @@ def _product(rw: Rewriter, node: Node, x: Value, weight: np.ndarray, bias: Value
 def _linear(rw: Rewriter, node: Node, per_channel: bool) -> None:
     named = dict(zip(node.input_names, node.inputs))
     weight = named["weight"]
-    if weight.data is not None and weight.dtype == "float32" and not node.attrs:
+    if weight.data is not None and weight.dtype == "float32" and "epilogue" not in node.attrs:
         _product(rw, node, named["input"], weight.data, named.get("bias"),
                  "qlinear" if node.op == "linear" else "qconv2d", per_channel)
 
