@@ -30,7 +30,7 @@ from .errors import ModelFormatError
 
 SECTION = "wasmnn.model"
 FORMAT = 1
-DTYPES = ("float32", "int64", "int32", "bool")
+DTYPES = ("float32", "int64", "int32", "bool", "int8", "uint8")
 MAX_RANK = 8
 
 

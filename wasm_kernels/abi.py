@@ -351,6 +351,29 @@ RESAMPLE = KernelSpec(
     "the tap-major (taps, on) int32 row index (each in [0, n)) and f32 weight tables "
     "computed at compile time; y must not alias x")
 
+# Quantized int8 tensors (issue #14): TFLite's integer Add and Concat. A rescale by a real
+# factor is (mult, shift), computed in integers as wasm_kernels.fixed_point describes.
+QRESCALE: tuple[KernelSpec, ...] = (
+    KernelSpec("qs8_qadd", "qrescale", "qadd",
+               ("a", "b", "y", "n", "a_zp", "a_mult", "a_shift", "b_zp", "b_mult", "b_shift",
+                "y_zp", "y_mult", "y_shift", "lo", "hi"),
+               "y[i] = clamp(y_zp + rescale(rescale((a[i] - a_zp) << 20, a_mult, a_shift) + "
+               "rescale((b[i] - b_zp) << 20, b_mult, b_shift), y_mult, y_shift), lo, hi) for "
+               "i < n (TFLite's 8-bit Add), int8 a, b, y; rescale(v, mult, shift) is "
+               "fixed_point.multiply_by_quantized_multiplier; y may alias a or b",
+               dtypes=("int8", "int8")),
+    KernelSpec("qs8_rescale_rows", "qrescale", "rescale_rows",
+               ("x", "y", "rows", "n", "y_stride", "x_zp", "mult", "shift", "y_zp", "lo", "hi"),
+               "y[r * y_stride + j] = clamp(y_zp + rescale(x[r * n + j] - x_zp, mult, shift), "
+               "lo, hi) for r < rows, j < n: an int8 x(rows, n) requantized into a region of "
+               "the int8 y (a concat input with its own scale and zero point)",
+               dtypes=("int8", "int8")),
+    KernelSpec("qs8_copy_rows", "qrescale", "copy_rows", ("x", "y", "rows", "n", "y_stride"),
+               "y[r * y_stride + j] = x[r * n + j] for r < rows, j < n: int8 bytes moved "
+               "into a region of y (a concat input already in the output's scale and zero "
+               "point)", dtypes=("int8", "int8")),
+)
+
 # Quantized inference (issue #14). A quantized tensor q stands for (q - zero_point) * scale.
 QUANTIZE_PARAMS = ("x", "scale", "zero_point", "y", "outer", "channels", "inner")
 QUANTIZE: tuple[KernelSpec, ...] = (
@@ -430,6 +453,7 @@ KERNELS: tuple[KernelSpec, ...] = (
     *(_integer(dtype, op, math) for dtype in ("int32", "int64") for op, math in
       INTEGER_OPS.items()),
     *TOPKS,
+    *QRESCALE,
     *QUANTIZE,
     *(_qlinear(dtype, requantize, act) for dtype in ("uint8", "int8")
       for requantize in (False, True) for act in ("", "relu", "relu6")),

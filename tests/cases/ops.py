@@ -38,6 +38,11 @@ def x(*shape: int, scale: float = 1.0) -> np.ndarray:
     return (rng.standard_normal(shape) * scale).astype(np.float32)
 
 
+def int8(*shape: int) -> np.ndarray:
+    """Seeded int8 input of ``shape`` over the whole int8 range."""
+    return np.random.default_rng(sum(shape) + 1).integers(-128, 128, shape, dtype=np.int8)
+
+
 def positive(*shape: int) -> np.ndarray:
     """Seeded float32 input of ``shape`` in [0.1, 3)."""
     return np.abs(x(*shape)) + np.float32(0.1)
@@ -56,6 +61,7 @@ class Case:
 
 
 BATCH = {"input0": {0: ("batch", 1, 3)}}
+BATCH2 = {**BATCH, "input1": {0: ("batch", 1, 3)}}
 
 
 def _unary(op: str, *shape: int, domain: Callable[..., np.ndarray] = x) -> Case:
@@ -173,6 +179,11 @@ CASES: dict[str, Case] = {
     "reshape": Case(lambda a: F.reshape(F.relu(a), (3, 8)) + 1.0, (x(2, 3, 4),)),
     "permute": Case(lambda a: F.permute(a, (2, 0, 1)) * 2.0, (x(2, 3, 4),)),
     "concat": Case(lambda a: F.concat([F.relu(a), a, F.neg(a)], 1), (x(2, 3, 4),), BATCH),
+    # int8 tensors with their own (scale, zero point), TFLite's integer Add and Concat
+    "qadd": Case(lambda a, b: F.qadd(a, b, 0.05, 3, 0.02, -7, 0.06, -2, low=-2),
+                 (int8(2, 3, 8), int8(2, 3, 8)[::-1].copy()), BATCH2),
+    "qconcat": Case(lambda a, b: F.qconcat([a, b, a], [0.05, 0.02, 0.06], [3, -7, -2], 0.06,
+                                           -2, dim=1), (int8(2, 3, 4), int8(2, 5, 4)), BATCH2),
     "split_slice": Case(lambda a: F.split(a, [1, 3], 2)[1] + F.slice(a, 2, 1, None, 1),
                         (x(2, 3, 4, 5),)),
     "slice_last": Case(lambda a: F.slice(a, -1, 1, 7, 3), (x(3, 8),),
