@@ -26,6 +26,7 @@ from wasi_intrinsics.wasi import CappedBuffer, WasiConfig, WasiState, preview1
 from wasm_kernels.wasm import Limits, MemoryType, ModuleInfo
 
 from . import metadata as md
+from .arena import Addresses
 from .compartment import Compartment
 from .errors import Trap, one_line
 from .linker import RegistryResolver, Resolved, instance_exports
@@ -110,7 +111,10 @@ class ModelInstance:
             memory=self.memory, only=wasi_imports))
         registry.register(wasm_kernels.abi.MODULE, kernels)
         instance = compartment.instantiate(*blueprint.model, registry)
-        self._entry = instance.exports(store)[blueprint.metadata.entry]
+        exports = instance.exports(store)
+        self._entry = exports[blueprint.metadata.entry]
+        self.addresses = Addresses(blueprint.metadata, compartment, exports, self.memory_view)
+        """Where the inputs and outputs are for given dims (memory grown to them)."""
         sidecar = blueprint.metadata.sidecar
         if sidecar is not None and blueprint.sidecar_weights is not None:
             self.memory.write(store, blueprint.sidecar_weights, sidecar.offset)

@@ -192,9 +192,11 @@ class Lease:
             self._instance = self._pool.acquire()
         instance = self._instance
         try:
+            addresses = instance.addresses(dims)
             memory = instance.memory_view()
             for info in metadata.inputs:
-                target = memory[info.offset:info.offset + info.nbytes(dims)]
+                at = addresses[info.name]
+                target = memory[at:at + info.nbytes(dims)]
                 np.copyto(target.view(info.dtype).reshape(info.resolve(dims)),
                           arrays[info.name], casting="same_kind")
             instance.call([dims[d.name] for d in metadata.dims])
@@ -208,7 +210,8 @@ class Lease:
         memory = instance.memory_view()  # NOTE: re-read: the guest may have grown memory.
         outputs = {}
         for info in metadata.outputs:
-            view = (memory[info.offset:info.offset + info.nbytes(dims)]
+            at = addresses[info.name]
+            view = (memory[at:at + info.nbytes(dims)]
                     .view(info.dtype).reshape(info.resolve(dims)))
             if copy:
                 view = view.copy()
