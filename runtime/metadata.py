@@ -227,13 +227,6 @@ def parse(payload: bytes | None) -> ModelMetadata:
                                f"[{meta.sidecar.offset}, "
                                f"{meta.sidecar.offset + meta.sidecar.bytes}) but the model's "
                                f"memory has {meta.memory_bytes} bytes")
-    largest = meta.max_dims()
-    for tensor in inputs + outputs:
-        end = tensor.offset + tensor.nbytes(largest)
-        if end > meta.memory_bytes_max:
-            raise ModelFormatError(f"model metadata: tensor {tensor.name!r} spans bytes "
-                                   f"[{tensor.offset}, {end}) but the model's memory has "
-                                   f"{meta.memory_bytes_max} bytes")
     slots = [("layout.need_at", meta.layout.need_at)] if meta.layout else []
     slots += [(f"tensor {t.name!r} offset_at", t.offset_at) for t in inputs + outputs
               if t.offset_at is not None]
@@ -241,6 +234,13 @@ def parse(payload: bytes | None) -> ModelMetadata:
         if meta.layout is None or at + 4 > meta.memory_bytes:
             raise ModelFormatError(f"model metadata: {what} = {at} needs a 'layout' entry and "
                                    f"a u32 inside the model's {meta.memory_bytes} bytes")
+    largest = meta.max_dims()
+    for tensor in inputs + outputs:
+        end = tensor.offset + tensor.nbytes(largest)
+        if end > meta.memory_bytes_max:
+            raise ModelFormatError(f"model metadata: tensor {tensor.name!r} spans bytes "
+                                   f"[{tensor.offset}, {end}) but the model's memory has "
+                                   f"{meta.memory_bytes_max} bytes")
     if len({t.name for t in inputs}) != len(inputs) or not inputs or not outputs:
         raise ModelFormatError("model metadata: inputs must be non-empty with unique names, "
                                "and outputs non-empty")
