@@ -81,3 +81,30 @@ def test_a_plan_over_four_gibibytes_is_refused_naming_the_dims(mlp):
                        match=r"needs \d+ bytes of memory with dims 'batch' up to 40000000"):
         modelc.export(mlp, (np.zeros((2, 12), np.float32),),
                       dynamic={"input0": {0: ("batch", 1, 40_000_000)}})
+
+
+def _onnx_linear(dim_param: str):
+    onnx = pytest.importorskip("onnx")
+    from onnx import TensorProto, helper, numpy_helper
+
+    weight = numpy_helper.from_array(np.ones((8, 4), np.float32), "w")
+    graph = helper.make_graph(
+        [helper.make_node("MatMul", ["x", "w"], ["y"])], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [dim_param, 8])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [dim_param, 4])], [weight])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+
+
+def test_export_warns_when_a_dim_was_bounded_by_the_default(tmp_path, recwarn):
+    path = tmp_path / "linear.onnx"
+    pytest.importorskip("onnx").save(_onnx_linear("N"), path)
+    with pytest.warns(UserWarning, match=r"symbolic dim 'N' was bounded by the default range "
+                                         r"\[1, 512\] \(no bound given\): at the largest dims "
+                                         r"the model needs (\d+) bytes of memory") as caught:
+        wasm = modelc.export(path)
+    meta = _meta(wasm)
+    assert f"needs {meta['memory_bytes_max']} bytes" in str(caught[0].message)
+    assert meta["memory_bytes_max"] - meta["memory_bytes"] >= 511 * (8 + 4) * 4
+    recwarn.clear()
+    modelc.export(path, dynamic={"x": {0: ("N", 1, 4)}})
+    assert not [w for w in recwarn if "bounded by the default" in str(w.message)]
