@@ -84,6 +84,19 @@ class Variant:
         return addresses
 
 
+def dense_call(variant: Variant, kernel: str, a: np.ndarray, right: np.ndarray,
+               m: int, k: int, n: int) -> Callable[[], object]:
+    """``kernel`` (an ``f32_gemm`` or ``f32_linear`` row) on ``a`` and ``right`` (B, or W
+    packed) placed in ``variant``'s memory with a zeroed C and, for ``f32_gemm``, its (n, k)
+    scratch; the call, ready to time."""
+    spec = wasm_kernels.abi.BY_NAME[kernel]
+    arrays = {"a": a, "b": right, "w": right, "c": np.zeros((m, n), np.float32),
+              "ws": np.zeros((n, k), np.float32)}
+    pointers = [p for p in spec.params if p in arrays]
+    values = dict(zip(pointers, variant.place([arrays[p] for p in pointers])), m=m, k=k, n=n)
+    return partial(variant.exports[kernel], variant.store, *(values[p] for p in spec.params))
+
+
 def native_linear() -> Callable[..., None] | None:
     """``linear128(a, w, c, m, k, n)``: ``native/linear128.c`` compiled by the system's C
     compiler with FMA, or None when there is none (the column is then left out)."""
@@ -149,8 +162,7 @@ def bench_gemm(repeat: int) -> None:
             right = pack_linear_weight(b.T) if kernel == "f32_linear" else b
             runs: dict[str, Callable[[], object]] = {}
             for isa, variant in variants.items():
-                pa, pb, pc = variant.place([a, right, np.zeros((m, n), np.float32)])
-                runs[isa] = partial(variant.exports[kernel], variant.store, pa, pb, pc, m, k, n)
+                runs[isa] = dense_call(variant, kernel, a, right, m, k, n)
             if native and kernel == "f32_linear":
                 runs["native128"] = partial(native, a, right, np.zeros((m, n), np.float32),
                                             m, k, n)
@@ -177,7 +189,7 @@ BMM_SHAPES = [(12, 128, 64, 128), (12, 128, 128, 64), (12, 128, 32, 128), (12, 1
 
 def bench_bmm(repeat: int) -> None:
     """f32_bmm per SIMD variant beside numpy's batched matmul on attention shapes."""
-    variants = {isa: Variant(isa, pages=400) for isa in wasm_kernels.ISAS if isa != "scalar"}
+    variants = {isa: Variant(isa, pages=400) for isa in wasm_kernels.ISA_NAMES if isa != "scalar"}
     print(f"bmm GFLOPS (median of {repeat} interleaved rounds)")
     print(f"{'batch x M x K x N':>20}" + "".join(f"{x:>10}" for x in [*variants, "numpy"])
           + "".join(f"{isa + '/np':>12}" for isa in variants))
@@ -249,11 +261,9 @@ def bench_conv(repeat: int) -> None:
                         oh * ow, c * k * k, out)
                     right = (np.ones((k_, n_), np.float32) if kernel == "gemm"
                              else pack_linear_weight(np.ones((n_, k_), np.float32)))
-                    pa, pb_, pc = variant.place([np.ones((m_, k_), np.float32), right,
-                                                 np.zeros((m_, n_), np.float32)])
-                    run = variant.exports[f"f32_{kernel}"]
-                    ref[kernel, isa] = 2 * m_ * k_ * n_ / median_seconds(
-                        lambda: run(variant.store, pa, pb_, pc, m_, k_, n_), repeat) / 1e9
+                    run = dense_call(variant, f"f32_{kernel}", np.ones((m_, k_), np.float32),
+                                     right, m_, k_, n_)
+                    ref[kernel, isa] = 2 * m_ * k_ * n_ / median_seconds(run, repeat) / 1e9
         tx, tw = torch.from_numpy(x), torch.from_numpy(weight)
         with torch.no_grad():
             gflops["torch"] = flops / median_seconds(
