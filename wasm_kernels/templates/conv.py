@@ -383,9 +383,10 @@ def _tile(f: Frame, rows: int, regs: int, mode: str, kernel: conv_tiles.Tile) ->
 def _safe(f: Frame) -> None:
     """``safe`` = every load of a vector tile in this output row stays inside linear memory
     (masked lanes may read outside the row, even outside X; a stride-2 register reads one
-    float past its last lane). A tile starts at tx >= 0 and ends before max(ow, widest), so:
+    float past its last lane, the depthwise tile's register after its last one two floats
+    past its last tap). A tile starts at tx >= 0 and ends before max(ow, widest), so:
     rows_in == 0, or lo_read - pw * 4 >= 0 and hi_read + ((max(ow, widest) - 1) * sw - pw +
-    (kw - 1) * dw + 2) * 4 <= memory_end."""
+    (kw - 1) * dw + 4) * 4 <= memory_end."""
     c = f.c
     widest = max(NR, WIDE, DEPTHWISE) * f.isa.lanes
     f.get("rows_in").emit("i32.eqz")
@@ -397,7 +398,7 @@ def _safe(f: Frame) -> None:
     c.emit("i32.const", 1).emit("i32.sub").emit("local.get", f.arg["sw"])
     c.emit("i32.mul").emit("local.get", f.arg["pw"]).emit("i32.sub")
     f.get("kw").emit("i32.const", 1).emit("i32.sub").emit("local.get", f.arg["dw"])
-    c.emit("i32.mul").emit("i32.add").emit("i32.const", 2).emit("i32.add")
+    c.emit("i32.mul").emit("i32.add").emit("i32.const", 4).emit("i32.add")
     c.emit("i32.const", 2).emit("i32.shl").emit("i64.extend_i32_s")
     f.get("hi_read").emit("i64.add")
     f.get("memory_end").emit("i64.le_s").emit("i32.and").emit("i32.or")

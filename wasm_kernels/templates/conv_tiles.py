@@ -240,17 +240,33 @@ def depthwise_tile(f: Frame, rows: int, regs: int, mode: str, masked: bool) -> N
         isa.load_splat(c, j * CHANNEL_BYTES)
         c.emit("local.set", weights[j])
     halves = [c.local("v128") for _ in range(2)] if mode == "pair" else []
+    row = [c.local("v128") for _ in range(regs + 1)] if mode == "unit" else []
+    if mode == "unit":
+        f.get("pp")
+        isa.load(c)
+        c.emit("local.set", row[0])
     for reg in range(regs):
         if mode == "pair":
             for half, local in enumerate(halves):
                 f.get("pp")
                 isa.load(c, (2 * reg + half) * 4 * isa.lanes)
                 c.emit("local.set", local)
+        if mode == "unit":
+            f.get("pp")
+            isa.load(c, (reg + 1) * 4 * isa.lanes)
+            c.emit("local.set", row[reg + 1])
         for j in range(taps):
             if mode == "pair" and j < 2:
                 # taps 0 and 1 read the even and the odd lanes of the same two registers
                 c.emit("local.get", halves[0]).emit("local.get", halves[1])
                 c.emit("i8x16.shuffle", ODD_LANES if j else EVEN_LANES)
+            elif mode == "unit":
+                # taps 1 and 2: the row's registers shifted by 1 and 2 floats (palignr), one
+                # load per register instead of one per tap
+                c.emit("local.get", row[reg])
+                if j:
+                    c.emit("local.get", row[reg + 1])
+                    c.emit("i8x16.shuffle", bytes(range(4 * j, 4 * j + 16)))
             else:
                 _load_pixels(f, isa, mode, reg, 4 * j)
             if masked:
