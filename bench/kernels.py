@@ -174,8 +174,8 @@ def bench_gemm(repeat: int) -> None:
             row = "".join(f"{flops / statistics.median(times[x]) / 1e9:>10.1f}" if x in times
                           else f"{'-':>10}" for x in [*variants, *peers])
             row += "".join(f"{ratio(times, isa, 'numpy'):>12.2f}" for isa in simd)
-            row += "".join(f"{statistics.median(times['scalar'])
-                              / statistics.median(times[isa]):>12.1f}" for isa in simd)
+            scalar_s = statistics.median(times["scalar"])
+            row += "".join(f"{scalar_s / statistics.median(times[isa]):>12.1f}" for isa in simd)
             if native:
                 row += "".join(f"{ratio(times, isa, 'native128'):>14.2f}" if "native128" in times
                                else f"{'-':>14}" for isa in simd)
