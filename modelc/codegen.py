@@ -6,8 +6,8 @@ stderr). It exports ``run(dims...) -> i32`` (0 on success) and re-exports ``memo
 
 Memory layout: [0, 16) scratch for WASI calls, then error messages, then weights (data
 segments), then the activation arena planned by ``plan_memory`` (``arena``: with symbolic
-dims, its addresses are computed per call and memory grows to what the dims need). Each op's ``lower``
-records instructions into a ``LowerContext``; addresses are resolved once the layout is
+dims, its addresses are computed per call and memory grows to what the dims need). Each op's
+``lower`` records instructions into a ``LowerContext``; addresses are resolved once the layout is
 known, and kernel calls once the imports are.
 """
 
@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import hashlib
 import math
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -24,8 +23,8 @@ from wasm_kernels import abi
 from wasm_kernels.wasm import Code, FuncType, Limits, MemoryType, ModuleBuilder, WasmTypeError
 
 from . import ops
-from .errors import CompileError
 from .arena import LAYOUT_EXPORT, Layout, layout_function, make_layout
+from .errors import CompileError
 from .graph import Graph, Guard, Node, Shape, Value
 from .metadata import SECTION, encode_metadata
 
@@ -238,6 +237,25 @@ def _enter(ctx: LowerContext, current: Guard, guard: Guard) -> Guard:
             ctx.emit("i32.eqz")
         ctx.emit("if")
     return guard
+
+
+def lower_nodes(ctx: LowerContext) -> None:
+    """Lower every node of ``ctx.graph`` into ``ctx``, guarded nodes inside wasm ``if``s.
+
+    Raises:
+        CompileError: as ``lower``.
+    """
+    open_guard: Guard = ()
+    for node, guard in zip(ctx.graph.nodes, _guards(ctx.graph)):
+        open_guard = _enter(ctx, open_guard, guard)
+        try:
+            ops.get(node.op).lower(node, ctx)
+            if ctx.check.stack:
+                raise CompileError(f"the lowering leaves [{' '.join(map(str, ctx.check.stack))}] "
+                                   "on the stack after its kernel calls")
+        except (CompileError, WasmTypeError) as err:
+            raise CompileError(f"while lowering {node.describe()}: {err}") from None
+    _enter(ctx, open_guard, ())
 
 
 def lower(graph: Graph, reserve: int = 0) -> tuple[LowerContext, Layout]:
