@@ -19,6 +19,7 @@ Rows of the family: ``f32_linear[_bias][_add][_<activation>]``.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 
@@ -124,24 +125,69 @@ def _packed_rows(f: _Frame) -> None:
     f.c.emit("i32.mul").emit("i32.add")
 
 
+def _lanes(*lanes: int) -> bytes:
+    """The ``i8x16.shuffle`` pattern taking f32 ``lanes`` (0-3 of the first operand, 4-7 of
+    the second)."""
+    return bytes(4 * lane + byte for lane in lanes for byte in range(4))
+
+
+_TRANSPOSE = ((_lanes(0, 4, 1, 5), _lanes(2, 6, 3, 7)), (_lanes(0, 1, 4, 5), _lanes(2, 3, 6, 7)))
+"""A 4x4 transpose in two rounds of shuffles: interleave rows (0, 1) and (2, 3), then take
+the halves of the interleaved pairs."""
+
+
 def _pack_rows(f: _Frame) -> None:
-    """Copy rows ``i .. i+MR`` of A to ``wa`` where they lie in A, step-major: step ``kk``
-    of row ``r`` at float ``kk * MR + r``, so a tile loads a step of all its rows at once."""
-    c, mr = f.c, MR[f.isa.name]
-    src, dst, left = c.local("i32"), c.local("i32"), c.local("i32")
-    for r in range(mr):
-        row_address(c, f.arg["a"], f.i, r, f.lda)
-        c.emit("local.set", src)
-        _packed_rows(f)
-        c.emit("i32.const", 4 * r).emit("i32.add").emit("local.set", dst)
-        c.emit("local.get", f.arg["k"]).emit("local.tee", left).emit("if").emit("loop")
-        c.emit("local.get", dst).emit("local.get", src).emit("f32.load", 2, 0)
-        c.emit("f32.store", 2, 0)
-        c.emit("local.get", src).emit("i32.const", 4).emit("i32.add").emit("local.set", src)
-        c.emit("local.get", dst).emit("i32.const", 4 * mr).emit("i32.add")
+    """Copy rows ``i .. i+4`` of A to ``wa`` where they lie in A, step-major: step ``kk`` of
+    row ``r`` at float ``kk * 4 + r``, so a tile loads a step of all its rows at once. Four
+    steps of the four rows are one load per row, transposed in registers; the ``k % 4`` last
+    steps are copied float by float."""
+    c, arg = f.c, f.arg
+    src = [c.local("i32") for _ in range(4)]
+    dst, left = c.local("i32"), c.local("i32")
+    rows = [c.local("v128") for _ in range(4)]
+    pairs = [c.local("v128") for _ in range(4)]
+    for r in range(4):
+        row_address(c, arg["a"], f.i, r, f.lda)
+        c.emit("local.set", src[r])
+    _packed_rows(f)
+    c.emit("local.set", dst)
+
+    def counted(count: int, body: Callable[[], None]) -> None:
+        # body() `left` times, with left = k >> 2 (count 4) or k & 3 (count 1)
+        c.emit("local.get", arg["k"])
+        if count == 4:
+            c.emit("i32.const", 2).emit("i32.shr_u")
+        else:
+            c.emit("i32.const", 3).emit("i32.and")
+        c.emit("local.tee", left).emit("if").emit("loop")
+        body()
+        for pointer in src:
+            c.emit("local.get", pointer).emit("i32.const", 4 * count).emit("i32.add")
+            c.emit("local.set", pointer)
+        c.emit("local.get", dst).emit("i32.const", 16 * count).emit("i32.add")
         c.emit("local.set", dst)
         c.emit("local.get", left).emit("i32.const", 1).emit("i32.sub").emit("local.tee", left)
         c.emit("br_if", 0).emit("end").emit("end")
+
+    def four_steps() -> None:
+        for pointer, row in zip(src, rows):
+            c.emit("local.get", pointer).emit("v128.load", 2, 0).emit("local.set", row)
+        interleave, halves = _TRANSPOSE
+        for k, (first, second) in enumerate(((0, 1), (2, 3), (0, 1), (2, 3))):
+            c.emit("local.get", rows[first]).emit("local.get", rows[second])
+            c.emit("i8x16.shuffle", interleave[k // 2]).emit("local.set", pairs[k])
+        for k, (first, second) in enumerate(((0, 1), (0, 1), (2, 3), (2, 3))):
+            c.emit("local.get", dst)
+            c.emit("local.get", pairs[first]).emit("local.get", pairs[second])
+            c.emit("i8x16.shuffle", halves[k % 2]).emit("v128.store", 2, 16 * k)
+
+    def one_step() -> None:
+        for r, pointer in enumerate(src):
+            c.emit("local.get", dst).emit("local.get", pointer).emit("f32.load", 2, 0)
+            c.emit("f32.store", 2, 4 * r)
+
+    counted(4, four_steps)
+    counted(1, one_step)
 
 
 def _panel(f: _Frame) -> None:
