@@ -82,22 +82,25 @@ class Body:
         """Optimise and plan ``graph`` (its outputs: the next states, then the outputs).
 
         Raises:
-            CompileError: a next state is another state's input (a swap: the copies back
-                would read a state already overwritten).
+            CompileError: a next state is (a view of) another input of the body (a swap:
+                the copies back would read a state already overwritten).
         """
         from ..passes import PIPELINE, optimize, plan_memory
 
         optimize(graph, PIPELINE[:-1])
         inputs = list(graph.inputs.values())
-        first = int(counter)
-        for k, value in enumerate(list(graph.outputs.values())[:states]):
-            if value in inputs and value is not inputs[first + k]:
-                raise CompileError(f"loop state {k} becomes another input of the body "
-                                   f"({value!r}), which the wasm loop does not support")
-        outputs = len(graph.outputs) - states
+        results = list(graph.outputs.values())
         graph.outputs.update({f"keep {v.name}": v for v in inputs})
         plan_memory(graph)
-        return cls(graph, counter, states, elements, outputs)
+        first, arena = int(counter), graph.meta["arena"]
+        for k, value in enumerate(results[:states]):
+            taken = [v for v in inputs if not value.is_constant and v is not inputs[first + k]
+                     and arena[id(v)] == arena[id(value)]]
+            if taken:  # NOTE: a view of, or the same value as, another input
+                raise CompileError(f"loop state {k} becomes the body input {taken[0]!r} (a "
+                                   "swap of states?), which the wasm loop does not support: "
+                                   "the copies back would read it overwritten")
+        return cls(graph, counter, states, elements, len(results) - states)
 
     @property
     def results(self) -> list[Value]:

@@ -163,3 +163,18 @@ def test_a_state_that_changes_shape_is_refused() -> None:
                                                   r"float32\[2\] and the body makes it "
                                                   r"float32\[4\]"):
         modelc.from_onnx(proto)
+
+
+def test_swapped_states_are_refused() -> None:
+    body = helper.make_graph(
+        [helper.make_node("Identity", ["b_in"], ["a_out"]),
+         helper.make_node("Identity", ["a_in"], ["b_out"])], "body",
+        [info("a_in", F, [2]), info("b_in", F, [2]), info("x_t", F, [2])],
+        [info("a_out", F, [2]), info("b_out", F, [2])])
+    proto = model([helper.make_node("Scan", ["a0", "b0", "X"], ["a", "b"], body=body,
+                                    num_scan_inputs=1)],
+                  [info("a0", F, [2]), info("b0", F, [2]), info("X", F, ["seq", 2])],
+                  [info("a", F, [2]), info("b", F, [2])])
+    with pytest.raises(modelc.CompileError, match=r"loop state 0 becomes the body input .* "
+                                                  r"\(a swap of states\?\)"):
+        modelc.from_onnx(proto)
