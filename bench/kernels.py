@@ -37,6 +37,7 @@ from runtime.linker import RegistryResolver
 from runtime.pool import link_kernels
 from runtime.session import compile_kernels
 from wasm_kernels.pack import pack_conv_weight, pack_linear_weight
+from wasm_kernels.pack_quantized import pack_qlinear_weight
 
 TARGETS = "targets (issue #4): relaxed/np >= 0.40, simd128/np >= 0.32, every SIMD/sc >= 3.5"
 
@@ -266,13 +267,51 @@ def bench_conv(repeat: int) -> None:
         print(f"{name:>18}{row}")
 
 
+INT8_SHAPES = GEMM_SHAPES[:3]
+"""MiniLM-L6's linear layers at sequence 128 (issue #14's target: int8 >= 2x f32_linear)."""
+
+
+def bench_int8(repeat: int) -> None:
+    """qu8_qlinear_dequantize (uint8 A, int8 W, f32 out: a dynamically quantized linear)
+    beside f32_linear, per SIMD variant, on MiniLM's shapes."""
+    variants = {isa: Variant(isa, pages=400) for isa in wasm_kernels.ISA_NAMES if isa != "scalar"}
+    print(f"int8 linear GOPS (median of {repeat} interleaved rounds); int8/f32: median of "
+          "per-round ratios of qu8_qlinear_dequantize to f32_linear on the same variant; "
+          "target (issue #14) >= 2")
+    print(f"{'M x K x N':>16}" + "".join(f"{isa + ' ' + kind:>16}" for isa in variants
+                                         for kind in ("f32", "int8"))
+          + "".join(f"{isa + ' int8/f32':>18}" for isa in variants))
+    for m, k, n in INT8_SHAPES:
+        rng = np.random.default_rng(0)
+        a = rng.standard_normal((m, k), np.float32)
+        w = rng.standard_normal((n, k), np.float32)
+        qa = rng.integers(0, 256, (m, k)).astype(np.uint8)
+        qw = rng.integers(-127, 128, (n, k)).astype(np.int8)
+        runs: dict[str, Callable[[], object]] = {}
+        for isa, variant in variants.items():
+            pa, pw, pc = variant.place([a, pack_linear_weight(w), np.zeros((m, n), np.float32)])
+            runs[f"{isa} f32"] = partial(variant.exports["f32_linear"], variant.store, pa, pw,
+                                         pc, m, k, n)
+            addresses = variant.place([
+                qa, np.array([0.02], np.float32), np.array([128], np.uint8),
+                pack_qlinear_weight(qw), np.full(n, 0.01, np.float32), np.zeros(n, np.int32),
+                np.zeros(n, np.float32), np.zeros((m, n), np.float32)])
+            runs[f"{isa} int8"] = partial(variant.exports["qu8_qlinear_dequantize"],
+                                          variant.store, *addresses, m, k, n)
+        times = interleaved_seconds(runs, repeat)
+        ops = 2 * m * k * n
+        row = "".join(f"{ops / statistics.median(times[x]) / 1e9:>16.1f}" for x in runs)
+        row += "".join(f"{ratio(times, f'{isa} int8', f'{isa} f32'):>18.2f}" for isa in variants)
+        print(f"{f'{m}x{k}x{n}':>16}{row}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=7, help="timed calls per measurement")
-    parser.add_argument("--only", default="gemm,bmm,conv",
-                        help="comma-separated sections to run (gemm, bmm, conv)")
+    parser.add_argument("--only", default="gemm,bmm,conv,int8",
+                        help="comma-separated sections to run (gemm, bmm, conv, int8)")
     args = parser.parse_args()
-    sections = {"gemm": bench_gemm, "bmm": bench_bmm, "conv": bench_conv}
+    sections = {"gemm": bench_gemm, "bmm": bench_bmm, "conv": bench_conv, "int8": bench_int8}
     for name in args.only.split(","):
         if name not in sections:
             parser.error(f"unknown section {name!r}; available: {sorted(sections)}")

@@ -28,6 +28,8 @@ from wasm_kernels.wasm import FuncType
 from .intrinsic import HostContext, IntrinsicModule
 from .kernel_limits import OperandFault, check_bytes, guarded
 from .kernel_operands import element_dtype, operand, strided_operand
+from .kernel_qrescale import qrescale
+from .kernels_quantized import FAMILIES as QUANTIZED_FAMILIES
 
 
 def _special(name: str) -> Callable[[np.ndarray], np.ndarray]:
@@ -415,7 +417,8 @@ FAMILIES: dict[str, Callable[[abi.KernelSpec], Callable[..., None]]] = {
     "movement": lambda spec: _copy(spec) if spec.op == "copy" else _where(spec),
     "norm": lambda spec: _group_norm, "conv_transpose": lambda spec: _conv_transpose,
     "compare": _broadcast, "recurrent": _cell, "resample": lambda spec: _resample,
-    "integer": _broadcast, "topk": _topk,
+    "integer": _broadcast, "topk": _topk, "qrescale": qrescale,
+    **QUANTIZED_FAMILIES,
 }
 
 

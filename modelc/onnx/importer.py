@@ -29,16 +29,20 @@ from . import (
     ops_layout,
     ops_math,
     ops_nn,
+    ops_quantized,
     ops_resize,
     ops_rnn,
     ops_shape,
 )
+from .fold_qdq import fold_qdq
 from .node import OnnxNode
 
 OPS = {**ops_activation.OPS, **ops_layout.OPS, **ops_math.OPS, **ops_nn.OPS,
        **ops_resize.OPS, **ops_rnn.OPS, **ops_shape.OPS, **ops_control.OPS, **ops_einsum.OPS,
-       **ops_index.OPS}
+       **ops_index.OPS, **ops_quantized.OPS}
 """Every supported ONNX op type (default domain) and its import function."""
+DOMAIN_OPS: dict[str, dict[str, Any]] = {"com.microsoft": ops_quantized.MICROSOFT}
+"""Supported ops of other domains (onnxruntime's contrib ops), by domain."""
 OPSETS = (9, 23)
 """The default-domain opset versions the importer follows (inclusive)."""
 CONVERTED = (7, 8)
@@ -123,12 +127,19 @@ def _unsupported(graph: Any, where: str = "") -> list[tuple[str, str, str]]:
     for i, node in enumerate(graph.node):
         op = f"{node.domain + '.' if node.domain else ''}{node.op_type}"
         name = node.name or f"#{i}"
-        if node.domain not in _DOMAINS or node.op_type not in OPS:
+        if _op_function(node) is None:
             found.append((name, op, where))
         for attr in node.attribute:
             for body in [attr.g] if attr.HasField("g") else list(attr.graphs):
                 found += _unsupported(body, f"{where}{name!r}.{attr.name} > ")
     return found
+
+
+def _op_function(node: Any) -> Any:
+    """The import function of ``node``'s op (by domain and type), or None."""
+    if node.domain in _DOMAINS:
+        return OPS.get(node.op_type)
+    return DOMAIN_OPS.get(node.domain, {}).get(node.op_type)
 
 
 def check_supported(proto: Any) -> None:
@@ -147,7 +158,8 @@ def check_supported(proto: Any) -> None:
     inside = (f"; only inside control-flow subgraphs (If/Loop/Scan): {nested}" if nested
               else "")
     raise UnsupportedOpError(f"the ONNX model uses {len(bad)} unsupported node(s): {nodes}"
-                             f"{inside}; supported ops: {sorted(OPS)}")
+                             f"{inside}; supported ops: {sorted(OPS)} and "
+                             f"{ {d: sorted(ops) for d, ops in DOMAIN_OPS.items()} }")
 
 
 def _read_names(graph: Any) -> set[str]:
@@ -335,7 +347,7 @@ class _Importer:
                              self.detached)
         start = len(self.graph.nodes)
         try:
-            results = OPS[node.op_type](onnx_node)
+            results = _op_function(node)(onnx_node)
         except CompileError as err:
             if str(err).startswith(f"ONNX node {name!r}"):
                 raise
@@ -382,7 +394,7 @@ def from_onnx(model: Any, input_shapes: Mapping[str, Sequence[int]] | None = Non
             ``model`` is not a valid ONNX model.
         ImportError: the ``onnx`` package is not installed.
     """
-    proto = _upgrade(_load(model))
+    proto = fold_qdq(_upgrade(_load(model)))
     check_supported(proto)
     graph = Graph()
     importer = _Importer(proto, graph, _opset(proto))
