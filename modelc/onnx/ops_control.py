@@ -84,13 +84,6 @@ def _only_branch(n: OnnxNode, flag: Any, then: Any, other: Any) -> tuple[Any, ..
                  for v in good)
 
 
-def _trip_count(n: OnnxNode, count: int) -> int:
-    if not 0 <= count <= MAX_UNROLL:
-        raise n.error(f"trip count {count} is outside [0, {MAX_UNROLL}], the most iterations "
-                      "unrolled")
-    return count
-
-
 def _stack(parts: list[Any], axis: int) -> Any:
     """Per-iteration scan outputs joined along a new axis ``axis``."""
     expanded = [F.reshape(p, (*p.shape[:axis], 1, *p.shape[axis:])) if not is_known(p)
@@ -223,7 +216,7 @@ def scan(n: OnnxNode) -> tuple[Any, ...]:
     if len(lengths) != 1:
         raise n.error(f"scan inputs need one length along their scan axes, got "
                       f"{sorted(map(str, lengths))}")
-    steps = _trip_count(n, lengths.pop())
+    steps = int(lengths.pop())  # NOTE: fixed and at most MAX_UNROLL, as checked above
     outputs: list[list[Any]] = [[] for _ in range(n.outputs - len(states))]
     for i in range(steps):
         elements = [_element(x, a, steps - 1 - i if back else i)
