@@ -178,3 +178,40 @@ def test_swapped_states_are_refused() -> None:
     with pytest.raises(modelc.CompileError, match=r"loop state 0 becomes the body input .* "
                                                   r"\(a swap of states\?\)"):
         modelc.from_onnx(proto)
+
+
+@pytest.mark.parametrize("kernels", ["relaxed", "scalar", "host"])
+def test_a_scan_with_a_run_time_if_nested_in_a_run_time_loop(kernels: str) -> None:
+    """Loop(M) over a Scan down ``X`` (symbolic rows, from the outer scope) whose step is
+    a run-time If: ``s += x_t`` where ``sum(x_t) > 0``, else ``s *= 0.5``."""
+    then = helper.make_graph([helper.make_node("Add", ["s_in", "x_t"], ["a"])], "then", [],
+                             [info("a", F, [3])])
+    other = helper.make_graph([helper.make_node("Mul", ["s_in", "half"], ["b"])], "else",
+                              [], [info("b", F, [3])])
+    step = helper.make_graph(
+        [helper.make_node("ReduceSum", ["x_t"], ["total"], keepdims=0),
+         helper.make_node("Greater", ["total", "zero"], ["positive"]),
+         helper.make_node("If", ["positive"], ["s_out"], then_branch=then, else_branch=other),
+         helper.make_node("Identity", ["s_out"], ["y"])], "step",
+        [info("s_in", F, [3]), info("x_t", F, [3])], [info("s_out", F, [3]), info("y", F, [3])],
+        [numpy_helper.from_array(np.array(0.5, np.float32), "half"),
+         numpy_helper.from_array(np.array(0.0, np.float32), "zero")])
+    body = helper.make_graph(
+        [helper.make_node("Scan", ["acc_in", "X"], ["acc_out", "ys"], body=step,
+                          num_scan_inputs=1),
+         helper.make_node("Identity", ["c_in"], ["c_out"])], "body",
+        [info("i", I64, []), info("c_in", TensorProto.BOOL, []), info("acc_in", F, [3])],
+        [info("c_out", TensorProto.BOOL, []), info("acc_out", F, [3])])
+    proto = model([helper.make_node("Loop", ["M", "", "acc0"], ["acc"], body=body)],
+                  [info("M", I64, []), info("acc0", F, [3]), info("X", F, ["rows", 3])],
+                  [info("acc", F, [3])])
+    graph = modelc.from_onnx(proto)
+    rng = np.random.default_rng(8)
+    with runtime.load(modelc.export(graph), kernels=kernels) as session:
+        for trip, rows in ((0, 3), (2, 1), (5, 40)):
+            inputs = {"M": np.array(trip, np.int64),
+                      "acc0": rng.standard_normal(3).astype(np.float32),
+                      "X": rng.standard_normal((rows, 3)).astype(np.float32)}
+            want = ort_run(proto, inputs)
+            _compare(session.run(inputs), want, ["acc"])
+            _compare(modelc.interpret(graph, inputs), want, ["acc"])
