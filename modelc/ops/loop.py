@@ -141,17 +141,19 @@ class Loop(OpDef):
         body: Body = attrs["body"]
         tensor_count = "count" not in attrs  # NOTE: a tensor is an input, not an attr
         xs = shapes[int(tensor_count) + body.states:][:body.elements]
-        if attrs.get("count") is None and not tensor_count:
-            if not xs:
-                raise CompileError("loop: give count, or xs to scan along axis 0")
-            steps = xs[0][0]
-        else:
-            steps = None if tensor_count else attrs["count"]
+        until = attrs.get("until")
+        if attrs.get("count") is None and not tensor_count and not xs and until is None:
+            raise CompileError("loop: give count, xs to scan along axis 0, or until")
+        steps = (None if tensor_count or until is not None else attrs["count"]
+                 if attrs.get("count") is not None else xs[0][0])
         results = body.results
         if body.outputs and steps is None:
             raise CompileError("loop: per-iteration outputs need a trip count known before "
                                "the run (a fixed count or a scanned axis), not a run-time "
-                               "tensor")
+                               "tensor or condition")
+        if until is not None and (not 0 <= until < body.states
+                                  or results[until].dtype != "bool"):
+            raise CompileError(f"loop: until={until} must name a bool state")
         return ([(tuple(v.shape), v.dtype) for v in results[:body.states]]
                 + [((steps, *v.shape), v.dtype) for v in results[body.states:]])
 
@@ -219,6 +221,11 @@ class Loop(OpDef):
         ctx.emit("local.get", n)
         ctx.emit("i32.ge_s")
         ctx.emit("br_if", 1)
+        if node.attrs.get("until") is not None:
+            at(state_in[node.attrs["until"]])()
+            ctx.emit("i32.load8_u", 0)
+            ctx.emit("i32.eqz")
+            ctx.emit("br_if", 1)
         if body.counter:
             at(inputs[0])()
             ctx.emit("local.get", i)
@@ -248,8 +255,8 @@ class Loop(OpDef):
 
     @staticmethod
     def _count(node: Node, ctx: LowerContext, named: dict[str, list[Value]]) -> None:
-        """Push the trip count: a run-time int tensor's first element, a fixed count, or
-        the length of the first scanned input."""
+        """Push the trip count: a run-time int tensor's first element, a fixed count, the
+        length of the first scanned input, or the largest i32 (a loop ``until`` stops)."""
         if named["count"]:
             count = named["count"][0]
             if count.dtype not in ("int32", "int64") or math.prod(
@@ -263,8 +270,10 @@ class Loop(OpDef):
                 ctx.emit("i32.wrap_i64")
         elif node.attrs.get("count") is not None:
             ctx.push(int(node.attrs["count"]))
-        else:
+        elif named["xs"]:
             ctx.numel(tuple(named["xs"][0].shape[:1]))
+        else:  # NOTE: only the condition (``until``) stops it
+            ctx.push(2 ** 31 - 1)
 
     @staticmethod
     def _replay(ctx: LowerContext, sub: LowerContext, base: int) -> None:

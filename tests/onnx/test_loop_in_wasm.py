@@ -136,17 +136,43 @@ def test_scan_over_a_symbolic_axis_runs_as_a_wasm_loop(axis: int, backwards: int
             _compare(modelc.interpret(graph, inputs), want, ["s", "Y"])
 
 
-def test_a_loop_condition_computed_at_run_time_is_refused() -> None:
+def while_loop(trip: bool, cond: bool) -> onnx.ModelProto:
+    """The counting body, going on while ``i < 5`` and ``total < 40``: with a run-time trip
+    count input ``trip`` and a run-time start condition ``go`` when asked."""
     body = counting_body(cond="keep_going")
-    body.node.insert(0, helper.make_node("Less", ["i", "five"], ["keep_going"]))
-    body.initializer.append(numpy_helper.from_array(np.array(5, np.int64), "five"))
-    proto = model([helper.make_node("Loop", ["trip", "", "acc0", "total0"], ["acc", "total"],
-                                    body=body)],
-                  [info("trip", I64, []), info("acc0", F, [2, 3]), info("total0", I64, []),
-                   info("w", F, [2, 3])], [info("acc", F, [2, 3]), info("total", I64, [])])
-    with pytest.raises(modelc.CompileError, match=r"'Loop_0' \(Loop\): the body computes its "
-                                                  r"loop condition at run time"):
-        modelc.from_onnx(proto)
+    nodes = [*body.node[:-1], helper.make_node("Less", ["i", "five"], ["early"]),
+             helper.make_node("Less", ["total_out", "forty"], ["small"]),
+             helper.make_node("And", ["early", "small"], ["keep_going"]), body.node[-1]]
+    inits = [*body.initializer, numpy_helper.from_array(np.array(5, np.int64), "five"),
+             numpy_helper.from_array(np.array(40, np.int64), "forty")]
+    onnx_body = helper.make_graph(nodes, "body", body.input, body.output, inits)
+    inputs = ([info("trip", I64, [])] if trip else []) + (
+        [info("go", TensorProto.BOOL, [])] if cond else []) + [
+        info("acc0", F, [2, 3]), info("total0", I64, []), info("w", F, [2, 3])]
+    return model([helper.make_node("Loop", ["trip" if trip else "", "go" if cond else "",
+                                            "acc0", "total0"], ["acc", "total"],
+                                   body=onnx_body)],
+                 inputs, [info("acc", F, [2, 3]), info("total", I64, [])])
+
+
+@pytest.mark.parametrize("kernels", ["relaxed", "scalar", "host"])
+@pytest.mark.parametrize("trip, cond", [(True, False), (False, False), (True, True)])
+def test_a_loop_stopped_by_a_run_time_condition_runs_as_a_wasm_loop(trip: bool, cond: bool,
+                                                                    kernels: str) -> None:
+    proto = while_loop(trip, cond)
+    graph = modelc.from_onnx(proto)
+    assert "loop" in graph.ops()
+    rng = np.random.default_rng(9)
+    with runtime.load(modelc.export(graph), kernels=kernels) as session:
+        for count, start, total in ((3, True, 0), (9, True, 0), (9, True, 38), (9, False, 0)):
+            extra = {"trip": np.array(count, np.int64)} if trip else {}
+            if cond:
+                extra["go"] = np.array(start)
+            inputs = _feeds(rng, **extra)
+            inputs["total0"] = np.array(total, np.int64)
+            want = ort_run(proto, inputs)
+            _compare(session.run(inputs), want, ["acc", "total"])
+            _compare(modelc.interpret(graph, inputs), want, ["acc", "total"])
 
 
 def test_a_state_that_changes_shape_is_refused() -> None:
@@ -215,3 +241,28 @@ def test_a_scan_with_a_run_time_if_nested_in_a_run_time_loop(kernels: str) -> No
             want = ort_run(proto, inputs)
             _compare(session.run(inputs), want, ["acc"])
             _compare(modelc.interpret(graph, inputs), want, ["acc"])
+
+
+def test_a_loop_that_never_ends_is_refused() -> None:
+    proto = model([helper.make_node("Loop", ["", "", "acc0", "total0"], ["acc", "total"],
+                                    body=counting_body())],
+                  [info("acc0", F, [2, 3]), info("total0", I64, []), info("w", F, [2, 3])],
+                  [info("acc", F, [2, 3]), info("total", I64, [])])
+    with pytest.raises(modelc.CompileError, match=r"'Loop_0' \(Loop\): still running after "
+                                                  r"256 iterations, the most unrolled"):
+        modelc.from_onnx(proto)
+
+
+def test_scan_outputs_of_a_loop_with_a_run_time_condition_are_refused() -> None:
+    body = counting_body(cond="c_in")
+    body.node.append(helper.make_node("Sigmoid", ["acc_out"], ["step"]))
+    body.output.append(info("step", F, [2, 3]))
+    proto = model([helper.make_node("Loop", ["", "go", "acc0", "total0"],
+                                    ["acc", "total", "steps"], body=body)],
+                  [info("go", TensorProto.BOOL, []), info("acc0", F, [2, 3]),
+                   info("total0", I64, []), info("w", F, [2, 3])],
+                  [info("acc", F, [2, 3]), info("total", I64, []),
+                   info("steps", F, ["n", 2, 3])])
+    with pytest.raises(modelc.CompileError, match=r"condition is computed at run time has "
+                                                  r"scan outputs of a length unknown"):
+        modelc.from_onnx(proto)
