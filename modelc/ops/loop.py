@@ -129,9 +129,53 @@ def _split(node: Node) -> dict[str, list[Value]]:
     return named
 
 
-def _address(ctx: LowerContext, value: Value) -> Callable[[], None]:
-    """A push of ``value``'s address in the model's own arena or weights."""
-    return lambda: ctx.address(value)
+class _Moves:
+    """The address pushes and ``memory.copy``s of one loop's lowering into ``ctx``: body
+    values live in the loop's scratch at ``base``; ``i`` and ``n`` are the locals of the
+    iteration and the trip count."""
+
+    def __init__(self, ctx: LowerContext, graph: Graph, base: int):
+        self.ctx, self.graph, self.base = ctx, graph, base
+        self.i, self.n = ctx.local(), ctx.local()
+
+    def body(self, value: Value) -> Callable[[], None]:
+        """A push of a body value's address (in the scratch), or a constant's."""
+        from ..codegen import storage
+
+        if value.is_constant:
+            return lambda: self.ctx.constant(storage(value.data))
+        return lambda: self.ctx.arena(self.base + self.graph.meta["arena"][id(value)])
+
+    def model(self, value: Value) -> Callable[[], None]:
+        """A push of a value's address in the model's own arena or weights."""
+        return lambda: self.ctx.address(value)
+
+    def row(self, value: Value, back: bool) -> Callable[[], None]:
+        """A push of the address of row i (n - 1 - i when ``back``) of a model value."""
+        ctx = self.ctx
+
+        def push() -> None:
+            ctx.address(value)
+            if back:
+                for op, arg in (("local.get", self.n), ("i32.const", 1), ("i32.sub", None),
+                                ("local.get", self.i), ("i32.sub", None)):
+                    ctx.emit(op, *([] if arg is None else [arg]))
+            else:
+                ctx.emit("local.get", self.i)
+            ctx.numel(tuple(value.shape[1:]))
+            ctx.push(np.dtype(value.dtype).itemsize)
+            for op in ("i32.mul", "i32.mul", "i32.add"):
+                ctx.emit(op)
+        return push
+
+    def copy(self, dst: Callable[[], None], src: Callable[[], None], value: Value) -> None:
+        """``memory.copy`` of ``value``'s bytes (its size at run time) from src to dst."""
+        dst()
+        src()
+        self.ctx.numel(value.shape)
+        self.ctx.push(np.dtype(value.dtype).itemsize)
+        self.ctx.emit("i32.mul")
+        self.ctx.emit("memory.copy")
 
 
 class Loop(OpDef):
@@ -162,7 +206,7 @@ class Loop(OpDef):
 
     def lower(self, node: Node, ctx: LowerContext) -> None:
         from ..codegen import LowerContext as Context
-        from ..codegen import lower_nodes, storage
+        from ..codegen import lower_nodes
 
         body: Body = node.attrs["body"]
         graph, named = body.graph, _split(node)
@@ -172,86 +216,44 @@ class Loop(OpDef):
         state_in = inputs[first:first + body.states]
         element_in = inputs[first + body.states:first + body.states + body.elements]
         results = body.results
-
-        def at(value: Value) -> Callable[[], None]:
-            """A push of a body value's address (in the scratch) or a constant's."""
-            if value.is_constant:
-                return lambda: ctx.constant(storage(value.data))
-            return lambda: ctx.arena(base + graph.meta["arena"][id(value)])
-
-        def copy(dst: Callable[[], None], src: Callable[[], None], value: Value) -> None:
-            dst()
-            src()
-            ctx.numel(value.shape)
-            ctx.push(np.dtype(value.dtype).itemsize)
-            ctx.emit("i32.mul")
-            ctx.emit("memory.copy")
-
+        moves = _Moves(ctx, graph, base)
         for outer, inner in zip(named["states"] + named["outer"],
                                 state_in + inputs[first + body.states + body.elements:]):
-            copy(at(inner), _address(ctx, outer), inner)
-        i, n = ctx.local(), ctx.local()
+            moves.copy(moves.body(inner), moves.model(outer), inner)
         self._count(node, ctx, named)
-        ctx.emit("local.set", n)
+        ctx.emit("local.set", moves.n)
         ctx.push(0)
-        ctx.emit("local.set", i)
-
-        def row(value: Value, back: bool) -> Callable[[], None]:
-            """A push of the address of row i (n - 1 - i when ``back``) of ``value``."""
-            def push() -> None:
-                ctx.address(value)
-                if back:
-                    ctx.emit("local.get", n)
-                    ctx.push(1)
-                    ctx.emit("i32.sub")
-                    ctx.emit("local.get", i)
-                    ctx.emit("i32.sub")
-                else:
-                    ctx.emit("local.get", i)
-                ctx.numel(tuple(value.shape[1:]))
-                ctx.push(np.dtype(value.dtype).itemsize)
-                ctx.emit("i32.mul")
-                ctx.emit("i32.mul")
-                ctx.emit("i32.add")
-            return push
-
-        ctx.emit("block")
-        ctx.emit("loop")
-        ctx.emit("local.get", i)
-        ctx.emit("local.get", n)
-        ctx.emit("i32.ge_s")
-        ctx.emit("br_if", 1)
+        ctx.emit("local.set", moves.i)
+        for op, arg in (("block", None), ("loop", None), ("local.get", moves.i),
+                        ("local.get", moves.n), ("i32.ge_s", None), ("br_if", 1)):
+            ctx.emit(op, *([] if arg is None else [arg]))
         if node.attrs.get("until") is not None:
-            at(state_in[node.attrs["until"]])()
+            moves.body(state_in[node.attrs["until"]])()
             ctx.emit("i32.load8_u", 0)
             ctx.emit("i32.eqz")
             ctx.emit("br_if", 1)
         if body.counter:
-            at(inputs[0])()
-            ctx.emit("local.get", i)
+            moves.body(inputs[0])()
+            ctx.emit("local.get", moves.i)
             ctx.emit("i64.extend_i32_s")
             ctx.emit("i64.store", 3)
         backs = node.attrs.get("reverse_inputs") or [False] * body.elements
         for x, element, back in zip(named["xs"], element_in, backs):
-            copy(at(element), row(x, back), element)
+            moves.copy(moves.body(element), moves.row(x, back), element)
         sub = Context(graph)
         lower_nodes(sub)
         self._replay(ctx, sub, base)
         backs = node.attrs.get("reverse_outputs") or [False] * body.outputs
         for out, result, back in zip(node.outputs[body.states:], results[body.states:], backs):
-            copy(row(out, back), at(result), result)
+            moves.copy(moves.row(out, back), moves.body(result), result)
         for inner, result in zip(state_in, results):
             if result is not inner:
-                copy(at(inner), at(result), inner)
-        ctx.emit("local.get", i)
-        ctx.push(1)
-        ctx.emit("i32.add")
-        ctx.emit("local.set", i)
-        ctx.emit("br", 0)
-        ctx.emit("end")
-        ctx.emit("end")
+                moves.copy(moves.body(inner), moves.body(result), inner)
+        for op, arg in (("local.get", moves.i), ("i32.const", 1), ("i32.add", None),
+                        ("local.set", moves.i), ("br", 0), ("end", None), ("end", None)):
+            ctx.emit(op, *([] if arg is None else [arg]))
         for out, inner in zip(node.outputs, state_in):
-            copy(_address(ctx, out), at(inner), inner)
+            moves.copy(moves.model(out), moves.body(inner), inner)
 
     @staticmethod
     def _count(node: Node, ctx: LowerContext, named: dict[str, list[Value]]) -> None:
