@@ -81,11 +81,12 @@ def _math(core: str, epilogue: tuple[str, ...]) -> str:
 def _gemm(bias: bool, residual: bool, activation: str) -> KernelSpec:
     epilogue = _epilogue(bias, residual, activation)
     params = (("a", "b") + (("bias",) if bias else ()) + (("r",) if residual else ())
-              + ("c", "m", "k", "n"))
+              + ("c", "ws", "m", "k", "n"))
     return KernelSpec("_".join(("f32_gemm",) + epilogue), "gemm", "gemm", params,
                       f"C(m, n) = {_math('A @ B', epilogue)}; A is (m, k), B is (k, n)"
                       + (", R is (m, n)" if residual else "")
-                      + ", all row-major f32; C may alias R", epilogue=epilogue)
+                      + ", all row-major f32; C may alias R; ws is scratch of n * k floats "
+                      "(B's panels are packed there), overwritten", epilogue=epilogue)
 
 
 def _linear(bias: bool, residual: bool, activation: str) -> KernelSpec:

@@ -399,6 +399,8 @@ def from_onnx(model: Any, input_shapes: Mapping[str, Sequence[int]] | None = Non
     graph = Graph()
     importer = _Importer(proto, graph, _opset(proto))
     importer.add_inputs(input_shapes or {}, dynamic or {})
+    given = {axis[0] for axes in (dynamic or {}).values() for axis in axes.values()}
+    graph.meta["default_dims"] = tuple(name for name in graph.dims if name not in given)
     for index, node in enumerate(proto.graph.node):
         importer.run(index, node)
     graph.outputs = {o.name: _graph_value(o.name, importer.env[o.name])

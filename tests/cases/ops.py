@@ -141,6 +141,8 @@ CASES: dict[str, Case] = {
     "linear_residual_gelu": Case(lambda a, r: F.gelu(F.linear(a, WEIGHT) + r),
                                  (x(3, 6), x(3, 5))),
     "matmul": Case(lambda a, b: F.matmul(a, b), (x(3, 4), x(4, 5))),
+    # two whole 8-column panels of B packed into f32_gemm's scratch, 3 columns read in place
+    "matmul_packed_panels": Case(lambda a, b: F.matmul(a, b), (x(5, 18), x(18, 19))),
     "matmul_mask_rows": Case(lambda q, k, mask: F.matmul(q, k) + mask,
                              (x(2, 3, 5, 4), x(2, 3, 4, 6), x(2, 1, 1, 6))),
     "matmul_shared_b_bias": Case(lambda q, k, bias: F.relu(F.matmul(q, k) + bias),
