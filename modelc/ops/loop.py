@@ -1,7 +1,8 @@
 """loop: ``nn.functional.loop`` (ONNX's Loop and Scan) compiled to one wasm loop.
 
 The body is a graph of its own (``Body``), optimised and planned apart; its arena lives in
-the loop node's scratch, so every iteration runs at the same addresses and only copies
+the loop node's scratch (laid out as at the body's largest dims), so every iteration runs
+at the same addresses and only copies
 move data: the states and the outer values into the body's inputs before the loop, row i
 of each scanned input before an iteration, each per-iteration output to row i of its
 stacked result and the new states back into the state inputs after it, and the final
@@ -131,11 +132,12 @@ def _split(node: Node) -> dict[str, list[Value]]:
 
 class _Moves:
     """The address pushes and ``memory.copy``s of one loop's lowering into ``ctx``: body
-    values live in the loop's scratch at ``base``; ``i`` and ``n`` are the locals of the
-    iteration and the trip count."""
+    values live in the scratch of the loop ``node``, at their offsets in the body's plan
+    at its largest dims (a valid layout for every smaller dims, as sizes only shrink);
+    ``i`` and ``n`` are the locals of the iteration and the trip count."""
 
-    def __init__(self, ctx: LowerContext, graph: Graph, base: int):
-        self.ctx, self.graph, self.base = ctx, graph, base
+    def __init__(self, ctx: LowerContext, node: Node, graph: Graph):
+        self.ctx, self.node, self.graph = ctx, node, graph
         self.i, self.n = ctx.local(), ctx.local()
 
     def body(self, value: Value) -> Callable[[], None]:
@@ -144,7 +146,7 @@ class _Moves:
 
         if value.is_constant:
             return lambda: self.ctx.constant(storage(value.data))
-        return lambda: self.ctx.arena(self.base + self.graph.meta["arena"][id(value)])
+        return lambda: self.ctx.within_scratch(self.node, self.graph.meta["arena"][id(value)])
 
     def model(self, value: Value) -> Callable[[], None]:
         """A push of a value's address in the model's own arena or weights."""
@@ -210,13 +212,12 @@ class Loop(OpDef):
 
         body: Body = node.attrs["body"]
         graph, named = body.graph, _split(node)
-        base = ctx.graph.meta["scratch"][(id(node), 0)]
         inputs = list(graph.inputs.values())
         first = int(body.counter)
         state_in = inputs[first:first + body.states]
         element_in = inputs[first + body.states:first + body.states + body.elements]
         results = body.results
-        moves = _Moves(ctx, graph, base)
+        moves = _Moves(ctx, node, graph)
         for outer, inner in zip(named["states"] + named["outer"],
                                 state_in + inputs[first + body.states + body.elements:]):
             moves.copy(moves.body(inner), moves.model(outer), inner)
@@ -242,7 +243,7 @@ class Loop(OpDef):
             moves.copy(moves.body(element), moves.row(x, back), element)
         sub = Context(graph)
         lower_nodes(sub)
-        self._replay(ctx, sub, base)
+        self._replay(ctx, sub, node)
         backs = node.attrs.get("reverse_outputs") or [False] * body.outputs
         for out, result, back in zip(node.outputs[body.states:], results[body.states:], backs):
             moves.copy(moves.row(out, back), moves.body(result), result)
@@ -278,10 +279,13 @@ class Loop(OpDef):
             ctx.push(2 ** 31 - 1)
 
     @staticmethod
-    def _replay(ctx: LowerContext, sub: LowerContext, base: int) -> None:
-        """Re-record the body's lowering ``sub`` into ``ctx``: its arena inside the scratch
-        at ``base``, its weights appended to ``ctx``'s, its locals renumbered after
-        ``ctx``'s and its kernel calls through ``ctx``."""
+    def _replay(ctx: LowerContext, sub: LowerContext, node: Node) -> None:
+        """Re-record the body's lowering ``sub`` into ``ctx``: its plan's buffers inside
+        ``node``'s scratch (at their offsets at the largest dims), its weights appended to
+        ``ctx``'s, its dims and locals renumbered as ``ctx``'s and its kernel calls
+        through ``ctx``."""
+        largest = {name: high for name, (_, high) in sub.graph.dims.items()}
+        offsets, _ = sub.graph.meta["plan"].evaluate(largest)
         weights = ctx.place(bytes(sub.weights)) if sub.weights else 0
         renumber = {k: ctx.dim_params[name] for name, k in sub.dim_params.items()}
         renumber.update({len(sub.dim_params) + k: ctx.local() for k in range(sub.locals)})
@@ -290,7 +294,7 @@ class Loop(OpDef):
             if kind == "weight":
                 ctx.replay("i32.const", 0, record=("weight", weights + record[1]))
             elif kind == "arena":
-                ctx.arena(base + record[1])
+                ctx.within_scratch(node, offsets[record[1]])
             elif kind == "kernel":
                 ctx.call(record[1])
             elif kind in _LOCALS:
