@@ -124,6 +124,7 @@ def engine(fuel: bool = False, features: Features = (), epochs: bool = False,
         if name not in known:
             raise ValueError(f"unknown wasm feature {name!r}; available: {known}")
         setattr(config, f"wasm_{name}", enabled)
+    config.shared_memory = dict(features).get("threads", False)  # NOTE: threads need both
     return wasmtime.Engine(config)
 
 

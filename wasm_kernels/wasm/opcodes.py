@@ -2,8 +2,9 @@
 check, the decoder and the text printer (as WAVM's ``OperatorTable.h`` does).
 
 Each row is ``name: Op(prefix, code, immediate, pops, pushes)``. ``prefix`` is ``None`` for
-single-byte opcodes, ``0xFC`` for the misc prefix and ``0xFD`` for SIMD (its code is a LEB128
-u32). ``immediate`` names how the operands after the opcode are encoded (see ``encode.py``).
+single-byte opcodes, ``0xFC`` for the misc prefix, ``0xFD`` for SIMD and ``0xFE`` for
+atomics (its code is a LEB128 u32). ``immediate`` names how the operands after the opcode
+are encoded (see ``encode.py``).
 ``pops`` and ``pushes`` are the value types the instruction takes from the stack (bottom
 first) and leaves on it; they are ``None`` for the few whose effect depends on their
 immediates or on the enclosing blocks (control, ``drop``, ``select``, ``local.*``,
@@ -107,7 +108,7 @@ _NUMERIC = {
     **_rows(None, 0x6A, "i32.add i32.sub i32.mul i32.div_s i32.div_u i32.rem_s i32.rem_u "
                         "i32.and i32.or i32.xor i32.shl i32.shr_s i32.shr_u i32.rotl i32.rotr",
             "i32 i32 -> i32"),
-    **_rows(None, 0x7C, "i64.add i64.sub i64.mul", "i64 i64 -> i64"),
+    **_rows(None, 0x7C, "i64.add i64.sub i64.mul i64.div_s i64.div_u", "i64 i64 -> i64"),
     **_rows(None, 0x8B, "f32.abs f32.neg f32.ceil f32.floor f32.trunc f32.nearest f32.sqrt",
             "f32 -> f32"),
     **_rows(None, 0x92, "f32.add f32.sub f32.mul f32.div f32.min f32.max f32.copysign",
@@ -152,7 +153,16 @@ _SIMD = {
     **_rows(0xFD, 0x105, "f32x4.relaxed_madd f32x4.relaxed_nmadd", "v128 v128 v128 -> v128"),
 }
 
-OPCODES: dict[str, Op] = {**_CONTROL, **_MEMORY, **_CONSTANTS, **_NUMERIC, **_SIMD}
+_ATOMIC = {  # NOTE: threads proposal; the memarg's alignment must be the natural one (2).
+    "memory.atomic.notify": _op(0xFE, 0x00, MEMARG, "i32 i32 -> i32"),
+    "memory.atomic.wait32": _op(0xFE, 0x01, MEMARG, "i32 i32 i64 -> i32"),
+    "i32.atomic.load": _op(0xFE, 0x10, MEMARG, "i32 -> i32"),
+    "i32.atomic.store": _op(0xFE, 0x17, MEMARG, "i32 i32 ->"),
+    "i32.atomic.rmw.add": _op(0xFE, 0x1E, MEMARG, "i32 i32 -> i32"),
+    "i32.atomic.rmw.sub": _op(0xFE, 0x25, MEMARG, "i32 i32 -> i32"),
+}
+
+OPCODES: dict[str, Op] = {**_CONTROL, **_MEMORY, **_CONSTANTS, **_NUMERIC, **_SIMD, **_ATOMIC}
 
 BY_CODE: dict[tuple[int | None, int], str] = {(op.prefix, op.code): name
                                               for name, op in OPCODES.items()}
