@@ -29,6 +29,7 @@ from wasm_kernels.wasm import Limits, MemoryType
 
 from . import cache
 from .compartment import Compartment
+from .errors import LimitExceeded
 from .linker import RegistryResolver, Resolved, instance_exports
 
 MAX_THREADS = 16
@@ -275,7 +276,8 @@ def link(compartment: Compartment, make_compartment: Callable[[], Compartment],
          threads: int, kernels: tuple[Compiled, ...], dispatch: Compiled | None, pages: int,
          registry: RegistryResolver) -> tuple[dict[str, Resolved], SharedLinearMemory,
                                                 Team | None]:
-    """Create the shared memory of ``pages`` (growing up to what ``max_memory`` allows),
+    """Create the shared memory of ``pages``, growing up to its share of ``max_memory``
+    (``Compartment.plan``: a shared memory belongs to no store, so its maximum is its cap),
     register it as ``env.memory``, instantiate ``kernels`` (each importing it) and, when
     some kernels split (``dispatch``), the team of ``threads``. Returns the exports the
     model's kernel imports resolve to (the dispatch's where a kernel splits), the memory and
@@ -283,8 +285,13 @@ def link(compartment: Compartment, make_compartment: Callable[[], Compartment],
 
     Raises:
         LinkError, Trap: as ``Compartment.instantiate``.
+        LimitExceeded: ``pages`` is over the memory's share of ``max_memory``.
     """
-    max_pages = max(pages, min(wasm_kernels.MAX_PAGES, compartment.limits.max_memory // PAGE))
+    max_pages = min(wasm_kernels.MAX_PAGES, compartment.shares.memory_bytes // PAGE)
+    if pages > max_pages:
+        raise LimitExceeded("memory", f"memory limit of {compartment.limits.max_memory} bytes "
+                            f"exceeded: the model needs {pages} pages "
+                            f"({compartment.shares.describe()})")
     memory = SharedLinearMemory(shared_memory(compartment.engine, pages, max_pages), max_pages)
     registry.register("env", {"memory": memory.resolved()})
     exports: dict[str, Resolved] = {}
