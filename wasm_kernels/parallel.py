@@ -27,6 +27,7 @@ import math
 from dataclasses import dataclass, field
 
 from . import abi
+from .pack import CONV_BLOCK
 from .templates import gemm, linear
 from .wasm import Code, FuncType, Limits, MemoryType, ModuleBuilder
 
@@ -46,7 +47,8 @@ class Split:
     multiple of ``grain`` units; a part starting at unit ``lo`` moves each pointer of
     ``advance`` by ``lo * 4 * product(factors)`` bytes (``lo // per[p]`` units for a
     pointer listed in ``per``, which then runs one unit at a time with that parameter set to
-    1). ``work`` times ``count`` estimates the work; below ``threshold`` one thread runs it."""
+    1). ``work`` times ``count`` estimates the work; below ``threshold``, or unless each
+    parameter of ``only`` has its value there, one thread runs it."""
 
     count: str
     advance: dict[str, tuple[str, ...]]
@@ -54,6 +56,7 @@ class Split:
     threshold: int
     grain: int = 1
     per: dict[str, str] = field(default_factory=dict)
+    only: dict[str, int] = field(default_factory=dict)
 
 
 DENSE_THRESHOLD = 1 << 18
@@ -77,6 +80,14 @@ def splits(isa: str) -> dict[str, Split]:
                 "batch", {"a": ("a_stride",), "b": ("b_stride",), "c": ("m", "n"), **bias},
                 ("m", "k", "n"), DENSE_THRESHOLD,
                 per={"bias": "bias_every"} if bias else {})
+        elif spec.family == "conv":
+            # NOTE: output channels of one image and one group are contiguous in Y, and
+            # whole blocks of them in the packed weight.
+            table[spec.name] = Split(
+                "o", {"weight": ("c", "kh", "kw"), "bias": (), "y": ("oh", "ow"),
+                      "r": ("oh", "ow")},
+                ("c", "kh", "kw", "oh", "ow"), DENSE_THRESHOLD, CONV_BLOCK,
+                only={"n": 1, "groups": 1})
         elif spec.family == "rowwise":
             table[spec.name] = Split("rows", {"x": ("n",), "y": ("n",)}, ("n",),
                                      STREAM_THRESHOLD)
@@ -203,6 +214,8 @@ def _dispatch(b: ModuleBuilder, spec: abi.KernelSpec, split: Split, index: int, 
         c.emit("local.get", arg[factor]).emit("i64.extend_i32_u").emit("i64.mul")
     c.emit("i64.const", split.threshold).emit("i64.lt_u")
     c.emit("local.get", threads).emit("i32.const", 2).emit("i32.lt_u").emit("i32.or")
+    for param, value in split.only.items():
+        c.emit("local.get", arg[param]).emit("i32.const", value).emit("i32.ne").emit("i32.or")
     c.emit("if")
     for i in range(len(spec.params)):
         c.emit("local.get", i)

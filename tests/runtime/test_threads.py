@@ -43,6 +43,31 @@ class Block(nn.Module):
         return nn.functional.tanh(flat @ flat.T)  # (B * T, B * T)
 
 
+class Convs(nn.Module):
+    """conv2d over its threshold with one image: 42 output channels (10 blocks of 4 and 2
+    single ones) with a fused relu, then one with a residual add; a depthwise conv and a
+    batch of 2 stay on one thread."""
+
+    def __init__(self):
+        super().__init__()
+        self.first = nn.Conv2d(8, 42, 3, padding=1)
+        self.second = nn.Conv2d(42, 42, 3, padding=1)
+        self.depthwise = nn.Conv2d(42, 42, 3, padding=1, groups=42)
+
+    def forward(self, x):
+        h = nn.functional.relu(self.first(x))
+        h = self.second(h) + h
+        return self.depthwise(h)
+
+
+@pytest.fixture(scope="module")
+def convs():
+    np.random.seed(4)
+    model = Convs().eval()
+    inputs = {"x": np.random.default_rng(1).standard_normal((1, 8, 30, 31)).astype(np.float32)}
+    return model, modelc.export(model, inputs), inputs
+
+
 @pytest.fixture(scope="module")
 def block():
     np.random.seed(3)
@@ -74,10 +99,18 @@ def test_the_block_uses_every_kind_of_kernel_that_splits(block):
     assert any(abi.BY_NAME[n].op == "bmm" and "bias" in abi.BY_NAME[n].params for n in split)
 
 
+def test_the_convs_use_conv_kernels_that_split(convs):
+    imported = {i.name for i in read_module(convs[1]).imports if i.module == abi.MODULE}
+    split = imported & parallel.splits("relaxed").keys()
+    assert {abi.BY_NAME[n].epilogue for n in split if abi.BY_NAME[n].op == "conv2d"} >= {
+        ("relu",), ("add",)}, sorted(imported)
+
+
 @pytest.mark.parametrize("kernels", WASM_PROVIDERS)
 @pytest.mark.parametrize("threads", [2, 3])
-def test_parallel_kernels_equal_one_thread_bit_for_bit(block, kernels, threads):
-    model, wasm, inputs = block
+@pytest.mark.parametrize("case", ["block", "convs"])
+def test_parallel_kernels_equal_one_thread_bit_for_bit(case, kernels, threads, request):
+    model, wasm, inputs = request.getfixturevalue(case)
     with runtime.load(wasm, kernels=kernels, threads=1, instances=1) as one:
         want = one.run(inputs)["output0"]
     np.testing.assert_allclose(want, model(**inputs), rtol=1e-4, atol=1e-4)
