@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ctypes
 import threading
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -115,6 +116,8 @@ class ModelInstance:
         else:
             kernels, self.memory = link_kernels(compartment, blueprint.kernels,
                                                 blueprint.pages, registry)
+        # NOTE: the workers hold the team, not this instance: dropping it joins them.
+        self._close = weakref.finalize(self, self._team.close) if self._team else None
         wasi_imports = [i.name for i in blueprint.model[1].imports if i.module == WASI_MODULE]
         registry.register(WASI_MODULE, _WASI.instantiate(
             store, WasiState(WasiConfig(stderr=self._stderr), compartment.deadline),
@@ -158,8 +161,8 @@ class ModelInstance:
 
     def close(self) -> None:
         """Join this instance's worker threads, if it has any."""
-        if self._team is not None:
-            self._team.close()
+        if self._close is not None:
+            self._close()
 
 
 class InstancePool:

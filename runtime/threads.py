@@ -3,12 +3,13 @@
 With ``threads > 1`` an instance's linear memory is a ``wasmtime.SharedMemory`` and its
 kernels are linked through ``wasm_kernels.parallel``'s dispatch module. Each extra thread is
 a *worker*: a host thread with its own compartment (store, limits) holding instances of the
-kernels and of the dispatch module over the same shared memory. For the length of one call
+kernels and of the dispatch module over the same shared memory. While a call runs
 (``Team.run``) the workers sit inside wasm, parked on ``memory.atomic.wait32`` between jobs,
-so a parallel kernel costs no host round trip; between calls they wait in Python, where
-their stores are re-armed with the call's ``timeout`` and ``fuel``. A trap or a limit in any
-thread ends the call with that thread's error, and every worker has left wasm when ``run``
-returns or raises.
+so a parallel kernel costs no host round trip. Without a ``timeout`` or ``fuel`` they stay
+there between calls too, until the instance is closed or collected; with a limit they leave
+wasm after each call and wait in Python, where the next call re-arms their stores as it
+re-arms the caller's. A trap or a limit in any thread ends the call with that thread's
+error.
 """
 
 from __future__ import annotations
@@ -183,7 +184,11 @@ class _Worker:
 
 
 class Team:
-    """The workers of one instance and the dispatch exports its model links to."""
+    """The workers of one instance and the dispatch exports its model links to.
+
+    Without a ``timeout`` or ``fuel`` the workers enter wasm once and stay parked there
+    between calls (a call costs no host round trip at all); with a limit they enter for each
+    call, so that each call re-arms their stores as it re-arms the caller's."""
 
     def __init__(self, main: Compartment, make_compartment: Callable[[], Compartment],
                  threads: int, kernels: tuple[Compiled, ...], dispatch: Compiled,
@@ -207,6 +212,7 @@ class Team:
             own.pop(name)
         self.exports = own
         self.threads = threads
+        self._per_call = main.limits.timeout is not None or main.limits.fuel is not None
         self._workers = [_Worker(make_compartment(), kernels, dispatch, memory, control)
                          for _ in range(threads - 1)]
         self._changed = threading.Condition()
@@ -219,6 +225,8 @@ class Team:
                          for part, worker in enumerate(self._workers, start=1)]
         for thread in self._threads:
             thread.start()
+        if not self._per_call:
+            self._enter()
 
     def run(self, call: Callable[[], T]) -> T:
         """``call()`` (the model's entry) with the workers inside wasm for its length.
@@ -227,22 +235,31 @@ class Team:
             Trap: a worker trapped or hit a limit (its error, ahead of the caller's), or
                 whatever ``call`` raises.
         """
-        main = self._main
-        main.call(self._reset, main.store, self.threads)
+        if self._per_call:
+            self._enter()
+        try:
+            result = call()
+        finally:
+            if self._per_call:
+                self._leave()
+            if self._errors:
+                raise self._errors[0] from None
+        return result
+
+    def _enter(self) -> None:
+        """Reset the control words, then let every worker into ``worker``."""
+        self._main.call(self._reset, self._main.store, self.threads)
         with self._changed:
             self._calls += 1
             self._running = len(self._workers)
             self._errors = []
             self._changed.notify_all()
-        try:
-            result = call()
-        finally:
-            main.call(self._release, main.store)
-            with self._changed:
-                self._changed.wait_for(lambda: self._running == 0)
-            if self._errors:
-                raise self._errors[0] from None
-        return result
+
+    def _leave(self) -> None:
+        """Release the workers and wait until each has left wasm."""
+        self._main.call(self._release, self._main.store)
+        with self._changed:
+            self._changed.wait_for(lambda: self._running == 0)
 
     def _serve(self, part: int, worker: _Worker) -> None:
         seen = 0
@@ -264,7 +281,11 @@ class Team:
                 self._changed.notify_all()
 
     def close(self) -> None:
-        """Stop and join the worker threads (between calls)."""
+        """Release the workers and join their threads (between calls; once)."""
+        if self._closed:
+            return
+        if not self._per_call:
+            self._leave()
         with self._changed:
             self._closed = True
             self._changed.notify_all()

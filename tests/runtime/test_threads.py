@@ -1,6 +1,7 @@
 """Intra-op threads (``runtime.load(threads=N)``): every parallel kernel equals one thread bit
 for bit on every wasm provider, races included; the sandbox holds with workers."""
 
+import gc
 import os
 import sys
 import threading
@@ -121,6 +122,27 @@ def test_parallel_kernels_equal_one_thread_bit_for_bit(case, kernels, threads, r
             np.testing.assert_array_equal(many.run(inputs)["output0"], want)
         if before is not None:
             assert _worker_ticks() > before  # the workers did compute parts
+
+
+def test_workers_entering_wasm_per_call_under_limits_stay_exact(block):
+    """With a limit the workers enter wasm for each call (their stores re-armed)."""
+    _, wasm, inputs = block
+    with runtime.load(wasm, threads=1, instances=1) as one:
+        want = one.run(inputs)["output0"]
+    with runtime.load(wasm, threads=2, instances=1, timeout=600, fuel=1 << 60) as limited:
+        for _ in range(5):
+            np.testing.assert_array_equal(limited.run(inputs)["output0"], want)
+
+
+def test_a_session_dropped_without_close_joins_its_workers(block):
+    _, wasm, inputs = block
+    baseline = threading.active_count()
+    session = runtime.load(wasm, threads=2, instances=1)
+    session.run(inputs)
+    assert threading.active_count() == baseline + 1
+    del session
+    gc.collect()
+    assert threading.active_count() == baseline
 
 
 def test_concurrent_calls_on_threaded_instances_stay_exact(block):
