@@ -230,7 +230,9 @@ def run_cell(runtime_name: str, name: str, threads: int, workdir: Path,
         session = runtime.load(path, instances=1, threads=threads, max_memory="2GiB")
         output = session.run(inputs)["output0"]
         cold = time.perf_counter() - start
-        run = lambda: session.run(inputs)
+
+        def run() -> None:
+            session.run(inputs)
     elif runtime_name == "ort":
         import onnxruntime as ort
 

@@ -98,8 +98,10 @@ def shared_cost(repeat: int) -> None:
                              "shared": _kernel_call(True, kernel, m, k, n)},
                             repeat, time.thread_time)
             ratio = statistics.median(s / p for s, p in zip(times["shared"], times["private"]))
-            print(f"  {kernel:<16} {m}x{k}x{n:<6} private {1e3 * statistics.median(times['private']):7.2f}"
-                  f"  shared {1e3 * statistics.median(times['shared']):7.2f}  {ratio:.2f}x")
+            private, shared = (1e3 * statistics.median(times[name])
+                               for name in ("private", "shared"))
+            print(f"  {kernel:<16} {m}x{k}x{n:<6} private {private:7.2f}  shared {shared:7.2f}"
+                  f"  {ratio:.2f}x")
 
 
 def _op_models() -> list[tuple[str, nn.Module, np.ndarray]]:
@@ -119,7 +121,7 @@ def sizes(repeat: int) -> None:
     for label, model, x in _op_models():
         wasm = modelc.export(model, (x,))
         sessions = {t: runtime.load(wasm, threads=t, instances=1) for t in (1, 2)}
-        times = _rounds({str(t): (lambda s=s: s.run(x)) for t, s in sessions.items()},
+        times = _rounds({str(t): (lambda s=s, x=x: s.run(x)) for t, s in sessions.items()},
                         repeat, time.perf_counter)
         ratio = statistics.median(one / two for one, two in zip(times["1"], times["2"]))
         print(f"  {label:<20} 1t {1e6 * statistics.median(times['1']):9.1f}"

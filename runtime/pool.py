@@ -108,6 +108,7 @@ class ModelInstance:
         self._stderr = CappedBuffer()
         registry = RegistryResolver()
         self._team: intra.Team | None = None
+        self.memory: wasmtime.Memory | intra.SharedLinearMemory
         if blueprint.threads > 1 and blueprint.kernels is not None:
             kernels, self.memory, self._team = intra.link(
                 compartment, lambda: Compartment(compartment.limits, compartment.features),
@@ -121,7 +122,8 @@ class ModelInstance:
         wasi_imports = [i.name for i in blueprint.model[1].imports if i.module == WASI_MODULE]
         registry.register(WASI_MODULE, _WASI.instantiate(
             store, WasiState(WasiConfig(stderr=self._stderr), compartment.deadline),
-            memory=self.memory, only=wasi_imports))
+            memory=self.memory,  # type: ignore[arg-type]  # NOTE: it has Memory's methods
+            only=wasi_imports))
         registry.register(wasm_kernels.abi.MODULE, kernels)
         instance = compartment.instantiate(*blueprint.model, registry)
         self._entry = instance.exports(store)[blueprint.metadata.entry]

@@ -261,11 +261,14 @@ class Team:
         with self._changed:
             self._changed.wait_for(lambda: self._running == 0)
 
+    def _called_since(self, seen: int) -> bool:
+        return self._calls != seen or self._closed
+
     def _serve(self, part: int, worker: _Worker) -> None:
         seen = 0
         while True:
             with self._changed:
-                self._changed.wait_for(lambda: self._calls != seen or self._closed)
+                self._changed.wait_for(functools.partial(self._called_since, seen))
                 if self._closed:
                     return
                 seen = self._calls

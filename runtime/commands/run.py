@@ -9,8 +9,8 @@ import time
 import numpy as np
 
 from ..session import KERNEL_CHOICES, Session, load
-from ..threads import MAX_THREADS
 from ..tensor_io import read_arrays, summary, to_json, write_arrays
+from ..threads import MAX_THREADS
 from .options import add_limit_options, limits_from
 
 

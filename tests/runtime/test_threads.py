@@ -215,6 +215,15 @@ def test_a_trap_in_a_worker_is_the_same_clean_trap_as_on_one_thread():
     assert single.value.code == got.value.code == "out_of_bounds"
 
 
+def test_an_out_of_bounds_access_of_the_model_itself_is_a_clean_trap():
+    """The model and the kernels import the shared memory into one store: a fault there must
+    not abort the process (runtime.compartment.engine's explicit bounds checks)."""
+    model = _gemm_model("(f32.store (i32.const 70000) (f32.const 1)) (i32.const 0)")
+    with runtime.load(model, threads=2, instances=1) as session:
+        with pytest.raises(Trap, match=r"out_of_bounds in \?!func\[1\]: wasm trap: out of"):
+            session.run(X)
+
+
 @pytest.mark.parametrize("limit, code, match", [
     ({"timeout": 0.2}, "timeout", r"time limit of 0\.2 s exceeded"),
     ({"fuel": 50_000_000}, "fuel", "fuel limit of 50000000 exhausted")])
