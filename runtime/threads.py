@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import ctypes
 import functools
+import hashlib
 import os
 import threading
 from collections.abc import Callable
@@ -148,8 +149,8 @@ class SharedLinearMemory:
 @functools.cache
 def _dispatch_wasm(isa: str, names: frozenset[str]) -> bytes:
     source = Path(wasm_kernels.__file__).parent
-    return cache.generated_module(f"dispatch-{isa}-{'-'.join(sorted(names))[:64]}-{len(names)}",
-                                  cache.source_fingerprint(source),
+    subset = hashlib.sha256("\0".join(sorted(names)).encode()).hexdigest()[:16]
+    return cache.generated_module(f"dispatch-{isa}-{subset}", cache.source_fingerprint(source),
                                   lambda: parallel.build_dispatch(isa, names))
 
 
@@ -279,9 +280,10 @@ class Team:
                 with self._changed:
                     self._errors.append(error)
                 worker.compartment.call(worker.fail, store)
-            with self._changed:
-                self._running -= 1
-                self._changed.notify_all()
+            finally:
+                with self._changed:
+                    self._running -= 1
+                    self._changed.notify_all()
 
     def close(self) -> None:
         """Release the workers and join their threads (between calls; once)."""
