@@ -37,6 +37,7 @@ from runtime.linker import RegistryResolver
 from runtime.pool import link_kernels
 from runtime.session import compile_kernels
 from wasm_kernels.pack import pack_conv_weight, pack_linear_weight
+from wasm_kernels.pack_quantized import pack_qlinear_weight
 
 TARGETS = "targets (issue #4): relaxed/np >= 0.40, simd128/np >= 0.32, every SIMD/sc >= 3.5"
 
@@ -81,6 +82,19 @@ class Variant:
             addresses.append(cursor)
             cursor = (cursor + array.nbytes + 63) // 64 * 64
         return addresses
+
+
+def dense_call(variant: Variant, kernel: str, a: np.ndarray, right: np.ndarray,
+               m: int, k: int, n: int) -> Callable[[], object]:
+    """``kernel`` (an ``f32_gemm`` or ``f32_linear`` row) on ``a`` and ``right`` (B, or W
+    packed) placed in ``variant``'s memory with a zeroed C and, for ``f32_gemm``, its (n, k)
+    scratch; the call, ready to time."""
+    spec = wasm_kernels.abi.BY_NAME[kernel]
+    arrays = {"a": a, "b": right, "w": right, "c": np.zeros((m, n), np.float32),
+              "ws": np.zeros((n, k), np.float32)}
+    pointers = [p for p in spec.params if p in arrays]
+    values = dict(zip(pointers, variant.place([arrays[p] for p in pointers])), m=m, k=k, n=n)
+    return partial(variant.exports[kernel], variant.store, *(values[p] for p in spec.params))
 
 
 def native_linear() -> Callable[..., None] | None:
@@ -148,8 +162,7 @@ def bench_gemm(repeat: int) -> None:
             right = pack_linear_weight(b.T) if kernel == "f32_linear" else b
             runs: dict[str, Callable[[], object]] = {}
             for isa, variant in variants.items():
-                pa, pb, pc = variant.place([a, right, np.zeros((m, n), np.float32)])
-                runs[isa] = partial(variant.exports[kernel], variant.store, pa, pb, pc, m, k, n)
+                runs[isa] = dense_call(variant, kernel, a, right, m, k, n)
             if native and kernel == "f32_linear":
                 runs["native128"] = partial(native, a, right, np.zeros((m, n), np.float32),
                                             m, k, n)
@@ -161,8 +174,8 @@ def bench_gemm(repeat: int) -> None:
             row = "".join(f"{flops / statistics.median(times[x]) / 1e9:>10.1f}" if x in times
                           else f"{'-':>10}" for x in [*variants, *peers])
             row += "".join(f"{ratio(times, isa, 'numpy'):>12.2f}" for isa in simd)
-            row += "".join(f"{statistics.median(times['scalar']) / statistics.median(times[isa]):>12.1f}"
-                           for isa in simd)
+            scalar_s = statistics.median(times["scalar"])
+            row += "".join(f"{scalar_s / statistics.median(times[isa]):>12.1f}" for isa in simd)
             if native:
                 row += "".join(f"{ratio(times, isa, 'native128'):>14.2f}" if "native128" in times
                                else f"{'-':>14}" for isa in simd)
@@ -176,7 +189,7 @@ BMM_SHAPES = [(12, 128, 64, 128), (12, 128, 128, 64), (12, 128, 32, 128), (12, 1
 
 def bench_bmm(repeat: int) -> None:
     """f32_bmm per SIMD variant beside numpy's batched matmul on attention shapes."""
-    variants = {isa: Variant(isa, pages=400) for isa in wasm_kernels.ISAS if isa != "scalar"}
+    variants = {isa: Variant(isa, pages=400) for isa in wasm_kernels.ISA_NAMES if isa != "scalar"}
     print(f"bmm GFLOPS (median of {repeat} interleaved rounds)")
     print(f"{'batch x M x K x N':>20}" + "".join(f"{x:>10}" for x in [*variants, "numpy"])
           + "".join(f"{isa + '/np':>12}" for isa in variants))
@@ -269,13 +282,51 @@ def bench_conv(repeat: int) -> None:
         print(f"{name:>24}{row}{gflops['torch']:>9.1f}{'met' if met else 'MISSED':>8}")
 
 
+INT8_SHAPES = GEMM_SHAPES[:3]
+"""MiniLM-L6's linear layers at sequence 128 (issue #14's target: int8 >= 2x f32_linear)."""
+
+
+def bench_int8(repeat: int) -> None:
+    """qu8_qlinear_dequantize (uint8 A, int8 W, f32 out: a dynamically quantized linear)
+    beside f32_linear, per SIMD variant, on MiniLM's shapes."""
+    variants = {isa: Variant(isa, pages=400) for isa in wasm_kernels.ISA_NAMES if isa != "scalar"}
+    print(f"int8 linear GOPS (median of {repeat} interleaved rounds); int8/f32: median of "
+          "per-round ratios of qu8_qlinear_dequantize to f32_linear on the same variant; "
+          "target (issue #14) >= 2")
+    print(f"{'M x K x N':>16}" + "".join(f"{isa + ' ' + kind:>16}" for isa in variants
+                                         for kind in ("f32", "int8"))
+          + "".join(f"{isa + ' int8/f32':>18}" for isa in variants))
+    for m, k, n in INT8_SHAPES:
+        rng = np.random.default_rng(0)
+        a = rng.standard_normal((m, k), np.float32)
+        w = rng.standard_normal((n, k), np.float32)
+        qa = rng.integers(0, 256, (m, k)).astype(np.uint8)
+        qw = rng.integers(-127, 128, (n, k)).astype(np.int8)
+        runs: dict[str, Callable[[], object]] = {}
+        for isa, variant in variants.items():
+            pa, pw, pc = variant.place([a, pack_linear_weight(w), np.zeros((m, n), np.float32)])
+            runs[f"{isa} f32"] = partial(variant.exports["f32_linear"], variant.store, pa, pw,
+                                         pc, m, k, n)
+            addresses = variant.place([
+                qa, np.array([0.02], np.float32), np.array([128], np.uint8),
+                pack_qlinear_weight(qw), np.full(n, 0.01, np.float32), np.zeros(n, np.int32),
+                np.zeros(n, np.float32), np.zeros((m, n), np.float32)])
+            runs[f"{isa} int8"] = partial(variant.exports["qu8_qlinear_dequantize"],
+                                          variant.store, *addresses, m, k, n)
+        times = interleaved_seconds(runs, repeat)
+        ops = 2 * m * k * n
+        row = "".join(f"{ops / statistics.median(times[x]) / 1e9:>16.1f}" for x in runs)
+        row += "".join(f"{ratio(times, f'{isa} int8', f'{isa} f32'):>18.2f}" for isa in variants)
+        print(f"{f'{m}x{k}x{n}':>16}{row}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=7, help="timed calls per measurement")
-    parser.add_argument("--only", default="gemm,bmm,conv",
-                        help="comma-separated sections to run (gemm, bmm, conv)")
+    parser.add_argument("--only", default="gemm,bmm,conv,int8",
+                        help="comma-separated sections to run (gemm, bmm, conv, int8)")
     args = parser.parse_args()
-    sections = {"gemm": bench_gemm, "bmm": bench_bmm, "conv": bench_conv}
+    sections = {"gemm": bench_gemm, "bmm": bench_bmm, "conv": bench_conv, "int8": bench_int8}
     for name in args.only.split(","):
         if name not in sections:
             parser.error(f"unknown section {name!r}; available: {sorted(sections)}")

