@@ -32,6 +32,24 @@ def _convnet() -> Any:
         torch.nn.ReLU(), torch.nn.AdaptiveAvgPool2d(1), torch.nn.Flatten(), torch.nn.Linear(8, 4))
 
 
+class _ResidualNet(torch.nn.Module):  # type: ignore[misc]
+    """MobileNetV2 and ResNet pieces: a strided stem, an inverted residual block (1x1
+    expand, 3x3 depthwise, 1x1 project, skip add), global pooling and a classifier."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        conv, relu6 = torch.nn.Conv2d, torch.nn.ReLU6
+        self.stem = torch.nn.Sequential(conv(3, 8, 3, 2, 1), relu6())
+        self.block = torch.nn.Sequential(conv(8, 24, 1), relu6(), conv(24, 24, 3, 1, 1, groups=24),
+                                         relu6(), conv(24, 8, 1))
+        self.head = torch.nn.Linear(8, 5)
+
+    def forward(self, x: Any) -> Any:
+        x = self.stem(x)
+        x = x + self.block(x)
+        return self.head(x.mean((2, 3)))
+
+
 class _EncoderLayer(torch.nn.Module):  # type: ignore[misc]
     """A MiniLM-L6 encoder layer: 384 wide, 12 heads, a 1536-wide GELU feed-forward."""
 
@@ -152,6 +170,13 @@ def test_qdq_products_fold_into_quantized_operators(tmp_path, torch_to_onnx) -> 
     ops = [node.op for node in graph.nodes]
     assert ops.count("qconv2d") == 2 and ops.count("qlinear") == 1
     assert "conv2d" not in ops and "linear" not in ops
+
+
+@pytest.mark.parametrize("how", ["qoperator", "qdq"])
+def test_residual_depthwise_net_matches_onnxruntime(tmp_path, torch_to_onnx, how) -> None:  # type: ignore[no-untyped-def]
+    torch.manual_seed(0)
+    _check(_quantized(tmp_path, torch_to_onnx, _ResidualNet().eval(), (1, 3, 16, 16), how),
+           _input((1, 3, 16, 16)), literal=how == "qdq")
 
 
 def test_full_range_dynamic_follows_the_onnx_specification(tmp_path, torch_to_onnx) -> None:  # type: ignore[no-untyped-def]
