@@ -26,7 +26,9 @@ from wasi_intrinsics.wasi import CappedBuffer, WasiConfig, WasiState, preview1
 from wasm_kernels.wasm import Limits, MemoryType, ModuleInfo
 
 from . import metadata as md
+from .arena import Addresses
 from .compartment import Compartment
+from .data_segments import Segments
 from .errors import Trap, one_line
 from .linker import RegistryResolver, Resolved, instance_exports
 
@@ -39,14 +41,15 @@ Compiled = tuple[wasmtime.Module, ModuleInfo]
 class Blueprint:
     """What every instance of one model shares: its metadata, its compiled module, the
     compiled kernel modules (one per opt level they were compiled at; ``None`` for the numpy
-    host provider), its memory size, and its sidecar weight bytes when the module does not
-    carry them."""
+    host provider), its memory size, its sidecar weight bytes when the module does not
+    carry them, and the large data segments compiled out of it (``data_segments``)."""
 
     metadata: md.ModelMetadata
     model: Compiled
     kernels: tuple[Compiled, ...] | None
     pages: int
     sidecar_weights: bytes | None = None
+    segments: Segments | None = None
 
 
 def defines_memory(info: ModuleInfo) -> bool:
@@ -110,7 +113,12 @@ class ModelInstance:
             memory=self.memory, only=wasi_imports))
         registry.register(wasm_kernels.abi.MODULE, kernels)
         instance = compartment.instantiate(*blueprint.model, registry)
-        self._entry = instance.exports(store)[blueprint.metadata.entry]
+        exports = instance.exports(store)
+        self._entry = exports[blueprint.metadata.entry]
+        self.addresses = Addresses(blueprint.metadata, compartment, exports, self.memory_view)
+        """Where the inputs and outputs are for given dims (memory grown to them)."""
+        if blueprint.segments is not None:
+            blueprint.segments.write(self.memory_view())
         sidecar = blueprint.metadata.sidecar
         if sidecar is not None and blueprint.sidecar_weights is not None:
             self.memory.write(store, blueprint.sidecar_weights, sidecar.offset)

@@ -15,7 +15,7 @@ import numpy as np
 import wasm_kernels
 from wasm_kernels.wasm import FuncType, MemoryType, ModuleInfo
 
-from . import cache
+from . import cache, data_segments
 from . import metadata as md
 from .compartment import Compartment, ResourceLimits, parse_size
 from .errors import LimitExceeded, ModelFormatError, Trap
@@ -26,14 +26,15 @@ KERNEL_CHOICES = ("auto", "host") + wasm_kernels.ISA_NAMES
 Inputs = Mapping[str, Any] | np.ndarray
 
 
-def _read_model(model: str | os.PathLike[str] | bytes) -> bytes:
+def _read_model(model: str | os.PathLike[str] | bytes) -> bytes | Path:
+    """The model's bytes, or its checked path (read by ``data_segments.split``)."""
     if isinstance(model, (bytes, bytearray, memoryview)):
         return bytes(model)
     if isinstance(model, (str, os.PathLike)):
         path = Path(model)
         if not path.is_file():
             raise FileNotFoundError(f"model file {str(path)!r} does not exist")
-        return path.read_bytes()
+        return path
     raise TypeError(f"expected a path or bytes for the model, got {type(model).__name__}")
 
 
@@ -192,9 +193,11 @@ class Lease:
             self._instance = self._pool.acquire()
         instance = self._instance
         try:
+            addresses = instance.addresses(dims)
             memory = instance.memory_view()
             for info in metadata.inputs:
-                target = memory[info.offset:info.offset + info.nbytes(dims)]
+                at = addresses[info.name]
+                target = memory[at:at + info.nbytes(dims)]
                 np.copyto(target.view(info.dtype).reshape(info.resolve(dims)),
                           arrays[info.name], casting="same_kind")
             instance.call([dims[d.name] for d in metadata.dims])
@@ -208,7 +211,8 @@ class Lease:
         memory = instance.memory_view()  # NOTE: re-read: the guest may have grown memory.
         outputs = {}
         for info in metadata.outputs:
-            view = (memory[info.offset:info.offset + info.nbytes(dims)]
+            at = addresses[info.name]
+            view = (memory[at:at + info.nbytes(dims)]
                     .view(info.dtype).reshape(info.resolve(dims)))
             if copy:
                 view = view.copy()
@@ -238,7 +242,7 @@ class Session:
     an instance (its own sandboxed compartment) from a pool that grows lazily up to
     ``instances``. Use ``close()`` or ``with`` to release them."""
 
-    def __init__(self, wasm: bytes, limits: ResourceLimits, kernels: str = "auto", *,
+    def __init__(self, wasm: bytes | Path, limits: ResourceLimits, kernels: str = "auto", *,
                  instances: int | None = None,
                  model_path: str | os.PathLike[str] | None = None,
                  weights: str | os.PathLike[str] | bytes | None = None):
@@ -249,6 +253,7 @@ class Session:
         size = instances if instances is not None else os.cpu_count() or 1
         self.limits = limits
         compartment = Compartment(limits)
+        wasm, segments = data_segments.split(wasm)
         model = compartment.compile(wasm)
         self.metadata = md.parse(model[1].custom(md.SECTION))
         if self.metadata.abi_module != wasm_kernels.abi.MODULE:
@@ -263,7 +268,7 @@ class Session:
                                              else kernels, _imported_kernels(model[1]))
         sidecar = (read_sidecar(self.metadata.sidecar, model_path, weights)
                    if self.metadata.sidecar is not None else None)
-        blueprint = Blueprint(self.metadata, model, kernel_modules, pages, sidecar)
+        blueprint = Blueprint(self.metadata, model, kernel_modules, pages, sidecar, segments)
         self._pool = InstancePool(lambda: ModelInstance(blueprint, Compartment(limits)), size,
                                   ModelInstance(blueprint, compartment))
 

@@ -162,6 +162,19 @@ def check_supported(proto: Any) -> None:
                              f"{ {d: sorted(ops) for d, ops in DOMAIN_OPS.items()} }")
 
 
+def _read_names(graph: Any) -> set[str]:
+    """The tensor names the nodes of ``graph`` (and of its subgraphs) read but do not
+    produce: what it takes from its inputs, initializers and outer scopes."""
+    read: set[str] = set()
+    made = {o for node in graph.node for o in node.output}
+    for node in graph.node:
+        read.update(i for i in node.input if i)
+        for attr in node.attribute:
+            for sub in [attr.g] if attr.HasField("g") else list(attr.graphs):
+                read |= _read_names(sub)
+    return read - made
+
+
 def _attrs(node: Any) -> dict[str, Any]:
     from onnx import helper, numpy_helper
 
@@ -269,6 +282,44 @@ class _Importer:
             child.run(index, node)
         return [child.env[o.name] for o in body.output]
 
+    def detached(self, body: Any, inputs: Sequence[Any]) -> tuple[Graph, list[Any]]:
+        """Import subgraph ``body`` as a graph of its own (a loop body run many times):
+        each formal input bound to a known array stays known, any other becomes a graph
+        input of the ``(shape, dtype)`` given; each run-time tensor of the outer scope it
+        reads becomes one more graph input. The graph's outputs are the body's.
+
+        Returns:
+            The graph and the outer tensors behind its extra inputs, in input order.
+
+        Raises:
+            CompileError: ``inputs`` do not match the subgraph's inputs, or a node fails.
+        """
+        from onnx import numpy_helper
+
+        if len(inputs) != len(body.input):
+            raise CompileError(f"subgraph {body.name!r} takes {len(body.input)} inputs, "
+                               f"given {len(inputs)}")
+        graph = Graph(dims=self.graph.dims)  # NOTE: shared, so the dims are run's params
+        child = copy.copy(self)
+        child.graph, child.tracer, child.guard = graph, Tracer(graph), ()
+        child.env = {**self.env, **{t.name: numpy_helper.to_array(t) for t in body.initializer}}
+        for k, (info, spec) in enumerate(zip(body.input, inputs)):
+            child.env[info.name] = (spec if isinstance(spec, np.ndarray)
+                                    else child.tracer.input(f"in{k}", *spec))
+        formal = {i.name for i in body.input} | {t.name for t in body.initializer}
+        outer: list[Any] = []
+        for name in sorted(_read_names(body) - formal):
+            value = self.env.get(name)
+            if isinstance(value, SymbolicTensor):
+                child.env[name] = child.tracer.input(f"outer{len(outer)}", tuple(value.shape),
+                                                     str(value.dtype))
+                outer.append(value)
+        for index, node in enumerate(body.node):
+            child.run(index, node)
+        graph.outputs = {f"out{k}": _graph_value(f"out{k}", child.env[o.name])
+                         for k, o in enumerate(body.output)}
+        return graph, outer
+
     def add_inputs(self, input_shapes: Mapping[str, Sequence[int]], dynamic: DynamicSpec
                    ) -> None:
         from onnx.helper import tensor_dtype_to_np_dtype
@@ -292,7 +343,8 @@ class _Importer:
                                "produced by no node (an unsupported optional output?)")
         onnx_node = OnnxNode(name, node.op_type, [self.env[i] if i else None
                                                   for i in node.input],
-                             _attrs(node), self.opset, len(node.output), self.subgraph)
+                             _attrs(node), self.opset, len(node.output), self.subgraph,
+                             self.detached)
         start = len(self.graph.nodes)
         try:
             results = _op_function(node)(onnx_node)
@@ -347,6 +399,8 @@ def from_onnx(model: Any, input_shapes: Mapping[str, Sequence[int]] | None = Non
     graph = Graph()
     importer = _Importer(proto, graph, _opset(proto))
     importer.add_inputs(input_shapes or {}, dynamic or {})
+    given = {axis[0] for axes in (dynamic or {}).values() for axis in axes.values()}
+    graph.meta["default_dims"] = tuple(name for name in graph.dims if name not in given)
     for index, node in enumerate(proto.graph.node):
         importer.run(index, node)
     graph.outputs = {o.name: _graph_value(o.name, importer.env[o.name])

@@ -61,10 +61,11 @@ from .elementwise import (
                          where,
 )
 from .linear import linear, matmul
+from .loop import loop
 from .normalization import batch_norm, group_norm, instance_norm, layer_norm, rms_norm
 from .pixel import channel_shuffle, pixel_shuffle, pixel_unshuffle
 from .pooling import adaptive_avg_pool2d, avg_pool2d, max_pool2d
-from .recurrent import gru, lstm, rnn
+from .qarith import qadd, qconcat
 from .quantized import (
                          dequantize_linear,
                          dynamic_quantize_linear,
@@ -73,6 +74,7 @@ from .quantized import (
                          qmatmul,
                          quantize_linear,
 )
+from .recurrent import gru, lstm, rnn
 from .reduction import amax, log_softmax, mean, softmax, sum, topk
 from .resize import interpolate, resample
 from .rounding import ceil, cos, floor, fmod, round, sign, sin, trunc
@@ -98,10 +100,10 @@ __all__ = ["PRIMITIVES", "abs", "adaptive_avg_pool2d", "add", "amax", "argmax", 
            "dynamic_quantize_linear", "elu", "embedding", "eq", "erf",
            "exp", "flatten", "floor", "fmod", "full", "ge", "gelu", "group_norm", "gru", "gt",
            "hardshrink", "hardsigmoid", "hardswish", "hardtanh", "instance_norm", "interpolate",
-           "layer_norm", "le", "leaky_relu", "linear", "log", "log_softmax", "lstm", "lt",
+           "layer_norm", "le", "leaky_relu", "linear", "log", "log_softmax", "loop", "lstm", "lt",
            "matmul", "max_pool2d", "maximum", "mean", "minimum", "mish", "mul", "ne", "neg", "pad",
-           "permute", "pixel_shuffle", "pixel_unshuffle", "pow", "qconv2d", "qlinear", "qmatmul",
-           "quantize_linear", "relu", "relu6", "resample",
+           "permute", "pixel_shuffle", "pixel_unshuffle", "pow", "qadd", "qconcat", "qconv2d",
+           "qlinear", "qmatmul", "quantize_linear", "relu", "relu6", "resample",
            "reshape", "rms_norm", "rnn", "round", "rsqrt", "scaled_dot_product_attention", "selu",
            "shrink", "sigmoid", "sign", "silu", "sin", "slice", "softmax", "softplus",
            "softshrink", "softsign", "split", "sqrt", "squeeze", "sub", "sum", "tanh", "topk",

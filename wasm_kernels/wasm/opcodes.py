@@ -107,7 +107,9 @@ _NUMERIC = {
     **_rows(None, 0x6A, "i32.add i32.sub i32.mul i32.div_s i32.div_u i32.rem_s i32.rem_u "
                         "i32.and i32.or i32.xor i32.shl i32.shr_s i32.shr_u i32.rotl i32.rotr",
             "i32 i32 -> i32"),
-    **_rows(None, 0x7C, "i64.add i64.sub i64.mul", "i64 i64 -> i64"),
+    **_rows(None, 0x7C, "i64.add i64.sub i64.mul i64.div_s i64.div_u i64.rem_s i64.rem_u "
+                        "i64.and i64.or i64.xor i64.shl i64.shr_s i64.shr_u i64.rotl i64.rotr",
+            "i64 i64 -> i64"),
     **_rows(None, 0x8B, "f32.abs f32.neg f32.ceil f32.floor f32.trunc f32.nearest f32.sqrt",
             "f32 -> f32"),
     **_rows(None, 0x92, "f32.add f32.sub f32.mul f32.div f32.min f32.max f32.copysign",
