@@ -143,9 +143,9 @@ def test_minilm_int8_from_onnxruntime_matches_it(checkpoint: Path, batch: dict[s
     saturates full-range ones, see tests/onnx/test_quantized.py) runs in wasm as
     onnxruntime runs the graph as written. (This quantization is onnxruntime's: its
     embeddings are 0.77-0.92 cosine from the f32 ones on these sentences, ours the same;
-    ``modelc.quantize`` is the accurate path. onnxruntime's optimized run fuses GELU, LayerNorm and the attention in float32,
-    which moves some activations across a dynamic-quantization rounding boundary: 1.5e-3 off
-    its literal run here.)"""
+    ``modelc.quantize`` is the accurate path. onnxruntime's optimized run fuses GELU,
+    LayerNorm and the attention in float32, which moves some activations across a
+    dynamic-quantization rounding boundary: 1.5e-3 off its literal run here.)"""
     pytest.importorskip("onnx")
     ort = pytest.importorskip("onnxruntime")
     quantization = pytest.importorskip("onnxruntime.quantization")
