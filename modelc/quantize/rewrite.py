@@ -44,13 +44,16 @@ class Rewriter:
         return (self.constant(f"{stem}_scale", np.array(p.scale, np.float32)),
                 self.constant(f"{stem}_zero_point", np.array(p.zero_point, np.int8)))
 
-    def add_node(self, before: Node, op: str, inputs: dict[str, Value], attrs: dict[str, Any],
+    def add_node(self, before: Node, op: str,
+                 inputs: dict[str, Value] | list[tuple[str, Value]], attrs: dict[str, Any],
                  shape: Shape, dtype: str) -> Value:
-        """Insert ``op(**inputs, **attrs)`` just before ``before``; returns its output."""
+        """Insert ``op(**inputs, **attrs)`` just before ``before`` (``inputs`` as pairs when
+        a name repeats, as a list parameter's does); returns its output."""
+        pairs = list(inputs.items()) if isinstance(inputs, dict) else inputs
         name = self.fresh(op)
         output = Value(name, tuple(shape), dtype)
         return self.graph.insert(self.graph.nodes.index(before), name, op,
-                                 list(inputs.values()), tuple(inputs), attrs,
+                                 [v for _, v in pairs], tuple(n for n, _ in pairs), attrs,
                                  dict(before.meta), output)
 
     def quantized(self, value: Value, before: Node) -> tuple[Value, QParams]:

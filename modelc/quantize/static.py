@@ -119,15 +119,9 @@ def _concat(rw: Rewriter, node: Node, per_channel: bool) -> None:
     attrs = {"scales": tuple(p.scale for _, p in parts),
              "zero_points": tuple(p.zero_point for _, p in parts),
              "scale": out.scale, "zero_point": out.zero_point, "dim": node.attrs.get("dim", 0)}
-    name = f"tensors{LIST_MARK}"
-    q = rw.add_node(node, "qconcat", {}, attrs, node.output.shape, "int8")
-    producer = q.producer
-    assert producer is not None
-    producer.inputs = [v for v, _ in parts]
-    producer.input_names = (name,) * len(parts)
-    for v, _ in parts:
-        v.users.append(producer)
-    rw.replace([node], q, out)
+    inputs = [(f"tensors{LIST_MARK}", v) for v, _ in parts]
+    rw.replace([node], rw.add_node(node, "qconcat", inputs, attrs, node.output.shape, "int8"),
+               out)
 
 
 RULES = {"linear": _linear, "conv2d": _linear, "matmul": _matmul, "add": _add,
