@@ -204,6 +204,17 @@ def test_dynamic_quantization_needs_no_calibration() -> None:
     assert cosine.min() >= 0.999
 
 
+def test_a_graph_quantizes_as_its_module_does() -> None:
+    model = _seeded(nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 4)))
+    x = np.random.default_rng(7).standard_normal((5, 8)).astype(np.float32)
+    graph = modelc.trace(model, (x,))
+    assert str(modelc.quantize(graph, [x])) == str(modelc.quantize(model, [x]))
+    dynamic = modelc.quantize(modelc.trace(model, (x,)), [], activations="dynamic")
+    assert dynamic.ops() == ["dynamic_quantize_linear", "qlinear"]
+    np.testing.assert_allclose(_run(modelc.export(dynamic), {"input0": x}), model(x),
+                               atol=0.05)
+
+
 def test_quantize_errors_name_the_problem() -> None:
     model = nn.Sequential(nn.Linear(4, 2))
     x = np.zeros((1, 4), np.float32)
