@@ -81,6 +81,20 @@ class Rewriter:
         for node in reversed(nodes):
             self.graph.remove(node)
 
+    def replace_float(self, nodes: list[Node], real: Value) -> None:
+        """Put float32 ``real`` in place of the output of the last of ``nodes``, which are
+        removed."""
+        self.graph.replace_uses(nodes[-1].output, real)
+        for node in reversed(nodes):
+            self.graph.remove(node)
+
+    def read_as_float(self, value: Value, integer_ops: tuple[str, ...]) -> bool:
+        """Whether no user of ``value`` has an integer form (``integer_ops``), so the op
+        making it should leave float32 at once rather than requantize (one rounding less),
+        as a graph output does."""
+        return (any(v is value for v in self.graph.outputs.values())
+                or all(user.op not in integer_ops for user in value.users))
+
     def sole_user(self, value: Value, ops: tuple[str, ...]) -> Node | None:
         """The only user of ``value`` if its op is among ``ops`` and ``value`` is no graph
         output (so the two can fuse)."""
