@@ -187,7 +187,7 @@ def test_bad_thread_counts_are_refused(mlp_wasm, threads, error, match):
 
 
 def _gemm_model(body: str, pages: int = 1) -> bytes:
-    """A model calling ``f32_gemm(a, b, c, ws, m, k, n)`` as ``body`` says."""
+    """A model calling ``f32_gemm(a, b, c, ws, wa, m, k, n)`` as ``body`` says."""
     gemm = abi.BY_NAME["f32_gemm"]
     params = " ".join(gemm.param_types)
     meta = metadata(memory_bytes=pages * 65536)
@@ -195,12 +195,15 @@ def _gemm_model(body: str, pages: int = 1) -> bytes:
                      imports=f'(import "{abi.MODULE}" "f32_gemm" (func $gemm (param {params})))')
 
 
-# 96 x 64 x 64 (over the threshold), B packed into ws at 24576: C's rows 48.. lie past the
-# end of the one-page memory, rows ..48 inside it, so the threads taking the later parts trap.
+# 96 x 64 x 64 (over the threshold), B packed into ws at 24576, A's rows packed over A itself
+# (wa = 0: in bounds, the values do not matter here): C's rows 48.. lie past the end of the
+# one-page memory, rows ..48 inside it, so the threads taking the later parts trap.
 OUT_OF_BOUNDS = """(call $gemm (i32.const 0) (i32.const 0) (i32.const 53248) (i32.const 24576)
-                          (i32.const 96) (i32.const 64) (i32.const 64)) (i32.const 0)"""
+                          (i32.const 0) (i32.const 96) (i32.const 64) (i32.const 64))
+                   (i32.const 0)"""
 FOREVER = """(loop $again (call $gemm (i32.const 0) (i32.const 0) (i32.const 32768)
-                            (i32.const 65536) (i32.const 96) (i32.const 64) (i32.const 64))
+                            (i32.const 65536) (i32.const 0) (i32.const 96) (i32.const 64)
+                            (i32.const 64))
                 (br $again))
              (i32.const 0)"""
 X = np.zeros((1, 4), np.float32)
