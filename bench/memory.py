@@ -62,9 +62,9 @@ def _inputs(kind: str) -> dict[str, np.ndarray]:
 def prepare(workdir: Path, only: set[str]) -> None:
     """Write every model file the cases need into ``workdir``."""
     import torch
+    from peers import nn_model, torch_model
 
     import modelc
-    from peers import nn_model, torch_model
 
     if "resnet18" in only:
         reference = torch_model("resnet18")

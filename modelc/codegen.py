@@ -6,16 +6,15 @@ stderr). It exports ``run(dims...) -> i32`` (0 on success) and re-exports ``memo
 
 Memory layout: [0, 16) scratch for WASI calls, then error messages, then weights (data
 segments), then the activation arena planned by ``plan_memory`` (``arena``: with symbolic
-dims, its addresses are computed per call and memory grows to what the dims need). Each op's ``lower``
-records instructions into a ``LowerContext``; addresses are resolved once the layout is
-known, and kernel calls once the imports are.
+dims, its addresses are computed per call and memory grows to what the dims need). Each
+op's ``lower`` records instructions into a ``LowerContext``; addresses are resolved once the
+layout is known, and kernel calls once the imports are.
 """
 
 from __future__ import annotations
 
 import hashlib
 import math
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -24,8 +23,8 @@ from wasm_kernels import abi
 from wasm_kernels.wasm import Code, FuncType, Limits, MemoryType, ModuleBuilder, WasmTypeError
 
 from . import ops
-from .errors import CompileError
 from .arena import LAYOUT_EXPORT, Layout, layout_function, make_layout
+from .errors import CompileError
 from .graph import Graph, Guard, Node, Shape, Value
 from .metadata import SECTION, encode_metadata
 

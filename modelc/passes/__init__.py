@@ -36,7 +36,7 @@ PIPELINE: tuple[Pass, ...] = (
     compose_permutes,      # permute chains into one permute; identities removed
     split_permutes,        # a permute of over 4 unmergeable axes: block moves of <= 4 each
     fuse_epilogues,        # relu & co. into the producing gemm
-    plan_memory,           # one activation arena by liveness (must run last)
+    plan_memory,           # one activation arena by liveness, symbolic in the dims (last)
 )
 
 

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import ops
-from ..graph import Graph, Shape, Value
+from ..graph import Graph, Shape
 
 ALIGN = 16
 Key = int | tuple[int, int]
