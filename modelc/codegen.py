@@ -109,6 +109,24 @@ class LowerContext:
         else:
             self._add("i32.const", 0, record=("arena", self.graph.meta["slots"][id(value)]))
 
+    def within_scratch(self, node: Node, offset: int, index: int = 0) -> None:
+        """Push the address of byte ``offset`` of ``node``'s scratch buffer ``index`` (a
+        region the op lays out itself, such as a loop body's arena)."""
+        self.scratch(node, index)
+        if offset:
+            self.push(offset)
+            self._add("i32.add")
+
+    def place(self, raw: bytes) -> int:
+        """Append ``raw`` to the weights (aligned) and return its offset among them; a
+        ``("weight", k)`` record of another context's weights placed there becomes
+        ``("weight", offset + k)``."""
+        return self._place(np.frombuffer(raw, np.uint8))
+
+    def replay(self, op: str, *args: Any, record: tuple[Any, ...] | None = None) -> None:
+        """Record one instruction with its own record (lowered into another context)."""
+        self._add(op, *args, record=record)
+
     def numel(self, shape: Shape) -> None:
         """Push the element count of ``shape``, multiplying in symbolic dims at run time."""
         self.push(math.prod(d for d in shape if isinstance(d, int)))
@@ -224,6 +242,25 @@ def _enter(ctx: LowerContext, current: Guard, guard: Guard) -> Guard:
     return guard
 
 
+def lower_nodes(ctx: LowerContext) -> None:
+    """Lower every node of ``ctx.graph`` into ``ctx``, guarded nodes inside wasm ``if``s.
+
+    Raises:
+        CompileError: as ``lower``.
+    """
+    open_guard: Guard = ()
+    for node, guard in zip(ctx.graph.nodes, _guards(ctx.graph)):
+        open_guard = _enter(ctx, open_guard, guard)
+        try:
+            ops.get(node.op).lower(node, ctx)
+            if ctx.check.stack:
+                raise CompileError(f"the lowering leaves [{' '.join(map(str, ctx.check.stack))}] "
+                                   "on the stack after its kernel calls")
+        except (CompileError, WasmTypeError) as err:
+            raise CompileError(f"while lowering {node.describe()}: {err}") from None
+    _enter(ctx, open_guard, ())
+
+
 def lower(graph: Graph, reserve: int = 0) -> tuple[LowerContext, Layout]:
     """Lower every node (after ``passes.optimize``) and lay out memory, keeping ``reserve``
     bytes at ``Layout.reserved_at`` before the weights for the caller.
@@ -235,17 +272,7 @@ def lower(graph: Graph, reserve: int = 0) -> tuple[LowerContext, Layout]:
     """
     _check_dim_bounds(graph)
     ctx = LowerContext(graph)
-    open_guard: Guard = ()
-    for node, guard in zip(graph.nodes, _guards(graph)):
-        open_guard = _enter(ctx, open_guard, guard)
-        try:
-            ops.get(node.op).lower(node, ctx)
-            if ctx.check.stack:
-                raise CompileError(f"the lowering leaves [{' '.join(map(str, ctx.check.stack))}] "
-                                   "on the stack after its kernel calls")
-        except (CompileError, WasmTypeError) as err:
-            raise CompileError(f"while lowering {node.describe()}: {err}") from None
-    _enter(ctx, open_guard, ())
+    lower_nodes(ctx)
     messages, message_at = _message_segment(graph, SCRATCH_BYTES)
     layout = make_layout(graph, messages, message_at, SCRATCH_BYTES + len(messages), reserve,
                          len(ctx.weights))

@@ -124,6 +124,15 @@ def engine(fuel: bool = False, features: Features = (), epochs: bool = False,
         if name not in known:
             raise ValueError(f"unknown wasm feature {name!r}; available: {known}")
         setattr(config, f"wasm_{name}", enabled)
+    if dict(features).get("threads", False):
+        config.shared_memory = True
+        # NOTE: a shared memory is defined anew in a store for every module importing it,
+        # and wasmtime (50) asserts that one memory of a store holds a faulting address:
+        # an out-of-bounds access caught by a guard page then aborts the process. Explicit
+        # bounds checks (no guard, no reservation) trap without a fault instead; they cost
+        # the dense kernels ~8% (bench/threads.py).
+        config.memory_guard_size = 0
+        config.memory_reservation = 0
     return wasmtime.Engine(config)
 
 
@@ -182,7 +191,7 @@ def _frames(trap: wasmtime.Trap) -> list[str]:
 
 def _trap(code: str, reason: str, trap: wasmtime.Trap) -> Trap:
     """A ``Trap`` whose message names the innermost function, e.g. ``out_of_bounds in
-    wasmnn_kernels_v2!f32_gather: <wasmtime's reason>``."""
+    wasmnn_kernels_v3!f32_gather: <wasmtime's reason>``."""
     frames = trap.frames
     where = f"{code} in {_function(frames[0])}: " if frames else ""
     return Trap(code, where + reason, _frames(trap))
@@ -245,7 +254,7 @@ def translate(error: BaseException, limits: ResourceLimits, shares: Shares | Non
     """Our exception for anything a guest call or instantiation raised: ``ExitTrap`` for
     ``proc_exit``, ``LimitExceeded`` for a time, fuel, memory, table or instance cap, ``Trap``
     with a code from ``TRAP_CODES`` for the rest, its message naming the innermost function
-    (``unreachable in wasmnn_kernels_v2!f32_gather: ...``) and ``frames`` the whole
+    (``unreachable in wasmnn_kernels_v3!f32_gather: ...``) and ``frames`` the whole
     backtrace. Other exceptions (a host function's own) are returned unchanged."""
     if isinstance(error, ProcExit):
         return ExitTrap(error.code)

@@ -3,7 +3,7 @@
 The section ``wasmnn.model`` holds one UTF-8 JSON object, format 1:
 
     {"format": 1, "producer": "wasmnn 0.1.0",
-     "abi": {"module": "wasmnn_kernels_v2", "version": 2},
+     "abi": {"module": "wasmnn_kernels_v3", "version": 3},
      "entry": "run",                          # export called with one i32 per dim, in order
      "dims": [{"name": "batch", "min": 1, "max": 64}],
      "inputs":  [{"name": "x", "dtype": "float32", "shape": ["batch", 64], "offset": 1024}],
@@ -36,7 +36,7 @@ from .errors import ModelFormatError
 
 SECTION = "wasmnn.model"
 FORMAT = 1
-DTYPES = ("float32", "int64", "int32", "bool")
+DTYPES = ("float32", "int64", "int32", "bool", "int8", "uint8")
 MAX_RANK = 8
 
 
