@@ -191,8 +191,8 @@ def test_bad_thread_counts_are_refused(mlp_wasm, threads, error, match):
         runtime.load(mlp_wasm, threads=threads)
 
 
-def _gemm_model(body: str, pages: int = 1) -> bytes:
-    """A model calling ``f32_gemm(a, b, c, ws, m, k, n)`` as ``body`` says."""
+def _gemm_model(body: str, pages: int) -> bytes:
+    """A model of ``pages`` pages calling ``f32_gemm`` as ``body`` says."""
     gemm = abi.BY_NAME["f32_gemm"]
     params = " ".join(gemm.param_types)
     meta = metadata(memory_bytes=pages * 65536)
@@ -200,19 +200,23 @@ def _gemm_model(body: str, pages: int = 1) -> bytes:
                      imports=f'(import "{abi.MODULE}" "f32_gemm" (func $gemm (param {params})))')
 
 
-# 96 x 64 x 64 (over the threshold), B packed into ws at 24576: C's rows 48.. lie past the
-# end of the one-page memory, rows ..48 inside it, so the threads taking the later parts trap.
-OUT_OF_BOUNDS = """(call $gemm (i32.const 0) (i32.const 0) (i32.const 53248) (i32.const 24576)
-                          (i32.const 96) (i32.const 64) (i32.const 64)) (i32.const 0)"""
-FOREVER = """(loop $again (call $gemm (i32.const 0) (i32.const 0) (i32.const 32768)
-                            (i32.const 65536) (i32.const 96) (i32.const 64) (i32.const 64))
-                (br $again))
-             (i32.const 0)"""
+def _gemm_call(**values: int) -> str:
+    """``(call $gemm ...)`` with each parameter of ``f32_gemm`` by name."""
+    names = [p.split(":")[0] for p in abi.BY_NAME["f32_gemm"].params]
+    return f"(call $gemm {' '.join(f'(i32.const {values[n]})' for n in names)})"
+
+
+# 96 x 64 x 64 (over the threshold): A and B at 0, B's panels (ws) and A's (wa) after A;
+# C's rows 48.. lie past the end of the two-page memory, rows ..48 inside it, so the
+# threads taking the later parts trap.
+_SHAPE = {"a": 0, "b": 0, "ws": 24576, "wa": 40960, "m": 96, "k": 64, "n": 64}
+OUT_OF_BOUNDS = _gemm_call(**_SHAPE, c=131072 - 48 * 64 * 4) + " (i32.const 0)"
+FOREVER = f"(loop $again {_gemm_call(**_SHAPE, c=65536)} (br $again)) (i32.const 0)"
 X = np.zeros((1, 4), np.float32)
 
 
 def test_a_trap_in_a_worker_is_the_same_clean_trap_as_on_one_thread():
-    model = _gemm_model(OUT_OF_BOUNDS)
+    model = _gemm_model(OUT_OF_BOUNDS, pages=2)
     with runtime.load(model, threads=1) as one, pytest.raises(Trap) as single:
         one.run(X)
     with runtime.load(model, threads=2, instances=1) as two:
@@ -224,7 +228,7 @@ def test_a_trap_in_a_worker_is_the_same_clean_trap_as_on_one_thread():
 def test_an_out_of_bounds_access_of_the_model_itself_is_a_clean_trap():
     """The model and the kernels import the shared memory into one store: a fault there must
     not abort the process (runtime.compartment.engine's explicit bounds checks)."""
-    model = _gemm_model("(f32.store (i32.const 70000) (f32.const 1)) (i32.const 0)")
+    model = _gemm_model("(f32.store (i32.const 70000) (f32.const 1)) (i32.const 0)", pages=1)
     with runtime.load(model, threads=2, instances=1) as session:
         with pytest.raises(Trap, match=r"out_of_bounds in \?!func\[1\]: wasm trap: out of"):
             session.run(X)
@@ -234,7 +238,7 @@ def test_an_out_of_bounds_access_of_the_model_itself_is_a_clean_trap():
     ({"timeout": 0.2}, "timeout", r"time limit of 0\.2 s exceeded"),
     ({"fuel": 50_000_000}, "fuel", "fuel limit of 50000000 exhausted")])
 def test_a_time_or_fuel_limit_stops_every_thread(limit, code, match):
-    with runtime.load(_gemm_model(FOREVER, pages=2), threads=2, instances=1,
+    with runtime.load(_gemm_model(FOREVER, pages=3), threads=2, instances=1,
                       **limit) as session:
         with pytest.raises(LimitExceeded, match=match) as err:
             session.run(X)
@@ -250,7 +254,7 @@ def _assert_idle() -> None:
 
 
 def test_100_failing_calls_leave_no_worker_behind():
-    model = _gemm_model(OUT_OF_BOUNDS)
+    model = _gemm_model(OUT_OF_BOUNDS, pages=2)
     gc.collect()  # NOTE: other tests' dropped sessions join their workers now, not below
     before = _workers()
     baseline = threading.active_count()
