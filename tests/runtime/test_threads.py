@@ -171,11 +171,13 @@ def test_concurrent_calls_on_threaded_instances_stay_exact(block):
     assert not failures
 
 
-def test_threads_default_to_the_cores_the_process_may_use(mlp_wasm):
+def test_one_thread_by_default_and_auto_is_the_cores_the_process_may_use(mlp_wasm):
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    assert intra.default_threads() == min(cores, intra.MAX_THREADS)
+    assert intra.available_cores() == min(cores, intra.MAX_THREADS)
     with runtime.load(mlp_wasm) as session:
-        assert session.threads == intra.default_threads()
+        assert session.threads == 1
+    with runtime.load(mlp_wasm, threads="auto") as session:
+        assert session.threads == intra.available_cores()
     with runtime.load(mlp_wasm, kernels="host", threads=4) as session:
         assert session.threads == 1  # numpy kernels run on the calling thread
 
@@ -183,8 +185,9 @@ def test_threads_default_to_the_cores_the_process_may_use(mlp_wasm):
 @pytest.mark.parametrize("threads, error, match", [
     (0, ValueError, r"threads must be between 1 and 16, got 0"),
     (17, ValueError, r"threads must be between 1 and 16, got 17"),
-    (2.0, TypeError, r"threads must be an integer, got 2\.0"),
-    (True, TypeError, r"threads must be an integer, got True"),
+    (2.0, TypeError, r"threads must be an integer or 'auto', got 2\.0"),
+    (True, TypeError, r"threads must be an integer or 'auto', got True"),
+    ("all", TypeError, r"threads must be an integer or 'auto', got 'all'"),
 ])
 def test_bad_thread_counts_are_refused(mlp_wasm, threads, error, match):
     with pytest.raises(error, match=match):
