@@ -22,7 +22,7 @@ from .compartment import Compartment, ResourceLimits, parse_size
 from .errors import LimitExceeded, ModelFormatError, Trap
 from .pool import PAGE, Blueprint, Compiled, InstancePool, ModelInstance
 from .sidecar import read_sidecar
-from .threads import FEATURES, check_threads, compile_dispatch, default_threads
+from .threads import FEATURES, check_threads, compile_dispatch
 
 KERNEL_CHOICES = ("auto", "host") + wasm_kernels.ISA_NAMES
 Inputs = Mapping[str, Any] | np.ndarray
@@ -263,14 +263,14 @@ class Session:
                  instances: int | None = None,
                  model_path: str | os.PathLike[str] | None = None,
                  weights: str | os.PathLike[str] | bytes | None = None,
-                 threads: int | None = None):
+                 threads: int | str = 1):
         """Compile ``wasm``, check its metadata and create the first instance, so that a bad
         model fails here rather than on the first ``run``. Raises as ``load`` does."""
         if kernels not in KERNEL_CHOICES:
             raise ValueError(f"unknown kernels {kernels!r}; available: {list(KERNEL_CHOICES)}")
         size = instances if instances is not None else os.cpu_count() or 1
-        self.threads = 1 if kernels == "host" else (
-            default_threads() if threads is None else check_threads(threads))
+        count = check_threads(threads)
+        self.threads = 1 if kernels == "host" else count
         self.limits = limits
         features = FEATURES if self.threads > 1 else ()
         compartment = Compartment(limits, features)
@@ -345,7 +345,7 @@ def load(model: str | os.PathLike[str] | bytes, *,
          max_memory: int | str = ResourceLimits.max_memory, timeout: float | None = None,
          fuel: int | None = None, kernels: str = "auto", instances: int | None = None,
          weights: str | os.PathLike[str] | bytes | None = None,
-         threads: int | None = None) -> Session:
+         threads: int | str = 1) -> Session:
     """Load a ``.wasm`` model into a new sandboxed session.
 
     Args:
@@ -358,9 +358,11 @@ def load(model: str | os.PathLike[str] | bytes, *,
             of CPUs); each is created on first need and has its own memory.
         weights: for a model exported with ``sidecar=True``: its weights file (or bytes);
             by default the file the metadata names, next to ``model``.
-        threads: the threads each ``run`` call may use for its large kernels (default: the
-            cores this process may run on, at most ``runtime.threads.MAX_THREADS``); 1 runs
-            everything on the calling thread. The numpy ``"host"`` kernels use one.
+        threads: the threads each ``run`` call may use for its large kernels, or ``"auto"``:
+            the cores this process may run on, at most ``runtime.threads.MAX_THREADS``. The
+            default 1 runs everything on the calling thread, with a private memory: more
+            threads cost the kernels explicit bounds checks (README, Threads). The numpy
+            ``"host"`` kernels use one.
 
     Raises:
         FileNotFoundError: the path does not exist.
