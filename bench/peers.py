@@ -13,10 +13,10 @@ initialisation (or the MiniLM checkpoint) is copied into ``nn`` for wasmnn and e
 ONNX (in a temporary folder) for both ONNX Runtimes; every cell's first output is checked
 against torch eager. A cell that cannot run prints ``n/a (reason)``.
 
-Threads: ORT and torch use intra-op threads (lower latency per call); wasmnn has none, so
-its 2-thread column is two concurrent ``Session.run`` calls on a 2-instance session,
-reported as wall time per inference (throughput). The machine is shared: medians, one run,
-compare ratios within it; nothing is asserted.
+Threads: every runtime uses intra-op threads (lower latency per call); wasmnn's are
+``runtime.load(threads=N)`` on a one-instance session, and the line under the table gives
+its N-thread speedup over one thread. The machine is shared: medians, one run, compare
+ratios within it; nothing is asserted.
 """
 
 from __future__ import annotations
@@ -263,18 +263,6 @@ def _timed(run: Callable[[], Any], warmup: int, repeat: int, budget: float,
     return times
 
 
-def _pair(run: Callable[[], Any]) -> Callable[[], Any]:
-    """Two concurrent calls of ``run``, on two host threads (one round)."""
-    from concurrent.futures import ThreadPoolExecutor
-
-    pool = ThreadPoolExecutor(2)
-
-    def both() -> None:
-        for future in [pool.submit(run), pool.submit(run)]:
-            future.result()
-    return both
-
-
 def run_cell(runtime_name: str, name: str, threads: int, workdir: Path,
              args: argparse.Namespace) -> dict[str, Any]:
     """Load, first run, timed runs; the measurements as a dict (in this process)."""
@@ -284,11 +272,12 @@ def run_cell(runtime_name: str, name: str, threads: int, workdir: Path,
 
         path = workdir / ("model.wasm" if runtime_name == "wasmnn" else "model-onnx.wasm")
         start = time.perf_counter()
-        session = runtime.load(path, instances=threads, max_memory="2GiB")
+        session = runtime.load(path, instances=1, threads=threads, max_memory="2GiB")
         output = session.run(inputs)[session.outputs[0].name]
         cold = time.perf_counter() - start
-        run = (lambda: session.run(inputs)) if threads == 1 else _pair(
-            lambda: session.run(inputs))
+
+        def run() -> None:
+            session.run(inputs)
     elif runtime_name == "ort":
         import onnxruntime as ort
 
@@ -319,8 +308,7 @@ def run_cell(runtime_name: str, name: str, threads: int, workdir: Path,
         raise ValueError(f"unknown runtime {runtime_name!r}; available: {RUNTIMES}")
     times = _timed(run, args.warmup, args.repeat, args.budget,
                    time.process_time if args.clock == "cpu" else time.perf_counter)
-    per_call = 2 if runtime_name.startswith("wasmnn") and threads == 2 else 1
-    return {"median_ms": 1e3 * statistics.median(times) / per_call, "runs": len(times),
+    return {"median_ms": 1e3 * statistics.median(times), "runs": len(times),
             "cold_ms": 1e3 * cold, "output": np.asarray(output)}
 
 
@@ -441,6 +429,11 @@ def print_table(results: dict[str, dict[str, dict[int, dict[str, Any]]]],
             print(row)
             for note in dict.fromkeys(notes):
                 print(f"{'':<39}n/a ({note})")
+        own = by_runtime.get("wasmnn", {})
+        if "median_ms" in own.get(threads[0], {}):
+            print(f"{'':<21}wasmnn speedup over {threads[0]}t: " + ", ".join(
+                f"{t}t {own[threads[0]]['median_ms'] / own[t]['median_ms']:.2f}x"
+                for t in threads[1:] if "median_ms" in own.get(t, {})))
     print()
 
 

@@ -138,6 +138,8 @@ CASES: dict[str, Case] = {
                        (x(2, 6, 3, 3),)),
     # matrix products, with fused epilogues
     "linear": Case(lambda a: F.linear(a, WEIGHT, BIAS), (x(3, 6),), BATCH),
+    # two groups of 4 rows packed into f32_linear's scratch, a last row read in place
+    "linear_packed_rows": Case(lambda a: F.linear(a, WEIGHT, BIAS), (x(9, 6),)),
     "linear_hardswish": Case(lambda a: F.hardswish(F.linear(a, WEIGHT, BIAS)), (x(3, 6),)),
     "linear_residual_gelu": Case(lambda a, r: F.gelu(F.linear(a, WEIGHT) + r),
                                  (x(3, 6), x(3, 5))),
