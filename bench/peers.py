@@ -1,7 +1,8 @@
 """wasmnn beside its peers, in one run: ONNX Runtime native, ONNX Runtime Web's WASM backend
-under Node, and PyTorch on the CPU, on MiniLM, ResNet-18, MobileNetV2, an MLP and an LSTM.
+under Node, and PyTorch on the CPU, on MiniLM, ResNet-18, MobileNetV2, an MLP and an LSTM,
+and (``--models real``) on the real models of ``tests/cases/real_models.py`` (``peers_real.py``).
 
-    .venv/bin/python bench/peers.py [--models minilm-b1,mlp] [--runtimes wasmnn,ort]
+    .venv/bin/python bench/peers.py [--models minilm-b1,mlp|real] [--runtimes wasmnn,ort]
                                     [--threads 1,2] [--repeat 20] [--budget 8] [--json out.json]
 
 Every (runtime, model, threads) cell runs in its own process, so its peak RSS and cold start
@@ -12,10 +13,10 @@ initialisation (or the MiniLM checkpoint) is copied into ``nn`` for wasmnn and e
 ONNX (in a temporary folder) for both ONNX Runtimes; every cell's first output is checked
 against torch eager. A cell that cannot run prints ``n/a (reason)``.
 
-Threads: ORT and torch use intra-op threads (lower latency per call); wasmnn has none, so
-its 2-thread column is two concurrent ``Session.run`` calls on a 2-instance session,
-reported as wall time per inference (throughput). The machine is shared: medians, one run,
-compare ratios within it; nothing is asserted.
+Threads: every runtime uses intra-op threads (lower latency per call); wasmnn's are
+``runtime.load(threads=N)`` on a one-instance session, and the line under the table gives
+its N-thread speedup over one thread. The machine is shared: medians, one run, compare
+ratios within it; nothing is asserted.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import peers_real
 
 BENCH = Path(__file__).resolve().parent
 ROOT = BENCH.parent
@@ -51,6 +53,10 @@ ONE_THREAD_ONLY = {"wasmnn-onnx"}  # the same engine as wasmnn; one column is en
 class ModelSpec:
     kind: str  # "minilm", or a builder in bench/models.py
     inputs: Callable[[], dict[str, np.ndarray]]
+    quantize: str = ""
+    """"dynamic" or "static": the ONNX model every runtime runs is onnxruntime's
+    quantize_dynamic / quantize_static (QDQ, per channel, 32 calibration inputs) of the f32
+    one; wasmnn imports it (the nn-path column is left out)."""
 
 
 def _minilm_inputs(batch: int, length: int) -> Callable[[], dict[str, np.ndarray]]:
@@ -73,10 +79,20 @@ MODELS = {
     "mobilenet_v2": ModelSpec("mobilenet_v2", _image((1, 3, 224, 224))),
     "mlp": ModelSpec("mlp", _image((32, 784))),
     "lstm": ModelSpec("lstm", _image((100, 1, 64))),
+    "minilm-b1-int8": ModelSpec("minilm", _minilm_inputs(1, 128), "dynamic"),
+    "resnet18-int8": ModelSpec("resnet18", _image((1, 3, 224, 224)), "static"),
+    "mobilenet_v2-int8": ModelSpec("mobilenet_v2", _image((1, 3, 224, 224)), "static"),
+    "mlp-int8": ModelSpec("mlp", _image((32, 784)), "dynamic"),
 }
+DEFAULT_MODELS = list(MODELS)
+MODELS.update({name: ModelSpec("real", peers_real.inputs(name)) for name in peers_real.NAMES})
+GROUPS = {"real": peers_real.NAMES}
 TITLES = {"minilm-b1": "MiniLM b1 s128", "minilm-b8": "MiniLM b8 s128",
           "resnet18": "ResNet-18 1x3x224²", "mobilenet_v2": "MobileNetV2 1x3x224²",
-          "mlp": "MLP 32x784", "lstm": "LSTM h128 T100 B1"}
+          "mlp": "MLP 32x784", "lstm": "LSTM h128 T100 B1",
+          "minilm-b1-int8": "MiniLM b1 s128 int8", "resnet18-int8": "ResNet-18 int8",
+          "mobilenet_v2-int8": "MobileNetV2 int8", "mlp-int8": "MLP 32x784 int8",
+          **{n: n for n in peers_real.NAMES}}
 
 
 # ---------------------------------------------------------------- torch models
@@ -172,6 +188,8 @@ def prepare(name: str, workdir: Path) -> dict[str, Any]:
     np.savez(workdir / "inputs.npz", **arrays)
     for key, value in inputs.items():
         value.tofile(workdir / f"{key}.bin")
+    if spec.kind == "real":
+        return peers_real.prepare(name, workdir, inputs)
     reference = torch_model(spec.kind)
     if spec.kind != "minilm":
         torch.save(reference.state_dict(), workdir / "torch.pt")
@@ -180,6 +198,8 @@ def prepare(name: str, workdir: Path) -> dict[str, Any]:
     np.save(workdir / "expected.npy", expected)
     failed: dict[str, str] = {}
     try:
+        if spec.quantize:
+            raise NotImplementedError("int8 runs the onnxruntime-quantized ONNX model")
         modelc.export(nn_model(spec.kind, reference), inputs, workdir / "model.wasm")
     except Exception as error:  # noqa: BLE001 - reported in the table
         failed["wasmnn"] = _first_line(error)
@@ -190,6 +210,8 @@ def prepare(name: str, workdir: Path) -> dict[str, Any]:
             torch.onnx.export(exportable, tuple(torch.from_numpy(v) for v in inputs.values()),
                               str(workdir / "model.onnx"), input_names=list(inputs),
                               output_names=["output0"], opset_version=17, dynamo=False)
+        if spec.quantize:
+            quantize_onnx(workdir / "model.onnx", spec)
     except Exception as error:  # noqa: BLE001
         failed["ort"] = failed["ortweb"] = failed["wasmnn-onnx"] = _first_line(error)
         return failed
@@ -200,6 +222,29 @@ def prepare(name: str, workdir: Path) -> dict[str, Any]:
     except Exception as error:  # noqa: BLE001
         failed["wasmnn-onnx"] = _first_line(error)
     return failed
+
+
+def quantize_onnx(path: Path, spec: ModelSpec) -> None:
+    """Replace the f32 ONNX model at ``path`` by onnxruntime's int8 quantization of it."""
+    from onnxruntime import quantization
+
+    source = path.with_name("model-f32.onnx")
+    path.rename(source)
+    if spec.quantize == "dynamic":
+        quantization.quantize_dynamic(source, path, weight_type=quantization.QuantType.QInt8)
+        return
+
+    class Calibration(quantization.CalibrationDataReader):  # type: ignore[misc]
+        def __init__(self) -> None:
+            base = spec.inputs()
+            self.feeds = iter([{key: np.random.default_rng(seed).standard_normal(
+                value.shape).astype(value.dtype) for key, value in base.items()}
+                for seed in range(32)])
+
+        def get_next(self) -> dict[str, np.ndarray] | None:
+            return next(self.feeds, None)
+
+    quantization.quantize_static(source, path, Calibration(), per_channel=True)
 
 
 # ---------------------------------------------------------------- one cell (child)
@@ -218,18 +263,6 @@ def _timed(run: Callable[[], Any], warmup: int, repeat: int, budget: float,
     return times
 
 
-def _pair(run: Callable[[], Any]) -> Callable[[], Any]:
-    """Two concurrent calls of ``run``, on two host threads (one round)."""
-    from concurrent.futures import ThreadPoolExecutor
-
-    pool = ThreadPoolExecutor(2)
-
-    def both() -> None:
-        for future in [pool.submit(run), pool.submit(run)]:
-            future.result()
-    return both
-
-
 def run_cell(runtime_name: str, name: str, threads: int, workdir: Path,
              args: argparse.Namespace) -> dict[str, Any]:
     """Load, first run, timed runs; the measurements as a dict (in this process)."""
@@ -239,11 +272,12 @@ def run_cell(runtime_name: str, name: str, threads: int, workdir: Path,
 
         path = workdir / ("model.wasm" if runtime_name == "wasmnn" else "model-onnx.wasm")
         start = time.perf_counter()
-        session = runtime.load(path, instances=threads, max_memory="2GiB")
-        output = session.run(inputs)["output0"]
+        session = runtime.load(path, instances=1, threads=threads, max_memory="2GiB")
+        output = session.run(inputs)[session.outputs[0].name]
         cold = time.perf_counter() - start
-        run = (lambda: session.run(inputs)) if threads == 1 else _pair(
-            lambda: session.run(inputs))
+
+        def run() -> None:
+            session.run(inputs)
     elif runtime_name == "ort":
         import onnxruntime as ort
 
@@ -274,8 +308,7 @@ def run_cell(runtime_name: str, name: str, threads: int, workdir: Path,
         raise ValueError(f"unknown runtime {runtime_name!r}; available: {RUNTIMES}")
     times = _timed(run, args.warmup, args.repeat, args.budget,
                    time.process_time if args.clock == "cpu" else time.perf_counter)
-    per_call = 2 if runtime_name.startswith("wasmnn") and threads == 2 else 1
-    return {"median_ms": 1e3 * statistics.median(times) / per_call, "runs": len(times),
+    return {"median_ms": 1e3 * statistics.median(times), "runs": len(times),
             "cold_ms": 1e3 * cold, "output": np.asarray(output)}
 
 
@@ -365,7 +398,7 @@ def _size_mb(workdir: Path, runtime_name: str) -> str:
 
 def print_table(results: dict[str, dict[str, dict[int, dict[str, Any]]]],
                 sizes: dict[str, dict[str, str]], threads: list[int]) -> None:
-    head = f"{'model':<21}{'runtime':<15}"
+    head = f"{'model':<24}{'runtime':<15}"
     for t in threads:
         head += f"{f'{t}t ms':>10}{'x wasmnn':>9}"
     head += f"{'cold ms':>9}{'RSS MB':>8}{'size MB':>10}{'max err':>9}"
@@ -373,11 +406,13 @@ def print_table(results: dict[str, dict[str, dict[int, dict[str, Any]]]],
     print("-" * len(head))
     for name, by_runtime in results.items():
         for index, (runtime_name, cells) in enumerate(by_runtime.items()):
-            row = f"{TITLES[name] if index == 0 else '':<21}{LABELS[runtime_name]:<15}"
+            row = f"{TITLES[name] if index == 0 else '':<24}{LABELS[runtime_name]:<15}"
             notes = []
             for t in threads:
                 cell = cells.get(t)
                 base = by_runtime.get("wasmnn", {}).get(t, {})
+                if "median_ms" not in base:  # an int8 row: against wasmnn's ONNX import
+                    base = by_runtime.get("wasmnn-onnx", {}).get(1, {})
                 if cell is None:
                     row += f"{'':>10}{'':>9}"
                 elif "error" in cell:
@@ -393,13 +428,19 @@ def print_table(results: dict[str, dict[str, dict[int, dict[str, Any]]]],
                         f"{sizes[name].get(runtime_name, ''):>10}{first['max_err']:>9.1e}")
             print(row)
             for note in dict.fromkeys(notes):
-                print(f"{'':<36}n/a ({note})")
+                print(f"{'':<39}n/a ({note})")
+        own = by_runtime.get("wasmnn", {})
+        if "median_ms" in own.get(threads[0], {}):
+            print(f"{'':<21}wasmnn speedup over {threads[0]}t: " + ", ".join(
+                f"{t}t {own[threads[0]]['median_ms'] / own[t]['median_ms']:.2f}x"
+                for t in threads[1:] if "median_ms" in own.get(t, {})))
     print()
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--models", default=",".join(MODELS))
+    parser.add_argument("--models", default=",".join(DEFAULT_MODELS),
+                        help=f"models, or groups of them: {sorted(GROUPS)}")
     parser.add_argument("--runtimes", default=",".join(RUNTIMES))
     parser.add_argument("--threads", default="1,2")
     parser.add_argument("--warmup", type=int, default=2)
@@ -417,7 +458,7 @@ def main() -> int:
     if args.cell:
         _child(args)
         return 0
-    names = args.models.split(",")
+    names = [n for group in args.models.split(",") for n in GROUPS.get(group, [group])]
     runtimes = args.runtimes.split(",")
     threads = [int(t) for t in args.threads.split(",")]
     for value, known in ((names, MODELS), (runtimes, RUNTIMES)):

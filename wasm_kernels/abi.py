@@ -81,22 +81,26 @@ def _math(core: str, epilogue: tuple[str, ...]) -> str:
 def _gemm(bias: bool, residual: bool, activation: str) -> KernelSpec:
     epilogue = _epilogue(bias, residual, activation)
     params = (("a", "b") + (("bias",) if bias else ()) + (("r",) if residual else ())
-              + ("c", "m", "k", "n"))
+              + ("c", "ws", "wa", "m", "k", "n"))
     return KernelSpec("_".join(("f32_gemm",) + epilogue), "gemm", "gemm", params,
                       f"C(m, n) = {_math('A @ B', epilogue)}; A is (m, k), B is (k, n)"
                       + (", R is (m, n)" if residual else "")
-                      + ", all row-major f32; C may alias R", epilogue=epilogue)
+                      + ", all row-major f32; C may alias R; ws and wa are scratch of n * k "
+                      "and m * k floats (B's and A's panels are packed there), overwritten",
+                      epilogue=epilogue)
 
 
 def _linear(bias: bool, residual: bool, activation: str) -> KernelSpec:
     epilogue = _epilogue(bias, residual, activation)
     params = (("a", "w") + (("bias",) if bias else ()) + (("r",) if residual else ())
-              + ("c", "m", "k", "n"))
+              + ("c", "wa", "m", "k", "n"))
     return KernelSpec("_".join(("f32_linear",) + epilogue), "linear", "linear", params,
                       f"C(m, n) = {_math('A @ W.T', epilogue)}; A is (m, k), W is (n, k) "
                       "(nn.Linear's weight), packed by wasm_kernels.pack.pack_linear_weight"
                       + (", R is (m, n)" if residual else "")
-                      + ", all row-major f32; C may alias R", epilogue=epilogue)
+                      + ", all row-major f32; C may alias R; wa is scratch of m * k floats "
+                      "(A's rows are packed there, each group where it lies in A), "
+                      "overwritten", epilogue=epilogue)
 
 
 BMM = KernelSpec(
@@ -276,13 +280,15 @@ MASKS: tuple[KernelSpec, ...] = (
     _cast(("int64", "bool"), "x[i] != 0 as a numpy bool byte, for int64 x"),
 )
 
-TOPK = KernelSpec(
-    "f32_topk", "topk", "topk",
+TOPK_TYPES: tuple[str, ...] = ("float32", "int32", "int64")
+"""The element dtypes of the top-k kernels (integers compare signed)."""
+TOPKS: tuple[KernelSpec, ...] = tuple(KernelSpec(
+    f"{_SHORT[dtype]}_topk", "topk", "topk",
     ("x", "values", "indices", "outer", "n", "inner", "k", "largest"),
-    "values(outer, k, inner), indices(outer, k, inner) = the k largest (smallest when "
-    "largest is 0) of x(outer, n, inner) along its middle axis, sorted, and their int64 "
-    "indices; equal values keep their order (the lower index first); k <= n",
-    dtypes=("float32", "float32"))
+    f"values(outer, k, inner), indices(outer, k, inner) = the k largest (smallest when "
+    f"largest is 0) of the {dtype} x(outer, n, inner) along its middle axis, sorted, and "
+    "their int64 indices; equal values keep their order (the lower index first); k <= n",
+    dtypes=(dtype, dtype)) for dtype in TOPK_TYPES)
 
 INTEGER_OPS: dict[str, str] = {"add": "a + b", "sub": "a - b", "mul": "a * b"}
 """Integer arithmetic by name (issue #19: positions and indices computed at run time)."""
@@ -379,7 +385,7 @@ QUANTIZE: tuple[KernelSpec, ...] = (
                "y(outer, channels, inner) = saturate(round_half_even(x / scale[c]) + "
                "zero_point[c]) for f32 x: scale is (channels,) f32, zero_point (channels,) "
                "bytes; y and the zero points are int8 when signed is 1, uint8 when it is 0 "
-               "(saturate clamps to their range; NaN gives the zero point)",
+               "(saturate clamps to their range; NaN gives 0)",
                dtypes=("float32", "uint8")),
     *(KernelSpec(f"{short}_dequantize_linear", "quantize", "dequantize_linear", QUANTIZE_PARAMS,
                  f"y(outer, channels, inner) = float32(x - zero_point[c]) * scale[c] for "
@@ -450,7 +456,7 @@ KERNELS: tuple[KernelSpec, ...] = (
     RESAMPLE,
     *(_integer(dtype, op, math) for dtype in ("int32", "int64") for op, math in
       INTEGER_OPS.items()),
-    TOPK,
+    *TOPKS,
     *QRESCALE,
     *QUANTIZE,
     *(_qlinear(dtype, requantize, act) for dtype in ("uint8", "int8")

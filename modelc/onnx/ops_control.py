@@ -6,7 +6,10 @@ both branches, each node guarded by the condition (codegen wraps guarded nodes i
 ``if``), and merges each output pair with ``where`` on the condition; when one branch
 cannot import for the given shapes, only the other is kept and a ``check`` traps at run
 time if the condition picks the failed one. ``Loop`` with a known
-trip count and ``Scan`` are unrolled: the body is imported once per iteration.
+trip count and ``Scan`` over a fixed axis are unrolled up to ``MAX_UNROLL`` iterations: the
+body is imported once per iteration. Past that, or with a trip count known only at run
+time, or over a symbolic axis, the body is imported once as a graph of its own and the op
+becomes one ``nn.functional.loop``: a wasm loop (``modelc/ops/loop.py``).
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ import numpy as np
 from nn import functional as F
 
 from ..errors import CompileError
+from ..ops.loop import Body
 from .fold import is_known, operands
 from .node import OnnxNode
 
@@ -80,13 +84,6 @@ def _only_branch(n: OnnxNode, flag: Any, then: Any, other: Any) -> tuple[Any, ..
                  for v in good)
 
 
-def _trip_count(n: OnnxNode, count: int) -> int:
-    if not 0 <= count <= MAX_UNROLL:
-        raise n.error(f"trip count {count} is outside [0, {MAX_UNROLL}], the most iterations "
-                      "unrolled")
-    return count
-
-
 def _stack(parts: list[Any], axis: int) -> Any:
     """Per-iteration scan outputs joined along a new axis ``axis``."""
     expanded = [F.reshape(p, (*p.shape[:axis], 1, *p.shape[axis:])) if not is_known(p)
@@ -96,11 +93,29 @@ def _stack(parts: list[Any], axis: int) -> Any:
     return expanded[0] if len(expanded) == 1 else F.concat(expanded, axis)
 
 
+class _RunTimeCondition(Exception):
+    """An unrolled loop met a condition known only at run time."""
+
+
 def loop(n: OnnxNode) -> tuple[Any, ...]:
-    """Loop, unrolled: it must stop within ``MAX_UNROLL`` iterations by its trip count
-    ``M`` (known at import time) or by a condition that folds in every iteration."""
-    limit = int(n.known(0, "trip count M").reshape(-1)[0]) if n.has(0) else None
-    cond = n.known(1, "the loop condition") if n.has(1) else np.array(True)
+    """Loop, unrolled when it stops within ``MAX_UNROLL`` iterations by its trip count
+    ``M`` (known at import time) or by a condition that folds in every iteration; a wasm
+    loop (``_loop_in_wasm``) when ``M`` or the condition is known only at run time, or
+    ``M`` is larger."""
+    count = n.optional(0)
+    cond: Any = n.optional(1) if n.has(1) else np.array(True)
+    if not is_known(count, cond) or (count is not None
+                                     and int(count.reshape(-1)[0]) > MAX_UNROLL):
+        return _loop_in_wasm(n, count, cond)
+    try:
+        return _unrolled_loop(n, count, cond)
+    except _RunTimeCondition:  # NOTE: the unrolled iterations left feed nothing (dead code)
+        return _loop_in_wasm(n, count, cond)
+
+
+def _unrolled_loop(n: OnnxNode, count: np.ndarray | None, cond: np.ndarray
+                   ) -> tuple[Any, ...]:
+    limit = int(count.reshape(-1)[0]) if count is not None else None
     carried = list(n.inputs[2:])
     scans: list[list[Any]] = [[] for _ in range(n.outputs - len(carried))]
     i = 0
@@ -109,8 +124,7 @@ def loop(n: OnnxNode) -> tuple[Any, ...]:
             raise n.error(f"still running after {MAX_UNROLL} iterations, the most unrolled")
         cond, *outputs = n.subgraph("body", [np.array(i, np.int64), cond, *carried])
         if not is_known(cond):
-            raise n.error(f"the condition computed by iteration {i} is known only at run "
-                          "time; only loops whose condition folds are supported")
+            raise _RunTimeCondition
         carried = outputs[:len(carried)]
         for parts, value in zip(scans, outputs[len(carried):]):
             parts.append(value)
@@ -121,8 +135,97 @@ def loop(n: OnnxNode) -> tuple[Any, ...]:
     return (*carried, *(_stack(parts, 0) for parts in scans))
 
 
+def _results(values: Any) -> list[Any]:
+    """``nn.functional.loop``'s result as a list (one output comes alone)."""
+    return list(values) if isinstance(values, tuple) else [values]
+
+
+def _spec(value: Any) -> tuple[tuple[Any, ...], str]:
+    return tuple(value.shape), str(value.dtype)
+
+
+def _loop_in_wasm(n: OnnxNode, count: Any, cond: Any) -> tuple[Any, ...]:
+    """Loop as one ``nn.functional.loop`` (a wasm loop over a body compiled once). When
+    the body keeps a true condition true (a constant), only ``M`` stops it; otherwise the
+    condition is loop-carried state 0 and the loop stops before an iteration where it is
+    false (and then has no stacked outputs: their length is unknown before the run)."""
+    carried = [n.input(i) for i in range(2, len(n.inputs))]
+    specs = [_spec(v) for v in carried]
+    steps = count if count is None or not is_known(count) else int(count.reshape(-1)[0])
+    if is_known(cond):
+        if not bool(np.asarray(cond).reshape(-1)[0]):
+            if n.outputs > len(carried):
+                raise n.error("a loop that runs no iteration has empty scan outputs, which "
+                              "are not supported")
+            return tuple(carried)
+        graph, outer = n.detached("body", [((), "int64"), np.array(True), *specs])
+        cond_out, *results = graph.outputs.values()
+        if count is not None and cond_out.is_constant and bool(
+                np.asarray(cond_out.data).reshape(-1)[0]):
+            _check_states(n, carried, results)
+            graph.outputs = dict(list(graph.outputs.items())[1:])
+            body = Body.build(graph, counter=True, states=len(carried), elements=0)
+            return tuple(_results(F.loop(steps, carried, [], outer, body)))
+    if n.outputs > len(carried):
+        raise n.error("a loop whose condition is computed at run time has scan outputs of a "
+                      "length unknown before the run, which are not supported")
+    graph, outer = n.detached("body", [((), "int64"), _spec(cond), *specs])
+    _check_states(n, [cond, *carried], list(graph.outputs.values()))
+    body = Body.build(graph, counter=True, states=1 + len(carried), elements=0)
+    return tuple(_results(F.loop(steps, [cond, *carried], [], outer, body, until=0))[1:])
+
+
+def _check_states(n: OnnxNode, initial: list[Any], results: list[Any]) -> None:
+    """Each loop-carried value keeps its dtype and shape (unit axes aside) in the body."""
+    def squeezed(v: Any) -> tuple[str, list[Any]]:
+        return str(v.dtype), [d for d in v.shape if d != 1]
+
+    for k, (a, b) in enumerate(zip(initial, results)):
+        if squeezed(a) != squeezed(b):
+            raise n.error(f"loop-carried value {k} starts as {a.dtype}{list(a.shape)} and the "
+                          f"body makes it {b.dtype}{list(b.shape)}; a wasm loop needs one")
+
+
+def _scan_in_wasm(n: OnnxNode, states: list[Any], inputs: list[Any], in_axes: list[int],
+                  backwards: list[int]) -> tuple[Any, ...]:
+    """Scan as one ``nn.functional.loop`` over a length known only at run time (a symbolic
+    axis) or over ``MAX_UNROLL``: scan axes are moved to the front and back."""
+    xs = [_to_front(x, a) for x, a in zip(inputs, in_axes)]
+    if len({x.shape[0] for x in xs}) != 1:
+        raise n.error(f"scan inputs need one length along their scan axes, got "
+                      f"{sorted(str(x.shape[0]) for x in xs)}")
+    graph, outer = n.detached("body", [*(_spec(v) for v in states),
+                                       *((tuple(x.shape[1:]), str(x.dtype)) for x in xs)])
+    _check_states(n, states, list(graph.outputs.values()))
+    body = Body.build(graph, counter=False, states=len(states), elements=len(xs))
+    out_count = n.outputs - len(states)
+    results = _results(F.loop(None, states, xs, outer, body,
+                              reverse_inputs=tuple(bool(b) for b in backwards),
+                              reverse_outputs=tuple(bool(b) for b in
+                                                    n.attr("scan_output_directions")
+                                                    or [0] * out_count)))
+    stacked = [_from_front(y, n.axis(a, len(y.shape))) for y, a in zip(
+        results[len(states):], n.attr("scan_output_axes") or [0] * out_count)]
+    return (*results[:len(states)], *stacked)
+
+
+def _to_front(x: Any, axis: int) -> Any:
+    order = [axis] + [a for a in range(len(x.shape)) if a != axis]
+    if axis == 0:
+        return x
+    return np.transpose(x, order) if is_known(x) else F.permute(x, order)
+
+
+def _from_front(y: Any, axis: int) -> Any:
+    order = list(range(1, axis + 1)) + [0] + list(range(axis + 1, len(y.shape)))
+    if axis == 0:
+        return y
+    return np.transpose(y, order) if is_known(y) else F.permute(y, order)
+
+
 def scan(n: OnnxNode) -> tuple[Any, ...]:
-    """Scan (opset 9+), unrolled over the scan axis of its inputs, which must be fixed."""
+    """Scan (opset 9+), unrolled over the scan axis of its inputs when it is fixed and at
+    most ``MAX_UNROLL`` long, else a wasm loop (``_scan_in_wasm``)."""
     count = n.attr("num_scan_inputs")
     states = [n.input(i) for i in range(len(n.inputs) - count)]
     inputs = [n.input(i) for i in range(len(states), len(n.inputs))]
@@ -130,10 +233,12 @@ def scan(n: OnnxNode) -> tuple[Any, ...]:
                zip(n.attr("scan_input_axes") or [0] * count, inputs)]
     backwards = n.attr("scan_input_directions") or [0] * count
     lengths = {x.shape[a] for x, a in zip(inputs, in_axes)}
-    if len(lengths) != 1 or not all(isinstance(d, int) for d in lengths):
-        raise n.error(f"scan inputs need one fixed length along their scan axes, got "
+    if len(lengths) == 1 and not all(isinstance(d, int) and d <= MAX_UNROLL for d in lengths):
+        return _scan_in_wasm(n, states, inputs, in_axes, backwards)
+    if len(lengths) != 1:
+        raise n.error(f"scan inputs need one length along their scan axes, got "
                       f"{sorted(map(str, lengths))}")
-    steps = _trip_count(n, lengths.pop())
+    steps = int(lengths.pop())  # NOTE: fixed and at most MAX_UNROLL, as checked above
     outputs: list[list[Any]] = [[] for _ in range(n.outputs - len(states))]
     for i in range(steps):
         elements = [_element(x, a, steps - 1 - i if back else i)

@@ -25,7 +25,7 @@ class DequantizeLinear(OpDef):
             raise CompileError(f"dequantize_linear expects int8, uint8 or int32 input, got "
                                f"{dtypes[0]}")
         channels = shapes[0][normalized(attrs.get("axis", 1), len(shapes[0]), "axis")] \
-            if shapes[0] else None
+            if len(shapes[1]) == 1 else None
         zero_dtype = "int8" if dtypes[2] == "int32" else dtypes[2]
         check_pair(self.name, "the", (shapes[1], dtypes[1]), (shapes[2], zero_dtype), channels)
         if dtypes[2] != dtypes[0]:

@@ -27,8 +27,11 @@ class QMatmul(OpDef):
     name = "qmatmul"
 
     def infer(self, shapes: list, dtypes: list[str], attrs: dict[str, Any]) -> list:
-        shape = MATMUL.infer([shapes[0], shapes[3]], ["float32", "float32"], {})[0][0]
         check_operands(self.name, shapes, dtypes, None, ("input", "other"))
+        try:
+            shape = MATMUL.infer([shapes[0], shapes[3]], ["float32", "float32"], {})[0][0]
+        except CompileError as err:
+            raise CompileError(f"qmatmul: {err}") from None
         _, output = optional(shapes, dtypes, has_bias=False)
         return [(shape, result_dtype(self.name, None, output, None, attrs))]
 

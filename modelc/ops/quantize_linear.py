@@ -23,7 +23,7 @@ class QuantizeLinear(OpDef):
         if dtypes[0] != FLOAT:
             raise CompileError(f"quantize_linear expects a float32 input, got {dtypes[0]}")
         channels = shapes[0][normalized(attrs.get("axis", 1), len(shapes[0]), "axis")] \
-            if shapes[0] else None
+            if len(shapes[1]) == 1 else None
         check_pair(self.name, "the", (shapes[1], dtypes[1]), (shapes[2], dtypes[2]), channels)
         return [(shapes[0], dtypes[2])]
 

@@ -61,6 +61,7 @@ from .elementwise import (
                          where,
 )
 from .linear import linear, matmul
+from .loop import loop
 from .normalization import batch_norm, group_norm, instance_norm, layer_norm, rms_norm
 from .pixel import channel_shuffle, pixel_shuffle, pixel_unshuffle
 from .pooling import adaptive_avg_pool2d, avg_pool2d, max_pool2d
@@ -99,7 +100,7 @@ __all__ = ["PRIMITIVES", "abs", "adaptive_avg_pool2d", "add", "amax", "argmax", 
            "dynamic_quantize_linear", "elu", "embedding", "eq", "erf",
            "exp", "flatten", "floor", "fmod", "full", "ge", "gelu", "group_norm", "gru", "gt",
            "hardshrink", "hardsigmoid", "hardswish", "hardtanh", "instance_norm", "interpolate",
-           "layer_norm", "le", "leaky_relu", "linear", "log", "log_softmax", "lstm", "lt",
+           "layer_norm", "le", "leaky_relu", "linear", "log", "log_softmax", "loop", "lstm", "lt",
            "matmul", "max_pool2d", "maximum", "mean", "minimum", "mish", "mul", "ne", "neg", "pad",
            "permute", "pixel_shuffle", "pixel_unshuffle", "pow", "qadd", "qconcat", "qconv2d",
            "qlinear", "qmatmul", "quantize_linear", "relu", "relu6", "resample",

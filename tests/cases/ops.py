@@ -8,6 +8,7 @@ row. A row's name starts with the op it is for.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -79,6 +80,7 @@ F_SCALE = (np.abs(FILTERS).reshape(4, -1).max(axis=1) / 127).astype(np.float32)
 F_Q = np.rint(FILTERS / F_SCALE[:, None, None, None]).astype(np.int8)
 BIAS_Q = np.rint(BIAS / (0.04 * W_SCALE)).astype(np.int32)
 U8, S8 = (q(0.04), q(120, np.uint8)), (q(0.03), q(-5, np.int8))
+TABLE_Q = np.arange(88, dtype=np.uint8).reshape(11, 8) * 3
 
 
 def _quantized(a: np.ndarray, pair: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
@@ -136,10 +138,14 @@ CASES: dict[str, Case] = {
                        (x(2, 6, 3, 3),)),
     # matrix products, with fused epilogues
     "linear": Case(lambda a: F.linear(a, WEIGHT, BIAS), (x(3, 6),), BATCH),
+    # two groups of 4 rows packed into f32_linear's scratch, a last row read in place
+    "linear_packed_rows": Case(lambda a: F.linear(a, WEIGHT, BIAS), (x(9, 6),)),
     "linear_hardswish": Case(lambda a: F.hardswish(F.linear(a, WEIGHT, BIAS)), (x(3, 6),)),
     "linear_residual_gelu": Case(lambda a, r: F.gelu(F.linear(a, WEIGHT) + r),
                                  (x(3, 6), x(3, 5))),
     "matmul": Case(lambda a, b: F.matmul(a, b), (x(3, 4), x(4, 5))),
+    # two whole 8-column panels of B packed into f32_gemm's scratch, 3 columns read in place
+    "matmul_packed_panels": Case(lambda a, b: F.matmul(a, b), (x(5, 18), x(18, 19))),
     "matmul_mask_rows": Case(lambda q, k, mask: F.matmul(q, k) + mask,
                              (x(2, 3, 5, 4), x(2, 3, 4, 6), x(2, 1, 1, 6))),
     "matmul_shared_b_bias": Case(lambda q, k, bias: F.relu(F.matmul(q, k) + bias),
@@ -203,6 +209,9 @@ CASES: dict[str, Case] = {
                                  (x(2, 5, 4),)),
     "topk_indices": Case(lambda a: F.cast(F.topk(a, 2)[1], np.float32), (x(3, 7),), BATCH),
     "check": Case(lambda a, ok: F.check(a, ok) * 2.0, (x(2, 3), np.array([True]))),
+    # a scan over 6 rows with a state, an outer tensor and a per-row output
+    "loop": Case(lambda s, rows, w: sum(F.loop(None, [s], [rows], [w], _scan_body())),
+                 (x(4), x(6, 4), x(4))),
     # quantized: f32 in, f32 out; requantized results may differ by one step of their scale
     "quantize_linear": Case(lambda a: F.dequantize_linear(_quantized(a, U8), *U8),
                             (x(3, 7, scale=3.0),), BATCH),
@@ -227,6 +236,24 @@ CASES: dict[str, Case] = {
         _quantized(a, U8), *U8, F_Q, F_SCALE, np.zeros(4, np.int8), None, q(0.1),
         q(90, np.uint8), padding=1, activation="relu"), q(0.1), q(90, np.uint8)),
         (x(2, 3, 6, 5),), atol=0.1 + 1e-5),
+    "embedding_quantized": Case(lambda ids: F.dequantize_linear(F.embedding(ids, TABLE_Q), *U8),
+                                (np.array([[3, 0, 10], [7, 7, 1]], np.int64),)),
     "qmatmul": Case(lambda a, b: F.qmatmul(_quantized(a, U8), *U8, _quantized(b, S8), *S8),
                     (x(2, 3, 4), x(2, 4, 5)), atol=1e-3),
 }
+
+
+def _scan_step(i: Any, states: list[Any], elements: list[Any], outer: list[Any]
+               ) -> tuple[list[Any], list[Any]]:
+    """One row of the ``loop`` row's scan: ``s = tanh(s / 2 + row * w)``, out ``2 s``."""
+    state = F.tanh(F.add(F.mul(states[0], 0.5), F.mul(elements[0], outer[0])))
+    return [state], [F.mul(state, 2.0)]
+
+
+@functools.cache
+def _scan_body() -> Any:
+    """``_scan_step`` as a compiled loop body (its Python function stays the eager one)."""
+    from modelc.ops.loop import Body
+
+    spec = ((4,), "float32")
+    return Body.trace(_scan_step, [spec], [spec], [spec])

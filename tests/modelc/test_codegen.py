@@ -26,7 +26,7 @@ def test_imports_are_memory_wasi_and_only_the_kernels_used(wasm):
                             (abi.MODULE, "f32_linear_bias")}
     for (_, name), ty in imports.items():
         assert ty == FuncType(abi.BY_NAME[name].param_types, ())
-    assert {e.name for e in info.exports} == {"run", "memory"}
+    assert {e.name for e in info.exports} == {"run", "layout", "memory"}
 
 
 def test_metadata_section_describes_the_interface(wasm, mlp):
@@ -39,7 +39,8 @@ def test_metadata_section_describes_the_interface(wasm, mlp):
     assert meta["ops"] == ["linear"]
     weights = sum(np.asarray(p).nbytes for p in mlp.parameters())
     assert meta["weights_bytes"] >= weights
-    assert meta["arena_bytes"] <= meta["activation_bytes"] == 16 * 4 * (12 + 16 + 5)
+    # the three activations, and each linear's scratch for its input's rows, packed
+    assert meta["arena_bytes"] <= meta["activation_bytes"] == 16 * 4 * (12 + 16 + 5 + 12 + 16)
 
 
 @pytest.mark.skipif(shutil.which("wasm-validate") is None, reason="wabt is not installed")

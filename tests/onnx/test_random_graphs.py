@@ -1,13 +1,14 @@
-"""Differential tests: seeded random ONNX graphs (opset 17) imported, compiled to wasm and
-run, against onnxruntime on the same graph.
+"""Differential tests: seeded random ONNX graphs (opset 17, images 18) imported, compiled to
+wasm and run, against onnxruntime on the same graph.
 
 Each graph takes X (batch, 6, 8) or (batch, 3, 11, 12) with a symbolic batch and chains 4-7
 steps of default-domain ops (MatMul, broadcasting arithmetic, activations of the Elu family
 and Sin/Cos, Softmax and LogSoftmax on any axis, CumSum, LayerNormalization, Transpose,
 reductions, Concat, Slice, Reshape, Clip, Pow, Sqrt, Unsqueeze/Squeeze, attention-like
-products, LSTM/GRU/RNN, Einsum, int32 masks, a run-time If; on images convolutions, pools,
-pads, Resize of every mode, DepthToSpace and SpaceToDepth), so the importer and the compiler
-meet combinations no hand-written case has.
+products, LSTM/GRU/RNN, Einsum, int32 masks, a run-time If, GatherND at run-time indices,
+a Scan down the batch (a wasm loop); on images convolutions, pools, pads, Resize of every
+mode, antialiased or cropped by roi, DepthToSpace and SpaceToDepth), so the importer and
+the compiler meet combinations no hand-written case has.
 """
 
 from __future__ import annotations
@@ -25,12 +26,15 @@ onnx = pytest.importorskip("onnx")
 from onnx import TensorProto, helper, numpy_helper, shape_inference
 
 OPSET = 17
+"""The sequence graphs' opset; the image graphs' is 18 (Resize's antialias)."""
 
 
 class RandomGraph:
     """Nodes and initializers of one random graph over X (batch, *shape); ``shape`` is the
     static axes of the current value ``x``, read from onnx's shape inference after each
     step."""
+
+    opset = OPSET
 
     def __init__(self, seed: int, shape: tuple[int, ...]):
         self.rng = np.random.default_rng(seed)
@@ -74,7 +78,7 @@ class RandomGraph:
                                            ["batch", *self.input_shape])],
             [helper.make_tensor_value_info("Y", TensorProto.FLOAT, shape)],
             self.initializers)
-        return helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)],
+        return helper.make_model(graph, opset_imports=[helper.make_opsetid("", self.opset)],
                                  ir_version=8)
 
     def _inferred_shape(self) -> tuple[int, ...]:
@@ -135,6 +139,8 @@ class SequenceGraph(RandomGraph):
                                                                  "...d,de->...e"]))),
             "integer_mask": self._integer_mask,
             "runtime_if": self._runtime_if,
+            "gather_nd": self._gather_nd,
+            "scan_batch": self._scan_batch,
         }
 
     def _recurrent(self) -> str:
@@ -165,6 +171,38 @@ class SequenceGraph(RandomGraph):
         mask = self.node(str(self.rng.choice(["GreaterOrEqual", "Less", "Equal"])),
                          [ints, self.const(np.int32(self.rng.integers(-1, 2)))])
         return self.node("Mul", [self.x, self.node("Cast", [mask], to=TensorProto.FLOAT)])
+
+    def _gather_nd(self) -> str:
+        """``x + GatherND(table, int64(clip(2x + 2, 0, 4.5))[..., None])``: a constant (5,)
+        table read at rows computed at run time (the cast truncates on both sides)."""
+        scaled = self.node("Add", [self.node("Mul", [self.x, self.const(np.float32(2.0))]),
+                                   self.const(np.float32(2.0))])
+        rows = self.node("Cast", [self.node("Clip", [scaled, self.const(np.float32(0.0)),
+                                                     self.const(np.float32(4.5))])],
+                         to=TensorProto.INT64)
+        indices = self.node("Unsqueeze", [rows, self.const(np.array([-1], np.int64))])
+        table = self.const(self.rng.uniform(-1, 1, 5).astype(np.float32))
+        return self.node("Add", [self.x, self.node("GatherND", [table, indices])])
+
+    def _scan_batch(self) -> str:
+        """A Scan down the symbolic batch axis (a wasm loop): ``s = tanh(s / 2 + x_b)``
+        from a constant start, each ``s`` stacked back into (batch, S, D)."""
+        shape = list(self.shape)
+        body = helper.make_graph(
+            [helper.make_node("Mul", ["s_in", "half"], ["halved"]),
+             helper.make_node("Add", ["halved", "row"], ["mixed"]),
+             helper.make_node("Tanh", ["mixed"], ["s_out"]),
+             helper.make_node("Identity", ["s_out"], ["y"])], "scan_body",
+            [helper.make_tensor_value_info(n, TensorProto.FLOAT, shape)
+             for n in ("s_in", "row")],
+            [helper.make_tensor_value_info(n, TensorProto.FLOAT, shape)
+             for n in ("s_out", "y")],
+            [numpy_helper.from_array(np.array(0.5, np.float32), "half")])
+        start = self.const(self.rng.uniform(-1, 1, shape).astype(np.float32))
+        out = f"v{len(self.nodes)}"
+        self.nodes.append(helper.make_node("Scan", [start, self.x], [f"{out}_s", out],
+                                           body=body, num_scan_inputs=1))
+        return out
 
     def _runtime_if(self) -> str:
         """``If(sum(x) > 0)`` over two branches of the same shape that read ``x`` from the
@@ -210,6 +248,8 @@ class SequenceGraph(RandomGraph):
 
 class ImageGraph(RandomGraph):
     """Steps over X (batch, C, H, W)."""
+
+    opset = 18
 
     def options(self) -> dict[str, Callable[[], str]]:
         x, rng, c = self.x, self.rng, self.shape[0]
@@ -270,18 +310,26 @@ class ImageGraph(RandomGraph):
 
     def _resize(self) -> str:
         """Resize by scales (the batch is symbolic, so no sizes) with any mode and
-        coordinate transformation, from half to twice the size."""
+        coordinate transformation (a crop by roi among them), from half to twice the size;
+        linear and cubic ones antialiased half the time."""
         rng = self.rng
         scales = [float(rng.choice([0.5, 0.75, 1.3, 2.0]) if n > 1 else 2.0)
                   for n in self.shape[1:]]
         mode = str(rng.choice(["nearest", "linear", "cubic"]))
         transform = str(rng.choice(["half_pixel", "pytorch_half_pixel", "align_corners",
-                                    "asymmetric"]))
+                                    "asymmetric", "tf_crop_and_resize"]))
         attrs: dict[str, object] = {"mode": mode, "coordinate_transformation_mode": transform}
         if mode == "nearest":
             attrs["nearest_mode"] = str(rng.choice(["round_prefer_floor", "floor", "ceil"]))
-        return self.node("Resize", [self.x, "", self.const(np.array([1, 1, *scales],
-                                                                    np.float32))], **attrs)
+        elif rng.integers(2):
+            attrs["antialias"] = 1
+        roi = ""
+        if transform == "tf_crop_and_resize":
+            starts, ends = rng.uniform(-0.2, 0.4, 2), rng.uniform(0.6, 1.2, 2)
+            roi = self.const(np.array([0, 0, *starts, 1, 1, *ends], np.float32))
+            attrs["extrapolation_value"] = float(rng.uniform(-1, 1))
+        return self.node("Resize", [self.x, roi, self.const(np.array([1, 1, *scales],
+                                                                     np.float32))], **attrs)
 
     def _depth_to_space(self) -> str:
         """SpaceToDepth where H and W are even, else DepthToSpace where C is a multiple of 4

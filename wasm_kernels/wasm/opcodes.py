@@ -2,8 +2,9 @@
 check, the decoder and the text printer (as WAVM's ``OperatorTable.h`` does).
 
 Each row is ``name: Op(prefix, code, immediate, pops, pushes)``. ``prefix`` is ``None`` for
-single-byte opcodes, ``0xFC`` for the misc prefix and ``0xFD`` for SIMD (its code is a LEB128
-u32). ``immediate`` names how the operands after the opcode are encoded (see ``encode.py``).
+single-byte opcodes, ``0xFC`` for the misc prefix, ``0xFD`` for SIMD and ``0xFE`` for
+atomics (its code is a LEB128 u32). ``immediate`` names how the operands after the opcode
+are encoded (see ``encode.py``).
 ``pops`` and ``pushes`` are the value types the instruction takes from the stack (bottom
 first) and leaves on it; they are ``None`` for the few whose effect depends on their
 immediates or on the enclosing blocks (control, ``drop``, ``select``, ``local.*``,
@@ -126,12 +127,14 @@ _NUMERIC = {
 }
 
 _SIMD = {
-    **_rows(0xFD, 0x00, "v128.load", "i32 -> v128", MEMARG),
+    **_rows(0xFD, 0x00, "v128.load v128.load8x8_s v128.load8x8_u", "i32 -> v128", MEMARG),
     **_rows(0xFD, 0x09, "v128.load32_splat", "i32 -> v128", MEMARG),
     **_rows(0xFD, 0x0B, "v128.store", "i32 v128 ->", MEMARG),
     "v128.const": _op(0xFD, 0x0C, V128, "-> v128"),
     "i8x16.shuffle": _op(0xFD, 0x0D, V128, "v128 v128 -> v128"),
-    **_rows(0xFD, 0x11, "i32x4.splat", "i32 -> v128"),
+    **_rows(0xFD, 0x0F, "i8x16.splat i16x8.splat i32x4.splat", "i32 -> v128"),
+    "i32x4.extract_lane": _op(0xFD, 0x1B, LANE, "v128 -> i32"),
+    "i64x2.extract_lane": _op(0xFD, 0x1D, LANE, "v128 -> i64"),
     **_rows(0xFD, 0x13, "f32x4.splat", "f32 -> v128"),
     "f32x4.extract_lane": _op(0xFD, 0x1F, LANE, "v128 -> f32"),
     "f32x4.replace_lane": _op(0xFD, 0x20, LANE, "v128 f32 -> v128"),
@@ -142,19 +145,38 @@ _SIMD = {
     **_rows(0xFD, 0x52, "v128.bitselect", "v128 v128 v128 -> v128"),
     **_rows(0xFD, 0x53, "v128.any_true", "v128 -> i32"),
     **_rows(0xFD, 0x5C, "v128.load32_zero", "i32 -> v128", MEMARG),
+    **_rows(0xFD, 0x65, "i8x16.narrow_i16x8_s i8x16.narrow_i16x8_u", "v128 v128 -> v128"),
     **_rows(0xFD, 0x67, "f32x4.ceil f32x4.floor f32x4.trunc f32x4.nearest", "v128 -> v128"),
+    **_rows(0xFD, 0x6D, "i8x16.shr_u", "v128 i32 -> v128"),
+    **_rows(0xFD, 0x85, "i16x8.narrow_i32x4_s", "v128 v128 -> v128"),
+    **_rows(0xFD, 0x87, "i16x8.extend_low_i8x16_s i16x8.extend_high_i8x16_s "
+                        "i16x8.extend_low_i8x16_u i16x8.extend_high_i8x16_u", "v128 -> v128"),
     **_rows(0xFD, 0xAB, "i32x4.shl i32x4.shr_s i32x4.shr_u", "v128 i32 -> v128"),
     **_rows(0xFD, 0xAE, "i32x4.add", "v128 v128 -> v128"),
     **_rows(0xFD, 0xB1, "i32x4.sub", "v128 v128 -> v128"),
     **_rows(0xFD, 0xB5, "i32x4.mul", "v128 v128 -> v128"),
+    **_rows(0xFD, 0xBA, "i32x4.dot_i16x8_s", "v128 v128 -> v128"),
     **_rows(0xFD, 0xE0, "f32x4.abs f32x4.neg - f32x4.sqrt", "v128 -> v128"),
     **_rows(0xFD, 0xE4, "f32x4.add f32x4.sub f32x4.mul f32x4.div f32x4.min f32x4.max "
                         "f32x4.pmin f32x4.pmax", "v128 v128 -> v128"),
     **_rows(0xFD, 0xF8, "i32x4.trunc_sat_f32x4_s - f32x4.convert_i32x4_s", "v128 -> v128"),
     **_rows(0xFD, 0x105, "f32x4.relaxed_madd f32x4.relaxed_nmadd", "v128 v128 v128 -> v128"),
+    **_rows(0xFD, 0x113, "i32x4.relaxed_dot_i8x16_i7x16_add_s", "v128 v128 v128 -> v128"),
 }
 
-OPCODES: dict[str, Op] = {**_CONTROL, **_MEMORY, **_CONSTANTS, **_NUMERIC, **_SIMD}
+_ATOMIC = {  # NOTE: threads proposal; a memarg's alignment must be the natural one.
+    "memory.atomic.notify": _op(0xFE, 0x00, MEMARG, "i32 i32 -> i32"),
+    "memory.atomic.wait32": _op(0xFE, 0x01, MEMARG, "i32 i32 i64 -> i32"),
+    "i32.atomic.load": _op(0xFE, 0x10, MEMARG, "i32 -> i32"),
+    "i64.atomic.load": _op(0xFE, 0x11, MEMARG, "i32 -> i64"),
+    "i32.atomic.store": _op(0xFE, 0x17, MEMARG, "i32 i32 ->"),
+    "i64.atomic.store": _op(0xFE, 0x18, MEMARG, "i32 i64 ->"),
+    "i32.atomic.rmw.add": _op(0xFE, 0x1E, MEMARG, "i32 i32 -> i32"),
+    "i32.atomic.rmw.sub": _op(0xFE, 0x25, MEMARG, "i32 i32 -> i32"),
+    "i64.atomic.rmw.cmpxchg": _op(0xFE, 0x49, MEMARG, "i32 i64 i64 -> i64"),
+}
+
+OPCODES: dict[str, Op] = {**_CONTROL, **_MEMORY, **_CONSTANTS, **_NUMERIC, **_SIMD, **_ATOMIC}
 
 BY_CODE: dict[tuple[int | None, int], str] = {(op.prefix, op.code): name
                                               for name, op in OPCODES.items()}
