@@ -29,6 +29,8 @@ from . import metadata as md
 from .compartment import Compartment
 from .errors import Trap, one_line
 from .linker import RegistryResolver, Resolved, instance_exports
+from .raw_call import I32Call
+from .run_plan import MemoryViews
 
 PAGE = 65536
 _WASI = preview1()  # NOTE: declarations are immutable; instances are made per compartment.
@@ -110,23 +112,34 @@ class ModelInstance:
             memory=self.memory, only=wasi_imports))
         registry.register(wasm_kernels.abi.MODULE, kernels)
         instance = compartment.instantiate(*blueprint.model, registry)
-        self._entry = instance.exports(store)[blueprint.metadata.entry]
+        # NOTE: Session checked the entry's signature (one i32 per dim -> i32) in the binary.
+        entry = instance.exports(store)[blueprint.metadata.entry]
+        assert isinstance(entry, wasmtime.Func)
+        self._entry = I32Call(store, entry, len(blueprint.metadata.dims))
         sidecar = blueprint.metadata.sidecar
         if sidecar is not None and blueprint.sidecar_weights is not None:
             self.memory.write(store, blueprint.sidecar_weights, sidecar.offset)
+        self.views = MemoryViews(self.memory_size, self.memory_view)
+
+    def memory_size(self) -> int:
+        """The linear memory's size in bytes now."""
+        return self.memory.data_len(self.compartment.store)
 
     def memory_view(self) -> np.ndarray:
-        """The whole linear memory as a ``uint8`` array. The array keeps this instance (its
-        store, hence its memory) alive, so a view is never left dangling; its contents change
-        whenever the instance runs again."""
+        """The whole linear memory as a ``uint8`` array. The array keeps this instance's
+        compartment (its store, hence its memory) alive, so a view is never left dangling; its
+        contents change whenever the instance runs again."""
         store = self.compartment.store
         size = self.memory.data_len(store)
         address = ctypes.cast(self.memory.data_ptr(store), ctypes.c_void_p).value
         buffer = (ctypes.c_uint8 * size).from_address(address or 0)
-        buffer.owner = self  # type: ignore[attr-defined]  # NOTE: pins the store.
+        # NOTE: pins the store; the compartment, not this instance, so that the views the
+        # instance keeps (``views``) make no reference cycle and a dropped instance's memory
+        # is freed at once.
+        buffer.owner = self.compartment  # type: ignore[attr-defined]
         return np.frombuffer(memoryview(buffer), np.uint8)
 
-    def call(self, args: list[int]) -> None:
+    def call(self, args: list[int] | tuple[int, ...]) -> None:
         """Call the entry point with one ``i32`` per dim.
 
         Raises:
@@ -134,7 +147,7 @@ class ModelInstance:
                 (code ``"rejected"``, with what it wrote to stderr).
         """
         self._stderr.clear()
-        status = self.compartment.call(self._entry, self.compartment.store, *args)
+        status = self.compartment.call(self._entry, args)
         if status != 0:
             message = one_line(self._stderr.text().strip())
             raise Trap("rejected", f"the model rejected its inputs (status {status}): "

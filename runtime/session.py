@@ -20,6 +20,7 @@ from . import metadata as md
 from .compartment import Compartment, ResourceLimits, parse_size
 from .errors import LimitExceeded, ModelFormatError, Trap
 from .pool import PAGE, Blueprint, Compiled, InstancePool, ModelInstance
+from .run_plan import Planner
 from .sidecar import read_sidecar
 
 KERNEL_CHOICES = ("auto", "host") + wasm_kernels.ISA_NAMES
@@ -184,20 +185,18 @@ class Lease:
                 discarded (its memory may be half-written); the next run gets a fresh one.
             RuntimeError: the session is closed.
         """
-        metadata = self._session.metadata
-        arrays, dims = bind(metadata, inputs, stacklevel=3)
+        arrays, plan = self._session._planner.plan(inputs, stacklevel=3)
         if self._pool.closed:
             raise RuntimeError("the session is closed")
         if self._instance is None:
             self._instance = self._pool.acquire()
         instance = self._instance
         try:
-            memory = instance.memory_view()
-            for info in metadata.inputs:
-                target = memory[info.offset:info.offset + info.nbytes(dims)]
-                np.copyto(target.view(info.dtype).reshape(info.resolve(dims)),
-                          arrays[info.name], casting="same_kind")
-            instance.call([dims[d.name] for d in metadata.dims])
+            instance.views.current()
+            targets, _ = instance.views.of(plan)
+            for target, array in zip(targets, arrays):
+                np.copyto(target, array, casting="same_kind")
+            instance.call(plan.args)
         except Trap as trap:
             if trap.code != "rejected":
                 self._drop(healthy=False)
@@ -205,16 +204,15 @@ class Lease:
         except BaseException:
             self._drop(healthy=False)
             raise
-        memory = instance.memory_view()  # NOTE: re-read: the guest may have grown memory.
+        instance.views.current()  # NOTE: re-read: the guest may have grown memory.
+        _, views = instance.views.of(plan)
+        if copy:
+            return {t.name: view.copy() for t, view in zip(plan.outputs, views)}
         outputs = {}
-        for info in metadata.outputs:
-            view = (memory[info.offset:info.offset + info.nbytes(dims)]
-                    .view(info.dtype).reshape(info.resolve(dims)))
-            if copy:
-                view = view.copy()
-            else:
-                view.flags.writeable = False
-            outputs[info.name] = view
+        for tensor, view in zip(plan.outputs, views):
+            view = view.view()
+            view.flags.writeable = False
+            outputs[tensor.name] = view
         return outputs
 
     def _drop(self, healthy: bool) -> None:
@@ -264,6 +262,7 @@ class Session:
         sidecar = (read_sidecar(self.metadata.sidecar, model_path, weights)
                    if self.metadata.sidecar is not None else None)
         blueprint = Blueprint(self.metadata, model, kernel_modules, pages, sidecar)
+        self._planner = Planner(self.metadata, bind)
         self._pool = InstancePool(lambda: ModelInstance(blueprint, Compartment(limits)), size,
                                   ModelInstance(blueprint, compartment))
 
