@@ -4,6 +4,7 @@ everything wasmtime raises is translated into our ``Trap`` taxonomy."""
 from __future__ import annotations
 
 import functools
+import mmap
 import re
 import threading
 import time
@@ -350,10 +351,10 @@ class Compartment:
         if self.limits.fuel is not None:
             self.store.set_fuel(self.limits.fuel)
 
-    def compile(self, wasm: bytes, opt_level: str = "speed"
-                ) -> tuple[wasmtime.Module, ModuleInfo]:
-        """Compile ``wasm`` at cranelift's ``opt_level`` (cached per engine) and read its
-        interface.
+    def compile(self, wasm: bytes | mmap.mmap, opt_level: str = "speed",
+                digest: str | None = None) -> tuple[wasmtime.Module, ModuleInfo]:
+        """Compile ``wasm`` at cranelift's ``opt_level`` (cached per engine, by ``digest``,
+        its SHA-256, when the caller knows it) and read its interface.
 
         Raises:
             ModelFormatError: the bytes are not a valid WebAssembly module.
@@ -368,7 +369,7 @@ class Compartment:
             info = read_module(wasm)
             key = f"fuel={fuel}|epochs={self.epochs}|opt={opt_level}" + (
                 f"|features={self.features}" if self.features else "")
-            module = compile_module(self.engine, wasm, key, compiler)
+            module = compile_module(self.engine, wasm, key, compiler, digest)
         except WasmFormatError as err:
             raise ModelFormatError(f"malformed WebAssembly: {err}") from None
         except wasmtime.WasmtimeError as err:

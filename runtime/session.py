@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import mmap
 import os
 import warnings
 from collections.abc import Mapping
@@ -27,14 +28,21 @@ KERNEL_CHOICES = ("auto", "host") + wasm_kernels.ISA_NAMES
 Inputs = Mapping[str, Any] | np.ndarray
 
 
-def _read_model(model: str | os.PathLike[str] | bytes) -> bytes:
+def _read_model(model: str | os.PathLike[str] | bytes) -> bytes | mmap.mmap:
+    """The model's bytes; a file is memory-mapped, not read: with the compiled code cached,
+    only its small sections are ever looked at, and hashing it reads the page cache in place
+    (copying MiniLM's 90 MB took ~0.2 s of a 0.7 s load)."""
     if isinstance(model, (bytes, bytearray, memoryview)):
         return bytes(model)
     if isinstance(model, (str, os.PathLike)):
         path = Path(model)
         if not path.is_file():
             raise FileNotFoundError(f"model file {str(path)!r} does not exist")
-        return path.read_bytes()
+        with open(path, "rb") as file:
+            try:
+                return mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ)
+            except ValueError:  # NOTE: an empty file cannot be mapped
+                return file.read()
     raise TypeError(f"expected a path or bytes for the model, got {type(model).__name__}")
 
 
@@ -236,7 +244,7 @@ class Session:
     an instance (its own sandboxed compartment) from a pool that grows lazily up to
     ``instances``. Use ``close()`` or ``with`` to release them."""
 
-    def __init__(self, wasm: bytes, limits: ResourceLimits, kernels: str = "auto", *,
+    def __init__(self, wasm: bytes | mmap.mmap, limits: ResourceLimits, kernels: str = "auto", *,
                  instances: int | None = None,
                  model_path: str | os.PathLike[str] | None = None,
                  weights: str | os.PathLike[str] | bytes | None = None):
@@ -247,7 +255,8 @@ class Session:
         size = instances if instances is not None else os.cpu_count() or 1
         self.limits = limits
         compartment = Compartment(limits)
-        model = compartment.compile(wasm)
+        model = compartment.compile(wasm, digest=cache.file_digest(model_path, wasm)
+                                    if model_path is not None else None)
         self.metadata = md.parse(model[1].custom(md.SECTION))
         if self.metadata.abi_module != wasm_kernels.abi.MODULE:
             raise ModelFormatError(

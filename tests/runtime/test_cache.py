@@ -144,3 +144,42 @@ def test_the_kernel_module_holds_only_what_the_model_imports(cache_dir, mlp_wasm
     for kernels in cache_dir.glob("kernels-*.wasm"):  # one module per opt level used
         exported |= {e.name for e in read_module(kernels.read_bytes()).exports}
     assert exported == imported | {wasm_kernels.MEMORY}
+
+
+def test_a_model_file_is_hashed_once_and_again_when_it_changes(cache_dir, mlp_wasm, tmp_path,
+                                                                monkeypatch):
+    import hashlib
+
+    path = tmp_path / "model.wasm"
+    path.write_bytes(mlp_wasm)
+    assert cache.file_digest(path, mlp_wasm) == hashlib.sha256(mlp_wasm).hexdigest()
+    entries = list(cache_dir.glob("digest-*.txt"))
+    assert len(entries) == 1
+    expected = hashlib.sha256(mlp_wasm).hexdigest()
+    real, hashed = hashlib.sha256, []
+    monkeypatch.setattr(hashlib, "sha256", lambda *a: hashed.append(a) or real(*a))
+    assert cache.file_digest(path, mlp_wasm) == expected
+    assert hashed and all(len(a[0]) < 1000 for a in hashed)  # only the file's identity
+    monkeypatch.setattr(hashlib, "sha256", real)
+    changed = bytearray(mlp_wasm)
+    changed[-1] ^= 1
+    path.write_bytes(bytes(changed))
+    assert cache.file_digest(path, bytes(changed)) == hashlib.sha256(changed).hexdigest()
+    path.write_bytes(mlp_wasm)
+    for entry in cache_dir.glob("digest-*.txt"):
+        entry.write_text("not a digest")
+    assert cache.file_digest(path, mlp_wasm) == expected
+
+
+def test_a_model_loads_from_its_file_and_its_bytes_into_one_entry(cache_dir, mlp_wasm,
+                                                                   mlp_model, tmp_path):
+    path = tmp_path / "model.wasm"
+    path.write_bytes(mlp_wasm)
+    x = np.ones((2, 6), np.float32)
+    _cold()
+    from_file = runtime.load(path).run(x)["output0"]
+    _cold()
+    from_bytes = runtime.load(mlp_wasm).run(x)["output0"]
+    np.testing.assert_allclose(from_file, mlp_model(x), rtol=1e-5, atol=1e-6)
+    np.testing.assert_array_equal(from_file, from_bytes)
+    assert len(list(cache_dir.glob("*.cwasm"))) == 2  # the model's and the kernels'
