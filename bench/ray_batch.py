@@ -1,37 +1,57 @@
-"""wasmnn on Ray Data: rows/s with 1 and 2 actors, against ``Session.run`` in a loop.
+"""wasmnn on Ray Data: rows/s with 1 and 2 actors, against ``Session.run`` in a loop, with
+each job's start-up separated from its steady rate.
 
-    .venv/bin/python bench/ray_batch.py [--rows 200000] [--batch 64] [--repeat 3]
+    .venv/bin/python bench/ray_batch.py [--rows 100000] [--batch 64] [--ray-batch 1024]
+                                        [--repeat 3] [--address ADDRESS]
 
-The model is the bench MLP (784-512-512-10, ``bench/models.py``) with a symbolic batch.
-``loop`` calls ``Session.run`` on batches of ``--batch`` rows in this process (the floor:
-no Ray). ``ray xN`` maps the same rows with N actors on a local cluster of 2 CPUs, the data
-already in the object store, and times the job from submission to the last row collected;
-the per-row overhead is ``1 - loop_rate / ray_x1_rate``. Medians of ``--repeat`` runs; the
-machine is shared, so compare ratios within one run.
+The model is the bench MLP (784-512-512-10, ``bench/models.py``) with a symbolic batch of
+at most ``--batch`` rows. ``loop`` calls ``Session.run`` on ``--batch`` rows at a time in
+this process (the floor: no Ray); ``runner`` is ``BatchRunner`` on ``--ray-batch`` rows at a
+time, still without Ray (what an actor does per batch). ``ray xN`` maps the same rows with
+N actors (the data already in the object store, blocks of 4096 rows, ``--ray-batch`` rows
+handed to an actor per call, which the runner cuts into ``--batch``-row runs) and streams the
+results back:
+
+- ``start-up``: from submitting the job to its first block of results: starting the actor
+  processes, shipping and loading the model, the first block;
+- ``steady``: rows/s after that first block;
+- ``total``: all rows over the whole job, start-up included.
+
+Ray Data starts new actors for every job, so a job over few rows is dominated by start-up
+and a long one by the steady rate. Medians of ``--repeat`` jobs. The machine may be shared:
+compare ratios within one run, and quote ``uptime``'s load beside them. ``--address`` runs
+the jobs on an existing cluster (``ray.init(address=...)``; ``auto`` for the local one).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
+BLOCK_ROWS = 4096
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--rows", type=int, default=200_000)
-    parser.add_argument("--batch", type=int, default=64)
+    parser.add_argument("--rows", type=int, default=100_000)
+    parser.add_argument("--batch", type=int, default=64, help="rows per Session.run")
+    parser.add_argument("--ray-batch", type=int, default=1024,
+                        help="rows per call of an actor (map_batches' batch_size)")
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--address", default=None)
     args = parser.parse_args()
     import models
     import ray
@@ -40,6 +60,7 @@ def main() -> int:
     import nn
     import runtime
     from runtime import ray_data
+    from runtime.batch import BatchRunner
 
     folder = Path(tempfile.mkdtemp())
     path = folder / "mlp.wasm"
@@ -49,37 +70,80 @@ def main() -> int:
     np.save(folder / "x.npy", x)
 
     with runtime.load(path, instances=1) as session:
+        runner = BatchRunner(session)
+
         def loop() -> None:
             for i in range(0, args.rows, args.batch):
                 session.run({"x": x[i:i + args.batch]})
-        rates = {"loop": _rate(loop, args.rows, args.repeat)}
 
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+        def run_batches() -> None:
+            for i in range(0, args.rows, args.ray_batch):
+                runner({"x": x[i:i + args.ray_batch]})
+
+        rates = {"loop": _rate(loop, args.rows, args.repeat),
+                 "runner": _rate(run_batches, args.rows, args.repeat)}
+
+    if args.address:
+        ray_data.init(address=args.address, log_to_driver=False)
+    else:
+        ray_data.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
     payload = ray_data.ModelPayload.from_file(path)
-    data = ray_data.read_inputs({"x": str(folder / "x.npy")}, rows_per_block=4096).materialize()
+    data = ray_data.read_inputs({"x": str(folder / "x.npy")},
+                                rows_per_block=BLOCK_ROWS).materialize()
+    jobs = {}
     for actors in (1, 2):
-        def job(actors: int = actors) -> None:
-            scored = ray_data.map_model(data, payload, concurrency=actors,
-                                        batch_size=args.batch)
-            assert scored.count() == args.rows
-        rates[f"ray x{actors}"] = _rate(job, args.rows, args.repeat)
+        def scored(actors: int = actors) -> Any:
+            return ray_data.map_model(data, payload, concurrency=actors,
+                                      batch_size=args.ray_batch)
+        jobs[actors] = _jobs(scored, args.rows, args.repeat)
     ray.shutdown()
-    print(f"{args.rows} rows of 784 floats, batch {args.batch}; median rows/s of "
-          f"{args.repeat} runs")
-    for name, rate in rates.items():
-        print(f"  {name:<8} {rate:>10.0f} rows/s  {rate / rates['loop']:.2f}x the loop")
-    print(f"  2 actors / 1 actor: {rates['ray x2'] / rates['ray x1']:.2f}x; per-row overhead "
-          f"of one actor against the loop: {1 - rates['ray x1'] / rates['loop']:.1%}")
+    _report(args, rates, jobs)
     return 0
 
 
-def _rate(job, rows: int, repeat: int) -> float:  # type: ignore[no-untyped-def]
+def _rate(job: Callable[[], None], rows: int, repeat: int) -> float:
     times = []
     for _ in range(repeat):
         start = time.perf_counter()
         job()
         times.append(time.perf_counter() - start)
     return rows / statistics.median(times)
+
+
+def _jobs(scored: Callable[[], Any], rows: int, repeat: int) -> dict[str, float]:
+    """Median start-up (s), steady rate and total rate (rows/s) of ``repeat`` jobs."""
+    runs = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        first = first_rows = seen = 0
+        for block in scored().iter_batches(batch_size=None, batch_format="numpy"):
+            seen += len(block["error"])
+            if not first:
+                first, first_rows = time.perf_counter(), seen
+        end = time.perf_counter()
+        if seen != rows:
+            raise RuntimeError(f"the job returned {seen} rows, expected {rows}")
+        runs.append((first - start, (seen - first_rows) / (end - first), rows / (end - start)))
+    startup, steady, total = (statistics.median(r[i] for r in runs) for i in range(3))
+    return {"startup": startup, "steady": steady, "total": total}
+
+
+def _report(args: argparse.Namespace, rates: dict[str, float],
+            jobs: dict[int, dict[str, float]]) -> None:
+    loop = rates["loop"]
+    print(f"{args.rows} rows of 784 floats; Session.run on {args.batch} rows, actors called "
+          f"on {args.ray_batch}; medians of {args.repeat}; load average "
+          f"{os.getloadavg()[0]:.1f}")
+    print(f"  loop     {loop:>8.0f} rows/s")
+    print(f"  runner   {rates['runner']:>8.0f} rows/s  {rates['runner'] / loop:.2f}x the loop")
+    for actors, job in jobs.items():
+        print(f"  ray x{actors}   steady {job['steady']:>7.0f} rows/s "
+              f"({job['steady'] / loop:.2f}x the loop), start-up {job['startup']:.1f} s, "
+              f"total {job['total']:.0f} rows/s ({job['total'] / loop:.2f}x)")
+    one, two = jobs[1], jobs[2]
+    print(f"  2 actors / 1 actor: steady {two['steady'] / one['steady']:.2f}x, total "
+          f"{two['total'] / one['total']:.2f}x; one actor's steady per-row overhead against "
+          f"the loop: {1 - one['steady'] / loop:.1%}")
 
 
 if __name__ == "__main__":
