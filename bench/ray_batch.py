@@ -9,13 +9,14 @@ at most ``--batch`` rows. ``loop`` calls ``Session.run`` on ``--batch`` rows at 
 this process (the floor: no Ray); ``runner`` is ``BatchRunner`` on ``--ray-batch`` rows at a
 time, still without Ray (what an actor does per batch). ``ray xN`` maps the same rows with
 N actors (the data already in the object store, blocks of 4096 rows, ``--ray-batch`` rows
-handed to an actor per call, which the runner cuts into ``--batch``-row runs) and streams the
-results back:
+handed to an actor per call, which the runner cuts into ``--batch``-row runs), as a job over
+all the rows and a job over one block per actor. A job's time is taken as start-up plus rows
+over the steady rate, and the two jobs give both:
 
-- ``start-up``: from submitting the job to its first block of results: starting the actor
-  processes, shipping and loading the model, the first block;
-- ``steady``: rows/s after that first block;
-- ``total``: all rows over the whole job, start-up included.
+- ``steady``: (rows of the long job - rows of the short) / (the difference of their times);
+- ``start-up``: the short job's time less its rows at the steady rate: starting the actor
+  processes, shipping and loading the model, and Ray Data's own set-up;
+- ``total``: all rows over the whole long job, start-up included.
 
 Ray Data starts new actors for every job, so a job over few rows is dominated by start-up
 and a long one by the steady rate. Medians of ``--repeat`` jobs. The machine may be shared:
@@ -92,10 +93,15 @@ def main() -> int:
                                 rows_per_block=BLOCK_ROWS).materialize()
     jobs = {}
     for actors in (1, 2):
-        def scored(actors: int = actors) -> Any:
-            return ray_data.map_model(data, payload, concurrency=actors,
-                                      batch_size=args.ray_batch)
-        jobs[actors] = _jobs(scored, args.rows, args.repeat)
+        short_rows = min(args.rows // 2, BLOCK_ROWS * actors)
+        short = ray_data.read_inputs({"x": str(folder / "x.npy")},
+                                     rows_per_block=BLOCK_ROWS).limit(short_rows).materialize()
+
+        def job(dataset: Any, rows: int, actors: int = actors) -> Callable[[], None]:
+            return lambda: _drain(ray_data.map_model(dataset, payload, concurrency=actors,
+                                                     batch_size=args.ray_batch), rows)
+        jobs[actors] = _jobs(job(short, short_rows), short_rows, job(data, args.rows),
+                             args.rows, args.repeat)
     ray.shutdown()
     _report(args, rates, jobs)
     return 0
@@ -110,21 +116,27 @@ def _rate(job: Callable[[], None], rows: int, repeat: int) -> float:
     return rows / statistics.median(times)
 
 
-def _jobs(scored: Callable[[], Any], rows: int, repeat: int) -> dict[str, float]:
-    """Median start-up (s), steady rate and total rate (rows/s) of ``repeat`` jobs."""
+def _drain(scored: Any, rows: int) -> None:
+    seen = sum(len(block["error"]) for block in
+               scored.iter_batches(batch_size=None, batch_format="numpy"))
+    if seen != rows:
+        raise RuntimeError(f"the job returned {seen} rows, expected {rows}")
+
+
+def _jobs(short: Callable[[], None], short_rows: int, long: Callable[[], None],
+          long_rows: int, repeat: int) -> dict[str, float]:
+    """Steady rate (rows/s), start-up (s) and total rate (rows/s) of the long job: medians
+    over ``repeat`` pairs of a short and a long job, timed in turn."""
     runs = []
     for _ in range(repeat):
-        start = time.perf_counter()
-        first = first_rows = seen = 0
-        for block in scored().iter_batches(batch_size=None, batch_format="numpy"):
-            seen += len(block["error"])
-            if not first:
-                first, first_rows = time.perf_counter(), seen
-        end = time.perf_counter()
-        if seen != rows:
-            raise RuntimeError(f"the job returned {seen} rows, expected {rows}")
-        runs.append((first - start, (seen - first_rows) / (end - first), rows / (end - start)))
-    startup, steady, total = (statistics.median(r[i] for r in runs) for i in range(3))
+        times = []
+        for job in (short, long):
+            start = time.perf_counter()
+            job()
+            times.append(time.perf_counter() - start)
+        steady = (long_rows - short_rows) / max(times[1] - times[0], 1e-9)
+        runs.append((steady, times[0] - short_rows / steady, long_rows / times[1]))
+    steady, startup, total = (statistics.median(r[i] for r in runs) for i in range(3))
     return {"startup": startup, "steady": steady, "total": total}
 
 

@@ -114,9 +114,9 @@ def measure(rounds: int) -> list[tuple[str, dict[str, float]]]:
                 np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
             calls = max(20, 4000 // batch)
             rows.append((f"digits MLP, batch {batch}", interleaved({
-                "wasmnn": lambda: session.run({"pixels": x}),
-                "numpy": lambda: model(x),
-                "onnxruntime": lambda: ort_mlp.run(None, {"x": x})}, calls, rounds)))
+                "wasmnn": lambda x=x: session.run({"pixels": x}),
+                "numpy": lambda x=x: model(x),
+                "onnxruntime": lambda x=x: ort_mlp.run(None, {"x": x})}, calls, rounds)))
     relu = nn.ReLU()
     x = rng.standard_normal((1, 4)).astype(np.float32)
     ort_relu = _ort(onnx_relu())

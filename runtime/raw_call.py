@@ -73,9 +73,9 @@ class I32Call:
         self._store = store
         self._context = store._context()  # NOTE: fixed for the store's life
         self._func = ctypes.byref(func._func)  # NOTE: wasmtime-py's handle, as in call_bits
-        self._params = (ffi.wasmtime_val_t * params)()
+        self._params: Any = (ffi.wasmtime_val_t * params)()
         for slot in self._params:
-            slot.kind = _KINDS["i32"]
+            slot.kind = _KINDS["i32"]  # type: ignore[assignment]
         self._count = params
         self._results = (ffi.wasmtime_val_t * 1)()
         self._trap = ctypes.POINTER(ffi.wasm_trap_t)()

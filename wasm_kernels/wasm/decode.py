@@ -183,7 +183,8 @@ def read_module(data: bytes | bytearray | memoryview | mmap.mmap) -> ModuleInfo:
     if data[4:8] != MAGIC_AND_VERSION[4:]:
         raise WasmFormatError(f"unsupported WebAssembly version {bytes(data[4:8]).hex()} "
                               "(only version 1 is supported)")
-    reader = _Reader(data)
+    # NOTE: a memoryview reads as bytes do, and its slices are views: sections are not copied.
+    reader = _Reader(data)  # type: ignore[arg-type]
     reader.pos = 8
     info = ModuleInfo()
     types: list[FuncType] = []
