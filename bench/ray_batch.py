@@ -19,8 +19,10 @@ over the steady rate, and the two jobs give both:
 - ``total``: all rows over the whole long job, start-up included.
 
 Ray Data starts new actors for every job, so a job over few rows is dominated by start-up
-and a long one by the steady rate. Medians of ``--repeat`` jobs. The machine may be shared:
-compare ratios within one run, and quote ``uptime``'s load beside them. ``--address`` runs
+and a long one by the steady rate. Each of ``--repeat`` rounds times every contender once
+(loop, runner, then the short and long job of 1 and 2 actors), so a burst of load from
+other jobs slows a whole round; figures are medians over rounds and ratios are taken within a
+round. On a shared machine quote ``uptime``'s load beside them. ``--address`` runs
 the jobs on an existing cluster (``ray.init(address=...)``; ``auto`` for the local one).
 """
 
@@ -42,6 +44,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 BLOCK_ROWS = 4096
+ACTORS = (1, 2)
 
 
 def main() -> int:
@@ -65,55 +68,46 @@ def main() -> int:
 
     folder = Path(tempfile.mkdtemp())
     path = folder / "mlp.wasm"
-    modelc.export(getattr(models, "mlp")(nn).eval(), {"x": np.zeros((1, 784), np.float32)},
+    modelc.export(models.mlp(nn).eval(), {"x": np.zeros((1, 784), np.float32)},
                   path, dynamic={"x": {0: ("batch", 1, args.batch)}})
     x = np.random.default_rng(0).standard_normal((args.rows, 784)).astype(np.float32)
     np.save(folder / "x.npy", x)
-
-    with runtime.load(path, instances=1) as session:
-        runner = BatchRunner(session)
-
-        def loop() -> None:
-            for i in range(0, args.rows, args.batch):
-                session.run({"x": x[i:i + args.batch]})
-
-        def run_batches() -> None:
-            for i in range(0, args.rows, args.ray_batch):
-                runner({"x": x[i:i + args.ray_batch]})
-
-        rates = {"loop": _rate(loop, args.rows, args.repeat),
-                 "runner": _rate(run_batches, args.rows, args.repeat)}
 
     if args.address:
         ray_data.init(address=args.address, log_to_driver=False)
     else:
         ray_data.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
     payload = ray_data.ModelPayload.from_file(path)
-    data = ray_data.read_inputs({"x": str(folder / "x.npy")},
-                                rows_per_block=BLOCK_ROWS).materialize()
-    jobs = {}
-    for actors in (1, 2):
-        short_rows = min(args.rows // 2, BLOCK_ROWS * actors)
-        short = ray_data.read_inputs({"x": str(folder / "x.npy")},
-                                     rows_per_block=BLOCK_ROWS).limit(short_rows).materialize()
-
-        def job(dataset: Any, rows: int, actors: int = actors) -> Callable[[], None]:
-            return lambda: _drain(ray_data.map_model(dataset, payload, concurrency=actors,
-                                                     batch_size=args.ray_batch), rows)
-        jobs[actors] = _jobs(job(short, short_rows), short_rows, job(data, args.rows),
-                             args.rows, args.repeat)
+    blocks = ray_data.read_inputs({"x": str(folder / "x.npy")}, rows_per_block=BLOCK_ROWS)
+    data = blocks.materialize()
+    shorts = {n: min(args.rows // 2, BLOCK_ROWS * n) for n in ACTORS}
+    short = {n: blocks.limit(rows).materialize() for n, rows in shorts.items()}
+    rounds = []
+    with runtime.load(path, instances=1) as session:
+        runner = BatchRunner(session)
+        for _ in range(args.repeat):
+            # NOTE: every contender once per round, so a burst of load from other jobs slows
+            # a whole round; ratios are taken within a round.
+            seconds = {"loop": _time(lambda: [session.run({"x": x[i:i + args.batch]})
+                                              for i in range(0, args.rows, args.batch)]),
+                       "runner": _time(lambda: [runner({"x": x[i:i + args.ray_batch]})
+                                                for i in range(0, args.rows, args.ray_batch)])}
+            for n in ACTORS:
+                for name, dataset, rows in ((f"short{n}", short[n], shorts[n]),
+                                            (f"long{n}", data, args.rows)):
+                    scored = ray_data.map_model(dataset, payload, concurrency=n,
+                                                batch_size=args.ray_batch)
+                    seconds[name] = _time(lambda s=scored, r=rows: _drain(s, r))
+            rounds.append(_round(seconds, args.rows, shorts))
     ray.shutdown()
-    _report(args, rates, jobs)
+    _report(args, rounds)
     return 0
 
 
-def _rate(job: Callable[[], None], rows: int, repeat: int) -> float:
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        job()
-        times.append(time.perf_counter() - start)
-    return rows / statistics.median(times)
+def _time(job: Callable[[], Any]) -> float:
+    start = time.perf_counter()
+    job()
+    return time.perf_counter() - start
 
 
 def _drain(scored: Any, rows: int) -> None:
@@ -123,39 +117,37 @@ def _drain(scored: Any, rows: int) -> None:
         raise RuntimeError(f"the job returned {seen} rows, expected {rows}")
 
 
-def _jobs(short: Callable[[], None], short_rows: int, long: Callable[[], None],
-          long_rows: int, repeat: int) -> dict[str, float]:
-    """Steady rate (rows/s), start-up (s) and total rate (rows/s) of the long job: medians
-    over ``repeat`` pairs of a short and a long job, timed in turn."""
-    runs = []
-    for _ in range(repeat):
-        times = []
-        for job in (short, long):
-            start = time.perf_counter()
-            job()
-            times.append(time.perf_counter() - start)
-        steady = (long_rows - short_rows) / max(times[1] - times[0], 1e-9)
-        runs.append((steady, times[0] - short_rows / steady, long_rows / times[1]))
-    steady, startup, total = (statistics.median(r[i] for r in runs) for i in range(3))
-    return {"startup": startup, "steady": steady, "total": total}
+def _round(seconds: dict[str, float], rows: int, shorts: dict[int, int]) -> dict[str, float]:
+    """One round's figures: rows/s of the loop and the runner; per actor count, the steady
+    rate and total rate (rows/s) and the start-up (s), from its short and long job."""
+    out = {"loop": rows / seconds["loop"], "runner": rows / seconds["runner"]}
+    for n, short_rows in shorts.items():
+        short, long = seconds[f"short{n}"], seconds[f"long{n}"]
+        steady = (rows - short_rows) / max(long - short, 1e-9)
+        out |= {f"steady{n}": steady, f"startup{n}": short - short_rows / steady,
+                f"total{n}": rows / long}
+    return out
 
 
-def _report(args: argparse.Namespace, rates: dict[str, float],
-            jobs: dict[int, dict[str, float]]) -> None:
-    loop = rates["loop"]
+def _report(args: argparse.Namespace, rounds: list[dict[str, float]]) -> None:
+    def median(key: str) -> float:
+        return statistics.median(r[key] for r in rounds)
+
+    def ratio(key: str, base: str) -> float:
+        return statistics.median(r[key] / r[base] for r in rounds)
+
     print(f"{args.rows} rows of 784 floats; Session.run on {args.batch} rows, actors called "
-          f"on {args.ray_batch}; medians of {args.repeat}; load average "
-          f"{os.getloadavg()[0]:.1f}")
-    print(f"  loop     {loop:>8.0f} rows/s")
-    print(f"  runner   {rates['runner']:>8.0f} rows/s  {rates['runner'] / loop:.2f}x the loop")
-    for actors, job in jobs.items():
-        print(f"  ray x{actors}   steady {job['steady']:>7.0f} rows/s "
-              f"({job['steady'] / loop:.2f}x the loop), start-up {job['startup']:.1f} s, "
-              f"total {job['total']:.0f} rows/s ({job['total'] / loop:.2f}x)")
-    one, two = jobs[1], jobs[2]
-    print(f"  2 actors / 1 actor: steady {two['steady'] / one['steady']:.2f}x, total "
-          f"{two['total'] / one['total']:.2f}x; one actor's steady per-row overhead against "
-          f"the loop: {1 - one['steady'] / loop:.1%}")
+          f"on {args.ray_batch}; medians of {args.repeat} rounds (ratios within a round); "
+          f"load average {os.getloadavg()[0]:.1f}")
+    print(f"  loop     {median('loop'):>8.0f} rows/s")
+    print(f"  runner   {median('runner'):>8.0f} rows/s  {ratio('runner', 'loop'):.2f}x the loop")
+    for n in ACTORS:
+        print(f"  ray x{n}   steady {median(f'steady{n}'):>7.0f} rows/s "
+              f"({ratio(f'steady{n}', 'loop'):.2f}x the loop), start-up "
+              f"{median(f'startup{n}'):.1f} s, total {median(f'total{n}'):.0f} rows/s "
+              f"({ratio(f'total{n}', 'loop'):.2f}x)")
+    print(f"  2 actors / 1 actor: steady {ratio('steady2', 'steady1'):.2f}x, total "
+          f"{ratio('total2', 'total1'):.2f}x")
 
 
 if __name__ == "__main__":
