@@ -16,7 +16,7 @@ import functools
 from collections.abc import Callable
 
 import numpy as np
-from kernels import Variant, median_seconds
+from kernels import Variant, dense_call, median_seconds
 
 import wasm_kernels
 from wasm_kernels.pack import pack_conv_transpose_weight
@@ -65,11 +65,8 @@ def bench(repeat: int) -> None:
                                                  reps) / 1e9
             if isa in simd:
                 m_, k_, n_ = out // groups * k * k, c // groups, h * w
-                pa, pb_, pc = variant.place([np.ones((m_, k_), np.float32),
-                                             np.ones((k_, n_), np.float32),
-                                             np.zeros((m_, n_), np.float32)])
-                matmul = functools.partial(variant.exports["f32_gemm"], variant.store, pa, pb_,
-                                           pc, m_, k_, n_)
+                matmul = dense_call(variant, "f32_gemm", np.ones((m_, k_), np.float32),
+                                    np.ones((k_, n_), np.float32), m_, k_, n_)
                 gemm[isa] = 2 * m_ * k_ * n_ * groups / median_seconds(
                     functools.partial(_repeat, matmul, groups), repeat) / 1e9
         tx, tw = torch.from_numpy(x), torch.from_numpy(weight)

@@ -37,6 +37,7 @@ from runtime.linker import RegistryResolver
 from runtime.pool import link_kernels
 from runtime.session import compile_kernels
 from wasm_kernels.pack import pack_conv_weight, pack_linear_weight
+from wasm_kernels.pack_quantized import pack_qlinear_weight
 
 TARGETS = "targets (issue #4): relaxed/np >= 0.40, simd128/np >= 0.32, every SIMD/sc >= 3.5"
 
@@ -81,6 +82,19 @@ class Variant:
             addresses.append(cursor)
             cursor = (cursor + array.nbytes + 63) // 64 * 64
         return addresses
+
+
+def dense_call(variant: Variant, kernel: str, a: np.ndarray, right: np.ndarray,
+               m: int, k: int, n: int) -> Callable[[], object]:
+    """``kernel`` (an ``f32_gemm`` or ``f32_linear`` row) on ``a`` and ``right`` (B, or W
+    packed) placed in ``variant``'s memory with a zeroed C and, for ``f32_gemm``, its (n, k)
+    scratch; the call, ready to time."""
+    spec = wasm_kernels.abi.BY_NAME[kernel]
+    arrays = {"a": a, "b": right, "w": right, "c": np.zeros((m, n), np.float32),
+              "ws": np.zeros((n, k), np.float32)}
+    pointers = [p for p in spec.params if p in arrays]
+    values = dict(zip(pointers, variant.place([arrays[p] for p in pointers])), m=m, k=k, n=n)
+    return partial(variant.exports[kernel], variant.store, *(values[p] for p in spec.params))
 
 
 def native_linear() -> Callable[..., None] | None:
@@ -148,8 +162,7 @@ def bench_gemm(repeat: int) -> None:
             right = pack_linear_weight(b.T) if kernel == "f32_linear" else b
             runs: dict[str, Callable[[], object]] = {}
             for isa, variant in variants.items():
-                pa, pb, pc = variant.place([a, right, np.zeros((m, n), np.float32)])
-                runs[isa] = partial(variant.exports[kernel], variant.store, pa, pb, pc, m, k, n)
+                runs[isa] = dense_call(variant, kernel, a, right, m, k, n)
             if native and kernel == "f32_linear":
                 runs["native128"] = partial(native, a, right, np.zeros((m, n), np.float32),
                                             m, k, n)
@@ -161,8 +174,8 @@ def bench_gemm(repeat: int) -> None:
             row = "".join(f"{flops / statistics.median(times[x]) / 1e9:>10.1f}" if x in times
                           else f"{'-':>10}" for x in [*variants, *peers])
             row += "".join(f"{ratio(times, isa, 'numpy'):>12.2f}" for isa in simd)
-            row += "".join(f"{statistics.median(times['scalar']) / statistics.median(times[isa]):>12.1f}"
-                           for isa in simd)
+            scalar_s = statistics.median(times["scalar"])
+            row += "".join(f"{scalar_s / statistics.median(times[isa]):>12.1f}" for isa in simd)
             if native:
                 row += "".join(f"{ratio(times, isa, 'native128'):>14.2f}" if "native128" in times
                                else f"{'-':>14}" for isa in simd)
@@ -176,7 +189,7 @@ BMM_SHAPES = [(12, 128, 64, 128), (12, 128, 128, 64), (12, 128, 32, 128), (12, 1
 
 def bench_bmm(repeat: int) -> None:
     """f32_bmm per SIMD variant beside numpy's batched matmul on attention shapes."""
-    variants = {isa: Variant(isa, pages=400) for isa in wasm_kernels.ISAS if isa != "scalar"}
+    variants = {isa: Variant(isa, pages=400) for isa in wasm_kernels.ISA_NAMES if isa != "scalar"}
     print(f"bmm GFLOPS (median of {repeat} interleaved rounds)")
     print(f"{'batch x M x K x N':>20}" + "".join(f"{x:>10}" for x in [*variants, "numpy"])
           + "".join(f"{isa + '/np':>12}" for isa in variants))
@@ -199,80 +212,121 @@ def bench_bmm(repeat: int) -> None:
 
 # name: (input (N, C, H, W), out channels, kernel, stride, padding, groups)
 CONV_SHAPES = {
-    "3x3 64->64 @56": ((1, 64, 56, 56), 64, 3, 1, 1, 1),
-    "3x3 256->256 @14": ((1, 256, 14, 14), 256, 3, 1, 1, 1),
-    "3x3 512->512 @7": ((1, 512, 7, 7), 512, 3, 1, 1, 1),
-    "3x3/2 64->128 @56": ((1, 64, 56, 56), 128, 3, 2, 1, 1),
-    "1x1 256->64 @56": ((1, 256, 56, 56), 64, 1, 1, 0, 1),
-    "1x1 96->24 @56": ((1, 96, 56, 56), 24, 1, 1, 0, 1),
-    "dw3x3 144 @56": ((1, 144, 56, 56), 144, 3, 1, 1, 144),
-    "dw3x3/2 144 @56": ((1, 144, 56, 56), 144, 3, 2, 1, 144),
+    "r18 3x3 64 @56": ((1, 64, 56, 56), 64, 3, 1, 1, 1),
+    "r18 3x3/2 64->128 @56": ((1, 64, 56, 56), 128, 3, 2, 1, 1),
+    "r18 3x3 128 @28": ((1, 128, 28, 28), 128, 3, 1, 1, 1),
+    "r18 3x3 256 @14": ((1, 256, 14, 14), 256, 3, 1, 1, 1),
+    "r18 3x3 512 @7": ((1, 512, 7, 7), 512, 3, 1, 1, 1),
+    "r18 1x1/2 128->256 @28": ((1, 128, 28, 28), 256, 1, 2, 0, 1),
+    "mv2 1x1 24->144 @56": ((1, 24, 56, 56), 144, 1, 1, 0, 1),
+    "mv2 1x1 144->24 @56": ((1, 144, 56, 56), 24, 1, 1, 0, 1),
+    "mv2 1x1 96->576 @14": ((1, 96, 14, 14), 576, 1, 1, 0, 1),
+    "mv2 1x1 320->1280 @7": ((1, 320, 7, 7), 1280, 1, 1, 0, 1),
+    "mv2 dw3x3 144 @56": ((1, 144, 56, 56), 144, 3, 1, 1, 144),
+    "mv2 dw3x3/2 144 @56": ((1, 144, 56, 56), 144, 3, 2, 1, 144),
+    "mv2 dw3x3 576 @14": ((1, 576, 14, 14), 576, 3, 1, 1, 576),
 }
+"""Layers of ResNet-18 (r18) and MobileNetV2 (mv2) at batch 1."""
+
+CONV_TARGETS = "targets (issue #12): conv/lin >= 0.9 (dense), depthwise >= 12 GFLOPS"
 
 
 def bench_conv(repeat: int) -> None:
-    """f32_conv2d per variant beside torch's single-thread conv2d, and beside our own
-    f32_gemm and f32_linear on the conv's implicit-gemm shape: (M, K, N) = (OH * OW, C * kh *
-    kw, O) for f32_linear (W = the conv weight), (O, C * kh * kw, OH * OW) for f32_gemm."""
+    """f32_conv2d per SIMD variant, interleaved with f32_linear on the conv's implicit-gemm
+    shape (M, K, N) = (OH * OW, C * kh * kw, O) (a dense conv) and torch's single-thread
+    conv2d; conv/lin is the median of per-round ratios."""
     import torch  # an extra, only for this section
 
     torch.set_num_threads(1)
-    variants = {isa: Variant(isa, pages=400) for isa in wasm_kernels.ISA_NAMES}
-    simd = [isa for isa in variants if isa != "scalar"]
-    refs = [(kernel, isa) for isa in simd for kernel in ("gemm", "linear")]
-    print(f"conv2d GFLOPS (median of {repeat}), batch 1; conv/gemm and conv/linear: the conv "
-          "against our f32_gemm and f32_linear on its implicit-gemm shape")
-    print(f"{'shape':>18}" + "".join(f"{isa:>9}" for isa in variants) + f"{'torch-1t':>9}"
-          + "".join(f"{isa + '/torch':>14}" for isa in simd)
-          + "".join(f"{kernel[:3] + '-' + isa:>12}{'/' + kernel[:3]:>6}" for kernel, isa in refs))
+    variants = {isa: Variant(isa, pages=400) for isa in wasm_kernels.ISA_NAMES
+                if isa != "scalar"}
+    print(f"conv2d GFLOPS (median of {repeat} interleaved rounds), batch 1; {CONV_TARGETS}")
+    print(f"{'shape':>24}" + "".join(f"{isa:>9}{'lin-' + isa:>13}{'conv/lin':>9}"
+                                     for isa in variants) + f"{'torch-1t':>9}{'target':>8}")
     for name, (shape, out, k, stride, pad, groups) in CONV_SHAPES.items():
         n, c, h, w = shape
         oh, ow = (h + 2 * pad - k) // stride + 1, (w + 2 * pad - k) // stride + 1
         rng = np.random.default_rng(0)
         x = rng.standard_normal(shape, np.float32)
         weight = rng.standard_normal((out, c // groups, k, k), np.float32)
-        bias = np.zeros(out, np.float32)
-        flops = 2 * n * out * (c // groups) * k * k * oh * ow
-        gflops, ref = {}, {}
+        m_, k_ = n * oh * ow, c * k * k
+        runs: dict[str, Callable[[], object]] = {}
         for isa, variant in variants.items():
-            px, pw, pb, py = variant.place([x, pack_conv_weight(weight, groups), bias,
+            px, pw, pb, py = variant.place([x, pack_conv_weight(weight, groups),
+                                            np.zeros(out, np.float32),
                                             np.zeros((n, out, oh, ow), np.float32)])
-            conv = variant.exports["f32_conv2d"]
-            args = (px, pw, pb, py, n, c, h, w, out, oh, ow, k, k, stride, stride, pad, pad, 1,
-                    1, groups)
-            reps = max(1, repeat // 3) if isa == "scalar" else repeat
-            gflops[isa] = flops / median_seconds(lambda: conv(variant.store, *args), reps) / 1e9
-            if isa in simd and groups == 1:
-                for kernel in ("gemm", "linear"):
-                    m_, k_, n_ = (out, c * k * k, oh * ow) if kernel == "gemm" else (
-                        oh * ow, c * k * k, out)
-                    right = (np.ones((k_, n_), np.float32) if kernel == "gemm"
-                             else pack_linear_weight(np.ones((n_, k_), np.float32)))
-                    pa, pb_, pc = variant.place([np.ones((m_, k_), np.float32), right,
-                                                 np.zeros((m_, n_), np.float32)])
-                    run = variant.exports[f"f32_{kernel}"]
-                    ref[kernel, isa] = 2 * m_ * k_ * n_ / median_seconds(
-                        lambda: run(variant.store, pa, pb_, pc, m_, k_, n_), repeat) / 1e9
+            runs[isa] = partial(variant.exports["f32_conv2d"], variant.store, px, pw, pb, py,
+                                n, c, h, w, out, oh, ow, k, k, stride, stride, pad, pad, 1, 1,
+                                groups)
+            if groups == 1:
+                pa, pl, pc = variant.place([rng.standard_normal((m_, k_), np.float32),
+                                            pack_linear_weight(weight.reshape(out, k_)),
+                                            np.zeros((m_, out), np.float32)])
+                runs["lin-" + isa] = partial(variant.exports["f32_linear"], variant.store, pa,
+                                             pl, pc, m_, k_, out)
         tx, tw = torch.from_numpy(x), torch.from_numpy(weight)
-        with torch.no_grad():
-            gflops["torch"] = flops / median_seconds(
-                lambda: torch.nn.functional.conv2d(tx, tw, None, stride, pad, 1, groups),
-                repeat) / 1e9
-        row = "".join(f"{gflops[isa]:>9.1f}" for isa in variants) + f"{gflops['torch']:>9.1f}"
-        row += "".join(f"{gflops[isa] / gflops['torch']:>14.2f}" for isa in simd)
-        for kernel, isa in refs:
-            row += (f"{ref[kernel, isa]:>12.1f}{gflops[isa] / ref[kernel, isa]:>6.2f}"
-                    if (kernel, isa) in ref else f"{'-':>12}{'-':>6}")
-        print(f"{name:>18}{row}")
+        runs["torch"] = partial(torch.no_grad()(torch.nn.functional.conv2d), tx, tw, None,
+                                stride, pad, 1, groups)
+        times = interleaved_seconds(runs, repeat)
+        flops = 2 * m_ * k_ * out // groups
+        gflops = {key: flops / statistics.median(t) / 1e9 for key, t in times.items()}
+        row, met = "", True
+        for isa in variants:
+            if groups == 1:
+                speed = ratio(times, isa, "lin-" + isa)
+                met = met and speed >= 0.9
+                row += f"{gflops[isa]:>9.1f}{gflops['lin-' + isa]:>13.1f}{speed:>9.2f}"
+            else:
+                met = met and gflops[isa] >= 12
+                row += f"{gflops[isa]:>9.1f}{'-':>13}{'-':>9}"
+        print(f"{name:>24}{row}{gflops['torch']:>9.1f}{'met' if met else 'MISSED':>8}")
+
+
+INT8_SHAPES = GEMM_SHAPES[:3]
+"""MiniLM-L6's linear layers at sequence 128 (issue #14's target: int8 >= 2x f32_linear)."""
+
+
+def bench_int8(repeat: int) -> None:
+    """qu8_qlinear_dequantize (uint8 A, int8 W, f32 out: a dynamically quantized linear)
+    beside f32_linear, per SIMD variant, on MiniLM's shapes."""
+    variants = {isa: Variant(isa, pages=400) for isa in wasm_kernels.ISA_NAMES if isa != "scalar"}
+    print(f"int8 linear GOPS (median of {repeat} interleaved rounds); int8/f32: median of "
+          "per-round ratios of qu8_qlinear_dequantize to f32_linear on the same variant; "
+          "target (issue #14) >= 2")
+    print(f"{'M x K x N':>16}" + "".join(f"{isa + ' ' + kind:>16}" for isa in variants
+                                         for kind in ("f32", "int8"))
+          + "".join(f"{isa + ' int8/f32':>18}" for isa in variants))
+    for m, k, n in INT8_SHAPES:
+        rng = np.random.default_rng(0)
+        a = rng.standard_normal((m, k), np.float32)
+        w = rng.standard_normal((n, k), np.float32)
+        qa = rng.integers(0, 256, (m, k)).astype(np.uint8)
+        qw = rng.integers(-127, 128, (n, k)).astype(np.int8)
+        runs: dict[str, Callable[[], object]] = {}
+        for isa, variant in variants.items():
+            pa, pw, pc = variant.place([a, pack_linear_weight(w), np.zeros((m, n), np.float32)])
+            runs[f"{isa} f32"] = partial(variant.exports["f32_linear"], variant.store, pa, pw,
+                                         pc, m, k, n)
+            addresses = variant.place([
+                qa, np.array([0.02], np.float32), np.array([128], np.uint8),
+                pack_qlinear_weight(qw), np.full(n, 0.01, np.float32), np.zeros(n, np.int32),
+                np.zeros(n, np.float32), np.zeros((m, n), np.float32)])
+            runs[f"{isa} int8"] = partial(variant.exports["qu8_qlinear_dequantize"],
+                                          variant.store, *addresses, m, k, n)
+        times = interleaved_seconds(runs, repeat)
+        ops = 2 * m * k * n
+        row = "".join(f"{ops / statistics.median(times[x]) / 1e9:>16.1f}" for x in runs)
+        row += "".join(f"{ratio(times, f'{isa} int8', f'{isa} f32'):>18.2f}" for isa in variants)
+        print(f"{f'{m}x{k}x{n}':>16}{row}")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=7, help="timed calls per measurement")
-    parser.add_argument("--only", default="gemm,bmm,conv",
-                        help="comma-separated sections to run (gemm, bmm, conv)")
+    parser.add_argument("--only", default="gemm,bmm,conv,int8",
+                        help="comma-separated sections to run (gemm, bmm, conv, int8)")
     args = parser.parse_args()
-    sections = {"gemm": bench_gemm, "bmm": bench_bmm, "conv": bench_conv}
+    sections = {"gemm": bench_gemm, "bmm": bench_bmm, "conv": bench_conv, "int8": bench_int8}
     for name in args.only.split(","):
         if name not in sections:
             parser.error(f"unknown section {name!r}; available: {sorted(sections)}")

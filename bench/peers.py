@@ -1,7 +1,8 @@
 """wasmnn beside its peers, in one run: ONNX Runtime native, ONNX Runtime Web's WASM backend
-under Node, and PyTorch on the CPU, on MiniLM, ResNet-18, MobileNetV2, an MLP and an LSTM.
+under Node, and PyTorch on the CPU, on MiniLM, ResNet-18, MobileNetV2, an MLP and an LSTM,
+and (``--models real``) on the real models of ``tests/cases/real_models.py`` (``peers_real.py``).
 
-    .venv/bin/python bench/peers.py [--models minilm-b1,mlp] [--runtimes wasmnn,ort]
+    .venv/bin/python bench/peers.py [--models minilm-b1,mlp|real] [--runtimes wasmnn,ort]
                                     [--threads 1,2] [--repeat 20] [--budget 8] [--json out.json]
 
 Every (runtime, model, threads) cell runs in its own process, so its peak RSS and cold start
@@ -36,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import peers_real
 
 BENCH = Path(__file__).resolve().parent
 ROOT = BENCH.parent
@@ -74,9 +76,12 @@ MODELS = {
     "mlp": ModelSpec("mlp", _image((32, 784))),
     "lstm": ModelSpec("lstm", _image((100, 1, 64))),
 }
+DEFAULT_MODELS = list(MODELS)
+MODELS.update({name: ModelSpec("real", peers_real.inputs(name)) for name in peers_real.NAMES})
+GROUPS = {"real": peers_real.NAMES}
 TITLES = {"minilm-b1": "MiniLM b1 s128", "minilm-b8": "MiniLM b8 s128",
           "resnet18": "ResNet-18 1x3x224²", "mobilenet_v2": "MobileNetV2 1x3x224²",
-          "mlp": "MLP 32x784", "lstm": "LSTM h128 T100 B1"}
+          "mlp": "MLP 32x784", "lstm": "LSTM h128 T100 B1", **{n: n for n in peers_real.NAMES}}
 
 
 # ---------------------------------------------------------------- torch models
@@ -172,6 +177,8 @@ def prepare(name: str, workdir: Path) -> dict[str, Any]:
     np.savez(workdir / "inputs.npz", **arrays)
     for key, value in inputs.items():
         value.tofile(workdir / f"{key}.bin")
+    if spec.kind == "real":
+        return peers_real.prepare(name, workdir, inputs)
     reference = torch_model(spec.kind)
     if spec.kind != "minilm":
         torch.save(reference.state_dict(), workdir / "torch.pt")
@@ -240,7 +247,7 @@ def run_cell(runtime_name: str, name: str, threads: int, workdir: Path,
         path = workdir / ("model.wasm" if runtime_name == "wasmnn" else "model-onnx.wasm")
         start = time.perf_counter()
         session = runtime.load(path, instances=threads, max_memory="2GiB")
-        output = session.run(inputs)["output0"]
+        output = session.run(inputs)[session.outputs[0].name]
         cold = time.perf_counter() - start
         run = (lambda: session.run(inputs)) if threads == 1 else _pair(
             lambda: session.run(inputs))
@@ -365,7 +372,7 @@ def _size_mb(workdir: Path, runtime_name: str) -> str:
 
 def print_table(results: dict[str, dict[str, dict[int, dict[str, Any]]]],
                 sizes: dict[str, dict[str, str]], threads: list[int]) -> None:
-    head = f"{'model':<21}{'runtime':<15}"
+    head = f"{'model':<24}{'runtime':<15}"
     for t in threads:
         head += f"{f'{t}t ms':>10}{'x wasmnn':>9}"
     head += f"{'cold ms':>9}{'RSS MB':>8}{'size MB':>10}{'max err':>9}"
@@ -373,7 +380,7 @@ def print_table(results: dict[str, dict[str, dict[int, dict[str, Any]]]],
     print("-" * len(head))
     for name, by_runtime in results.items():
         for index, (runtime_name, cells) in enumerate(by_runtime.items()):
-            row = f"{TITLES[name] if index == 0 else '':<21}{LABELS[runtime_name]:<15}"
+            row = f"{TITLES[name] if index == 0 else '':<24}{LABELS[runtime_name]:<15}"
             notes = []
             for t in threads:
                 cell = cells.get(t)
@@ -393,13 +400,14 @@ def print_table(results: dict[str, dict[str, dict[int, dict[str, Any]]]],
                         f"{sizes[name].get(runtime_name, ''):>10}{first['max_err']:>9.1e}")
             print(row)
             for note in dict.fromkeys(notes):
-                print(f"{'':<36}n/a ({note})")
+                print(f"{'':<39}n/a ({note})")
     print()
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--models", default=",".join(MODELS))
+    parser.add_argument("--models", default=",".join(DEFAULT_MODELS),
+                        help=f"models, or groups of them: {sorted(GROUPS)}")
     parser.add_argument("--runtimes", default=",".join(RUNTIMES))
     parser.add_argument("--threads", default="1,2")
     parser.add_argument("--warmup", type=int, default=2)
@@ -417,7 +425,7 @@ def main() -> int:
     if args.cell:
         _child(args)
         return 0
-    names = args.models.split(",")
+    names = [n for group in args.models.split(",") for n in GROUPS.get(group, [group])]
     runtimes = args.runtimes.split(",")
     threads = [int(t) for t in args.threads.split(",")]
     for value, known in ((names, MODELS), (runtimes, RUNTIMES)):

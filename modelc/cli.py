@@ -15,6 +15,7 @@ import numpy as np
 from .export import TARGETS, WEB_LOADER
 from .onnx import DEFAULT_DIM_RANGE
 
+QUANTIZE_MODES = ("int8", "int8-dynamic")
 _DYNAMIC = re.compile(r"^(\w+):(-?\d+)=(\w+):(\d+):(\d+)$")
 
 
@@ -57,6 +58,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--isa", choices=("simd128", "relaxed", "scalar"), default="simd128",
                         help="kernel variant for --standalone (default: %(default)s, which "
                              "every SIMD engine runs; relaxed needs relaxed-SIMD support)")
+    parser.add_argument("--quantize", choices=QUANTIZE_MODES, default=None,
+                        help="int8: linear/matmul/conv (and adds, concats) in integers with "
+                             "activation scales calibrated on --calibrate; int8-dynamic: "
+                             "int8 weights, activation scales computed per run (transformers)")
+    parser.add_argument("--calibrate", metavar="DATA.npz", default=None,
+                        help="calibration inputs for --quantize int8: one array per model "
+                             "input, named after it, whose first axis indexes the examples")
+    parser.add_argument("--percentile", type=float, default=None,
+                        help="clip calibrated ranges to this percentile, e.g. 99.99 "
+                             "(default: min/max)")
     parser.set_defaults(handler=export_command)
 
 
@@ -159,6 +170,27 @@ def _python_model(args: argparse.Namespace) -> tuple[Any, Any]:
     return model, tuple(inputs.values()) if positional else inputs
 
 
+def _quantized(args: argparse.Namespace, model: Any, inputs: Any, dynamic: Any) -> Any:
+    """``model`` quantized as ``--quantize`` asks (a graph), or ``model`` itself."""
+    from .quantize import examples_from_npz, quantize
+
+    if args.quantize is None:
+        if args.calibrate is not None or args.percentile is not None:
+            raise ValueError("--calibrate and --percentile need --quantize int8")
+        return model
+    if args.quantize == "int8-dynamic":
+        if args.calibrate is not None:
+            raise ValueError("--calibrate is for --quantize int8; int8-dynamic computes "
+                             "activation scales per run")
+        return quantize(model, [inputs] if inputs is not None else [], activations="dynamic",
+                        dynamic=dynamic)
+    if args.calibrate is None:
+        raise ValueError("--quantize int8 needs --calibrate DATA.npz (example inputs, one "
+                         "array per model input, first axis indexing the examples)")
+    return quantize(model, examples_from_npz(args.calibrate), percentile=args.percentile,
+                    dynamic=dynamic)
+
+
 def export_command(args: argparse.Namespace) -> int:
     """Compile ``args.model`` (a ``.onnx`` file, or a Python model) to ``args.output``.
 
@@ -174,7 +206,9 @@ def export_command(args: argparse.Namespace) -> int:
             model, inputs, dynamic = _onnx_graph(args), None, None
         else:
             (model, inputs), dynamic = _python_model(args), _dynamic(args.dynamic) or None
-        wasm = export(model, inputs, args.output, dynamic=dynamic,
+        model = _quantized(args, model, inputs, dynamic)
+        wasm = export(model, inputs if args.quantize is None else None, args.output,
+                      dynamic=dynamic,
                       standalone=args.standalone, isa=args.isa,
                       sidecar=args.sidecar, target=args.target)
     except UnsupportedOpError as err:

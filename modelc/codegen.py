@@ -5,8 +5,9 @@ and ``fd_write`` from WASI when it has symbolic dims (it reports an out-of-range
 stderr). It exports ``run(dims...) -> i32`` (0 on success) and re-exports ``memory``.
 
 Memory layout: [0, 16) scratch for WASI calls, then error messages, then weights (data
-segments), then the activation arena planned by ``plan_memory``. Each op's ``lower``
-records instructions into a ``LowerContext``; addresses are resolved once the layout is
+segments), then the activation arena planned by ``plan_memory`` (``arena``: with symbolic
+dims, its addresses are computed per call and memory grows to what the dims need). Each op's
+``lower`` records instructions into a ``LowerContext``; addresses are resolved once the layout is
 known, and kernel calls once the imports are.
 """
 
@@ -14,7 +15,6 @@ from __future__ import annotations
 
 import hashlib
 import math
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -23,6 +23,7 @@ from wasm_kernels import abi
 from wasm_kernels.wasm import Code, FuncType, Limits, MemoryType, ModuleBuilder, WasmTypeError
 
 from . import ops
+from .arena import LAYOUT_EXPORT, Layout, layout_function, make_layout
 from .errors import CompileError
 from .graph import Graph, Guard, Node, Shape, Value
 from .metadata import SECTION, encode_metadata
@@ -106,7 +107,22 @@ class LowerContext:
                 self._constant_offsets[id(value)] = self._place(storage(value.data))
             self._add("i32.const", 0, record=("weight", self._constant_offsets[id(value)]))
         else:
-            self._add("i32.const", 0, record=("arena", self.graph.meta["arena"][id(value)]))
+            self._add("i32.const", 0, record=("arena", self.graph.meta["slots"][id(value)]))
+
+    def arena(self, offset: int) -> None:
+        """Push the address of byte ``offset`` of the activation arena (a region an op
+        manages itself, such as a loop body's arena inside its scratch)."""
+        self._add("i32.const", 0, record=("arena", offset))
+
+    def place(self, raw: bytes) -> int:
+        """Append ``raw`` to the weights (aligned) and return its offset among them; a
+        ``("weight", k)`` record of another context's weights placed there becomes
+        ``("weight", offset + k)``."""
+        return self._place(np.frombuffer(raw, np.uint8))
+
+    def replay(self, op: str, *args: Any, record: tuple[Any, ...] | None = None) -> None:
+        """Record one instruction with its own record (lowered into another context)."""
+        self._add(op, *args, record=record)
 
     def numel(self, shape: Shape) -> None:
         """Push the element count of ``shape``, multiplying in symbolic dims at run time."""
@@ -144,7 +160,7 @@ class LowerContext:
     def scratch(self, node: Node, index: int = 0) -> None:
         """Push the address of ``node``'s scratch buffer ``index`` (``OpDef.scratch``)."""
         self._add("i32.const", 0,
-                  record=("arena", self.graph.meta["scratch"][(id(node), index)]))
+                  record=("arena", self.graph.meta["slots"][(id(node), index)]))
 
     def call(self, kernel: str) -> None:
         """Call kernel ``kernel`` of the ABI with the arguments pushed so far."""
@@ -158,32 +174,23 @@ class LowerContext:
         self._add("call", self.kernels.index(kernel), record=("kernel", kernel))
 
 
+OUT_OF_MEMORY = ""
+"""The message key (no dim has an empty name) of the error ``run`` reports when memory
+cannot grow to what the dims need."""
+
+
 def _message_segment(graph: Graph, base: int) -> tuple[bytes, dict[str, tuple[int, int]]]:
     blob = bytearray()
     where = {}
-    for name, (low, high) in graph.dims.items():
-        text = f"wasmnn model: dim {name!r} must be in [{low}, {high}]\n".encode()
-        where[name] = (base + len(blob), len(text))
-        blob += text
+    texts = {name: f"dim {name!r} must be in [{low}, {high}]"
+             for name, (low, high) in graph.dims.items()}
+    if graph.dims:
+        texts[OUT_OF_MEMORY] = "memory cannot grow to what these dims need"
+    for key, text in texts.items():
+        encoded = f"wasmnn model: {text}\n".encode()
+        where[key] = (base + len(blob), len(encoded))
+        blob += encoded
     return bytes(blob), where
-
-
-@dataclass(frozen=True)
-class Layout:
-    """Where things live in linear memory; every address the module uses derives from it."""
-
-    messages: bytes
-    message_at: dict[str, tuple[int, int]]
-    weights_base: int
-    arena_base: int
-    memory_bytes: int
-
-    @property
-    def pages(self) -> int:
-        return max(1, -(-self.memory_bytes // PAGE))
-
-    def address(self, graph: Graph, value: Value) -> int:
-        return self.arena_base + graph.meta["arena"][id(value)]
 
 
 def _guards(graph: Graph) -> list[Guard]:
@@ -232,18 +239,14 @@ def _enter(ctx: LowerContext, current: Guard, guard: Guard) -> Guard:
     return guard
 
 
-def lower(graph: Graph) -> tuple[LowerContext, Layout]:
-    """Lower every node (after ``passes.optimize``) and lay out memory.
+def lower_nodes(ctx: LowerContext) -> None:
+    """Lower every node of ``ctx.graph`` into ``ctx``, guarded nodes inside wasm ``if``s.
 
     Raises:
-        CompileError: an op cannot be lowered, or its lowering pushes arguments that do not
-            fit its kernel calls, naming the node and the user's source line; or a dim's
-            upper bound makes the model need more memory than wasm32 has.
+        CompileError: as ``lower``.
     """
-    _check_dim_bounds(graph)
-    ctx = LowerContext(graph)
     open_guard: Guard = ()
-    for node, guard in zip(graph.nodes, _guards(graph)):
+    for node, guard in zip(ctx.graph.nodes, _guards(ctx.graph)):
         open_guard = _enter(ctx, open_guard, guard)
         try:
             ops.get(node.op).lower(node, ctx)
@@ -253,14 +256,26 @@ def lower(graph: Graph) -> tuple[LowerContext, Layout]:
         except (CompileError, WasmTypeError) as err:
             raise CompileError(f"while lowering {node.describe()}: {err}") from None
     _enter(ctx, open_guard, ())
+
+
+def lower(graph: Graph, reserve: int = 0) -> tuple[LowerContext, Layout]:
+    """Lower every node (after ``passes.optimize``) and lay out memory, keeping ``reserve``
+    bytes at ``Layout.reserved_at`` before the weights for the caller.
+
+    Raises:
+        CompileError: an op cannot be lowered, or its lowering pushes arguments that do not
+            fit its kernel calls, naming the node and the user's source line; or a dim's
+            upper bound makes the model need more memory than wasm32 has.
+    """
+    _check_dim_bounds(graph)
+    ctx = LowerContext(graph)
+    lower_nodes(ctx)
     messages, message_at = _message_segment(graph, SCRATCH_BYTES)
-    weights_base = _aligned(SCRATCH_BYTES + len(messages))
-    arena_base = _aligned(weights_base + len(ctx.weights))
-    layout = Layout(messages, message_at, weights_base, arena_base,
-                    arena_base + graph.meta["arena_bytes"])
-    if layout.memory_bytes > MAX_MEMORY_BYTES:
+    layout = make_layout(graph, messages, message_at, SCRATCH_BYTES + len(messages), reserve,
+                         len(ctx.weights))
+    if layout.memory_bytes_max >= MAX_MEMORY_BYTES:
         bounds = ", ".join(f"{name!r} up to {high}" for name, (_, high) in graph.dims.items())
-        raise CompileError(f"the model needs {layout.memory_bytes} bytes of memory"
+        raise CompileError(f"the model needs {layout.memory_bytes_max} bytes of memory"
                            f"{f' with dims {bounds}' if bounds else ''}, more than "
                            f"WebAssembly's {MAX_MEMORY_BYTES} (65536 pages): it could never "
                            "load; lower the dims' upper bounds")
@@ -290,7 +305,7 @@ def emit_records(code: Code, records: list[tuple[Any, ...]], layout: Layout,
         if kind == "weight":
             code.emit("i32.const", layout.weights_base + record[1])
         elif kind == "arena":
-            code.emit("i32.const", layout.arena_base + record[1])
+            layout.push(code, record[1])
         elif kind == "kernel":
             code.emit("call", kernel_index[record[1]])
         else:
@@ -298,9 +313,12 @@ def emit_records(code: Code, records: list[tuple[Any, ...]], layout: Layout,
 
 
 def run_function(builder: ModuleBuilder, ctx: LowerContext, layout: Layout,
-                 kernel_index: dict[str, int], fd_write: int | None) -> int:
+                 kernel_index: dict[str, int], fd_write: int | None,
+                 layout_index: int | None) -> int:
     """Add ``run(dims...) -> i32``, exported: check each dim's range (reporting on stderr,
-    returning 1), then make the kernel calls and return 0. Returns its function index."""
+    returning 1), lay out the arena for the dims (calling ``layout_index``, the function
+    ``arena.layout_function`` added; reporting and returning 2 when memory cannot grow to
+    it), then make the kernel calls and return 0. Returns its function index."""
     graph = ctx.graph
     ty = FuncType(("i32",) * len(graph.dims), ("i32",))
     code = builder.code(ty)
@@ -313,6 +331,12 @@ def run_function(builder: ModuleBuilder, ctx: LowerContext, layout: Layout,
         code.emit("if")
         report_error(code, fd_write, *layout.message_at[name])
         code.emit("i32.const", 1).emit("return").emit("end")
+    if layout_index is not None:
+        assert fd_write is not None
+        code.get(*range(len(graph.dims))).emit("call", layout_index)
+        with code.if_():
+            report_error(code, fd_write, *layout.message_at[OUT_OF_MEMORY])
+            code.emit("i32.const", 2).emit("return")
     emit_records(code, ctx.records, layout, kernel_index)
     code.emit("i32.const", 0)
     return builder.add_function(ty, code, export="run")
@@ -332,11 +356,15 @@ def add_data_and_metadata(builder: ModuleBuilder, ctx: LowerContext, layout: Lay
                             "sha256": hashlib.sha256(ctx.weights).hexdigest()}
     elif ctx.weights:
         builder.add_data(layout.weights_base, bytes(ctx.weights))
+    if graph.dims:
+        extra["layout"] = {"entry": LAYOUT_EXPORT, "need_at": layout.need_at}
+    tensors = {**graph.inputs, **graph.outputs}
     builder.add_custom(SECTION, encode_metadata(
         graph, producer=producer,
-        input_offsets={n: layout.address(graph, v) for n, v in graph.inputs.items()},
-        output_offsets={n: layout.address(graph, v) for n, v in graph.outputs.items()},
-        weights_bytes=len(ctx.weights), memory_bytes=layout.memory_bytes, **extra))
+        offsets={n: (layout.address(graph, v), layout.offset_at(graph, v))
+                 for n, v in tensors.items()},
+        weights_bytes=len(ctx.weights), memory_bytes=layout.memory_bytes,
+        memory_bytes_max=layout.memory_bytes_max, **extra))
 
 
 def generate(graph: Graph, producer: str, sidecar: str | None = None) -> tuple[bytes, bytes]:
@@ -356,7 +384,8 @@ def generate(graph: Graph, producer: str, sidecar: str | None = None) -> tuple[b
         spec = abi.BY_NAME[name]
         kernel_index[name] = builder.import_func(abi.MODULE, name,
                                                  FuncType(spec.param_types, spec.results))
-    run_function(builder, ctx, layout, kernel_index, fd_write)
+    run_function(builder, ctx, layout, kernel_index, fd_write,
+                 layout_function(builder, graph, layout) if graph.dims else None)
     builder.export("memory", "memory", 0)
     add_data_and_metadata(builder, ctx, layout, producer, sidecar)
     return builder.encode(), bytes(ctx.weights)

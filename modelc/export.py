@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import json
 import os
+import warnings
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
 import nn
+from wasm_kernels.wasm import read_module
 
 from .codegen import generate
 from .graph import Graph
+from .metadata import SECTION
 from .passes import optimize
 from .standalone import generate_standalone
 from .trace import DynamicSpec, trace
@@ -35,6 +39,23 @@ def compile_graph(graph: Graph, *, standalone: bool = False, isa: str = "simd128
     if standalone:
         return generate_standalone(graph, producer(), isa)
     return generate(graph, producer())[0]
+
+
+def warn_default_bounds(graph: Graph, wasm: bytes) -> None:
+    """Warn about each symbolic dim the ONNX importer bounded by its default, not the user:
+    the module's memory at the largest dims follows from that bound."""
+    defaulted = graph.meta.get("default_dims", ())
+    if not defaulted:
+        return
+    meta = json.loads(read_module(wasm).custom(SECTION) or b"{}")
+    for name in defaulted:
+        low, high = graph.dims[name]
+        warnings.warn(f"symbolic dim {name!r} was bounded by the default range [{low}, {high}] "
+                      f"(no bound given): at the largest dims the model needs "
+                      f"{meta.get('memory_bytes_max')} bytes of memory "
+                      f"({meta.get('memory_bytes')} at the smallest); bound it with export's "
+                      f"dynamic= or --dynamic INPUT:AXIS={name}:MIN:MAX",
+                      stacklevel=3)
 
 
 def sidecar_path(path: str | os.PathLike[str]) -> Path:
@@ -97,6 +118,7 @@ def export(model: nn.Module | Graph | str | os.PathLike[str], example_inputs: An
         weights_file.write_bytes(weights)
     else:
         wasm = compile_graph(graph, standalone=standalone, isa=isa)
+    warn_default_bounds(graph, wasm)
     if path is not None:
         with open(path, "wb") as out:
             out.write(wasm)

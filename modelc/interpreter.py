@@ -6,7 +6,7 @@ epilogues run after it. Values are freed after their last use.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
@@ -14,7 +14,7 @@ import numpy as np
 from nn import functional as F
 
 from .errors import CompileError
-from .graph import Graph, Node
+from .graph import Graph, Node, Value
 from .trace import LIST_MARK, SymbolicDim
 
 
@@ -64,8 +64,11 @@ def run_node(node: Node, values: list[np.ndarray], dims: dict[str, int] | None =
     return out
 
 
-def interpret(graph: Graph, inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """Run ``graph`` on ``inputs`` with numpy and return its outputs by name.
+def interpret(graph: Graph, inputs: Mapping[str, np.ndarray], *,
+              observe: Callable[[Value, np.ndarray], None] | None = None
+              ) -> dict[str, np.ndarray]:
+    """Run ``graph`` on ``inputs`` with numpy and return its outputs by name; ``observe``, if
+    given, sees every graph input and node output as it is computed (calibration).
 
     Raises:
         CompileError: a node failed, naming it and the user's source line ("while executing").
@@ -74,6 +77,9 @@ def interpret(graph: Graph, inputs: Mapping[str, np.ndarray]) -> dict[str, np.nd
     if missing:
         raise ValueError(f"missing inputs {missing}; the graph takes {sorted(graph.inputs)}")
     env = {id(v): np.asarray(inputs[name]) for name, v in graph.inputs.items()}
+    if observe is not None:
+        for value in graph.inputs.values():
+            observe(value, env[id(value)])
     dims = bind_dims(graph, inputs)
     last_use = {id(v): i for i, n in enumerate(graph.nodes) for v in n.inputs}
     keep = {id(v) for v in graph.outputs.values()}
@@ -85,10 +91,12 @@ def interpret(graph: Graph, inputs: Mapping[str, np.ndarray]) -> dict[str, np.nd
             for value, result in zip(node.outputs, results if len(node.outputs) > 1
                                      else (results,)):
                 env[id(value)] = np.asarray(result)
+                if observe is not None:
+                    observe(value, env[id(value)])
         except Exception as err:
             raise CompileError(f"while executing {node.describe()}: "
                                f"{type(err).__name__}: {err}") from err
         for value in node.inputs:
             if last_use.get(id(value)) == index and id(value) not in keep:
                 env.pop(id(value), None)
-    return {name: env[id(v)] for name, v in graph.outputs.items()}
+    return {name: env[id(v)] if v.data is None else v.data for name, v in graph.outputs.items()}

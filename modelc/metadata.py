@@ -12,28 +12,36 @@ SECTION = "wasmnn.model"
 FORMAT = 1
 
 
-def _tensor(name: str, value: Value, offset: int) -> dict[str, object]:
-    return {"name": name, "dtype": value.dtype, "shape": list(value.shape), "offset": offset}
+def _tensor(name: str, value: Value, offset: tuple[int, int | None]) -> dict[str, object]:
+    address, offset_at = offset
+    tensor = {"name": name, "dtype": value.dtype, "shape": list(value.shape), "offset": address}
+    if offset_at is not None:
+        tensor["offset_at"] = offset_at
+    return tensor
 
 
-def encode_metadata(graph: Graph, *, producer: str, input_offsets: dict[str, int],
-                    output_offsets: dict[str, int], weights_bytes: int,
-                    memory_bytes: int, **extra: object) -> bytes:
+def encode_metadata(graph: Graph, *, producer: str, offsets: dict[str, tuple[int, int | None]],
+                    weights_bytes: int, memory_bytes: int, memory_bytes_max: int,
+                    **extra: object) -> bytes:
     """The UTF-8 JSON payload describing ``graph``'s interface and memory use; ``extra``
-    keys (e.g. ``standalone``) are added as they are."""
+    keys (e.g. ``standalone``) are added as they are. ``offsets`` gives each input and
+    output's address at the dims' smallest values and, when it moves with the dims, the
+    address of the ``u32`` where the ``layout`` export writes it."""
     meta = {
         "format": FORMAT,
         "producer": producer,
         "abi": {"module": abi.MODULE, "version": abi.VERSION},
         "entry": "run",
         "dims": [{"name": n, "min": lo, "max": hi} for n, (lo, hi) in graph.dims.items()],
-        "inputs": [_tensor(n, v, input_offsets[n]) for n, v in graph.inputs.items()],
-        "outputs": [_tensor(n, v, output_offsets[n]) for n, v in graph.outputs.items()],
+        "inputs": [_tensor(n, v, offsets[n]) for n, v in graph.inputs.items()],
+        "outputs": [_tensor(n, v, offsets[n]) for n, v in graph.outputs.items()],
         "ops": graph.ops(),
         "arena_bytes": graph.meta["arena_bytes"],
+        "arena_bytes_min": graph.meta["arena_bytes_min"],
         "activation_bytes": graph.meta["activation_bytes"],
         "weights_bytes": weights_bytes,
         "memory_bytes": memory_bytes,
+        "memory_bytes_max": memory_bytes_max,
         "graph": str(graph).splitlines(),
         **extra,
     }

@@ -3,11 +3,15 @@
 It defines and exports its own memory, contains the bodies of the kernels it calls (and
 only those; the portable ``simd128`` variant unless told otherwise), and its ``_start``:
 
-1. reads all of stdin (growing memory as needed);
+1. reads all of stdin (growing memory as needed) to the end of the arena at the dims'
+   smallest values;
 2. parses one ``.npy`` array per model input, concatenated in the metadata's input order
-   (version 1-3 headers, ``'<f4'``, C order), checking shapes against the model;
-3. calls ``run`` (which checks symbolic dims against their ranges);
-4. writes one ``.npy`` array per output to stdout, concatenated in output order.
+   (version 1-3 headers, ``'<f4'``, C order), checking shapes against the model and
+   binding the symbolic dims;
+3. lays out the arena for those dims (``layout``: memory grows to what they need), moves
+   the stdin bytes above it when it reaches them, and copies the inputs in;
+4. calls ``run`` (which checks symbolic dims against their ranges);
+5. writes one ``.npy`` array per output to stdout, concatenated in output order.
 
 Errors are one line on stderr and exit code 1. ``numpy.load`` called repeatedly on the
 output stream reads the results back.
@@ -21,12 +25,12 @@ from wasm_kernels import abi
 from wasm_kernels.build import generate as generate_kernel
 from wasm_kernels.wasm import Code, FuncType, GlobalType, Limits, MemoryType, ModuleBuilder
 
+from .arena import ALIGN, Layout, layout_function
 from .codegen import (
     FD_WRITE,
     MODULE_NAME,
     PAGE,
     WASI,
-    Layout,
     add_data_and_metadata,
     lower,
     run_function,
@@ -67,6 +71,7 @@ class _Start:
     strings: _Strings
     fn: dict[str, int]
     cursor: int
+    layout: Layout
 
     def dim(self, dim: int | str) -> None:
         """Push a dim: a constant, or the local a symbolic dim is bound to."""
@@ -171,8 +176,9 @@ def _read_dim(s: _Start, graph: Graph, dim: int | str, bad_shape: bytes) -> None
         s.fail(bad_shape)
 
 
-def _read_input(s: _Start, graph: Graph, layout: Layout, name: str, value: Value) -> None:
-    """Parse one .npy at p, check its dtype, order and shape, and copy its data in."""
+def _read_input(s: _Start, graph: Graph, name: str, value: Value, data: int) -> None:
+    """Parse one .npy at p, check its dtype, order and shape; local ``data`` = where its
+    data starts."""
     c, encoded = s.c, name.encode()
     shape_text = ", ".join(str(d) for d in value.shape).encode()
     bad_shape = b"input '%s' must have shape (%s)" % (encoded, shape_text)
@@ -198,8 +204,47 @@ def _read_input(s: _Start, graph: Graph, layout: Layout, name: str, value: Value
     c.get("p", "value").emit("i32.add").get("end").emit("i32.gt_u")
     with c.if_():
         s.fail(b"input '%s' has fewer data bytes than its shape needs" % encoded)
-    c.emit("i32.const", layout.address(graph, value)).get("p", "value").emit("memory.copy")
+    c.get("p").set(data)
     c.get("p", "value").emit("i32.add").set("p")
+
+
+def _grow_to(s: _Start, end_local: str, message: bytes) -> None:
+    """Grow memory to hold the bytes below the address in local ``end_local``."""
+    c = s.c
+    c.get(end_local).emit("i32.const", PAGE - 1).emit("i32.add").emit("i32.const", 16)
+    c.emit("i32.shr_u").emit("memory.size").emit("i32.sub").tee("value")
+    c.emit("i32.const", 0).emit("i32.gt_s")
+    with c.if_():
+        c.get("value").emit("memory.grow").emit("i32.const", -1).emit("i32.eq")
+        with c.if_():
+            s.fail(message)
+
+
+def _place_inputs(s: _Start, graph: Graph, layout: Layout, in_base: int, data: list[int]
+                  ) -> None:
+    """Lay out the arena for the bound dims, move stdin's bytes (at in_base, up to end)
+    above it if it reaches them, and copy each input in from its ``data`` local."""
+    c = s.c
+    if graph.dims:
+        c.get(*s.dims.values()).emit("call", s.fn["layout"])
+        with c.if_():
+            s.fail(b"memory cannot grow to what these dims need")
+        c.emit("i32.const", layout.need_at).emit("i32.load", 2)
+        c.emit("i32.const", ALIGN - 1).emit("i32.add").emit("i32.const", -ALIGN)
+        c.emit("i32.and").tee("q").emit("i32.const", in_base).emit("i32.gt_u")
+        with c.if_():
+            # q = the new base; p = how far the bytes move; end = their new end.
+            c.get("q").emit("i32.const", in_base).emit("i32.sub").set("p")
+            c.get("end", "p").emit("i32.add").set("end")
+            _grow_to(s, "end", b"stdin does not fit in memory above the arena")
+            c.get("q").emit("i32.const", in_base).get("length").emit("memory.copy")
+            for local in data:
+                c.get(local, "p").emit("i32.add").set(local)
+    for value, local in zip(graph.inputs.values(), data):
+        s.layout.push_value(c, graph, value)
+        c.get(local)
+        _emit_numel(s, value)
+        c.emit("i32.const", 4).emit("i32.mul").emit("memory.copy")
 
 
 def _push(c: Code, *values: int) -> None:
@@ -237,7 +282,8 @@ def _write_output(s: _Start, graph: Graph, layout: Layout, value: Value, header:
     _push(c, 1, header)
     c.get("q").emit("i32.const", header - 1).emit("i32.sub")
     c.emit("call", s.fn["write_all"]).emit("drop")
-    _push(c, 1, layout.address(graph, value))
+    c.emit("i32.const", 1)
+    layout.push_value(c, graph, value)
     _emit_numel(s, value)
     c.emit("i32.const", 4).emit("i32.mul").emit("call", s.fn["write_all"])
     with c.if_():
@@ -256,10 +302,12 @@ def _start_function(builder: ModuleBuilder, graph: Graph, layout: Layout, string
     for local in ("length", "got", "p", "end", "q", "value"):
         c.local("i32", local)
     dims = {name: c.local("i32", f"dim_{name}") for name in graph.dims}
-    s = _Start(c, dims, strings, fn, cursor)
+    data = [c.local("i32") for _ in graph.inputs]
+    s = _Start(c, dims, strings, fn, cursor, layout)
     _read_stdin(s, fd_read, in_base)
-    for name, value in graph.inputs.items():
-        _read_input(s, graph, layout, name, value)
+    for (name, value), local in zip(graph.inputs.items(), data):
+        _read_input(s, graph, name, value, local)
+    _place_inputs(s, graph, layout, in_base, data)
     # run checks dim ranges and reports on stderr.
     c.get(*dims.values()).emit("call", fn["run"])
     with c.if_():
@@ -279,10 +327,10 @@ def generate_standalone(graph: Graph, producer: str, isa: str = "simd128") -> by
         CompileError: an op cannot be lowered.
         ValueError: ``isa`` is not a kernel ISA.
     """
-    ctx, layout = lower(graph)
-    strings = _Strings(-(-layout.memory_bytes // 16) * 16)
+    ctx, layout = lower(graph, reserve=STRINGS_BYTES + HEADER_BYTES)
+    strings = _Strings(layout.reserved_at)
     header = strings.base + STRINGS_BYTES
-    in_base = header + HEADER_BYTES
+    in_base = -(-layout.memory_bytes // ALIGN) * ALIGN
     builder = ModuleBuilder(MODULE_NAME)
     fd_read = builder.import_func(WASI, "fd_read", FD_WRITE)  # the same iovec signature
     fd_write = builder.import_func(WASI, "fd_write", FD_WRITE)
@@ -296,7 +344,9 @@ def generate_standalone(graph: Graph, producer: str, isa: str = "simd128") -> by
     for name in ctx.kernels:
         ty, body = generate_kernel(abi.BY_NAME[name], isa)
         kernel_index[name] = builder.add_function(ty, body, name=name)
-    fn["run"] = run_function(builder, ctx, layout, kernel_index, fd_write)
+    if graph.dims:
+        fn["layout"] = layout_function(builder, graph, layout)
+    fn["run"] = run_function(builder, ctx, layout, kernel_index, fd_write, fn.get("layout"))
     _start_function(builder, graph, layout, strings, fn, fd_read, cursor, in_base, header)
     builder.add_data(strings.base, bytes(strings.blob))
     add_data_and_metadata(builder, ctx, layout, producer, standalone=True, isa=isa)

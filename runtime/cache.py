@@ -20,7 +20,6 @@ from __future__ import annotations
 import hashlib
 import mmap
 import os
-import re
 import tempfile
 import threading
 import zlib
@@ -57,48 +56,10 @@ def cache_dir() -> Path | None:
     return Path(base) / "wasmnn"
 
 
-def _key(wasm: bytes | mmap.mmap, engine_key: str, digest: str | None = None) -> str:
-    """The entry name: wasmtime's version, the engine settings, and the module's SHA-256
-    (``digest`` when the caller knows it)."""
-    digest = digest or hashlib.sha256(wasm).hexdigest()
-    return hashlib.sha256(f"{_WASMTIME_VERSION}|{engine_key}|{digest}".encode()).hexdigest()
-
-
-_HEX_DIGEST = re.compile(r"[0-9a-f]{64}")
-
-
-def file_digest(path: str | os.PathLike[str], data: bytes | mmap.mmap) -> str:
-    """The SHA-256 of ``data``, the contents of the file at ``path``, remembered on disk under
-    the file's identity (path, device, inode, size, and modification and change times in ns),
-    so that a warm load of a large model hashes nothing (MiniLM: 90 MB, ~0.13 s).
-
-    NOTE: the trust Python's bytecode cache puts in a source's size and mtime: a file
-    rewritten in place within one timestamp tick, same size, would be taken for the old one.
-    """
-    full = lambda: hashlib.sha256(data).hexdigest()  # noqa: E731
-    directory = cache_dir()
-    try:
-        stat = os.stat(path)
-    except OSError:
-        return full()
-    if directory is None or stat.st_size != len(data):
-        return full()
-    identity = (f"{os.path.realpath(path)}|{stat.st_dev}|{stat.st_ino}|{stat.st_size}|"
-                f"{stat.st_mtime_ns}|{stat.st_ctime_ns}")
-    entry = directory / f"digest-{hashlib.sha256(identity.encode()).hexdigest()}.txt"
-    try:
-        known = entry.read_text(encoding="ascii")
-        if _HEX_DIGEST.fullmatch(known):
-            return known
-    except (OSError, UnicodeDecodeError):
-        pass
-    digest = full()
-    try:
-        directory.mkdir(parents=True, exist_ok=True)
-        _atomic_write(entry, digest.encode())
-    except OSError:
-        pass  # NOTE: as in _write_entry: the cache is an optimisation.
-    return digest
+def _key(wasm: bytes, engine_key: str) -> str:
+    digest = hashlib.sha256(f"{_WASMTIME_VERSION}|{engine_key}|".encode())
+    digest.update(wasm)
+    return digest.hexdigest()
 
 
 def _sum_path(path: Path) -> Path:
@@ -180,9 +141,8 @@ def generated_module(name: str, fingerprint: str, build: Callable[[], bytes]) ->
     return wasm
 
 
-def compile_module(engine: wasmtime.Engine, wasm: bytes | mmap.mmap, engine_key: str,
-                   compiler: wasmtime.Engine | None = None,
-                   digest: str | None = None) -> wasmtime.Module:
+def compile_module(engine: wasmtime.Engine, wasm: bytes, engine_key: str,
+                   compiler: wasmtime.Engine | None = None) -> wasmtime.Module:
     """A compiled module for ``wasm`` on ``engine``, from memory, disk, or a fresh compile.
 
     A ``compiler`` engine compiles it instead (one with another cranelift opt level, and
@@ -192,7 +152,7 @@ def compile_module(engine: wasmtime.Engine, wasm: bytes | mmap.mmap, engine_key:
     Raises:
         wasmtime.WasmtimeError: ``wasm`` does not compile (the caller translates it).
     """
-    key = _key(wasm, engine_key, digest)
+    key = _key(wasm, engine_key)
     with _lock:
         cached = _memory.get((id(engine), key))
     if cached is not None:
@@ -206,10 +166,8 @@ def compile_module(engine: wasmtime.Engine, wasm: bytes | mmap.mmap, engine_key:
         except wasmtime.WasmtimeError:
             _discard(path)  # NOTE: e.g. written by another wasmtime build.
     if module is None:
-        source = wasm if isinstance(wasm, bytes) else bytes(wasm)  # what wasmtime-py takes
-        module = (wasmtime.Module(engine, source) if compiler is None else
-                  wasmtime.Module.deserialize(engine,
-                                              wasmtime.Module(compiler, source).serialize()))
+        module = (wasmtime.Module(engine, wasm) if compiler is None else
+                  wasmtime.Module.deserialize(engine, wasmtime.Module(compiler, wasm).serialize()))
         if path is not None:
             _write_entry(path, module.serialize())
     with _lock:

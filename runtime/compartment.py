@@ -4,7 +4,6 @@ everything wasmtime raises is translated into our ``Trap`` taxonomy."""
 from __future__ import annotations
 
 import functools
-import mmap
 import re
 import threading
 import time
@@ -183,7 +182,7 @@ def _frames(trap: wasmtime.Trap) -> list[str]:
 
 def _trap(code: str, reason: str, trap: wasmtime.Trap) -> Trap:
     """A ``Trap`` whose message names the innermost function, e.g. ``out_of_bounds in
-    wasmnn_kernels_v2!f32_gather: <wasmtime's reason>``."""
+    wasmnn_kernels_v3!f32_gather: <wasmtime's reason>``."""
     frames = trap.frames
     where = f"{code} in {_function(frames[0])}: " if frames else ""
     return Trap(code, where + reason, _frames(trap))
@@ -246,7 +245,7 @@ def translate(error: BaseException, limits: ResourceLimits, shares: Shares | Non
     """Our exception for anything a guest call or instantiation raised: ``ExitTrap`` for
     ``proc_exit``, ``LimitExceeded`` for a time, fuel, memory, table or instance cap, ``Trap``
     with a code from ``TRAP_CODES`` for the rest, its message naming the innermost function
-    (``unreachable in wasmnn_kernels_v2!f32_gather: ...``) and ``frames`` the whole
+    (``unreachable in wasmnn_kernels_v3!f32_gather: ...``) and ``frames`` the whole
     backtrace. Other exceptions (a host function's own) are returned unchanged."""
     if isinstance(error, ProcExit):
         return ExitTrap(error.code)
@@ -351,10 +350,10 @@ class Compartment:
         if self.limits.fuel is not None:
             self.store.set_fuel(self.limits.fuel)
 
-    def compile(self, wasm: bytes | mmap.mmap, opt_level: str = "speed",
-                digest: str | None = None) -> tuple[wasmtime.Module, ModuleInfo]:
-        """Compile ``wasm`` at cranelift's ``opt_level`` (cached per engine, by ``digest``,
-        its SHA-256, when the caller knows it) and read its interface.
+    def compile(self, wasm: bytes, opt_level: str = "speed"
+                ) -> tuple[wasmtime.Module, ModuleInfo]:
+        """Compile ``wasm`` at cranelift's ``opt_level`` (cached per engine) and read its
+        interface.
 
         Raises:
             ModelFormatError: the bytes are not a valid WebAssembly module.
@@ -369,7 +368,7 @@ class Compartment:
             info = read_module(wasm)
             key = f"fuel={fuel}|epochs={self.epochs}|opt={opt_level}" + (
                 f"|features={self.features}" if self.features else "")
-            module = compile_module(self.engine, wasm, key, compiler, digest)
+            module = compile_module(self.engine, wasm, key, compiler)
         except WasmFormatError as err:
             raise ModelFormatError(f"malformed WebAssembly: {err}") from None
         except wasmtime.WasmtimeError as err:

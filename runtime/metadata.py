@@ -3,17 +3,23 @@
 The section ``wasmnn.model`` holds one UTF-8 JSON object, format 1:
 
     {"format": 1, "producer": "wasmnn 0.1.0",
-     "abi": {"module": "wasmnn_kernels_v2", "version": 2},
+     "abi": {"module": "wasmnn_kernels_v3", "version": 3},
      "entry": "run",                          # export called with one i32 per dim, in order
      "dims": [{"name": "batch", "min": 1, "max": 64}],
      "inputs":  [{"name": "x", "dtype": "float32", "shape": ["batch", 64], "offset": 1024}],
      "outputs": [{"name": "output0", "dtype": "float32", "shape": ["batch", 10], "offset": 9216}],
      "ops": ["linear", "relu"], "arena_bytes": 8192, "weights_bytes": 4096,
-     "memory_bytes": 131072}
+     "memory_bytes": 131072,                  # at the dims' smallest values
+     "memory_bytes_max": 524288,              # optional: at their largest
+     "layout": {"entry": "layout", "need_at": 4096}}     # optional, see below
 
-Tensors are dense, C-order, at byte ``offset`` in linear memory. The file is untrusted:
-every field is type-checked and every tensor must fit in ``memory_bytes`` at the largest
-dims, or ``ModelFormatError`` names the field.
+Tensors are dense, C-order, at byte ``offset`` in linear memory. A model whose memory
+follows its dims has ``layout``: its ``entry`` export, called with the dims, grows memory to
+what they need and writes that size (a u32) at ``need_at``; a tensor with ``offset_at`` is
+then at the u32 address written there (its ``offset`` is the one at the smallest dims). The
+file is untrusted: every field is type-checked and every tensor must fit in
+``memory_bytes_max`` (else ``memory_bytes``) at the largest dims, or ``ModelFormatError``
+names the field; addresses a ``layout`` call writes are checked when they are read.
 """
 
 from __future__ import annotations
@@ -30,7 +36,7 @@ from .errors import ModelFormatError
 
 SECTION = "wasmnn.model"
 FORMAT = 1
-DTYPES = ("float32", "int64", "int32", "bool")
+DTYPES = ("float32", "int64", "int32", "bool", "int8", "uint8")
 MAX_RANK = 8
 
 
@@ -51,6 +57,7 @@ class TensorInfo:
     dtype: str
     shape: tuple[int | str, ...]
     offset: int
+    offset_at: int | None = None
 
     def resolve(self, dims: dict[str, int]) -> tuple[int, ...]:
         return tuple(d if isinstance(d, int) else dims[d] for d in self.shape)
@@ -91,6 +98,14 @@ def _sidecar(raw: Any) -> Sidecar | None:
 
 
 @dataclass(frozen=True)
+class LayoutEntry:
+    """The export that lays out memory for given dims, and where it writes their need."""
+
+    entry: str
+    need_at: int
+
+
+@dataclass(frozen=True)
 class ModelMetadata:
     raw: dict[str, Any]
     producer: str
@@ -104,7 +119,9 @@ class ModelMetadata:
     arena_bytes: int
     weights_bytes: int
     memory_bytes: int
+    memory_bytes_max: int
     sidecar: Sidecar | None = None
+    layout: LayoutEntry | None = None
 
     def max_dims(self) -> dict[str, int]:
         return {d.name: d.max for d in self.dims}
@@ -143,7 +160,14 @@ def _tensor(obj: Any, where: str, dim_names: set[str]) -> TensorInfo:
                                        or isinstance(d, str) and d in dim_names):
             raise ModelFormatError(f"model metadata: {where} ({name!r}) has shape entry "
                                    f"{d!r}; expected a size or one of {sorted(dim_names)}")
-    return TensorInfo(name, dtype, tuple(shape), _count(obj, "offset", where))
+    offset_at = _count(obj, "offset_at", where) if "offset_at" in obj else None
+    return TensorInfo(name, dtype, tuple(shape), _count(obj, "offset", where), offset_at)
+
+
+def _layout(raw: Any) -> LayoutEntry | None:
+    if raw is None:
+        return None
+    return LayoutEntry(_field(raw, "entry", str, "layout"), _count(raw, "need_at", "layout"))
 
 
 def parse(payload: bytes | None) -> ModelMetadata:
@@ -184,6 +208,7 @@ def parse(payload: bytes | None) -> ModelMetadata:
                    for i, t in enumerate(_field(raw, "inputs", list, "metadata")))
     outputs = tuple(_tensor(t, f"outputs[{i}]", names)
                     for i, t in enumerate(_field(raw, "outputs", list, "metadata")))
+    memory_bytes = _count(raw, "memory_bytes", "metadata")
     meta = ModelMetadata(
         raw=raw, producer=_field(raw, "producer", str, "metadata"),
         abi_module=_field(abi, "module", str, "abi"), abi_version=_count(abi, "version", "abi"),
@@ -192,20 +217,30 @@ def parse(payload: bytes | None) -> ModelMetadata:
         ops=tuple(_field(raw, "ops", list, "metadata")),
         arena_bytes=_count(raw, "arena_bytes", "metadata"),
         weights_bytes=_count(raw, "weights_bytes", "metadata"),
-        memory_bytes=_count(raw, "memory_bytes", "metadata"),
-        sidecar=_sidecar(raw.get("sidecar")))
+        memory_bytes=memory_bytes,
+        # NOTE: only memory that a layout call grows may exceed the minimum.
+        memory_bytes_max=(max(memory_bytes, _count(raw, "memory_bytes_max", "metadata"))
+                          if "memory_bytes_max" in raw and "layout" in raw else memory_bytes),
+        sidecar=_sidecar(raw.get("sidecar")), layout=_layout(raw.get("layout")))
     if meta.sidecar and meta.sidecar.offset + meta.sidecar.bytes > meta.memory_bytes:
         raise ModelFormatError(f"model metadata: sidecar weights span bytes "
                                f"[{meta.sidecar.offset}, "
                                f"{meta.sidecar.offset + meta.sidecar.bytes}) but the model's "
                                f"memory has {meta.memory_bytes} bytes")
+    slots = [("layout.need_at", meta.layout.need_at)] if meta.layout else []
+    slots += [(f"tensor {t.name!r} offset_at", t.offset_at) for t in inputs + outputs
+              if t.offset_at is not None]
+    for what, at in slots:
+        if meta.layout is None or at + 4 > meta.memory_bytes:
+            raise ModelFormatError(f"model metadata: {what} = {at} needs a 'layout' entry and "
+                                   f"a u32 inside the model's {meta.memory_bytes} bytes")
     largest = meta.max_dims()
     for tensor in inputs + outputs:
         end = tensor.offset + tensor.nbytes(largest)
-        if end > meta.memory_bytes:
+        if end > meta.memory_bytes_max:
             raise ModelFormatError(f"model metadata: tensor {tensor.name!r} spans bytes "
                                    f"[{tensor.offset}, {end}) but the model's memory has "
-                                   f"{meta.memory_bytes} bytes")
+                                   f"{meta.memory_bytes_max} bytes")
     if len({t.name for t in inputs}) != len(inputs) or not inputs or not outputs:
         raise ModelFormatError("model metadata: inputs must be non-empty with unique names, "
                                "and outputs non-empty")

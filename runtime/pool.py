@@ -26,7 +26,9 @@ from wasi_intrinsics.wasi import CappedBuffer, WasiConfig, WasiState, preview1
 from wasm_kernels.wasm import Limits, MemoryType, ModuleInfo
 
 from . import metadata as md
+from .arena import Addresses
 from .compartment import Compartment
+from .data_segments import Segments
 from .errors import Trap, one_line
 from .linker import RegistryResolver, Resolved, instance_exports
 from .raw_call import I32Call
@@ -41,14 +43,15 @@ Compiled = tuple[wasmtime.Module, ModuleInfo]
 class Blueprint:
     """What every instance of one model shares: its metadata, its compiled module, the
     compiled kernel modules (one per opt level they were compiled at; ``None`` for the numpy
-    host provider), its memory size, and its sidecar weight bytes when the module does not
-    carry them."""
+    host provider), its memory size, its sidecar weight bytes when the module does not
+    carry them, and the large data segments compiled out of it (``data_segments``)."""
 
     metadata: md.ModelMetadata
     model: Compiled
     kernels: tuple[Compiled, ...] | None
     pages: int
     sidecar_weights: bytes | None = None
+    segments: Segments | None = None
 
 
 def defines_memory(info: ModuleInfo) -> bool:
@@ -112,31 +115,33 @@ class ModelInstance:
             memory=self.memory, only=wasi_imports))
         registry.register(wasm_kernels.abi.MODULE, kernels)
         instance = compartment.instantiate(*blueprint.model, registry)
+        exports = instance.exports(store)
         # NOTE: Session checked the entry's signature (one i32 per dim -> i32) in the binary.
-        entry = instance.exports(store)[blueprint.metadata.entry]
+        entry = exports[blueprint.metadata.entry]
         assert isinstance(entry, wasmtime.Func)
         self._entry = I32Call(store, entry, len(blueprint.metadata.dims))
+        self.addresses = Addresses(blueprint.metadata, compartment, exports, self.memory_view)
+        """Where the inputs and outputs are for given dims (memory grown to them)."""
+        if blueprint.segments is not None:
+            blueprint.segments.write(self.memory_view())
         sidecar = blueprint.metadata.sidecar
         if sidecar is not None and blueprint.sidecar_weights is not None:
             self.memory.write(store, blueprint.sidecar_weights, sidecar.offset)
-        self.views = MemoryViews(self.memory_size, self.memory_view)
+        self.views = MemoryViews(self.memory_size, self.memory_view, self.addresses)
 
     def memory_size(self) -> int:
         """The linear memory's size in bytes now."""
         return self.memory.data_len(self.compartment.store)
 
     def memory_view(self) -> np.ndarray:
-        """The whole linear memory as a ``uint8`` array. The array keeps this instance's
-        compartment (its store, hence its memory) alive, so a view is never left dangling; its
-        contents change whenever the instance runs again."""
+        """The whole linear memory as a ``uint8`` array. The array keeps this instance (its
+        store, hence its memory) alive, so a view is never left dangling; its contents change
+        whenever the instance runs again."""
         store = self.compartment.store
         size = self.memory.data_len(store)
         address = ctypes.cast(self.memory.data_ptr(store), ctypes.c_void_p).value
         buffer = (ctypes.c_uint8 * size).from_address(address or 0)
-        # NOTE: pins the store; the compartment, not this instance, so that the views the
-        # instance keeps (``views``) make no reference cycle and a dropped instance's memory
-        # is freed at once.
-        buffer.owner = self.compartment  # type: ignore[attr-defined]
+        buffer.owner = self  # type: ignore[attr-defined]  # NOTE: pins the store.
         return np.frombuffer(memoryview(buffer), np.uint8)
 
     def call(self, args: list[int] | tuple[int, ...]) -> None:

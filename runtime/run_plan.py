@@ -26,13 +26,13 @@ Bind = Callable[[md.ModelMetadata, Any, int], tuple[dict[str, np.ndarray], dict[
 
 @dataclass(frozen=True)
 class Tensor:
-    """One input or output of a plan: where it lies in memory and its concrete shape."""
+    """One input or output of a plan: its concrete shape and size (where it lies is the
+    instance's business: ``ModelInstance.addresses``)."""
 
     name: str
     dtype: np.dtype[Any]
     shape: tuple[int, ...]
-    start: int
-    stop: int
+    nbytes: int
 
 
 @dataclass(frozen=True, eq=False)
@@ -41,18 +41,18 @@ class RunPlan:
     Compared by identity: a ``Planner`` makes one per binding, and hashing by identity keeps
     the per-call lookup of its views cheap."""
 
+    dims: dict[str, int]
     args: tuple[int, ...]
     inputs: tuple[Tensor, ...]
     outputs: tuple[Tensor, ...]
 
     @classmethod
     def of(cls, metadata: md.ModelMetadata, dims: dict[str, int]) -> RunPlan:
-        def place(info: md.TensorInfo) -> Tensor:
-            return Tensor(info.name, np.dtype(info.dtype), info.resolve(dims), info.offset,
-                          info.offset + info.nbytes(dims))
+        def tensor(info: md.TensorInfo) -> Tensor:
+            return Tensor(info.name, np.dtype(info.dtype), info.resolve(dims), info.nbytes(dims))
 
-        return cls(tuple(dims[d.name] for d in metadata.dims),
-                   tuple(map(place, metadata.inputs)), tuple(map(place, metadata.outputs)))
+        return cls(dims, tuple(dims[d.name] for d in metadata.dims),
+                   tuple(map(tensor, metadata.inputs)), tuple(map(tensor, metadata.outputs)))
 
 
 class Planner:
@@ -108,11 +108,14 @@ class MemoryViews:
     Args:
         size: the memory's current size in bytes (cheap: one call into wasmtime).
         whole: the whole memory as a ``uint8`` array (a new view of it).
+        addresses: each tensor's byte address for given dims (it may grow the memory).
     """
 
-    def __init__(self, size: Callable[[], int], whole: Callable[[], np.ndarray]):
+    def __init__(self, size: Callable[[], int], whole: Callable[[], np.ndarray],
+                 addresses: Callable[[dict[str, int]], dict[str, int]]):
         self._size = size
         self._whole = whole
+        self._addresses = addresses
         self._memory = whole()
         self._views: dict[RunPlan, tuple[list[np.ndarray], list[np.ndarray]]] = {}
 
@@ -124,12 +127,20 @@ class MemoryViews:
         return self._memory
 
     def of(self, plan: RunPlan) -> tuple[list[np.ndarray], list[np.ndarray]]:
-        """Writable views of ``plan``'s inputs and outputs in the memory as last ``current``
-        saw it."""
+        """Writable views of ``plan``'s inputs and outputs in the memory as it is now.
+
+        Raises:
+            LimitExceeded, ModelFormatError, Trap: as ``arena.Addresses``, the first time a
+                plan's dims are seen.
+        """
         views = self._views.get(plan)
         if views is None:
+            addresses = self._addresses(plan.dims)
+            memory = self.current()  # NOTE: after addresses(), which may grow the memory
+
             def view(tensor: Tensor) -> np.ndarray:
-                return (self._memory[tensor.start:tensor.stop]
+                start = addresses[tensor.name]
+                return (memory[start:start + tensor.nbytes]
                         .view(tensor.dtype).reshape(tensor.shape))
 
             views = [view(t) for t in plan.inputs], [view(t) for t in plan.outputs]

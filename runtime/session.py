@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import mmap
 import os
 import warnings
 from collections.abc import Mapping
@@ -16,7 +15,7 @@ import numpy as np
 import wasm_kernels
 from wasm_kernels.wasm import FuncType, MemoryType, ModuleInfo
 
-from . import cache
+from . import cache, data_segments
 from . import metadata as md
 from .compartment import Compartment, ResourceLimits, parse_size
 from .errors import LimitExceeded, ModelFormatError, Trap
@@ -28,21 +27,15 @@ KERNEL_CHOICES = ("auto", "host") + wasm_kernels.ISA_NAMES
 Inputs = Mapping[str, Any] | np.ndarray
 
 
-def _read_model(model: str | os.PathLike[str] | bytes) -> bytes | mmap.mmap:
-    """The model's bytes; a file is memory-mapped, not read: with the compiled code cached,
-    only its small sections are ever looked at, and hashing it reads the page cache in place
-    (copying MiniLM's 90 MB took ~0.2 s of a 0.7 s load)."""
+def _read_model(model: str | os.PathLike[str] | bytes) -> bytes | Path:
+    """The model's bytes, or its checked path (read by ``data_segments.split``)."""
     if isinstance(model, (bytes, bytearray, memoryview)):
         return bytes(model)
     if isinstance(model, (str, os.PathLike)):
         path = Path(model)
         if not path.is_file():
             raise FileNotFoundError(f"model file {str(path)!r} does not exist")
-        with open(path, "rb") as file:
-            try:
-                return mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ)
-            except ValueError:  # NOTE: an empty file cannot be mapped
-                return file.read()
+        return path
     raise TypeError(f"expected a path or bytes for the model, got {type(model).__name__}")
 
 
@@ -244,7 +237,7 @@ class Session:
     an instance (its own sandboxed compartment) from a pool that grows lazily up to
     ``instances``. Use ``close()`` or ``with`` to release them."""
 
-    def __init__(self, wasm: bytes | mmap.mmap, limits: ResourceLimits, kernels: str = "auto", *,
+    def __init__(self, wasm: bytes | Path, limits: ResourceLimits, kernels: str = "auto", *,
                  instances: int | None = None,
                  model_path: str | os.PathLike[str] | None = None,
                  weights: str | os.PathLike[str] | bytes | None = None):
@@ -255,8 +248,8 @@ class Session:
         size = instances if instances is not None else os.cpu_count() or 1
         self.limits = limits
         compartment = Compartment(limits)
-        model = compartment.compile(wasm, digest=cache.file_digest(model_path, wasm)
-                                    if model_path is not None else None)
+        wasm, segments = data_segments.split(wasm)
+        model = compartment.compile(wasm)
         self.metadata = md.parse(model[1].custom(md.SECTION))
         if self.metadata.abi_module != wasm_kernels.abi.MODULE:
             raise ModelFormatError(
@@ -270,7 +263,7 @@ class Session:
                                              else kernels, _imported_kernels(model[1]))
         sidecar = (read_sidecar(self.metadata.sidecar, model_path, weights)
                    if self.metadata.sidecar is not None else None)
-        blueprint = Blueprint(self.metadata, model, kernel_modules, pages, sidecar)
+        blueprint = Blueprint(self.metadata, model, kernel_modules, pages, sidecar, segments)
         self._planner = Planner(self.metadata, bind)
         self._pool = InstancePool(lambda: ModelInstance(blueprint, Compartment(limits)), size,
                                   ModelInstance(blueprint, compartment))

@@ -28,6 +28,8 @@ from wasm_kernels.wasm import FuncType
 from .intrinsic import HostContext, IntrinsicModule
 from .kernel_limits import OperandFault, check_bytes, guarded
 from .kernel_operands import element_dtype, operand, strided_operand
+from .kernel_qrescale import qrescale
+from .kernels_quantized import FAMILIES as QUANTIZED_FAMILIES
 
 
 def _special(name: str) -> Callable[[np.ndarray], np.ndarray]:
@@ -392,12 +394,20 @@ def _cell(spec: abi.KernelSpec) -> Callable[..., None]:
     return cell
 
 
-def _topk(ctx: HostContext, x: int, values: int, indices: int, outer: int, n: int,
-          inner: int, k: int, largest: int) -> None:
-    data = operand(ctx.memory, x, (outer, n, inner))
-    order = np.argsort(-data if largest else data, axis=1, kind="stable")[:, :k]
-    operand(ctx.memory, indices, (outer, k, inner), np.dtype("<i8"))[...] = order
-    operand(ctx.memory, values, (outer, k, inner))[...] = np.take_along_axis(data, order, 1)
+def _topk(spec: abi.KernelSpec) -> Callable[..., None]:
+    dtype = element_dtype(spec.dtypes[0])
+
+    def topk(ctx: HostContext, x: int, values: int, indices: int, outer: int, n: int,
+             inner: int, k: int, largest: int) -> None:
+        data = operand(ctx.memory, x, (outer, n, inner), dtype)
+        # NOTE: ~x orders integers backwards without -x's overflow at the smallest one
+        key = (-data if dtype.kind == "f" else ~data) if largest else data
+        order = np.argsort(key, axis=1, kind="stable")[:, :k]
+        operand(ctx.memory, indices, (outer, k, inner), np.dtype("<i8"))[...] = order
+        operand(ctx.memory, values, (outer, k, inner), dtype)[...] = np.take_along_axis(
+            data, order, 1)
+
+    return topk
 
 
 FAMILIES: dict[str, Callable[[abi.KernelSpec], Callable[..., None]]] = {
@@ -407,7 +417,8 @@ FAMILIES: dict[str, Callable[[abi.KernelSpec], Callable[..., None]]] = {
     "movement": lambda spec: _copy(spec) if spec.op == "copy" else _where(spec),
     "norm": lambda spec: _group_norm, "conv_transpose": lambda spec: _conv_transpose,
     "compare": _broadcast, "recurrent": _cell, "resample": lambda spec: _resample,
-    "integer": _broadcast, "topk": lambda spec: _topk,
+    "integer": _broadcast, "topk": _topk, "qrescale": qrescale,
+    **QUANTIZED_FAMILIES,
 }
 
 

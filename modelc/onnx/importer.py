@@ -29,16 +29,20 @@ from . import (
     ops_layout,
     ops_math,
     ops_nn,
+    ops_quantized,
     ops_resize,
     ops_rnn,
     ops_shape,
 )
+from .fold_qdq import fold_qdq
 from .node import OnnxNode
 
 OPS = {**ops_activation.OPS, **ops_layout.OPS, **ops_math.OPS, **ops_nn.OPS,
        **ops_resize.OPS, **ops_rnn.OPS, **ops_shape.OPS, **ops_control.OPS, **ops_einsum.OPS,
-       **ops_index.OPS}
+       **ops_index.OPS, **ops_quantized.OPS}
 """Every supported ONNX op type (default domain) and its import function."""
+DOMAIN_OPS: dict[str, dict[str, Any]] = {"com.microsoft": ops_quantized.MICROSOFT}
+"""Supported ops of other domains (onnxruntime's contrib ops), by domain."""
 OPSETS = (9, 23)
 """The default-domain opset versions the importer follows (inclusive)."""
 CONVERTED = (7, 8)
@@ -123,12 +127,19 @@ def _unsupported(graph: Any, where: str = "") -> list[tuple[str, str, str]]:
     for i, node in enumerate(graph.node):
         op = f"{node.domain + '.' if node.domain else ''}{node.op_type}"
         name = node.name or f"#{i}"
-        if node.domain not in _DOMAINS or node.op_type not in OPS:
+        if _op_function(node) is None:
             found.append((name, op, where))
         for attr in node.attribute:
             for body in [attr.g] if attr.HasField("g") else list(attr.graphs):
                 found += _unsupported(body, f"{where}{name!r}.{attr.name} > ")
     return found
+
+
+def _op_function(node: Any) -> Any:
+    """The import function of ``node``'s op (by domain and type), or None."""
+    if node.domain in _DOMAINS:
+        return OPS.get(node.op_type)
+    return DOMAIN_OPS.get(node.domain, {}).get(node.op_type)
 
 
 def check_supported(proto: Any) -> None:
@@ -147,7 +158,21 @@ def check_supported(proto: Any) -> None:
     inside = (f"; only inside control-flow subgraphs (If/Loop/Scan): {nested}" if nested
               else "")
     raise UnsupportedOpError(f"the ONNX model uses {len(bad)} unsupported node(s): {nodes}"
-                             f"{inside}; supported ops: {sorted(OPS)}")
+                             f"{inside}; supported ops: {sorted(OPS)} and "
+                             f"{ {d: sorted(ops) for d, ops in DOMAIN_OPS.items()} }")
+
+
+def _read_names(graph: Any) -> set[str]:
+    """The tensor names the nodes of ``graph`` (and of its subgraphs) read but do not
+    produce: what it takes from its inputs, initializers and outer scopes."""
+    read: set[str] = set()
+    made = {o for node in graph.node for o in node.output}
+    for node in graph.node:
+        read.update(i for i in node.input if i)
+        for attr in node.attribute:
+            for sub in [attr.g] if attr.HasField("g") else list(attr.graphs):
+                read |= _read_names(sub)
+    return read - made
 
 
 def _attrs(node: Any) -> dict[str, Any]:
@@ -257,6 +282,44 @@ class _Importer:
             child.run(index, node)
         return [child.env[o.name] for o in body.output]
 
+    def detached(self, body: Any, inputs: Sequence[Any]) -> tuple[Graph, list[Any]]:
+        """Import subgraph ``body`` as a graph of its own (a loop body run many times):
+        each formal input bound to a known array stays known, any other becomes a graph
+        input of the ``(shape, dtype)`` given; each run-time tensor of the outer scope it
+        reads becomes one more graph input. The graph's outputs are the body's.
+
+        Returns:
+            The graph and the outer tensors behind its extra inputs, in input order.
+
+        Raises:
+            CompileError: ``inputs`` do not match the subgraph's inputs, or a node fails.
+        """
+        from onnx import numpy_helper
+
+        if len(inputs) != len(body.input):
+            raise CompileError(f"subgraph {body.name!r} takes {len(body.input)} inputs, "
+                               f"given {len(inputs)}")
+        graph = Graph(dims=self.graph.dims)  # NOTE: shared, so the dims are run's params
+        child = copy.copy(self)
+        child.graph, child.tracer, child.guard = graph, Tracer(graph), ()
+        child.env = {**self.env, **{t.name: numpy_helper.to_array(t) for t in body.initializer}}
+        for k, (info, spec) in enumerate(zip(body.input, inputs)):
+            child.env[info.name] = (spec if isinstance(spec, np.ndarray)
+                                    else child.tracer.input(f"in{k}", *spec))
+        formal = {i.name for i in body.input} | {t.name for t in body.initializer}
+        outer: list[Any] = []
+        for name in sorted(_read_names(body) - formal):
+            value = self.env.get(name)
+            if isinstance(value, SymbolicTensor):
+                child.env[name] = child.tracer.input(f"outer{len(outer)}", tuple(value.shape),
+                                                     str(value.dtype))
+                outer.append(value)
+        for index, node in enumerate(body.node):
+            child.run(index, node)
+        graph.outputs = {f"out{k}": _graph_value(f"out{k}", child.env[o.name])
+                         for k, o in enumerate(body.output)}
+        return graph, outer
+
     def add_inputs(self, input_shapes: Mapping[str, Sequence[int]], dynamic: DynamicSpec
                    ) -> None:
         from onnx.helper import tensor_dtype_to_np_dtype
@@ -280,10 +343,11 @@ class _Importer:
                                "produced by no node (an unsupported optional output?)")
         onnx_node = OnnxNode(name, node.op_type, [self.env[i] if i else None
                                                   for i in node.input],
-                             _attrs(node), self.opset, len(node.output), self.subgraph)
+                             _attrs(node), self.opset, len(node.output), self.subgraph,
+                             self.detached)
         start = len(self.graph.nodes)
         try:
-            results = OPS[node.op_type](onnx_node)
+            results = _op_function(node)(onnx_node)
         except CompileError as err:
             if str(err).startswith(f"ONNX node {name!r}"):
                 raise
@@ -330,11 +394,13 @@ def from_onnx(model: Any, input_shapes: Mapping[str, Sequence[int]] | None = Non
             ``model`` is not a valid ONNX model.
         ImportError: the ``onnx`` package is not installed.
     """
-    proto = _upgrade(_load(model))
+    proto = fold_qdq(_upgrade(_load(model)))
     check_supported(proto)
     graph = Graph()
     importer = _Importer(proto, graph, _opset(proto))
     importer.add_inputs(input_shapes or {}, dynamic or {})
+    given = {axis[0] for axes in (dynamic or {}).values() for axis in axes.values()}
+    graph.meta["default_dims"] = tuple(name for name in graph.dims if name not in given)
     for index, node in enumerate(proto.graph.node):
         importer.run(index, node)
     graph.outputs = {o.name: _graph_value(o.name, importer.env[o.name])

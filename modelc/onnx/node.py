@@ -29,7 +29,8 @@ class OnnxNode:
 
     def __init__(self, name: str, op_type: str, inputs: Sequence[Operand | None],
                  attrs: dict[str, Any], opset: int, outputs: int = 1,
-                 subgraph: Callable[..., list[Any]] | None = None):
+                 subgraph: Callable[..., list[Any]] | None = None,
+                 detached: Callable[..., tuple[Any, list[Any]]] | None = None):
         self.name = name
         self.op_type = op_type
         self.inputs = list(inputs)
@@ -37,6 +38,7 @@ class OnnxNode:
         self.opset = opset
         self.outputs = outputs
         self._subgraph = subgraph
+        self._detached = detached
 
     def subgraph(self, attr: str, inputs: Sequence[Any] = (), guard: Guard = ()) -> list[Any]:
         """Import the graph attribute ``attr`` (a branch or loop body) into the same graph,
@@ -49,6 +51,19 @@ class OnnxNode:
         if body is None or self._subgraph is None:
             raise self.error(f"needs the graph attribute {attr!r}")
         return self._subgraph(body, inputs, guard)
+
+    def detached(self, attr: str, inputs: Sequence[Any]) -> tuple[Any, list[Any]]:
+        """Import the graph attribute ``attr`` as a graph of its own (a loop body): formal
+        inputs are known arrays or ``(shape, dtype)`` of new graph inputs; returns the
+        graph and the outer run-time tensors it reads (its last inputs, in order).
+
+        Raises:
+            CompileError: there is no such attribute, or the body fails to import.
+        """
+        body = self.attrs.get(attr)
+        if body is None or self._detached is None:
+            raise self.error(f"needs the graph attribute {attr!r}")
+        return self._detached(body, inputs)
 
     def error(self, message: str) -> CompileError:
         return CompileError(f"ONNX node {self.name!r} ({self.op_type}): {message}")

@@ -6,7 +6,10 @@ both branches, each node guarded by the condition (codegen wraps guarded nodes i
 ``if``), and merges each output pair with ``where`` on the condition; when one branch
 cannot import for the given shapes, only the other is kept and a ``check`` traps at run
 time if the condition picks the failed one. ``Loop`` with a known
-trip count and ``Scan`` are unrolled: the body is imported once per iteration.
+trip count and ``Scan`` over a fixed axis are unrolled up to ``MAX_UNROLL`` iterations: the
+body is imported once per iteration. Past that, or with a trip count known only at run
+time, or over a symbolic axis, the body is imported once as a graph of its own and the op
+becomes one ``nn.functional.loop``: a wasm loop (``modelc/ops/loop.py``).
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ import numpy as np
 from nn import functional as F
 
 from ..errors import CompileError
+from ..ops.loop import Body
 from .fold import is_known, operands
 from .node import OnnxNode
 
@@ -97,9 +101,14 @@ def _stack(parts: list[Any], axis: int) -> Any:
 
 
 def loop(n: OnnxNode) -> tuple[Any, ...]:
-    """Loop, unrolled: it must stop within ``MAX_UNROLL`` iterations by its trip count
-    ``M`` (known at import time) or by a condition that folds in every iteration."""
-    limit = int(n.known(0, "trip count M").reshape(-1)[0]) if n.has(0) else None
+    """Loop, unrolled when it stops within ``MAX_UNROLL`` iterations by its trip count
+    ``M`` (known at import time) or by a condition that folds in every iteration; a wasm
+    loop (``_loop_in_wasm``) when ``M`` is known only at run time or is larger."""
+    count = n.optional(0)
+    if count is not None and (not is_known(count)
+                              or int(count.reshape(-1)[0]) > MAX_UNROLL):
+        return _loop_in_wasm(n, count)
+    limit = int(count.reshape(-1)[0]) if count is not None else None
     cond = n.known(1, "the loop condition") if n.has(1) else np.array(True)
     carried = list(n.inputs[2:])
     scans: list[list[Any]] = [[] for _ in range(n.outputs - len(carried))]
@@ -121,8 +130,87 @@ def loop(n: OnnxNode) -> tuple[Any, ...]:
     return (*carried, *(_stack(parts, 0) for parts in scans))
 
 
+def _results(values: Any) -> list[Any]:
+    """``nn.functional.loop``'s result as a list (one output comes alone)."""
+    return list(values) if isinstance(values, tuple) else [values]
+
+
+def _spec(value: Any) -> tuple[tuple[Any, ...], str]:
+    return tuple(value.shape), str(value.dtype)
+
+
+def _loop_in_wasm(n: OnnxNode, count: Any) -> tuple[Any, ...]:
+    """Loop as one ``nn.functional.loop`` (a wasm loop over a body compiled once) for a
+    trip count known at run time or over ``MAX_UNROLL``: its condition must stay true (a
+    constant, or the body's passing on of the condition it is given)."""
+    cond = n.known(1, "the loop condition") if n.has(1) else np.array(True)
+    carried = [n.input(i) for i in range(2, len(n.inputs))]
+    if not bool(np.asarray(cond).reshape(-1)[0]):
+        if n.outputs > len(carried):
+            raise n.error("a loop that runs no iteration has empty scan outputs, which are "
+                          "not supported")
+        return tuple(carried)
+    graph, outer = n.detached("body", [((), "int64"), np.array(True),
+                                       *(_spec(v) for v in carried)])
+    cond_out, *results = graph.outputs.values()
+    if not (cond_out.is_constant and bool(np.asarray(cond_out.data).reshape(-1)[0])):
+        raise n.error("the body computes its loop condition at run time; with a trip count "
+                      "known only at run time (or over the unroll limit) the condition must "
+                      "stay true")
+    _check_states(n, carried, results)
+    graph.outputs = dict(list(graph.outputs.items())[1:])
+    body = Body.build(graph, counter=True, states=len(carried), elements=0)
+    steps = count if not is_known(count) else int(count.reshape(-1)[0])
+    return tuple(_results(F.loop(steps, carried, [], outer, body)))
+
+
+def _check_states(n: OnnxNode, initial: list[Any], results: list[Any]) -> None:
+    for k, (a, b) in enumerate(zip(initial, results)):
+        if (tuple(a.shape), str(a.dtype)) != (tuple(b.shape), str(b.dtype)):
+            raise n.error(f"loop-carried value {k} starts as {a.dtype}{list(a.shape)} and the "
+                          f"body makes it {b.dtype}{list(b.shape)}; a wasm loop needs one")
+
+
+def _scan_in_wasm(n: OnnxNode, states: list[Any], inputs: list[Any], in_axes: list[int],
+                  backwards: list[int]) -> tuple[Any, ...]:
+    """Scan as one ``nn.functional.loop`` over a length known only at run time (a symbolic
+    axis) or over ``MAX_UNROLL``: scan axes are moved to the front and back."""
+    xs = [_to_front(x, a) for x, a in zip(inputs, in_axes)]
+    if len({x.shape[0] for x in xs}) != 1:
+        raise n.error(f"scan inputs need one length along their scan axes, got "
+                      f"{sorted(str(x.shape[0]) for x in xs)}")
+    graph, outer = n.detached("body", [*(_spec(v) for v in states),
+                                       *((tuple(x.shape[1:]), str(x.dtype)) for x in xs)])
+    _check_states(n, states, list(graph.outputs.values()))
+    body = Body.build(graph, counter=False, states=len(states), elements=len(xs))
+    out_count = n.outputs - len(states)
+    results = _results(F.loop(None, states, xs, outer, body,
+                              reverse_inputs=tuple(bool(b) for b in backwards),
+                              reverse_outputs=tuple(bool(b) for b in
+                                                    n.attr("scan_output_directions")
+                                                    or [0] * out_count)))
+    stacked = [_from_front(y, n.axis(a, len(y.shape))) for y, a in zip(
+        results[len(states):], n.attr("scan_output_axes") or [0] * out_count)]
+    return (*results[:len(states)], *stacked)
+
+
+def _to_front(x: Any, axis: int) -> Any:
+    order = [axis] + [a for a in range(len(x.shape)) if a != axis]
+    if axis == 0:
+        return x
+    return np.transpose(x, order) if is_known(x) else F.permute(x, order)
+
+
+def _from_front(y: Any, axis: int) -> Any:
+    order = list(range(1, axis + 1)) + [0] + list(range(axis + 1, len(y.shape)))
+    if axis == 0:
+        return y
+    return np.transpose(y, order) if is_known(y) else F.permute(y, order)
+
+
 def scan(n: OnnxNode) -> tuple[Any, ...]:
-    """Scan (opset 9+), unrolled over the scan axis of its inputs, which must be fixed."""
+    """Scan (opset 9+), unrolled over the scan axis of its inputs when it is fixed and at
+    most ``MAX_UNROLL`` long, else a wasm loop (``_scan_in_wasm``)."""
     count = n.attr("num_scan_inputs")
     states = [n.input(i) for i in range(len(n.inputs) - count)]
     inputs = [n.input(i) for i in range(len(states), len(n.inputs))]
@@ -130,8 +218,10 @@ def scan(n: OnnxNode) -> tuple[Any, ...]:
                zip(n.attr("scan_input_axes") or [0] * count, inputs)]
     backwards = n.attr("scan_input_directions") or [0] * count
     lengths = {x.shape[a] for x, a in zip(inputs, in_axes)}
-    if len(lengths) != 1 or not all(isinstance(d, int) for d in lengths):
-        raise n.error(f"scan inputs need one fixed length along their scan axes, got "
+    if len(lengths) == 1 and not all(isinstance(d, int) and d <= MAX_UNROLL for d in lengths):
+        return _scan_in_wasm(n, states, inputs, in_axes, backwards)
+    if len(lengths) != 1:
+        raise n.error(f"scan inputs need one length along their scan axes, got "
                       f"{sorted(map(str, lengths))}")
     steps = _trip_count(n, lengths.pop())
     outputs: list[list[Any]] = [[] for _ in range(n.outputs - len(states))]

@@ -1,6 +1,8 @@
 """ONNX index ops: OneHot, GatherND and ScatterND, written in ``nn.functional`` calls
 (comparisons, where, slices, gathers) so they need no kernel of their own, and TopK
-(``topk``); computed in numpy when known."""
+(``topk``); computed in numpy when known. GatherND and ScatterND at indices computed at run
+time view the data as a table of rows (the indexed axes) and turn each index tuple into a
+row number with integer arithmetic."""
 
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from nn import functional as F
+from wasm_kernels import abi
 
 from .fold import is_known
 from .node import OnnxNode
@@ -41,11 +44,14 @@ def one_hot(n: OnnxNode) -> Any:
 
 
 def gather_nd(n: OnnxNode) -> Any:
-    """GatherND at indices known at import time: one slice per index tuple, joined."""
-    data, indices = n.input(0), n.known(1, "indices")
+    """GatherND: at indices known at import time, one slice per index tuple, joined; at
+    run-time indices, one gather of rows (``embedding``) of the data viewed as a table."""
+    data, indices = n.input(0), n.input(1)
     dims = n.attr("batch_dims", 0)
-    if is_known(data):
+    if is_known(data, indices):
         return _gather_nd(data, indices, dims)
+    if not is_known(indices):
+        return _gather_rows(n, data, indices, dims)
     if dims:
         raise n.error("batch_dims > 0 on a run-time tensor is not supported")
     depth = indices.shape[-1]
@@ -74,19 +80,74 @@ def _gather_nd(data: np.ndarray, indices: np.ndarray, batch_dims: int) -> np.nda
     return picked.reshape(*indices.shape[:-1], *data.shape[depth:])
 
 
+def _table(n: OnnxNode, data: Any, lead: int) -> tuple[Any, int, int]:
+    """``data`` viewed as a float32 table of (rows, row size): its first ``lead`` axes make
+    the rows. Run-time indices gather and scatter whole rows of it.
+
+    Raises:
+        CompileError: the data is not float32 or its shape is not fixed.
+    """
+    if data.dtype != np.float32:
+        raise n.error(f"{n.op_type} at run-time indices moves float32 data, got {data.dtype}")
+    if not all(isinstance(d, int) for d in data.shape):
+        raise n.error(f"{n.op_type} at run-time indices needs fixed data dims, got "
+                      f"{list(data.shape)}; fix them with input_shapes")
+    rows, size = (int(np.prod(part, dtype=np.int64)) for part in (data.shape[:lead],
+                                                                    data.shape[lead:]))
+    return F.reshape(data, (rows, size)), rows, size
+
+
+def _flat_rows(n: OnnxNode, indices: Any, shape: tuple[Any, ...], batch: int) -> Any:
+    """Run-time index tuples (the last axis of ``indices``, after ``batch`` leading batch
+    axes) as int64 row numbers into data of ``shape`` viewed as a table by ``_table``;
+    negative indices count from the end of their axis."""
+    depth = indices.shape[-1]
+    if not isinstance(depth, int) or batch + depth > len(shape):
+        raise n.error(f"indices of shape {list(indices.shape)} (batch_dims {batch}) do not "
+                      f"fit data of rank {len(shape)}")
+    column_shape = tuple(indices.shape[:-1])
+    whole = indices if indices.dtype == np.int64 else F.cast(indices, np.int64)
+    flat: Any = None
+    stride = 1
+    for j in reversed(range(depth)):
+        size = int(shape[batch + j])
+        column = F.reshape(F.slice(whole, len(whole.shape) - 1, j, j + 1), column_shape)
+        column = F.where(F.lt(column, 0), F.add(column, size), column)
+        term = column if stride == 1 else F.mul(column, stride)
+        flat = term if flat is None else F.add(flat, term)
+        stride *= size
+    if batch:  # NOTE: each batch entry indexes its own block of rows
+        blocks = np.arange(int(np.prod(shape[:batch], dtype=np.int64)), dtype=np.int64)
+        offsets = (blocks * stride).reshape(*shape[:batch], *[1] * (len(column_shape) - batch))
+        flat = F.add(flat, offsets)
+    return flat
+
+
+def _gather_rows(n: OnnxNode, data: Any, indices: Any, batch: int) -> Any:
+    """GatherND at run-time indices: the data's rows picked by ``_flat_rows``."""
+    depth = indices.shape[-1]
+    table, _, _ = _table(n, data, batch + depth)
+    picked = F.embedding(_flat_rows(n, indices, tuple(data.shape), batch), table)
+    return F.reshape(picked, (*indices.shape[:-1], *data.shape[batch + depth:]))
+
+
 def scatter_nd(n: OnnxNode) -> Any:
-    """ScatterND at indices known at import time (``reduction='none'``): each output element
+    """ScatterND: at indices known at import time (``reduction='none'``), each output element
     is the update that lands on it (the last one, as onnxruntime writes them in order), read
-    by one gather of the flattened updates, else the data element, chosen by a known mask."""
-    data, indices, updates = n.input(0), n.known(1, "indices"), n.input(2)
-    if n.attr("reduction", "none") != "none":
-        raise n.error(f"reduction {n.attr('reduction')!r} is not supported; 'none' is")
-    if is_known(data, updates):
+    by one gather of the flattened updates, else the data element, chosen by a known mask;
+    at run-time indices (or ``reduction='add'``), ``_scatter_rows``."""
+    data, indices, updates = n.input(0), n.input(1), n.input(2)
+    reduction = n.attr("reduction", "none")
+    if reduction not in ("none", "add"):
+        raise n.error(f"reduction {reduction!r} is not supported; 'none' and 'add' are")
+    if is_known(data, indices, updates) and reduction == "none":
         out = np.array(data, copy=True)
         for row, update in zip(indices.reshape(-1, indices.shape[-1]),
                                updates.reshape(-1, *data.shape[indices.shape[-1]:])):
             out[tuple(row)] = update
         return out
+    if not is_known(indices) or reduction == "add":
+        return _scatter_rows(n, data, indices, updates, reduction)
     if not all(isinstance(d, int) for d in (*data.shape, *updates.shape)):
         raise n.error(f"ScatterND needs fixed shapes, got data {list(data.shape)} and updates "
                       f"{list(updates.shape)}; fix them with input_shapes")
@@ -104,6 +165,26 @@ def scatter_nd(n: OnnxNode) -> Any:
     return F.where(hit, landed, data)
 
 
+def _scatter_rows(n: OnnxNode, data: Any, indices: Any, updates: Any, reduction: str) -> Any:
+    """ScatterND by rows of the data's table (``_table``): a (rows, updates) mask of which
+    update lands on which row; ``add`` adds the mask's product with the updates, ``none``
+    takes the last update landing on a row (its number, the mask's largest hit, in
+    float32: exact below 2**24 updates)."""
+    depth = indices.shape[-1]
+    rows, count, size = _table(n, data, depth)
+    landing = F.reshape(_flat_rows(n, indices, tuple(data.shape), 0), (1, -1))  # (1, U)
+    mask = F.eq(landing, np.arange(count, dtype=np.int64).reshape(count, 1))  # (rows, U)
+    table = F.reshape(updates if updates.dtype == np.float32 else F.cast(updates, np.float32),
+                      (-1, size))  # (U, size)
+    if reduction == "add":
+        return F.reshape(F.add(rows, F.matmul(F.cast(mask, np.float32), table)), data.shape)
+    order = np.arange(mask.shape[1], dtype=np.float32).reshape(1, -1)
+    last = F.amax(F.where(mask, order, -1.0), 1)  # (rows,)
+    landed = F.embedding(F.cast(F.maximum(last, 0.0), np.int64), table)  # (rows, size)
+    hit = F.reshape(F.ge(last, 0.0), (count, 1))
+    return F.reshape(F.where(hit, landed, rows), data.shape)
+
+
 def top_k(n: OnnxNode) -> tuple[Any, Any]:
     """TopK: ``k`` is an attribute before opset 10 and input 1 from it; ``sorted=0`` allows
     any order, so sorted output serves it too."""
@@ -111,10 +192,9 @@ def top_k(n: OnnxNode) -> tuple[Any, Any]:
     k = int(n.known(1, "k").reshape(-1)[0]) if n.opset >= 10 else int(n.attr("k"))
     dim = n.axis(n.attr("axis", -1))
     largest = bool(n.attr("largest", 1))
-    if is_known(x):
-        return F.topk(x, k, dim, largest)
-    if x.dtype != np.float32:
-        raise n.error(f"TopK of a run-time {x.dtype} tensor is not supported; float32 is")
+    if not is_known(x) and x.dtype not in abi.TOPK_TYPES:
+        raise n.error(f"TopK of a run-time {x.dtype} tensor is not supported; "
+                      f"{list(abi.TOPK_TYPES)} are")
     return F.topk(x, k, dim, largest)
 
 

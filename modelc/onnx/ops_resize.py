@@ -4,7 +4,9 @@ The source coordinate of each output row follows ``coordinate_transformation_mod
 float32, as onnxruntime computes it; ``nn.functional.resize.resample_tables`` turns the
 coordinates into tables for ``nearest`` (by ``nearest_mode``), ``linear`` and ``cubic``.
 Opset 10's Resize and Upsample use asymmetric coordinates and onnxruntime's rounding for
-them: down when enlarging, up when shrinking.
+them: down when enlarging, up when shrinking. ``antialias=1`` (opset 18) stretches the
+linear and cubic filters when shrinking (``antialias_tables``); ``tf_crop_and_resize``
+reads a crop given by ``roi`` and writes ``extrapolation_value`` where it leaves the input.
 """
 
 from __future__ import annotations
@@ -14,8 +16,10 @@ from typing import Any
 
 import numpy as np
 
-from nn.functional.resize import resample_axes, resample_tables
+from nn import functional as F
+from nn.functional.resize import antialias_tables, resample_axes, resample_tables
 
+from .fold import is_known
 from .node import OnnxNode
 
 _HALF = np.float32(0.5)
@@ -31,6 +35,7 @@ _COORDINATES: dict[str, Callable[[np.ndarray, int, int, np.float32], np.ndarray]
         np.float32(size / 2) * (1 - np.float32(out) / (scale * np.float32(size)))
         + (x + _HALF) / scale - _HALF),
 }
+_CROP = "tf_crop_and_resize"
 _MODES = ("cubic", "linear", "nearest")
 _POLICIES = ("not_larger", "not_smaller", "stretch")
 
@@ -95,39 +100,93 @@ def _settings(n: OnnxNode, scale: np.float32) -> tuple[str, str, str]:
                           f"{n.opset}")
         return mode, "asymmetric", "ceil" if scale < 1 else "floor"
     transform = n.attr("coordinate_transformation_mode", "half_pixel")
-    if transform == "tf_crop_and_resize":
-        raise n.error("coordinate_transformation_mode 'tf_crop_and_resize' (a crop by roi) "
-                      "is not supported")
-    if transform not in _COORDINATES:
+    if transform not in _COORDINATES and transform != _CROP:
         raise n.error(f"unknown coordinate_transformation_mode {transform!r}; expected one of "
-                      f"{sorted(_COORDINATES)}")
+                      f"{sorted([*_COORDINATES, _CROP])}")
     return mode, transform, n.attr("nearest_mode", "round_prefer_floor")
+
+
+def _roi(n: OnnxNode, axes: list[int]) -> np.ndarray:
+    """The (start, end) fractions of ``tf_crop_and_resize``'s crop of each axis in ``axes``:
+    (len(axes), 2) float32 from input 1 (``roi``).
+
+    Raises:
+        CompileError: ``roi`` is missing or does not hold a start and an end per axis.
+    """
+    roi = _present(n, 1, "roi")
+    if roi is None or len(roi) != 2 * len(axes):
+        raise n.error(f"coordinate_transformation_mode {_CROP!r} needs roi with a start and an "
+                      f"end per resized axis ({2 * len(axes)} values), got "
+                      f"{None if roi is None else roi.tolist()}")
+    return roi.astype(np.float32).reshape(2, -1).T
+
+
+def _crop_coords(out: int, size: int, start: np.float32, end: np.float32) -> np.ndarray:
+    """``tf_crop_and_resize``'s source coordinates: ``out`` rows spread evenly over the crop
+    ``[start, end]`` of an axis of ``size`` rows (float32 in onnxruntime's order)."""
+    last = np.float32(size - 1)
+    if out == 1:
+        return np.array([np.float32(0.5 * (float(start) + float(end)) * float(last))])
+    x = np.arange(out, dtype=np.float32)
+    return start * last + x * (end - start) * last / np.float32(out - 1)
+
+
+def _tables(n: OnnxNode, coords: np.ndarray, size: int, scale: np.float32
+            ) -> tuple[np.ndarray, np.ndarray]:
+    """The ``resample`` tables of one axis read at ``coords``: antialiased (a filter
+    stretched when shrinking) for ``linear`` and ``cubic`` when ``antialias=1``."""
+    mode, _, rounding = _settings(n, scale)
+    cubic_a, exclude = n.attr("cubic_coeff_a", -0.75), bool(n.attr("exclude_outside", 0))
+    if n.attr("antialias", 0):
+        if mode == "nearest":  # NOTE: onnxruntime and the reference evaluator refuse it too
+            raise n.error("antialias=1 applies to modes 'linear' and 'cubic', not 'nearest'")
+        return antialias_tables(coords, size, float(scale), mode, cubic_a, exclude)
+    return resample_tables(coords, size, mode, rounding, cubic_a, exclude)
 
 
 def resize(n: OnnxNode) -> Any:
     x = n.input(0)
     shape, rank = tuple(x.shape), n.rank()
-    if n.attr("antialias", 0):
-        raise n.error("antialias=1 is not supported")
     if n.op_type == "Upsample" or n.opset < 11:
         scales, sizes, axes = _present(n, 1, "scales"), None, list(range(rank))
     else:
         scales, sizes = _present(n, 2, "scales"), _present(n, 3, "sizes")
         axes = [n.axis(a) for a in n.attr("axes", range(rank))]
+    crop = n.opset >= 11 and n.attr("coordinate_transformation_mode") == _CROP
+    roi = _roi(n, axes) if crop else None
     outs, factors = _targets(n, shape, axes, scales, sizes)
-    tables = {}
-    for axis, out, scale in zip(axes, outs, factors):
-        if out == shape[axis] and scale == 1:
+    tables, outside = {}, []
+    for k, (axis, out, scale) in enumerate(zip(axes, outs, factors)):
+        whole = roi is None or tuple(roi[k]) == (0, 1)
+        if out == shape[axis] and scale == 1 and whole:
             continue
         if not isinstance(out, int) or out < 1:
             raise n.error(f"axis {axis} would have size {out!r}; expected a positive int")
-        mode, transform, rounding = _settings(n, scale)
-        coords = _COORDINATES[transform](np.arange(out, dtype=np.float32), shape[axis], out,
-                                         scale)
-        tables[axis] = resample_tables(coords, shape[axis], mode, rounding,
-                                       n.attr("cubic_coeff_a", -0.75),
-                                       bool(n.attr("exclude_outside", 0)))
-    return resample_axes(x, tables)
+        _require_static(n, shape, axis, True)
+        if roi is None:
+            coords = _COORDINATES[_settings(n, scale)[1]](np.arange(out, dtype=np.float32),
+                                                          shape[axis], out, scale)
+        else:
+            coords = _crop_coords(out, shape[axis], *roi[k])
+            outside.append((axis, (coords < 0) | (coords > shape[axis] - 1)))
+        tables[axis] = _tables(n, coords, shape[axis], scale)
+    y = resample_axes(x, tables)
+    return _extrapolate(n, y, outside) if outside else y
+
+
+def _extrapolate(n: OnnxNode, y: Any, outside: list[tuple[int, np.ndarray]]) -> Any:
+    """``y`` with ``extrapolation_value`` wherever a cropped axis reads outside its input
+    (``tf_crop_and_resize``); ``outside`` holds each axis's mask of such output rows."""
+    rank = len(y.shape)
+    mask = np.zeros((1,) * rank, np.bool_)
+    for axis, rows in outside:
+        mask = mask | rows.reshape([-1 if a == axis else 1 for a in range(rank)])
+    if not mask.any():
+        return y
+    value = np.array(n.attr("extrapolation_value", 0.0), np.float32)
+    if is_known(y):
+        return np.where(mask, value, y)
+    return F.where(mask, value, y)
 
 
 OPS = {"Resize": resize, "Upsample": resize}

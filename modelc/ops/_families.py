@@ -128,6 +128,8 @@ class Reduce(OpDef):
         axes = self._axes(shape, node.attrs.get("dim"))
         if axes != list(range(axes[0], axes[-1] + 1)):
             raise CompileError(f"{self.name} over non-adjacent axes {axes} is not lowered")
+        if node.inputs[0].dtype != FLOAT:  # NOTE: the kernels would read integers as floats
+            raise CompileError(f"{self.name} lowers float32 only, got {node.inputs[0].dtype}")
         ctx.address(node.inputs[0])
         ctx.address(node.output)
         ctx.numel(shape[:axes[0]])

@@ -1,6 +1,7 @@
 """matmul: numpy's matrix product with broadcast batch dims (1-D operands promoted).
 
-Lowered to one gemm when the right operand has no batch (its rows are shared), else to the
+Lowered to one gemm when the right operand has no batch (its rows are shared; ``f32_gemm``
+packs B's panels into an (n, k) scratch), else to the
 strided batched kernel ``f32_bmm`` (a batch-less operand is broadcast with stride 0). A fused
 residual ``add`` of a row broadcast over the matrix rows (attention's additive mask) makes
 it ``f32_bmm_bias``.
@@ -16,7 +17,7 @@ from ._shapes import broadcast
 
 if TYPE_CHECKING:
     from ..codegen import LowerContext
-    from ..graph import Node, Shape
+    from ..graph import Dim, Node, Shape
 
 
 def _bias_split(residual: Shape, output: Shape) -> int | None:
@@ -35,9 +36,24 @@ def _bias_split(residual: Shape, output: Shape) -> int | None:
     return split if all(d == 1 for d in rows[split:]) else None
 
 
+def _gemm_shape(node: Node) -> tuple[Dim, Dim] | None:
+    """(n, k) of B when ``node`` lowers to one ``f32_gemm`` (B batch-less, no fused
+    residual), else None."""
+    named = dict(zip(node.input_names, node.inputs))
+    b = named["other"]
+    if "residual" in named or len(b.shape) < 2 or any(d != 1 for d in b.shape[:-2]):
+        return None
+    return b.shape[-1], b.shape[-2]
+
+
 class Matmul(OpDef):
     name = "matmul"
     epilogues = frozenset({"add"})
+
+    def scratch(self, node: Node) -> tuple[Shape, ...]:
+        """``f32_gemm``'s (n, k) floats for B's packed panels."""
+        shape = _gemm_shape(node)
+        return () if shape is None else (shape,)
 
     def infer(self, shapes: list, dtypes: list[str], attrs: dict[str, Any]) -> list:
         a, b = shapes[:2]
@@ -71,6 +87,7 @@ class Matmul(OpDef):
         ctx.address(b)
         if shared_b and residual is None:
             ctx.address(node.output)
+            ctx.scratch(node)
             ctx.numel(a.shape[:-1])
             ctx.numel((k,))
             ctx.numel((n,))

@@ -1,5 +1,6 @@
 """topk: the ``k`` largest (or smallest) entries along ``dim``, sorted, and their int64
-indices; lowered to ``f32_topk`` over (outer, n, inner) with the axis in the middle."""
+indices; lowered to ``<dtype>_topk`` (float32, int32 or int64) over (outer, n, inner) with
+the axis in the middle."""
 
 from __future__ import annotations
 
@@ -22,13 +23,13 @@ class TopK(OpDef):
     def infer(self, shapes: list, dtypes: list[str], attrs: dict[str, Any]) -> list:
         shape = shapes[0]
         dim, k = axis(attrs.get("dim", -1), len(shape)), attrs["k"]
-        if dtypes[0] != "float32":
-            raise CompileError(f"topk expects float32, got {dtypes[0]}")
+        if dtypes[0] not in abi.TOPK_TYPES:
+            raise CompileError(f"topk expects one of {list(abi.TOPK_TYPES)}, got {dtypes[0]}")
         if not isinstance(shape[dim], int) or not 0 <= k <= shape[dim]:
             raise CompileError(f"topk: k={k} must be in [0, {shape[dim]!r}], the fixed size "
                                f"of dim {dim}")
         out = shape[:dim] + (k,) + shape[dim + 1:]
-        return [(out, "float32"), (out, "int64")]
+        return [(out, dtypes[0]), (out, "int64")]
 
     def lower(self, node: Node, ctx: LowerContext) -> None:
         source = node.inputs[0]
@@ -42,7 +43,7 @@ class TopK(OpDef):
         ctx.numel(shape[dim + 1:])
         ctx.push(node.attrs["k"])
         ctx.push(int(node.attrs.get("largest", True)))
-        ctx.call(abi.find("topk", "topk").name)
+        ctx.call(abi.find("topk", "topk", dtype=source.dtype).name)
 
 
 OP = TopK()

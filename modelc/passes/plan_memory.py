@@ -3,22 +3,35 @@ lifetimes do not overlap (greedy by size, as TFLite's planner). A reshape's outp
 it shares its input's storage, whose lifetime then covers both.
 
 An op's scratch (``OpDef.scratch``) is placed like a value that lives only during its node.
-Sizes are taken at the largest value of every symbolic dim. Results go in ``graph.meta``:
-``arena`` ({id(value): byte offset}), ``scratch`` ({(id(node), k): byte offset}),
-``arena_bytes`` and ``activation_bytes`` (the sum of all
-activations, what a planner-less layout would need).
+
+The plan is symbolic: a buffer's size is a product of symbolic dims times a constant, and
+its offset is the largest end among the buffers it sits on top of (those alive at the same
+time that the greedy placement at the dims' largest values put below it). Sizes only grow
+with the dims, so that order stays a valid, non-overlapping layout for every dims in range,
+and the arena a run needs follows the dims it is given (``MemoryPlan.evaluate``).
+
+Results go in ``graph.meta``: ``plan`` (a ``MemoryPlan``), ``arena`` ({id(value): byte
+offset at the largest dims}), ``scratch`` ({(id(node), k): byte offset there}),
+``arena_bytes`` (the arena at the largest dims), ``arena_bytes_min`` (at the smallest) and
+``activation_bytes`` (the sum of all activations at the largest dims, what a planner-less
+layout would need).
 """
 
 from __future__ import annotations
 
+import math
+from dataclasses import dataclass
+
 import numpy as np
 
 from .. import ops
-from ..graph import Graph, Value
+from ..graph import Graph, Shape
 
 ALIGN = 16
 Key = int | tuple[int, int]
 """A storage root (a value's id) or a node's scratch buffer (id(node), index)."""
+Monomial = tuple[int, tuple[str, ...]]
+"""``bytes * product(dims)``: a buffer's unaligned size."""
 
 
 def _aligned(n: int) -> int:
@@ -27,6 +40,43 @@ def _aligned(n: int) -> int:
 
 VIEW_OPS = ("reshape",)
 """Ops whose output is the same bytes as their input: they share its storage."""
+
+
+def monomial(shape: Shape, itemsize: int) -> Monomial:
+    """The byte size of a tensor of ``shape`` as a constant times its symbolic dims."""
+    constant = math.prod(d for d in shape if isinstance(d, int)) * itemsize
+    return constant, tuple(sorted(d for d in shape if isinstance(d, str)))
+
+
+def size_at(size: tuple[Monomial, ...], dims: dict[str, int]) -> int:
+    """A buffer's aligned size at ``dims``: the largest of its views' monomials."""
+    return max((_aligned(c * math.prod(dims[d] for d in ds)) for c, ds in size), default=0)
+
+
+@dataclass(frozen=True)
+class MemoryPlan:
+    """The symbolic arena. Buffer ``i`` has ``sizes[i]`` and starts where the highest of the
+    buffers ``below[i]`` ends (0 if none); buffers are in that dependency order."""
+
+    sizes: tuple[tuple[Monomial, ...], ...]
+    below: tuple[tuple[int, ...], ...]
+
+    def evaluate(self, dims: dict[str, int]) -> tuple[list[int], int]:
+        """Every buffer's offset at ``dims``, and the arena's size."""
+        offsets: list[int] = []
+        ends: list[int] = []
+        for size, below in zip(self.sizes, self.below):
+            offsets.append(max((ends[j] for j in below), default=0))
+            ends.append(offsets[-1] + size_at(size, dims))
+        return offsets, max(ends, default=0)
+
+    def is_constant(self) -> list[bool]:
+        """Whether each buffer's offset is the same for every dims."""
+        fixed: list[bool] = []
+        for below in self.below:
+            fixed.append(all(fixed[j] and all(not ds for _, ds in self.sizes[j])
+                             for j in below))
+        return fixed
 
 
 def _storage_roots(graph: Graph) -> dict[int, int]:
@@ -44,16 +94,17 @@ def _storage_roots(graph: Graph) -> dict[int, int]:
     return root
 
 
-def plan_memory(graph: Graph) -> Graph:
-    end = len(graph.nodes)
+def _buffers(graph: Graph) -> tuple[dict[Key, set[Monomial]], dict[Key, tuple[int, int]],
+                                    list[Key]]:
+    """Each buffer's sizes (one per view), its lifetime (first, last node index) and the
+    scratch keys."""
     root = _storage_roots(graph)
     first: dict[Key, int] = {}
     last: dict[Key, int] = {}
-    size: dict[Key, int] = {}
-    values = graph.values()
-    for value in values:
-        nbytes = _aligned(graph.max_numel(value) * np.dtype(value.dtype).itemsize)
-        size[root[id(value)]] = max(size.get(root[id(value)], 0), nbytes)
+    size: dict[Key, set[Monomial]] = {}
+    for value in graph.values():
+        size.setdefault(root[id(value)], set()).add(
+            monomial(value.shape, np.dtype(value.dtype).itemsize))
     for value in graph.inputs.values():
         first[root[id(value)]] = -1
     scratch: list[Key] = []
@@ -61,7 +112,7 @@ def plan_memory(graph: Graph) -> Graph:
         for k, shape in enumerate(ops.get(node.op).scratch(node)):
             slot = (id(node), k)
             scratch.append(slot)
-            size[slot] = _aligned(graph.max_numel(Value("scratch", shape, "float32")) * 4)
+            size[slot] = {monomial(shape, 4)}
             first[slot] = last[slot] = index
         for value in node.outputs:
             first.setdefault(root[id(value)], index)
@@ -70,11 +121,17 @@ def plan_memory(graph: Graph) -> Graph:
                 last[root[id(value)]] = index
     for value in graph.outputs.values():
         if not value.is_constant:
-            last[root[id(value)]] = end
+            last[root[id(value)]] = len(graph.nodes)
+    lifetime = {key: (first[key], last.get(key, first[key])) for key in size}
+    return size, lifetime, scratch
+
+
+def _greedy(size: dict[Key, int], lifetime: dict[Key, tuple[int, int]]) -> dict[Key, int]:
+    """Offsets at one set of sizes: largest first, each at the lowest gap that fits."""
     placed: list[tuple[int, int, int, int]] = []  # (offset, size, first, last)
     offsets: dict[Key, int] = {}
-    for key in sorted(size, key=lambda k: (-size[k], first[k])):
-        start, stop = first[key], last.get(key, first[key])
+    for key in sorted(size, key=lambda k: (-size[k], lifetime[k][0])):
+        start, stop = lifetime[key]
         offset = 0
         for other_offset, other_size, other_first, other_last in sorted(placed):
             overlaps_in_time = not (stop < other_first or other_last < start)
@@ -83,9 +140,53 @@ def plan_memory(graph: Graph) -> Graph:
                 offset = _aligned(other_offset + other_size)
         offsets[key] = offset
         placed.append((offset, size[key], start, stop))
-    graph.meta["arena"] = {id(v): offsets[root[id(v)]] for v in values}
-    graph.meta["scratch"] = {key: offsets[key] for key in scratch}
-    graph.meta["arena_bytes"] = max((o + s for o, s, _, _ in placed), default=0)
+    return offsets
+
+
+def _below(order: list[Key], offsets: dict[Key, int], size: dict[Key, int],
+           lifetime: dict[Key, tuple[int, int]]) -> list[tuple[int, ...]]:
+    """For each buffer (in ``order``, by offset), the buffers alive with it that lie below
+    it, leaving out those already below another of them (they add no constraint)."""
+    reach: list[int] = []  # bitset of every buffer transitively below
+    below: list[tuple[int, ...]] = []
+    for i, key in enumerate(order):
+        start, stop = lifetime[key]
+        direct = [j for j, other in enumerate(order[:i])
+                  if size[other] and not (stop < lifetime[other][0] or lifetime[other][1] < start)
+                  and offsets[other] + size[other] <= offsets[key]]
+        implied = 0
+        for j in direct:
+            implied |= reach[j]
+        kept = tuple(j for j in direct if not implied >> j & 1)
+        everything = implied
+        for j in kept:
+            everything |= 1 << j
+        reach.append(everything)
+        below.append(kept)
+    return below
+
+
+def plan_memory(graph: Graph) -> Graph:
+    sizes, lifetime, scratch = _buffers(graph)
+    largest = {name: high for name, (_, high) in graph.dims.items()}
+    smallest = {name: low for name, (low, _) in graph.dims.items()}
+    at_max = {key: size_at(tuple(sizes[key]), largest) for key in sizes}
+    greedy = _greedy(at_max, lifetime)
+    # NOTE: zero-size buffers stay zero for every dims; they go first, at offset 0.
+    order = sorted(sizes, key=lambda k: (at_max[k] > 0, greedy[k], lifetime[k][0]))
+    below = _below(order, greedy, at_max, lifetime)
+    plan = MemoryPlan(tuple(tuple(sorted(sizes[k])) for k in order), tuple(below))
+    offsets, arena_bytes = plan.evaluate(largest)
+    index = {key: i for i, key in enumerate(order)}
+    root = _storage_roots(graph)
+    values = graph.values()
+    graph.meta["plan"] = plan
+    graph.meta["slots"] = {**{id(v): index[root[id(v)]] for v in values},
+                           **{key: index[key] for key in scratch}}
+    graph.meta["arena"] = {id(v): offsets[index[root[id(v)]]] for v in values}
+    graph.meta["scratch"] = {key: offsets[index[key]] for key in scratch}
+    graph.meta["arena_bytes"] = arena_bytes
+    graph.meta["arena_bytes_min"] = plan.evaluate(smallest)[1]
     graph.meta["activation_bytes"] = sum(
-        _aligned(graph.max_numel(v) * np.dtype(v.dtype).itemsize) for v in values)
+        size_at((monomial(v.shape, np.dtype(v.dtype).itemsize),), largest) for v in values)
     return graph

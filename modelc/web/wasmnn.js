@@ -286,11 +286,12 @@ class Model {
     if (this._broken) this._reinstantiate();
     const state = this._state;
     const resolve = (info) => info.shape.map((d) => (typeof d === "number" ? d : dims.get(d)));
+    const address = this._addresses(dims);
     for (const info of this.metadata.inputs) {
       const shape = resolve(info);
       const count = shape.reduce((a, b) => a * b, 1);
       const Target = ARRAYS[info.dtype];
-      new Target(state.memory.buffer, info.offset, count).set(arrays.get(info.name));
+      new Target(state.memory.buffer, address.get(info.name), count).set(arrays.get(info.name));
     }
     state.stderr = "";
     let status;
@@ -308,10 +309,35 @@ class Model {
       const shape = resolve(info);
       const count = shape.reduce((a, b) => a * b, 1);
       const Source = ARRAYS[info.dtype];
-      const data = new Source(state.memory.buffer, info.offset, count).slice();
+      const data = new Source(state.memory.buffer, address.get(info.name), count).slice();
       out[info.name] = { data, shape, dtype: info.dtype };
     }
     return out;
+  }
+
+  // Where each input and output is for these dims. A model whose memory follows its dims
+  // lays out its arena for them (growing memory) in its layout export, as the Python runtime
+  // has it do, and writes the addresses that move.
+  _addresses(dims) {
+    const meta = this.metadata;
+    const tensors = [...meta.inputs, ...meta.outputs];
+    if (!meta.layout) return new Map(tensors.map((t) => [t.name, t.offset]));
+    const args = this.dims.map((d) => dims.get(d.name));
+    let status;
+    try {
+      status = this._instance.exports[meta.layout.entry](...args);
+    } catch (error) {
+      this._broken = error;
+      throw translateTrap(error);
+    }
+    const view = new DataView(this._state.memory.buffer);
+    if (status !== 0) {
+      const named = this.dims.map((d) => `'${d.name}': ${dims.get(d.name)}`).join(", ");
+      throw new Trap("memory", `the dims {${named}} need ${view.getUint32(meta.layout.need_at, true)} ` +
+                     "bytes of memory, more than this engine gives the model");
+    }
+    return new Map(tensors.map((t) => [
+      t.name, t.offset_at === undefined ? t.offset : view.getUint32(t.offset_at, true)]));
   }
 
   _reinstantiate() {

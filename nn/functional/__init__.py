@@ -61,9 +61,19 @@ from .elementwise import (
                          where,
 )
 from .linear import linear, matmul
+from .loop import loop
 from .normalization import batch_norm, group_norm, instance_norm, layer_norm, rms_norm
 from .pixel import channel_shuffle, pixel_shuffle, pixel_unshuffle
 from .pooling import adaptive_avg_pool2d, avg_pool2d, max_pool2d
+from .qarith import qadd, qconcat
+from .quantized import (
+                         dequantize_linear,
+                         dynamic_quantize_linear,
+                         qconv2d,
+                         qlinear,
+                         qmatmul,
+                         quantize_linear,
+)
 from .recurrent import gru, lstm, rnn
 from .reduction import amax, log_softmax, mean, softmax, sum, topk
 from .resize import interpolate, resample
@@ -86,12 +96,14 @@ from .triangular import cumsum, tril, triu
 __all__ = ["PRIMITIVES", "abs", "adaptive_avg_pool2d", "add", "amax", "argmax", "argmin",
            "attention_weights", "avg_pool2d", "batch_norm", "cast", "ceil", "celu",
            "channel_shuffle", "check", "concat", "conv1d", "conv2d", "conv_padding",
-           "conv_transpose2d", "cos", "cumsum", "div", "dropout", "elu", "embedding", "eq", "erf",
+           "conv_transpose2d", "cos", "cumsum", "dequantize_linear", "div", "dropout",
+           "dynamic_quantize_linear", "elu", "embedding", "eq", "erf",
            "exp", "flatten", "floor", "fmod", "full", "ge", "gelu", "group_norm", "gru", "gt",
            "hardshrink", "hardsigmoid", "hardswish", "hardtanh", "instance_norm", "interpolate",
-           "layer_norm", "le", "leaky_relu", "linear", "log", "log_softmax", "lstm", "lt",
+           "layer_norm", "le", "leaky_relu", "linear", "log", "log_softmax", "loop", "lstm", "lt",
            "matmul", "max_pool2d", "maximum", "mean", "minimum", "mish", "mul", "ne", "neg", "pad",
-           "permute", "pixel_shuffle", "pixel_unshuffle", "pow", "relu", "relu6", "resample",
+           "permute", "pixel_shuffle", "pixel_unshuffle", "pow", "qadd", "qconcat", "qconv2d",
+           "qlinear", "qmatmul", "quantize_linear", "relu", "relu6", "resample",
            "reshape", "rms_norm", "rnn", "round", "rsqrt", "scaled_dot_product_attention", "selu",
            "shrink", "sigmoid", "sign", "silu", "sin", "slice", "softmax", "softplus",
            "softshrink", "softsign", "split", "sqrt", "squeeze", "sub", "sum", "tanh", "topk",

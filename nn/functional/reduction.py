@@ -83,6 +83,8 @@ def topk(input: np.ndarray, k: int, dim: int = -1, largest: bool = True
     """
     if not 0 <= k <= input.shape[dim]:
         raise ValueError(f"topk: k={k} is outside [0, {input.shape[dim]}] (the size of dim {dim})")
-    order = np.argsort(-input if largest else input, axis=dim, kind="stable")
+    # NOTE: ~x orders integers backwards without -x's overflow at the smallest one
+    key = (-input if input.dtype.kind == "f" else ~input) if largest else input
+    order = np.argsort(key, axis=dim, kind="stable")
     indices = np.take(order, np.arange(k), axis=dim).astype(np.int64)
     return np.take_along_axis(input, indices, axis=dim), indices

@@ -1,7 +1,8 @@
 """Triangular selections and running sums, composites over constant triangular matrices:
 ``triu``, ``tril`` (a ``where`` on a constant mask, so an inf outside the triangle still
 gives 0) and ``cumsum`` (a ``linear`` with a triangular weight, so it runs on the gemm
-kernel; the summed axis must have a fixed size)."""
+kernel; integers are summed exactly by doubling instead; the summed axis must have a fixed
+size)."""
 
 from __future__ import annotations
 
@@ -9,9 +10,9 @@ from typing import Any
 
 import numpy as np
 
-from .elementwise import where
+from .elementwise import add, sub, where
 from .linear import linear
-from .shape import permute
+from .shape import concat, permute, slice
 
 __all__ = ["cumsum", "tril", "triu"]
 
@@ -70,6 +71,8 @@ def cumsum(input: Any, dim: int, exclusive: bool = False, reverse: bool = False)
         raise ValueError(f"cumsum: dim {dim} is out of range for rank {rank}")
     dim %= rank
     n = _fixed(input.shape[dim], f"cumsum over axis {dim}")
+    if np.dtype(input.dtype).kind in "iu":
+        return _integer_cumsum(input, dim, n, exclusive, reverse)
     # weight[j, i]: whether x[i] is in sum j (linear computes x @ weight.T)
     weight = np.tril(np.ones((n, n), np.float32), -1 if exclusive else 0)
     weight = weight.T if reverse else weight
@@ -78,3 +81,18 @@ def cumsum(input: Any, dim: int, exclusive: bool = False, reverse: bool = False)
     order = [d for d in range(rank) if d != dim] + [dim]
     summed = linear(permute(input, order), weight)
     return permute(summed, [order.index(d) for d in range(rank)])
+
+
+def _integer_cumsum(input: Any, dim: int, n: int, exclusive: bool, reverse: bool) -> Any:
+    """Running sums of integers, exact and wrapping as the integer adds do, by doubling
+    (Hillis-Steele): after the step of ``shift``, element i holds the sum of the ``2 *
+    shift`` elements up to it, so log2(n) slice-add-concat steps do it."""
+    values = slice(input, dim, None, None, -1) if reverse else input
+    sums, shift = values, 1
+    while shift < n:
+        sums = concat([slice(sums, dim, 0, shift),
+                       add(slice(sums, dim, shift, n), slice(sums, dim, 0, n - shift))], dim)
+        shift *= 2
+    if exclusive:
+        sums = sub(sums, values)
+    return slice(sums, dim, None, None, -1) if reverse else sums

@@ -68,6 +68,11 @@ def inspect(args: argparse.Namespace) -> int:
         lines.append(f"  weights: {meta.weights_bytes} bytes; activation arena: "
                      f"{meta.arena_bytes} bytes (of {meta.raw.get('activation_bytes', '?')} "
                      f"without sharing); memory: {meta.memory_bytes} bytes")
+        if meta.dims:
+            smallest = ", ".join(f"{d.name}={d.min}" for d in meta.dims)
+            largest = ", ".join(f"{d.name}={d.max}" for d in meta.dims)
+            lines.append(f"  memory at the smallest dims ({smallest}): {meta.memory_bytes} "
+                         f"bytes; at the largest ({largest}): {meta.memory_bytes_max} bytes")
     lines.append(f"  imports ({len(imports)}):")
     lines += [f"    {imp['module']}.{imp['name']}: {imp['type']}" for imp in imports]
     lines.append(f"  exports ({len(exports)}):")

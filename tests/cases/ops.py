@@ -8,6 +8,7 @@ row. A row's name starts with the op it is for.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -37,6 +38,11 @@ def x(*shape: int, scale: float = 1.0) -> np.ndarray:
     return (rng.standard_normal(shape) * scale).astype(np.float32)
 
 
+def int8(*shape: int) -> np.ndarray:
+    """Seeded int8 input of ``shape`` over the whole int8 range."""
+    return np.random.default_rng(sum(shape) + 1).integers(-128, 128, shape, dtype=np.int8)
+
+
 def positive(*shape: int) -> np.ndarray:
     """Seeded float32 input of ``shape`` in [0.1, 3)."""
     return np.abs(x(*shape)) + np.float32(0.1)
@@ -55,10 +61,29 @@ class Case:
 
 
 BATCH = {"input0": {0: ("batch", 1, 3)}}
+BATCH2 = {**BATCH, "input1": {0: ("batch", 1, 3)}}
 
 
 def _unary(op: str, *shape: int, domain: Callable[..., np.ndarray] = x) -> Case:
     return Case(getattr(F, op), (domain(*shape),), BATCH)
+
+
+# Quantized ops (issue #14): a scale and zero point per tensor (0-d arrays) or per channel.
+def q(value: float, dtype: type = np.float32) -> np.ndarray:
+    """A 0-d array: a per-tensor scale or zero point."""
+    return np.array(value, dtype)
+
+
+W_SCALE = (np.abs(WEIGHT).max(axis=1) / 127).astype(np.float32)
+W_Q = np.rint(WEIGHT / W_SCALE[:, None]).astype(np.int8)
+F_SCALE = (np.abs(FILTERS).reshape(4, -1).max(axis=1) / 127).astype(np.float32)
+F_Q = np.rint(FILTERS / F_SCALE[:, None, None, None]).astype(np.int8)
+BIAS_Q = np.rint(BIAS / (0.04 * W_SCALE)).astype(np.int32)
+U8, S8 = (q(0.04), q(120, np.uint8)), (q(0.03), q(-5, np.int8))
+
+
+def _quantized(a: np.ndarray, pair: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
+    return F.quantize_linear(a, *pair)
 
 
 CASES: dict[str, Case] = {
@@ -116,6 +141,8 @@ CASES: dict[str, Case] = {
     "linear_residual_gelu": Case(lambda a, r: F.gelu(F.linear(a, WEIGHT) + r),
                                  (x(3, 6), x(3, 5))),
     "matmul": Case(lambda a, b: F.matmul(a, b), (x(3, 4), x(4, 5))),
+    # two whole 8-column panels of B packed into f32_gemm's scratch, 3 columns read in place
+    "matmul_packed_panels": Case(lambda a, b: F.matmul(a, b), (x(5, 18), x(18, 19))),
     "matmul_mask_rows": Case(lambda q, k, mask: F.matmul(q, k) + mask,
                              (x(2, 3, 5, 4), x(2, 3, 4, 6), x(2, 1, 1, 6))),
     "matmul_shared_b_bias": Case(lambda q, k, bias: F.relu(F.matmul(q, k) + bias),
@@ -154,6 +181,11 @@ CASES: dict[str, Case] = {
     "reshape": Case(lambda a: F.reshape(F.relu(a), (3, 8)) + 1.0, (x(2, 3, 4),)),
     "permute": Case(lambda a: F.permute(a, (2, 0, 1)) * 2.0, (x(2, 3, 4),)),
     "concat": Case(lambda a: F.concat([F.relu(a), a, F.neg(a)], 1), (x(2, 3, 4),), BATCH),
+    # int8 tensors with their own (scale, zero point), TFLite's integer Add and Concat
+    "qadd": Case(lambda a, b: F.qadd(a, b, 0.05, 3, 0.02, -7, 0.06, -2, low=-2),
+                 (int8(2, 3, 8), int8(2, 3, 8)[::-1].copy()), BATCH2),
+    "qconcat": Case(lambda a, b: F.qconcat([a, b, a], [0.05, 0.02, 0.06], [3, -7, -2], 0.06,
+                                           -2, dim=1), (int8(2, 3, 4), int8(2, 5, 4)), BATCH2),
     "split_slice": Case(lambda a: F.split(a, [1, 3], 2)[1] + F.slice(a, 2, 1, None, 1),
                         (x(2, 3, 4, 5),)),
     "slice_last": Case(lambda a: F.slice(a, -1, 1, 7, 3), (x(3, 8),),
@@ -174,4 +206,49 @@ CASES: dict[str, Case] = {
                                  (x(2, 5, 4),)),
     "topk_indices": Case(lambda a: F.cast(F.topk(a, 2)[1], np.float32), (x(3, 7),), BATCH),
     "check": Case(lambda a, ok: F.check(a, ok) * 2.0, (x(2, 3), np.array([True]))),
+    # a scan over 6 rows with a state, an outer tensor and a per-row output
+    "loop": Case(lambda s, rows, w: sum(F.loop(None, [s], [rows], [w], _scan_body())),
+                 (x(4), x(6, 4), x(4))),
+    # quantized: f32 in, f32 out; requantized results may differ by one step of their scale
+    "quantize_linear": Case(lambda a: F.dequantize_linear(_quantized(a, U8), *U8),
+                            (x(3, 7, scale=3.0),), BATCH),
+    "quantize_linear_per_axis": Case(
+        lambda a: F.dequantize_linear(F.quantize_linear(a, q([0.02, 0.05, 0.1]), q(
+            [-3, 0, 7], np.int8), axis=1), q([0.02, 0.05, 0.1]), q([-3, 0, 7], np.int8),
+            axis=1), (x(2, 3, 5, scale=3.0),)),
+    "dequantize_linear": Case(lambda a: F.dequantize_linear(_quantized(a, S8), *S8) * 2.0,
+                              (x(4, 5, scale=3.0),)),
+    "dynamic_quantize_linear": Case(lambda a: F.dequantize_linear(*F.dynamic_quantize_linear(a)),
+                                    (x(3, 9),), BATCH),
+    "qlinear": Case(lambda a: F.dequantize_linear(F.qlinear(
+        _quantized(a, U8), *U8, W_Q, W_SCALE, q(0, np.int8), BIAS_Q, q(0.05),
+        q(100, np.uint8), activation="relu"), q(0.05), q(100, np.uint8)),
+        (x(3, 6),), BATCH),
+    "qlinear_int8_relu6": Case(lambda a: F.qlinear(
+        _quantized(a, S8), *S8, W_Q, W_SCALE, q(0, np.int8), BIAS, activation="relu6"),
+        (x(3, 2, 6),)),
+    "qlinear_dynamic": Case(lambda a: F.qlinear(*F.dynamic_quantize_linear(a), W_Q, W_SCALE,
+                                                q(0, np.int8), BIAS), (x(3, 6),), BATCH),
+    "qconv2d": Case(lambda a: F.dequantize_linear(F.qconv2d(
+        _quantized(a, U8), *U8, F_Q, F_SCALE, np.zeros(4, np.int8), None, q(0.1),
+        q(90, np.uint8), padding=1, activation="relu"), q(0.1), q(90, np.uint8)),
+        (x(2, 3, 6, 5),), atol=0.1 + 1e-5),
+    "qmatmul": Case(lambda a, b: F.qmatmul(_quantized(a, U8), *U8, _quantized(b, S8), *S8),
+                    (x(2, 3, 4), x(2, 4, 5)), atol=1e-3),
 }
+
+
+def _scan_step(i: Any, states: list[Any], elements: list[Any], outer: list[Any]
+               ) -> tuple[list[Any], list[Any]]:
+    """One row of the ``loop`` row's scan: ``s = tanh(s / 2 + row * w)``, out ``2 s``."""
+    state = F.tanh(F.add(F.mul(states[0], 0.5), F.mul(elements[0], outer[0])))
+    return [state], [F.mul(state, 2.0)]
+
+
+@functools.cache
+def _scan_body() -> Any:
+    """``_scan_step`` as a compiled loop body (its Python function stays the eager one)."""
+    from modelc.ops.loop import Body
+
+    spec = ((4,), "float32")
+    return Body.trace(_scan_step, [spec], [spec], [spec])

@@ -11,6 +11,7 @@ import pytest
 import modelc
 import nn
 import runtime
+from wasm_kernels import abi
 
 torch = pytest.importorskip("torch")
 
@@ -132,7 +133,7 @@ def test_the_loop_over_time_is_inside_the_module() -> None:
         text = subprocess.run(["wasm2wat", "--enable-all", file.name], capture_output=True,
                               text=True, check=True).stdout
     # NOTE: the name section makes wasm2wat name the import ($...) instead of numbering it.
-    (cell,) = re.findall(r'import "wasmnn_kernels_v2" "f32_lstm_cell" \(func (\$[\w.]+|\(;\d+;\))',
+    (cell,) = re.findall(rf'import "{abi.MODULE}" "f32_lstm_cell" \(func (\$[\w.]+|\(;\d+;\))',
                          text)
     ref = re.escape(cell if cell.startswith("$") else cell[2:-2])
     assert len(re.findall(rf"\bcall {ref}(?![\w.])", text)) == 4

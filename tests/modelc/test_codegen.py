@@ -26,7 +26,7 @@ def test_imports_are_memory_wasi_and_only_the_kernels_used(wasm):
                             (abi.MODULE, "f32_linear_bias")}
     for (_, name), ty in imports.items():
         assert ty == FuncType(abi.BY_NAME[name].param_types, ())
-    assert {e.name for e in info.exports} == {"run", "memory"}
+    assert {e.name for e in info.exports} == {"run", "layout", "memory"}
 
 
 def test_metadata_section_describes_the_interface(wasm, mlp):

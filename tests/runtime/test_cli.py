@@ -7,6 +7,7 @@ import pytest
 
 from runtime.cli import main
 from wasm_kernels import abi
+from wasm_kernels.wasm import read_module
 
 
 @pytest.fixture
@@ -87,6 +88,10 @@ def test_inspect_readable(model_file, capsys):
     assert main(["inspect", str(model_file)]) == 0
     out = capsys.readouterr().out
     assert "input x: float32[batch, 6]" in out and "dim batch: 1..8" in out
+    meta = json.loads(read_module(model_file.read_bytes()).custom("wasmnn.model"))
+    assert meta["memory_bytes"] < meta["memory_bytes_max"]
+    assert (f"memory at the smallest dims (batch=1): {meta['memory_bytes']} bytes; at the "
+            f"largest (batch=8): {meta['memory_bytes_max']} bytes") in out
     assert f"{abi.MODULE}.f32_linear_bias_relu" in out
 
 

@@ -111,7 +111,7 @@ def test_missing_file_is_named():
 
 def test_lying_metadata_is_caught_before_running(mlp_wasm):
     meta = _meta(mlp_wasm)
-    meta["outputs"][0]["offset"] = meta["memory_bytes"] - 4
+    meta["outputs"][0]["offset"] = meta["memory_bytes_max"] - 4
     with pytest.raises(ModelFormatError, match="tensor 'output0' spans bytes"):
         runtime.load(_with_metadata(mlp_wasm, meta))
     meta = _meta(mlp_wasm)

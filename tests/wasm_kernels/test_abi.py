@@ -49,10 +49,10 @@ def test_a_subset_with_an_unknown_kernel_is_named() -> None:
         wasm_kernels.build("simd128", frozenset({"f32_linear", "f32_nope"}))
 
 
-def test_dense_kernels_ask_for_opt_level_none_and_the_rest_for_speed() -> None:
+def test_dense_and_conv_kernels_ask_for_opt_level_none_and_the_rest_for_speed() -> None:
     levels = {name: wasm_kernels.opt_level(name) for name in abi.BY_NAME}
     assert set(levels.values()) == set(wasm_kernels.OPT_LEVELS)
-    dense = {n for n, s in abi.BY_NAME.items() if s.family in ("linear", "gemm")}
+    dense = {n for n, s in abi.BY_NAME.items() if s.family in ("linear", "gemm", "conv")}
     assert {n for n, level in levels.items() if level == "none"} == dense
 
 
@@ -77,7 +77,8 @@ def test_an_unknown_epilogue_is_named_with_what_the_family_has() -> None:
 
 
 def test_names_follow_the_fields() -> None:
-    short = {"float32": "f32", "int32": "i32", "int64": "i64", "bool": "bool"}
+    short = {"float32": "f32", "int32": "i32", "int64": "i64", "bool": "bool", "uint8": "qu8",
+             "int8": "qs8"}
     for spec in abi.KERNELS:
         if spec.family == "cast":
             expected = f"{short[spec.dtypes[0]]}_to_{short[spec.dtypes[1]]}"
@@ -87,7 +88,8 @@ def test_names_follow_the_fields() -> None:
             expected = "_".join((prefix + spec.op,) + spec.epilogue)
         assert spec.name == expected
         assert len(spec.activations) <= 1
-        assert set(spec.epilogue) - set(spec.activations) <= {"bias", "add"}, spec.name
+        assert set(spec.epilogue) - set(spec.activations) <= {"bias", "add", "requantize",
+                                                              "dequantize"}, spec.name
 
 
 def test_every_fused_activation_fuses_in_every_gemm_like_family() -> None:

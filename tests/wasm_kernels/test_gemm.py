@@ -8,12 +8,12 @@ from nn import functional as F
 from wasm_kernels import abi
 from wasm_kernels.pack import pack_linear_weight
 
-# (m, k, n): size 1, below the 3x8 tile, one tile and a row (k once the 16 unrolled steps),
-# n % 8 and m % 3 remainders, a 4-column and a scalar column tail, k % 16 tails after whole
-# unrolled iterations, several tiles, and larger cases with k % 16 == 1 and A rows of 8004
+# (m, k, n): size 1, below the 3x8 tile, one tile and a row (k once the 32 unrolled steps),
+# n % 8 and m % 3 remainders, a 4-column and a scalar column tail, k % 32 tails after whole
+# unrolled iterations, several tiles, and larger cases with k % 32 == 17 and A rows of 8004
 # bytes, so linear's L2 blocks of A are 15 rows and m = 40 spans three (the last ends in a row
 # that is not a whole tile).
-SHAPES = [(1, 1, 1), (3, 5, 7), (4, 3, 8), (4, 16, 8), (5, 17, 13), (8, 16, 16), (9, 33, 30),
+SHAPES = [(1, 1, 1), (3, 5, 7), (4, 3, 8), (4, 32, 8), (5, 17, 13), (8, 16, 16), (9, 33, 30),
           (12, 24, 36), (37, 64, 70), (5, 2001, 70), (40, 2001, 12)]
 GEMMS = [k for k in abi.KERNELS if k.family in ("gemm", "linear") and "batch" not in k.params]
 
@@ -38,8 +38,8 @@ def test_gemm_rows(kernels, shape) -> None:  # type: ignore[no-untyped-def]
     bias = rng.standard_normal(n).astype(np.float32)
     r = rng.standard_normal((m, n)).astype(np.float32)
     for offset, spec in enumerate(GEMMS):
-        args = {"a": a, "b": b, "w": pack_linear_weight(b.T), "c": (m, n), "m": m, "k": k,
-                "n": n, "bias": bias, "r": r}
+        args = {"a": a, "b": b, "w": pack_linear_weight(b.T), "c": (m, n), "ws": (n, k),
+                "m": m, "k": k, "n": n, "bias": bias, "r": r}
         out = kernels.call(spec.name, offset=4 * (offset % 3), **args)["c"]
         expected = reference(spec, a, b, bias if "bias" in spec.params else None,
                              r if "r" in spec.params else None)
@@ -66,7 +66,7 @@ def test_gemm_large_k_is_exact(kernels, name) -> None:  # type: ignore[no-untype
     a = np.ones((m, k), np.float32)
     b = np.full((k, n), 0.5, np.float32)
     out = kernels.call(name, a=a, b=b, w=pack_linear_weight(b.T),
-                       bias=np.ones(n, np.float32), c=(m, n), m=m, k=k, n=n)["c"]
+                       bias=np.ones(n, np.float32), c=(m, n), ws=(n, k), m=m, k=k, n=n)["c"]
     np.testing.assert_array_equal(out, np.full((m, n), k * 0.5 + 1, np.float32))
 
 

@@ -39,6 +39,10 @@ from .isa import ISAS, NamedFrame
 from .loops import strided_loop
 
 MR, NR, WIDE, DEPTHWISE, DEPTHWISE_STRIDED = 4, 2, 4, 3, 2
+CHUNK = 128
+"""Output columns every channel block runs before the next columns start (a multiple of every
+tile's width): the input under them stays in cache across the blocks. Without it, a
+pointwise conv (one row of h * w pixels) streamed the whole input once per block."""
 """Tile shapes in registers: MR channel rows x NR registers (8 accumulators, as the gemm's
 4x8), one channel x WIDE registers, or a depthwise 3-wide conv's one channel x DEPTHWISE
 registers (3 taps of a kernel row at once: 9 pixel and 3 weight registers), or
@@ -48,7 +52,7 @@ DEPTHWISE_STRIDED at stride 2 (4 loaded and 6 shuffled registers)."""
 _SIZES = ("cg", "og", "plane", "row", "oplane", "orow", "tapw", "block", "dw_bytes", "dh_row",
           "ow_lo", "ow_hi", "depthwise")
 _LOOP = ("image", "group", "oy", "oc", "ox", "tx", "last", "ih", "i_lo", "i_hi", "rows_in", "xg",
-         "wg", "bg", "yg", "rg", "xrow", "wrow0", "wb", "safe")
+         "wg", "bg", "yg", "rg", "xrow", "wrow0", "wb", "safe", "chunk", "chunk_end")
 # i64 locals: the first and last input rows a tile reads, and the end of memory (bytes).
 _WIDE = ("lo_read", "hi_read", "memory_end")
 # Locals of one tile's tap loops (all i32).
@@ -271,11 +275,26 @@ def _channel_tiles(f: Frame, mode: str) -> None:
     c.emit("i32.const", 0)
     f.set("oc")
 
-    def blocks() -> None:
+    def chunk() -> None:
+        # chunk_end = min(chunk + CHUNK, ow)
+        f.get("chunk").emit("i32.const", CHUNK).emit("i32.add")
+        f.set("chunk_end")
+        _min(f, "chunk_end", "ow")
+        c.emit("i32.const", 0)
+        f.set("oc")
         strided_loop(c, f.v["oc"], MR, f.v["og"],
                      lambda: _columns(f, MR, NR, mode, conv_tiles.vector_tile))
         strided_loop(c, f.v["oc"], 1, f.v["og"],
                      lambda: _columns(f, 1, WIDE, mode, conv_tiles.vector_tile))
+
+    def blocks() -> None:
+        c.emit("i32.const", 0)
+        f.set("chunk")
+        c.emit("block").emit("loop")
+        f.get("chunk", "ow").emit("i32.ge_u").emit("br_if", 1)
+        chunk()
+        f.add("chunk", CHUNK)
+        c.emit("br", 0).emit("end").emit("end")
 
     if mode == "gather":
         blocks()
@@ -290,10 +309,11 @@ def _channel_tiles(f: Frame, mode: str) -> None:
 
 def _columns(f: Frame, rows: int, regs: int, mode: str, kernel: conv_tiles.Tile,
              narrow_borders: bool = False) -> None:
-    """The output row in tiles of ``regs`` registers, the last moved left to end at ``ow``;
-    or, with ``narrow_borders``, one-register tiles over the left border columns, tiles of
-    ``regs`` registers while they fit in the interior, then one-register tiles to the end
-    (a masked tile then masks few registers)."""
+    """The columns ``chunk .. chunk_end`` of the output row in tiles of ``regs`` registers,
+    the last moved left to end at ``ow``; or, with ``narrow_borders``, the whole row: one-
+    register tiles over the left border columns, tiles of ``regs`` registers while they fit
+    in the interior, then one-register tiles to the end (a masked tile then masks few
+    registers)."""
     c, lanes = f.c, f.isa.lanes
     # wb = wg + (oc / BLOCK) * block + (oc % BLOCK) * 4 + wrow0
     f.get("wg", "oc").emit("i32.const", BLOCK.bit_length() - 1).emit("i32.shr_u")
@@ -301,7 +321,10 @@ def _columns(f: Frame, rows: int, regs: int, mode: str, kernel: conv_tiles.Tile,
     f.get("oc").emit("i32.const", BLOCK - 1).emit("i32.and").emit("i32.const", 2)
     c.emit("i32.shl").emit("i32.add").emit("local.get", f.v["wrow0"]).emit("i32.add")
     f.set("wb")
-    c.emit("i32.const", 0)
+    if narrow_borders:
+        c.emit("i32.const", 0)
+    else:
+        f.get("chunk")
     f.set("ox")
 
     def tiles(end: str, tile_regs: int) -> None:
@@ -321,7 +344,7 @@ def _columns(f: Frame, rows: int, regs: int, mode: str, kernel: conv_tiles.Tile,
         c.emit("br", 0).emit("end").emit("end")
 
     if not narrow_borders:
-        tiles("ow", regs)
+        tiles("chunk_end", regs)
         return
     tiles("ow_lo", 1)
     c.emit("block").emit("loop")
@@ -360,9 +383,10 @@ def _tile(f: Frame, rows: int, regs: int, mode: str, kernel: conv_tiles.Tile) ->
 def _safe(f: Frame) -> None:
     """``safe`` = every load of a vector tile in this output row stays inside linear memory
     (masked lanes may read outside the row, even outside X; a stride-2 register reads one
-    float past its last lane). A tile starts at tx >= 0 and ends before max(ow, widest), so:
+    float past its last lane, the depthwise tile's register after its last one two floats
+    past its last tap). A tile starts at tx >= 0 and ends before max(ow, widest), so:
     rows_in == 0, or lo_read - pw * 4 >= 0 and hi_read + ((max(ow, widest) - 1) * sw - pw +
-    (kw - 1) * dw + 2) * 4 <= memory_end."""
+    (kw - 1) * dw + 4) * 4 <= memory_end."""
     c = f.c
     widest = max(NR, WIDE, DEPTHWISE) * f.isa.lanes
     f.get("rows_in").emit("i32.eqz")
@@ -374,7 +398,7 @@ def _safe(f: Frame) -> None:
     c.emit("i32.const", 1).emit("i32.sub").emit("local.get", f.arg["sw"])
     c.emit("i32.mul").emit("local.get", f.arg["pw"]).emit("i32.sub")
     f.get("kw").emit("i32.const", 1).emit("i32.sub").emit("local.get", f.arg["dw"])
-    c.emit("i32.mul").emit("i32.add").emit("i32.const", 2).emit("i32.add")
+    c.emit("i32.mul").emit("i32.add").emit("i32.const", 4).emit("i32.add")
     c.emit("i32.const", 2).emit("i32.shl").emit("i64.extend_i32_s")
     f.get("hi_read").emit("i64.add")
     f.get("memory_end").emit("i64.le_s").emit("i32.and").emit("i32.or")

@@ -1,11 +1,17 @@
 """The gemm family: C(m, n) = epilogue(A(m, k) @ B(k, n) [+ bias] [+ R]), row-major f32.
 
-Tiles are ``dense_tile``'s outer products, reading B where it lies: a tile's step of k is
-one row of B, ``width`` floats, and the next step is a row stride further. The driver walks
-column panels of ``NR`` columns, then one register of columns, then single columns; within
-each, row blocks of ``MR`` rows, then single rows, so every ``m, k, n`` is exact and no load
-reads past B's last row. Panels outermost keep a k x ``NR`` slice of B in cache while A
-streams through it.
+``f32_gemm`` first copies B's whole panels of ``PANEL`` columns into its scratch ``ws`` in
+the layout ``f32_linear`` reads its packed weight in (``wasm_kernels.pack``), then runs the
+linear driver over them: read in place, a panel's step of k is a new cache line, and from n =
+1024 a new page, so the panels of a large B were bound by cache and TLB misses (0.11x numpy at
+1024^3, against the linear kernel's 0.3-0.4x). The columns past the last whole panel (n % 8)
+are read in place.
+
+Read in place, a tile's step of k is one row of B, ``width`` floats, and the next step is a
+row stride further. That driver walks column panels of ``NR`` columns, then one register of
+columns, then single columns; within each, row blocks of ``MR`` rows, then single rows, so
+every ``m, k, n`` is exact and no load reads past B's last row. The batched kernels, whose B
+is one attention head (n <= 128: a panel's k steps stay in cache), read every column so.
 
 Rows of the family: ``f32_gemm[_bias][_add][_<epilogue>...]`` and the batched ``f32_bmm`` and
 ``f32_bmm_bias``, which loop the same body over ``batch`` with per-operand batch strides.
@@ -16,7 +22,9 @@ from __future__ import annotations
 from functools import partial
 
 from ..abi import KernelSpec
+from ..pack import PANEL
 from ..wasm import Code, FuncType
+from . import linear
 from .dense_tile import DenseFrame, tile
 from .isa import ISAS, Isa
 from .loops import strided_loop
@@ -36,17 +44,59 @@ def emit(spec: KernelSpec, isa_name: str) -> tuple[FuncType, Code]:
     """Generate gemm or bmm kernel ``spec`` for ``isa_name``."""
     c = Code(spec.param_types)
     arg = {p: i for i, p in enumerate(spec.params)}
-    f = DenseFrame(c, ISAS[isa_name], arg, spec.activations,
-                   *(c.local("i32") for _ in range(5)))
-    # lda = k * 4, ldb = ldc = n * 4 (byte strides).
-    c.emit("local.get", arg["k"]).emit("i32.const", 2).emit("i32.shl").emit("local.set", f.lda)
-    c.emit("local.get", arg["n"]).emit("i32.const", 2).emit("i32.shl").emit("local.tee", f.ldc)
-    c.emit("local.set", f.ldb)
     if "batch" in arg:
+        f = DenseFrame(c, ISAS[isa_name], arg, spec.activations,
+                       *(c.local("i32") for _ in range(5)))
+        # lda = k * 4, ldb = ldc = n * 4 (byte strides).
+        c.emit("local.get", arg["k"]).emit("i32.const", 2).emit("i32.shl")
+        c.emit("local.set", f.lda)
+        c.emit("local.get", arg["n"]).emit("i32.const", 2).emit("i32.shl")
+        c.emit("local.tee", f.ldc).emit("local.set", f.ldb)
         _batched(f)
     else:
-        _gemm(f)
+        _packed(c, isa_name, arg, spec.activations)
     return FuncType(spec.param_types, spec.results), c
+
+
+def _packed(c: Code, isa_name: str, arg: dict[str, int], epilogue: tuple[str, ...]) -> None:
+    """B's whole panels packed into ``ws`` and multiplied by the linear driver, then the
+    columns past them read in place."""
+    f = linear.frame(c, isa_name, dict(arg, w=arg["ws"]), epilogue)
+    _pack(f)
+    linear.row_blocks(f, edge=False)
+    tail = DenseFrame(c, f.isa, arg, epilogue, f.i, f.j, f.lda, f.ldc, f.ldc)
+    widths = [(f.isa, f.isa.lanes)] if f.isa.vector else []
+    _columns(tail, widths + [(ISAS["scalar"], 1)])
+
+
+def _pack(f: DenseFrame) -> None:
+    """Copy B's whole panels of ``PANEL`` columns to ``ws``, row by row of B (read in order):
+    panel ``p``'s step ``kk`` lands at float ``p * PANEL * k + kk * PANEL``."""
+    c, arg, isa = f.c, f.arg, f.isa
+    row, column, src, dst = (c.local("i32") for _ in range(4))
+
+    def copy_row() -> None:
+        # src = b + row * n * 4, dst = ws + row * PANEL * 4
+        c.emit("local.get", arg["b"]).emit("local.get", row).emit("local.get", f.ldc)
+        c.emit("i32.mul").emit("i32.add").emit("local.set", src)
+        c.emit("local.get", arg["ws"]).emit("local.get", row).emit("i32.const", 4 * PANEL)
+        c.emit("i32.mul").emit("i32.add").emit("local.set", dst)
+        c.emit("i32.const", 0).emit("local.set", column)
+        strided_loop(c, column, PANEL, arg["n"], copy_panel)
+
+    def copy_panel() -> None:
+        for v in range(PANEL // isa.lanes):
+            c.emit("local.get", dst).emit("local.get", src)
+            isa.load(c, 4 * isa.lanes * v)
+            isa.store(c, 4 * isa.lanes * v)
+        # src += PANEL floats; dst += one panel (PANEL * k floats)
+        c.emit("local.get", src).emit("i32.const", 4 * PANEL).emit("i32.add")
+        c.emit("local.set", src)
+        c.emit("local.get", dst).emit("local.get", f.lda).emit("i32.const", PANEL)
+        c.emit("i32.mul").emit("i32.add").emit("local.set", dst)
+
+    c.emit("i32.const", 0).emit("local.set", row)
+    strided_loop(c, row, 1, arg["k"], copy_row)
 
 
 def _batched(f: DenseFrame) -> None:
@@ -78,23 +128,26 @@ def _batched(f: DenseFrame) -> None:
 
 
 def _gemm(f: DenseFrame) -> None:
-    """Column panels of NR columns, then one register, then single columns; within each,
-    row blocks of MR rows, then single rows."""
-    mr, nr = TILES[f.isa.name]
-    c, n = f.c, f.arg["n"]
-    panels = [(f.isa, nr)]
-    if f.isa.vector:
-        panels.append((f.isa, f.isa.lanes))
-    panels.append((ISAS["scalar"], 1))
-    c.emit("i32.const", 0).emit("local.set", f.j)
-    for isa, width in panels:
+    """Column panels of NR columns, then one register, then single columns, read in place."""
+    nr = TILES[f.isa.name][1]
+    widths = [(f.isa, nr)] + ([(f.isa, f.isa.lanes)] if f.isa.vector else [])
+    f.c.emit("i32.const", 0).emit("local.set", f.j)
+    _columns(f, widths + [(ISAS["scalar"], 1)])
+
+
+def _columns(f: DenseFrame, widths: list[tuple[Isa, int]]) -> None:
+    """From column ``j`` on, panels of each of ``widths`` in turn; within each, row blocks of
+    MR rows, then single rows."""
+    mr = TILES[f.isa.name][0]
+    c = f.c
+    for isa, width in widths:
         def panel(isa: Isa = isa, width: int = width) -> None:
             c.emit("i32.const", 0).emit("local.set", f.i)
             for rows in (mr, 1):
                 strided_loop(c, f.i, rows, f.arg["m"],
                              partial(tile, f, isa, rows, width, partial(_column, f)))
 
-        strided_loop(c, f.j, width, n, panel)
+        strided_loop(c, f.j, width, f.arg["n"], panel)
 
 
 def _column(f: DenseFrame) -> None:

@@ -52,10 +52,16 @@ def variant(isa: str) -> str:
 def emit(spec: KernelSpec, isa_name: str) -> tuple[FuncType, Code]:
     """Generate linear kernel ``spec`` for ``isa_name``."""
     c = Code(spec.param_types)
-    arg = {p: i for i, p in enumerate(spec.params)}
+    f = frame(c, isa_name, {p: i for i, p in enumerate(spec.params)}, spec.activations)
+    row_blocks(f, edge=True)
+    return FuncType(spec.param_types, spec.results), c
+
+
+def frame(c: Code, isa_name: str, arg: dict[str, int], epilogue: tuple[str, ...]) -> _Frame:
+    """The frame of a linear driver over ``arg``'s ``a``, ``w`` (packed panels), ``c``,
+    ``m``, ``k`` and ``n``, with its strides and block height computed."""
     i, j, lda, ldc, ib, iend, mb = (c.local("i32") for _ in range(7))
-    f = _Frame(c, ISAS[isa_name], arg, spec.activations, i, j, lda, ldc, None,
-               ib, iend, mb)
+    f = _Frame(c, ISAS[isa_name], arg, epilogue, i, j, lda, ldc, None, ib, iend, mb)
     # lda = k * 4, ldc = n * 4: the byte strides of A's and C's rows.
     c.emit("local.get", arg["k"]).emit("i32.const", 2).emit("i32.shl").emit("local.set", f.lda)
     c.emit("local.get", arg["n"]).emit("i32.const", 2).emit("i32.shl").emit("local.set", f.ldc)
@@ -66,6 +72,13 @@ def emit(spec: KernelSpec, isa_name: str) -> tuple[FuncType, Code]:
     c.emit("i32.rem_u").emit("i32.sub").emit("local.tee", f.mb)
     c.emit("i32.const", mr).emit("local.get", f.mb).emit("i32.const", mr).emit("i32.gt_u")
     c.emit("select").emit("local.set", f.mb)
+    return f
+
+
+def row_blocks(f: _Frame, edge: bool) -> None:
+    """C's columns in whole panels (and with ``edge`` the padded last one) against A's row
+    blocks; ``f.j`` ends at the first column not computed."""
+    c, arg = f.c, f.arg
 
     def block() -> None:
         # iend = min(ib + mb, m): the block's rows end
@@ -74,9 +87,10 @@ def emit(spec: KernelSpec, isa_name: str) -> tuple[FuncType, Code]:
         c.emit("i32.lt_u").emit("select").emit("local.set", f.iend)
         c.emit("i32.const", 0).emit("local.set", f.j)
         strided_loop(c, f.j, PANEL, arg["n"], partial(_column_tiles, f, False))
-        c.emit("local.get", f.j).emit("local.get", arg["n"]).emit("i32.lt_u").emit("if")
-        _column_tiles(f, True)
-        c.emit("end")
+        if edge:
+            c.emit("local.get", f.j).emit("local.get", arg["n"]).emit("i32.lt_u").emit("if")
+            _column_tiles(f, True)
+            c.emit("end")
         c.emit("local.get", f.ib).emit("local.get", f.mb).emit("i32.add").emit("local.set", f.ib)
 
     c.emit("i32.const", 0).emit("local.set", f.ib)
@@ -84,7 +98,6 @@ def emit(spec: KernelSpec, isa_name: str) -> tuple[FuncType, Code]:
     c.emit("local.get", f.ib).emit("local.get", arg["m"]).emit("i32.ge_u").emit("br_if", 1)
     block()
     c.emit("br", 0).emit("end").emit("end")
-    return FuncType(spec.param_types, spec.results), c
 
 
 def _column_tiles(f: _Frame, edge: bool) -> None:

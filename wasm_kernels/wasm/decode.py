@@ -7,7 +7,6 @@ the byte offset instead of anything worse.
 
 from __future__ import annotations
 
-import mmap
 from dataclasses import dataclass, field
 
 from .encode import MAGIC_AND_VERSION
@@ -164,27 +163,21 @@ class _Reader:
                 raise self.fail(f"unsupported constant expression opcode 0x{op:02x}")
 
 
-_SKIPPED = (10, 11)
-"""Sections whose bodies the interface does not need (code, data): passed over, not copied,
-because a model's data section holds all its weights."""
-
-
-def read_module(data: bytes | bytearray | memoryview | mmap.mmap) -> ModuleInfo:
-    """Decode the interface of ``data`` (read in place: only the small sections are copied).
+def read_module(data: bytes) -> ModuleInfo:
+    """Decode the interface of ``data``.
 
     Raises:
         WasmFormatError: the bytes are not a WebAssembly binary, or are truncated or malformed.
     """
-    if not isinstance(data, (bytes, bytearray, memoryview, mmap.mmap)):
+    if not isinstance(data, (bytes, bytearray, memoryview)):
         raise TypeError(f"expected bytes, got {type(data).__name__}")
-    data = memoryview(data).cast("B")
+    data = bytes(data)
     if len(data) < 8 or data[:4] != MAGIC_AND_VERSION[:4]:
         raise WasmFormatError("not a WebAssembly binary (missing the '\\0asm' magic number)")
     if data[4:8] != MAGIC_AND_VERSION[4:]:
-        raise WasmFormatError(f"unsupported WebAssembly version {bytes(data[4:8]).hex()} "
+        raise WasmFormatError(f"unsupported WebAssembly version {data[4:8].hex()} "
                               "(only version 1 is supported)")
-    # NOTE: a memoryview reads as bytes do, and its slices are views: sections are not copied.
-    reader = _Reader(data)  # type: ignore[arg-type]
+    reader = _Reader(data)
     reader.pos = 8
     info = ModuleInfo()
     types: list[FuncType] = []
@@ -197,10 +190,7 @@ def read_module(data: bytes | bytearray | memoryview | mmap.mmap) -> ModuleInfo:
     while reader.pos < len(data):
         sid = reader.byte()
         size = reader.u32()
-        section = reader.bytes(size)
-        if sid in _SKIPPED:
-            continue
-        body = _Reader(bytes(section), reader.pos - size)
+        body = _Reader(reader.bytes(size), reader.pos - size)
         if sid not in SECTION_NAMES:
             raise body.fail(f"unknown section id {sid}")
         if sid == 0:

@@ -73,7 +73,7 @@ _MEMORY = {
     **_rows(None, 0x29, "i64.load", "i32 -> i64", MEMARG),
     **_rows(None, 0x2A, "f32.load", "i32 -> f32", MEMARG),
     **_rows(None, 0x2B, "f64.load", "i32 -> f64", MEMARG),
-    **_rows(None, 0x2D, "i32.load8_u - i32.load16_u", "i32 -> i32", MEMARG),
+    **_rows(None, 0x2C, "i32.load8_s i32.load8_u - i32.load16_u", "i32 -> i32", MEMARG),
     **_rows(None, 0x34, "i64.load32_s", "i32 -> i64", MEMARG),
     **_rows(None, 0x36, "i32.store", "i32 i32 ->", MEMARG),
     **_rows(None, 0x37, "i64.store", "i32 i64 ->", MEMARG),
@@ -107,7 +107,9 @@ _NUMERIC = {
     **_rows(None, 0x6A, "i32.add i32.sub i32.mul i32.div_s i32.div_u i32.rem_s i32.rem_u "
                         "i32.and i32.or i32.xor i32.shl i32.shr_s i32.shr_u i32.rotl i32.rotr",
             "i32 i32 -> i32"),
-    **_rows(None, 0x7C, "i64.add i64.sub i64.mul", "i64 i64 -> i64"),
+    **_rows(None, 0x7C, "i64.add i64.sub i64.mul i64.div_s i64.div_u i64.rem_s i64.rem_u "
+                        "i64.and i64.or i64.xor i64.shl i64.shr_s i64.shr_u i64.rotl i64.rotr",
+            "i64 i64 -> i64"),
     **_rows(None, 0x8B, "f32.abs f32.neg f32.ceil f32.floor f32.trunc f32.nearest f32.sqrt",
             "f32 -> f32"),
     **_rows(None, 0x92, "f32.add f32.sub f32.mul f32.div f32.min f32.max f32.copysign",
@@ -124,12 +126,14 @@ _NUMERIC = {
 }
 
 _SIMD = {
-    **_rows(0xFD, 0x00, "v128.load", "i32 -> v128", MEMARG),
+    **_rows(0xFD, 0x00, "v128.load v128.load8x8_s v128.load8x8_u", "i32 -> v128", MEMARG),
     **_rows(0xFD, 0x09, "v128.load32_splat", "i32 -> v128", MEMARG),
     **_rows(0xFD, 0x0B, "v128.store", "i32 v128 ->", MEMARG),
     "v128.const": _op(0xFD, 0x0C, V128, "-> v128"),
     "i8x16.shuffle": _op(0xFD, 0x0D, V128, "v128 v128 -> v128"),
-    **_rows(0xFD, 0x11, "i32x4.splat", "i32 -> v128"),
+    **_rows(0xFD, 0x0F, "i8x16.splat i16x8.splat i32x4.splat", "i32 -> v128"),
+    "i32x4.extract_lane": _op(0xFD, 0x1B, LANE, "v128 -> i32"),
+    "i64x2.extract_lane": _op(0xFD, 0x1D, LANE, "v128 -> i64"),
     **_rows(0xFD, 0x13, "f32x4.splat", "f32 -> v128"),
     "f32x4.extract_lane": _op(0xFD, 0x1F, LANE, "v128 -> f32"),
     "f32x4.replace_lane": _op(0xFD, 0x20, LANE, "v128 f32 -> v128"),
@@ -140,16 +144,23 @@ _SIMD = {
     **_rows(0xFD, 0x52, "v128.bitselect", "v128 v128 v128 -> v128"),
     **_rows(0xFD, 0x53, "v128.any_true", "v128 -> i32"),
     **_rows(0xFD, 0x5C, "v128.load32_zero", "i32 -> v128", MEMARG),
+    **_rows(0xFD, 0x65, "i8x16.narrow_i16x8_s i8x16.narrow_i16x8_u", "v128 v128 -> v128"),
     **_rows(0xFD, 0x67, "f32x4.ceil f32x4.floor f32x4.trunc f32x4.nearest", "v128 -> v128"),
+    **_rows(0xFD, 0x6D, "i8x16.shr_u", "v128 i32 -> v128"),
+    **_rows(0xFD, 0x85, "i16x8.narrow_i32x4_s", "v128 v128 -> v128"),
+    **_rows(0xFD, 0x87, "i16x8.extend_low_i8x16_s i16x8.extend_high_i8x16_s "
+                        "i16x8.extend_low_i8x16_u i16x8.extend_high_i8x16_u", "v128 -> v128"),
     **_rows(0xFD, 0xAB, "i32x4.shl i32x4.shr_s i32x4.shr_u", "v128 i32 -> v128"),
     **_rows(0xFD, 0xAE, "i32x4.add", "v128 v128 -> v128"),
     **_rows(0xFD, 0xB1, "i32x4.sub", "v128 v128 -> v128"),
     **_rows(0xFD, 0xB5, "i32x4.mul", "v128 v128 -> v128"),
+    **_rows(0xFD, 0xBA, "i32x4.dot_i16x8_s", "v128 v128 -> v128"),
     **_rows(0xFD, 0xE0, "f32x4.abs f32x4.neg - f32x4.sqrt", "v128 -> v128"),
     **_rows(0xFD, 0xE4, "f32x4.add f32x4.sub f32x4.mul f32x4.div f32x4.min f32x4.max "
                         "f32x4.pmin f32x4.pmax", "v128 v128 -> v128"),
     **_rows(0xFD, 0xF8, "i32x4.trunc_sat_f32x4_s - f32x4.convert_i32x4_s", "v128 -> v128"),
     **_rows(0xFD, 0x105, "f32x4.relaxed_madd f32x4.relaxed_nmadd", "v128 v128 v128 -> v128"),
+    **_rows(0xFD, 0x113, "i32x4.relaxed_dot_i8x16_i7x16_add_s", "v128 v128 v128 -> v128"),
 }
 
 OPCODES: dict[str, Op] = {**_CONTROL, **_MEMORY, **_CONSTANTS, **_NUMERIC, **_SIMD}

@@ -1,0 +1,145 @@
+"""Static quantization rules: each op with an integer kernel becomes its int8 form, with
+activation parameters from calibration.
+
+- ``linear`` and ``conv2d`` with a constant weight (and ``matmul`` by a constant matrix)
+  become ``qlinear`` / ``qconv2d``: the weight symmetric int8 per output channel, the bias
+  folded into the int32 accumulator, a following ReLU or ReLU6 fused as the clamp of the
+  requantized output;
+- ``matmul`` of two tensors becomes ``qmatmul``;
+- ``add`` of two same-shaped tensors becomes ``qadd`` (a following ReLU fused as its lower
+  clamp) and ``concat`` becomes ``qconcat``, TFLite's integer Add and Concatenation.
+
+Any other op stays float32 between a dequantize and a quantize (``rewrite``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..graph import Graph, Node, Value
+from ..trace import LIST_MARK
+from .params import QParams, bias_int32, weight_params
+from .rewrite import Rewriter
+
+ACTIVATIONS = ("relu", "relu6")
+
+
+def concat_shares_ranges(graph: Graph, params: dict[int, QParams]) -> None:
+    """TFLite's rule for Concatenation: an input whose range covers the output's takes the
+    output's parameters, so it is copied without a rescale; only the others are rescaled."""
+    for node in graph.nodes:
+        if node.op == "concat" and id(node.output) in params:
+            out = params[id(node.output)]
+            for value in node.inputs:
+                if id(value) in params and params[id(value)].covers(out):
+                    params[id(value)] = out
+
+
+def _ready(rw: Rewriter, *values: Value) -> bool:
+    """Whether every value is a float32 tensor with activation parameters."""
+    return all(not v.is_constant and v.dtype == "float32"
+               and (id(v) in rw.params or id(v) in rw.quantized_of) for v in values)
+
+
+def _product(rw: Rewriter, node: Node, x: Value, weight: np.ndarray, bias: Value | None,
+             op: str, per_channel: bool) -> None:
+    """``qlinear`` / ``qconv2d`` in place of ``node`` (and a ReLU/ReLU6 after it)."""
+    act = rw.sole_user(node.output, ACTIVATIONS)
+    chain = [node] + ([act] if act is not None else [])
+    if not _ready(rw, x, chain[-1].output):
+        return
+    xq, xp = rw.quantized(x, node)
+    wq, ws = weight_params(weight, per_channel)
+    inputs = {"input": xq}
+    inputs["input_scale"], inputs["input_zero_point"] = rw.pair(x.name, xp)
+    inputs["weight"] = rw.constant(f"{node.name}_weight", wq)
+    inputs["weight_scale"] = rw.constant(f"{node.name}_weight_scale", ws)
+    inputs["weight_zero_point"] = rw.constant(f"{node.name}_weight_zero_point",
+                                              np.zeros(ws.shape, np.int8))
+    if bias is not None:
+        assert bias.data is not None
+        inputs["bias"] = rw.constant(f"{node.name}_bias", bias_int32(bias.data, xp.scale, ws))
+    out = rw.params[id(chain[-1].output)]
+    inputs["output_scale"], inputs["output_zero_point"] = rw.pair(node.name, out)
+    attrs = {k: v for k, v in node.attrs.items() if k != "epilogue"}
+    if act is not None:
+        attrs["activation"] = act.op
+    q = rw.add_node(node, op, inputs, attrs, chain[-1].output.shape, "int8")
+    rw.replace(chain, q, out)
+
+
+def _linear(rw: Rewriter, node: Node, per_channel: bool) -> None:
+    named = dict(zip(node.input_names, node.inputs))
+    weight = named["weight"]
+    if weight.data is not None and weight.dtype == "float32" and "epilogue" not in node.attrs:
+        _product(rw, node, named["input"], weight.data, named.get("bias"),
+                 "qlinear" if node.op == "linear" else "qconv2d", per_channel)
+
+
+def _matmul(rw: Rewriter, node: Node, per_channel: bool) -> None:
+    a, b = node.inputs
+    if b.data is not None and len(b.shape) == 2 and b.dtype == "float32":
+        _product(rw, node, a, np.ascontiguousarray(b.data.T), None, "qlinear", per_channel)
+    elif _ready(rw, a, b, node.output):
+        aq, ap = rw.quantized(a, node)
+        bq, bp = rw.quantized(b, node)
+        out = rw.params[id(node.output)]
+        inputs = {"input": aq}
+        inputs["input_scale"], inputs["input_zero_point"] = rw.pair(a.name, ap)
+        inputs["other"] = bq
+        inputs["other_scale"], inputs["other_zero_point"] = rw.pair(b.name, bp)
+        inputs["output_scale"], inputs["output_zero_point"] = rw.pair(node.name, out)
+        rw.replace([node], rw.add_node(node, "qmatmul", inputs, {}, node.output.shape, "int8"),
+                   out)
+
+
+def _add(rw: Rewriter, node: Node, per_channel: bool) -> None:
+    if len(node.inputs) != 2 or node.attrs or node.inputs[0].shape != node.inputs[1].shape:
+        return
+    act = rw.sole_user(node.output, ("relu",))
+    chain = [node] + ([act] if act is not None else [])
+    if not _ready(rw, *node.inputs, chain[-1].output):
+        return
+    (aq, ap), (bq, bp) = (rw.quantized(v, node) for v in node.inputs)
+    out = rw.params[id(chain[-1].output)]
+    attrs = {"input_scale": ap.scale, "input_zero_point": ap.zero_point,
+             "other_scale": bp.scale, "other_zero_point": bp.zero_point,
+             "scale": out.scale, "zero_point": out.zero_point}
+    if act is not None:
+        attrs["low"] = out.zero_point
+    q = rw.add_node(node, "qadd", {"input": aq, "other": bq}, attrs, node.output.shape, "int8")
+    rw.replace(chain, q, out)
+
+
+def _concat(rw: Rewriter, node: Node, per_channel: bool) -> None:
+    if not _ready(rw, *node.inputs, node.output):
+        return
+    parts = [rw.quantized(v, node) for v in node.inputs]
+    out = rw.params[id(node.output)]
+    attrs = {"scales": tuple(p.scale for _, p in parts),
+             "zero_points": tuple(p.zero_point for _, p in parts),
+             "scale": out.scale, "zero_point": out.zero_point, "dim": node.attrs.get("dim", 0)}
+    name = f"tensors{LIST_MARK}"
+    q = rw.add_node(node, "qconcat", {}, attrs, node.output.shape, "int8")
+    producer = q.producer
+    assert producer is not None
+    producer.inputs = [v for v, _ in parts]
+    producer.input_names = (name,) * len(parts)
+    for v, _ in parts:
+        v.users.append(producer)
+    rw.replace([node], q, out)
+
+
+RULES = {"linear": _linear, "conv2d": _linear, "matmul": _matmul, "add": _add,
+         "concat": _concat}
+"""The ops with an integer form, and the rule that makes it."""
+
+
+def quantize_static(graph: Graph, params: dict[int, QParams], per_channel: bool) -> Graph:
+    """Rewrite every op of ``RULES`` whose tensors have parameters into its int8 form."""
+    concat_shares_ranges(graph, params)
+    rw = Rewriter(graph, params)
+    for node in list(graph.nodes):
+        if node in graph.nodes and node.op in RULES:
+            RULES[node.op](rw, node, per_channel)
+    return graph

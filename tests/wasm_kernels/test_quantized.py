@@ -1,0 +1,114 @@
+"""The quantize and qlinear rows on every provider against ``nn.functional``'s quantized ops
+(eager numpy): bit-exact, at the tile edges of the SIMD qlinear (2 rows by 8 columns, k in
+steps of 4) and at the accumulation bound."""
+
+import numpy as np
+import pytest
+
+from nn import functional as F
+from wasm_kernels import abi
+from wasm_kernels.pack_quantized import pack_qlinear_weight
+
+# (m, k, n): size 1, k % 4 tails of 1-3, n below, at and past the 8-column panel, m % 2
+# remainders, several tiles, and a long k.
+SHAPES = [(1, 1, 1), (1, 3, 7), (2, 4, 8), (3, 5, 9), (2, 7, 16), (5, 16, 17), (4, 33, 24),
+          (7, 130, 31), (3, 384, 40)]
+QLINEAR = [k for k in abi.KERNELS if k.family == "qlinear"]
+RANGE = {"uint8": (0, 256), "int8": (-128, 128)}
+
+
+def q(value, dtype=np.float32):  # type: ignore[no-untyped-def]
+    return np.array(value, dtype)
+
+
+def _operands(spec: abi.KernelSpec, m: int, k: int, n: int, seed: int) -> dict:
+    rng = np.random.default_rng(seed)
+    dtype = spec.dtypes[0]
+    a = rng.integers(*RANGE[dtype], (m, k)).astype(dtype)
+    w = rng.integers(-128, 128, (n, k)).astype(np.int8)
+    return {"a": a, "a_scale": q([0.02]), "a_zero_point": q([rng.integers(*RANGE[dtype])],
+                                                             dtype),
+            "w": w, "w_scale": rng.uniform(0.001, 0.01, n).astype(np.float32),
+            "bias": rng.integers(-5000, 5000, n).astype(np.int32),
+            "fbias": rng.standard_normal(n).astype(np.float32),
+            "c_scale": q([0.4]), "c_zero_point": q([rng.integers(*RANGE[dtype]) // 2], dtype)}
+
+
+def _reference(spec: abi.KernelSpec, ops: dict) -> np.ndarray:
+    requantize = "requantize" in spec.epilogue
+    activation = spec.activations[0] if spec.activations else ""
+    return F.qlinear(ops["a"], ops["a_scale"][0], ops["a_zero_point"][0], ops["w"],
+                     ops["w_scale"], q(0, np.int8), ops["bias"] if requantize else None,
+                     ops["c_scale"][0] if requantize else None,
+                     ops["c_zero_point"][0] if requantize else None, activation) \
+        if requantize else F.qlinear(
+            ops["a"], ops["a_scale"][0], ops["a_zero_point"][0], ops["w"], ops["w_scale"],
+            q(0, np.int8), ops["bias"], activation=activation) + 0 * ops["fbias"]
+
+
+def _call(kernels, spec: abi.KernelSpec, ops: dict, offset: int = 0) -> np.ndarray:  # type: ignore[no-untyped-def]
+    m, k = ops["a"].shape
+    n = ops["w"].shape[0]
+    dtype = np.dtype(spec.dtypes[1])
+    args = dict(ops, w=pack_qlinear_weight(ops["w"]), c=kernels.output((m, n), dtype), m=m,
+                k=k, n=n)
+    if "fbias" in spec.params:
+        args["fbias"] = np.zeros(n, np.float32)
+    return kernels.call(spec.name, offset=offset, **args)["c"]
+
+
+@pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "x".join(map(str, s)))
+def test_qlinear_rows_are_exact(kernels, shape) -> None:  # type: ignore[no-untyped-def]
+    m, k, n = shape
+    for index, spec in enumerate(QLINEAR):
+        ops = _operands(spec, m, k, n, seed=m * 1000 + k * 10 + n)
+        got = _call(kernels, spec, ops, offset=index % 3)
+        np.testing.assert_array_equal(got, _reference(spec, ops), err_msg=spec.name)
+
+
+@pytest.mark.parametrize("dtype, a_value, zero, w_value", [
+    ("uint8", 255, 0, -128), ("uint8", 0, 255, -128), ("int8", 127, -128, -128),
+    ("int8", -128, 127, 127)])
+def test_qlinear_is_exact_at_the_accumulation_bound(kernels, dtype, a_value, zero,  # type: ignore[no-untyped-def]
+                                                    w_value) -> None:
+    k = abi.QLINEAR_MAX_K
+    spec = abi.find("qlinear", "qlinear", ("dequantize",), dtype)
+    a = np.full((3, k), a_value, dtype)
+    w = np.full((9, k), w_value, np.int8)
+    got = kernels.call(spec.name, a=a, a_scale=q([1.0]), a_zero_point=q([zero], dtype),
+                       w=pack_qlinear_weight(w), w_scale=np.ones(9, np.float32),
+                       bias=np.zeros(9, np.int32), fbias=np.zeros(9, np.float32),
+                       c=(3, 9), m=3, k=k, n=9)["c"]
+    exact = k * (a_value - zero) * w_value
+    assert abs(exact) < 2 ** 31 <= (k + 1) * 255 * 128  # the bound is tight
+    np.testing.assert_array_equal(got, np.full((3, 9), np.float32(exact)))
+
+
+@pytest.mark.parametrize("signed", [0, 1])
+def test_quantize_and_dequantize_per_channel(kernels, signed) -> None:  # type: ignore[no-untyped-def]
+    dtype = np.int8 if signed else np.uint8
+    x = (np.random.default_rng(3).standard_normal((2, 3, 5)) * 4).astype(np.float32)
+    x[0, 0, :3] = [np.nan, 1e9, -1e9]
+    x[1, 1, :2] = [0.25, 0.75]  # ties at scale 0.5 round to even
+    scale = np.array([0.05, 0.5, 0.02], np.float32)
+    zero = np.array([-3, 7, 0] if signed else [3, 128, 250], dtype)
+    y = kernels.call("f32_quantize_linear", x=x, scale=scale, zero_point=zero,
+                     y=kernels.output(x.shape, dtype), outer=2, channels=3, inner=5,
+                     signed=signed)["y"]
+    expected = F.quantize_linear(np.nan_to_num(x, nan=0.0), scale, zero, axis=1)
+    expected[0, 0, 0] = 0  # NaN gives 0
+    np.testing.assert_array_equal(y, expected)
+    back = kernels.call(f"q{'s' if signed else 'u'}8_dequantize_linear", x=y, scale=scale,
+                        zero_point=zero, y=x.shape, outer=2, channels=3, inner=5)["y"]
+    np.testing.assert_array_equal(back, F.dequantize_linear(y, scale, zero, axis=1))
+
+
+@pytest.mark.parametrize("values", [[-1.0, 0.0, 1.0], [0.0, 0.0], [2.0, 5.0], [-2.0, -5.0],
+                                    list(np.linspace(-3, 7, 37))])
+def test_dynamic_quantize(kernels, values) -> None:  # type: ignore[no-untyped-def]
+    x = np.array(values, np.float32)
+    got = kernels.call("f32_dynamic_quantize_linear", x=x, y=kernels.output(x.shape, np.uint8),
+                       scale=(1,), zero_point=kernels.output((1,), np.uint8), n=x.size)
+    y, scale, zero = F.dynamic_quantize_linear(x)
+    np.testing.assert_array_equal(got["y"], y)
+    assert got["scale"][0] == scale and got["zero_point"][0] == zero

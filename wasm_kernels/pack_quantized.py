@@ -1,0 +1,57 @@
+"""Compile-time packing of int8 weights for the integer kernels (``qlinear``).
+
+``pack_qlinear_weight`` lays W (n, k) out in panels of ``QPANEL`` columns; within a panel,
+each step of four k holds ``QPANEL`` columns' four weights adjacent (column-major in groups
+of four: the 16 bytes of a v128 are four columns by four steps of k, what the dot products
+of ``templates/qlinear.py`` sum into one i32 lane per column). k is padded to a multiple of
+4 and n to a multiple of ``QPANEL`` with zeros. After the panels come the column sums
+``sum_k W[j, k]`` as int32 (n padded), which the kernels use to subtract the activation's
+zero point once per column instead of once per product.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+QPANEL = 8
+"""Columns of W per packed panel (two v128 of four columns by four steps of k)."""
+
+
+def _round_up(value: int, step: int) -> int:
+    return -(-value // step) * step
+
+
+def packed_qlinear_bytes(n: int, k: int) -> int:
+    """Size in bytes of a packed (n, k) weight, column sums included."""
+    columns = _round_up(n, QPANEL)
+    return columns * _round_up(k, 4) + 4 * columns
+
+
+def pack_qlinear_weight(weight: np.ndarray) -> np.ndarray:
+    """W (n, k) int8 -> the packed bytes (uint8 array) ``qlinear`` kernels read.
+
+    Raises:
+        ValueError: ``weight`` is not a 2-D int8 array.
+    """
+    weight = np.asarray(weight)
+    if weight.ndim != 2 or weight.dtype != np.int8:
+        raise ValueError(f"pack_qlinear_weight expects a 2-D int8 weight, got "
+                         f"{weight.dtype} of shape {list(weight.shape)}")
+    n, k = weight.shape
+    columns, depth = _round_up(n, QPANEL), _round_up(k, 4)
+    padded = np.zeros((columns, depth), np.int8)
+    padded[:n, :k] = weight
+    # (panels, QPANEL, depth / 4, 4) -> (panels, depth / 4, QPANEL, 4)
+    panels = padded.reshape(columns // QPANEL, QPANEL, depth // 4, 4).transpose(0, 2, 1, 3)
+    sums = padded.astype(np.int32).sum(axis=1).astype("<i4")
+    return np.concatenate([np.ascontiguousarray(panels).reshape(-1).view(np.uint8),
+                           sums.view(np.uint8)])
+
+
+def unpack_qlinear_weight(packed: np.ndarray, n: int, k: int) -> np.ndarray:
+    """The (n, k) int8 weight back from ``pack_qlinear_weight``'s bytes (the host provider's
+    reading of them)."""
+    columns, depth = _round_up(n, QPANEL), _round_up(k, 4)
+    panels = np.asarray(packed[:columns * depth]).view(np.int8)
+    weight = panels.reshape(columns // QPANEL, depth // 4, QPANEL, 4).transpose(0, 2, 1, 3)
+    return weight.reshape(columns, depth)[:n, :k]

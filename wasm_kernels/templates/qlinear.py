@@ -1,0 +1,58 @@
+"""The qlinear family: C = finish((A - a_zero_point) @ W.T + bias) with int32 accumulation,
+A (m, k) int8 or uint8, W (n, k) int8 packed by ``pack_quantized.pack_qlinear_weight``.
+
+``finish`` dequantizes (``float32(acc) * a_scale * w_scale[j] + fbias[j]``, then relu or
+relu6) or requantizes (``round(float32(acc) * a_scale * w_scale[j] / c_scale) +
+c_zero_point``, clamped to the output range narrowed by relu or relu6), as the ABI rows say.
+The zero point of A is subtracted once per column, ``a_zero_point * sum_k W[j, k]``, with the
+column sums stored after the packed panels.
+
+Rows: ``q{u,s}8_qlinear_{dequantize,requantize}[_relu|_relu6]``.
+"""
+
+from __future__ import annotations
+
+from ..abi import KernelSpec
+from ..pack_quantized import QPANEL
+from ..wasm import Code, FuncType
+from .isa import ISAS
+from .loops import strided_loop
+from .qlinear_frame import frame, scalar_element
+from .qlinear_tile import Tile
+
+MR = {"relaxed": 2, "simd128": 2}
+"""Rows of A per SIMD tile: 2 rows by 8 columns keep 8 i32x4 accumulators (relaxed: 4
+registers of W's columns, each with a lo and a hi part), W's registers and A's in the 16
+XMM registers."""
+
+
+def emit(spec: KernelSpec, isa_name: str) -> tuple[FuncType, Code]:
+    """Generate qlinear kernel ``spec`` for ``isa_name``."""
+    c = Code(spec.param_types)
+    f = frame(c, spec)
+    i, j = c.local("i32"), c.local("i32")
+    c.emit("i32.const", 0).emit("local.set", i)
+    if isa_name == "scalar":
+        def row() -> None:
+            c.emit("i32.const", 0).emit("local.set", j)
+            strided_loop(c, j, 1, f.arg["n"], lambda: scalar_element(f, i, j))
+
+        strided_loop(c, i, 1, f.arg["m"], row)
+        return FuncType(spec.param_types, spec.results), c
+    isa = ISAS[isa_name]
+    if isa.fma and spec.dtypes[0] == "int8":
+        # NOTE: the relaxed tile reads int8 A as uint8 A + 128 (its sign bit flipped).
+        c.emit("local.get", f.a_zero).emit("i32.const", 128).emit("i32.add")
+        c.emit("local.set", f.a_zero)
+    for rows in (MR[isa_name], 1):
+        tile = Tile(f, isa, rows, i, j)
+
+        def columns(tile: Tile = tile) -> None:
+            c.emit("i32.const", 0).emit("local.set", j)
+            strided_loop(c, j, QPANEL, f.arg["n"], lambda: tile.emit(edge=False))
+            c.emit("local.get", j).emit("local.get", f.arg["n"]).emit("i32.lt_u").emit("if")
+            tile.emit(edge=True)
+            c.emit("end")
+
+        strided_loop(c, i, rows, f.arg["m"], columns)
+    return FuncType(spec.param_types, spec.results), c

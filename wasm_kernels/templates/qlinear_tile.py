@@ -1,0 +1,275 @@
+"""The SIMD tile of the qlinear family: ``rows`` rows of A by one ``QPANEL``-column panel of
+the packed W, accumulated in i32x4 registers four steps of k at a time.
+
+Each step splats four bytes of A's row (``v128.load32_splat``) against a panel step (32
+bytes: columns 0-3 then 4-7, each column's four weights adjacent). The products are exact on
+every engine:
+
+- ``simd128``: A and W widened to i16 (``i16x8.extend_low_i8x16``, ``v128.load8x8_s``), then
+  ``i32x4.dot_i16x8_s``: each lane sums two products of one column, so a column's four
+  steps land in two lanes, added pairwise at the end;
+- ``relaxed``: ``i32x4.relaxed_dot_i8x16_i7x16_add_s`` sums four products of one column per
+  lane, but its second operand is only defined on 7-bit values: A (uint8, or int8 moved to
+  uint8 by flipping its sign bit, its zero point raised by 128 to match) is split as ``lo +
+  128 * hi`` with ``lo = a & 127`` and ``hi = a >> 7``, both 7-bit, and W (int8) is the
+  first operand; two accumulators per register, ``acc_lo + (acc_hi << 7)`` at the end.
+  Every intermediate pair sum stays within i16 (at most 2 * 128 * 127), so no engine
+  saturates.
+
+Accumulation: every product is at most 255 * 128 in magnitude, so k up to
+``abi.QLINEAR_MAX_K`` stays within int32 (wrapping arithmetic keeps the A zero point's
+correction exact as long as the true result fits).
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Callable
+
+from ..pack_quantized import QPANEL
+from ..wasm import Code
+from .conv_tiles import LANE_BROADCAST
+from .isa import Isa
+from .loops import strided_loop
+from .qlinear_frame import QFrame, column_start, finish_scalar
+
+EVEN = bytes(b for lane in (0, 2, 4, 6) for b in range(4 * lane, 4 * lane + 4))
+ODD = bytes(b for lane in (1, 3, 5, 7) for b in range(4 * lane, 4 * lane + 4))
+STEP_BYTES = 4 * QPANEL
+"""Bytes of one packed panel step: QPANEL columns by four steps of k."""
+UNROLL = 4
+"""Steps of four k per loop iteration: the 16 bytes of A one v128.load brings."""
+
+
+def _splat_i8(c: Code, value: int) -> None:
+    c.emit("v128.const", bytes([value & 255]) * 16)
+
+
+class Tile:
+    """Emits one tile: its accumulators, a step of k for each row, and the stores."""
+
+    def __init__(self, f: QFrame, isa: Isa, rows: int, i: int, j: int):
+        c = f.c
+        self.f, self.isa, self.rows, self.i, self.j = f, isa, rows, i, j
+        self.relaxed = isa.fma
+        groups = 2 if self.relaxed else 4  # v128 of W per step
+        parts = 2 if self.relaxed else 1  # lo and hi accumulators
+        self.acc = [[[c.local("v128") for _ in range(parts)] for _ in range(groups)]
+                    for _ in range(rows)]
+        self.w = [c.local("v128") for _ in range(groups)]
+        self.a, self.hi = c.local("v128"), c.local("v128")
+        self.pa = [c.local("i32") for _ in range(rows)]
+        self.quads = [c.local("v128") for _ in range(rows)]
+        self.pw, self.steps, self.word, self.remaining = (c.local("i32") for _ in range(4))
+
+    def emit(self, edge: bool) -> None:
+        """The whole tile at (i, j); an ``edge`` tile stores only its columns before n."""
+        c, f = self.f.c, self.f
+        for r, pointer in enumerate(self.pa):
+            # pa = a + (i + r) * k
+            c.emit("local.get", f.arg["a"]).emit("local.get", self.i)
+            if r:
+                c.emit("i32.const", r).emit("i32.add")
+            c.emit("local.get", f.arg["k"]).emit("i32.mul").emit("i32.add")
+            c.emit("local.set", pointer)
+        c.emit("local.get", f.arg["w"]).emit("local.get", self.j)
+        c.emit("i32.const", QPANEL.bit_length() - 1).emit("i32.shr_u")
+        c.emit("local.get", f.panel_bytes).emit("i32.mul").emit("i32.add").emit("local.set", self.pw)
+        for row in self.acc:
+            for group in row:
+                for register in group:
+                    c.emit("v128.const", bytes(16)).emit("local.set", register)
+        # UNROLL steps per iteration, then single steps, then the k % 4 tail.
+        for count, unroll in ((lambda: self._count(UNROLL.bit_length() + 1, None), UNROLL),
+                              (lambda: self._count(2, UNROLL - 1), 1)):
+            count()
+            c.emit("local.tee", self.steps).emit("if").emit("loop")
+            if unroll > 1:
+                # NOTE: one v128.load of 16 bytes per row, each step's 4 broadcast by a
+                # shuffle (pshufd), instead of a splat load per step.
+                for pointer, quad in zip(self.pa, self.quads):
+                    c.emit("local.get", pointer).emit("v128.load", 0, 0).emit("local.set", quad)
+            for u in range(unroll):
+                self._step(self._quad_lane(u) if unroll > 1 else lambda r: c.emit(
+                    "local.get", self.pa[r]).emit("v128.load32_splat", 0, 0), STEP_BYTES * u)
+            for pointer, amount in [(p, 4 * unroll) for p in self.pa] + [
+                    (self.pw, STEP_BYTES * unroll)]:
+                c.emit("local.get", pointer).emit("i32.const", amount).emit("i32.add")
+                c.emit("local.set", pointer)
+            c.emit("local.get", self.steps).emit("i32.const", 1).emit("i32.sub")
+            c.emit("local.tee", self.steps).emit("br_if", 0).emit("end").emit("end")
+        c.emit("local.get", f.arg["k"]).emit("i32.const", 3).emit("i32.and").emit("if")
+        self._step(self._tail_word, 0)
+        c.emit("end")
+        for r in range(self.rows):
+            self._store_row(r, edge)
+
+    def _quad_lane(self, u: int) -> Callable[[int], None]:
+        """Push row r's four bytes of step ``u`` of the unrolled group, in every lane."""
+        c = self.f.c
+
+        def push(r: int) -> None:
+            c.emit("local.get", self.quads[r]).emit("local.get", self.quads[r])
+            c.emit("i8x16.shuffle", LANE_BROADCAST[u])
+
+        return push
+
+    def _tail_word(self, r: int) -> None:
+        """Splat A's last ``k % 4`` bytes of row ``r`` (zeros after them: W is zero there)."""
+        c = self.f.c
+        count = self.steps
+        c.emit("i32.const", 0).emit("local.set", self.word)
+        c.emit("i32.const", 0).emit("local.set", count)
+
+        def byte() -> None:
+            c.emit("local.get", self.word).emit("local.get", self.pa[r]).emit("local.get", count)
+            c.emit("i32.add").emit("i32.load8_u", 0, 0).emit("local.get", count)
+            c.emit("i32.const", 3).emit("i32.shl").emit("i32.shl").emit("i32.or")
+            c.emit("local.set", self.word)
+
+        c.emit("local.get", self.f.arg["k"]).emit("i32.const", 3).emit("i32.and")
+        c.emit("local.set", self.remaining)
+        strided_loop(c, count, 1, self.remaining, byte)
+        c.emit("local.get", self.word).emit("i32x4.splat")
+
+    def _count(self, shift: int, mask: int | None) -> None:
+        """Push ``(k >> shift) & mask`` (no mask: all of it)."""
+        c = self.f.c
+        c.emit("local.get", self.f.arg["k"]).emit("i32.const", shift).emit("i32.shr_u")
+        if mask is not None:
+            c.emit("i32.const", mask).emit("i32.and")
+
+    def _step(self, splat_a: Callable[[int], None], w_offset: int) -> None:
+        """One step of four k: W's registers (``w_offset`` bytes past ``pw``), then each
+        row's products."""
+        c, f = self.f.c, self.f
+        for g, register in enumerate(self.w):
+            c.emit("local.get", self.pw)
+            if self.relaxed:
+                c.emit("v128.load", 0, w_offset + 16 * g)
+            else:
+                c.emit("v128.load8x8_s", 0, w_offset + 8 * g)
+            c.emit("local.set", register)
+        signed = f.spec.dtypes[0] == "int8"
+        for r in range(self.rows):
+            splat_a(r)
+            if self.relaxed:
+                if signed:
+                    _splat_i8(c, 0x80)
+                    c.emit("v128.xor")
+                c.emit("local.tee", self.a).emit("i32.const", 7).emit("i8x16.shr_u")
+                c.emit("local.set", self.hi)
+                c.emit("local.get", self.a)
+                _splat_i8(c, 0x7F)
+                c.emit("v128.and").emit("local.set", self.a)
+                for g, register in enumerate(self.w):
+                    for part, source in enumerate((self.a, self.hi)):
+                        acc = self.acc[r][g][part]
+                        c.emit("local.get", register).emit("local.get", source)
+                        c.emit("local.get", acc)
+                        c.emit("i32x4.relaxed_dot_i8x16_i7x16_add_s").emit("local.set", acc)
+            else:
+                c.emit("i16x8.extend_low_i8x16_s" if signed else "i16x8.extend_low_i8x16_u")
+                c.emit("local.set", self.a)
+                for g, register in enumerate(self.w):
+                    acc = self.acc[r][g][0]
+                    c.emit("local.get", self.a).emit("local.get", register)
+                    c.emit("i32x4.dot_i16x8_s").emit("local.get", acc).emit("i32x4.add")
+                    c.emit("local.set", acc)
+
+    def _columns(self, r: int, half: int) -> None:
+        """Push the i32x4 sums of columns ``4 * half .. 4 * half + 4`` of row ``r``."""
+        c = self.f.c
+        if self.relaxed:
+            lo, hi = self.acc[r][half]
+            c.emit("local.get", hi).emit("i32.const", 7).emit("i32x4.shl")
+            c.emit("local.get", lo).emit("i32x4.add")
+            return
+        first, second = self.acc[r][2 * half][0], self.acc[r][2 * half + 1][0]
+        for pattern in (EVEN, ODD):
+            c.emit("local.get", first).emit("local.get", second).emit("i8x16.shuffle", pattern)
+        c.emit("i32x4.add")
+
+    def _store_row(self, r: int, edge: bool) -> None:
+        c, f = self.f.c, self.f
+        sums = [c.local("v128") for _ in range(2)]
+        for half, local in enumerate(sums):
+            self._columns(r, half)
+            c.emit("local.set", local)
+        row = c.local("i32")
+        c.emit("local.get", self.i)
+        if r:
+            c.emit("i32.const", r).emit("i32.add")
+        c.emit("local.set", row)
+        if edge:
+            self._store_edge(row, sums)
+        else:
+            store_vectors(f, row, self.j, sums)
+
+    def _store_edge(self, row: int, sums: list[int]) -> None:
+        c, f = self.f.c, self.f
+        column, acc = c.local("i32"), c.local("i32")
+        for t in range(QPANEL):
+            c.emit("local.get", self.j).emit("i32.const", t).emit("i32.add")
+            c.emit("local.tee", column).emit("local.get", f.arg["n"]).emit("i32.lt_u").emit("if")
+            c.emit("local.get", sums[t // 4]).emit("i32x4.extract_lane", t % 4)
+            column_start(f, column)
+            c.emit("i32.add").emit("local.set", acc)
+            finish_scalar(f, acc, row, column)
+            c.emit("end")
+
+
+def _column_vector(f: QFrame, base: int, j: int, half: int) -> None:
+    """Push the v128 at ``base + (j + 4 * half) * 4`` (four i32 or f32 of columns)."""
+    c = f.c
+    c.emit("local.get", base).emit("local.get", j).emit("i32.const", 2).emit("i32.shl")
+    c.emit("i32.add").emit("v128.load", 0, 16 * half)
+
+
+def store_vectors(f: QFrame, row: int, j: int, sums: list[int]) -> None:
+    """Finish and store the ``QPANEL`` columns of a full tile row from its two i32x4 sums."""
+    c, arg = f.c, f.arg
+    values = []
+    for half, local in enumerate(sums):
+        # acc += bias - a_zero * column sums
+        c.emit("local.get", local)
+        _column_vector(f, arg["bias"], j, half)
+        c.emit("i32x4.add").emit("local.get", f.a_zero).emit("i32x4.splat")
+        _column_vector(f, f.sums, j, half)
+        c.emit("i32x4.mul").emit("i32x4.sub").emit("f32x4.convert_i32x4_s")
+        c.emit("local.get", f.a_scale).emit("f32x4.splat")
+        _column_vector(f, arg["w_scale"], j, half)
+        c.emit("f32x4.mul")
+        if f.requantize:
+            c.emit("local.get", f.c_scale).emit("f32x4.splat").emit("f32x4.div")
+            c.emit("f32x4.mul").emit("f32x4.nearest")
+            c.emit("local.get", f.c_zero).emit("f32x4.splat").emit("f32x4.add")
+            c.emit("local.get", f.low).emit("f32x4.splat").emit("f32x4.max")
+            c.emit("local.get", f.high).emit("f32x4.splat").emit("f32x4.min")
+            c.emit("i32x4.trunc_sat_f32x4_s")
+            value = c.local("v128")
+            c.emit("local.set", value)
+            values.append(value)
+            continue
+        c.emit("f32x4.mul")
+        _column_vector(f, arg["fbias"], j, half)
+        c.emit("f32x4.add")
+        if f.activation:
+            c.emit("v128.const", bytes(16)).emit("f32x4.max")
+        if f.activation == "relu6":
+            c.emit("v128.const", struct.pack("<f", 6.0) * 4)
+            c.emit("f32x4.min")
+        value = c.local("v128")
+        c.emit("local.set", value)
+        # C + (row * n + j + 4 * half) * 4
+        c.emit("local.get", arg["c"]).emit("local.get", row).emit("local.get", arg["n"])
+        c.emit("i32.mul").emit("local.get", j).emit("i32.add").emit("i32.const", 2)
+        c.emit("i32.shl").emit("i32.add").emit("local.get", value)
+        c.emit("v128.store", 0, 16 * half)
+    if f.requantize:
+        c.emit("local.get", arg["c"]).emit("local.get", row).emit("local.get", arg["n"])
+        c.emit("i32.mul").emit("local.get", j).emit("i32.add").emit("i32.add")
+        c.emit("local.get", values[0]).emit("local.get", values[1])
+        c.emit("i16x8.narrow_i32x4_s").emit("local.tee", values[0]).emit("local.get", values[0])
+        c.emit("i8x16.narrow_i16x8_s" if f.spec.dtypes[1] == "int8" else "i8x16.narrow_i16x8_u")
+        c.emit("i64x2.extract_lane", 0).emit("i64.store", 0, 0)
