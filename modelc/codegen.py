@@ -109,10 +109,13 @@ class LowerContext:
         else:
             self._add("i32.const", 0, record=("arena", self.graph.meta["slots"][id(value)]))
 
-    def arena(self, offset: int) -> None:
-        """Push the address of byte ``offset`` of the activation arena (a region an op
-        manages itself, such as a loop body's arena inside its scratch)."""
-        self._add("i32.const", 0, record=("arena", offset))
+    def within_scratch(self, node: Node, offset: int, index: int = 0) -> None:
+        """Push the address of byte ``offset`` of ``node``'s scratch buffer ``index`` (a
+        region the op lays out itself, such as a loop body's arena)."""
+        self.scratch(node, index)
+        if offset:
+            self.push(offset)
+            self._add("i32.add")
 
     def place(self, raw: bytes) -> int:
         """Append ``raw`` to the weights (aligned) and return its offset among them; a

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ctypes
 import threading
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -26,6 +27,7 @@ from wasi_intrinsics.wasi import CappedBuffer, WasiConfig, WasiState, preview1
 from wasm_kernels.wasm import Limits, MemoryType, ModuleInfo
 
 from . import metadata as md
+from . import threads as intra
 from .arena import Addresses
 from .compartment import Compartment
 from .data_segments import Segments
@@ -44,7 +46,9 @@ class Blueprint:
     """What every instance of one model shares: its metadata, its compiled module, the
     compiled kernel modules (one per opt level they were compiled at; ``None`` for the numpy
     host provider), its memory size, its sidecar weight bytes when the module does not
-    carry them, and the large data segments compiled out of it (``data_segments``)."""
+    carry them, the large data segments compiled out of it (``data_segments``), and the
+    threads of each call with the dispatch module of the kernels that split
+    (``runtime.threads``; ``None`` when none does)."""
 
     metadata: md.ModelMetadata
     model: Compiled
@@ -52,6 +56,8 @@ class Blueprint:
     pages: int
     sidecar_weights: bytes | None = None
     segments: Segments | None = None
+    threads: int = 1
+    dispatch: Compiled | None = None
 
 
 def defines_memory(info: ModuleInfo) -> bool:
@@ -107,12 +113,23 @@ class ModelInstance:
                          host_memories=0 if any(map(defines_memory, kernel_infos)) else 1)
         self._stderr = CappedBuffer()
         registry = RegistryResolver()
-        kernels, self.memory = link_kernels(compartment, blueprint.kernels, blueprint.pages,
-                                            registry)
+        self._team: intra.Team | None = None
+        self.memory: wasmtime.Memory | intra.SharedLinearMemory
+        if blueprint.threads > 1 and blueprint.kernels is not None:
+            kernels, self.memory, self._team = intra.link(
+                compartment, lambda: Compartment(compartment.limits, compartment.features),
+                blueprint.threads, blueprint.kernels, blueprint.dispatch, blueprint.pages,
+                registry)
+        else:
+            kernels, self.memory = link_kernels(compartment, blueprint.kernels,
+                                                blueprint.pages, registry)
+        # NOTE: the workers hold the team, not this instance: dropping it joins them.
+        self._close = weakref.finalize(self, self._team.close) if self._team else None
         wasi_imports = [i.name for i in blueprint.model[1].imports if i.module == WASI_MODULE]
         registry.register(WASI_MODULE, _WASI.instantiate(
             store, WasiState(WasiConfig(stderr=self._stderr), compartment.deadline),
-            memory=self.memory, only=wasi_imports))
+            memory=self.memory,  # type: ignore[arg-type]  # NOTE: it has Memory's methods
+            only=wasi_imports))
         registry.register(wasm_kernels.abi.MODULE, kernels)
         instance = compartment.instantiate(*blueprint.model, registry)
         exports = instance.exports(store)
@@ -152,11 +169,21 @@ class ModelInstance:
                 (code ``"rejected"``, with what it wrote to stderr).
         """
         self._stderr.clear()
-        status = self.compartment.call(self._entry, args)
+
+        def entry() -> int:
+            return self.compartment.call(self._entry, args)
+
+        status = entry() if self._team is None else self._team.run(entry)
         if status != 0:
             message = one_line(self._stderr.text().strip())
             raise Trap("rejected", f"the model rejected its inputs (status {status}): "
                        f"{message or 'no message'}")
+
+
+    def close(self) -> None:
+        """Join this instance's worker threads, if it has any."""
+        if self._close is not None:
+            self._close()
 
 
 class InstancePool:
@@ -214,6 +241,7 @@ class InstancePool:
                 self._idle.append(instance)
             else:
                 self._live -= 1
+                instance.close()
             self._changed.notify()
 
     def _forget(self) -> None:
@@ -226,5 +254,7 @@ class InstancePool:
         with self._changed:
             self._closed = True
             self._live -= len(self._idle)
+            for instance in self._idle:
+                instance.close()
             self._idle.clear()
             self._changed.notify_all()

@@ -84,13 +84,6 @@ def _only_branch(n: OnnxNode, flag: Any, then: Any, other: Any) -> tuple[Any, ..
                  for v in good)
 
 
-def _trip_count(n: OnnxNode, count: int) -> int:
-    if not 0 <= count <= MAX_UNROLL:
-        raise n.error(f"trip count {count} is outside [0, {MAX_UNROLL}], the most iterations "
-                      "unrolled")
-    return count
-
-
 def _stack(parts: list[Any], axis: int) -> Any:
     """Per-iteration scan outputs joined along a new axis ``axis``."""
     expanded = [F.reshape(p, (*p.shape[:axis], 1, *p.shape[axis:])) if not is_known(p)
@@ -100,16 +93,29 @@ def _stack(parts: list[Any], axis: int) -> Any:
     return expanded[0] if len(expanded) == 1 else F.concat(expanded, axis)
 
 
+class _RunTimeCondition(Exception):
+    """An unrolled loop met a condition known only at run time."""
+
+
 def loop(n: OnnxNode) -> tuple[Any, ...]:
     """Loop, unrolled when it stops within ``MAX_UNROLL`` iterations by its trip count
     ``M`` (known at import time) or by a condition that folds in every iteration; a wasm
-    loop (``_loop_in_wasm``) when ``M`` is known only at run time or is larger."""
+    loop (``_loop_in_wasm``) when ``M`` or the condition is known only at run time, or
+    ``M`` is larger."""
     count = n.optional(0)
-    if count is not None and (not is_known(count)
-                              or int(count.reshape(-1)[0]) > MAX_UNROLL):
-        return _loop_in_wasm(n, count)
+    cond: Any = n.optional(1) if n.has(1) else np.array(True)
+    if not is_known(count, cond) or (count is not None
+                                     and int(count.reshape(-1)[0]) > MAX_UNROLL):
+        return _loop_in_wasm(n, count, cond)
+    try:
+        return _unrolled_loop(n, count, cond)
+    except _RunTimeCondition:  # NOTE: the unrolled iterations left feed nothing (dead code)
+        return _loop_in_wasm(n, count, cond)
+
+
+def _unrolled_loop(n: OnnxNode, count: np.ndarray | None, cond: np.ndarray
+                   ) -> tuple[Any, ...]:
     limit = int(count.reshape(-1)[0]) if count is not None else None
-    cond = n.known(1, "the loop condition") if n.has(1) else np.array(True)
     carried = list(n.inputs[2:])
     scans: list[list[Any]] = [[] for _ in range(n.outputs - len(carried))]
     i = 0
@@ -118,8 +124,7 @@ def loop(n: OnnxNode) -> tuple[Any, ...]:
             raise n.error(f"still running after {MAX_UNROLL} iterations, the most unrolled")
         cond, *outputs = n.subgraph("body", [np.array(i, np.int64), cond, *carried])
         if not is_known(cond):
-            raise n.error(f"the condition computed by iteration {i} is known only at run "
-                          "time; only loops whose condition folds are supported")
+            raise _RunTimeCondition
         carried = outputs[:len(carried)]
         for parts, value in zip(scans, outputs[len(carried):]):
             parts.append(value)
@@ -139,34 +144,44 @@ def _spec(value: Any) -> tuple[tuple[Any, ...], str]:
     return tuple(value.shape), str(value.dtype)
 
 
-def _loop_in_wasm(n: OnnxNode, count: Any) -> tuple[Any, ...]:
-    """Loop as one ``nn.functional.loop`` (a wasm loop over a body compiled once) for a
-    trip count known at run time or over ``MAX_UNROLL``: its condition must stay true (a
-    constant, or the body's passing on of the condition it is given)."""
-    cond = n.known(1, "the loop condition") if n.has(1) else np.array(True)
+def _loop_in_wasm(n: OnnxNode, count: Any, cond: Any) -> tuple[Any, ...]:
+    """Loop as one ``nn.functional.loop`` (a wasm loop over a body compiled once). When
+    the body keeps a true condition true (a constant), only ``M`` stops it; otherwise the
+    condition is loop-carried state 0 and the loop stops before an iteration where it is
+    false (and then has no stacked outputs: their length is unknown before the run)."""
     carried = [n.input(i) for i in range(2, len(n.inputs))]
-    if not bool(np.asarray(cond).reshape(-1)[0]):
-        if n.outputs > len(carried):
-            raise n.error("a loop that runs no iteration has empty scan outputs, which are "
-                          "not supported")
-        return tuple(carried)
-    graph, outer = n.detached("body", [((), "int64"), np.array(True),
-                                       *(_spec(v) for v in carried)])
-    cond_out, *results = graph.outputs.values()
-    if not (cond_out.is_constant and bool(np.asarray(cond_out.data).reshape(-1)[0])):
-        raise n.error("the body computes its loop condition at run time; with a trip count "
-                      "known only at run time (or over the unroll limit) the condition must "
-                      "stay true")
-    _check_states(n, carried, results)
-    graph.outputs = dict(list(graph.outputs.items())[1:])
-    body = Body.build(graph, counter=True, states=len(carried), elements=0)
-    steps = count if not is_known(count) else int(count.reshape(-1)[0])
-    return tuple(_results(F.loop(steps, carried, [], outer, body)))
+    specs = [_spec(v) for v in carried]
+    steps = count if count is None or not is_known(count) else int(count.reshape(-1)[0])
+    if is_known(cond):
+        if not bool(np.asarray(cond).reshape(-1)[0]):
+            if n.outputs > len(carried):
+                raise n.error("a loop that runs no iteration has empty scan outputs, which "
+                              "are not supported")
+            return tuple(carried)
+        graph, outer = n.detached("body", [((), "int64"), np.array(True), *specs])
+        cond_out, *results = graph.outputs.values()
+        if count is not None and cond_out.is_constant and bool(
+                np.asarray(cond_out.data).reshape(-1)[0]):
+            _check_states(n, carried, results)
+            graph.outputs = dict(list(graph.outputs.items())[1:])
+            body = Body.build(graph, counter=True, states=len(carried), elements=0)
+            return tuple(_results(F.loop(steps, carried, [], outer, body)))
+    if n.outputs > len(carried):
+        raise n.error("a loop whose condition is computed at run time has scan outputs of a "
+                      "length unknown before the run, which are not supported")
+    graph, outer = n.detached("body", [((), "int64"), _spec(cond), *specs])
+    _check_states(n, [cond, *carried], list(graph.outputs.values()))
+    body = Body.build(graph, counter=True, states=1 + len(carried), elements=0)
+    return tuple(_results(F.loop(steps, [cond, *carried], [], outer, body, until=0))[1:])
 
 
 def _check_states(n: OnnxNode, initial: list[Any], results: list[Any]) -> None:
+    """Each loop-carried value keeps its dtype and shape (unit axes aside) in the body."""
+    def squeezed(v: Any) -> tuple[str, list[Any]]:
+        return str(v.dtype), [d for d in v.shape if d != 1]
+
     for k, (a, b) in enumerate(zip(initial, results)):
-        if (tuple(a.shape), str(a.dtype)) != (tuple(b.shape), str(b.dtype)):
+        if squeezed(a) != squeezed(b):
             raise n.error(f"loop-carried value {k} starts as {a.dtype}{list(a.shape)} and the "
                           f"body makes it {b.dtype}{list(b.shape)}; a wasm loop needs one")
 
@@ -223,7 +238,7 @@ def scan(n: OnnxNode) -> tuple[Any, ...]:
     if len(lengths) != 1:
         raise n.error(f"scan inputs need one length along their scan axes, got "
                       f"{sorted(map(str, lengths))}")
-    steps = _trip_count(n, lengths.pop())
+    steps = int(lengths.pop())  # NOTE: fixed and at most MAX_UNROLL, as checked above
     outputs: list[list[Any]] = [[] for _ in range(n.outputs - len(states))]
     for i in range(steps):
         elements = [_element(x, a, steps - 1 - i if back else i)

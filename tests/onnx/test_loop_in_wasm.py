@@ -136,17 +136,43 @@ def test_scan_over_a_symbolic_axis_runs_as_a_wasm_loop(axis: int, backwards: int
             _compare(modelc.interpret(graph, inputs), want, ["s", "Y"])
 
 
-def test_a_loop_condition_computed_at_run_time_is_refused() -> None:
+def while_loop(trip: bool, cond: bool) -> onnx.ModelProto:
+    """The counting body, going on while ``i < 5`` and ``total < 40``: with a run-time trip
+    count input ``trip`` and a run-time start condition ``go`` when asked."""
     body = counting_body(cond="keep_going")
-    body.node.insert(0, helper.make_node("Less", ["i", "five"], ["keep_going"]))
-    body.initializer.append(numpy_helper.from_array(np.array(5, np.int64), "five"))
-    proto = model([helper.make_node("Loop", ["trip", "", "acc0", "total0"], ["acc", "total"],
-                                    body=body)],
-                  [info("trip", I64, []), info("acc0", F, [2, 3]), info("total0", I64, []),
-                   info("w", F, [2, 3])], [info("acc", F, [2, 3]), info("total", I64, [])])
-    with pytest.raises(modelc.CompileError, match=r"'Loop_0' \(Loop\): the body computes its "
-                                                  r"loop condition at run time"):
-        modelc.from_onnx(proto)
+    nodes = [*body.node[:-1], helper.make_node("Less", ["i", "five"], ["early"]),
+             helper.make_node("Less", ["total_out", "forty"], ["small"]),
+             helper.make_node("And", ["early", "small"], ["keep_going"]), body.node[-1]]
+    inits = [*body.initializer, numpy_helper.from_array(np.array(5, np.int64), "five"),
+             numpy_helper.from_array(np.array(40, np.int64), "forty")]
+    onnx_body = helper.make_graph(nodes, "body", body.input, body.output, inits)
+    inputs = ([info("trip", I64, [])] if trip else []) + (
+        [info("go", TensorProto.BOOL, [])] if cond else []) + [
+        info("acc0", F, [2, 3]), info("total0", I64, []), info("w", F, [2, 3])]
+    return model([helper.make_node("Loop", ["trip" if trip else "", "go" if cond else "",
+                                            "acc0", "total0"], ["acc", "total"],
+                                   body=onnx_body)],
+                 inputs, [info("acc", F, [2, 3]), info("total", I64, [])])
+
+
+@pytest.mark.parametrize("kernels", ["relaxed", "scalar", "host"])
+@pytest.mark.parametrize("trip, cond", [(True, False), (False, False), (True, True)])
+def test_a_loop_stopped_by_a_run_time_condition_runs_as_a_wasm_loop(trip: bool, cond: bool,
+                                                                    kernels: str) -> None:
+    proto = while_loop(trip, cond)
+    graph = modelc.from_onnx(proto)
+    assert "loop" in graph.ops()
+    rng = np.random.default_rng(9)
+    with runtime.load(modelc.export(graph), kernels=kernels) as session:
+        for count, start, total in ((3, True, 0), (9, True, 0), (9, True, 38), (9, False, 0)):
+            extra = {"trip": np.array(count, np.int64)} if trip else {}
+            if cond:
+                extra["go"] = np.array(start)
+            inputs = _feeds(rng, **extra)
+            inputs["total0"] = np.array(total, np.int64)
+            want = ort_run(proto, inputs)
+            _compare(session.run(inputs), want, ["acc", "total"])
+            _compare(modelc.interpret(graph, inputs), want, ["acc", "total"])
 
 
 def test_a_state_that_changes_shape_is_refused() -> None:
@@ -162,4 +188,81 @@ def test_a_state_that_changes_shape_is_refused() -> None:
     with pytest.raises(modelc.CompileError, match=r"loop-carried value 0 starts as "
                                                   r"float32\[2\] and the body makes it "
                                                   r"float32\[4\]"):
+        modelc.from_onnx(proto)
+
+
+def test_swapped_states_are_refused() -> None:
+    body = helper.make_graph(
+        [helper.make_node("Identity", ["b_in"], ["a_out"]),
+         helper.make_node("Identity", ["a_in"], ["b_out"])], "body",
+        [info("a_in", F, [2]), info("b_in", F, [2]), info("x_t", F, [2])],
+        [info("a_out", F, [2]), info("b_out", F, [2])])
+    proto = model([helper.make_node("Scan", ["a0", "b0", "X"], ["a", "b"], body=body,
+                                    num_scan_inputs=1)],
+                  [info("a0", F, [2]), info("b0", F, [2]), info("X", F, ["seq", 2])],
+                  [info("a", F, [2]), info("b", F, [2])])
+    with pytest.raises(modelc.CompileError, match=r"loop state 0 becomes the body input .* "
+                                                  r"\(a swap of states\?\)"):
+        modelc.from_onnx(proto)
+
+
+@pytest.mark.parametrize("kernels", ["relaxed", "scalar", "host"])
+def test_a_scan_with_a_run_time_if_nested_in_a_run_time_loop(kernels: str) -> None:
+    """Loop(M) over a Scan down ``X`` (symbolic rows, from the outer scope) whose step is
+    a run-time If: ``s += x_t`` where ``sum(x_t) > 0``, else ``s *= 0.5``."""
+    then = helper.make_graph([helper.make_node("Add", ["s_in", "x_t"], ["a"])], "then", [],
+                             [info("a", F, [3])])
+    other = helper.make_graph([helper.make_node("Mul", ["s_in", "half"], ["b"])], "else",
+                              [], [info("b", F, [3])])
+    step = helper.make_graph(
+        [helper.make_node("ReduceSum", ["x_t"], ["total"], keepdims=0),
+         helper.make_node("Greater", ["total", "zero"], ["positive"]),
+         helper.make_node("If", ["positive"], ["s_out"], then_branch=then, else_branch=other),
+         helper.make_node("Identity", ["s_out"], ["y"])], "step",
+        [info("s_in", F, [3]), info("x_t", F, [3])], [info("s_out", F, [3]), info("y", F, [3])],
+        [numpy_helper.from_array(np.array(0.5, np.float32), "half"),
+         numpy_helper.from_array(np.array(0.0, np.float32), "zero")])
+    body = helper.make_graph(
+        [helper.make_node("Scan", ["acc_in", "X"], ["acc_out", "ys"], body=step,
+                          num_scan_inputs=1),
+         helper.make_node("Identity", ["c_in"], ["c_out"])], "body",
+        [info("i", I64, []), info("c_in", TensorProto.BOOL, []), info("acc_in", F, [3])],
+        [info("c_out", TensorProto.BOOL, []), info("acc_out", F, [3])])
+    proto = model([helper.make_node("Loop", ["M", "", "acc0"], ["acc"], body=body)],
+                  [info("M", I64, []), info("acc0", F, [3]), info("X", F, ["rows", 3])],
+                  [info("acc", F, [3])])
+    graph = modelc.from_onnx(proto)
+    rng = np.random.default_rng(8)
+    with runtime.load(modelc.export(graph), kernels=kernels) as session:
+        for trip, rows in ((0, 3), (2, 1), (5, 40)):
+            inputs = {"M": np.array(trip, np.int64),
+                      "acc0": rng.standard_normal(3).astype(np.float32),
+                      "X": rng.standard_normal((rows, 3)).astype(np.float32)}
+            want = ort_run(proto, inputs)
+            _compare(session.run(inputs), want, ["acc"])
+            _compare(modelc.interpret(graph, inputs), want, ["acc"])
+
+
+def test_a_loop_that_never_ends_is_refused() -> None:
+    proto = model([helper.make_node("Loop", ["", "", "acc0", "total0"], ["acc", "total"],
+                                    body=counting_body())],
+                  [info("acc0", F, [2, 3]), info("total0", I64, []), info("w", F, [2, 3])],
+                  [info("acc", F, [2, 3]), info("total", I64, [])])
+    with pytest.raises(modelc.CompileError, match=r"'Loop_0' \(Loop\): still running after "
+                                                  r"256 iterations, the most unrolled"):
+        modelc.from_onnx(proto)
+
+
+def test_scan_outputs_of_a_loop_with_a_run_time_condition_are_refused() -> None:
+    body = counting_body(cond="c_in")
+    body.node.append(helper.make_node("Sigmoid", ["acc_out"], ["step"]))
+    body.output.append(info("step", F, [2, 3]))
+    proto = model([helper.make_node("Loop", ["", "go", "acc0", "total0"],
+                                    ["acc", "total", "steps"], body=body)],
+                  [info("go", TensorProto.BOOL, []), info("acc0", F, [2, 3]),
+                   info("total0", I64, []), info("w", F, [2, 3])],
+                  [info("acc", F, [2, 3]), info("total", I64, []),
+                   info("steps", F, ["n", 2, 3])])
+    with pytest.raises(modelc.CompileError, match=r"condition is computed at run time has "
+                                                  r"scan outputs of a length unknown"):
         modelc.from_onnx(proto)

@@ -1,5 +1,5 @@
-"""Differential tests: seeded random ONNX graphs (opset 17) imported, compiled to wasm and
-run, against onnxruntime on the same graph.
+"""Differential tests: seeded random ONNX graphs (opset 17, images 18) imported, compiled to
+wasm and run, against onnxruntime on the same graph.
 
 Each graph takes X (batch, 6, 8) or (batch, 3, 11, 12) with a symbolic batch and chains 4-7
 steps of default-domain ops (MatMul, broadcasting arithmetic, activations of the Elu family
@@ -7,8 +7,8 @@ and Sin/Cos, Softmax and LogSoftmax on any axis, CumSum, LayerNormalization, Tra
 reductions, Concat, Slice, Reshape, Clip, Pow, Sqrt, Unsqueeze/Squeeze, attention-like
 products, LSTM/GRU/RNN, Einsum, int32 masks, a run-time If, GatherND at run-time indices,
 a Scan down the batch (a wasm loop); on images convolutions, pools, pads, Resize of every
-mode, DepthToSpace and SpaceToDepth), so the importer and the compiler meet combinations no
-hand-written case has.
+mode, antialiased or cropped by roi, DepthToSpace and SpaceToDepth), so the importer and
+the compiler meet combinations no hand-written case has.
 """
 
 from __future__ import annotations
@@ -26,12 +26,15 @@ onnx = pytest.importorskip("onnx")
 from onnx import TensorProto, helper, numpy_helper, shape_inference
 
 OPSET = 17
+"""The sequence graphs' opset; the image graphs' is 18 (Resize's antialias)."""
 
 
 class RandomGraph:
     """Nodes and initializers of one random graph over X (batch, *shape); ``shape`` is the
     static axes of the current value ``x``, read from onnx's shape inference after each
     step."""
+
+    opset = OPSET
 
     def __init__(self, seed: int, shape: tuple[int, ...]):
         self.rng = np.random.default_rng(seed)
@@ -75,7 +78,7 @@ class RandomGraph:
                                            ["batch", *self.input_shape])],
             [helper.make_tensor_value_info("Y", TensorProto.FLOAT, shape)],
             self.initializers)
-        return helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)],
+        return helper.make_model(graph, opset_imports=[helper.make_opsetid("", self.opset)],
                                  ir_version=8)
 
     def _inferred_shape(self) -> tuple[int, ...]:
@@ -246,6 +249,8 @@ class SequenceGraph(RandomGraph):
 class ImageGraph(RandomGraph):
     """Steps over X (batch, C, H, W)."""
 
+    opset = 18
+
     def options(self) -> dict[str, Callable[[], str]]:
         x, rng, c = self.x, self.rng, self.shape[0]
         return {
@@ -305,18 +310,26 @@ class ImageGraph(RandomGraph):
 
     def _resize(self) -> str:
         """Resize by scales (the batch is symbolic, so no sizes) with any mode and
-        coordinate transformation, from half to twice the size."""
+        coordinate transformation (a crop by roi among them), from half to twice the size;
+        linear and cubic ones antialiased half the time."""
         rng = self.rng
         scales = [float(rng.choice([0.5, 0.75, 1.3, 2.0]) if n > 1 else 2.0)
                   for n in self.shape[1:]]
         mode = str(rng.choice(["nearest", "linear", "cubic"]))
         transform = str(rng.choice(["half_pixel", "pytorch_half_pixel", "align_corners",
-                                    "asymmetric"]))
+                                    "asymmetric", "tf_crop_and_resize"]))
         attrs: dict[str, object] = {"mode": mode, "coordinate_transformation_mode": transform}
         if mode == "nearest":
             attrs["nearest_mode"] = str(rng.choice(["round_prefer_floor", "floor", "ceil"]))
-        return self.node("Resize", [self.x, "", self.const(np.array([1, 1, *scales],
-                                                                    np.float32))], **attrs)
+        elif rng.integers(2):
+            attrs["antialias"] = 1
+        roi = ""
+        if transform == "tf_crop_and_resize":
+            starts, ends = rng.uniform(-0.2, 0.4, 2), rng.uniform(0.6, 1.2, 2)
+            roi = self.const(np.array([0, 0, *starts, 1, 1, *ends], np.float32))
+            attrs["extrapolation_value"] = float(rng.uniform(-1, 1))
+        return self.node("Resize", [self.x, roi, self.const(np.array([1, 1, *scales],
+                                                                     np.float32))], **attrs)
 
     def _depth_to_space(self) -> str:
         """SpaceToDepth where H and W are even, else DepthToSpace where C is a multiple of 4

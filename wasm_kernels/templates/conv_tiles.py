@@ -13,8 +13,10 @@ the order they should run: the conv family is compiled at cranelift opt level ``
 an unrolled body and spilled the accumulators. Unrolled 4 times at ``"none"`` the tile runs 26
 instructions per channel against 38 at ``"speed"`` not unrolled (the 8 register moves
 ``vfmadd213ps`` leaves at each back-edge are shared by 4 channels): ResNet-18's and the real
-models' dense convs ran 1.0-1.2x faster in an interleaved A/B; the depthwise tile, in the same
-function, 0.8-1.0x (every load reloads the memory base at ``"none"``).
+models' dense convs ran 1.0-1.2x faster in an interleaved A/B. NOTE: only the plain
+``f32_conv2d`` gets that loop; in the epilogue variants the register allocator spills
+``vmctx`` out of it (bench/README.md). Every load reloads the memory base at ``"none"``,
+which cost the depthwise tile (same function) up to 0.8x until it loaded less.
 """
 
 from __future__ import annotations
