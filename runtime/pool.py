@@ -151,14 +151,17 @@ class ModelInstance:
         return self.memory.data_len(self.compartment.store)
 
     def memory_view(self) -> np.ndarray:
-        """The whole linear memory as a ``uint8`` array. The array keeps this instance (its
-        store, hence its memory) alive, so a view is never left dangling; its contents change
-        whenever the instance runs again."""
+        """The whole linear memory as a ``uint8`` array. The array keeps this instance's
+        compartment (its store) and memory alive, so a view is never left dangling; its
+        contents change whenever the instance runs again."""
         store = self.compartment.store
         size = self.memory.data_len(store)
         address = ctypes.cast(self.memory.data_ptr(store), ctypes.c_void_p).value
         buffer = (ctypes.c_uint8 * size).from_address(address or 0)
-        buffer.owner = self  # type: ignore[attr-defined]  # NOTE: pins the store.
+        # NOTE: pins the store and the memory, not this instance: the views the instance
+        # keeps (``views``) would otherwise close a cycle through numpy arrays, which the
+        # garbage collector cannot see, and a dropped instance would never be freed.
+        buffer.owner = (self.compartment, self.memory)  # type: ignore[attr-defined]
         return np.frombuffer(memoryview(buffer), np.uint8)
 
     def call(self, args: list[int] | tuple[int, ...]) -> None:

@@ -119,3 +119,15 @@ def test_prepared_call_passes_values_and_raises_traps():
     with pytest.raises(Trap, match="unreachable"):
         compartment.call(call, [1, 0])
     assert call([9, 3]) == 3  # a trap leaves the prepared call usable
+
+
+def test_a_dropped_session_frees_its_instances(mlp_wasm):
+    import gc
+    import weakref
+
+    session = runtime.load(mlp_wasm, instances=1)
+    session.run(np.ones((2, 6), np.float32))
+    instance = weakref.ref(session._pool._idle[0])
+    del session
+    gc.collect()
+    assert instance() is None
