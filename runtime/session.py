@@ -21,6 +21,7 @@ from . import metadata as md
 from .compartment import Compartment, ResourceLimits, parse_size
 from .errors import LimitExceeded, ModelFormatError, Trap
 from .pool import PAGE, Blueprint, Compiled, InstancePool, ModelInstance
+from .run_plan import Planner
 from .sidecar import read_sidecar
 from .threads import FEATURES, check_threads, compile_dispatch
 
@@ -202,22 +203,18 @@ class Lease:
                 discarded (its memory may be half-written); the next run gets a fresh one.
             RuntimeError: the session is closed.
         """
-        metadata = self._session.metadata
-        arrays, dims = bind(metadata, inputs, stacklevel=3)
+        arrays, plan = self._session._planner.plan(inputs, stacklevel=3)
         if self._pool.closed:
             raise RuntimeError("the session is closed")
         if self._instance is None:
             self._instance = self._pool.acquire()
         instance = self._instance
         try:
-            addresses = instance.addresses(dims)
-            memory = instance.memory_view()
-            for info in metadata.inputs:
-                at = addresses[info.name]
-                target = memory[at:at + info.nbytes(dims)]
-                np.copyto(target.view(info.dtype).reshape(info.resolve(dims)),
-                          arrays[info.name], casting="same_kind")
-            instance.call([dims[d.name] for d in metadata.dims])
+            instance.views.current()
+            targets, _ = instance.views.of(plan)
+            for target, array in zip(targets, arrays):
+                np.copyto(target, array, casting="same_kind")
+            instance.call(plan.args)
         except Trap as trap:
             if trap.code != "rejected":
                 self._drop(healthy=False)
@@ -225,17 +222,15 @@ class Lease:
         except BaseException:
             self._drop(healthy=False)
             raise
-        memory = instance.memory_view()  # NOTE: re-read: the guest may have grown memory.
+        instance.views.current()  # NOTE: re-read: the guest may have grown memory.
+        _, views = instance.views.of(plan)
+        if copy:
+            return {t.name: view.copy() for t, view in zip(plan.outputs, views)}
         outputs = {}
-        for info in metadata.outputs:
-            at = addresses[info.name]
-            view = (memory[at:at + info.nbytes(dims)]
-                    .view(info.dtype).reshape(info.resolve(dims)))
-            if copy:
-                view = view.copy()
-            else:
-                view.flags.writeable = False
-            outputs[info.name] = view
+        for tensor, view in zip(plan.outputs, views):
+            view = view.view()
+            view.flags.writeable = False
+            outputs[tensor.name] = view
         return outputs
 
     def _drop(self, healthy: bool) -> None:
@@ -294,6 +289,7 @@ class Session:
                    if self.metadata.sidecar is not None else None)
         blueprint = Blueprint(self.metadata, model, kernel_modules, pages, sidecar, segments,
                               self.threads, dispatch)
+        self._planner = Planner(self.metadata, bind)
         self._pool = InstancePool(lambda: ModelInstance(blueprint, Compartment(limits, features)),
                                   size, ModelInstance(blueprint, compartment))
 
