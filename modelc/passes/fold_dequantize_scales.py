@@ -79,10 +79,12 @@ def _rewrite(graph: Graph, node: Node) -> None:
     bias = _bias(graph, mul.output, width)
     if bias is not None:
         last, row = bias
+        assert row.data is not None  # NOTE: _bias only matches a constant row
         named["bias"] = Value(f"{row.name}_row", (width,), "float32", data=row.data.reshape(-1))
         node.attrs.pop("bias", None)
-    activation = next((op for op in ACTIVATIONS if op and _only_user(graph, last.output, op)
-                       and not _only_user(graph, last.output, op).attrs), "")
+    activation = next((op for op in ACTIVATIONS if op
+                       and (user := _only_user(graph, last.output, op)) is not None
+                       and not user.attrs), "")
     dead = [mul] if last is mul else [last, mul]
     if activation:
         dead.insert(0, last.output.users[0])
