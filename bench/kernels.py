@@ -87,11 +87,11 @@ class Variant:
 def dense_call(variant: Variant, kernel: str, a: np.ndarray, right: np.ndarray,
                m: int, k: int, n: int) -> Callable[[], object]:
     """``kernel`` (an ``f32_gemm`` or ``f32_linear`` row) on ``a`` and ``right`` (B, or W
-    packed) placed in ``variant``'s memory with a zeroed C and, for ``f32_gemm``, its (n, k)
-    scratch; the call, ready to time."""
+    packed) placed in ``variant``'s memory with a zeroed C and its scratch; the call, ready
+    to time."""
     spec = wasm_kernels.abi.BY_NAME[kernel]
     arrays = {"a": a, "b": right, "w": right, "c": np.zeros((m, n), np.float32),
-              "ws": np.zeros((n, k), np.float32)}
+              "ws": np.zeros((n, k), np.float32), "wa": np.zeros((m, k), np.float32)}
     pointers = [p for p in spec.params if p in arrays]
     values = dict(zip(pointers, variant.place([arrays[p] for p in pointers])), m=m, k=k, n=n)
     return partial(variant.exports[kernel], variant.store, *(values[p] for p in spec.params))
@@ -259,11 +259,9 @@ def bench_conv(repeat: int) -> None:
                                 n, c, h, w, out, oh, ow, k, k, stride, stride, pad, pad, 1, 1,
                                 groups)
             if groups == 1:
-                pa, pl, pc = variant.place([rng.standard_normal((m_, k_), np.float32),
-                                            pack_linear_weight(weight.reshape(out, k_)),
-                                            np.zeros((m_, out), np.float32)])
-                runs["lin-" + isa] = partial(variant.exports["f32_linear"], variant.store, pa,
-                                             pl, pc, m_, k_, out)
+                runs["lin-" + isa] = dense_call(
+                    variant, "f32_linear", rng.standard_normal((m_, k_), np.float32),
+                    pack_linear_weight(weight.reshape(out, k_)), m_, k_, out)
         tx, tw = torch.from_numpy(x), torch.from_numpy(weight)
         runs["torch"] = partial(torch.no_grad()(torch.nn.functional.conv2d), tx, tw, None,
                                 stride, pad, 1, groups)
@@ -304,9 +302,8 @@ def bench_int8(repeat: int) -> None:
         qw = rng.integers(-127, 128, (n, k)).astype(np.int8)
         runs: dict[str, Callable[[], object]] = {}
         for isa, variant in variants.items():
-            pa, pw, pc = variant.place([a, pack_linear_weight(w), np.zeros((m, n), np.float32)])
-            runs[f"{isa} f32"] = partial(variant.exports["f32_linear"], variant.store, pa, pw,
-                                         pc, m, k, n)
+            runs[f"{isa} f32"] = dense_call(variant, "f32_linear", a, pack_linear_weight(w),
+                                            m, k, n)
             addresses = variant.place([
                 qa, np.array([0.02], np.float32), np.array([128], np.uint8),
                 pack_qlinear_weight(qw), np.full(n, 0.01, np.float32), np.zeros(n, np.int32),

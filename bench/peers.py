@@ -13,10 +13,10 @@ initialisation (or the MiniLM checkpoint) is copied into ``nn`` for wasmnn and e
 ONNX (in a temporary folder) for both ONNX Runtimes; every cell's first output is checked
 against torch eager. A cell that cannot run prints ``n/a (reason)``.
 
-Threads: ORT and torch use intra-op threads (lower latency per call); wasmnn has none, so
-its 2-thread column is two concurrent ``Session.run`` calls on a 2-instance session,
-reported as wall time per inference (throughput). The machine is shared: medians, one run,
-compare ratios within it; nothing is asserted.
+Threads: every runtime uses intra-op threads (lower latency per call); wasmnn's are
+``runtime.load(threads=N)`` on a one-instance session, and the line under the table gives
+its N-thread speedup over one thread. The machine is shared: medians, one run, compare
+ratios within it; nothing is asserted.
 """
 
 from __future__ import annotations
@@ -53,6 +53,10 @@ ONE_THREAD_ONLY = {"wasmnn-onnx"}  # the same engine as wasmnn; one column is en
 class ModelSpec:
     kind: str  # "minilm", or a builder in bench/models.py
     inputs: Callable[[], dict[str, np.ndarray]]
+    quantize: str = ""
+    """"dynamic" or "static": the ONNX model every runtime runs is onnxruntime's
+    quantize_dynamic / quantize_static (QDQ, per channel, 32 calibration inputs) of the f32
+    one; wasmnn imports it (the nn-path column is left out)."""
 
 
 def _minilm_inputs(batch: int, length: int) -> Callable[[], dict[str, np.ndarray]]:
@@ -75,13 +79,20 @@ MODELS = {
     "mobilenet_v2": ModelSpec("mobilenet_v2", _image((1, 3, 224, 224))),
     "mlp": ModelSpec("mlp", _image((32, 784))),
     "lstm": ModelSpec("lstm", _image((100, 1, 64))),
+    "minilm-b1-int8": ModelSpec("minilm", _minilm_inputs(1, 128), "dynamic"),
+    "resnet18-int8": ModelSpec("resnet18", _image((1, 3, 224, 224)), "static"),
+    "mobilenet_v2-int8": ModelSpec("mobilenet_v2", _image((1, 3, 224, 224)), "static"),
+    "mlp-int8": ModelSpec("mlp", _image((32, 784)), "dynamic"),
 }
 DEFAULT_MODELS = list(MODELS)
 MODELS.update({name: ModelSpec("real", peers_real.inputs(name)) for name in peers_real.NAMES})
 GROUPS = {"real": peers_real.NAMES}
 TITLES = {"minilm-b1": "MiniLM b1 s128", "minilm-b8": "MiniLM b8 s128",
           "resnet18": "ResNet-18 1x3x224²", "mobilenet_v2": "MobileNetV2 1x3x224²",
-          "mlp": "MLP 32x784", "lstm": "LSTM h128 T100 B1", **{n: n for n in peers_real.NAMES}}
+          "mlp": "MLP 32x784", "lstm": "LSTM h128 T100 B1",
+          "minilm-b1-int8": "MiniLM b1 s128 int8", "resnet18-int8": "ResNet-18 int8",
+          "mobilenet_v2-int8": "MobileNetV2 int8", "mlp-int8": "MLP 32x784 int8",
+          **{n: n for n in peers_real.NAMES}}
 
 
 # ---------------------------------------------------------------- torch models
@@ -187,6 +198,8 @@ def prepare(name: str, workdir: Path) -> dict[str, Any]:
     np.save(workdir / "expected.npy", expected)
     failed: dict[str, str] = {}
     try:
+        if spec.quantize:
+            raise NotImplementedError("int8 runs the onnxruntime-quantized ONNX model")
         modelc.export(nn_model(spec.kind, reference), inputs, workdir / "model.wasm")
     except Exception as error:  # noqa: BLE001 - reported in the table
         failed["wasmnn"] = _first_line(error)
@@ -197,6 +210,8 @@ def prepare(name: str, workdir: Path) -> dict[str, Any]:
             torch.onnx.export(exportable, tuple(torch.from_numpy(v) for v in inputs.values()),
                               str(workdir / "model.onnx"), input_names=list(inputs),
                               output_names=["output0"], opset_version=17, dynamo=False)
+        if spec.quantize:
+            quantize_onnx(workdir / "model.onnx", spec)
     except Exception as error:  # noqa: BLE001
         failed["ort"] = failed["ortweb"] = failed["wasmnn-onnx"] = _first_line(error)
         return failed
@@ -207,6 +222,29 @@ def prepare(name: str, workdir: Path) -> dict[str, Any]:
     except Exception as error:  # noqa: BLE001
         failed["wasmnn-onnx"] = _first_line(error)
     return failed
+
+
+def quantize_onnx(path: Path, spec: ModelSpec) -> None:
+    """Replace the f32 ONNX model at ``path`` by onnxruntime's int8 quantization of it."""
+    from onnxruntime import quantization
+
+    source = path.with_name("model-f32.onnx")
+    path.rename(source)
+    if spec.quantize == "dynamic":
+        quantization.quantize_dynamic(source, path, weight_type=quantization.QuantType.QInt8)
+        return
+
+    class Calibration(quantization.CalibrationDataReader):  # type: ignore[misc]
+        def __init__(self) -> None:
+            base = spec.inputs()
+            self.feeds = iter([{key: np.random.default_rng(seed).standard_normal(
+                value.shape).astype(value.dtype) for key, value in base.items()}
+                for seed in range(32)])
+
+        def get_next(self) -> dict[str, np.ndarray] | None:
+            return next(self.feeds, None)
+
+    quantization.quantize_static(source, path, Calibration(), per_channel=True)
 
 
 # ---------------------------------------------------------------- one cell (child)
@@ -225,18 +263,6 @@ def _timed(run: Callable[[], Any], warmup: int, repeat: int, budget: float,
     return times
 
 
-def _pair(run: Callable[[], Any]) -> Callable[[], Any]:
-    """Two concurrent calls of ``run``, on two host threads (one round)."""
-    from concurrent.futures import ThreadPoolExecutor
-
-    pool = ThreadPoolExecutor(2)
-
-    def both() -> None:
-        for future in [pool.submit(run), pool.submit(run)]:
-            future.result()
-    return both
-
-
 def run_cell(runtime_name: str, name: str, threads: int, workdir: Path,
              args: argparse.Namespace) -> dict[str, Any]:
     """Load, first run, timed runs; the measurements as a dict (in this process)."""
@@ -246,11 +272,12 @@ def run_cell(runtime_name: str, name: str, threads: int, workdir: Path,
 
         path = workdir / ("model.wasm" if runtime_name == "wasmnn" else "model-onnx.wasm")
         start = time.perf_counter()
-        session = runtime.load(path, instances=threads, max_memory="2GiB")
+        session = runtime.load(path, instances=1, threads=threads, max_memory="2GiB")
         output = session.run(inputs)[session.outputs[0].name]
         cold = time.perf_counter() - start
-        run = (lambda: session.run(inputs)) if threads == 1 else _pair(
-            lambda: session.run(inputs))
+
+        def run() -> None:
+            session.run(inputs)
     elif runtime_name == "ort":
         import onnxruntime as ort
 
@@ -281,8 +308,7 @@ def run_cell(runtime_name: str, name: str, threads: int, workdir: Path,
         raise ValueError(f"unknown runtime {runtime_name!r}; available: {RUNTIMES}")
     times = _timed(run, args.warmup, args.repeat, args.budget,
                    time.process_time if args.clock == "cpu" else time.perf_counter)
-    per_call = 2 if runtime_name.startswith("wasmnn") and threads == 2 else 1
-    return {"median_ms": 1e3 * statistics.median(times) / per_call, "runs": len(times),
+    return {"median_ms": 1e3 * statistics.median(times), "runs": len(times),
             "cold_ms": 1e3 * cold, "output": np.asarray(output)}
 
 
@@ -385,6 +411,8 @@ def print_table(results: dict[str, dict[str, dict[int, dict[str, Any]]]],
             for t in threads:
                 cell = cells.get(t)
                 base = by_runtime.get("wasmnn", {}).get(t, {})
+                if "median_ms" not in base:  # an int8 row: against wasmnn's ONNX import
+                    base = by_runtime.get("wasmnn-onnx", {}).get(1, {})
                 if cell is None:
                     row += f"{'':>10}{'':>9}"
                 elif "error" in cell:
@@ -401,6 +429,11 @@ def print_table(results: dict[str, dict[str, dict[int, dict[str, Any]]]],
             print(row)
             for note in dict.fromkeys(notes):
                 print(f"{'':<39}n/a ({note})")
+        own = by_runtime.get("wasmnn", {})
+        if "median_ms" in own.get(threads[0], {}):
+            print(f"{'':<21}wasmnn speedup over {threads[0]}t: " + ", ".join(
+                f"{t}t {own[threads[0]]['median_ms'] / own[t]['median_ms']:.2f}x"
+                for t in threads[1:] if "median_ms" in own.get(t, {})))
     print()
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ctypes
 import threading
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -26,11 +27,14 @@ from wasi_intrinsics.wasi import CappedBuffer, WasiConfig, WasiState, preview1
 from wasm_kernels.wasm import Limits, MemoryType, ModuleInfo
 
 from . import metadata as md
+from . import threads as intra
 from .arena import Addresses
 from .compartment import Compartment
 from .data_segments import Segments
 from .errors import Trap, one_line
 from .linker import RegistryResolver, Resolved, instance_exports
+from .raw_call import I32Call
+from .run_plan import MemoryViews
 
 PAGE = 65536
 _WASI = preview1()  # NOTE: declarations are immutable; instances are made per compartment.
@@ -42,7 +46,9 @@ class Blueprint:
     """What every instance of one model shares: its metadata, its compiled module, the
     compiled kernel modules (one per opt level they were compiled at; ``None`` for the numpy
     host provider), its memory size, its sidecar weight bytes when the module does not
-    carry them, and the large data segments compiled out of it (``data_segments``)."""
+    carry them, the large data segments compiled out of it (``data_segments``), and the
+    threads of each call with the dispatch module of the kernels that split
+    (``runtime.threads``; ``None`` when none does)."""
 
     metadata: md.ModelMetadata
     model: Compiled
@@ -50,6 +56,8 @@ class Blueprint:
     pages: int
     sidecar_weights: bytes | None = None
     segments: Segments | None = None
+    threads: int = 1
+    dispatch: Compiled | None = None
 
 
 def defines_memory(info: ModuleInfo) -> bool:
@@ -105,16 +113,30 @@ class ModelInstance:
                          host_memories=0 if any(map(defines_memory, kernel_infos)) else 1)
         self._stderr = CappedBuffer()
         registry = RegistryResolver()
-        kernels, self.memory = link_kernels(compartment, blueprint.kernels, blueprint.pages,
-                                            registry)
+        self._team: intra.Team | None = None
+        self.memory: wasmtime.Memory | intra.SharedLinearMemory
+        if blueprint.threads > 1 and blueprint.kernels is not None:
+            kernels, self.memory, self._team = intra.link(
+                compartment, lambda: Compartment(compartment.limits, compartment.features),
+                blueprint.threads, blueprint.kernels, blueprint.dispatch, blueprint.pages,
+                registry)
+        else:
+            kernels, self.memory = link_kernels(compartment, blueprint.kernels,
+                                                blueprint.pages, registry)
+        # NOTE: the workers hold the team, not this instance: dropping it joins them.
+        self._close = weakref.finalize(self, self._team.close) if self._team else None
         wasi_imports = [i.name for i in blueprint.model[1].imports if i.module == WASI_MODULE]
         registry.register(WASI_MODULE, _WASI.instantiate(
             store, WasiState(WasiConfig(stderr=self._stderr), compartment.deadline),
-            memory=self.memory, only=wasi_imports))
+            memory=self.memory,  # type: ignore[arg-type]  # NOTE: it has Memory's methods
+            only=wasi_imports))
         registry.register(wasm_kernels.abi.MODULE, kernels)
         instance = compartment.instantiate(*blueprint.model, registry)
         exports = instance.exports(store)
-        self._entry = exports[blueprint.metadata.entry]
+        # NOTE: Session checked the entry's signature (one i32 per dim -> i32) in the binary.
+        entry = exports[blueprint.metadata.entry]
+        assert isinstance(entry, wasmtime.Func)
+        self._entry = I32Call(store, entry, len(blueprint.metadata.dims))
         self.addresses = Addresses(blueprint.metadata, compartment, exports, self.memory_view)
         """Where the inputs and outputs are for given dims (memory grown to them)."""
         if blueprint.segments is not None:
@@ -122,19 +144,27 @@ class ModelInstance:
         sidecar = blueprint.metadata.sidecar
         if sidecar is not None and blueprint.sidecar_weights is not None:
             self.memory.write(store, blueprint.sidecar_weights, sidecar.offset)
+        self.views = MemoryViews(self.memory_size, self.memory_view, self.addresses)
+
+    def memory_size(self) -> int:
+        """The linear memory's size in bytes now."""
+        return self.memory.data_len(self.compartment.store)
 
     def memory_view(self) -> np.ndarray:
-        """The whole linear memory as a ``uint8`` array. The array keeps this instance (its
-        store, hence its memory) alive, so a view is never left dangling; its contents change
-        whenever the instance runs again."""
+        """The whole linear memory as a ``uint8`` array. The array keeps this instance's
+        compartment (its store) and memory alive, so a view is never left dangling; its
+        contents change whenever the instance runs again."""
         store = self.compartment.store
         size = self.memory.data_len(store)
         address = ctypes.cast(self.memory.data_ptr(store), ctypes.c_void_p).value
         buffer = (ctypes.c_uint8 * size).from_address(address or 0)
-        buffer.owner = self  # type: ignore[attr-defined]  # NOTE: pins the store.
+        # NOTE: pins the store and the memory, not this instance: the views the instance
+        # keeps (``views``) would otherwise close a cycle through numpy arrays, which the
+        # garbage collector cannot see, and a dropped instance would never be freed.
+        buffer.owner = (self.compartment, self.memory)  # type: ignore[attr-defined]
         return np.frombuffer(memoryview(buffer), np.uint8)
 
-    def call(self, args: list[int]) -> None:
+    def call(self, args: list[int] | tuple[int, ...]) -> None:
         """Call the entry point with one ``i32`` per dim.
 
         Raises:
@@ -142,11 +172,21 @@ class ModelInstance:
                 (code ``"rejected"``, with what it wrote to stderr).
         """
         self._stderr.clear()
-        status = self.compartment.call(self._entry, self.compartment.store, *args)
+
+        def entry() -> int:
+            return self.compartment.call(self._entry, args)
+
+        status = entry() if self._team is None else self._team.run(entry)
         if status != 0:
             message = one_line(self._stderr.text().strip())
             raise Trap("rejected", f"the model rejected its inputs (status {status}): "
                        f"{message or 'no message'}")
+
+
+    def close(self) -> None:
+        """Join this instance's worker threads, if it has any."""
+        if self._close is not None:
+            self._close()
 
 
 class InstancePool:
@@ -204,6 +244,7 @@ class InstancePool:
                 self._idle.append(instance)
             else:
                 self._live -= 1
+                instance.close()
             self._changed.notify()
 
     def _forget(self) -> None:
@@ -216,5 +257,7 @@ class InstancePool:
         with self._changed:
             self._closed = True
             self._live -= len(self._idle)
+            for instance in self._idle:
+                instance.close()
             self._idle.clear()
             self._changed.notify_all()

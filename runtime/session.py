@@ -13,14 +13,17 @@ from typing import Any
 import numpy as np
 
 import wasm_kernels
-from wasm_kernels.wasm import FuncType, MemoryType, ModuleInfo
+from wasm_kernels.wasm import FuncType, MemoryType, ModuleInfo, WasmFormatError
+from wasm_kernels.wasm.rewrite import share_memory_import
 
 from . import cache, data_segments
 from . import metadata as md
 from .compartment import Compartment, ResourceLimits, parse_size
 from .errors import LimitExceeded, ModelFormatError, Trap
 from .pool import PAGE, Blueprint, Compiled, InstancePool, ModelInstance
+from .run_plan import Planner
 from .sidecar import read_sidecar
+from .threads import FEATURES, check_threads, compile_dispatch
 
 KERNEL_CHOICES = ("auto", "host") + wasm_kernels.ISA_NAMES
 Inputs = Mapping[str, Any] | np.ndarray
@@ -39,29 +42,34 @@ def _read_model(model: str | os.PathLike[str] | bytes) -> bytes | Path:
 
 
 @functools.cache
-def _kernel_wasm(isa: str, names: frozenset[str], own_memory: bool = False) -> bytes:
+def _kernel_wasm(isa: str, names: frozenset[str], own_memory: bool = False,
+                 shared: bool = False) -> bytes:
     """The kernel module for ``isa`` with the kernels ``names`` only (defining the memory when
-    ``own_memory``), from the disk cache when this source already built it."""
+    ``own_memory``, importing a shared one when ``shared``), from the disk cache when this
+    source already built it."""
     source = Path(wasm_kernels.__file__).parent
     subset = hashlib.sha256("\0".join(sorted(names)).encode()).hexdigest()[:16]
-    return cache.generated_module(f"kernels-{isa}-{subset}{'-memory' if own_memory else ''}",
+    suffix = "-memory" if own_memory else "-shared" if shared else ""
+    return cache.generated_module(f"kernels-{isa}-{subset}{suffix}",
                                   cache.source_fingerprint(source),
-                                  lambda: wasm_kernels.build(isa, names, own_memory))
+                                  lambda: wasm_kernels.build(isa, names, own_memory, shared))
 
 
-def compile_kernels(compartment: Compartment, isa: str, names: frozenset[str]
-                    ) -> tuple[Compiled, ...]:
+def compile_kernels(compartment: Compartment, isa: str, names: frozenset[str],
+                    shared: bool = False) -> tuple[Compiled, ...]:
     """The kernel modules of ``isa`` holding the kernels ``names``: one per cranelift opt level
     they ask for (``wasm_kernels.opt_level``), each compiled at its level; the one at
-    ``"none"`` defines the memory (see ``wasm_kernels.build``), the others import it.
+    ``"none"`` defines the memory (see ``wasm_kernels.build``), the others import it; with
+    ``shared`` every one imports a shared memory (several threads).
 
     Raises:
         ValueError: ``isa`` or a name is unknown.
     """
     groups = {level: frozenset(n for n in names if wasm_kernels.opt_level(n) == level)
               for level in wasm_kernels.OPT_LEVELS}
-    return tuple(compartment.compile(_kernel_wasm(isa, group, level == "none"), level)
-                 for level, group in groups.items() if group)
+    return tuple(compartment.compile(
+        _kernel_wasm(isa, group, level == "none" and not shared, shared), level)
+        for level, group in groups.items() if group)
 
 
 def _imported_kernels(info: ModuleInfo) -> frozenset[str]:
@@ -69,6 +77,16 @@ def _imported_kernels(info: ModuleInfo) -> frozenset[str]:
     report."""
     return frozenset(i.name for i in info.imports
                      if i.module == wasm_kernels.abi.MODULE and i.name in wasm_kernels.abi.BY_NAME)
+
+
+def shared_model(wasm: bytes) -> bytes:
+    """``wasm`` importing its memory as a shared one (what several threads need); malformed
+    bytes or a missing ``env.memory`` import come back unchanged for compiling and checking
+    to report."""
+    try:
+        return share_memory_import(wasm, "env", "memory", wasm_kernels.MAX_PAGES)
+    except WasmFormatError:
+        return wasm
 
 
 def _memory_pages(info_imports: Any, metadata: md.ModelMetadata, max_memory: int) -> int:
@@ -185,22 +203,18 @@ class Lease:
                 discarded (its memory may be half-written); the next run gets a fresh one.
             RuntimeError: the session is closed.
         """
-        metadata = self._session.metadata
-        arrays, dims = bind(metadata, inputs, stacklevel=3)
+        arrays, plan = self._session._planner.plan(inputs, stacklevel=3)
         if self._pool.closed:
             raise RuntimeError("the session is closed")
         if self._instance is None:
             self._instance = self._pool.acquire()
         instance = self._instance
         try:
-            addresses = instance.addresses(dims)
-            memory = instance.memory_view()
-            for info in metadata.inputs:
-                at = addresses[info.name]
-                target = memory[at:at + info.nbytes(dims)]
-                np.copyto(target.view(info.dtype).reshape(info.resolve(dims)),
-                          arrays[info.name], casting="same_kind")
-            instance.call([dims[d.name] for d in metadata.dims])
+            instance.views.current()
+            targets, _ = instance.views.of(plan)
+            for target, array in zip(targets, arrays):
+                np.copyto(target, array, casting="same_kind")
+            instance.call(plan.args)
         except Trap as trap:
             if trap.code != "rejected":
                 self._drop(healthy=False)
@@ -208,17 +222,15 @@ class Lease:
         except BaseException:
             self._drop(healthy=False)
             raise
-        memory = instance.memory_view()  # NOTE: re-read: the guest may have grown memory.
+        instance.views.current()  # NOTE: re-read: the guest may have grown memory.
+        _, views = instance.views.of(plan)
+        if copy:
+            return {t.name: view.copy() for t, view in zip(plan.outputs, views)}
         outputs = {}
-        for info in metadata.outputs:
-            at = addresses[info.name]
-            view = (memory[at:at + info.nbytes(dims)]
-                    .view(info.dtype).reshape(info.resolve(dims)))
-            if copy:
-                view = view.copy()
-            else:
-                view.flags.writeable = False
-            outputs[info.name] = view
+        for tensor, view in zip(plan.outputs, views):
+            view = view.view()
+            view.flags.writeable = False
+            outputs[tensor.name] = view
         return outputs
 
     def _drop(self, healthy: bool) -> None:
@@ -245,16 +257,20 @@ class Session:
     def __init__(self, wasm: bytes | Path, limits: ResourceLimits, kernels: str = "auto", *,
                  instances: int | None = None,
                  model_path: str | os.PathLike[str] | None = None,
-                 weights: str | os.PathLike[str] | bytes | None = None):
+                 weights: str | os.PathLike[str] | bytes | None = None,
+                 threads: int | str = 1):
         """Compile ``wasm``, check its metadata and create the first instance, so that a bad
         model fails here rather than on the first ``run``. Raises as ``load`` does."""
         if kernels not in KERNEL_CHOICES:
             raise ValueError(f"unknown kernels {kernels!r}; available: {list(KERNEL_CHOICES)}")
         size = instances if instances is not None else os.cpu_count() or 1
+        count = check_threads(threads)
+        self.threads = 1 if kernels == "host" else count
         self.limits = limits
-        compartment = Compartment(limits)
+        features = FEATURES if self.threads > 1 else ()
+        compartment = Compartment(limits, features)
         wasm, segments = data_segments.split(wasm)
-        model = compartment.compile(wasm)
+        model = compartment.compile(shared_model(wasm) if self.threads > 1 else wasm)
         self.metadata = md.parse(model[1].custom(md.SECTION))
         if self.metadata.abi_module != wasm_kernels.abi.MODULE:
             raise ModelFormatError(
@@ -263,14 +279,19 @@ class Session:
         _check_entry(model[1], self.metadata)
         pages = _memory_pages(model[1].imports, self.metadata, limits.max_memory)
         kernel_modules: tuple[Compiled, ...] | None = None
+        dispatch: Compiled | None = None
         if kernels != "host":
-            kernel_modules = compile_kernels(compartment, "relaxed" if kernels == "auto"
-                                             else kernels, _imported_kernels(model[1]))
+            isa, names = "relaxed" if kernels == "auto" else kernels, _imported_kernels(model[1])
+            kernel_modules = compile_kernels(compartment, isa, names, self.threads > 1)
+            if self.threads > 1:
+                dispatch = compile_dispatch(compartment, isa, names)
         sidecar = (read_sidecar(self.metadata.sidecar, model_path, weights)
                    if self.metadata.sidecar is not None else None)
-        blueprint = Blueprint(self.metadata, model, kernel_modules, pages, sidecar, segments)
-        self._pool = InstancePool(lambda: ModelInstance(blueprint, Compartment(limits)), size,
-                                  ModelInstance(blueprint, compartment))
+        blueprint = Blueprint(self.metadata, model, kernel_modules, pages, sidecar, segments,
+                              self.threads, dispatch)
+        self._planner = Planner(self.metadata, bind)
+        self._pool = InstancePool(lambda: ModelInstance(blueprint, Compartment(limits, features)),
+                                  size, ModelInstance(blueprint, compartment))
 
     @property
     def inputs(self) -> tuple[md.TensorInfo, ...]:
@@ -319,7 +340,8 @@ class Session:
 def load(model: str | os.PathLike[str] | bytes, *,
          max_memory: int | str = ResourceLimits.max_memory, timeout: float | None = None,
          fuel: int | None = None, kernels: str = "auto", instances: int | None = None,
-         weights: str | os.PathLike[str] | bytes | None = None) -> Session:
+         weights: str | os.PathLike[str] | bytes | None = None,
+         threads: int | str = 1) -> Session:
     """Load a ``.wasm`` model into a new sandboxed session.
 
     Args:
@@ -332,17 +354,23 @@ def load(model: str | os.PathLike[str] | bytes, *,
             of CPUs); each is created on first need and has its own memory.
         weights: for a model exported with ``sidecar=True``: its weights file (or bytes);
             by default the file the metadata names, next to ``model``.
+        threads: the threads each ``run`` call may use for its large kernels, or ``"auto"``:
+            the cores this process may run on, at most ``runtime.threads.MAX_THREADS``. The
+            default 1 runs everything on the calling thread, with a private memory: more
+            threads cost the kernels explicit bounds checks (README, Threads). The numpy
+            ``"host"`` kernels use one.
 
     Raises:
         FileNotFoundError: the path does not exist.
         ModelFormatError: the bytes are not a valid wasmnn model.
         LinkError: the model imports something the runtime does not provide.
         LimitExceeded: the model needs more memory than ``max_memory``.
-        ValueError: a limit or ``instances`` is out of range (see ``ResourceLimits``), or
-            ``kernels`` is unknown.
-        TypeError: a limit or ``instances`` is not an integer (``timeout``: not a number).
+        ValueError: a limit, ``instances`` or ``threads`` is out of range (see
+            ``ResourceLimits``, ``MAX_THREADS``), or ``kernels`` is unknown.
+        TypeError: a limit, ``instances`` or ``threads`` is not an integer (``timeout``: not
+            a number).
     """
     limits = ResourceLimits(max_memory=parse_size(max_memory), timeout=timeout, fuel=fuel)
     model_path = model if isinstance(model, (str, os.PathLike)) else None
     return Session(_read_model(model), limits, kernels, instances=instances,
-                   model_path=model_path, weights=weights)
+                   model_path=model_path, weights=weights, threads=threads)

@@ -81,23 +81,26 @@ def _math(core: str, epilogue: tuple[str, ...]) -> str:
 def _gemm(bias: bool, residual: bool, activation: str) -> KernelSpec:
     epilogue = _epilogue(bias, residual, activation)
     params = (("a", "b") + (("bias",) if bias else ()) + (("r",) if residual else ())
-              + ("c", "ws", "m", "k", "n"))
+              + ("c", "ws", "wa", "m", "k", "n"))
     return KernelSpec("_".join(("f32_gemm",) + epilogue), "gemm", "gemm", params,
                       f"C(m, n) = {_math('A @ B', epilogue)}; A is (m, k), B is (k, n)"
                       + (", R is (m, n)" if residual else "")
-                      + ", all row-major f32; C may alias R; ws is scratch of n * k floats "
-                      "(B's panels are packed there), overwritten", epilogue=epilogue)
+                      + ", all row-major f32; C may alias R; ws and wa are scratch of n * k "
+                      "and m * k floats (B's and A's panels are packed there), overwritten",
+                      epilogue=epilogue)
 
 
 def _linear(bias: bool, residual: bool, activation: str) -> KernelSpec:
     epilogue = _epilogue(bias, residual, activation)
     params = (("a", "w") + (("bias",) if bias else ()) + (("r",) if residual else ())
-              + ("c", "m", "k", "n"))
+              + ("c", "wa", "m", "k", "n"))
     return KernelSpec("_".join(("f32_linear",) + epilogue), "linear", "linear", params,
                       f"C(m, n) = {_math('A @ W.T', epilogue)}; A is (m, k), W is (n, k) "
                       "(nn.Linear's weight), packed by wasm_kernels.pack.pack_linear_weight"
                       + (", R is (m, n)" if residual else "")
-                      + ", all row-major f32; C may alias R", epilogue=epilogue)
+                      + ", all row-major f32; C may alias R; wa is scratch of m * k floats "
+                      "(A's rows are packed there, each group where it lies in A), "
+                      "overwritten", epilogue=epilogue)
 
 
 BMM = KernelSpec(

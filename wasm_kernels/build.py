@@ -61,9 +61,13 @@ MEMORY = "memory"
 """The export name of the memory a kernel module built with ``own_memory`` defines."""
 
 
+MAX_PAGES = 65536
+"""The most 64 KiB pages a 32-bit memory has: the maximum a shared memory import declares."""
+
+
 @functools.cache
 def build(isa: str = "simd128", names: frozenset[str] | None = None,
-          own_memory: bool = False) -> bytes:
+          own_memory: bool = False, shared: bool = False) -> bytes:
     """The kernel module for ``isa``: imports ``env.memory`` and exports every ABI kernel, or
     only those in ``names`` (what one model imports: fewer to generate and to compile; group
     them by ``opt_level`` to compile each group at its own level).
@@ -72,6 +76,8 @@ def build(isa: str = "simd128", names: frozenset[str] | None = None,
     ``MEMORY`` instead: code compiled at opt level ``"none"`` reloads a memory's base on every
     access, and an imported memory's through one more pointer (the dense tiles measured
     ~15-25% slower), so the module of those kernels owns the memory the others import.
+    ``shared`` imports a shared memory instead (for several threads), which every module
+    must import: instances in several stores use it.
 
     Raises:
         ValueError: ``isa`` is not one of ``ISA_NAMES``, or a name is not an ABI kernel.
@@ -81,7 +87,9 @@ def build(isa: str = "simd128", names: frozenset[str] | None = None,
         unknown = sorted(names - abi.BY_NAME.keys())
         raise ValueError(f"not kernels of {abi.MODULE}: {unknown}")
     builder = ModuleBuilder(abi.MODULE)
-    if own_memory:
+    if shared:
+        builder.import_memory("env", "memory", MemoryType(Limits(1, MAX_PAGES), shared=True))
+    elif own_memory:
         builder.export(MEMORY, "memory", builder.add_memory(MemoryType(Limits(1))))
     else:
         builder.import_memory("env", "memory", MemoryType(Limits(1)))

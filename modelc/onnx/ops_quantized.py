@@ -100,8 +100,9 @@ def _conv(n: OnnxNode, a: tuple, w: tuple, output: tuple, bias: Any) -> Any:
     window = _Window.of(n, n.attr("kernel_shape") or list(w[0].shape[2:]))
     if not window.symmetric:
         raise n.error(f"uneven pads {window.pads} are not supported for a quantized conv")
-    return F.qconv2d(x, a[1], a[2], *w, bias, *output, tuple(window.strides),
-                     window.padding(), tuple(window.dilations), n.attr("group", 1))
+    return F.qconv2d(x, a[1], a[2], w[0], w[1], w[2], bias, output[0], output[1],
+                     tuple(window.strides), window.padding(), tuple(window.dilations),
+                     n.attr("group", 1))
 
 
 def qlinear_conv(n: OnnxNode) -> Any:

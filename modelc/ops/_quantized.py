@@ -3,7 +3,7 @@ the ``quantize`` kernels. Semantics: ``nn/functional/quantized.py``."""
 
 from __future__ import annotations
 
-import math
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -16,6 +16,8 @@ if TYPE_CHECKING:
     from ..codegen import LowerContext
     from ..graph import Shape, Value
 
+Push = Callable[[], None]
+"""Pushes one address (``partial(ctx.address, value)``, ``partial(ctx.scratch, node, i)``)."""
 QUANTIZED = ("int8", "uint8")
 """The dtypes of quantized tensors and zero points."""
 FLOAT = "float32"
@@ -64,13 +66,13 @@ def split(shape: Shape, axis: int | None) -> tuple[Shape, int, Shape]:
     return tuple(shape[:axis]), channels, tuple(shape[axis + 1:])
 
 
-def quantize(ctx: LowerContext, source: object, scale: object, zero_point: object,
+def quantize(ctx: LowerContext, source: Push, scale: Push, zero_point: Push,
              target: Value, shape: Shape, axis: int | None) -> None:
     """Call ``f32_quantize_linear``: ``source``, ``scale`` and ``zero_point`` are callables pushing
     their addresses; ``target`` gets ``shape``'s elements in its dtype."""
     outer, channels, inner = split(shape, axis)
     for push in (source, scale, zero_point):
-        push()  # type: ignore[operator]
+        push()
     ctx.address(target)
     ctx.numel(outer)
     ctx.push(channels)
@@ -79,13 +81,13 @@ def quantize(ctx: LowerContext, source: object, scale: object, zero_point: objec
     ctx.call("f32_quantize_linear")
 
 
-def dequantize(ctx: LowerContext, source: Value, scale: object, zero_point: object,
-               target: object, axis: int | None) -> None:
+def dequantize(ctx: LowerContext, source: Value, scale: Push, zero_point: Push,
+               target: Push, axis: int | None) -> None:
     """Call ``q{u,s}8_dequantize_linear`` of ``source`` into the address ``target`` pushes."""
     outer, channels, inner = split(source.shape, axis)
     ctx.address(source)
     for push in (scale, zero_point, target):
-        push()  # type: ignore[operator]
+        push()
     ctx.numel(outer)
     ctx.push(channels)
     ctx.numel(inner)
@@ -98,6 +100,3 @@ def real(values: np.ndarray, scale: np.ndarray, zero_point: np.ndarray) -> np.nd
     return ((values.astype(np.int32) - np.asarray(zero_point, np.int32).reshape(shape))
             .astype(np.float32) * np.asarray(scale, np.float32).reshape(shape))
 
-
-def scalar_count(shape: Shape) -> int:
-    return math.prod(d for d in shape if isinstance(d, int))

@@ -67,8 +67,9 @@ class Recurrence(OpDef):
             self.states)
 
     def scratch(self, node: Node) -> tuple[Shape, ...]:
-        """The recurrent product of one step, (B, gates * H)."""
-        return ((node.inputs[0].shape[1], node.inputs[0].shape[2]),)
+        """The recurrent product of one step, (B, gates * H), then the gemm's packed rows of
+        h (``PANELS``)."""
+        return ((node.inputs[0].shape[1], node.inputs[0].shape[2]), panels_scratch(node))
 
     def lower(self, node: Node, ctx: LowerContext) -> None:
         named = dict(zip(node.input_names, node.inputs))
@@ -103,7 +104,7 @@ class Recurrence(OpDef):
         assert weight is not None  # require_constant_weight in lower
         recurrent_gemm(ctx, node, lambda: ctx.address(finals[0]), weight,
                        None if bias is None else lambda: ctx.address(bias),
-                       lambda: ctx.scratch(node))
+                       lambda: ctx.scratch(node), lambda: ctx.scratch(node, 1))
         self.call_cell(ctx, node, named, counter, self.cell(node),
                        [lambda: ctx.scratch(node), *(partial(ctx.address, v)
                                                     for v in reversed(finals)),
@@ -137,16 +138,23 @@ class Recurrence(OpDef):
                                f"{lengths.dtype}")
 
 
+def panels_scratch(node: Node) -> Shape:
+    """The scratch of ``recurrent_gemm``'s packed rows of its (B, H) source."""
+    return node.inputs[0].shape[1], node.inputs[1].shape[1]
+
+
 def recurrent_gemm(ctx: LowerContext, node: Node, source: Push, weight: np.ndarray,
-                   bias: Push | None, target: Push) -> None:
+                   bias: Push | None, target: Push, panels: Push) -> None:
     """``target (B, n) = source (B, k) @ weight.T (+ bias)`` with ``weight`` (n, k) packed
-    at compile time; B is the batch of ``node``'s gates."""
+    at compile time; B is the batch of ``node``'s gates; ``panels`` pushes the scratch of
+    ``panels_scratch``."""
     rows, hidden = weight.shape
     source()
     ctx.constant(pack_linear_weight(np.asarray(weight, dtype=np.float32)))
     if bias is not None:
         bias()
     target()
+    panels()
     ctx.numel(node.inputs[0].shape[1:2])
     ctx.push(hidden)
     ctx.push(rows)

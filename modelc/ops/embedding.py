@@ -1,7 +1,9 @@
 """embedding: rows of ``weight`` gathered by integer indices: ``input.shape + (dim,)``.
 
 Lowered to ``f32_gather``, which traps on an index outside the table instead of reading
-whatever memory lies beyond it.
+whatever memory lies beyond it. It copies rows as bytes (``memory.copy``), so a quantized
+(int8 / uint8) table whose rows are a whole number of 4-byte words gathers through it too,
+each row as ``dim / 4`` words.
 """
 
 from __future__ import annotations
@@ -27,10 +29,14 @@ class Embedding(OpDef):
     def lower(self, node: Node, ctx: LowerContext) -> None:
         named = dict(zip(node.input_names, node.inputs))
         indices, table = named["input"], named["weight"]
-        if indices.dtype != "int64" or table.dtype != "float32":
-            raise CompileError(f"embedding lowers int64 indices into a float32 table, got "
-                               f"{indices.dtype} indices and a {table.dtype} table")
         rows, dim = table.shape
+        words = dim // 4 if table.dtype in ("int8", "uint8") and isinstance(dim, int) \
+            and dim % 4 == 0 else dim
+        if indices.dtype != "int64" or table.dtype != "float32" and words == dim:
+            raise CompileError(f"embedding lowers int64 indices into a float32 table (or an "
+                               f"int8/uint8 one of rows a multiple of 4 wide), got "
+                               f"{indices.dtype} indices and a {table.dtype} table of "
+                               f"shape {list(table.shape)}")
         if not isinstance(rows, int) or not isinstance(dim, int):
             raise CompileError(f"embedding table shape {list(table.shape)} must be fixed")
         ctx.address(table)
@@ -38,7 +44,7 @@ class Embedding(OpDef):
         ctx.address(node.output)
         ctx.numel(indices.shape)
         ctx.push(rows)
-        ctx.push(dim)
+        ctx.push(words)
         ctx.call("f32_gather")
 
 

@@ -13,7 +13,7 @@ import numpy as np
 from wasm_kernels import abi
 
 from ..errors import CompileError
-from ._recurrent import Push, Recurrence, recurrent_gemm
+from ._recurrent import Push, Recurrence, panels_scratch, recurrent_gemm
 
 if TYPE_CHECKING:
     from ..codegen import LowerContext
@@ -38,7 +38,7 @@ class Gru(Recurrence):
         if not _reset_first(node):
             return super().scratch(node)
         batch, hidden = node.inputs[0].shape[1], node.inputs[1].shape[1]
-        return ((batch, 2 * hidden), (batch, hidden), (batch, hidden))
+        return ((batch, 2 * hidden), (batch, hidden), (batch, hidden), panels_scratch(node))
 
     def step(self, node: Node, named: dict[str, Value], ctx: LowerContext,
              counter: tuple[int, int]) -> None:
@@ -61,11 +61,12 @@ class Gru(Recurrence):
             return None if split is None else lambda: ctx.constant(split[rows])
 
         recurrent_gemm(ctx, node, lambda: ctx.address(h), weight[:2 * hidden],
-                       bias_rows(slice(0, 2 * hidden)), lambda: scratch(0))
+                       bias_rows(slice(0, 2 * hidden)), lambda: scratch(0), lambda: scratch(3))
         self.call_cell(ctx, node, named, counter, abi.find("recurrent", "gru_reset").name,
                        [lambda: scratch(0), lambda: ctx.address(h), lambda: scratch(1)])
         recurrent_gemm(ctx, node, lambda: scratch(1), weight[2 * hidden:],
-                       bias_rows(slice(2 * hidden, None)), lambda: scratch(2))
+                       bias_rows(slice(2 * hidden, None)), lambda: scratch(2),
+                       lambda: scratch(3))
         self.call_cell(ctx, node, named, counter, abi.find("recurrent", "gru_update").name,
                        [lambda: scratch(0), lambda: scratch(2), lambda: ctx.address(h),
                         lambda: ctx.address(y)])

@@ -1,8 +1,8 @@
 """linear: ``input @ weight.T + bias`` lowered to one gemm with a fused epilogue.
 
 The weight is packed at compile time by ``wasm_kernels.pack.pack_linear_weight`` for the
-``f32_linear`` dot-product kernels (vector loads only, no broadcasts: faster than the
-gemm over a transposed weight). The epilogue may hold a residual ``add`` (an extra
+``f32_linear`` outer-product tile, which also packs the input's rows into a scratch of the
+input's shape at run time. The epilogue may hold a residual ``add`` (an extra
 ``residual`` input) and then one activation, as the ``linear`` family of the kernel ABI
 computes them (``wasm_kernels.abi.fusable``).
 """
@@ -45,6 +45,10 @@ class Linear(OpDef):
             raise CompileError(f"linear supports float32 only, got {dtypes}")
         return [(tuple(x[:-1]) + (weight[0],), "float32")]
 
+    def scratch(self, node: Node) -> tuple[Shape, ...]:
+        """The input's rows packed for the kernel (``f32_linear``'s ``wa``)."""
+        return (tuple(node.inputs[0].shape),)
+
     def lower(self, node: Node, ctx: LowerContext) -> None:
         named = dict(zip(node.input_names, node.inputs))
         x, weight = named["input"], named["weight"]
@@ -56,6 +60,7 @@ class Linear(OpDef):
             if name in named:
                 ctx.address(named[name])
         ctx.address(node.output)
+        ctx.scratch(node)
         ctx.numel(x.shape[:-1])
         ctx.push(in_features)
         ctx.push(out_features)

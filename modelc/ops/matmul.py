@@ -1,7 +1,7 @@
 """matmul: numpy's matrix product with broadcast batch dims (1-D operands promoted).
 
 Lowered to one gemm when the right operand has no batch (its rows are shared; ``f32_gemm``
-packs B's panels into an (n, k) scratch), else to the
+packs B's panels and A's rows into scratch), else to the
 strided batched kernel ``f32_bmm`` (a batch-less operand is broadcast with stride 0). A fused
 residual ``add`` of a row broadcast over the matrix rows (attention's additive mask) makes
 it ``f32_bmm_bias``.
@@ -17,7 +17,7 @@ from ._shapes import broadcast
 
 if TYPE_CHECKING:
     from ..codegen import LowerContext
-    from ..graph import Dim, Node, Shape
+    from ..graph import Node, Shape
 
 
 def _bias_split(residual: Shape, output: Shape) -> int | None:
@@ -36,14 +36,14 @@ def _bias_split(residual: Shape, output: Shape) -> int | None:
     return split if all(d == 1 for d in rows[split:]) else None
 
 
-def _gemm_shape(node: Node) -> tuple[Dim, Dim] | None:
-    """(n, k) of B when ``node`` lowers to one ``f32_gemm`` (B batch-less, no fused
-    residual), else None."""
+def _gemm_scratch(node: Node) -> tuple[Shape, ...]:
+    """``f32_gemm``'s scratch when ``node`` lowers to it (B batch-less, no fused residual):
+    (n, k) floats for B's panels and A's shape for its rows, packed; else none."""
     named = dict(zip(node.input_names, node.inputs))
-    b = named["other"]
+    a, b = named["input"], named["other"]
     if "residual" in named or len(b.shape) < 2 or any(d != 1 for d in b.shape[:-2]):
-        return None
-    return b.shape[-1], b.shape[-2]
+        return ()
+    return (b.shape[-1], b.shape[-2]), tuple(a.shape)
 
 
 class Matmul(OpDef):
@@ -51,9 +51,8 @@ class Matmul(OpDef):
     epilogues = frozenset({"add"})
 
     def scratch(self, node: Node) -> tuple[Shape, ...]:
-        """``f32_gemm``'s (n, k) floats for B's packed panels."""
-        shape = _gemm_shape(node)
-        return () if shape is None else (shape,)
+        """``f32_gemm``'s packed panels of B and rows of A."""
+        return _gemm_scratch(node)
 
     def infer(self, shapes: list, dtypes: list[str], attrs: dict[str, Any]) -> list:
         a, b = shapes[:2]
@@ -87,7 +86,8 @@ class Matmul(OpDef):
         ctx.address(b)
         if shared_b and residual is None:
             ctx.address(node.output)
-            ctx.scratch(node)
+            ctx.scratch(node, 0)
+            ctx.scratch(node, 1)
             ctx.numel(a.shape[:-1])
             ctx.numel((k,))
             ctx.numel((n,))

@@ -10,6 +10,7 @@ from .eliminate_dead_code import eliminate_dead_code
 from .expand_powers import expand_powers
 from .fold_batchnorm import fold_batchnorm
 from .fold_constants import fold_constants
+from .fold_dequantize_scales import fold_dequantize_scales
 from .fold_linear_bias import fold_linear_bias
 from .fold_scales import fold_scales
 from .fuse_epilogues import fuse_epilogues
@@ -28,6 +29,7 @@ PIPELINE: tuple[Pass, ...] = (
     fold_batchnorm,        # inference batch norm merged into the conv/linear before it
     remove_no_ops,         # same-dtype casts, bool + zeros, concat of a tensor's own slices
     eliminate_dead_code,   # nodes that reach no output
+    fold_dequantize_scales,  # qlinear(unit scales) * (x_scale * w_scale) + b: into qlinear
     fold_linear_bias,      # linear(x, w) + b (ONNX's MatMul, Add) into linear(x, w, b)
     fold_scales,           # matmul(linear(x) ...) * s: s moves into the linear's weights
     recognize_composites,  # gelu, silu, relu6, hardswish expansions back into one node each
@@ -36,7 +38,7 @@ PIPELINE: tuple[Pass, ...] = (
     compose_permutes,      # permute chains into one permute; identities removed
     split_permutes,        # a permute of over 4 unmergeable axes: block moves of <= 4 each
     fuse_epilogues,        # relu & co. into the producing gemm
-    plan_memory,           # one activation arena by liveness (must run last)
+    plan_memory,           # one activation arena by liveness, symbolic in the dims (last)
 )
 
 
@@ -49,6 +51,7 @@ def optimize(graph: Graph, pipeline: tuple[Pass, ...] = PIPELINE) -> Graph:
 
 
 __all__ = ["PIPELINE", "compose_permutes", "eliminate_dead_code", "expand_powers",
-           "fold_batchnorm", "fold_constants", "fold_linear_bias", "fold_scales",
+           "fold_batchnorm", "fold_constants", "fold_dequantize_scales", "fold_linear_bias",
+           "fold_scales",
            "fuse_epilogues", "infer_shapes", "optimize", "plan_memory", "recognize_composites",
            "remove_no_ops", "softmax_last_axis", "split_permutes"]

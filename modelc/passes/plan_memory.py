@@ -13,8 +13,8 @@ and the arena a run needs follows the dims it is given (``MemoryPlan.evaluate``)
 Results go in ``graph.meta``: ``plan`` (a ``MemoryPlan``), ``arena`` ({id(value): byte
 offset at the largest dims}), ``scratch`` ({(id(node), k): byte offset there}),
 ``arena_bytes`` (the arena at the largest dims), ``arena_bytes_min`` (at the smallest) and
-``activation_bytes`` (the sum of all activations at the largest dims, what a planner-less
-layout would need).
+``activation_bytes`` (the sum of all activations and op scratch at the largest dims, what a
+planner-less layout would need).
 """
 
 from __future__ import annotations
@@ -188,5 +188,6 @@ def plan_memory(graph: Graph) -> Graph:
     graph.meta["arena_bytes"] = arena_bytes
     graph.meta["arena_bytes_min"] = plan.evaluate(smallest)[1]
     graph.meta["activation_bytes"] = sum(
-        size_at((monomial(v.shape, np.dtype(v.dtype).itemsize),), largest) for v in values)
+        size_at((monomial(v.shape, np.dtype(v.dtype).itemsize),), largest) for v in values
+    ) + sum(at_max[key] for key in scratch)
     return graph

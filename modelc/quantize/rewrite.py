@@ -44,13 +44,16 @@ class Rewriter:
         return (self.constant(f"{stem}_scale", np.array(p.scale, np.float32)),
                 self.constant(f"{stem}_zero_point", np.array(p.zero_point, np.int8)))
 
-    def add_node(self, before: Node, op: str, inputs: dict[str, Value], attrs: dict[str, Any],
+    def add_node(self, before: Node, op: str,
+                 inputs: dict[str, Value] | list[tuple[str, Value]], attrs: dict[str, Any],
                  shape: Shape, dtype: str) -> Value:
-        """Insert ``op(**inputs, **attrs)`` just before ``before``; returns its output."""
+        """Insert ``op(**inputs, **attrs)`` just before ``before`` (``inputs`` as pairs when
+        a name repeats, as a list parameter's does); returns its output."""
+        pairs = list(inputs.items()) if isinstance(inputs, dict) else inputs
         name = self.fresh(op)
         output = Value(name, tuple(shape), dtype)
         return self.graph.insert(self.graph.nodes.index(before), name, op,
-                                 list(inputs.values()), tuple(inputs), attrs,
+                                 [v for _, v in pairs], tuple(n for n, _ in pairs), attrs,
                                  dict(before.meta), output)
 
     def quantized(self, value: Value, before: Node) -> tuple[Value, QParams]:
@@ -77,6 +80,20 @@ class Rewriter:
         self.quantized_of[id(real)] = (q, p)
         for node in reversed(nodes):
             self.graph.remove(node)
+
+    def replace_float(self, nodes: list[Node], real: Value) -> None:
+        """Put float32 ``real`` in place of the output of the last of ``nodes``, which are
+        removed."""
+        self.graph.replace_uses(nodes[-1].output, real)
+        for node in reversed(nodes):
+            self.graph.remove(node)
+
+    def read_as_float(self, value: Value, integer_ops: tuple[str, ...]) -> bool:
+        """Whether no user of ``value`` has an integer form (``integer_ops``), so the op
+        making it should leave float32 at once rather than requantize (one rounding less),
+        as a graph output does."""
+        return (any(v is value for v in self.graph.outputs.values())
+                or all(user.op not in integer_ops for user in value.users))
 
     def sole_user(self, value: Value, ops: tuple[str, ...]) -> Node | None:
         """The only user of ``value`` if its op is among ``ops`` and ``value`` is no graph

@@ -4,7 +4,8 @@ activation parameters from calibration.
 - ``linear`` and ``conv2d`` with a constant weight (and ``matmul`` by a constant matrix)
   become ``qlinear`` / ``qconv2d``: the weight symmetric int8 per output channel, the bias
   folded into the int32 accumulator, a following ReLU or ReLU6 fused as the clamp of the
-  requantized output;
+  requantized output; a product no integer op reads (a graph output, a softmax's input)
+  leaves as float32 at once instead;
 - ``matmul`` of two tensors becomes ``qmatmul``;
 - ``add`` of two same-shaped tensors becomes ``qadd`` (a following ReLU fused as its lower
   clamp) and ``concat`` becomes ``qconcat``, TFLite's integer Add and Concatenation.
@@ -13,6 +14,8 @@ Any other op stays float32 between a dequantize and a quantize (``rewrite``).
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 import numpy as np
 
@@ -59,13 +62,23 @@ def _product(rw: Rewriter, node: Node, x: Value, weight: np.ndarray, bias: Value
     if bias is not None:
         assert bias.data is not None
         inputs["bias"] = rw.constant(f"{node.name}_bias", bias_int32(bias.data, xp.scale, ws))
-    out = rw.params[id(chain[-1].output)]
-    inputs["output_scale"], inputs["output_zero_point"] = rw.pair(node.name, out)
     attrs = {k: v for k, v in node.attrs.items() if k != "epilogue"}
     if act is not None:
         attrs["activation"] = act.op
-    q = rw.add_node(node, op, inputs, attrs, chain[-1].output.shape, "int8")
-    rw.replace(chain, q, out)
+    _finish(rw, chain, op, inputs, attrs)
+
+
+def _finish(rw: Rewriter, chain: list[Node], op: str, inputs: dict[str, Value],
+            attrs: dict[str, Any]) -> None:
+    """Add the integer product ``op`` in place of ``chain``: requantized to int8 when an
+    integer op reads it, else dequantized to float32 by the product itself."""
+    shape = chain[-1].output.shape
+    if rw.read_as_float(chain[-1].output, tuple(RULES)):
+        rw.replace_float(chain, rw.add_node(chain[0], op, inputs, attrs, shape, "float32"))
+        return
+    out = rw.params[id(chain[-1].output)]
+    inputs["output_scale"], inputs["output_zero_point"] = rw.pair(chain[0].name, out)
+    rw.replace(chain, rw.add_node(chain[0], op, inputs, attrs, shape, "int8"), out)
 
 
 def _linear(rw: Rewriter, node: Node, per_channel: bool) -> None:
@@ -83,14 +96,11 @@ def _matmul(rw: Rewriter, node: Node, per_channel: bool) -> None:
     elif _ready(rw, a, b, node.output):
         aq, ap = rw.quantized(a, node)
         bq, bp = rw.quantized(b, node)
-        out = rw.params[id(node.output)]
         inputs = {"input": aq}
         inputs["input_scale"], inputs["input_zero_point"] = rw.pair(a.name, ap)
         inputs["other"] = bq
         inputs["other_scale"], inputs["other_zero_point"] = rw.pair(b.name, bp)
-        inputs["output_scale"], inputs["output_zero_point"] = rw.pair(node.name, out)
-        rw.replace([node], rw.add_node(node, "qmatmul", inputs, {}, node.output.shape, "int8"),
-                   out)
+        _finish(rw, [node], "qmatmul", inputs, {})
 
 
 def _add(rw: Rewriter, node: Node, per_channel: bool) -> None:
@@ -119,15 +129,9 @@ def _concat(rw: Rewriter, node: Node, per_channel: bool) -> None:
     attrs = {"scales": tuple(p.scale for _, p in parts),
              "zero_points": tuple(p.zero_point for _, p in parts),
              "scale": out.scale, "zero_point": out.zero_point, "dim": node.attrs.get("dim", 0)}
-    name = f"tensors{LIST_MARK}"
-    q = rw.add_node(node, "qconcat", {}, attrs, node.output.shape, "int8")
-    producer = q.producer
-    assert producer is not None
-    producer.inputs = [v for v, _ in parts]
-    producer.input_names = (name,) * len(parts)
-    for v, _ in parts:
-        v.users.append(producer)
-    rw.replace([node], q, out)
+    inputs = [(f"tensors{LIST_MARK}", v) for v, _ in parts]
+    rw.replace([node], rw.add_node(node, "qconcat", inputs, attrs, node.output.shape, "int8"),
+               out)
 
 
 RULES = {"linear": _linear, "conv2d": _linear, "matmul": _matmul, "add": _add,

@@ -10,6 +10,7 @@ import numpy as np
 
 from ..session import KERNEL_CHOICES, Session, load
 from ..tensor_io import read_arrays, summary, to_json, write_arrays
+from ..threads import MAX_THREADS
 from .options import add_limit_options, limits_from
 
 
@@ -33,8 +34,27 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="print outputs and timing as one JSON object")
     parser.add_argument("--kernels", choices=KERNEL_CHOICES, default="auto",
                         help="kernel provider (default: %(default)s = relaxed SIMD)")
+    parser.add_argument("--threads", metavar="N", type=_threads, default=1,
+                        help="threads for the model's large kernels, or 'auto': the cores "
+                             f"this process may use, at most {MAX_THREADS} (default: "
+                             "%(default)s, the calling thread only)")
     add_limit_options(parser)
     parser.set_defaults(handler=run)
+
+
+def _threads(text: str) -> int | str:
+    """``--threads``: ``auto`` or a whole number (its range is checked by ``load``).
+
+    Raises:
+        argparse.ArgumentTypeError: neither.
+    """
+    if text == "auto":
+        return text
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of threads or 'auto', "
+                                         f"got {text!r}") from None
 
 
 def _gather_inputs(specs: list[str], max_bytes: int | None = None
@@ -89,7 +109,7 @@ def run(args: argparse.Namespace) -> int:
     limits = limits_from(args)
     start = time.perf_counter()
     with load(args.model, max_memory=limits.max_memory, timeout=limits.timeout,
-              fuel=limits.fuel, kernels=args.kernels) as session:
+              fuel=limits.fuel, kernels=args.kernels, threads=args.threads) as session:
         loaded = time.perf_counter()
         inputs = _gather_inputs(args.input, _input_limit(session))
         read = time.perf_counter()

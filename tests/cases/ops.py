@@ -80,6 +80,7 @@ F_SCALE = (np.abs(FILTERS).reshape(4, -1).max(axis=1) / 127).astype(np.float32)
 F_Q = np.rint(FILTERS / F_SCALE[:, None, None, None]).astype(np.int8)
 BIAS_Q = np.rint(BIAS / (0.04 * W_SCALE)).astype(np.int32)
 U8, S8 = (q(0.04), q(120, np.uint8)), (q(0.03), q(-5, np.int8))
+TABLE_Q = np.arange(88, dtype=np.uint8).reshape(11, 8) * 3
 
 
 def _quantized(a: np.ndarray, pair: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
@@ -137,6 +138,8 @@ CASES: dict[str, Case] = {
                        (x(2, 6, 3, 3),)),
     # matrix products, with fused epilogues
     "linear": Case(lambda a: F.linear(a, WEIGHT, BIAS), (x(3, 6),), BATCH),
+    # two groups of 4 rows packed into f32_linear's scratch, a last row read in place
+    "linear_packed_rows": Case(lambda a: F.linear(a, WEIGHT, BIAS), (x(9, 6),)),
     "linear_hardswish": Case(lambda a: F.hardswish(F.linear(a, WEIGHT, BIAS)), (x(3, 6),)),
     "linear_residual_gelu": Case(lambda a, r: F.gelu(F.linear(a, WEIGHT) + r),
                                  (x(3, 6), x(3, 5))),
@@ -233,6 +236,8 @@ CASES: dict[str, Case] = {
         _quantized(a, U8), *U8, F_Q, F_SCALE, np.zeros(4, np.int8), None, q(0.1),
         q(90, np.uint8), padding=1, activation="relu"), q(0.1), q(90, np.uint8)),
         (x(2, 3, 6, 5),), atol=0.1 + 1e-5),
+    "embedding_quantized": Case(lambda ids: F.dequantize_linear(F.embedding(ids, TABLE_Q), *U8),
+                                (np.array([[3, 0, 10], [7, 7, 1]], np.int64),)),
     "qmatmul": Case(lambda a, b: F.qmatmul(_quantized(a, U8), *U8, _quantized(b, S8), *S8),
                     (x(2, 3, 4), x(2, 4, 5)), atol=1e-3),
 }

@@ -112,8 +112,9 @@ def test_digits_int8_accuracy_within_half_a_point_of_float32(digits) -> None:
     model, (x_train, _, x_test, y_test) = digits
     calibration = [x_train[i:i + 32] for i in range(0, 256, 32)]
     graph = modelc.quantize(model, calibration, dynamic=BATCH)
-    assert graph.ops() == ["dequantize_linear", "qlinear", "quantize_linear"]
-    # ReLUs fused: the three linears become three qlinears, int8 from one to the next.
+    assert graph.ops() == ["qlinear", "quantize_linear"]
+    # ReLUs fused: the three linears become three qlinears, int8 from one to the next, and
+    # the last one leaves as float32 (no requantization before the output).
     assert [n.attrs.get("activation", "") for n in graph.nodes if n.op == "qlinear"] == [
         "relu", "relu", ""]
     wasm = modelc.export(graph)
@@ -180,15 +181,17 @@ def test_ops_without_integer_kernels_stay_float_between_dequantize_and_quantize(
     calibration = [rng.standard_normal((4, 16)).astype(np.float32) for _ in range(4)]
     graph = modelc.quantize(model, calibration)
     ops = [n.op for n in graph.nodes]
-    assert ops == ["quantize_linear", "qlinear", "dequantize_linear", "layer_norm", "gelu",
-                   "quantize_linear", "qlinear", "dequantize_linear", "softmax"]
+    # Each qlinear leaves as float32 itself: only float ops read its output.
+    assert ops == ["quantize_linear", "qlinear", "layer_norm", "gelu", "quantize_linear",
+                   "qlinear", "softmax"]
+    assert [n.output.dtype for n in graph.nodes if n.op == "qlinear"] == ["float32"] * 2
     path = tmp_path / "mixed.wasm"
     modelc.export(graph, path=path)
     from runtime.cli import main
     assert main(["inspect", str(path), "--graph"]) == 0
     listing = capsys.readouterr().out
-    assert listing.index("dequantize_linear") < listing.index("layer_norm") < listing.index(
-        "gelu") < listing.rindex("quantize_linear")
+    assert listing.index("qlinear") < listing.index("layer_norm") < listing.index(
+        "gelu") < listing.rindex("quantize_linear") < listing.rindex("qlinear")
     x = calibration[0]
     np.testing.assert_allclose(_run(path.read_bytes(), {"input0": x}), model(x), atol=0.03)
 
@@ -202,6 +205,17 @@ def test_dynamic_quantization_needs_no_calibration() -> None:
     cosine = (got * expected).sum(1) / np.linalg.norm(got, axis=1) / np.linalg.norm(
         expected, axis=1)
     assert cosine.min() >= 0.999
+
+
+def test_a_graph_quantizes_as_its_module_does() -> None:
+    model = _seeded(nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 4)))
+    x = np.random.default_rng(7).standard_normal((5, 8)).astype(np.float32)
+    graph = modelc.trace(model, (x,))
+    assert str(modelc.quantize(graph, [x])) == str(modelc.quantize(model, [x]))
+    dynamic = modelc.quantize(modelc.trace(model, (x,)), [], activations="dynamic")
+    assert dynamic.ops() == ["dynamic_quantize_linear", "qlinear"]
+    np.testing.assert_allclose(_run(modelc.export(dynamic), {"input0": x}), model(x),
+                               atol=0.05)
 
 
 def test_quantize_errors_name_the_problem() -> None:
@@ -231,7 +245,7 @@ def test_cli_exports_int8_and_int8_dynamic(digits, tmp_path: Path,
                  str(data)]) == 0
     assert main(["export", *common, "-o", str(dynamic), "--quantize", "int8-dynamic"]) == 0
     assert main(["inspect", str(static)]) == 0
-    assert "ops: dequantize_linear, qlinear, quantize_linear" in capsys.readouterr().out
+    assert "ops: qlinear, quantize_linear" in capsys.readouterr().out
     f32 = (np.asarray(model(x_test)).argmax(1) == y_test).mean()
     for path in (static, dynamic):
         accuracy = (_run(path.read_bytes(), {"input0": x_test}).argmax(1) == y_test).mean()

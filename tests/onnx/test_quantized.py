@@ -32,6 +32,24 @@ def _convnet() -> Any:
         torch.nn.ReLU(), torch.nn.AdaptiveAvgPool2d(1), torch.nn.Flatten(), torch.nn.Linear(8, 4))
 
 
+class _ResidualNet(torch.nn.Module):  # type: ignore[misc]
+    """MobileNetV2 and ResNet pieces: a strided stem, an inverted residual block (1x1
+    expand, 3x3 depthwise, 1x1 project, skip add), global pooling and a classifier."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        conv, relu6 = torch.nn.Conv2d, torch.nn.ReLU6
+        self.stem = torch.nn.Sequential(conv(3, 8, 3, 2, 1), relu6())
+        self.block = torch.nn.Sequential(conv(8, 24, 1), relu6(), conv(24, 24, 3, 1, 1, groups=24),
+                                         relu6(), conv(24, 8, 1))
+        self.head = torch.nn.Linear(8, 5)
+
+    def forward(self, x: Any) -> Any:
+        x = self.stem(x)
+        x = x + self.block(x)
+        return self.head(x.mean((2, 3)))
+
+
 class _EncoderLayer(torch.nn.Module):  # type: ignore[misc]
     """A MiniLM-L6 encoder layer: 384 wide, 12 heads, a 1536-wide GELU feed-forward."""
 
@@ -154,6 +172,13 @@ def test_qdq_products_fold_into_quantized_operators(tmp_path, torch_to_onnx) -> 
     assert "conv2d" not in ops and "linear" not in ops
 
 
+@pytest.mark.parametrize("how", ["qoperator", "qdq"])
+def test_residual_depthwise_net_matches_onnxruntime(tmp_path, torch_to_onnx, how) -> None:  # type: ignore[no-untyped-def]
+    torch.manual_seed(0)
+    _check(_quantized(tmp_path, torch_to_onnx, _ResidualNet().eval(), (1, 3, 16, 16), how),
+           _input((1, 3, 16, 16)), literal=how == "qdq")
+
+
 def test_full_range_dynamic_follows_the_onnx_specification(tmp_path, torch_to_onnx) -> None:  # type: ignore[no-untyped-def]
     """With full-range int8 weights onnxruntime's x86 u8s8 kernel (pmaddubsw, no VNNI) may
     saturate 16-bit pair sums, so it is not the reference there; onnx's own evaluator is,
@@ -201,3 +226,51 @@ def test_unsupported_forms_are_named(op, extra, domain, attrs, message) -> None:
                          domain, **attrs)
     with pytest.raises(modelc.CompileError, match=message):
         modelc.from_onnx(model)
+
+
+def _graph(nodes: list[Any], inputs: dict[str, np.ndarray], initializers: dict[str, np.ndarray],
+           output_type: int) -> bytes:
+    from onnx import helper, numpy_helper
+
+    graph = helper.make_graph(
+        nodes, "g", [helper.make_tensor_value_info(k, helper.np_dtype_to_tensor_dtype(v.dtype),
+                                                   list(v.shape)) for k, v in inputs.items()],
+        [helper.make_tensor_value_info("y", output_type, None)],
+        [numpy_helper.from_array(v, k) for k, v in initializers.items()])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13),
+                                                   helper.make_opsetid("com.microsoft", 1)]
+                             ).SerializeToString()
+
+
+def _compare_uint8(model: bytes, feeds: dict[str, np.ndarray]) -> None:
+    """Every provider's uint8 output within one step of onnxruntime's."""
+    want = ort_run(model, feeds)["y"].astype(np.int32)
+    runtime = pytest.importorskip("runtime")
+    wasm = modelc.export(modelc.from_onnx(model))
+    for kernels in PROVIDERS:
+        with runtime.load(wasm, kernels=kernels) as session:
+            got = session.run(feeds)["y"].astype(np.int32)
+        assert np.abs(got - want).max() <= 1, kernels
+
+
+def test_qlinear_concat_and_matmul_of_two_activations() -> None:
+    """com.microsoft QLinearConcat of two activations with their own scales, then
+    QLinearMatMul of the result with another activation (attention's shape of product)."""
+    from onnx import TensorProto, helper
+
+    rng = np.random.default_rng(4)
+    feeds = {"a": rng.standard_normal((2, 3, 4)).astype(np.float32),
+             "b": rng.standard_normal((2, 3, 4)).astype(np.float32),
+             "c": rng.standard_normal((2, 8, 5)).astype(np.float32)}
+    pairs = {f"{name}_{part}": np.array(value, dtype) for name, scale, zero in
+             (("a", 0.02, 120), ("b", 0.05, 128), ("c", 0.03, 100), ("k", 0.04, 125),
+              ("y", 0.2, 130))
+             for part, value, dtype in (("s", scale, np.float32), ("z", zero, np.uint8))}
+    nodes = [helper.make_node("QuantizeLinear", [n, f"{n}_s", f"{n}_z"], [f"{n}q"])
+             for n in "abc"]
+    nodes.append(helper.make_node("QLinearConcat", ["k_s", "k_z", "aq", "a_s", "a_z", "bq",
+                                                    "b_s", "b_z"], ["k"],
+                                  domain="com.microsoft", axis=2))
+    nodes.append(helper.make_node("QLinearMatMul", ["k", "k_s", "k_z", "cq", "c_s", "c_z",
+                                                    "y_s", "y_z"], ["y"]))
+    _compare_uint8(_graph(nodes, feeds, pairs, TensorProto.UINT8), feeds)

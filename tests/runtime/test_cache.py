@@ -1,3 +1,6 @@
+"""The code cache, on the one-thread path (with threads the kernels import a shared memory
+and a dispatch module is cached beside them; tests/runtime/test_threads.py)."""
+
 import subprocess
 import sys
 import threading
@@ -28,20 +31,20 @@ def _cold() -> None:
 
 def test_compiled_code_and_kernel_bytes_are_written_and_reused(cache_dir, mlp_wasm):
     _cold()
-    runtime.load(mlp_wasm)
+    runtime.load(mlp_wasm, threads=1)
     entries = sorted(cache_dir.glob("*.cwasm")) + sorted(cache_dir.glob("kernels-*.wasm"))
     assert len(entries) == 3  # the model, the kernel module, and the kernel module's bytes
     assert all(e.with_name(e.name + ".sum").is_file() for e in entries)
     stamps = [e.stat().st_mtime_ns for e in entries]
     _cold()
-    runtime.load(mlp_wasm)
+    runtime.load(mlp_wasm, threads=1)
     assert [e.stat().st_mtime_ns for e in entries] == stamps
 
 
 @pytest.mark.parametrize("damage", ["flip", "truncate", "empty", "no_sum", "not_machine_code"])
 def test_bad_entries_are_detected_and_rebuilt(cache_dir, mlp_wasm, mlp_model, damage):
     _cold()
-    runtime.load(mlp_wasm)
+    runtime.load(mlp_wasm, threads=1)
     kinds = ("*.cwasm",) if damage == "not_machine_code" else ("*.cwasm", "*.wasm")
     for entry in [e for kind in kinds for e in cache_dir.glob(kind)]:
         raw = bytearray(entry.read_bytes())
@@ -60,8 +63,8 @@ def test_bad_entries_are_detected_and_rebuilt(cache_dir, mlp_wasm, mlp_model, da
             entry.with_name(entry.name + ".sum").write_bytes(cache._checksum(junk))
     _cold()
     x = np.ones((2, 6), np.float32)
-    np.testing.assert_allclose(runtime.load(mlp_wasm).run(x)["output0"], mlp_model(x),
-                               rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(runtime.load(mlp_wasm, threads=1).run(x)["output0"],
+                               mlp_model(x), rtol=1e-5, atol=1e-6)
     entries = list(cache_dir.glob("*.cwasm")) + list(cache_dir.glob("kernels-*.wasm"))
     assert len(entries) == 3 and all(cache._verified(e) for e in entries)
 
@@ -72,10 +75,10 @@ def test_concurrent_writers_leave_valid_entries(cache_dir, mlp_wasm, mlp_model):
     results: list[np.ndarray] = []
 
     def load_and_run() -> None:
-        results.append(runtime.load(mlp_wasm, instances=1).run(x)["output0"])
+        results.append(runtime.load(mlp_wasm, instances=1, threads=1).run(x)["output0"])
 
     code = ("import numpy as np, runtime, sys; "
-            "runtime.load(sys.stdin.buffer.read(), instances=1)")
+            "runtime.load(sys.stdin.buffer.read(), instances=1, threads=1)")
     procs = [subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE,
                               env={**__import__("os").environ,
                                    "WASMNN_CACHE_DIR": str(cache_dir)})
@@ -122,7 +125,7 @@ def test_cache_can_be_turned_off(monkeypatch, tmp_path, mlp_wasm):
     monkeypatch.setattr(cache, "_memory", {})
     monkeypatch.chdir(tmp_path)
     _cold()
-    runtime.load(mlp_wasm)
+    runtime.load(mlp_wasm, threads=1)
     assert not list(tmp_path.rglob("*.cwasm")) and not list(tmp_path.rglob("*.wasm"))
 
 
@@ -132,12 +135,12 @@ def test_an_unwritable_cache_directory_does_not_break_loading(monkeypatch, tmp_p
     monkeypatch.setenv("WASMNN_CACHE_DIR", str(blocker / "cache"))
     monkeypatch.setattr(cache, "_memory", {})
     _cold()
-    assert runtime.load(mlp_wasm).run(np.ones((1, 6), np.float32))["output0"].shape == (1, 3)
+    assert runtime.load(mlp_wasm, threads=1).run(np.ones((1, 6), np.float32))["output0"].shape == (1, 3)
 
 
 def test_the_kernel_module_holds_only_what_the_model_imports(cache_dir, mlp_wasm):
     _cold()
-    runtime.load(mlp_wasm)
+    runtime.load(mlp_wasm, threads=1)
     imported = {i.name for i in read_module(mlp_wasm).imports
                 if i.module == abi.MODULE}
     exported = set()

@@ -32,6 +32,14 @@ def test_run_prints_a_summary(model_file, x_file, capsys, mlp_model):
     assert f"argmax per row: {np.array2string(expected)}" in out
 
 
+@pytest.mark.parametrize("threads", ["1", "2", "auto"])
+def test_run_on_threads(model_file, x_file, capsys, mlp_model, threads):
+    assert main(["run", str(model_file), "--input", f"x={x_file}", "--threads", threads,
+                 "--json"]) == 0
+    got = np.array(json.loads(capsys.readouterr().out)["outputs"]["output0"], np.float32)
+    np.testing.assert_allclose(got, mlp_model(np.load(x_file)), rtol=1e-5, atol=1e-6)
+
+
 @pytest.mark.parametrize("suffix", [".npz", ".npy", ".json"])
 def test_run_writes_outputs(model_file, x_file, tmp_path, mlp_model, suffix, capsys):
     out = tmp_path / f"y{suffix}"
@@ -63,6 +71,8 @@ def test_json_input_and_json_output(model_file, tmp_path, capsys, mlp_model):
     (["run", "{garbage}", "-i", "{x}"], 3, "malformed WebAssembly"),
     (["run", "{model}", "-i", "{x}", "--max-memory", "1KiB"], 6, "over the limit"),
     (["run", "{model}", "-i", "{x}", "--max-memory", "lots"], 7, "invalid size 'lots'"),
+    (["run", "{model}", "-i", "{x}", "--threads", "0"], 7,
+     "threads must be between 1 and 16, got 0"),
     (["inspect", "{garbage}"], 3, "is not valid WebAssembly"),
 ])
 def test_errors_are_one_line_with_documented_exit_codes(args, code, message, model_file,

@@ -73,7 +73,7 @@ class _Context:
 
 def test_a_host_gemm_result_is_checked_against_its_destination_before_it_is_computed():
     # a (2^13 x 1) @ b (1 x 2^13) is 256 MiB of result for a destination in a 64 KiB memory
-    model = _kernel_model("f32_gemm", a=0, b=32768, c=0, ws=0, m=1 << 13, k=1,
+    model = _kernel_model("f32_gemm", a=0, b=32768, c=0, ws=0, wa=0, m=1 << 13, k=1,
                           n=1 << 13)
     with pytest.raises(Trap, match=rf"is outside linear memory of 65536 bytes in "
                                    rf"{abi.MODULE}!f32_gemm") as info:

@@ -66,18 +66,23 @@ def test_conv2d_shapes(kernels, case: str) -> None:  # type: ignore[no-untyped-d
 
 @pytest.mark.parametrize("spec", CONVS, ids=lambda s: s.name)
 def test_conv2d_epilogues(kernels, spec: abi.KernelSpec) -> None:  # type: ignore[no-untyped-def]
+    # odd-width and 1x1-wide: 8 and 12 channels, the 8-channel loop of the activation
+    # variants with masked tiles and with a remainder
     for seed, case in enumerate(("3x3", "1x1", "depthwise", "narrow", "stride2-odd",
-                                 "depthwise-stride2")):
+                                 "depthwise-stride2", "odd-width", "1x1-wide")):
         out, expected = _run(kernels, spec, CASES[case], seed)
         np.testing.assert_allclose(out, expected, rtol=1e-4, atol=1e-4,
                                    err_msg=f"{spec.name} {case}")
 
 
+@pytest.mark.parametrize("case", ["stride2-odd", "depthwise-wide"])
 @pytest.mark.parametrize("end", ["start", "end"])
-def test_conv2d_input_at_memory_edge(kernels, end: str) -> None:  # type: ignore[no-untyped-def]
-    """X at address 0 or ending at the end of memory: masked loads there would fall outside
-    linear memory, so those tiles go column by column (a trap would fail the test)."""
-    shape, o, k, s, p, d, g = CASES["stride2-odd"]
+def test_conv2d_input_at_memory_edge(kernels, end: str,  # type: ignore[no-untyped-def]
+                                     case: str) -> None:
+    """X at address 0 or ending at the end of memory: masked loads there (and the depthwise
+    tile's register past its last tap) would fall outside linear memory, so those tiles go
+    column by column (a trap would fail the test)."""
+    shape, o, k, s, p, d, g = CASES[case]
     rng = np.random.default_rng(5)
     x = rng.standard_normal(shape, np.float32)
     w = rng.standard_normal((o, shape[1] // g) + k, np.float32)

@@ -38,7 +38,7 @@ def test_gemm_rows(kernels, shape) -> None:  # type: ignore[no-untyped-def]
     bias = rng.standard_normal(n).astype(np.float32)
     r = rng.standard_normal((m, n)).astype(np.float32)
     for offset, spec in enumerate(GEMMS):
-        args = {"a": a, "b": b, "w": pack_linear_weight(b.T), "c": (m, n), "ws": (n, k),
+        args = {"a": a, "b": b, "w": pack_linear_weight(b.T), "c": (m, n), "ws": (n, k), "wa": (m, k),
                 "m": m, "k": k, "n": n, "bias": bias, "r": r}
         out = kernels.call(spec.name, offset=4 * (offset % 3), **args)["c"]
         expected = reference(spec, a, b, bias if "bias" in spec.params else None,
@@ -66,7 +66,7 @@ def test_gemm_large_k_is_exact(kernels, name) -> None:  # type: ignore[no-untype
     a = np.ones((m, k), np.float32)
     b = np.full((k, n), 0.5, np.float32)
     out = kernels.call(name, a=a, b=b, w=pack_linear_weight(b.T),
-                       bias=np.ones(n, np.float32), c=(m, n), ws=(n, k), m=m, k=k, n=n)["c"]
+                       bias=np.ones(n, np.float32), c=(m, n), ws=(n, k), wa=(m, k), m=m, k=k, n=n)["c"]
     np.testing.assert_array_equal(out, np.full((m, n), k * 0.5 + 1, np.float32))
 
 

@@ -39,14 +39,15 @@ from .isa import ISAS, NamedFrame
 from .loops import strided_loop
 
 MR, NR, WIDE, DEPTHWISE, DEPTHWISE_STRIDED = 4, 2, 4, 3, 2
-CHUNK = 128
-"""Output columns every channel block runs before the next columns start (a multiple of every
-tile's width): the input under them stays in cache across the blocks. Without it, a
-pointwise conv (one row of h * w pixels) streamed the whole input once per block."""
 """Tile shapes in registers: MR channel rows x NR registers (8 accumulators, as the gemm's
 4x8), one channel x WIDE registers, or a depthwise 3-wide conv's one channel x DEPTHWISE
 registers (3 taps of a kernel row at once: 9 pixel and 3 weight registers), or
 DEPTHWISE_STRIDED at stride 2 (4 loaded and 6 shuffled registers)."""
+
+CHUNK = 128
+"""Output columns every channel block runs before the next columns start (a multiple of every
+tile's width): the input under them stays in cache across the blocks. Without it, a
+pointwise conv (one row of h * w pixels) streamed the whole input once per block."""
 
 # Locals the driver keeps for the whole call (all i32).
 _SIZES = ("cg", "og", "plane", "row", "oplane", "orow", "tapw", "block", "dw_bytes", "dh_row",

@@ -1,16 +1,23 @@
 """The outer-product micro-kernel of the dense families (``linear``, ``gemm``, ``bmm``).
 
-A tile of C, ``rows`` x ``width`` floats, lives in ``rows * width / lanes`` accumulators (3
-x 8 = 6 f32x4 registers for the SIMD ISAs). Per step of k the tile loads one row of its B
-panel (``width`` floats: two registers), broadcasts ``A[i + r, kk]`` for each of its rows
-and multiply-adds. A is read where it lies, row-major: one ``v128.load`` brings four steps
-of one row and an ``i8x16.shuffle`` per step broadcasts each lane (``vpshufd``: one
-instruction, where ``v128.load32_splat`` costs three), so A needs no packing and no scratch
-memory. Each row keeps its four steps of A in a register, so 3 rows are what fits: 6
-accumulators, 3 of A, 2 of B, a broadcast and the copy ``vfmadd213ps`` needs make 13 of the
-16 XMM registers, where 4 rows spilled A's registers and measured ~15% slower. B is either a
-panel packed at compile time (``f32_linear``'s weight: a step's ``width`` floats adjacent,
-so steps are constant offsets) or a row-major activation (each step one row stride further).
+A tile of C, ``rows`` x ``width`` floats, lives in ``rows * width / lanes`` accumulators.
+Per step of k the tile loads one row of its B panel (``width`` floats: two registers),
+broadcasts ``A[i + r, kk]`` for each of its rows and multiply-adds. The broadcast is an
+``i8x16.shuffle`` of one lane (``vpshufd``: one instruction, where ``v128.load32_splat``
+costs three), out of one of two layouts of A:
+
+- packed (``a_panel``, ``f32_linear`` and ``f32_gemm``): the driver copies 4 rows of A
+  step-major into scratch, so one ``v128.load`` brings a step of all 4 rows: a 4 x 8 tile
+  in 8 accumulators, with 2 registers of B, the step's A, a broadcast and the copy
+  ``vfmadd213ps`` needs (13 of the 16 XMM registers). Eight independent chains of
+  multiply-adds is what the FMA pipes need (2 per cycle, 4 cycles of latency);
+- in place (``f32_bmm``, and rows left over): one ``v128.load`` brings four steps of one
+  row, each row keeps its own register of A, so 3 rows are what fits (6 accumulators, which
+  the FMA latency bounds at 75% of the peak; 4 rows spilled).
+
+B is either a panel packed at compile time or by ``f32_gemm`` (a step's ``width`` floats
+adjacent, so steps are constant offsets) or a row-major activation (each step one row stride
+further).
 
 The k loop is unrolled ``UNROLL`` times, in the order the steps should run, and the module
 holding these kernels is compiled at cranelift's opt level ``"none"``
@@ -54,19 +61,24 @@ class DenseFrame(KernelFrame):
 
 
 def tile(f: DenseFrame, isa: Isa, rows: int, width: int, b_start: Callable[[], None],
-         edge: bool = False) -> None:
+         edge: bool = False, a_panel: Callable[[], None] | None = None) -> None:
     """C[i:i+rows, j:j+width] = epilogue(A[i:i+rows] @ B[:, j:j+width] [+ bias] [+ R]).
 
     ``b_start`` pushes the address of B's first step for column ``j``. An ``edge`` tile
-    stores only the columns before ``n``, one by one (its B panel is padded).
+    stores only the columns before ``n``, one by one (its B panel is padded). ``a_panel``
+    pushes the address of the tile's rows of A packed step-major (``rows == isa.lanes``: a
+    step's A is one register); without it, A's rows are read in place.
     """
     c, arg = f.c, f.arg
     regs = width // isa.lanes
     acc = [[c.local(isa.valtype) for _ in range(regs)] for _ in range(rows)]
-    pa = [c.local("i32") for _ in range(rows)]
+    pa = [c.local("i32") for _ in range(1 if a_panel else rows)]
     pb, steps = c.local("i32"), c.local("i32")
-    for r in range(rows):
-        _row(c, arg["a"], f.i, r, f.lda)
+    if a_panel:
+        a_panel()
+        c.emit("local.set", pa[0])
+    for r in range(0 if a_panel else rows):
+        row_address(c, arg["a"], f.i, r, f.lda)
         c.emit("local.set", pa[r])
     b_start()
     c.emit("local.set", pb)
@@ -74,7 +86,7 @@ def tile(f: DenseFrame, isa: Isa, rows: int, width: int, b_start: Callable[[], N
         for register in row:
             isa.const(c, 0.0)
             c.emit("local.set", register)
-    step = _Step(f, isa, acc, pa, pb)
+    step = _Step(f, isa, acc, pa, pb, packed=a_panel is not None)
     # Entered if the count is not 0, tested at the bottom: one branch per iteration.
     c.emit("local.get", arg["k"]).emit("i32.const", UNROLL.bit_length() - 1).emit("i32.shr_u")
     c.emit("local.tee", steps).emit("if").emit("loop")
@@ -102,9 +114,11 @@ class _Step:
     """Emits one step of k of a tile: B's registers, then per row a broadcast of A and its
     multiply-adds."""
 
-    def __init__(self, f: DenseFrame, isa: Isa, acc: list[list[int]], pa: list[int], pb: int):
+    def __init__(self, f: DenseFrame, isa: Isa, acc: list[list[int]], pa: list[int], pb: int,
+                 packed: bool):
         c = f.c
         self.f, self.isa, self.acc, self.pa, self.pb = f, isa, acc, pa, pb
+        self.packed = packed
         self.b = [c.local(isa.valtype) for _ in acc[0]]
         self.a = c.local(isa.valtype)
         self.quads = [c.local("v128") for _ in pa] if isa.vector else []
@@ -114,7 +128,11 @@ class _Step:
         """Step ``u`` of an unrolled iteration (A and a packed B at offsets from their
         pointers), or a single step (``unrolled=False``, ``u == 0``)."""
         c, isa, f = self.f.c, self.isa, self.f
-        quad = unrolled and isa.vector
+        if self.packed:
+            # one register holds this step's A of every row; each row broadcasts its lane
+            c.emit("local.get", self.pa[0]).emit("v128.load", 2, 4 * len(self.acc) * u)
+            c.emit("local.set", self.quads[0])
+        quad = unrolled and isa.vector and not self.packed
         if quad and u % 4 == 0:
             for pointer, register in zip(self.pa, self.quads):
                 c.emit("local.get", pointer).emit("v128.load", 2, 4 * u)
@@ -128,7 +146,10 @@ class _Step:
             c.emit("local.get", self.pb).emit("local.get", f.ldb).emit("i32.add")
             c.emit("local.set", self.pb)
         for r, row in enumerate(self.acc):
-            if quad:
+            if self.packed:
+                c.emit("local.get", self.quads[0]).emit("local.get", self.quads[0])
+                c.emit("i8x16.shuffle", LANE_BROADCAST[r])
+            elif quad:
                 c.emit("local.get", self.quads[r]).emit("local.get", self.quads[r])
                 c.emit("i8x16.shuffle", LANE_BROADCAST[u % 4])
             else:
@@ -142,7 +163,8 @@ class _Step:
     def advance(self, steps: int) -> None:
         """Move A's pointers, and a packed B's, past ``steps`` steps of k."""
         c = self.f.c
-        pointers = [(p, 4 * steps) for p in self.pa]
+        step_bytes = 4 * len(self.acc) if self.packed else 4
+        pointers = [(p, step_bytes * steps) for p in self.pa]
         if self.f.ldb is None:
             pointers.append((self.pb, steps * self.width_bytes))
         for pointer, amount in pointers:
@@ -150,7 +172,7 @@ class _Step:
             c.emit("local.set", pointer)
 
 
-def _row(c: Code, base: int, row: int, r: int, stride: int) -> None:
+def row_address(c: Code, base: int, row: int, r: int, stride: int) -> None:
     """Push ``base + (row + r) * stride``."""
     c.emit("local.get", base).emit("local.get", row)
     if r:
@@ -168,7 +190,7 @@ def _store(f: DenseFrame, isa: Isa, r: int, offset: int) -> None:
     def address(base: int, row: bool) -> None:
         # base + (i + r) * ldc + j * 4, or base + j * 4 for the bias row.
         if row:
-            _row(c, base, f.i, r, f.ldc)
+            row_address(c, base, f.i, r, f.ldc)
         else:
             c.emit("local.get", base)
         c.emit("local.get", f.j).emit("i32.const", 2).emit("i32.shl").emit("i32.add")

@@ -2,10 +2,10 @@
 
 ``f32_gemm`` first copies B's whole panels of ``PANEL`` columns into its scratch ``ws`` in
 the layout ``f32_linear`` reads its packed weight in (``wasm_kernels.pack``), then runs the
-linear driver over them: read in place, a panel's step of k is a new cache line, and from n =
-1024 a new page, so the panels of a large B were bound by cache and TLB misses (0.11x numpy at
-1024^3, against the linear kernel's 0.3-0.4x). The columns past the last whole panel (n % 8)
-are read in place.
+linear driver over them (which packs A's rows into ``wa``): read in place, a panel's step of
+k is a new cache line, and from n = 1024 a new page, so the panels of a large B were bound by
+cache and TLB misses (0.11x numpy at 1024^3, against the linear kernel's 0.3-0.4x). The
+columns past the last whole panel (n % 8) are read in place.
 
 Read in place, a tile's step of k is one row of B, ``width`` floats, and the next step is a
 row stride further. That driver walks column panels of ``NR`` columns, then one register of
@@ -30,8 +30,8 @@ from .isa import ISAS, Isa
 from .loops import strided_loop
 
 TILES: dict[str, tuple[int, int]] = {"relaxed": (3, 8), "simd128": (3, 8), "scalar": (4, 2)}
-"""(MR, NR): tile rows and columns per ISA (see ``dense_tile``: 3x8 is what fits in the 16
-XMM registers without a spill)."""
+"""(MR, NR): rows and columns of the tiles that read A and B in place, per ISA (see
+``dense_tile``: 3x8 is what fits in the 16 XMM registers without a spill)."""
 
 
 def variant(isa: str) -> str:

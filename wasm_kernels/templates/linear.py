@@ -6,9 +6,12 @@ outer-product tile of ``dense_tile`` reads at constant offsets. The last panel i
 with zero rows, so every tile is ``PANEL`` columns wide; the one past ``n`` stores only its
 columns before ``n``.
 
-The driver blocks A by rows so a block stays in L2 (``BLOCK_BYTES``): each panel of W stays
-in L1 (for k up to ~1000) while the block's row tiles (``MR`` rows, then single rows) stream
-past it. Blocking W instead (panels innermost) measured ~10% slower.
+The driver blocks A by rows so a block stays in L2 (``BLOCK_BYTES``): it first packs the
+block's groups of ``MR`` rows into the scratch ``wa``, each group step-major where it lies in
+A (so callers that split rows across threads pack disjoint bytes), then each panel of W stays
+in L1 (for k up to ~1000) while the block's row tiles (``MR`` packed rows, then single rows
+read in place) stream past it. Blocking W instead (panels innermost) measured ~10% slower;
+blocking k as well (256 steps) and blocks of 64 or 256 KiB measured no faster.
 
 Rows of the family: ``f32_linear[_bias][_add][_<activation>]``.
 """
@@ -16,19 +19,21 @@ Rows of the family: ``f32_linear[_bias][_add][_<activation>]``.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 
 from ..abi import KernelSpec
 from ..pack import PANEL
 from ..wasm import Code, FuncType
-from .dense_tile import DenseFrame, tile
+from .dense_tile import DenseFrame, row_address, tile
 from .isa import ISAS
 from .loops import strided_loop
 
-MR = {"relaxed": 3, "simd128": 3, "scalar": 1}
-"""Rows of A per tile, by ISA (see ``dense_tile``); the scalar reference keeps its ``PANEL``
-accumulators in registers with one row."""
+MR = {"relaxed": 4, "simd128": 4, "scalar": 1}
+"""Rows of A per tile, by ISA: a SIMD tile's rows are packed (one register per step of k,
+see ``dense_tile``); the scalar reference keeps its ``PANEL`` accumulators in registers with
+one row and reads A in place."""
 
 BLOCK_BYTES = 1 << 17
 """Bytes of A per block: a quarter of a 512 KiB L2, so it stays there while W streams by."""
@@ -85,6 +90,9 @@ def row_blocks(f: _Frame, edge: bool) -> None:
         c.emit("local.get", f.ib).emit("local.get", f.mb).emit("i32.add").emit("local.tee", f.iend)
         c.emit("local.get", arg["m"]).emit("local.get", f.iend).emit("local.get", arg["m"])
         c.emit("i32.lt_u").emit("select").emit("local.set", f.iend)
+        if MR[f.isa.name] > 1:
+            c.emit("local.get", f.ib).emit("local.set", f.i)
+            strided_loop(c, f.i, MR[f.isa.name], f.iend, partial(_pack_rows, f))
         c.emit("i32.const", 0).emit("local.set", f.j)
         strided_loop(c, f.j, PANEL, arg["n"], partial(_column_tiles, f, False))
         if edge:
@@ -102,12 +110,84 @@ def row_blocks(f: _Frame, edge: bool) -> None:
 
 def _column_tiles(f: _Frame, edge: bool) -> None:
     """Columns ``j .. j+PANEL`` of C (an ``edge`` panel ends past ``n``) against the block's
-    rows: tiles of ``MR`` rows, then single rows."""
+    rows: tiles of ``MR`` packed rows, then single rows read in place."""
     c = f.c
     c.emit("local.get", f.ib).emit("local.set", f.i)
     for rows in sorted({MR[f.isa.name], 1}, reverse=True):
+        packed = partial(_packed_rows, f) if rows > 1 else None
         strided_loop(c, f.i, rows, f.iend,
-                     partial(tile, f, f.isa, rows, PANEL, partial(_panel, f), edge))
+                     partial(tile, f, f.isa, rows, PANEL, partial(_panel, f), edge, packed))
+
+
+def _packed_rows(f: _Frame) -> None:
+    """Push the address of rows ``i .. i+MR`` of A packed: ``wa + i * k * 4``."""
+    f.c.emit("local.get", f.arg["wa"]).emit("local.get", f.i).emit("local.get", f.lda)
+    f.c.emit("i32.mul").emit("i32.add")
+
+
+def _lanes(*lanes: int) -> bytes:
+    """The ``i8x16.shuffle`` pattern taking f32 ``lanes`` (0-3 of the first operand, 4-7 of
+    the second)."""
+    return bytes(4 * lane + byte for lane in lanes for byte in range(4))
+
+
+_TRANSPOSE = ((_lanes(0, 4, 1, 5), _lanes(2, 6, 3, 7)), (_lanes(0, 1, 4, 5), _lanes(2, 3, 6, 7)))
+"""A 4x4 transpose in two rounds of shuffles: interleave rows (0, 1) and (2, 3), then take
+the halves of the interleaved pairs."""
+
+
+def _pack_rows(f: _Frame) -> None:
+    """Copy rows ``i .. i+4`` of A to ``wa`` where they lie in A, step-major: step ``kk`` of
+    row ``r`` at float ``kk * 4 + r``, so a tile loads a step of all its rows at once. Four
+    steps of the four rows are one load per row, transposed in registers; the ``k % 4`` last
+    steps are copied float by float."""
+    c, arg = f.c, f.arg
+    src = [c.local("i32") for _ in range(4)]
+    dst, left = c.local("i32"), c.local("i32")
+    rows = [c.local("v128") for _ in range(4)]
+    pairs = [c.local("v128") for _ in range(4)]
+    for r in range(4):
+        row_address(c, arg["a"], f.i, r, f.lda)
+        c.emit("local.set", src[r])
+    _packed_rows(f)
+    c.emit("local.set", dst)
+
+    def counted(count: int, body: Callable[[], None]) -> None:
+        # body() `left` times, with left = k >> 2 (count 4) or k & 3 (count 1)
+        c.emit("local.get", arg["k"])
+        if count == 4:
+            c.emit("i32.const", 2).emit("i32.shr_u")
+        else:
+            c.emit("i32.const", 3).emit("i32.and")
+        c.emit("local.tee", left).emit("if").emit("loop")
+        body()
+        for pointer in src:
+            c.emit("local.get", pointer).emit("i32.const", 4 * count).emit("i32.add")
+            c.emit("local.set", pointer)
+        c.emit("local.get", dst).emit("i32.const", 16 * count).emit("i32.add")
+        c.emit("local.set", dst)
+        c.emit("local.get", left).emit("i32.const", 1).emit("i32.sub").emit("local.tee", left)
+        c.emit("br_if", 0).emit("end").emit("end")
+
+    def four_steps() -> None:
+        for pointer, row in zip(src, rows):
+            c.emit("local.get", pointer).emit("v128.load", 2, 0).emit("local.set", row)
+        interleave, halves = _TRANSPOSE
+        for k, (first, second) in enumerate(((0, 1), (2, 3), (0, 1), (2, 3))):
+            c.emit("local.get", rows[first]).emit("local.get", rows[second])
+            c.emit("i8x16.shuffle", interleave[k // 2]).emit("local.set", pairs[k])
+        for k, (first, second) in enumerate(((0, 1), (0, 1), (2, 3), (2, 3))):
+            c.emit("local.get", dst)
+            c.emit("local.get", pairs[first]).emit("local.get", pairs[second])
+            c.emit("i8x16.shuffle", halves[k % 2]).emit("v128.store", 2, 16 * k)
+
+    def one_step() -> None:
+        for r, pointer in enumerate(src):
+            c.emit("local.get", dst).emit("local.get", pointer).emit("f32.load", 2, 0)
+            c.emit("f32.store", 2, 4 * r)
+
+    counted(4, four_steps)
+    counted(1, one_step)
 
 
 def _panel(f: _Frame) -> None:

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from ..abi import KernelSpec
 from ..pack_quantized import QPANEL
-from ..wasm import Code, FuncType
+from ..wasm import Code
 from .loops import strided_loop
 
 RANGES = {"uint8": (0, 255), "int8": (-128, 127)}

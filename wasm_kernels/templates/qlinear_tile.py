@@ -74,7 +74,8 @@ class Tile:
             c.emit("local.set", pointer)
         c.emit("local.get", f.arg["w"]).emit("local.get", self.j)
         c.emit("i32.const", QPANEL.bit_length() - 1).emit("i32.shr_u")
-        c.emit("local.get", f.panel_bytes).emit("i32.mul").emit("i32.add").emit("local.set", self.pw)
+        c.emit("local.get", f.panel_bytes).emit("i32.mul").emit("i32.add")
+        c.emit("local.set", self.pw)
         for row in self.acc:
             for group in row:
                 for register in group:
@@ -90,8 +91,8 @@ class Tile:
                 for pointer, quad in zip(self.pa, self.quads):
                     c.emit("local.get", pointer).emit("v128.load", 0, 0).emit("local.set", quad)
             for u in range(unroll):
-                self._step(self._quad_lane(u) if unroll > 1 else lambda r: c.emit(
-                    "local.get", self.pa[r]).emit("v128.load32_splat", 0, 0), STEP_BYTES * u)
+                self._step(self._quad_lane(u) if unroll > 1 else self._splat_load,
+                           STEP_BYTES * u)
             for pointer, amount in [(p, 4 * unroll) for p in self.pa] + [
                     (self.pw, STEP_BYTES * unroll)]:
                 c.emit("local.get", pointer).emit("i32.const", amount).emit("i32.add")
@@ -103,6 +104,10 @@ class Tile:
         c.emit("end")
         for r in range(self.rows):
             self._store_row(r, edge)
+
+    def _splat_load(self, r: int) -> None:
+        """Push row r's next four bytes of A in every lane."""
+        self.f.c.emit("local.get", self.pa[r]).emit("v128.load32_splat", 0, 0)
 
     def _quad_lane(self, u: int) -> Callable[[int], None]:
         """Push row r's four bytes of step ``u`` of the unrolled group, in every lane."""

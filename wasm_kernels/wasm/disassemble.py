@@ -96,7 +96,7 @@ class _CodeReader(_Reader):
 
     def instruction(self) -> Instruction:
         first = self.byte()
-        key = (first, self.u32()) if first in (0xFC, 0xFD) else (None, first)
+        key = (first, self.u32()) if first in (0xFC, 0xFD, 0xFE) else (None, first)
         name = BY_CODE.get(key)
         if name is None:
             code = f"0x{first:02x}" + (f" {key[1]}" if key[0] is not None else "")

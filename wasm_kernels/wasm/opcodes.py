@@ -2,8 +2,9 @@
 check, the decoder and the text printer (as WAVM's ``OperatorTable.h`` does).
 
 Each row is ``name: Op(prefix, code, immediate, pops, pushes)``. ``prefix`` is ``None`` for
-single-byte opcodes, ``0xFC`` for the misc prefix and ``0xFD`` for SIMD (its code is a LEB128
-u32). ``immediate`` names how the operands after the opcode are encoded (see ``encode.py``).
+single-byte opcodes, ``0xFC`` for the misc prefix, ``0xFD`` for SIMD and ``0xFE`` for
+atomics (its code is a LEB128 u32). ``immediate`` names how the operands after the opcode
+are encoded (see ``encode.py``).
 ``pops`` and ``pushes`` are the value types the instruction takes from the stack (bottom
 first) and leaves on it; they are ``None`` for the few whose effect depends on their
 immediates or on the enclosing blocks (control, ``drop``, ``select``, ``local.*``,
@@ -163,7 +164,19 @@ _SIMD = {
     **_rows(0xFD, 0x113, "i32x4.relaxed_dot_i8x16_i7x16_add_s", "v128 v128 v128 -> v128"),
 }
 
-OPCODES: dict[str, Op] = {**_CONTROL, **_MEMORY, **_CONSTANTS, **_NUMERIC, **_SIMD}
+_ATOMIC = {  # NOTE: threads proposal; a memarg's alignment must be the natural one.
+    "memory.atomic.notify": _op(0xFE, 0x00, MEMARG, "i32 i32 -> i32"),
+    "memory.atomic.wait32": _op(0xFE, 0x01, MEMARG, "i32 i32 i64 -> i32"),
+    "i32.atomic.load": _op(0xFE, 0x10, MEMARG, "i32 -> i32"),
+    "i64.atomic.load": _op(0xFE, 0x11, MEMARG, "i32 -> i64"),
+    "i32.atomic.store": _op(0xFE, 0x17, MEMARG, "i32 i32 ->"),
+    "i64.atomic.store": _op(0xFE, 0x18, MEMARG, "i32 i64 ->"),
+    "i32.atomic.rmw.add": _op(0xFE, 0x1E, MEMARG, "i32 i32 -> i32"),
+    "i32.atomic.rmw.sub": _op(0xFE, 0x25, MEMARG, "i32 i32 -> i32"),
+    "i64.atomic.rmw.cmpxchg": _op(0xFE, 0x49, MEMARG, "i32 i64 i64 -> i64"),
+}
+
+OPCODES: dict[str, Op] = {**_CONTROL, **_MEMORY, **_CONSTANTS, **_NUMERIC, **_SIMD, **_ATOMIC}
 
 BY_CODE: dict[tuple[int | None, int], str] = {(op.prefix, op.code): name
                                               for name, op in OPCODES.items()}

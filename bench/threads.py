@@ -1,0 +1,151 @@
+"""Intra-op threads (issue #13): what a shared memory costs the kernels on one thread, and
+the 2-thread speedup of one kernel call by size, around the thresholds.
+
+    .venv/bin/python bench/threads.py [--repeat 9] [--only shared,sizes]
+
+``shared``: ``f32_linear_bias`` and ``f32_gemm`` on BERT shapes, compiled and linked as a
+session does on one thread (the dense kernels at opt level ``none`` in the module that owns
+the memory) and as it does with threads (every module imports a shared memory), timed in
+interleaved rounds in the calling thread's CPU time; the ratio is shared / private.
+
+``sizes``: one-op models (``nn.Linear`` on M rows, ``tanh`` on n floats) run by sessions of 1
+and 2 threads with the split thresholds at 0 (``wasm_kernels.parallel``), wall time per call
+in interleaved rounds: where the 2-thread column passes 1.0x is where the threshold belongs.
+The compiled-code cache is off for this process (the thresholds are compiled in).
+
+The machine is shared: medians of per-round ratios, with the load average printed beside
+them; nothing is asserted.
+"""
+
+from __future__ import annotations
+
+import os
+
+os.environ["WASMNN_CACHE_DIR"] = "off"
+
+import argparse
+import statistics
+import time
+from collections.abc import Callable
+
+import numpy as np
+
+import modelc
+import nn
+import runtime
+from runtime import threads as intra
+from runtime.compartment import Compartment
+from runtime.linker import RegistryResolver
+from runtime.pool import link_kernels
+from runtime.session import compile_kernels
+from wasm_kernels import abi, parallel
+from wasm_kernels.pack import pack_linear_weight
+
+PAGE = 65536
+SHAPES = ((128, 384, 384), (128, 384, 1536), (128, 1536, 384))
+
+
+def _load() -> str:
+    return " ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
+def _rounds(contenders: dict[str, Callable[[], object]], repeat: int,
+            clock: Callable[[], float]) -> dict[str, list[float]]:
+    """Each contender once per round, after a warm-up round."""
+    times: dict[str, list[float]] = {name: [] for name in contenders}
+    for round_ in range(repeat + 1):
+        for name, run in contenders.items():
+            start = clock()
+            run()
+            if round_:
+                times[name].append(clock() - start)
+    return times
+
+
+def _kernel_call(shared: bool, kernel: str, m: int, k: int, n: int) -> Callable[[], object]:
+    """``kernel`` on (m, k, n) in a fresh compartment, linked as a session with (``shared``)
+    or without threads links it."""
+    compartment = Compartment(features=intra.FEATURES if shared else ())
+    compiled = compile_kernels(compartment, "relaxed", frozenset({kernel}), shared)
+    rng = np.random.default_rng(0)
+    a, b = rng.standard_normal((m, k), np.float32), rng.standard_normal((k, n), np.float32)
+    arrays = {"a": a, "b": b, "w": pack_linear_weight(b.T), "bias": np.zeros(n, np.float32),
+              "c": np.zeros((m, n), np.float32), "ws": np.zeros((k, n), np.float32),
+              "wa": np.zeros((m, k), np.float32)}
+    names = [p.split(":")[0] for p in abi.BY_NAME[kernel].params]
+    offsets, end = {}, 0
+    for name in names:
+        if name in arrays:
+            offsets[name] = end
+            end += -(-arrays[name].nbytes // 64) * 64
+    pages = -(-end // PAGE) + 1
+    registry = RegistryResolver()
+    if shared:
+        exports, memory, _ = intra.link(compartment, lambda: compartment, 1, compiled, None,
+                                        pages, registry)
+    else:
+        exports, memory = link_kernels(compartment, compiled, pages, registry)
+    store = compartment.store
+    for name, offset in offsets.items():
+        memory.write(store, np.ascontiguousarray(arrays[name]).tobytes(), offset)
+    sizes = {"m": m, "k": k, "n": n}
+    args = [offsets[name] if name in offsets else sizes[name] for name in names]
+    fn = exports[kernel].extern
+    return lambda: fn(store, *args)
+
+
+def shared_cost(repeat: int) -> None:
+    print(f"shared memory on one thread (load {_load()}): thread CPU ms, shared / private")
+    for kernel in ("f32_linear_bias", "f32_gemm"):
+        for m, k, n in SHAPES:
+            times = _rounds({"private": _kernel_call(False, kernel, m, k, n),
+                             "shared": _kernel_call(True, kernel, m, k, n)},
+                            repeat, time.thread_time)
+            ratio = statistics.median(s / p for s, p in zip(times["shared"], times["private"]))
+            private, shared = (1e3 * statistics.median(times[name])
+                               for name in ("private", "shared"))
+            print(f"  {kernel:<16} {m}x{k}x{n:<6} private {private:7.2f}  shared {shared:7.2f}"
+                  f"  {ratio:.2f}x")
+
+
+def _op_models() -> list[tuple[str, nn.Module, np.ndarray]]:
+    cases = []
+    for m in (3, 6, 12, 24, 48, 96, 192):
+        cases.append((f"linear {m}x256x256", nn.Sequential(nn.Linear(256, 256)).eval(),
+                      np.ones((m, 256), np.float32)))
+    for count in (1 << 12, 1 << 14, 1 << 16, 1 << 18):
+        cases.append((f"tanh {count}", nn.Sequential(nn.Tanh()).eval(),
+                      np.ones((1, count), np.float32)))
+    return cases
+
+
+def sizes(repeat: int) -> None:
+    parallel.DENSE_THRESHOLD = parallel.STREAM_THRESHOLD = 0
+    print(f"2 threads against 1 by size, thresholds 0 (load {_load()}): wall us per call")
+    for label, model, x in _op_models():
+        wasm = modelc.export(model, (x,))
+        sessions = {t: runtime.load(wasm, threads=t, instances=1) for t in (1, 2)}
+        times = _rounds({str(t): (lambda s=s, x=x: s.run(x)) for t, s in sessions.items()},
+                        repeat, time.perf_counter)
+        ratio = statistics.median(one / two for one, two in zip(times["1"], times["2"]))
+        print(f"  {label:<20} 1t {1e6 * statistics.median(times['1']):9.1f}"
+              f"  2t {1e6 * statistics.median(times['2']):9.1f}  speedup {ratio:.2f}x")
+        for session in sessions.values():
+            session.close()
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=9)
+    parser.add_argument("--only", default="shared,sizes")
+    args = parser.parse_args()
+    sections = {"shared": shared_cost, "sizes": sizes}
+    for name in args.only.split(","):
+        if name not in sections:
+            parser.error(f"unknown section {name!r}; available: {sorted(sections)}")
+        sections[name](args.repeat)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,335 @@
+"""Intra-op threads: one model call runs its large kernels on several cores.
+
+With ``threads > 1`` an instance's linear memory is a ``wasmtime.SharedMemory`` and its
+kernels are linked through ``wasm_kernels.parallel``'s dispatch module. Each extra thread is
+a *worker*: a host thread with its own compartment (store, limits) holding instances of the
+kernels and of the dispatch module over the same shared memory. While a call runs
+(``Team.run``) the workers sit inside wasm, parked on ``memory.atomic.wait32`` between jobs,
+so a parallel kernel costs no host round trip. Without a ``timeout`` or ``fuel`` they stay
+there between calls too, until the instance is closed or collected; with a limit they leave
+wasm after each call and wait in Python, where the next call re-arms their stores as it
+re-arms the caller's. A trap or a limit in any thread ends the call with that thread's
+error.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+import hashlib
+import os
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import wasmtime
+
+import wasm_kernels
+from wasm_kernels import parallel
+from wasm_kernels.wasm import Limits, MemoryType
+
+from . import cache
+from .compartment import Compartment
+from .errors import LimitExceeded
+from .linker import RegistryResolver, Resolved, instance_exports
+
+MAX_THREADS = 16
+"""The most threads one call may use (``runtime.load(threads=...)``)."""
+FEATURES = (("threads", True),)
+"""The engine features of a compartment whose memory is shared (``Compartment(features=)``)."""
+PAGE = 65536
+Compiled = tuple[wasmtime.Module, Any]
+T = TypeVar("T")
+
+
+def available_cores() -> int:
+    """The cores this process may run on (``os.sched_getaffinity``), at most ``MAX_THREADS``:
+    what ``threads="auto"`` means."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:  # NOTE: not on every platform (macOS, Windows)
+        cores = os.cpu_count() or 1
+    return max(1, min(cores, MAX_THREADS))
+
+
+def check_threads(threads: object) -> int:
+    """The thread count ``threads`` asks for: an integer, or ``"auto"`` (``available_cores``).
+
+    Raises:
+        TypeError: neither an integer nor ``"auto"``.
+        ValueError: outside ``[1, MAX_THREADS]``.
+    """
+    if threads == "auto":
+        return available_cores()
+    if not isinstance(threads, int) or isinstance(threads, bool):
+        raise TypeError(f"threads must be an integer or 'auto', got {threads!r}")
+    if not 1 <= threads <= MAX_THREADS:
+        raise ValueError(f"threads must be between 1 and {MAX_THREADS}, got {threads!r}")
+    return threads
+
+
+class _ImportableSharedMemory(wasmtime.SharedMemory):
+    """wasmtime-py 50.0.1's ``SharedMemory._as_extern`` wraps its pointer twice (``ctypes.
+    pointer(self.ptr())``), so ``Instance`` refuses it as an import with a ctypes
+    ``TypeError``; this passes the pointer as is."""
+
+    def _as_extern(self) -> Any:
+        from wasmtime import _ffi as ffi
+
+        union = ffi.wasmtime_extern_union(sharedmemory=self.ptr())
+        return ffi.wasmtime_extern_t(ffi.WASMTIME_EXTERN_SHAREDMEMORY, union)
+
+
+@functools.cache
+def _binding_fixed(engine: wasmtime.Engine) -> bool:
+    """Whether this wasmtime-py passes a ``SharedMemory`` as an import by itself."""
+    probe = wasmtime.SharedMemory(engine, wasmtime.MemoryType(wasmtime.Limits(1, 1), shared=True))
+    try:
+        probe._as_extern()
+    except TypeError:
+        return False
+    return True
+
+
+def shared_memory(engine: wasmtime.Engine, pages: int, max_pages: int) -> wasmtime.SharedMemory:
+    """A new shared memory of ``pages`` pages that grows to at most ``max_pages``, which
+    ``wasmtime.Instance`` accepts as an import (stepping around the binding's fault when
+    this wasmtime-py has it).
+
+    Raises:
+        wasmtime.WasmtimeError: the engine has no shared memories, or the sizes are invalid.
+    """
+    ty = wasmtime.MemoryType(wasmtime.Limits(pages, max_pages), shared=True)
+    kind = wasmtime.SharedMemory if _binding_fixed(engine) else _ImportableSharedMemory
+    return kind(engine, ty)
+
+
+class SharedLinearMemory:
+    """A shared memory behind the ``wasmtime.Memory`` methods the runtime uses (with a
+    ``store`` argument they ignore: the memory belongs to no store), so the instance, WASI
+    and the session handle it as they handle an unshared one."""
+
+    def __init__(self, memory: wasmtime.SharedMemory, max_pages: int):
+        self.extern = memory
+        self.max_pages = max_pages
+
+    def data_ptr(self, store: Any = None) -> Any:
+        return self.extern.data_ptr()
+
+    def data_len(self, store: Any = None) -> int:
+        return self.extern.data_len()
+
+    def size(self, store: Any = None) -> int:
+        """Pages (from ``data_len``: the binding's ``SharedMemory.size`` has the same
+        double-pointer fault as ``_as_extern``)."""
+        return self.extern.data_len() // PAGE
+
+    def grow(self, store: Any, delta: int) -> int:
+        """Grow by ``delta`` pages; the previous size in pages.
+
+        Raises:
+            wasmtime.WasmtimeError: past ``max_pages``.
+        """
+        return self.extern.grow(delta)
+
+    def write(self, store: Any, data: bytes, offset: int) -> None:
+        """Copy ``data`` to ``offset``.
+
+        Raises:
+            IndexError: ``data`` does not fit.
+        """
+        if offset < 0 or offset + len(data) > self.data_len():
+            raise IndexError(f"writing {len(data)} bytes at {offset} overflows the "
+                             f"{self.data_len()}-byte memory")
+        address = ctypes.cast(self.data_ptr(), ctypes.c_void_p).value or 0
+        ctypes.memmove(address + offset, data, len(data))
+
+    def resolved(self) -> Resolved:
+        return Resolved(self.extern, MemoryType(Limits(self.size(), self.max_pages), True))
+
+
+@functools.cache
+def _dispatch_wasm(isa: str, names: frozenset[str]) -> bytes:
+    source = Path(wasm_kernels.__file__).parent
+    subset = hashlib.sha256("\0".join(sorted(names)).encode()).hexdigest()[:16]
+    return cache.generated_module(f"dispatch-{isa}-{subset}", cache.source_fingerprint(source),
+                                  lambda: parallel.build_dispatch(isa, names))
+
+
+def compile_dispatch(compartment: Compartment, isa: str, names: frozenset[str]
+                     ) -> Compiled | None:
+    """The dispatch module of the kernels among ``names`` that split, ``None`` when none
+    does."""
+    split = frozenset(names & parallel.splits(isa).keys())
+    return compartment.compile(_dispatch_wasm(isa, split)) if split else None
+
+
+class _Worker:
+    """One worker: its compartment, its kernel and dispatch instances over the shared memory,
+    and the host thread that enters ``worker`` once per call."""
+
+    def __init__(self, compartment: Compartment, kernels: tuple[Compiled, ...],
+                 dispatch: Compiled, memory: SharedLinearMemory, control: wasmtime.SharedMemory):
+        self.compartment = compartment
+        store = compartment.store
+        registry = RegistryResolver()
+        registry.register("env", {"memory": memory.resolved()})
+        exports: dict[str, Resolved] = {}
+        for module in kernels:
+            exports |= instance_exports(store, compartment.instantiate(*module, registry),
+                                        module[1])
+        registry.register(wasm_kernels.abi.MODULE, exports)
+        registry.register(parallel.CONTROL[0], {parallel.CONTROL[1]: Resolved(
+            control, parallel.CONTROL_TYPE)})
+        own = instance_exports(store, compartment.instantiate(*dispatch, registry), dispatch[1])
+        self.enter = own["worker"].extern
+        self.fail = own["fail"].extern
+
+
+class Team:
+    """The workers of one instance and the dispatch exports its model links to.
+
+    Without a ``timeout`` or ``fuel`` the workers enter wasm once and stay parked there
+    between calls (a call costs no host round trip at all); with a limit they enter for each
+    call, so that each call re-arms their stores as it re-arms the caller's."""
+
+    def __init__(self, main: Compartment, make_compartment: Callable[[], Compartment],
+                 threads: int, kernels: tuple[Compiled, ...], dispatch: Compiled,
+                 memory: SharedLinearMemory, registry: RegistryResolver,
+                 kernel_exports: dict[str, Resolved]):
+        """Instantiate the dispatch module in ``main`` (``registry`` already holding the
+        memory) and ``threads - 1`` workers.
+
+        Raises:
+            LinkError, Trap: as ``Compartment.instantiate``.
+        """
+        self._main = main
+        control = shared_memory(main.engine, 1, 1)
+        registry.register(wasm_kernels.abi.MODULE, kernel_exports)
+        registry.register(parallel.CONTROL[0], {parallel.CONTROL[1]: Resolved(
+            control, parallel.CONTROL_TYPE)})
+        own = instance_exports(main.store, main.instantiate(*dispatch, registry), dispatch[1])
+        self._reset = own.pop("reset").extern
+        self._release = own.pop("release").extern
+        for name in ("worker", "fail"):
+            own.pop(name)
+        self.exports = own
+        self.threads = threads
+        self._per_call = main.limits.timeout is not None or main.limits.fuel is not None
+        self._workers = [_Worker(make_compartment(), kernels, dispatch, memory, control)
+                         for _ in range(threads - 1)]
+        self._changed = threading.Condition()
+        self._calls = 0
+        self._running = 0
+        self._closed = False
+        self._errors: list[BaseException] = []
+        self._threads = [threading.Thread(target=self._serve, args=(part, worker),
+                                          name=f"wasmnn-worker-{part}", daemon=True)
+                         for part, worker in enumerate(self._workers, start=1)]
+        for thread in self._threads:
+            thread.start()
+        if not self._per_call:
+            self._enter()
+
+    def run(self, call: Callable[[], T]) -> T:
+        """``call()`` (the model's entry) with the workers inside wasm for its length.
+
+        Raises:
+            Trap: a worker trapped or hit a limit (its error, ahead of the caller's), or
+                whatever ``call`` raises.
+        """
+        if self._per_call:
+            self._enter()
+        try:
+            result = call()
+        finally:
+            if self._per_call:
+                self._leave()
+            if self._errors:
+                raise self._errors[0] from None
+        return result
+
+    def _enter(self) -> None:
+        """Reset the control words, then let every worker into ``worker``."""
+        self._main.call(self._reset, self._main.store, self.threads)
+        with self._changed:
+            self._calls += 1
+            self._running = len(self._workers)
+            self._errors = []
+            self._changed.notify_all()
+
+    def _leave(self) -> None:
+        """Release the workers and wait until each has left wasm."""
+        self._main.call(self._release, self._main.store)
+        with self._changed:
+            self._changed.wait_for(lambda: self._running == 0)
+
+    def _called_since(self, seen: int) -> bool:
+        return self._calls != seen or self._closed
+
+    def _serve(self, part: int, worker: _Worker) -> None:
+        seen = 0
+        while True:
+            with self._changed:
+                self._changed.wait_for(functools.partial(self._called_since, seen))
+                if self._closed:
+                    return
+                seen = self._calls
+            store = worker.compartment.store
+            try:
+                worker.compartment.call(worker.enter, store, part)
+            except BaseException as error:  # NOTE: handed to the caller's thread by run()
+                with self._changed:
+                    self._errors.append(error)
+                worker.compartment.call(worker.fail, store)
+            finally:
+                with self._changed:
+                    self._running -= 1
+                    self._changed.notify_all()
+
+    def close(self) -> None:
+        """Release the workers and join their threads (between calls; once)."""
+        if self._closed:
+            return
+        if not self._per_call:
+            self._leave()
+        with self._changed:
+            self._closed = True
+            self._changed.notify_all()
+        for thread in self._threads:
+            thread.join()
+
+
+def link(compartment: Compartment, make_compartment: Callable[[], Compartment],
+         threads: int, kernels: tuple[Compiled, ...], dispatch: Compiled | None, pages: int,
+         registry: RegistryResolver) -> tuple[dict[str, Resolved], SharedLinearMemory,
+                                                Team | None]:
+    """Create the shared memory of ``pages``, growing up to its share of ``max_memory``
+    (``Compartment.plan``: a shared memory belongs to no store, so its maximum is its cap),
+    register it as ``env.memory``, instantiate ``kernels`` (each importing it) and, when
+    some kernels split (``dispatch``), the team of ``threads``. Returns the exports the
+    model's kernel imports resolve to (the dispatch's where a kernel splits), the memory and
+    the team.
+
+    Raises:
+        LinkError, Trap: as ``Compartment.instantiate``.
+        LimitExceeded: ``pages`` is over the memory's share of ``max_memory``.
+    """
+    max_pages = min(wasm_kernels.MAX_PAGES, compartment.shares.memory_bytes // PAGE)
+    if pages > max_pages:
+        raise LimitExceeded("memory", f"memory limit of {compartment.limits.max_memory} bytes "
+                            f"exceeded: the model needs {pages} pages "
+                            f"({compartment.shares.describe()})")
+    memory = SharedLinearMemory(shared_memory(compartment.engine, pages, max_pages), max_pages)
+    registry.register("env", {"memory": memory.resolved()})
+    exports: dict[str, Resolved] = {}
+    for module in kernels:
+        exports |= instance_exports(compartment.store,
+                                    compartment.instantiate(*module, registry), module[1])
+    if dispatch is None:
+        return exports, memory, None
+    team = Team(compartment, make_compartment, threads, kernels, dispatch, memory, registry,
+                exports)
+    return exports | team.exports, memory, team
+

@@ -1,0 +1,312 @@
+"""Intra-op threads (``runtime.load(threads=N)``): every parallel kernel equals one thread bit
+for bit on every wasm provider, races included; the sandbox holds with workers."""
+
+import gc
+import os
+import sys
+import threading
+import time
+
+import numpy as np
+import pytest
+from wat_models import METADATA, metadata, wat_model, with_section
+
+import modelc
+import nn
+import runtime
+import wasm_kernels
+from runtime import threads as intra
+from runtime.errors import LimitExceeded, Trap
+from wasm_kernels import abi, parallel
+from wasm_kernels.wasm import read_module
+from wasm_kernels.wasm.text import module_text
+
+WASM_PROVIDERS = wasm_kernels.ISA_NAMES
+ROUNDS = 25
+
+
+class Block(nn.Module):
+    """Every kernel that splits, at sizes over their thresholds: linear (with bias, with a
+    fused gelu), gemm, bmm and bmm with a bias, layer_norm, softmax, a unary op."""
+
+    def __init__(self):
+        super().__init__()
+        self.up = nn.Linear(64, 256)
+        self.down = nn.Linear(256, 64)
+        self.norm = nn.LayerNorm(64)
+
+    def forward(self, x, mask):
+        h = nn.functional.gelu(self.up(x))  # (B, T, 256)
+        y = self.norm(self.down(h) + x)  # (B, T, 64)
+        scores = y @ y.transpose(0, 2, 1) + mask  # (B, T, T)
+        attn = nn.functional.softmax(scores, dim=-1)
+        flat = (attn @ y).reshape(-1, 64)  # (B * T, 64)
+        return nn.functional.tanh(flat @ flat.T)  # (B * T, B * T)
+
+
+class Convs(nn.Module):
+    """conv2d over its threshold with one image: 42 output channels (10 blocks of 4 and 2
+    single ones) with a fused relu, then one with a residual add; a depthwise conv and a
+    batch of 2 stay on one thread."""
+
+    def __init__(self):
+        super().__init__()
+        self.first = nn.Conv2d(8, 42, 3, padding=1)
+        self.second = nn.Conv2d(42, 42, 3, padding=1)
+        self.depthwise = nn.Conv2d(42, 42, 3, padding=1, groups=42)
+
+    def forward(self, x):
+        h = nn.functional.relu(self.first(x))
+        h = self.second(h) + h
+        return self.depthwise(h)
+
+
+@pytest.fixture(scope="module")
+def convs():
+    np.random.seed(4)
+    model = Convs().eval()
+    inputs = {"x": np.random.default_rng(1).standard_normal((1, 8, 30, 31)).astype(np.float32)}
+    return model, modelc.export(model, inputs), inputs
+
+
+@pytest.fixture(scope="module")
+def block():
+    np.random.seed(3)
+    model = Block().eval()
+    rng = np.random.default_rng(0)
+    inputs = {"x": rng.standard_normal((6, 130, 64)).astype(np.float32),
+              "mask": rng.standard_normal((6, 1, 130)).astype(np.float32)}
+    return model, modelc.export(model, inputs), inputs
+
+
+def _worker_ticks() -> int:
+    """CPU ticks the process's live wasmnn worker threads have used (Linux)."""
+    total = 0
+    for thread in threading.enumerate():
+        if not thread.name.startswith("wasmnn-worker"):
+            continue
+        with open(f"/proc/self/task/{thread.native_id}/stat") as stat:
+            fields = stat.read().rsplit(") ", 1)[1].split()
+        total += int(fields[11]) + int(fields[12])
+    return total
+
+
+def test_the_block_uses_every_kind_of_kernel_that_splits(block):
+    imported = {i.name for i in read_module(block[1]).imports if i.module == abi.MODULE}
+    split = imported & parallel.splits("relaxed").keys()
+    families = {(abi.BY_NAME[n].family, abi.BY_NAME[n].op) for n in split}
+    assert {("linear", "linear"), ("gemm", "gemm"), ("gemm", "bmm"), ("rowwise", "softmax"),
+            ("rowwise", "layer_norm"), ("unary", "tanh")} <= families, sorted(imported)
+    assert any(abi.BY_NAME[n].op == "bmm" and "bias" in abi.BY_NAME[n].params for n in split)
+
+
+def test_the_convs_use_conv_kernels_that_split(convs):
+    imported = {i.name for i in read_module(convs[1]).imports if i.module == abi.MODULE}
+    split = imported & parallel.splits("relaxed").keys()
+    assert {abi.BY_NAME[n].epilogue for n in split if abi.BY_NAME[n].op == "conv2d"} >= {
+        ("relu",), ("add",)}, sorted(imported)
+
+
+@pytest.mark.parametrize("kernels", WASM_PROVIDERS)
+@pytest.mark.parametrize("threads", [2, 3])
+@pytest.mark.parametrize("case", ["block", "convs"])
+def test_parallel_kernels_equal_one_thread_bit_for_bit(case, kernels, threads, request):
+    model, wasm, inputs = request.getfixturevalue(case)
+    with runtime.load(wasm, kernels=kernels, threads=1, instances=1) as one:
+        want = one.run(inputs)["output0"]
+    np.testing.assert_allclose(want, model(**inputs), rtol=1e-4, atol=1e-4)
+    with runtime.load(wasm, kernels=kernels, threads=threads, instances=1) as many:
+        assert many.threads == threads
+        before = _worker_ticks() if sys.platform == "linux" else None
+        for _ in range(ROUNDS):
+            np.testing.assert_array_equal(many.run(inputs)["output0"], want)
+        if before is not None:
+            assert _worker_ticks() > before  # the workers did compute parts
+
+
+def test_workers_entering_wasm_per_call_under_limits_stay_exact(block):
+    """With a limit the workers enter wasm for each call (their stores re-armed)."""
+    _, wasm, inputs = block
+    with runtime.load(wasm, threads=1, instances=1) as one:
+        want = one.run(inputs)["output0"]
+    with runtime.load(wasm, threads=2, instances=1, timeout=600, fuel=1 << 60) as limited:
+        for _ in range(5):
+            np.testing.assert_array_equal(limited.run(inputs)["output0"], want)
+
+
+def _workers() -> set[threading.Thread]:
+    return {t for t in threading.enumerate() if t.name.startswith("wasmnn-worker")}
+
+
+def test_a_session_dropped_without_close_joins_its_workers(block):
+    _, wasm, inputs = block
+    before = _workers()
+    session = runtime.load(wasm, threads=2, instances=1)
+    session.run(inputs)
+    mine = _workers() - before
+    assert len(mine) == 1
+    del session
+    gc.collect()
+    assert not any(t.is_alive() for t in mine)
+
+
+def test_concurrent_calls_on_threaded_instances_stay_exact(block):
+    """Several calls at once, each on its own threaded instance: more threads than cores,
+    so parts interleave in every order."""
+    _, wasm, inputs = block
+    with runtime.load(wasm, threads=1, instances=1) as one:
+        want = one.run(inputs)["output0"]
+    failures: list[str] = []
+    with runtime.load(wasm, threads=3, instances=3) as session:
+        def hammer() -> None:
+            for _ in range(10):
+                if not np.array_equal(session.run(inputs)["output0"], want):
+                    failures.append("mismatch")
+
+        callers = [threading.Thread(target=hammer) for _ in range(3)]
+        for caller in callers:
+            caller.start()
+        for caller in callers:
+            caller.join()
+    assert not failures
+
+
+def test_one_thread_by_default_and_auto_is_the_cores_the_process_may_use(mlp_wasm):
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    assert intra.available_cores() == min(cores, intra.MAX_THREADS)
+    with runtime.load(mlp_wasm) as session:
+        assert session.threads == 1
+    with runtime.load(mlp_wasm, threads="auto") as session:
+        assert session.threads == intra.available_cores()
+    with runtime.load(mlp_wasm, kernels="host", threads=4) as session:
+        assert session.threads == 1  # numpy kernels run on the calling thread
+
+
+@pytest.mark.parametrize("threads, error, match", [
+    (0, ValueError, r"threads must be between 1 and 16, got 0"),
+    (17, ValueError, r"threads must be between 1 and 16, got 17"),
+    (2.0, TypeError, r"threads must be an integer or 'auto', got 2\.0"),
+    (True, TypeError, r"threads must be an integer or 'auto', got True"),
+    ("all", TypeError, r"threads must be an integer or 'auto', got 'all'"),
+])
+def test_bad_thread_counts_are_refused(mlp_wasm, threads, error, match):
+    with pytest.raises(error, match=match):
+        runtime.load(mlp_wasm, threads=threads)
+
+
+def _gemm_model(body: str, pages: int) -> bytes:
+    """A model of ``pages`` pages calling ``f32_gemm`` as ``body`` says."""
+    gemm = abi.BY_NAME["f32_gemm"]
+    params = " ".join(gemm.param_types)
+    meta = metadata(memory_bytes=pages * 65536)
+    return wat_model(body, meta=meta,
+                     imports=f'(import "{abi.MODULE}" "f32_gemm" (func $gemm (param {params})))')
+
+
+def _gemm_call(**values: int) -> str:
+    """``(call $gemm ...)`` with each parameter of ``f32_gemm`` by name."""
+    names = [p.split(":")[0] for p in abi.BY_NAME["f32_gemm"].params]
+    return f"(call $gemm {' '.join(f'(i32.const {values[n]})' for n in names)})"
+
+
+# 96 x 64 x 64 (over the threshold): A and B at 0, B's panels (ws) and A's (wa) after A;
+# C's rows 48.. lie past the end of the two-page memory, rows ..48 inside it, so the
+# threads taking the later parts trap.
+_SHAPE = {"a": 0, "b": 0, "ws": 24576, "wa": 40960, "m": 96, "k": 64, "n": 64}
+OUT_OF_BOUNDS = _gemm_call(**_SHAPE, c=131072 - 48 * 64 * 4) + " (i32.const 0)"
+FOREVER = f"(loop $again {_gemm_call(**_SHAPE, c=65536)} (br $again)) (i32.const 0)"
+X = np.zeros((1, 4), np.float32)
+
+
+def test_a_trap_in_a_worker_is_the_same_clean_trap_as_on_one_thread():
+    model = _gemm_model(OUT_OF_BOUNDS, pages=2)
+    with runtime.load(model, threads=1) as one, pytest.raises(Trap) as single:
+        one.run(X)
+    with runtime.load(model, threads=2, instances=1) as two:
+        with pytest.raises(Trap, match=r"out_of_bounds in wasmnn_kernels_v\d+!f32_gemm") as got:
+            two.run(X)
+    assert single.value.code == got.value.code == "out_of_bounds"
+
+
+def test_an_out_of_bounds_access_of_the_model_itself_is_a_clean_trap():
+    """The model and the kernels import the shared memory into one store: a fault there must
+    not abort the process (runtime.compartment.engine's explicit bounds checks)."""
+    model = _gemm_model("(f32.store (i32.const 70000) (f32.const 1)) (i32.const 0)", pages=1)
+    with runtime.load(model, threads=2, instances=1) as session:
+        with pytest.raises(Trap, match=r"out_of_bounds in \?!func\[1\]: wasm trap: out of"):
+            session.run(X)
+
+
+@pytest.mark.parametrize("limit, code, match", [
+    ({"timeout": 0.2}, "timeout", r"time limit of 0\.2 s exceeded"),
+    ({"fuel": 50_000_000}, "fuel", "fuel limit of 50000000 exhausted")])
+def test_a_time_or_fuel_limit_stops_every_thread(limit, code, match):
+    with runtime.load(_gemm_model(FOREVER, pages=3), threads=2, instances=1,
+                      **limit) as session:
+        with pytest.raises(LimitExceeded, match=match) as err:
+            session.run(X)
+        assert err.value.code == code
+        _assert_idle()
+
+
+def _assert_idle() -> None:
+    """No thread of this process keeps a core busy (a spinning or stuck worker would)."""
+    start_cpu, start = time.process_time(), time.perf_counter()
+    time.sleep(0.5)
+    assert time.process_time() - start_cpu < 0.25 * (time.perf_counter() - start)
+
+
+def test_100_failing_calls_leave_no_worker_behind():
+    model = _gemm_model(OUT_OF_BOUNDS, pages=2)
+    gc.collect()  # NOTE: other tests' dropped sessions join their workers now, not below
+    before = _workers()
+    baseline = threading.active_count()
+    with runtime.load(model, threads=2, instances=1) as session:
+        for _ in range(100):
+            with pytest.raises(Trap, match="out_of_bounds"):
+                session.run(X)
+        assert threading.active_count() <= baseline + 1  # the next instance's one worker
+        _assert_idle()
+    assert not _workers() - before
+
+
+def test_closing_the_session_joins_its_workers(block):
+    _, wasm, inputs = block
+    before = _workers()
+    session = runtime.load(wasm, threads=3, instances=2)
+    session.run(inputs)
+    mine = _workers() - before
+    assert len(mine) == 2
+    session.close()
+    assert not any(t.is_alive() for t in mine)
+
+
+def test_max_memory_caps_the_shared_memory():
+    grow = """(block $full (loop $more
+                (br_if $full (i32.eq (memory.grow (i32.const 1)) (i32.const -1)))
+                (br $more)))
+              (f32.store (i32.const 1024) (f32.convert_i32_u (memory.size))) (i32.const 0)"""
+    session = runtime.load(wat_model(grow), max_memory="4MiB", threads=2, instances=1)
+    assert session.run(X)["y"][0, 0] * 65536 == 4 << 20
+
+
+def test_a_model_needing_more_than_max_memory_is_refused_with_threads():
+    meta = metadata(memory_bytes=8 << 20)
+    with pytest.raises(LimitExceeded, match=r"needs 8388608 bytes of memory, over the limit"):
+        runtime.load(with_section(read_bytes_of(wat_model()), meta), max_memory="4MiB",
+                     threads=2)
+
+
+def read_bytes_of(model: bytes) -> bytes:
+    """``model`` without its metadata section (``wat_model`` appends one)."""
+    return model[:len(model) - len(with_section(b"", METADATA))]
+
+
+def test_standalone_exports_stay_single_threaded():
+    model = nn.Sequential(nn.Linear(64, 256), nn.GELU()).eval()
+    wasm = modelc.export(model, (np.zeros((128, 64), np.float32),), standalone=True)
+    info = read_module(wasm)
+    assert not any(m.shared for m in info.memories)
+    assert not any(getattr(i.type, "shared", False) for i in info.imports)
+    text = module_text(wasm)
+    assert "f32_linear" in text and "atomic" not in text and "shared" not in text

@@ -1,0 +1,334 @@
+"""The parallel-dispatch module: intra-op threads for the kernels that split.
+
+A model links its kernels through this module when it runs on several threads. For each
+kernel that splits (``splits``) it exports a function of the kernel's own name and signature
+that cuts the output into contiguous parts along one axis (rows of C, batches, output
+channels, rows of a row-wise op, elements), ``CHUNKS_PER_THREAD`` per thread, and takes
+parts together with the workers until none is left: each worker is an instance of this
+module in its own store and host thread, importing the same shared linear memory and its
+own instance of the kernels, parked in ``worker`` on ``memory.atomic.wait32`` (a dispatch
+measured ~12 us, against ~60 us for a host-side barrier). Every part is the unmodified
+kernel called on a sub-range that starts at a multiple of the kernel's tile, so each output
+element is computed by the same instructions as on one thread: results are bit-identical.
+Work below a kernel's ``threshold`` stays on the calling thread.
+
+The job travels through a one-page shared *control* memory (``CONTROL``), the only memory
+this module touches: the kernels' pointers are passed through untouched.
+
+Exports besides the kernels: ``reset(threads)`` before a call's workers enter,
+``worker(part)`` (returns once ``release`` is called), ``fail()`` (a worker's host marks
+the call failed after its worker trapped; the caller then traps ``unreachable``) and
+``release()`` (workers leave ``worker``).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from . import abi
+from .pack import CONV_BLOCK
+from .templates import gemm, linear
+from .wasm import Code, FuncType, Limits, MemoryType, ModuleBuilder
+
+CONTROL = ("wasmnn_threads", "control")
+"""Where the module imports its control memory: one shared page, ``(1, 1, shared)``."""
+CONTROL_TYPE = MemoryType(Limits(1, 1), shared=True)
+
+# Control words (byte offsets in the control memory): the job's generation, parts done,
+# kernel, team size, failure flag, part count, the next part to take (an i64: generation in
+# the high half) and the kernel's arguments.
+_GEN, _DONE, _KERNEL, _THREADS, _FAILED, _CHUNKS, _NEXT, _ARGS = 0, 4, 8, 12, 16, 20, 24, 64
+_STOP = -1
+CHUNKS_PER_THREAD = 4
+"""Parts per thread in a job: threads take parts until none is left, so one that the OS
+preempts delays the call by at most the part it holds, not by its whole share."""
+_AWAIT_NS = 1_000_000  # the caller re-checks for a failed worker (and its limits) this often
+
+
+@dataclass(frozen=True)
+class Split:
+    """How a kernel splits: ``count`` is the parameter cut into parts, each starting at a
+    multiple of ``grain`` units; a part starting at unit ``lo`` moves each pointer of
+    ``advance`` by ``lo * 4 * product(factors)`` bytes (``lo // per[p]`` units for a
+    pointer listed in ``per``, which then runs one unit at a time with that parameter set to
+    1). ``work`` times ``count`` estimates the work; below ``threshold``, or unless each
+    parameter of ``only`` has its value there, one thread runs it."""
+
+    count: str
+    advance: dict[str, tuple[str, ...]]
+    work: tuple[str, ...]
+    threshold: int
+    grain: int = 1
+    per: dict[str, str] = field(default_factory=dict)
+    only: dict[str, int] = field(default_factory=dict)
+
+
+DENSE_THRESHOLD = 1 << 18
+"""Multiply-adds below which a dense kernel runs on one thread: a dispatch (~12 us round
+trip) costs about as much as 2^18 multiply-adds at ~30 GFLOPS."""
+STREAM_THRESHOLD = 1 << 15
+"""Elements below which an elementwise or row-wise kernel runs on one thread."""
+
+
+def splits(isa: str) -> dict[str, Split]:
+    """The kernels that run on several threads, by name, for ``isa``'s tile sizes."""
+    # NOTE: the dense kernels pack A's rows into wa where they lie in A, so parts pack
+    # disjoint bytes; every part packs all of gemm's B into ws, the same bytes.
+    rows: dict[str, tuple[str, ...]] = {"a": ("k",), "wa": ("k",), "r": ("n",), "c": ("n",)}
+    dense_grain = math.lcm(gemm.TILES[isa][0], linear.MR[isa])
+    table: dict[str, Split] = {}
+    for spec in abi.KERNELS:
+        if spec.family in ("gemm", "linear") and spec.op in ("gemm", "linear"):
+            table[spec.name] = Split("m", rows, ("k", "n"), DENSE_THRESHOLD, dense_grain)
+        elif spec.op == "bmm":
+            bias = {"bias": ("n",)} if "bias" in spec.params else {}
+            table[spec.name] = Split(
+                "batch", {"a": ("a_stride",), "b": ("b_stride",), "c": ("m", "n"), **bias},
+                ("m", "k", "n"), DENSE_THRESHOLD,
+                per={"bias": "bias_every"} if bias else {})
+        elif spec.family == "conv":
+            # NOTE: output channels of one image and one group are contiguous in Y, and
+            # whole blocks of them in the packed weight.
+            table[spec.name] = Split(
+                "o", {"weight": ("c", "kh", "kw"), "bias": (), "y": ("oh", "ow"),
+                      "r": ("oh", "ow")},
+                ("c", "kh", "kw", "oh", "ow"), DENSE_THRESHOLD, CONV_BLOCK,
+                only={"n": 1, "groups": 1})
+        elif spec.family == "rowwise":
+            table[spec.name] = Split("rows", {"x": ("n",), "y": ("n",)}, ("n",),
+                                     STREAM_THRESHOLD)
+        elif spec.family == "unary":
+            table[spec.name] = Split("n", {"x": (), "y": ()}, (), STREAM_THRESHOLD, 4)
+    return table
+
+
+def build_dispatch(isa: str, names: frozenset[str]) -> bytes:
+    """The dispatch module for the kernels ``names`` that split (see ``splits``): it imports
+    them from ``abi.MODULE`` and the control memory from ``CONTROL``, and exports each under
+    its own name, plus ``reset``, ``worker``, ``fail`` and ``release``.
+
+    Raises:
+        ValueError: a name is not a kernel that splits.
+    """
+    table = splits(isa)
+    unknown = sorted(names - table.keys())
+    if unknown:
+        raise ValueError(f"kernels that do not split: {unknown}; available: {sorted(table)}")
+    b = ModuleBuilder("wasmnn_threads")
+    b.import_memory(*CONTROL, CONTROL_TYPE)
+    specs = [abi.BY_NAME[n] for n in sorted(names)]
+    serial = [b.import_func(abi.MODULE, s.name, FuncType(s.param_types, s.results))
+              for s in specs]
+    parts = [b.add_function(FuncType(("i32", "i32"), ()), _part(b, s, table[s.name], f),
+                            name=f"{s.name}_part") for s, f in zip(specs, serial)]
+    work = b.add_function(FuncType(("i32",), ()), _work(b, parts), name="work")
+    awaiting = b.add_function(FuncType((), ()), _await(b), name="await")
+    for index, (spec, fn) in enumerate(zip(specs, serial)):
+        ty = FuncType(spec.param_types, spec.results)
+        b.add_function(ty, _dispatch(b, spec, table[spec.name], index, fn, work, awaiting),
+                       export=spec.name)
+    b.add_function(FuncType(("i32",), ()), _reset(b), export="reset")
+    b.add_function(FuncType(("i32",), ()), _worker(b, work), export="worker")
+    b.add_function(FuncType((), ()), _fail(b), export="fail")
+    b.add_function(FuncType((), ()), _release(b), export="release")
+    return b.encode()
+
+
+def _load_arg(c: Code, spec: abi.KernelSpec, param: str) -> None:
+    index = _names(spec).index(param)
+    c.emit("i32.const", 0).emit(f"{spec.param_types[index]}.load", 2, _ARGS + 4 * index)
+
+
+def _names(spec: abi.KernelSpec) -> list[str]:
+    return [p.split(":")[0] for p in spec.params]
+
+
+def _bound(c: Code, split: Split, part: int, parts: int, count: int) -> None:
+    """Push where part ``part`` of ``parts`` (locals) starts: ``count * part // parts``
+    rounded down to the grain, and ``count`` itself for ``part == parts``."""
+    c.emit("local.get", count)
+    c.emit("local.get", count).emit("i64.extend_i32_u").emit("local.get", part)
+    c.emit("i64.extend_i32_u").emit("i64.mul").emit("local.get", parts)
+    c.emit("i64.extend_i32_u").emit("i64.div_u").emit("i32.wrap_i64")
+    c.emit("i32.const", split.grain).emit("i32.div_u").emit("i32.const", split.grain)
+    c.emit("i32.mul")
+    c.emit("local.get", part).emit("local.get", parts).emit("i32.eq").emit("select")
+
+
+def _part(b: ModuleBuilder, spec: abi.KernelSpec, split: Split, serial: int) -> Code:
+    """``part(p, parts)``: the kernel on part ``p``'s sub-range of the job's arguments."""
+    c = b.code(FuncType(("i32", "i32"), ()), names=("part", "parts"))
+    part, parts = 0, 1
+    count, lo, hi, nxt = (c.local("i32") for _ in range(4))
+    _load_arg(c, spec, split.count)
+    c.emit("local.set", count)
+    _bound(c, split, part, parts, count)
+    c.emit("local.set", lo)
+    c.emit("local.get", part).emit("i32.const", 1).emit("i32.add").emit("local.set", nxt)
+    _bound(c, split, nxt, parts, count)
+    c.emit("local.set", hi)
+    c.emit("local.get", hi).emit("local.get", lo).emit("i32.le_u").emit("if").emit("return")
+    c.emit("end")
+    if split.per:
+        with c.loop():  # one unit at a time: lo .. hi
+            c.emit("local.get", lo).emit("local.get", hi).emit("i32.ge_u").emit("br_if", 1)
+            _call_range(c, spec, split, lo, None, serial)
+            c.emit("local.get", lo).emit("i32.const", 1).emit("i32.add").emit("local.set", lo)
+    else:
+        _call_range(c, spec, split, lo, hi, serial)
+    return c
+
+
+def _call_range(c: Code, spec: abi.KernelSpec, split: Split, lo: int, hi: int | None,
+                serial: int) -> None:
+    """Call the kernel on units ``lo .. hi`` (``hi`` ``None``: unit ``lo`` alone)."""
+    for param in _names(spec):
+        if param == split.count:
+            if hi is None:
+                c.emit("i32.const", 1)
+            else:
+                c.emit("local.get", hi).emit("local.get", lo).emit("i32.sub")
+        elif param in split.per.values():
+            c.emit("i32.const", 1)
+        elif param in split.advance:
+            _load_arg(c, spec, param)
+            c.emit("local.get", lo)
+            if param in split.per:
+                _load_arg(c, spec, split.per[param])
+                c.emit("i32.div_u")
+            for factor in split.advance[param]:
+                _load_arg(c, spec, factor)
+                c.emit("i32.mul")
+            c.emit("i32.const", 2).emit("i32.shl").emit("i32.add")
+        else:
+            _load_arg(c, spec, param)
+    c.emit("call", serial)
+
+
+def _dispatch(b: ModuleBuilder, spec: abi.KernelSpec, split: Split, index: int, serial: int,
+              work: int, awaiting: int) -> Code:
+    """The kernel's stand-in: small work or one thread calls it as is; otherwise post the
+    job (a new generation, ``CHUNKS_PER_THREAD`` parts a thread), take parts with the
+    workers, wait for the last, and trap if a worker failed."""
+    c = b.code(FuncType(spec.param_types, spec.results))
+    arg = {name: i for i, name in enumerate(_names(spec))}
+    threads, gen = c.local("i32"), c.local("i32")
+    c.emit("i32.const", 0).emit("i32.load", 2, _THREADS).emit("local.set", threads)
+    # work = count * product(work) in i64, so large shapes do not wrap
+    c.emit("local.get", arg[split.count]).emit("i64.extend_i32_u")
+    for factor in split.work:
+        c.emit("local.get", arg[factor]).emit("i64.extend_i32_u").emit("i64.mul")
+    c.emit("i64.const", split.threshold).emit("i64.lt_u")
+    c.emit("local.get", threads).emit("i32.const", 2).emit("i32.lt_u").emit("i32.or")
+    for param, value in split.only.items():
+        c.emit("local.get", arg[param]).emit("i32.const", value).emit("i32.ne").emit("i32.or")
+    c.emit("if")
+    for i in range(len(spec.params)):
+        c.emit("local.get", i)
+    c.emit("call", serial).emit("return").emit("end")
+    for i, kind in enumerate(spec.param_types):
+        c.emit("i32.const", 0).emit("local.get", i).emit(f"{kind}.store", 2, _ARGS + 4 * i)
+    c.emit("i32.const", 0).emit("i32.const", index).emit("i32.store", 2, _KERNEL)
+    c.emit("i32.const", 0).emit("local.get", threads).emit("i32.const", CHUNKS_PER_THREAD)
+    c.emit("i32.mul").emit("i32.store", 2, _CHUNKS)
+    c.emit("i32.const", 0).emit("i32.const", 0).emit("i32.atomic.store", 2, _DONE)
+    # NEXT = gen << 32 (no part taken), then GEN = gen: a worker reads them in that order
+    c.emit("i32.const", 0).emit("i32.atomic.load", 2, _GEN).emit("i32.const", 1)
+    c.emit("i32.add").emit("local.set", gen)
+    c.emit("i32.const", 0).emit("local.get", gen).emit("i64.extend_i32_u")
+    c.emit("i64.const", 32).emit("i64.shl").emit("i64.atomic.store", 3, _NEXT)
+    c.emit("i32.const", 0).emit("local.get", gen).emit("i32.atomic.store", 2, _GEN)
+    c.emit("i32.const", _GEN).emit("local.get", threads).emit("memory.atomic.notify", 2, 0)
+    c.emit("drop")
+    c.emit("local.get", gen).emit("call", work)
+    c.emit("call", awaiting)
+    c.emit("i32.const", 0).emit("i32.atomic.load", 2, _FAILED).emit("if").emit("unreachable")
+    c.emit("end")
+    return c
+
+
+def _work(b: ModuleBuilder, parts: list[int]) -> Code:
+    """``work(gen)``: take parts of job ``gen`` until none is left, run each, count it done
+    (notifying the caller after the last). A part is taken by a compare-and-swap of
+    ``NEXT`` = (job, next part), so a thread that wakes late never takes a part of a later
+    job: it finds another generation there and stops."""
+    c = b.code(FuncType(("i32",), ()), names=("gen",))
+    seen, part, kernel = c.local("i64"), c.local("i32"), c.local("i32")
+    with c.loop():
+        c.emit("i32.const", 0).emit("i64.atomic.load", 3, _NEXT).emit("local.tee", seen)
+        c.emit("i64.const", 32).emit("i64.shr_u").emit("i32.wrap_i64").emit("local.get", 0)
+        c.emit("i32.ne").emit("br_if", 1)
+        c.emit("local.get", seen).emit("i32.wrap_i64").emit("local.tee", part)
+        c.emit("i32.const", 0).emit("i32.load", 2, _CHUNKS).emit("i32.ge_u").emit("br_if", 1)
+        c.emit("i32.const", 0).emit("local.get", seen).emit("local.get", seen)
+        c.emit("i64.const", 1).emit("i64.add").emit("i64.atomic.rmw.cmpxchg", 3, _NEXT)
+        c.emit("local.get", seen).emit("i64.ne").emit("br_if", 0)  # another took it: retry
+        c.emit("i32.const", 0).emit("i32.load", 2, _KERNEL).emit("local.set", kernel)
+        for index, fn in enumerate(parts):
+            c.emit("local.get", kernel).emit("i32.const", index).emit("i32.eq").emit("if")
+            c.emit("local.get", part).emit("i32.const", 0).emit("i32.load", 2, _CHUNKS)
+            c.emit("call", fn).emit("end")
+        c.emit("i32.const", 0).emit("i32.const", 1).emit("i32.atomic.rmw.add", 2, _DONE)
+        c.emit("i32.const", 1).emit("i32.add").emit("i32.const", 0)
+        c.emit("i32.load", 2, _CHUNKS).emit("i32.eq").emit("if")
+        c.emit("i32.const", _DONE).emit("i32.const", 1).emit("memory.atomic.notify", 2, 0)
+        c.emit("drop").emit("end")
+    return c
+
+
+def _await(b: ModuleBuilder) -> Code:
+    """Wait until every part is done or a worker failed, waking every ``_AWAIT_NS`` so that
+    the caller's own time or fuel limit can stop it."""
+    c = b.code(FuncType((), ()))
+    done = c.local("i32")
+    with c.loop():
+        c.emit("i32.const", 0).emit("i32.atomic.load", 2, _FAILED).emit("br_if", 1)
+        c.emit("i32.const", 0).emit("i32.atomic.load", 2, _DONE).emit("local.tee", done)
+        c.emit("i32.const", 0).emit("i32.load", 2, _CHUNKS).emit("i32.eq").emit("br_if", 1)
+        c.emit("i32.const", _DONE).emit("local.get", done).emit("i64.const", _AWAIT_NS)
+        c.emit("memory.atomic.wait32", 2, 0).emit("drop")
+    return c
+
+
+def _worker(b: ModuleBuilder, work: int) -> Code:
+    """``worker(part)``: wait for a new job, take parts of it; until released."""
+    c = b.code(FuncType(("i32",), ()), names=("part",))
+    seen, gen = c.local("i32"), c.local("i32")
+    with c.loop():
+        c.emit("i32.const", 0).emit("i32.atomic.load", 2, _GEN).emit("local.tee", gen)
+        c.emit("local.get", seen).emit("i32.eq").emit("if")
+        c.emit("i32.const", _GEN).emit("local.get", seen).emit("i64.const", -1)
+        c.emit("memory.atomic.wait32", 2, 0).emit("drop").emit("br", 1).emit("end")
+        c.emit("local.get", gen).emit("local.set", seen)
+        c.emit("i32.const", 0).emit("i32.atomic.load", 2, _KERNEL)
+        c.emit("i32.const", _STOP).emit("i32.eq").emit("br_if", 1)
+        c.emit("local.get", gen).emit("call", work)
+    return c
+
+
+def _reset(b: ModuleBuilder) -> Code:
+    c = b.code(FuncType(("i32",), ()), names=("threads",))
+    for word in (_GEN, _DONE, _KERNEL, _FAILED, _CHUNKS):
+        c.emit("i32.const", 0).emit("i32.const", 0).emit("i32.atomic.store", 2, word)
+    c.emit("i32.const", 0).emit("i64.const", 0).emit("i64.atomic.store", 3, _NEXT)
+    c.emit("i32.const", 0).emit("local.get", 0).emit("i32.atomic.store", 2, _THREADS)
+    return c
+
+
+def _fail(b: ModuleBuilder) -> Code:
+    c = b.code(FuncType((), ()))
+    c.emit("i32.const", 0).emit("i32.const", 1).emit("i32.atomic.store", 2, _FAILED)
+    c.emit("i32.const", _DONE).emit("i32.const", 1).emit("memory.atomic.notify", 2, 0)
+    c.emit("drop")
+    return c
+
+
+def _release(b: ModuleBuilder) -> Code:
+    c = b.code(FuncType((), ()))
+    c.emit("i32.const", 0).emit("i32.const", _STOP).emit("i32.atomic.store", 2, _KERNEL)
+    c.emit("i32.const", 0).emit("i32.const", 1).emit("i32.atomic.rmw.add", 2, _GEN)
+    c.emit("drop")
+    c.emit("i32.const", _GEN).emit("i32.const", -1).emit("memory.atomic.notify", 2, 0)
+    c.emit("drop")
+    return c
