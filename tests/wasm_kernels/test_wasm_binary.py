@@ -103,6 +103,10 @@ def _alone(b: ModuleBuilder, name: str) -> None:
     b.add_function(FuncType((), ()), c)
 
 
+# Debian's wabt prints the relaxed dot under its pre-standard name.
+WABT_NAMES = {"i32x4.relaxed_dot_i8x16_i7x16_add_s": "i32x4.dot_i8x16_i7x16_add_s"}
+
+
 @wabt
 def test_every_opcode_row_encodes_to_what_wabt_decodes(tmp_path):
     # Each instruction alone in a function body, checked by wasm2wat's disassembly.
@@ -121,7 +125,8 @@ def test_every_opcode_row_encodes_to_what_wabt_decodes(tmp_path):
     bodies = text.split("(func (;")[1:]
     assert len(bodies) == len(names)
     for name, body in zip(names, bodies):
-        assert f"\n    {name}" in body, f"{name} decoded as {body.strip()}"
+        printed = (name, WABT_NAMES.get(name, name))
+        assert any(f"\n    {p}" in body for p in printed), f"{name} decoded as {body.strip()}"
 
 
 @pytest.mark.parametrize("data, message", [
