@@ -1,6 +1,9 @@
-"""Embedding benchmarks: cold start and thread scaling of ``runtime.Session``.
+"""Embedding benchmarks: cold start and thread scaling of ``runtime.Session``, small-call
+overhead, and MiniLM's cold start.
 
     .venv/bin/python bench/embedding.py [--repeats 7] [--runs 200]
+    .venv/bin/python bench/embedding.py --small [--rounds 9]      # small_calls.py's table
+    .venv/bin/python bench/embedding.py --minilm [--repeats 7]    # MiniLM load + first run
 
 Cold start: each repeat uses a fresh, empty cache directory and two fresh Python processes;
 each process imports ``runtime`` (not timed) and times one ``runtime.load`` of the model.
@@ -36,6 +39,50 @@ start = time.perf_counter()
 runtime.load(sys.argv[1])
 print(time.perf_counter() - start)
 """
+
+
+_MINILM_CHILD = """
+import sys, time
+import numpy as np
+import runtime
+inputs = dict(np.load(sys.argv[2]))
+start = time.perf_counter()
+session = runtime.load(sys.argv[1], max_memory="2GiB", instances=1)
+loaded = time.perf_counter()
+session.run(inputs)
+first = time.perf_counter()
+session.run(inputs)
+print(loaded - start, first - loaded, time.perf_counter() - first)
+"""
+
+
+def minilm_cold_start(repeats: int) -> None:
+    """Print the medians of MiniLM's warm-cache load, first run and second run."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples" / "minilm"))
+    from sentence_encoder import SentenceEncoder, find_minilm
+
+    rng = np.random.default_rng(0)
+    ids = rng.integers(1000, 30000, (1, 128), dtype=np.int64)
+    ids[:, 0], ids[:, -1] = 101, 102  # [CLS] ... [SEP]
+    inputs = {"input_ids": ids, "attention_mask": np.ones((1, 128), np.int64)}
+    with tempfile.TemporaryDirectory() as tmp, tempfile.TemporaryDirectory() as cache:
+        model, data = Path(tmp) / "minilm.wasm", Path(tmp) / "inputs.npz"
+        modelc.export(SentenceEncoder.from_pretrained(find_minilm()), inputs, model)
+        np.savez(data, **inputs)
+        env = dict(os.environ, WASMNN_CACHE_DIR=cache)
+
+        def child() -> list[float]:
+            out = subprocess.run([sys.executable, "-c", _MINILM_CHILD, str(model), str(data)],
+                                 env=env, check=True, capture_output=True, text=True).stdout
+            return [float(v) for v in out.split()]
+
+        child()  # NOTE: fills the cache
+        runs = [child() for _ in range(repeats)]
+    load, first, second = (1e3 * statistics.median(r[i] for r in runs) for i in range(3))
+    print(f"MiniLM b1 s128, warm cache, fresh processes, medians of {repeats} (load average "
+          f"{os.getloadavg()[0]:.1f}):")
+    print(f"| runtime.load | first run | load + first run | second run |\n| --- | --- | --- | "
+          f"--- |\n| {load:.0f} ms | {first:.0f} ms | {load + first:.0f} ms | {second:.0f} ms |")
 
 
 def build_model(path: Path) -> None:
@@ -89,7 +136,18 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=7)
     parser.add_argument("--runs", type=int, default=200)
+    parser.add_argument("--small", action="store_true",
+                        help="only the small-model table (bench/small_calls.py)")
+    parser.add_argument("--rounds", type=int, default=9, help="rounds of --small")
+    parser.add_argument("--minilm", action="store_true", help="only MiniLM's cold start")
     args = parser.parse_args()
+    if args.small:
+        import small_calls
+        small_calls.print_rows(small_calls.measure(args.rounds))
+        return
+    if args.minilm:
+        minilm_cold_start(args.repeats)
+        return
     with tempfile.TemporaryDirectory() as tmp:
         model = Path(tmp) / "mlp.wasm"
         build_model(model)

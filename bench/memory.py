@@ -10,7 +10,7 @@ checkpoint) with batch 1..64 and sequence 1..512, and fixed at 1 x 128. Then:
 - each case runs in a fresh process (load, one run, ``--repeat`` runs) under its
   ``--max-memory``, which reports its peak RSS (``VmHWM``), the instance's linear memory
   after the runs, and the time of load + first run; onnxruntime runs MiniLM's ONNX export
-  the same way, for #12's RSS target;
+  the same way, for #12's RSS target (everything on one thread);
 - latency: the dynamic and the fixed export load in one process and run in alternating
   rounds; the ratio is the median of per-round ratios (thread CPU time), printed with the
   load average.
@@ -62,9 +62,9 @@ def _inputs(kind: str) -> dict[str, np.ndarray]:
 def prepare(workdir: Path, only: set[str]) -> None:
     """Write every model file the cases need into ``workdir``."""
     import torch
+    from peers import nn_model, torch_model
 
     import modelc
-    from peers import nn_model, torch_model
 
     if "resnet18" in only:
         reference = torch_model("resnet18")
@@ -121,7 +121,7 @@ def cell(path: Path, kind: str, max_memory: str, repeat: int) -> dict[str, Any]:
     else:
         import runtime
 
-        session = runtime.load(path, max_memory=max_memory, instances=1)
+        session = runtime.load(path, max_memory=max_memory, instances=1, threads=1)
         run = lambda: session.run(inputs)  # noqa: E731
     run()
     cold = time.perf_counter() - start
@@ -137,7 +137,8 @@ def latency(workdir: Path, kind: str, rounds: int) -> tuple[float, float, float]
     """Median per-round ratio dynamic / fixed (thread CPU time), and the two medians."""
     import runtime
 
-    dynamic, fixed = (runtime.load(workdir / name, instances=1) for name in PAIRS[kind])
+    dynamic, fixed = (runtime.load(workdir / name, instances=1, threads=1)
+                      for name in PAIRS[kind])
     inputs = _inputs(kind)
     times: list[tuple[float, float]] = []
     for session in (dynamic, fixed):

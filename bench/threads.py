@@ -38,7 +38,7 @@ from runtime.compartment import Compartment
 from runtime.linker import RegistryResolver
 from runtime.pool import link_kernels
 from runtime.session import compile_kernels
-from wasm_kernels import parallel
+from wasm_kernels import abi, parallel
 from wasm_kernels.pack import pack_linear_weight
 
 PAGE = 65536
@@ -66,9 +66,19 @@ def _kernel_call(shared: bool, kernel: str, m: int, k: int, n: int) -> Callable[
     """``kernel`` on (m, k, n) in a fresh compartment, linked as a session with (``shared``)
     or without threads links it."""
     compartment = Compartment(features=intra.FEATURES if shared else ())
-    names = frozenset({kernel})
-    compiled = compile_kernels(compartment, "relaxed", names, shared)
-    pages = -(-4 * (m * k + k * n + n + m * n + 64) // PAGE) + 1
+    compiled = compile_kernels(compartment, "relaxed", frozenset({kernel}), shared)
+    rng = np.random.default_rng(0)
+    a, b = rng.standard_normal((m, k), np.float32), rng.standard_normal((k, n), np.float32)
+    arrays = {"a": a, "b": b, "w": pack_linear_weight(b.T), "bias": np.zeros(n, np.float32),
+              "c": np.zeros((m, n), np.float32), "ws": np.zeros((k, n), np.float32),
+              "wa": np.zeros((m, k), np.float32)}
+    names = [p.split(":")[0] for p in abi.BY_NAME[kernel].params]
+    offsets, end = {}, 0
+    for name in names:
+        if name in arrays:
+            offsets[name] = end
+            end += -(-arrays[name].nbytes // 64) * 64
+    pages = -(-end // PAGE) + 1
     registry = RegistryResolver()
     if shared:
         exports, memory, _ = intra.link(compartment, lambda: compartment, 1, compiled, None,
@@ -76,17 +86,11 @@ def _kernel_call(shared: bool, kernel: str, m: int, k: int, n: int) -> Callable[
     else:
         exports, memory = link_kernels(compartment, compiled, pages, registry)
     store = compartment.store
-    rng = np.random.default_rng(0)
-    a, b = rng.standard_normal((m, k), np.float32), rng.standard_normal((k, n), np.float32)
-    weights = pack_linear_weight(b.T) if kernel.startswith("f32_linear") else b
-    offsets, offset = [], 0
-    for array in (a, weights, np.zeros(n, np.float32)):
-        memory.write(store, np.ascontiguousarray(array).tobytes(), offset)
-        offsets.append(offset)
-        offset += -(-array.nbytes // 64) * 64
+    for name, offset in offsets.items():
+        memory.write(store, np.ascontiguousarray(arrays[name]).tobytes(), offset)
+    sizes = {"m": m, "k": k, "n": n}
+    args = [offsets[name] if name in offsets else sizes[name] for name in names]
     fn = exports[kernel].extern
-    args = ((offsets[0], offsets[1], offsets[2], offset, m, k, n)
-            if kernel.endswith("_bias") else (offsets[0], offsets[1], offset, m, k, n))
     return lambda: fn(store, *args)
 
 

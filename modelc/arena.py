@@ -86,8 +86,7 @@ def make_layout(graph: Graph, messages: bytes, message_at: dict[str, tuple[int, 
     arena_base = _aligned(need_at + NEED_BYTES + 4 * len(moving))
     fixed, _ = plan.evaluate({name: low for name, (low, _) in graph.dims.items()})
     return Layout(messages, message_at, reserved_at, weights_base, need_at, table, arena_base,
-                  tuple(fixed),
-                  arena_base + graph.meta["arena_bytes_min"],
+                  tuple(fixed), arena_base + graph.meta["arena_bytes_min"],
                   arena_base + graph.meta["arena_bytes"])
 
 

@@ -6,9 +6,9 @@ stderr). It exports ``run(dims...) -> i32`` (0 on success) and re-exports ``memo
 
 Memory layout: [0, 16) scratch for WASI calls, then error messages, then weights (data
 segments), then the activation arena planned by ``plan_memory`` (``arena``: with symbolic
-dims, its addresses are computed per call and memory grows to what the dims need). Each op's
-``lower`` records instructions into a ``LowerContext``; addresses are resolved once the layout is
-known, and kernel calls once the imports are.
+dims, its addresses are computed per call and memory grows to what the dims need). Each
+op's ``lower`` records instructions into a ``LowerContext``; addresses are resolved once the
+layout is known, and kernel calls once the imports are.
 """
 
 from __future__ import annotations

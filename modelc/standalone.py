@@ -305,8 +305,8 @@ def _start_function(builder: ModuleBuilder, graph: Graph, layout: Layout, string
     data = [c.local("i32") for _ in graph.inputs]
     s = _Start(c, dims, strings, fn, cursor, layout)
     _read_stdin(s, fd_read, in_base)
-    for (name, value), local in zip(graph.inputs.items(), data):
-        _read_input(s, graph, name, value, local)
+    for (name, value), where in zip(graph.inputs.items(), data):
+        _read_input(s, graph, name, value, where)
     _place_inputs(s, graph, layout, in_base, data)
     # run checks dim ranges and reports on stderr.
     c.get(*dims.values()).emit("call", fn["run"])

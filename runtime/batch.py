@@ -133,41 +133,42 @@ class BatchRunner:
         if len(rows) != 1:
             raise ValueError(f"input columns have different row counts: {sorted(rows)}")
         count = rows.pop()
-        results: list[dict[str, np.ndarray] | None] = [None] * count
+        pieces: list[Piece] = []
         errors = [""] * count
         step = 1 if self._fixed_rows else self.chunk
         for start in range(0, count, step):
             part = {k: v[start:start + step] for k, v in columns.items()}
-            self._run_rows(part, start, results, errors)
-        return self._columns(results, errors)
+            self._run_rows(part, start, pieces, errors)
+        return self._columns(pieces, errors, count)
 
-    def _run_rows(self, part: dict[str, np.ndarray], start: int,
-                  results: list[dict[str, np.ndarray] | None], errors: list[str]) -> None:
+    def _run_rows(self, part: dict[str, np.ndarray], start: int, pieces: list[Piece],
+                  errors: list[str]) -> None:
         size = len(next(iter(part.values())))
         try:
-            out = self.session.run(part)
+            pieces.append((start, size, self.session.run(part)))
         except ROW_ERRORS as error:
             if self.on_error == "raise":
                 raise
             if size > 1:
                 for row in range(size):
                     self._run_rows({k: v[row:row + 1] for k, v in part.items()}, start + row,
-                                   results, errors)
+                                   pieces, errors)
                 return
             errors[start] = f"{type(error).__name__}: {error}".replace("\n", " ")
-            return
-        for row in range(size):
-            results[start + row] = {name: value[row] for name, value in out.items()}
+            pieces.append((start, 1, None))
 
-    def _columns(self, results: list[dict[str, np.ndarray] | None],
-                 errors: list[str]) -> dict[str, np.ndarray]:
+    def _columns(self, pieces: list[Piece], errors: list[str],
+                 count: int) -> dict[str, np.ndarray]:
         out: dict[str, np.ndarray] = {ERROR_COLUMN: np.array(errors, dtype=object)}
         infos = {t.name: t for t in self.session.outputs}
         for name, column in self.outputs.items():
-            values = [r[name] if r is not None else None for r in results]
-            template = next((v for v in values if v is not None), None)
-            out[column] = _stack(values, template, infos[name].dtype)
+            out[column] = _assemble([(size, o[name] if o is not None else None)
+                                     for _, size, o in pieces], infos[name].dtype, count)
         return out
+
+
+Piece = tuple[int, int, dict[str, np.ndarray] | None]
+"""Rows ``start`` to ``start + size`` of a batch and their outputs (``None``: one failed row)."""
 
 
 def _as_array(values: Any, column: str) -> np.ndarray:
@@ -183,17 +184,18 @@ def _as_array(values: Any, column: str) -> np.ndarray:
     return array
 
 
-def _stack(values: list[np.ndarray | None], template: np.ndarray | None,
-           dtype: str) -> np.ndarray:
-    """Rows of one output as one array; a failed row is filled with NaN (floats) or 0. Rows
-    of different shapes (a symbolic non-batch dim) stay an object array."""
-    if template is None:
-        return np.array([None] * len(values), dtype=object)
-    fill = np.full(template.shape, np.nan if np.dtype(dtype).kind == "f" else 0, dtype)
-    filled = [v if v is not None else fill for v in values]
-    if len({v.shape for v in filled}) == 1:
-        return np.stack(filled)
-    column = np.empty(len(filled), dtype=object)
-    column[:] = filled
+def _assemble(pieces: list[tuple[int, np.ndarray | None]], dtype: str,
+              count: int) -> np.ndarray:
+    """One output's column from its pieces in row order, whole chunks at a time; a failed
+    row is filled with NaN (floats) or 0. Rows of different shapes (a symbolic non-batch dim)
+    make an object column of per-row arrays."""
+    shapes = [p.shape[1:] for _, p in pieces if p is not None]
+    if not shapes:
+        return np.array([None] * count, dtype=object)
+    fill = np.full((1, *shapes[0]), np.nan if np.dtype(dtype).kind == "f" else 0, dtype)
+    filled = [p if p is not None else fill for _, p in pieces]
+    if len(set(shapes)) == 1:
+        return np.concatenate(filled)
+    column = np.empty(count, dtype=object)
+    column[:] = [row for piece in filled for row in piece]
     return column
-

@@ -55,6 +55,10 @@ def _leb(source: BinaryIO, signed: bool = False) -> int:
 
 
 def _exactly(source: BinaryIO, size: int) -> bytes:
+    here = source.tell()
+    if size > source.seek(0, io.SEEK_END) - here:  # NOTE: before read() allocates size bytes
+        raise ModelFormatError(f"the model file is truncated (wanted {size} bytes)")
+    source.seek(here)
     data = source.read(size)
     if len(data) != size:
         raise ModelFormatError(f"the model file is truncated (wanted {size} bytes, got "
@@ -142,9 +146,10 @@ class Segments:
             if self._bytes is not None:
                 target[:] = np.frombuffer(self._bytes, np.uint8, segment.size, segment.start)
                 continue
+            assert self._fd is not None
             done = 0
             while done < segment.size:
-                got = os.preadv(self._fd, [target[done:]], segment.start + done)
+                got = os.preadv(self._fd, [target[done:].data], segment.start + done)
                 if got <= 0:
                     raise ModelFormatError(f"the model file {str(self._path)!r} is shorter "
                                            "than when it was loaded")
@@ -164,8 +169,8 @@ MAGIC = b"\0asm\x01\0\0\0"
 
 def split(source: bytes | Path) -> tuple[bytes, Segments]:
     """The module in ``source`` (its bytes, or its file, read once) with its large active
-    data segments left empty, and those segments. Bytes that do not parse as a module are returned whole
-    (with no segments) for the compiler to report."""
+    data segments left empty, and those segments. Bytes that do not parse as a module are
+    returned whole (with no segments) for the compiler to report."""
     with (io.BytesIO(source) if isinstance(source, bytes) else open(source, "rb")) as file:
         try:
             if file.read(8) == MAGIC:

@@ -33,6 +33,8 @@ from .compartment import Compartment
 from .data_segments import Segments
 from .errors import Trap, one_line
 from .linker import RegistryResolver, Resolved, instance_exports
+from .raw_call import I32Call
+from .run_plan import MemoryViews
 
 PAGE = 65536
 _WASI = preview1()  # NOTE: declarations are immutable; instances are made per compartment.
@@ -131,7 +133,10 @@ class ModelInstance:
         registry.register(wasm_kernels.abi.MODULE, kernels)
         instance = compartment.instantiate(*blueprint.model, registry)
         exports = instance.exports(store)
-        self._entry = exports[blueprint.metadata.entry]
+        # NOTE: Session checked the entry's signature (one i32 per dim -> i32) in the binary.
+        entry = exports[blueprint.metadata.entry]
+        assert isinstance(entry, wasmtime.Func)
+        self._entry = I32Call(store, entry, len(blueprint.metadata.dims))
         self.addresses = Addresses(blueprint.metadata, compartment, exports, self.memory_view)
         """Where the inputs and outputs are for given dims (memory grown to them)."""
         if blueprint.segments is not None:
@@ -139,19 +144,27 @@ class ModelInstance:
         sidecar = blueprint.metadata.sidecar
         if sidecar is not None and blueprint.sidecar_weights is not None:
             self.memory.write(store, blueprint.sidecar_weights, sidecar.offset)
+        self.views = MemoryViews(self.memory_size, self.memory_view, self.addresses)
+
+    def memory_size(self) -> int:
+        """The linear memory's size in bytes now."""
+        return self.memory.data_len(self.compartment.store)
 
     def memory_view(self) -> np.ndarray:
-        """The whole linear memory as a ``uint8`` array. The array keeps this instance (its
-        store, hence its memory) alive, so a view is never left dangling; its contents change
-        whenever the instance runs again."""
+        """The whole linear memory as a ``uint8`` array. The array keeps this instance's
+        compartment (its store) and memory alive, so a view is never left dangling; its
+        contents change whenever the instance runs again."""
         store = self.compartment.store
         size = self.memory.data_len(store)
         address = ctypes.cast(self.memory.data_ptr(store), ctypes.c_void_p).value
         buffer = (ctypes.c_uint8 * size).from_address(address or 0)
-        buffer.owner = self  # type: ignore[attr-defined]  # NOTE: pins the store.
+        # NOTE: pins the store and the memory, not this instance: the views the instance
+        # keeps (``views``) would otherwise close a cycle through numpy arrays, which the
+        # garbage collector cannot see, and a dropped instance would never be freed.
+        buffer.owner = (self.compartment, self.memory)  # type: ignore[attr-defined]
         return np.frombuffer(memoryview(buffer), np.uint8)
 
-    def call(self, args: list[int]) -> None:
+    def call(self, args: list[int] | tuple[int, ...]) -> None:
         """Call the entry point with one ``i32`` per dim.
 
         Raises:
@@ -161,7 +174,7 @@ class ModelInstance:
         self._stderr.clear()
 
         def entry() -> int:
-            return self.compartment.call(self._entry, self.compartment.store, *args)
+            return self.compartment.call(self._entry, args)
 
         status = entry() if self._team is None else self._team.run(entry)
         if status != 0:

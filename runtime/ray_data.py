@@ -106,6 +106,7 @@ def map_model(dataset: Any, payload: ModelPayload, *, concurrency: int = 1,
     reference = ray.put(payload)
     return dataset.map_batches(
         WasmnnPredictor, batch_size=batch_size, batch_format="numpy",
+        zero_copy_batch=True,  # NOTE: the runner only reads its inputs
         compute=ray.data.ActorPoolStrategy(size=concurrency), num_cpus=1,
         fn_constructor_args=(reference,),
         fn_constructor_kwargs={"inputs": inputs, "outputs": outputs, "on_error": on_error,

@@ -21,8 +21,9 @@ from . import metadata as md
 from .compartment import Compartment, ResourceLimits, parse_size
 from .errors import LimitExceeded, ModelFormatError, Trap
 from .pool import PAGE, Blueprint, Compiled, InstancePool, ModelInstance
+from .run_plan import Planner
 from .sidecar import read_sidecar
-from .threads import FEATURES, check_threads, compile_dispatch, default_threads
+from .threads import FEATURES, check_threads, compile_dispatch
 
 KERNEL_CHOICES = ("auto", "host") + wasm_kernels.ISA_NAMES
 Inputs = Mapping[str, Any] | np.ndarray
@@ -202,22 +203,18 @@ class Lease:
                 discarded (its memory may be half-written); the next run gets a fresh one.
             RuntimeError: the session is closed.
         """
-        metadata = self._session.metadata
-        arrays, dims = bind(metadata, inputs, stacklevel=3)
+        arrays, plan = self._session._planner.plan(inputs, stacklevel=3)
         if self._pool.closed:
             raise RuntimeError("the session is closed")
         if self._instance is None:
             self._instance = self._pool.acquire()
         instance = self._instance
         try:
-            addresses = instance.addresses(dims)
-            memory = instance.memory_view()
-            for info in metadata.inputs:
-                at = addresses[info.name]
-                target = memory[at:at + info.nbytes(dims)]
-                np.copyto(target.view(info.dtype).reshape(info.resolve(dims)),
-                          arrays[info.name], casting="same_kind")
-            instance.call([dims[d.name] for d in metadata.dims])
+            instance.views.current()
+            targets, _ = instance.views.of(plan)
+            for target, array in zip(targets, arrays):
+                np.copyto(target, array, casting="same_kind")
+            instance.call(plan.args)
         except Trap as trap:
             if trap.code != "rejected":
                 self._drop(healthy=False)
@@ -225,17 +222,15 @@ class Lease:
         except BaseException:
             self._drop(healthy=False)
             raise
-        memory = instance.memory_view()  # NOTE: re-read: the guest may have grown memory.
+        instance.views.current()  # NOTE: re-read: the guest may have grown memory.
+        _, views = instance.views.of(plan)
+        if copy:
+            return {t.name: view.copy() for t, view in zip(plan.outputs, views)}
         outputs = {}
-        for info in metadata.outputs:
-            at = addresses[info.name]
-            view = (memory[at:at + info.nbytes(dims)]
-                    .view(info.dtype).reshape(info.resolve(dims)))
-            if copy:
-                view = view.copy()
-            else:
-                view.flags.writeable = False
-            outputs[info.name] = view
+        for tensor, view in zip(plan.outputs, views):
+            view = view.view()
+            view.flags.writeable = False
+            outputs[tensor.name] = view
         return outputs
 
     def _drop(self, healthy: bool) -> None:
@@ -263,14 +258,14 @@ class Session:
                  instances: int | None = None,
                  model_path: str | os.PathLike[str] | None = None,
                  weights: str | os.PathLike[str] | bytes | None = None,
-                 threads: int | None = None):
+                 threads: int | str = 1):
         """Compile ``wasm``, check its metadata and create the first instance, so that a bad
         model fails here rather than on the first ``run``. Raises as ``load`` does."""
         if kernels not in KERNEL_CHOICES:
             raise ValueError(f"unknown kernels {kernels!r}; available: {list(KERNEL_CHOICES)}")
         size = instances if instances is not None else os.cpu_count() or 1
-        self.threads = 1 if kernels == "host" else (
-            default_threads() if threads is None else check_threads(threads))
+        count = check_threads(threads)
+        self.threads = 1 if kernels == "host" else count
         self.limits = limits
         features = FEATURES if self.threads > 1 else ()
         compartment = Compartment(limits, features)
@@ -294,6 +289,7 @@ class Session:
                    if self.metadata.sidecar is not None else None)
         blueprint = Blueprint(self.metadata, model, kernel_modules, pages, sidecar, segments,
                               self.threads, dispatch)
+        self._planner = Planner(self.metadata, bind)
         self._pool = InstancePool(lambda: ModelInstance(blueprint, Compartment(limits, features)),
                                   size, ModelInstance(blueprint, compartment))
 
@@ -345,7 +341,7 @@ def load(model: str | os.PathLike[str] | bytes, *,
          max_memory: int | str = ResourceLimits.max_memory, timeout: float | None = None,
          fuel: int | None = None, kernels: str = "auto", instances: int | None = None,
          weights: str | os.PathLike[str] | bytes | None = None,
-         threads: int | None = None) -> Session:
+         threads: int | str = 1) -> Session:
     """Load a ``.wasm`` model into a new sandboxed session.
 
     Args:
@@ -358,9 +354,11 @@ def load(model: str | os.PathLike[str] | bytes, *,
             of CPUs); each is created on first need and has its own memory.
         weights: for a model exported with ``sidecar=True``: its weights file (or bytes);
             by default the file the metadata names, next to ``model``.
-        threads: the threads each ``run`` call may use for its large kernels (default: the
-            cores this process may run on, at most ``runtime.threads.MAX_THREADS``); 1 runs
-            everything on the calling thread. The numpy ``"host"`` kernels use one.
+        threads: the threads each ``run`` call may use for its large kernels, or ``"auto"``:
+            the cores this process may run on, at most ``runtime.threads.MAX_THREADS``. The
+            default 1 runs everything on the calling thread, with a private memory: more
+            threads cost the kernels explicit bounds checks (README, Threads). The numpy
+            ``"host"`` kernels use one.
 
     Raises:
         FileNotFoundError: the path does not exist.

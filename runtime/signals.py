@@ -21,7 +21,18 @@ from types import FrameType
 
 GRACE_SECONDS = 1.0
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
-_main_in_guest = threading.Event()
+_MAIN = threading.main_thread()
+
+
+class _Flag:
+    """Whether the main thread is in a guest call: a plain attribute, not an ``Event``,
+    because it is set and cleared around every call (an ``Event`` takes a lock each time,
+    microseconds on a small model's run); the GIL makes each read and write atomic."""
+
+    set_now = False
+
+
+_main_in_guest = _Flag()
 
 
 class Interrupted(BaseException):
@@ -34,17 +45,20 @@ class Interrupted(BaseException):
         super().__init__(f"interrupted by {signal.Signals(signum).name}")
 
 
-@contextmanager
-def guest_call() -> Iterator[None]:
-    """Mark a call into guest code (only the main thread's calls matter)."""
-    if threading.current_thread() is not threading.main_thread() or _main_in_guest.is_set():
-        yield
-        return
-    _main_in_guest.set()
-    try:
-        yield
-    finally:
-        _main_in_guest.clear()
+class guest_call:  # noqa: N801  # NOTE: used as ``with guest_call():``, like a function.
+    """Mark a call into guest code (only the main thread's calls matter). A class rather than
+    a ``contextmanager`` generator: it wraps every guest call, so its cost counts."""
+
+    __slots__ = ("_marks",)
+
+    def __enter__(self) -> None:
+        self._marks = threading.current_thread() is _MAIN and not _main_in_guest.set_now
+        if self._marks:
+            _main_in_guest.set_now = True
+
+    def __exit__(self, *exc: object) -> None:
+        if self._marks:
+            _main_in_guest.set_now = False
 
 
 @contextmanager
@@ -60,7 +74,7 @@ def stop_on_signals() -> Iterator[None]:
     left = threading.Event()
 
     def handler(signum: int, frame: FrameType | None) -> None:
-        if not _main_in_guest.is_set():
+        if not _main_in_guest.set_now:
             raise Interrupted(signum)
 
     previous = {s: signal.signal(s, handler) for s in STOP_SIGNALS}
@@ -87,6 +101,6 @@ def _watch(read_end: int, left: threading.Event) -> None:
             return
         if data[0] not in STOP_SIGNALS:
             continue
-        if _main_in_guest.is_set() or not left.wait(GRACE_SECONDS):
+        if _main_in_guest.set_now or not left.wait(GRACE_SECONDS):
             os.write(2, f"wasmnn: interrupted by {signal.Signals(data[0]).name}\n".encode())
             os._exit(128 + data[0])

@@ -43,8 +43,9 @@ Compiled = tuple[wasmtime.Module, Any]
 T = TypeVar("T")
 
 
-def default_threads() -> int:
-    """The cores this process may run on (``os.sched_getaffinity``), at most ``MAX_THREADS``."""
+def available_cores() -> int:
+    """The cores this process may run on (``os.sched_getaffinity``), at most ``MAX_THREADS``:
+    what ``threads="auto"`` means."""
     try:
         cores = len(os.sched_getaffinity(0))
     except AttributeError:  # NOTE: not on every platform (macOS, Windows)
@@ -53,14 +54,16 @@ def default_threads() -> int:
 
 
 def check_threads(threads: object) -> int:
-    """``threads`` when it is a valid thread count.
+    """The thread count ``threads`` asks for: an integer, or ``"auto"`` (``available_cores``).
 
     Raises:
-        TypeError: not an integer.
+        TypeError: neither an integer nor ``"auto"``.
         ValueError: outside ``[1, MAX_THREADS]``.
     """
+    if threads == "auto":
+        return available_cores()
     if not isinstance(threads, int) or isinstance(threads, bool):
-        raise TypeError(f"threads must be an integer, got {threads!r}")
+        raise TypeError(f"threads must be an integer or 'auto', got {threads!r}")
     if not 1 <= threads <= MAX_THREADS:
         raise ValueError(f"threads must be between 1 and {MAX_THREADS}, got {threads!r}")
     return threads

@@ -73,8 +73,8 @@ STREAM_THRESHOLD = 1 << 15
 
 def splits(isa: str) -> dict[str, Split]:
     """The kernels that run on several threads, by name, for ``isa``'s tile sizes."""
-    # NOTE: wa holds A's rows packed where they lie in A, so a part's moves with A; every
-    # part of an f32_gemm packs all of B into ws, the same bytes.
+    # NOTE: the dense kernels pack A's rows into wa where they lie in A, so parts pack
+    # disjoint bytes; every part packs all of gemm's B into ws, the same bytes.
     rows: dict[str, tuple[str, ...]] = {"a": ("k",), "wa": ("k",), "r": ("n",), "c": ("n",)}
     dense_grain = math.lcm(gemm.TILES[isa][0], linear.MR[isa])
     table: dict[str, Split] = {}

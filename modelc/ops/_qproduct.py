@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from nn.functional.quantized import ACTIVATIONS
+
 from ..errors import CompileError
 from ._quantized import FLOAT, QUANTIZED, check_pair
-
-ACTIVATIONS = ("", "relu", "relu6")
 
 
 def optional(shapes: list, dtypes: list[str], has_bias: bool) -> tuple[Any, Any]:

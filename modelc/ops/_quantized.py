@@ -3,7 +3,6 @@ the ``quantize`` kernels. Semantics: ``nn/functional/quantized.py``."""
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -101,6 +100,3 @@ def real(values: np.ndarray, scale: np.ndarray, zero_point: np.ndarray) -> np.nd
     return ((values.astype(np.int32) - np.asarray(zero_point, np.int32).reshape(shape))
             .astype(np.float32) * np.asarray(scale, np.float32).reshape(shape))
 
-
-def scalar_count(shape: Shape) -> int:
-    return math.prod(d for d in shape if isinstance(d, int))

@@ -184,7 +184,10 @@ class Loop(OpDef):
     name = "loop"
 
     def infer(self, shapes: list, dtypes: list[str], attrs: dict[str, Any]) -> list:
-        body: Body = attrs["body"]
+        body = attrs["body"]
+        if not isinstance(body, Body):
+            raise CompileError(f"loop: to compile, body must be a Body (Body.trace makes one "
+                               f"from a Python step), got {type(body).__name__}")
         tensor_count = "count" not in attrs  # NOTE: a tensor is an input, not an attr
         xs = shapes[int(tensor_count) + body.states:][:body.elements]
         until = attrs.get("until")

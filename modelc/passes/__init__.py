@@ -38,7 +38,7 @@ PIPELINE: tuple[Pass, ...] = (
     compose_permutes,      # permute chains into one permute; identities removed
     split_permutes,        # a permute of over 4 unmergeable axes: block moves of <= 4 each
     fuse_epilogues,        # relu & co. into the producing gemm
-    plan_memory,           # one activation arena by liveness (must run last)
+    plan_memory,           # one activation arena by liveness, symbolic in the dims (last)
 )
 
 
@@ -51,6 +51,7 @@ def optimize(graph: Graph, pipeline: tuple[Pass, ...] = PIPELINE) -> Graph:
 
 
 __all__ = ["PIPELINE", "compose_permutes", "eliminate_dead_code", "expand_powers",
-           "fold_batchnorm", "fold_constants", "fold_dequantize_scales", "fold_linear_bias", "fold_scales",
+           "fold_batchnorm", "fold_constants", "fold_dequantize_scales", "fold_linear_bias",
+           "fold_scales",
            "fuse_epilogues", "infer_shapes", "optimize", "plan_memory", "recognize_composites",
            "remove_no_ops", "softmax_last_axis", "split_permutes"]

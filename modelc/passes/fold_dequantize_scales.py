@@ -7,12 +7,14 @@ operations in the same order (``float32(acc) * (x_scale * w_scale) + bias``).
 It applies when the unit-scale qlinear (no bias, no output quantization, no activation)
 feeds only a ``mul`` by ``mul(x_scale, c)``, ``x_scale`` 0-d and ``c`` a constant (a number, 0-d, or
 one per output feature); a following ``add`` of a constant float32 row of the output's
-width becomes its bias.
+width becomes its bias, and a ``relu`` or ``relu6`` after that its activation.
 """
 
 from __future__ import annotations
 
 import numpy as np
+
+from nn.functional.quantized import ACTIVATIONS
 
 from ..graph import Graph, Node, Value
 
@@ -77,18 +79,26 @@ def _rewrite(graph: Graph, node: Node) -> None:
     bias = _bias(graph, mul.output, width)
     if bias is not None:
         last, row = bias
+        assert row.data is not None  # NOTE: _bias only matches a constant row
         named["bias"] = Value(f"{row.name}_row", (width,), "float32", data=row.data.reshape(-1))
         node.attrs.pop("bias", None)
+    activation = next((op for op in ACTIVATIONS if op
+                       and (user := _only_user(graph, last.output, op)) is not None
+                       and not user.attrs), "")
+    dead = [mul] if last is mul else [last, mul]
+    if activation:
+        dead.insert(0, last.output.users[0])
+        node.attrs["activation"] = activation
     for value in node.inputs:
         value.users.remove(node)
     node.input_names = tuple(named)
     node.inputs = list(named.values())
     for value in node.inputs:
         value.users.append(node)
-    graph.replace_uses(last.output, node.output)
+    graph.replace_uses(dead[0].output, node.output)
     scale = mul.inputs[1] if mul.inputs[0] is node.output else mul.inputs[0]
-    for dead in ([last, mul] if last is not mul else [mul]):
-        graph.remove(dead)
+    for gone in dead:
+        graph.remove(gone)
     if not scale.users and scale.producer is not None:
         graph.remove(scale.producer)
 

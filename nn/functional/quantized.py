@@ -111,7 +111,13 @@ def _finish(acc: np.ndarray, input_scale: np.ndarray, weight_scale: np.ndarray,
             bias: np.ndarray | None, output_scale: np.ndarray | None,
             output_zero_point: np.ndarray | None, activation: str, axis: int) -> np.ndarray:
     """Dequantize or requantize the int32 accumulator ``acc`` (its channels on ``axis``) as
-    the module docstring says."""
+    the module docstring says.
+
+    Raises:
+        ValueError: ``activation`` is not one of ``ACTIVATIONS``.
+    """
+    if activation not in ACTIVATIONS:
+        raise ValueError(f"activation {activation!r} is not one of {list(ACTIVATIONS)}")
     if bias is not None and np.asarray(bias).dtype == np.int32:
         acc = acc + _along(bias, acc.ndim, axis)
         bias = None

@@ -34,12 +34,27 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="print outputs and timing as one JSON object")
     parser.add_argument("--kernels", choices=KERNEL_CHOICES, default="auto",
                         help="kernel provider (default: %(default)s = relaxed SIMD)")
-    parser.add_argument("--threads", metavar="N", type=int, default=None,
-                        help="threads for the model's large kernels (default: the cores this "
-                             f"process may use, at most {MAX_THREADS}; 1: the calling thread "
-                             "only)")
+    parser.add_argument("--threads", metavar="N", type=_threads, default=1,
+                        help="threads for the model's large kernels, or 'auto': the cores "
+                             f"this process may use, at most {MAX_THREADS} (default: "
+                             "%(default)s, the calling thread only)")
     add_limit_options(parser)
     parser.set_defaults(handler=run)
+
+
+def _threads(text: str) -> int | str:
+    """``--threads``: ``auto`` or a whole number (its range is checked by ``load``).
+
+    Raises:
+        argparse.ArgumentTypeError: neither.
+    """
+    if text == "auto":
+        return text
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of threads or 'auto', "
+                                         f"got {text!r}") from None
 
 
 def _gather_inputs(specs: list[str], max_bytes: int | None = None

@@ -84,7 +84,7 @@ def test_a_plan_over_four_gibibytes_is_refused_naming_the_dims(mlp):
 
 
 def _onnx_linear(dim_param: str):
-    onnx = pytest.importorskip("onnx")
+    pytest.importorskip("onnx")
     from onnx import TensorProto, helper, numpy_helper
 
     weight = numpy_helper.from_array(np.ones((8, 4), np.float32), "w")

@@ -37,6 +37,20 @@ def test_mul_and_bias_fold_into_the_qlinear() -> None:
                                   _dynamic_linear(x))
 
 
+def test_a_relu_after_the_bias_folds_as_the_activation() -> None:
+    x = np.linspace(-3, 2, 12, dtype=np.float32).reshape(3, 4)
+    def fn(a: Any) -> Any:
+        return F.relu6(_dynamic_linear(a) * 4.0)
+    graph = _optimized(fn, x)
+    assert [n.op for n in graph.nodes] == ["dynamic_quantize_linear", "qlinear", "mul", "relu6"]
+    def relu(a: Any) -> Any:
+        return F.relu(_dynamic_linear(a))
+    graph = _optimized(relu, x)
+    assert [(n.op, n.attrs.get("activation")) for n in graph.nodes] == [
+        ("dynamic_quantize_linear", None), ("qlinear", "relu")]
+    np.testing.assert_array_equal(modelc.interpret(graph, {"input0": x})["output0"], relu(x))
+
+
 def test_a_per_tensor_scale_and_no_bias_fold_too() -> None:
     x = np.linspace(-3, 2, 12, dtype=np.float32).reshape(3, 4)
     def fn(a: Any) -> Any:

@@ -87,6 +87,11 @@ def test_what_does_not_lower_still_runs_in_the_interpreter() -> None:
     np.testing.assert_array_equal(got, fn(X))
 
 
+def test_eager_refuses_an_unknown_activation() -> None:
+    with pytest.raises(ValueError, match=r"activation 'gelu' is not one of \['', 'relu'"):
+        F.qlinear(np.zeros((1, 4), np.uint8), *U8, W, q(0.1), ZERO_W, activation="gelu")
+
+
 def test_pack_refuses_what_is_not_an_int8_matrix() -> None:
     with pytest.raises(ValueError, match=r"expects a 2-D int8 weight, got uint8 of shape \[5\]"):
         pack_qlinear_weight(np.zeros(5, np.uint8))

@@ -266,3 +266,28 @@ def test_scan_outputs_of_a_loop_with_a_run_time_condition_are_refused() -> None:
     with pytest.raises(modelc.CompileError, match=r"condition is computed at run time has "
                                                   r"scan outputs of a length unknown"):
         modelc.from_onnx(proto)
+
+
+def test_a_python_body_is_traced_only_through_body_trace() -> None:
+    """A plain Python step runs eagerly but cannot be compiled as it is; Body.trace compiles
+    it and keeps it as its eager semantics."""
+    from executors import Lambda
+
+    from modelc.ops.loop import Body
+    from nn import functional as nf
+
+    def step(i, states, elements, outer):  # type: ignore[no-untyped-def]
+        return [nf.add(states[0], elements[0])], []
+
+    rows = np.arange(12, dtype=np.float32).reshape(4, 3)
+    start = np.zeros(3, np.float32)
+    np.testing.assert_array_equal(nf.loop(None, [start], [rows], [], step), rows.sum(0))
+    with pytest.raises(modelc.CompileError, match=r"loop: to compile, body must be a Body "
+                                                  r"\(Body.trace makes one from a Python "
+                                                  r"step\), got function"):
+        modelc.trace(Lambda(lambda s, r: nf.loop(None, [s], [r], [], step)), (start, rows))
+    body = Body.trace(step, [((3,), "float32")], [((3,), "float32")])
+    graph = modelc.trace(Lambda(lambda s, r: nf.loop(None, [s], [r], [], body)), (start, rows))
+    with runtime.load(modelc.export(graph)) as session:
+        (got,) = session.run({"input0": start, "input1": rows}).values()
+    np.testing.assert_allclose(got, rows.sum(0))

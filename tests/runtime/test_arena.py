@@ -33,7 +33,8 @@ def _x(batch: int) -> np.ndarray:
 @pytest.mark.parametrize("kernels", ["auto", "host"])
 def test_memory_grows_to_each_batch_and_results_match_eager(wide, kernels):
     model, wasm = wide
-    with runtime.load(wasm, instances=1, kernels=kernels) as session:
+    # NOTE: one thread: this is about the plan and growth, not the intra-op split.
+    with runtime.load(wasm, instances=1, kernels=kernels, threads=1) as session:
         for batch in (1, 300, 7, 1000, 2):
             got = session.run(_x(batch))["output0"]
             np.testing.assert_allclose(got, model(_x(batch)), rtol=1e-4, atol=1e-5)

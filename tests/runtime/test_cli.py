@@ -32,7 +32,7 @@ def test_run_prints_a_summary(model_file, x_file, capsys, mlp_model):
     assert f"argmax per row: {np.array2string(expected)}" in out
 
 
-@pytest.mark.parametrize("threads", ["1", "2"])
+@pytest.mark.parametrize("threads", ["1", "2", "auto"])
 def test_run_on_threads(model_file, x_file, capsys, mlp_model, threads):
     assert main(["run", str(model_file), "--input", f"x={x_file}", "--threads", threads,
                  "--json"]) == 0

@@ -134,15 +134,20 @@ def test_workers_entering_wasm_per_call_under_limits_stay_exact(block):
             np.testing.assert_array_equal(limited.run(inputs)["output0"], want)
 
 
+def _workers() -> set[threading.Thread]:
+    return {t for t in threading.enumerate() if t.name.startswith("wasmnn-worker")}
+
+
 def test_a_session_dropped_without_close_joins_its_workers(block):
     _, wasm, inputs = block
-    baseline = threading.active_count()
+    before = _workers()
     session = runtime.load(wasm, threads=2, instances=1)
     session.run(inputs)
-    assert threading.active_count() == baseline + 1
+    mine = _workers() - before
+    assert len(mine) == 1
     del session
     gc.collect()
-    assert threading.active_count() == baseline
+    assert not any(t.is_alive() for t in mine)
 
 
 def test_concurrent_calls_on_threaded_instances_stay_exact(block):
@@ -166,11 +171,13 @@ def test_concurrent_calls_on_threaded_instances_stay_exact(block):
     assert not failures
 
 
-def test_threads_default_to_the_cores_the_process_may_use(mlp_wasm):
+def test_one_thread_by_default_and_auto_is_the_cores_the_process_may_use(mlp_wasm):
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    assert intra.default_threads() == min(cores, intra.MAX_THREADS)
+    assert intra.available_cores() == min(cores, intra.MAX_THREADS)
     with runtime.load(mlp_wasm) as session:
-        assert session.threads == intra.default_threads()
+        assert session.threads == 1
+    with runtime.load(mlp_wasm, threads="auto") as session:
+        assert session.threads == intra.available_cores()
     with runtime.load(mlp_wasm, kernels="host", threads=4) as session:
         assert session.threads == 1  # numpy kernels run on the calling thread
 
@@ -178,16 +185,17 @@ def test_threads_default_to_the_cores_the_process_may_use(mlp_wasm):
 @pytest.mark.parametrize("threads, error, match", [
     (0, ValueError, r"threads must be between 1 and 16, got 0"),
     (17, ValueError, r"threads must be between 1 and 16, got 17"),
-    (2.0, TypeError, r"threads must be an integer, got 2\.0"),
-    (True, TypeError, r"threads must be an integer, got True"),
+    (2.0, TypeError, r"threads must be an integer or 'auto', got 2\.0"),
+    (True, TypeError, r"threads must be an integer or 'auto', got True"),
+    ("all", TypeError, r"threads must be an integer or 'auto', got 'all'"),
 ])
 def test_bad_thread_counts_are_refused(mlp_wasm, threads, error, match):
     with pytest.raises(error, match=match):
         runtime.load(mlp_wasm, threads=threads)
 
 
-def _gemm_model(body: str, pages: int = 1) -> bytes:
-    """A model calling ``f32_gemm(a, b, c, ws, wa, m, k, n)`` as ``body`` says."""
+def _gemm_model(body: str, pages: int) -> bytes:
+    """A model of ``pages`` pages calling ``f32_gemm`` as ``body`` says."""
     gemm = abi.BY_NAME["f32_gemm"]
     params = " ".join(gemm.param_types)
     meta = metadata(memory_bytes=pages * 65536)
@@ -195,22 +203,23 @@ def _gemm_model(body: str, pages: int = 1) -> bytes:
                      imports=f'(import "{abi.MODULE}" "f32_gemm" (func $gemm (param {params})))')
 
 
-# 96 x 64 x 64 (over the threshold), B packed into ws at 24576, A's rows packed over A itself
-# (wa = 0: in bounds, the values do not matter here): C's rows 48.. lie past the end of the
-# one-page memory, rows ..48 inside it, so the threads taking the later parts trap.
-OUT_OF_BOUNDS = """(call $gemm (i32.const 0) (i32.const 0) (i32.const 53248) (i32.const 24576)
-                          (i32.const 0) (i32.const 96) (i32.const 64) (i32.const 64))
-                   (i32.const 0)"""
-FOREVER = """(loop $again (call $gemm (i32.const 0) (i32.const 0) (i32.const 32768)
-                            (i32.const 65536) (i32.const 0) (i32.const 96) (i32.const 64)
-                            (i32.const 64))
-                (br $again))
-             (i32.const 0)"""
+def _gemm_call(**values: int) -> str:
+    """``(call $gemm ...)`` with each parameter of ``f32_gemm`` by name."""
+    names = [p.split(":")[0] for p in abi.BY_NAME["f32_gemm"].params]
+    return f"(call $gemm {' '.join(f'(i32.const {values[n]})' for n in names)})"
+
+
+# 96 x 64 x 64 (over the threshold): A and B at 0, B's panels (ws) and A's (wa) after A;
+# C's rows 48.. lie past the end of the two-page memory, rows ..48 inside it, so the
+# threads taking the later parts trap.
+_SHAPE = {"a": 0, "b": 0, "ws": 24576, "wa": 40960, "m": 96, "k": 64, "n": 64}
+OUT_OF_BOUNDS = _gemm_call(**_SHAPE, c=131072 - 48 * 64 * 4) + " (i32.const 0)"
+FOREVER = f"(loop $again {_gemm_call(**_SHAPE, c=65536)} (br $again)) (i32.const 0)"
 X = np.zeros((1, 4), np.float32)
 
 
 def test_a_trap_in_a_worker_is_the_same_clean_trap_as_on_one_thread():
-    model = _gemm_model(OUT_OF_BOUNDS)
+    model = _gemm_model(OUT_OF_BOUNDS, pages=2)
     with runtime.load(model, threads=1) as one, pytest.raises(Trap) as single:
         one.run(X)
     with runtime.load(model, threads=2, instances=1) as two:
@@ -222,7 +231,7 @@ def test_a_trap_in_a_worker_is_the_same_clean_trap_as_on_one_thread():
 def test_an_out_of_bounds_access_of_the_model_itself_is_a_clean_trap():
     """The model and the kernels import the shared memory into one store: a fault there must
     not abort the process (runtime.compartment.engine's explicit bounds checks)."""
-    model = _gemm_model("(f32.store (i32.const 70000) (f32.const 1)) (i32.const 0)")
+    model = _gemm_model("(f32.store (i32.const 70000) (f32.const 1)) (i32.const 0)", pages=1)
     with runtime.load(model, threads=2, instances=1) as session:
         with pytest.raises(Trap, match=r"out_of_bounds in \?!func\[1\]: wasm trap: out of"):
             session.run(X)
@@ -232,7 +241,7 @@ def test_an_out_of_bounds_access_of_the_model_itself_is_a_clean_trap():
     ({"timeout": 0.2}, "timeout", r"time limit of 0\.2 s exceeded"),
     ({"fuel": 50_000_000}, "fuel", "fuel limit of 50000000 exhausted")])
 def test_a_time_or_fuel_limit_stops_every_thread(limit, code, match):
-    with runtime.load(_gemm_model(FOREVER, pages=2), threads=2, instances=1,
+    with runtime.load(_gemm_model(FOREVER, pages=3), threads=2, instances=1,
                       **limit) as session:
         with pytest.raises(LimitExceeded, match=match) as err:
             session.run(X)
@@ -248,7 +257,9 @@ def _assert_idle() -> None:
 
 
 def test_100_failing_calls_leave_no_worker_behind():
-    model = _gemm_model(OUT_OF_BOUNDS)
+    model = _gemm_model(OUT_OF_BOUNDS, pages=2)
+    gc.collect()  # NOTE: other tests' dropped sessions join their workers now, not below
+    before = _workers()
     baseline = threading.active_count()
     with runtime.load(model, threads=2, instances=1) as session:
         for _ in range(100):
@@ -256,18 +267,18 @@ def test_100_failing_calls_leave_no_worker_behind():
                 session.run(X)
         assert threading.active_count() <= baseline + 1  # the next instance's one worker
         _assert_idle()
-    assert threading.active_count() == baseline
-    assert not [t for t in threading.enumerate() if t.name.startswith("wasmnn-worker")]
+    assert not _workers() - before
 
 
 def test_closing_the_session_joins_its_workers(block):
     _, wasm, inputs = block
-    baseline = threading.active_count()
+    before = _workers()
     session = runtime.load(wasm, threads=3, instances=2)
     session.run(inputs)
-    assert threading.active_count() >= baseline + 2
+    mine = _workers() - before
+    assert len(mine) == 2
     session.close()
-    assert threading.active_count() == baseline
+    assert not any(t.is_alive() for t in mine)
 
 
 def test_max_memory_caps_the_shared_memory():

@@ -66,8 +66,10 @@ def test_conv2d_shapes(kernels, case: str) -> None:  # type: ignore[no-untyped-d
 
 @pytest.mark.parametrize("spec", CONVS, ids=lambda s: s.name)
 def test_conv2d_epilogues(kernels, spec: abi.KernelSpec) -> None:  # type: ignore[no-untyped-def]
+    # odd-width and 1x1-wide: 8 and 12 channels, the 8-channel loop of the activation
+    # variants with masked tiles and with a remainder
     for seed, case in enumerate(("3x3", "1x1", "depthwise", "narrow", "stride2-odd",
-                                 "depthwise-stride2")):
+                                 "depthwise-stride2", "odd-width", "1x1-wide")):
         out, expected = _run(kernels, spec, CASES[case], seed)
         np.testing.assert_allclose(out, expected, rtol=1e-4, atol=1e-4,
                                    err_msg=f"{spec.name} {case}")

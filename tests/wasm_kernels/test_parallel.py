@@ -5,6 +5,7 @@ import pytest
 import wasmtime
 
 from wasm_kernels import abi, parallel
+from wasm_kernels.templates import gemm, linear
 from wasm_kernels.wasm import WasmFormatError, read_module
 from wasm_kernels.wasm.rewrite import share_memory_import
 from wasm_kernels.wasm.text import module_text
@@ -36,9 +37,12 @@ def test_every_kernel_that_splits_dispatches_through_a_valid_module(isa):
     assert "memory.atomic.wait32" in text and "i64.atomic.rmw.cmpxchg" in text
 
 
-def test_parts_start_at_multiples_of_the_dense_tile():
-    assert parallel.splits("relaxed")["f32_linear"].grain == 12  # 3-row and 4-row tiles
-    assert parallel.splits("scalar")["f32_gemm"].grain == 4
+@pytest.mark.parametrize("isa", ["relaxed", "simd128", "scalar"])
+def test_parts_start_at_multiples_of_the_dense_tiles(isa):
+    for name in ("f32_linear", "f32_gemm"):
+        grain = parallel.splits(isa)[name].grain
+        assert grain % linear.MR[isa] == 0 and grain % gemm.TILES[isa][0] == 0
+        assert set(parallel.splits(isa)[name].advance) >= {"a", "wa", "c", "r"}
     assert parallel.splits("relaxed")["f32_conv2d"].only == {"n": 1, "groups": 1}
 
 

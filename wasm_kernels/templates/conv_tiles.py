@@ -7,16 +7,17 @@ The vector and column tiles walk the taps the same way (``_taps``): kernel rows 
 input, then the kw columns of each, and for each tap a k loop over the input channels whose
 weights are adjacent in the packed block, 16 bytes per channel, addressed from a pointer
 biased by the tap's end with ``kk`` counting up to 0; the pixel pointer steps one input plane
-per channel. A vector tile's channel loop runs ``CHANNEL_UNROLL`` channels per iteration, in
+per channel. A vector tile's channel loop runs 4 or 8 channels per iteration, in
 the order they should run: the conv family is compiled at cranelift opt level ``"none"``
 (``build.FAMILY_OPT_LEVELS``), which keeps that order, where ``"speed"`` hoisted the loads of
 an unrolled body and spilled the accumulators. Unrolled 4 times at ``"none"`` the tile runs 26
 instructions per channel against 38 at ``"speed"`` not unrolled (the 8 register moves
 ``vfmadd213ps`` leaves at each back-edge are shared by 4 channels): ResNet-18's and the real
-models' dense convs ran 1.0-1.2x faster in an interleaved A/B. NOTE: only the plain
-``f32_conv2d`` gets that loop; in the epilogue variants the register allocator spills
-``vmctx`` out of it (bench/README.md). Every load reloads the memory base at ``"none"``,
-which cost the depthwise tile (same function) up to 0.8x until it loaded less.
+models' dense convs ran 1.0-1.2x faster in an interleaved A/B. With a fused activation the
+register allocator spilled ``vmctx`` out of that loop, and 8 channels per iteration measured
+better there (``ACTIVATION_CHANNEL_UNROLL``; bench/README.md). Every load reloads the memory
+base at ``"none"``, which cost the depthwise tile (same function) up to 0.8x until it loaded
+less.
 """
 
 from __future__ import annotations
@@ -36,8 +37,12 @@ Tile: TypeAlias = "Callable[[Frame, int, int, str, bool], None]"
 CHANNEL_BYTES = 16
 """Bytes of one input channel's weights in a packed block (4 output channels)."""
 
-CHANNEL_UNROLL = 4
-"""Input channels per iteration of a vector tile's channel loop."""
+CHANNEL_UNROLL, ACTIVATION_CHANNEL_UNROLL = 4, 8
+"""Input channels per iteration of a vector tile's channel loop, in the plain conv and in a
+conv with a fused activation. NOTE: measured, not derived: with an activation the register
+allocator spills ``vmctx`` out of the 4-channel loop (31 instructions per channel against
+26), and 8 channels per iteration got back to 27 (ResNet-18's ``_relu`` convs 1.05-1.25x
+the 4-channel loop in an interleaved A/B), where the plain conv ran 0.75-0.97x at 8."""
 
 EVEN_LANES = bytes(4 * lane + byte for lane in (0, 2, 4, 6) for byte in range(4))
 """The ``i8x16.shuffle`` of two f32x4 registers that keeps lanes 0 and 2 of each: the
@@ -171,9 +176,10 @@ def vector_tile(f: Frame, rows: int, regs: int, mode: str, masked: bool) -> None
         for reg in range(regs):
             _mask(f, "jcol", reg, 0, columns)
             c.emit("local.set", masks[reg])
-        _channels(f, step, CHANNEL_UNROLL)
+        _channels(f, step, unroll)
 
-    _taps(f, start_column, tap if masked else lambda: _channels(f, step, CHANNEL_UNROLL))
+    unroll = ACTIVATION_CHANNEL_UNROLL if f.epilogue else CHANNEL_UNROLL
+    _taps(f, start_column, tap if masked else lambda: _channels(f, step, unroll))
     _store_tile(f, rows, regs, acc, masked)
 
 

@@ -20,10 +20,12 @@ from .loops import strided_loop
 from .qlinear_frame import frame, scalar_element
 from .qlinear_tile import Tile
 
-MR = {"relaxed": 2, "simd128": 2}
-"""Rows of A per SIMD tile: 2 rows by 8 columns keep 8 i32x4 accumulators (relaxed: 4
-registers of W's columns, each with a lo and a hi part), W's registers and A's in the 16
-XMM registers."""
+MR = {"relaxed": 4, "simd128": 2}
+"""Rows of A per SIMD tile. simd128: 2 rows by 8 columns keep 8 i32x4 accumulators, W's 4
+widened registers and A's in the 16 XMM registers. relaxed: 4 rows (16 accumulators, lo and
+hi parts: some spill) measured 1.04-1.21x the relaxed f32 linear against 1.00-1.21x at 3
+rows and 0.93-1.00x at 2 (bench/kernels.py --only int8, load 10-12): W's registers and A's
+split then serve more rows."""
 
 
 def emit(spec: KernelSpec, isa_name: str) -> tuple[FuncType, Code]:
