@@ -37,7 +37,7 @@ class Tensor:
 
 @dataclass(frozen=True, eq=False)
 class RunPlan:
-    """The entry point's arguments and every tensor's place for one binding of the dims.
+    """The dims, the entry point's arguments and every tensor's shape for one binding.
     Compared by identity: a ``Planner`` makes one per binding, and hashing by identity keeps
     the per-call lookup of its views cheap."""
 
