@@ -24,9 +24,9 @@ sys.path.insert(0, str(BENCH))
 sys.path.insert(0, str(BENCH.parent))
 
 import numpy as np  # noqa: E402
+import peers  # noqa: E402
 
 import modelc  # noqa: E402
-import peers  # noqa: E402
 import runtime  # noqa: E402
 
 LIMITS = {"none": {}, "timeout": {"timeout": 600.0}, "fuel": {"fuel": 10**15}}
