@@ -169,6 +169,7 @@ class Model {
     this.inputs = meta.inputs.map(describe);
     this.outputs = meta.outputs.map(describe);
     this.dims = meta.dims.map((d) => ({ ...d }));
+    this.isa = meta.isa ?? null;
     this._instance = instance;
     this._state = state;
     this._broken = null;
@@ -350,11 +351,53 @@ class Model {
   }
 }
 
+// A module whose one function runs f32x4.relaxed_madd on three zero vectors: it validates
+// only where the engine has relaxed SIMD.
+function relaxedProbe() {
+  const operand = [0xfd, 0x0c, ...new Array(16).fill(0)];
+  const body = [0x00, ...operand, ...operand, ...operand, 0xfd, 0x85, 0x02, 0x0b];
+  return new Uint8Array([
+    0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00,
+    0x01, 0x05, 0x01, 0x60, 0x00, 0x01, 0x7b,
+    0x03, 0x02, 0x01, 0x00,
+    0x0a, body.length + 2, 0x01, body.length, ...body,
+  ]);
+}
+
+/** Whether this engine runs modules exported with `--isa relaxed` (relaxed SIMD). */
+export const relaxedSimd = WebAssembly.validate(relaxedProbe());
+
+const ISA_PREFERENCE = ["relaxed", "simd128", "scalar"];
+
+// {relaxed, simd128, scalar} -> the fastest build this engine can run.
+function pickBuild(builds) {
+  const given = Object.keys(builds);
+  const unknown = given.filter((isa) => !ISA_PREFERENCE.includes(isa));
+  if (unknown.length || !given.length) {
+    throw new TypeError(`expected builds keyed by ISA (${ISA_PREFERENCE.join(", ")}), got ` +
+                        `keys ${repr(given)}`);
+  }
+  const usable = ISA_PREFERENCE.filter((isa) => isa in builds && (isa !== "relaxed" || relaxedSimd));
+  if (!usable.length) {
+    throw new ModelFormatError("this engine lacks relaxed SIMD and no simd128 or scalar build " +
+                               "was given");
+  }
+  return builds[usable[0]];
+}
+
+function isBuildChoice(source) {
+  return source !== null && typeof source === "object" && !(source instanceof URL) &&
+    !(source instanceof WebAssembly.Module) && !(source instanceof ArrayBuffer) &&
+    !ArrayBuffer.isView(source) && !(typeof Response !== "undefined" && source instanceof Response);
+}
+
 /** Load a model exported with --target web: a URL, a Response, its bytes, or a compiled
- *  WebAssembly.Module. Throws ModelFormatError (not a web model), LinkError, or a
+ *  WebAssembly.Module; or builds of one model keyed by ISA, `{relaxed: url, simd128: url}`,
+ *  of which the fastest this engine runs is loaded (`model.isa` says which). Throws
+ *  ModelFormatError (not a web model, or no build this engine can run), LinkError, or a
  *  WebAssembly.CompileError for bytes that are not WebAssembly. */
 export async function load(source) {
-  const bytes = await fetchBytes(source);
+  const bytes = await fetchBytes(isBuildChoice(source) ? pickBuild(source) : source);
   const module = bytes instanceof WebAssembly.Module ? bytes : await WebAssembly.compile(bytes);
   const meta = readMetadata(module);
   const state = { module, memory: null, stderr: "" };

@@ -76,6 +76,16 @@ class Embedding(nn.Module):
         return self.table(ids)
 
 
+def load_trained_digits() -> Any:
+    """The digits example's trained MLP (``examples/digits``)."""
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).parents[2] / "examples" / "digits"))
+    from model import load_trained
+
+    return load_trained()
+
+
 @pytest.fixture(scope="module")
 def models(site: tuple[Path, str]) -> dict[str, tuple[bytes, Any]]:
     """Each test model exported twice: for the web (in the served folder) and for the
@@ -83,13 +93,8 @@ def models(site: tuple[Path, str]) -> dict[str, tuple[bytes, Any]]:
     root, _ = site
     (root / "harness.html").write_text(HARNESS)
     rng = np.random.default_rng(0)
-    import sys
-
-    sys.path.insert(0, str(Path(__file__).parents[2] / "examples" / "digits"))
-    from model import load_trained
-
     specs = {
-        "digits": (load_trained(), {"pixels": rng.random((5, 64), np.float32)},
+        "digits": (load_trained_digits(), {"pixels": rng.random((5, 64), np.float32)},
                    {"pixels": {0: ("batch", 1, 16)}}),
         "transformer": (randomize(transformer_encoder(16, 2)).eval(),
                         {"tokens": rng.standard_normal((2, 7, 16)).astype(np.float32)},
@@ -221,3 +226,38 @@ def test_the_loader_runs_in_a_web_worker(harness, site, models):
     assert (got["loaded"], got["type"], got["id"]) == ("loaded", "result", 7)
     assert got["shape"] == list(want.shape)
     assert np.array_equal(np.array(got["data"], np.float32).reshape(want.shape), want)
+
+
+def test_builds_keyed_by_isa_load_the_fastest_this_browser_runs(harness, site, models):
+    """``load({relaxed, simd128})`` picks relaxed where the engine validates relaxed SIMD
+    (this Chromium does), simd128 when only that is given; unknown keys are a TypeError."""
+    root, url = site
+    model = load_trained_digits()
+    x = np.random.default_rng(3).random((2, 64), np.float32)
+    modelc.export(model, {"pixels": x}, root / "digits-relaxed.wasm",
+                  dynamic={"pixels": {0: ("batch", 1, 16)}}, target="web", isa="relaxed")
+    script = """async ([builds, data]) => {
+      const feeds = {pixels: {data: Float32Array.from(data), shape: [2, 64]}};
+      const result = {relaxedSimd: window.wasmnn.relaxedSimd, picked: []};
+      for (const choice of builds) {
+        try {
+          const model = await window.wasmnn.load(choice);
+          const out = await model.run(feeds);
+          result.picked.push({isa: model.isa, data: Array.from(out.output0.data)});
+        } catch (e) { result.picked.push({error: e.name, message: e.message}); }
+      }
+      return result;
+    }"""
+    builds = [{"relaxed": "digits-relaxed.wasm", "simd128": "digits.wasm"},
+              {"simd128": "digits.wasm"}, {"avx512": "digits.wasm"}]
+    got = harness.evaluate(script, [builds, x.ravel().tolist()])
+    assert got["relaxedSimd"] is True
+    relaxed, simd128, unknown = got["picked"]
+    assert (relaxed["isa"], simd128["isa"]) == ("relaxed", "simd128")
+    want = model(x)
+    for picked in (relaxed, simd128):
+        np.testing.assert_allclose(np.array(picked["data"], np.float32).reshape(want.shape),
+                                   want, rtol=1e-5, atol=1e-6)
+    assert unknown["error"] == "TypeError"
+    assert "expected builds keyed by ISA (relaxed, simd128, scalar), got keys ['avx512']" \
+        in unknown["message"]
