@@ -1,7 +1,7 @@
 """wasmnn on Ray Data: rows/s with 1 and 2 actors, against ``Session.run`` in a loop, with
 each job's start-up separated from its steady rate.
 
-    .venv/bin/python bench/ray_batch.py [--rows 100000] [--batch 64] [--ray-batch 1024]
+    .venv/bin/python bench/ray_batch.py [--rows 100000] [--batch 64] [--ray-batch 4096]
                                         [--repeat 3] [--address ADDRESS]
 
 The model is the bench MLP (784-512-512-10, ``bench/models.py``) with a symbolic batch of
@@ -52,7 +52,7 @@ def main() -> int:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rows", type=int, default=100_000)
     parser.add_argument("--batch", type=int, default=64, help="rows per Session.run")
-    parser.add_argument("--ray-batch", type=int, default=1024,
+    parser.add_argument("--ray-batch", type=int, default=4096,
                         help="rows per call of an actor (map_batches' batch_size)")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--address", default=None)

@@ -41,7 +41,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                              "a local one on this machine)")
     parser.add_argument("--concurrency", type=int, default=None,
                         help="actors (one CPU each; default: the cluster's CPUs)")
-    parser.add_argument("--batch-size", type=int, default=256,
+    parser.add_argument("--batch-size", type=int, default=4096,
                         help="rows per batch sent to an actor (default: %(default)s)")
     parser.add_argument("--on-error", choices=("record", "fail"), default="record",
                         help="a failing row: record the error in its 'error' column and go "
