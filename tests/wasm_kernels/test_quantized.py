@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from nn import functional as F
-from wasm_kernels import abi
+from wasm_kernels import abi, abi_quantized
 from wasm_kernels.pack_quantized import pack_qlinear_weight
 
 # (m, k, n): size 1, k % 4 tails of 1-3, n below, at and past the 8-column panel, m % 2
@@ -71,7 +71,7 @@ def test_qlinear_rows_are_exact(kernels, shape) -> None:  # type: ignore[no-unty
     ("int8", -128, 127, 127)])
 def test_qlinear_is_exact_at_the_accumulation_bound(kernels, dtype, a_value, zero,  # type: ignore[no-untyped-def]
                                                     w_value) -> None:
-    k = abi.QLINEAR_MAX_K
+    k = abi_quantized.QLINEAR_MAX_K
     spec = abi.find("qlinear", "qlinear", ("dequantize",), dtype)
     a = np.full((3, k), a_value, dtype)
     w = np.full((9, k), w_value, np.int8)

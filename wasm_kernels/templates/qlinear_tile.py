@@ -17,7 +17,7 @@ every engine:
   saturates.
 
 Accumulation: every product is at most 255 * 128 in magnitude, so k up to
-``abi.QLINEAR_MAX_K`` stays within int32 (wrapping arithmetic keeps the A zero point's
+``abi_quantized.QLINEAR_MAX_K`` stays within int32 (wrapping arithmetic keeps the A zero point's
 correction exact as long as the true result fits).
 """
 
