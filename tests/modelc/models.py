@@ -10,6 +10,18 @@ import nn
 from nn import functional as F
 
 
+class Lookup(nn.Module):
+    """An embedding of 10 ids into 3 floats: a model whose bad input (an id out of range)
+    traps."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.table = nn.Embedding(10, 3)
+
+    def forward(self, ids):
+        return self.table(ids)
+
+
 def randomize(model: nn.Module, seed: int = 0) -> nn.Module:
     rng = np.random.default_rng(seed)
     for _, param in model.named_parameters():

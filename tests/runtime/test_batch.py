@@ -3,20 +3,12 @@ error records. Expected values come from eager ``nn``."""
 
 import numpy as np
 import pytest
+from models import Lookup
 
 import modelc
 import nn
 import runtime
 from runtime.batch import ERROR_COLUMN, BatchRunner
-
-
-class Lookup(nn.Module):
-    def __init__(self) -> None:
-        super().__init__()
-        self.table = nn.Embedding(10, 3)
-
-    def forward(self, ids):
-        return self.table(ids)
 
 
 @pytest.fixture(scope="module")

@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from models import Lookup
 
 import modelc
 import nn
@@ -42,15 +43,6 @@ def mlp(tmp_path_factory: pytest.TempPathFactory) -> Path:
     modelc.export(mlp_model(), {"x": np.zeros((1, 16), np.float32)}, path,
                   dynamic={"x": {0: ("batch", 1, 64)}})
     return path
-
-
-class Lookup(nn.Module):
-    def __init__(self) -> None:
-        super().__init__()
-        self.table = nn.Embedding(10, 3)
-
-    def forward(self, ids):
-        return self.table(ids)
 
 
 @pytest.fixture(scope="module")
