@@ -23,6 +23,7 @@ from wasm_kernels.pack import (
     unpack_conv_weight,
     unpack_linear_weight,
 )
+from wasm_kernels.pack_im2col import unpack_im2col_weight
 from wasm_kernels.wasm import FuncType
 
 from .intrinsic import HostContext, IntrinsicModule
@@ -216,6 +217,7 @@ def _windows(ctx: HostContext, x: np.ndarray, kernel: tuple[int, int],
 
 def _conv(spec: abi.KernelSpec) -> Callable[..., None]:
     activation = spec.activations
+    gemm = spec.family == "conv_gemm"
 
     def conv(ctx: HostContext, *args: int) -> None:
         arg = dict(zip(spec.params, args))
@@ -224,10 +226,14 @@ def _conv(spec: abi.KernelSpec) -> Callable[..., None]:
         kh, kw, oh, ow = arg["kh"], arg["kw"], arg["oh"], arg["ow"]
         x = operand(memory, arg["x"], (n, groups, c // groups, arg["h"], arg["w"]))
         y = operand(memory, arg["y"], (n, o, oh, ow))  # NOTE: checked before computing
-        floats = packed_conv_floats(o, c // groups, kh, kw, groups)
-        packed = operand(memory, arg["weight"], (floats,))
-        weight = unpack_conv_weight(packed, o, c // groups, kh, kw, groups).reshape(
-            groups, o // groups, c // groups, kh, kw)
+        if gemm:
+            packed = operand(memory, arg["weight"], (o * (c // groups) * kh * kw,))
+            unpacked = unpack_im2col_weight(packed, o, c // groups, kh, kw, groups)
+        else:
+            packed = operand(memory, arg["weight"],
+                             (packed_conv_floats(o, c // groups, kh, kw, groups),))
+            unpacked = unpack_conv_weight(packed, o, c // groups, kh, kw, groups)
+        weight = unpacked.reshape(groups, o // groups, c // groups, kh, kw)
         views = _windows(ctx, x, (kh, kw), (arg["sh"], arg["sw"]), (arg["ph"], arg["pw"]),
                          (arg["dh"], arg["dw"]), (oh, ow), 0.0)
         out = np.einsum("ngchwij,gocij->ngohw", views, weight, optimize=True)
@@ -413,7 +419,7 @@ def _topk(spec: abi.KernelSpec) -> Callable[..., None]:
 FAMILIES: dict[str, Callable[[abi.KernelSpec], Callable[..., None]]] = {
     "gemm": _gemm, "linear": _gemm, "unary": _unary, "binary": _broadcast, "reduce": _reduce,
     "rowwise": lambda spec: ROWWISE[spec.op],
-    "cast": _cast, "gather": lambda spec: _gather, "conv": _conv, "pool": _pool,
+    "cast": _cast, "gather": lambda spec: _gather, "conv": _conv, "conv_gemm": _conv, "pool": _pool,
     "movement": lambda spec: _copy(spec) if spec.op == "copy" else _where(spec),
     "norm": lambda spec: _group_norm, "conv_transpose": lambda spec: _conv_transpose,
     "compare": _broadcast, "recurrent": _cell, "resample": lambda spec: _resample,

@@ -161,6 +161,22 @@ def _conv(residual: bool, activation: str) -> KernelSpec:
                       "alias X" + (" or R" if residual else ""), epilogue=epilogue)
 
 
+def _conv_gemm(residual: bool, activation: str) -> KernelSpec:
+    epilogue = _epilogue(False, residual, activation)
+    math = _math("conv2d(x, weight) + bias", epilogue)
+    return KernelSpec("_".join(("f32_conv2d_gemm",) + epilogue), "conv_gemm", "conv2d_gemm",
+                      ("x", "weight", "bias") + (("r",) if residual else ()) + ("ws",)
+                      + CONV_PARAMS + ("columns",),
+                      f"Y(n, o, oh, ow) = {math}: as f32_conv2d, run as a gemm per image and "
+                      "group: weight packed by wasm_kernels.pack_im2col.pack_im2col_weight; "
+                      "ws is scratch of pack_im2col.scratch_floats(c / groups * kh * kw, "
+                      "columns) floats, overwritten; columns, a multiple of 8, is how many "
+                      "output pixels are packed at a time" + (", R is laid out as Y" if
+                                                              residual else "")
+                      + "; Y must not alias X" + (" or R" if residual else ""),
+                      epilogue=epilogue)
+
+
 POOL_WINDOW = ("h", "w", "oh", "ow", "kh", "kw", "sh", "sw", "ph", "pw", "dh", "dw")
 POOLS: tuple[KernelSpec, ...] = (
     KernelSpec("f32_max_pool2d", "pool", "max_pool2d", ("x", "y", "planes") + POOL_WINDOW,
@@ -327,6 +343,8 @@ KERNELS: tuple[KernelSpec, ...] = (
     *(_cast(dtypes, math) for dtypes, math in CASTS.items()),
     GATHER,
     *(_conv(residual, act) for residual in (False, True) for act in ("", *FUSED_ACTIVATIONS)),
+    *(_conv_gemm(residual, act) for residual in (False, True)
+      for act in ("", *FUSED_ACTIVATIONS)),
     *POOLS,
     *MOVEMENT,
     GROUP_NORM,

@@ -16,7 +16,8 @@ OPT_LEVELS = ("speed", "none")
 """cranelift opt levels a kernel family can be compiled at; the runtime compiles one module
 per level."""
 
-FAMILY_OPT_LEVELS = {"linear": "none", "gemm": "none", "conv": "none"}
+FAMILY_OPT_LEVELS = {"linear": "none", "gemm": "none", "conv": "none",
+                     "conv_gemm": "none"}
 """Families written for an opt level other than ``"speed"``: the dense tiles of
 ``templates/dense_tile.py`` and the conv's channel loop (``templates/conv_tiles.py``) are
 unrolled in the order they should run, which only ``"none"`` keeps. Data here rather than in

@@ -1,8 +1,10 @@
 """conv2d: 2-D cross-correlation, (N, C, H, W) * (O, C/groups, KH, KW) -> (N, O, OH, OW).
 
-Lowered to one call of the ABI's ``conv`` family (with its fused epilogue), a zero bias
-the weight packed at compile time by ``wasm_kernels.pack.pack_conv_weight``: the kernel
-takes any stride, dilation and groups. The
+Lowered to one call of the ABI's ``conv`` family (the direct kernel, weight packed by
+``wasm_kernels.pack.pack_conv_weight``) or ``conv_gemm`` family (im2col into the node's
+scratch and the dense tile, weight packed by ``pack_im2col.pack_im2col_weight``), whichever
+``pack_im2col.runs_as_gemm`` says is faster for the shape, with its fused epilogue and a zero
+bias if there is none: both take any stride, dilation and groups. The
 bottom and right padding are implied by the output size, so ``'same'`` padding with an even
 kernel (one more row at the end) needs nothing extra.
 
@@ -13,6 +15,7 @@ along rows, so the tall form ran 6-14x slower (``bench/conv1d.py``).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -20,6 +23,7 @@ import numpy as np
 from nn.functional.conv import conv_padding
 from wasm_kernels import abi
 from wasm_kernels.pack import pack_conv_weight
+from wasm_kernels.pack_im2col import columns_per_chunk, pack_im2col_weight, runs_as_gemm
 
 from ..errors import CompileError
 from . import OpDef
@@ -27,7 +31,7 @@ from ._shapes import pair, require_constant_weight, require_static, window_out
 
 if TYPE_CHECKING:
     from ..codegen import LowerContext
-    from ..graph import Node
+    from ..graph import Node, Shape
 
 
 class Conv2d(OpDef):
@@ -49,36 +53,90 @@ class Conv2d(OpDef):
                     for i in range(2))
         return [((x[0], w[0]) + out, dtypes[0])]
 
+    def scratch(self, node: Node) -> tuple[Shape, ...]:
+        """The packed columns of a conv run as a gemm (``pack_im2col``)."""
+        g = _Geometry.of(node)
+        if not g.as_gemm:
+            return ()
+        return ((g.steps, g.columns),)
+
     def lower(self, node: Node, ctx: LowerContext) -> None:
         named = dict(zip(node.input_names, node.inputs))
-        x, weight = named["input"], named["weight"]
-        require_constant_weight(weight, self.name)
+        require_constant_weight(named["weight"], self.name)
+        g = _Geometry.of(node)
+        ctx.address(named["input"])
+        ctx.constant((pack_im2col_weight if g.as_gemm else pack_conv_weight)(g.data, g.groups))
+        if "bias" in named:
+            ctx.address(named["bias"])
+        else:
+            ctx.constant(np.zeros(g.data.shape[0], np.float32))
+        if "residual" in named:
+            ctx.address(named["residual"])
+        if g.as_gemm:
+            ctx.scratch(node)
+        ctx.address(node.output)
+        ctx.numel(named["input"].shape[:1])
+        for number in g.numbers():
+            ctx.push(number)
+        if g.as_gemm:
+            ctx.push(g.columns)
+        family, op = ("conv_gemm", "conv2d_gemm") if g.as_gemm else ("conv", "conv2d")
+        ctx.call(abi.find(family, op, tuple(node.attrs.get("epilogue", ()))).name)
+
+
+@dataclass(frozen=True)
+class _Geometry:
+    """A conv node's sizes as its kernel takes them, and which kernel runs it."""
+
+    data: np.ndarray
+    """The weight (o, c / groups, kh, kw), float32."""
+    c: int
+    h: int
+    w: int
+    oh: int
+    ow: int
+    stride: tuple[int, int]
+    pad: tuple[int, int]
+    dilation: tuple[int, int]
+    groups: int
+
+    @classmethod
+    def of(cls, node: Node) -> _Geometry:
+        weight = dict(zip(node.input_names, node.inputs))["weight"]
         out_channels, per_group, kh, kw = weight.shape
         stride, dilation = pair(node.attrs.get("stride", 1)), pair(node.attrs.get("dilation", 1))
         (top, _), (left, _) = conv_padding(node.attrs.get("padding", 0), (kh, kw), stride,
                                            dilation)
-        groups = node.attrs.get("groups", 1)
-        (c, h, w), (oh, ow) = x.shape[1:], node.output.shape[2:]
+        (c, h, w), (oh, ow) = node.inputs[0].shape[1:], node.output.shape[2:]
         data = np.asarray(weight.data, np.float32)
         if w == 1 and kw == 1 and left == 0 and h > 1:
             # NOTE: (..., L, 1) and (..., 1, L) are the same bytes: swap the two axes.
-            h, w, oh, ow, kh, kw, top, left = 1, h, 1, oh, 1, kh, 0, top
+            h, w, oh, ow, top, left = 1, h, 1, oh, 0, top
             stride, dilation = stride[::-1], dilation[::-1]
-            data = data.reshape(out_channels, per_group, 1, kw)
-        ctx.address(x)
-        ctx.constant(pack_conv_weight(data, groups))
-        if "bias" in named:
-            ctx.address(named["bias"])
-        else:
-            ctx.constant(np.zeros(out_channels, np.float32))
-        if "residual" in named:
-            ctx.address(named["residual"])
-        ctx.address(node.output)
-        ctx.numel(x.shape[:1])
-        for number in (c, h, w, out_channels, oh, ow, kh, kw, *stride, top, left, *dilation,
-                       groups):
-            ctx.push(number)
-        ctx.call(abi.find("conv", "conv2d", tuple(node.attrs.get("epilogue", ()))).name)
+            data = data.reshape(out_channels, per_group, 1, kh)
+        return cls(data, c, h, w, oh, ow, stride, (top, left), dilation,
+                   node.attrs.get("groups", 1))
+
+    @property
+    def as_gemm(self) -> bool:
+        o, cg, kh, kw = self.data.shape
+        return runs_as_gemm(cg, o // self.groups, (kh, kw), self.stride, (self.oh, self.ow))
+
+    @property
+    def steps(self) -> int:
+        """K of the gemm: c / groups * kh * kw."""
+        return int(np.prod(self.data.shape[1:]))
+
+    @property
+    def columns(self) -> int:
+        return columns_per_chunk(self.steps, self.oh * self.ow, self.data.shape[0] // self.groups)
+
+    def numbers(self) -> tuple[int, ...]:
+        """The kernel's size arguments after ``n``: c, h, w, o, oh, ow, kh, kw, sh, sw, ph,
+        pw, dh, dw, groups."""
+        o, _, kh, kw = self.data.shape
+        return (self.c, self.h, self.w, o, self.oh, self.ow, kh, kw, *self.stride, *self.pad,
+                *self.dilation, self.groups)
 
 
 OP = Conv2d()

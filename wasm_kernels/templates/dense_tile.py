@@ -11,6 +11,7 @@ costs three), out of one of two layouts of A:
   in 8 accumulators, with 2 registers of B, the step's A, a broadcast and the copy
   ``vfmadd213ps`` needs (13 of the 16 XMM registers). Eight independent chains of
   multiply-adds is what the FMA pipes need (2 per cycle, 4 cycles of latency);
+  The scalar ISA reads the same packed steps float by float (``f32_conv2d_gemm``'s weight);
 - in place (``f32_bmm``, and rows left over): one ``v128.load`` brings four steps of one
   row, each row keeps its own register of A, so 3 rows are what fits (6 accumulators, which
   the FMA latency bounds at 75% of the peak; 4 rows spilled).
@@ -128,7 +129,7 @@ class _Step:
         """Step ``u`` of an unrolled iteration (A and a packed B at offsets from their
         pointers), or a single step (``unrolled=False``, ``u == 0``)."""
         c, isa, f = self.f.c, self.isa, self.f
-        if self.packed:
+        if self.packed and isa.vector:
             # one register holds this step's A of every row; each row broadcasts its lane
             c.emit("local.get", self.pa[0]).emit("v128.load", 2, 4 * len(self.acc) * u)
             c.emit("local.set", self.quads[0])
@@ -146,9 +147,12 @@ class _Step:
             c.emit("local.get", self.pb).emit("local.get", f.ldb).emit("i32.add")
             c.emit("local.set", self.pb)
         for r, row in enumerate(self.acc):
-            if self.packed:
+            if self.packed and isa.vector:
                 c.emit("local.get", self.quads[0]).emit("local.get", self.quads[0])
                 c.emit("i8x16.shuffle", LANE_BROADCAST[r])
+            elif self.packed:
+                c.emit("local.get", self.pa[0])
+                isa.load_splat(c, 4 * (len(self.acc) * u + r))
             elif quad:
                 c.emit("local.get", self.quads[r]).emit("local.get", self.quads[r])
                 c.emit("i8x16.shuffle", LANE_BROADCAST[u % 4])
@@ -197,6 +201,12 @@ def _store(f: DenseFrame, isa: Isa, r: int, offset: int) -> None:
 
     address(arg["c"], row=True)
     c.emit("local.get", value)
+    if "row_bias" in arg:
+        # one bias per row of C (a conv's output channel): bias[i + r] in every lane
+        c.emit("local.get", arg["row_bias"]).emit("local.get", f.i).emit("i32.const", 2)
+        c.emit("i32.shl").emit("i32.add")
+        isa.load_splat(c, 4 * r)
+        isa.op(c, "add")
     for name, row in (("bias", False), ("r", True)):
         if name in arg:
             address(arg[name], row)

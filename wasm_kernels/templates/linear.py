@@ -47,6 +47,8 @@ class _Frame(DenseFrame):
     ib: int
     iend: int
     mb: int
+    mr: int
+    """Rows per tile of packed A."""
 
 
 def variant(isa: str) -> str:
@@ -62,16 +64,18 @@ def emit(spec: KernelSpec, isa_name: str) -> tuple[FuncType, Code]:
     return FuncType(spec.param_types, spec.results), c
 
 
-def frame(c: Code, isa_name: str, arg: dict[str, int], epilogue: tuple[str, ...]) -> _Frame:
+def frame(c: Code, isa_name: str, arg: dict[str, int], epilogue: tuple[str, ...],
+          mr: int | None = None) -> _Frame:
     """The frame of a linear driver over ``arg``'s ``a``, ``w`` (packed panels), ``c``,
-    ``m``, ``k`` and ``n``, with its strides and block height computed."""
+    ``m``, ``k`` and ``n``, with its strides and block height computed; tiles of ``mr``
+    packed rows (by default ``MR`` of the ISA)."""
     i, j, lda, ldc, ib, iend, mb = (c.local("i32") for _ in range(7))
-    f = _Frame(c, ISAS[isa_name], arg, epilogue, i, j, lda, ldc, None, ib, iend, mb)
+    mr = MR[isa_name] if mr is None else mr
+    f = _Frame(c, ISAS[isa_name], arg, epilogue, i, j, lda, ldc, None, ib, iend, mb, mr)
     # lda = k * 4, ldc = n * 4: the byte strides of A's and C's rows.
     c.emit("local.get", arg["k"]).emit("i32.const", 2).emit("i32.shl").emit("local.set", f.lda)
     c.emit("local.get", arg["n"]).emit("i32.const", 2).emit("i32.shl").emit("local.set", f.ldc)
     # mb = max(MR, BLOCK_BYTES / lda rounded down to MR): rows of A per block (| 1 avoids 0).
-    mr = MR[isa_name]
     c.emit("i32.const", BLOCK_BYTES).emit("local.get", f.lda).emit("i32.const", 1).emit("i32.or")
     c.emit("i32.div_u").emit("local.tee", f.mb).emit("local.get", f.mb).emit("i32.const", mr)
     c.emit("i32.rem_u").emit("i32.sub").emit("local.tee", f.mb)
@@ -80,9 +84,10 @@ def frame(c: Code, isa_name: str, arg: dict[str, int], epilogue: tuple[str, ...]
     return f
 
 
-def row_blocks(f: _Frame, edge: bool) -> None:
+def row_blocks(f: _Frame, edge: bool, prepacked: bool = False) -> None:
     """C's columns in whole panels (and with ``edge`` the padded last one) against A's row
-    blocks; ``f.j`` ends at the first column not computed."""
+    blocks; ``f.j`` ends at the first column not computed. A ``prepacked`` A is already in
+    ``wa``'s layout, its whole groups of ``mr`` rows step-major (``pack_im2col``)."""
     c, arg = f.c, f.arg
 
     def block() -> None:
@@ -90,9 +95,9 @@ def row_blocks(f: _Frame, edge: bool) -> None:
         c.emit("local.get", f.ib).emit("local.get", f.mb).emit("i32.add").emit("local.tee", f.iend)
         c.emit("local.get", arg["m"]).emit("local.get", f.iend).emit("local.get", arg["m"])
         c.emit("i32.lt_u").emit("select").emit("local.set", f.iend)
-        if MR[f.isa.name] > 1:
+        if f.mr > 1 and not prepacked:
             c.emit("local.get", f.ib).emit("local.set", f.i)
-            strided_loop(c, f.i, MR[f.isa.name], f.iend, partial(_pack_rows, f))
+            strided_loop(c, f.i, f.mr, f.iend, partial(_pack_rows, f))
         c.emit("i32.const", 0).emit("local.set", f.j)
         strided_loop(c, f.j, PANEL, arg["n"], partial(_column_tiles, f, False))
         if edge:
@@ -113,7 +118,7 @@ def _column_tiles(f: _Frame, edge: bool) -> None:
     rows: tiles of ``MR`` packed rows, then single rows read in place."""
     c = f.c
     c.emit("local.get", f.ib).emit("local.set", f.i)
-    for rows in sorted({MR[f.isa.name], 1}, reverse=True):
+    for rows in sorted({f.mr, 1}, reverse=True):
         packed = partial(_packed_rows, f) if rows > 1 else None
         strided_loop(c, f.i, rows, f.iend,
                      partial(tile, f, f.isa, rows, PANEL, partial(_panel, f), edge, packed))

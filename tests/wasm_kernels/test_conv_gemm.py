@@ -1,0 +1,110 @@
+"""Every f32_conv2d_gemm row against nn.functional.conv2d (and torch): whole panels copied a
+register at a time at stride 1 and 2, panels crossing output rows or touching the padding
+packed pixel by pixel, other strides, dilation, groups, batch > 1, output channels in groups
+of 4 and left over, pixels in several chunks and a last panel shorter than 8."""
+
+import numpy as np
+import pytest
+
+from nn import functional as F
+from wasm_kernels import abi
+from wasm_kernels.pack_im2col import (
+    columns_per_chunk,
+    pack_im2col_weight,
+    scratch_floats,
+    unpack_im2col_weight,
+)
+
+# (input shape, out channels, kernel, stride, padding, dilation, groups, columns)
+CASES = {
+    "3x3": ((1, 3, 7, 9), 5, (3, 3), (1, 1), (1, 1), (1, 1), 1, 64),
+    "3x3-wide": ((1, 5, 6, 37), 9, (3, 3), (1, 1), (1, 1), (1, 1), 1, 64),
+    "3x3-chunks": ((2, 4, 9, 30), 8, (3, 3), (1, 1), (1, 1), (1, 1), 1, 24),
+    "stride2": ((2, 4, 8, 36), 8, (3, 3), (2, 2), (1, 1), (1, 1), 1, 32),
+    "stride2-odd": ((1, 6, 9, 41), 7, (3, 3), (2, 2), (1, 1), (1, 1), 1, 16),
+    "1x1": ((1, 16, 5, 21), 13, (1, 1), (1, 1), (0, 0), (1, 1), 1, 40),
+    "1x1-stride2": ((1, 4, 8, 40), 6, (1, 1), (2, 2), (0, 0), (1, 1), 1, 8),
+    "1x1-padded": ((1, 3, 4, 6), 4, (1, 1), (1, 1), (1, 1), (1, 1), 1, 48),
+    "7x7-small": ((1, 12, 7, 7), 10, (3, 3), (1, 1), (1, 1), (1, 1), 1, 56),
+    "stride3": ((1, 4, 10, 19), 5, (3, 3), (3, 3), (1, 1), (1, 1), 1, 16),
+    "dilated": ((1, 4, 9, 33), 8, (3, 3), (1, 1), (2, 2), (2, 2), 1, 64),
+    "grouped": ((2, 8, 6, 26), 12, (3, 3), (1, 1), (1, 1), (1, 1), 2, 32),
+    "general": ((1, 4, 6, 11), 6, (2, 5), (1, 2), (2, 1), (2, 1), 2, 8),
+    "kernel>input": ((1, 2, 3, 3), 3, (5, 5), (1, 1), (2, 2), (1, 1), 1, 16),
+    "narrow": ((1, 5, 3, 2), 6, (3, 3), (1, 1), (1, 1), (1, 1), 1, 8),
+}
+GEMMS = [k for k in abi.KERNELS if k.family == "conv_gemm"]
+
+
+def _run(kernels, spec: abi.KernelSpec, case: tuple, seed: int = 0):  # type: ignore[no-untyped-def]
+    shape, o, k, s, p, d, g, columns = case
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal(shape, np.float32)
+    w = rng.standard_normal((o, shape[1] // g) + k, np.float32)
+    bias = rng.standard_normal(o).astype(np.float32)
+    expected = F.conv2d(x, w, bias, s, p, d, g).astype(np.float64)
+    r = rng.standard_normal(expected.shape).astype(np.float32)
+    if "r" in spec.params:
+        expected += r
+    for op in spec.activations:
+        expected = getattr(F, op)(expected)
+    n, c, h, width = shape
+    steps = c // g * k[0] * k[1]
+    out = kernels.call(spec.name, offset=4 * (seed % 3), x=x, weight=pack_im2col_weight(w, g),
+                       bias=bias, r=r, ws=(scratch_floats(steps, columns),), y=expected.shape,
+                       n=n, c=c, h=h, w=width, o=o, oh=expected.shape[2], ow=expected.shape[3],
+                       kh=k[0], kw=k[1], sh=s[0], sw=s[1], ph=p[0], pw=p[1], dh=d[0], dw=d[1],
+                       groups=g, columns=columns)["y"]
+    return out, expected
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_conv2d_gemm_shapes(kernels, case: str) -> None:  # type: ignore[no-untyped-def]
+    out, expected = _run(kernels, abi.BY_NAME["f32_conv2d_gemm"], CASES[case])
+    np.testing.assert_allclose(out, expected, rtol=1e-4, atol=1e-4, err_msg=case)
+
+
+@pytest.mark.parametrize("spec", GEMMS, ids=lambda s: s.name)
+def test_conv2d_gemm_epilogues(kernels, spec: abi.KernelSpec) -> None:  # type: ignore[no-untyped-def]
+    for seed, case in enumerate(("3x3-chunks", "stride2-odd", "1x1", "7x7-small", "grouped")):
+        out, expected = _run(kernels, spec, CASES[case], seed)
+        np.testing.assert_allclose(out, expected, rtol=1e-4, atol=1e-4,
+                                   err_msg=f"{spec.name} {case}")
+
+
+def test_conv2d_gemm_matches_torch(kernels) -> None:  # type: ignore[no-untyped-def]
+    torch = pytest.importorskip("torch")
+    shape, o, k, s, p, d, g, columns = CASES["stride2-odd"]
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal(shape, np.float32)
+    w = rng.standard_normal((o, shape[1] // g) + k, np.float32)
+    bias = rng.standard_normal(o).astype(np.float32)
+    expected = torch.nn.functional.relu(torch.nn.functional.conv2d(
+        torch.from_numpy(x), torch.from_numpy(w), torch.from_numpy(bias), s, p, d, g)).numpy()
+    out = kernels.call("f32_conv2d_gemm_relu", x=x, weight=pack_im2col_weight(w, g), bias=bias,
+                       ws=(scratch_floats(shape[1] * 9, columns),), y=expected.shape,
+                       n=shape[0], c=shape[1], h=shape[2], w=shape[3], o=o,
+                       oh=expected.shape[2], ow=expected.shape[3], kh=3, kw=3, sh=2, sw=2, ph=1,
+                       pw=1, dh=1, dw=1, groups=g, columns=columns)["y"]
+    np.testing.assert_allclose(out, expected, rtol=1e-4, atol=1e-4)
+
+
+def test_pack_im2col_weight_round_trip_chunks_and_errors() -> None:
+    rng = np.random.default_rng(7)
+    for o, groups in ((6, 3), (5, 1), (8, 2), (13, 1)):
+        w = rng.standard_normal((o, 2, 3, 1), np.float32)
+        packed = pack_im2col_weight(w, groups)
+        assert packed.size == w.size
+        np.testing.assert_array_equal(unpack_im2col_weight(packed, o, 2, 3, 1, groups), w)
+    # rows 0..3 step-major: step 1 (input channel 0, tap (1, 0)) of the 4 rows
+    w = rng.standard_normal((5, 2, 3, 1), np.float32)
+    np.testing.assert_array_equal(pack_im2col_weight(w, 1)[4:8], w[:4, 0, 1, 0])
+    np.testing.assert_array_equal(pack_im2col_weight(w, 1)[24:], w[4].ravel())
+    assert columns_per_chunk(4608, 49, 512) == 56  # one chunk: the weight is the larger
+    assert columns_per_chunk(576, 3136, 64) == 112  # CHUNK_BYTES of columns
+    assert columns_per_chunk(1152, 784, 128) == 128  # as many columns as weight rows
+    assert columns_per_chunk(1 << 20, 10, 1) == 8
+    with pytest.raises(ValueError, match=r"shape \(o, c / groups, kh, kw\), got shape \(4, 2\)"):
+        pack_im2col_weight(np.zeros((4, 2), np.float32), 1)
+    with pytest.raises(ValueError, match="6 output channels does not split into groups=4"):
+        pack_im2col_weight(np.zeros((6, 1, 3, 3), np.float32), 4)

@@ -1,0 +1,107 @@
+"""The operand layouts of a conv run as a gemm (``f32_conv2d_gemm``, ``templates/conv_gemm.py``),
+numpy only, so compiler, host provider and tests share them.
+
+Per image and group a conv is ``Y[o, p] = W[o, kk] @ cols[kk, p]`` with ``kk = (ci, i, j)``
+over the input channels and taps and ``p`` over the output pixels. The weight, (o, c / groups,
+kh, kw) flattened to ``W`` (og, K) per group, is packed at compile time for the dense tile's
+A operand: rows in groups of ``ROWS`` stored step-major (step ``kk`` of row ``r`` of the group
+at float ``kk * ROWS + r``, one load per step brings the group's 4 rows), each group where its
+first row would start in ``W``; the last ``og % ROWS`` rows stay row-major. So a tile of 4
+rows and a single row read the same array, at ``row * K`` floats.
+
+The kernel packs ``cols`` itself (``templates/im2col.py``), ``columns`` output pixels at a time
+into its scratch, in panels of ``PANEL`` pixels, a step's 8 pixels adjacent (the layout
+``f32_linear`` reads its weight in): ``columns_per_chunk`` is how many, ``scratch_floats``
+the scratch that needs.
+
+    >>> import numpy as np
+    >>> w = np.arange(10, dtype=np.float32).reshape(5, 2, 1, 1)
+    >>> pack_im2col_weight(w, 1).tolist()
+    [0.0, 2.0, 4.0, 6.0, 1.0, 3.0, 5.0, 7.0, 8.0, 9.0]
+    >>> bool((unpack_im2col_weight(pack_im2col_weight(w, 1), 5, 2, 1, 1, 1) == w).all())
+    True
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .pack import PANEL
+
+ROWS = 4
+"""Output channels per step-major group of the packed weight: the rows of the dense tile."""
+
+CHUNK_BYTES = 1 << 18
+"""Bytes of packed columns per chunk, at least: half of a 512 KiB L2, where the tile reads
+them back (256 KiB measured 1.0-1.05x 2 MiB on ResNet-18's 3x3 @56)."""
+
+
+def pack_im2col_weight(w: np.ndarray, groups: int) -> np.ndarray:
+    """A conv weight (o, c / groups, kh, kw) as the flat float32 array ``f32_conv2d_gemm``
+    reads: per group its (o / groups, c / groups * kh * kw) matrix, rows in step-major groups
+    of ``ROWS``, the last ``o / groups % ROWS`` rows row-major.
+
+    Raises:
+        ValueError: ``w`` is not four-dimensional, or its channels do not split into
+            ``groups``.
+    """
+    if w.ndim != 4:
+        raise ValueError(f"expected a conv weight of shape (o, c / groups, kh, kw), got shape "
+                         f"{w.shape}")
+    o = w.shape[0]
+    if groups < 1 or o % groups:
+        raise ValueError(f"a conv weight with {o} output channels does not split into "
+                         f"groups={groups}")
+    og = o // groups
+    matrices = np.asarray(w, np.float32).reshape(groups, og, -1)  # (groups, og, K)
+    whole = og - og % ROWS
+    packed = matrices.copy()
+    k = matrices.shape[2]
+    # (groups, og / ROWS, ROWS, K) -> (groups, og / ROWS, K, ROWS)
+    steps = matrices[:, :whole].reshape(groups, whole // ROWS, ROWS, k).transpose(0, 1, 3, 2)
+    packed[:, :whole] = steps.reshape(groups, whole, k)
+    return packed.ravel()
+
+
+def unpack_im2col_weight(packed: np.ndarray, o: int, cg: int, kh: int, kw: int,
+                         groups: int) -> np.ndarray:
+    """The (o, cg, kh, kw) weight that ``pack_im2col_weight`` packed into ``packed``."""
+    og, k = o // groups, cg * kh * kw
+    whole = og - og % ROWS
+    matrices = packed[:groups * og * k].reshape(groups, og, k).copy()
+    steps = matrices[:, :whole].reshape(groups, whole // ROWS, k, ROWS).transpose(0, 1, 3, 2)
+    matrices[:, :whole] = steps.reshape(groups, whole, k)
+    return matrices.reshape(o, cg, kh, kw)
+
+
+def columns_per_chunk(k: int, pixels: int, rows: int) -> int:
+    """Output pixels packed at a time for a conv of ``k = c / groups * kh * kw`` steps,
+    ``pixels = oh * ow`` and ``rows = o / groups``: a multiple of ``PANEL``, ``CHUNK_BYTES``
+    of columns (one panel at least) or, for a larger weight, as many columns as it has rows
+    (so the weight, read once per chunk, is never more bytes than the columns), no more than
+    the pixels rounded up to a panel."""
+    fits = max(CHUNK_BYTES // (4 * k), rows) // PANEL
+    return min(max(fits, 1) * PANEL, -(-pixels // PANEL) * PANEL)
+
+
+def runs_as_gemm(cg: int, og: int, kernel: tuple[int, int], stride: tuple[int, int],
+                 out: tuple[int, int]) -> bool:
+    """Whether a conv with ``cg`` input and ``og`` output channels per group runs faster as
+    ``f32_conv2d_gemm`` than as the direct ``f32_conv2d`` (measured: bench/README.md, "conv
+    as a gemm"). The direct tile keeps up where its rows are long and its stride 1 and the
+    packing is a large share of the work (2 * og multiply-adds per packed float); the gemm
+    wins at stride 2 (the direct tile shuffles two loads per register), on small planes (the
+    direct tile masks most of its tiles) and with many output channels. Depthwise convs
+    (one channel in and out per group) are no gemm."""
+    if cg == 1 and og == 1:
+        return False
+    if stride != (1, 1):
+        return True
+    if kernel == (1, 1):
+        return out[0] * out[1] < 48 * 48
+    return out[1] < 48 or og >= 96
+
+
+def scratch_floats(k: int, columns: int) -> int:
+    """The scratch ``f32_conv2d_gemm`` packs ``columns`` pixels of ``k`` steps into."""
+    return k * columns

@@ -1,0 +1,86 @@
+"""The conv family run as a gemm (``f32_conv2d_gemm[_add][_<activation>]``): per image and
+group, ``Y[o, p] = W[o, kk] @ cols[kk, p]`` (``wasm_kernels.pack_im2col``), with the dense
+tile of ``f32_linear`` (``dense_tile``), the conv's epilogue fused into its stores.
+
+The weight is packed at compile time as the tile's A (groups of 4 output channels
+step-major). The columns are packed at run time by ``im2col`` into the scratch ``ws``,
+``columns`` output pixels at a time, in the panel layout ``f32_linear`` reads its weight in;
+then the linear driver runs on them with ``m`` = the group's output channels, ``n`` = the
+chunk's pixels and C's row stride the output plane: A's block of channels stays in L2 while
+the chunk's panels stream past it, the tile storing each channel's pixels in place in NCHW.
+Every stride, padding, dilation and group count goes the same way; where it pays is the
+compiler's choice (``modelc/ops/conv2d.py``).
+"""
+
+from __future__ import annotations
+
+from ..abi import KernelSpec
+from ..pack_im2col import ROWS
+from ..wasm import Code, FuncType
+from . import im2col, linear
+from .isa import ISAS
+
+_LOCALS = ("cg", "og", "pixels", "oplane", "image", "group", "xg", "wg", "bg", "yg", "rg",
+           "first", "count", "out", "res")
+
+
+def emit(spec: KernelSpec, isa_name: str) -> tuple[FuncType, Code]:
+    """Generate conv-as-gemm kernel ``spec`` for ``isa_name``."""
+    names = [p.split(":")[0] for p in spec.params]
+    c = Code(spec.param_types, names=names)
+    isa = ISAS[isa_name]
+    for name in _LOCALS:
+        c.local("i32", name)
+    im2col.declare(c, isa)
+    c.get("c", "groups").emit("i32.div_u").set("cg")
+    c.get("o", "groups").emit("i32.div_u").set("og")
+    c.get("oh", "ow").emit("i32.mul").tee("pixels").emit("i32.const", 2).emit("i32.shl")
+    c.set("oplane")
+    im2col.sizes(c)
+    arg = {"a": c.names["wg"], "wa": c.names["wg"], "w": c.names["ws"], "c": c.names["out"],
+           "m": c.names["og"], "k": c.names["steps"], "n": c.names["count"],
+           "row_bias": c.names["bg"]}
+    if "r" in c.names:
+        arg["r"] = c.names["res"]
+    f = linear.frame(c, isa_name, arg, spec.activations, mr=ROWS)
+    # C's rows are the output planes of the group's channels
+    c.get("oplane").set(f.ldc)
+    c.emit("i32.const", 0).set("image")
+    with c.loop():
+        c.get("image", "n").emit("i32.ge_u").emit("br_if", 1)
+        c.emit("i32.const", 0).set("group")
+        with c.loop():
+            c.get("group", "groups").emit("i32.ge_u").emit("br_if", 1)
+            _group(c, f)
+            c.get("group").emit("i32.const", 1).emit("i32.add").set("group")
+        c.get("image").emit("i32.const", 1).emit("i32.add").set("image")
+    return FuncType(spec.param_types, spec.results), c
+
+
+def _group(c: Code, f: linear._Frame) -> None:
+    """Pointers to this image's group, then its pixels chunk by chunk: pack, multiply."""
+    # xg = x + (image * c + group * cg) * plane; wg = weight + group * og * steps * 4
+    c.get("x", "image", "c").emit("i32.mul").get("group", "cg").emit("i32.mul")
+    c.emit("i32.add").get("plane").emit("i32.mul").emit("i32.add").set("xg")
+    c.get("weight", "group", "og").emit("i32.mul").get("steps").emit("i32.mul")
+    c.emit("i32.const", 2).emit("i32.shl").emit("i32.add").set("wg")
+    c.get("bias", "group", "og").emit("i32.mul").emit("i32.const", 2).emit("i32.shl")
+    c.emit("i32.add").set("bg")
+    for out, pointer in (("y", "yg"), ("r", "rg")):
+        if out in c.names:
+            # base + (image * o + group * og) * oplane
+            c.get(out, "image", "o").emit("i32.mul").get("group", "og").emit("i32.mul")
+            c.emit("i32.add").get("oplane").emit("i32.mul").emit("i32.add").set(pointer)
+    c.emit("i32.const", 0).set("first")
+    with c.loop():
+        c.get("first", "pixels").emit("i32.ge_u").emit("br_if", 1)
+        # count = min(columns, pixels - first)
+        c.get("pixels", "first").emit("i32.sub").set("count")
+        c.get("columns", "count", "columns", "count").emit("i32.lt_u").emit("select")
+        c.set("count")
+        im2col.pack(c, f.isa)
+        for base, pointer in (("yg", "out"), ("rg", "res")):
+            c.get(base, "first").emit("i32.const", 2).emit("i32.shl").emit("i32.add")
+            c.set(pointer)
+        linear.row_blocks(f, edge=True, prepacked=True)
+        c.get("first", "columns").emit("i32.add").set("first")
