@@ -12,7 +12,8 @@ rows and a single row read the same array, at ``row * K`` floats.
 The kernel packs ``cols`` itself (``templates/im2col.py``), ``columns`` output pixels at a time
 into its scratch, in panels of ``PANEL`` pixels, a step's 8 pixels adjacent (the layout
 ``f32_linear`` reads its weight in): ``columns_per_chunk`` is how many, ``scratch_floats``
-the scratch that needs.
+the scratch that needs; a padded conv first copies the input inside its zero borders into
+a second scratch of ``padded_floats``.
 
     >>> import numpy as np
     >>> w = np.arange(10, dtype=np.float32).reshape(5, 2, 1, 1)
@@ -87,21 +88,41 @@ def columns_per_chunk(k: int, pixels: int, rows: int) -> int:
 def runs_as_gemm(cg: int, og: int, kernel: tuple[int, int], stride: tuple[int, int],
                  out: tuple[int, int]) -> bool:
     """Whether a conv with ``cg`` input and ``og`` output channels per group runs faster as
-    ``f32_conv2d_gemm`` than as the direct ``f32_conv2d`` (measured: bench/README.md, "conv
-    as a gemm"). The direct tile keeps up where its rows are long and its stride 1 and the
-    packing is a large share of the work (2 * og multiply-adds per packed float); the gemm
-    wins at stride 2 (the direct tile shuffles two loads per register), on small planes (the
-    direct tile masks most of its tiles) and with many output channels. Depthwise convs
-    (one channel in and out per group) are no gemm."""
+    ``f32_conv2d_gemm`` than as the direct ``f32_conv2d`` (measured against each other and
+    ``f32_linear``: bench/README.md, "conv as a gemm"). The gemm wins at stride 2 (the direct
+    tile shuffles two loads per pixel register: 1.4-1.6x), on small planes (the direct tile
+    masks most of its tiles: 1.25-1.3x at 7x7 and 14x14) and with many output channels; the
+    direct tile keeps up on long rows at stride 1 with few output channels, where packing is a
+    large share of the work (2 * og multiply-adds per packed float: at 24 channels it ran
+    1.2x the gemm), and on large-plane pointwise convs. Depthwise convs (one channel in and
+    out per group) are no gemm."""
     if cg == 1 and og == 1:
         return False
+    if kernel == (1, 1) and stride == (1, 1):
+        return out[0] * out[1] < 48 * 48
     if stride != (1, 1):
         return True
-    if kernel == (1, 1):
-        return out[0] * out[1] < 48 * 48
-    return out[1] < 48 or og >= 96
+    return og >= 48 or out[1] < 32
 
 
 def scratch_floats(k: int, columns: int) -> int:
-    """The scratch ``f32_conv2d_gemm`` packs ``columns`` pixels of ``k`` steps into."""
+    """The scratch ``ws`` that ``f32_conv2d_gemm`` packs ``columns`` pixels of ``k`` steps
+    into."""
     return k * columns
+
+
+def padded_size(size: int, out: int, kernel: int, stride: int, pad: int, dilation: int) -> int:
+    """Rows (or columns) of a padded input plane: the input after ``pad`` zeros, and as many
+    more as the last window reaches (an asymmetric 'same' padding's extra one)."""
+    return max(size + pad, (out - 1) * stride + (kernel - 1) * dilation + 1)
+
+
+def padded_floats(cg: int, size: tuple[int, int], out: tuple[int, int],
+                  kernel: tuple[int, int], stride: tuple[int, int], pad: tuple[int, int],
+                  dilation: tuple[int, int]) -> int:
+    """The scratch ``xp`` where ``f32_conv2d_gemm`` copies a group's ``cg`` input planes of
+    ``size`` inside their zero borders: 0 without padding (it reads the input in place)."""
+    if pad == (0, 0):
+        return 0
+    hp, wp = (padded_size(*dims) for dims in zip(size, out, kernel, stride, pad, dilation))
+    return cg * hp * wp

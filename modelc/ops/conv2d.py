@@ -23,7 +23,12 @@ import numpy as np
 from nn.functional.conv import conv_padding
 from wasm_kernels import abi
 from wasm_kernels.pack import pack_conv_weight
-from wasm_kernels.pack_im2col import columns_per_chunk, pack_im2col_weight, runs_as_gemm
+from wasm_kernels.pack_im2col import (
+    columns_per_chunk,
+    pack_im2col_weight,
+    padded_floats,
+    runs_as_gemm,
+)
 
 from ..errors import CompileError
 from . import OpDef
@@ -54,11 +59,15 @@ class Conv2d(OpDef):
         return [((x[0], w[0]) + out, dtypes[0])]
 
     def scratch(self, node: Node) -> tuple[Shape, ...]:
-        """The packed columns of a conv run as a gemm (``pack_im2col``)."""
+        """The packed columns and the padded input of a conv run as a gemm
+        (``pack_im2col``)."""
         g = _Geometry.of(node)
         if not g.as_gemm:
             return ()
-        return ((g.steps, g.columns),)
+        o, cg, kh, kw = g.data.shape
+        padded = padded_floats(cg, (g.h, g.w), (g.oh, g.ow), (kh, kw), g.stride, g.pad,
+                               g.dilation)
+        return (g.steps, g.columns), (max(padded, 1),)
 
     def lower(self, node: Node, ctx: LowerContext) -> None:
         named = dict(zip(node.input_names, node.inputs))
@@ -73,7 +82,8 @@ class Conv2d(OpDef):
         if "residual" in named:
             ctx.address(named["residual"])
         if g.as_gemm:
-            ctx.scratch(node)
+            ctx.scratch(node, 0)
+            ctx.scratch(node, 1)
         ctx.address(node.output)
         ctx.numel(named["input"].shape[:1])
         for number in g.numbers():

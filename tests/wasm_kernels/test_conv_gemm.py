@@ -11,6 +11,7 @@ from wasm_kernels import abi
 from wasm_kernels.pack_im2col import (
     columns_per_chunk,
     pack_im2col_weight,
+    padded_floats,
     scratch_floats,
     unpack_im2col_weight,
 )
@@ -32,6 +33,7 @@ CASES = {
     "general": ((1, 4, 6, 11), 6, (2, 5), (1, 2), (2, 1), (2, 1), 2, 8),
     "kernel>input": ((1, 2, 3, 3), 3, (5, 5), (1, 1), (2, 2), (1, 1), 1, 16),
     "narrow": ((1, 5, 3, 2), 6, (3, 3), (1, 1), (1, 1), (1, 1), 1, 8),
+    "stem-7x7-stride2": ((1, 3, 20, 22), 8, (7, 7), (2, 2), (3, 3), (1, 1), 1, 16),
 }
 GEMMS = [k for k in abi.KERNELS if k.family == "conv_gemm"]
 
@@ -50,8 +52,10 @@ def _run(kernels, spec: abi.KernelSpec, case: tuple, seed: int = 0):  # type: ig
         expected = getattr(F, op)(expected)
     n, c, h, width = shape
     steps = c // g * k[0] * k[1]
+    padded = padded_floats(c // g, (h, width), expected.shape[2:], k, s, p, d)
     out = kernels.call(spec.name, offset=4 * (seed % 3), x=x, weight=pack_im2col_weight(w, g),
-                       bias=bias, r=r, ws=(scratch_floats(steps, columns),), y=expected.shape,
+                       bias=bias, r=r, ws=(scratch_floats(steps, columns),),
+                       xp=(max(padded, 1),), y=expected.shape,
                        n=n, c=c, h=h, w=width, o=o, oh=expected.shape[2], ow=expected.shape[3],
                        kh=k[0], kw=k[1], sh=s[0], sw=s[1], ph=p[0], pw=p[1], dh=d[0], dw=d[1],
                        groups=g, columns=columns)["y"]
@@ -82,7 +86,9 @@ def test_conv2d_gemm_matches_torch(kernels) -> None:  # type: ignore[no-untyped-
     expected = torch.nn.functional.relu(torch.nn.functional.conv2d(
         torch.from_numpy(x), torch.from_numpy(w), torch.from_numpy(bias), s, p, d, g)).numpy()
     out = kernels.call("f32_conv2d_gemm_relu", x=x, weight=pack_im2col_weight(w, g), bias=bias,
-                       ws=(scratch_floats(shape[1] * 9, columns),), y=expected.shape,
+                       ws=(scratch_floats(shape[1] * 9, columns),),
+                       xp=(padded_floats(shape[1], shape[2:], expected.shape[2:], k, s, p, d),),
+                       y=expected.shape,
                        n=shape[0], c=shape[1], h=shape[2], w=shape[3], o=o,
                        oh=expected.shape[2], ow=expected.shape[3], kh=3, kw=3, sh=2, sw=2, ph=1,
                        pw=1, dh=1, dw=1, groups=g, columns=columns)["y"]
@@ -104,6 +110,9 @@ def test_pack_im2col_weight_round_trip_chunks_and_errors() -> None:
     assert columns_per_chunk(576, 3136, 64) == 112  # CHUNK_BYTES of columns
     assert columns_per_chunk(1152, 784, 128) == 128  # as many columns as weight rows
     assert columns_per_chunk(1 << 20, 10, 1) == 8
+    # 'same' padding of an even kernel: one more row and column at the end
+    assert padded_floats(3, (6, 5), (6, 5), (2, 2), (1, 1), (0, 0), (1, 1)) == 0
+    assert padded_floats(3, (6, 5), (6, 5), (4, 4), (1, 1), (1, 1), (1, 1)) == 3 * 9 * 8
     with pytest.raises(ValueError, match=r"shape \(o, c / groups, kh, kw\), got shape \(4, 2\)"):
         pack_im2col_weight(np.zeros((4, 2), np.float32), 1)
     with pytest.raises(ValueError, match="6 output channels does not split into groups=4"):

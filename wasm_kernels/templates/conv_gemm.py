@@ -3,7 +3,8 @@ group, ``Y[o, p] = W[o, kk] @ cols[kk, p]`` (``wasm_kernels.pack_im2col``), with
 tile of ``f32_linear`` (``dense_tile``), the conv's epilogue fused into its stores.
 
 The weight is packed at compile time as the tile's A (groups of 4 output channels
-step-major). The columns are packed at run time by ``im2col`` into the scratch ``ws``,
+step-major). A padded input is first copied inside its zero borders into the scratch ``xp``
+(per image and group); the columns are packed at run time by ``im2col`` into the scratch ``ws``,
 ``columns`` output pixels at a time, in the panel layout ``f32_linear`` reads its weight in;
 then the linear driver runs on them with ``m`` = the group's output channels, ``n`` = the
 chunk's pixels and C's row stride the output plane: A's block of channels stays in L2 while
@@ -20,7 +21,7 @@ from ..wasm import Code, FuncType
 from . import im2col, linear
 from .isa import ISAS
 
-_LOCALS = ("cg", "og", "pixels", "oplane", "image", "group", "xg", "wg", "bg", "yg", "rg",
+_LOCALS = ("cg", "og", "pixels", "oplane", "iplane", "image", "group", "xg", "wg", "bg", "yg", "rg",
            "first", "count", "out", "res")
 
 
@@ -36,6 +37,7 @@ def emit(spec: KernelSpec, isa_name: str) -> tuple[FuncType, Code]:
     c.get("o", "groups").emit("i32.div_u").set("og")
     c.get("oh", "ow").emit("i32.mul").tee("pixels").emit("i32.const", 2).emit("i32.shl")
     c.set("oplane")
+    c.get("h", "w").emit("i32.mul").emit("i32.const", 2).emit("i32.shl").set("iplane")
     im2col.sizes(c)
     arg = {"a": c.names["wg"], "wa": c.names["wg"], "w": c.names["ws"], "c": c.names["out"],
            "m": c.names["og"], "k": c.names["steps"], "n": c.names["count"],
@@ -59,9 +61,9 @@ def emit(spec: KernelSpec, isa_name: str) -> tuple[FuncType, Code]:
 
 def _group(c: Code, f: linear._Frame) -> None:
     """Pointers to this image's group, then its pixels chunk by chunk: pack, multiply."""
-    # xg = x + (image * c + group * cg) * plane; wg = weight + group * og * steps * 4
+    # xg = x + (image * c + group * cg) * iplane; wg = weight + group * og * steps * 4
     c.get("x", "image", "c").emit("i32.mul").get("group", "cg").emit("i32.mul")
-    c.emit("i32.add").get("plane").emit("i32.mul").emit("i32.add").set("xg")
+    c.emit("i32.add").get("iplane").emit("i32.mul").emit("i32.add").set("xg")
     c.get("weight", "group", "og").emit("i32.mul").get("steps").emit("i32.mul")
     c.emit("i32.const", 2).emit("i32.shl").emit("i32.add").set("wg")
     c.get("bias", "group", "og").emit("i32.mul").emit("i32.const", 2).emit("i32.shl")
@@ -71,6 +73,7 @@ def _group(c: Code, f: linear._Frame) -> None:
             # base + (image * o + group * og) * oplane
             c.get(out, "image", "o").emit("i32.mul").get("group", "og").emit("i32.mul")
             c.emit("i32.add").get("oplane").emit("i32.mul").emit("i32.add").set(pointer)
+    im2col.pad(c)
     c.emit("i32.const", 0).set("first")
     with c.loop():
         c.get("first", "pixels").emit("i32.ge_u").emit("br_if", 1)
