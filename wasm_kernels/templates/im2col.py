@@ -35,7 +35,8 @@ SECOND_HALF = bytes(4 * lane + byte for lane in (0, 2, 5, 7) for byte in range(4
 8..11 and 11..14 (the last register starts one float early, so no load passes pixel 14)."""
 
 _LOCALS = ("hp", "wp", "plane", "row", "steps", "panel_bytes", "padded", "q", "pixel", "oy",
-           "ox", "ci", "ki", "kj", "src", "dst", "tap", "t")
+           "ox", "ci", "ki", "kj", "src", "dst", "tap", "t", "tap_ci", "tap_ki", "tap_dh",
+           "tap_dw")
 
 
 def declare(c: Code, isa: Isa) -> None:
@@ -62,6 +63,8 @@ def sizes(c: Code) -> None:
         c.get(padded, size, "padded").emit("select").set(padded)
     c.get("wp").emit("i32.const", 2).emit("i32.shl").tee("row")
     c.get("hp").emit("i32.mul").set("plane")
+    c.get("dh", "row").emit("i32.mul").set("tap_dh")
+    c.get("dw").emit("i32.const", 2).emit("i32.shl").set("tap_dw")
     c.get("cg", "kh").emit("i32.mul").get("kw").emit("i32.mul").tee("steps")
     c.emit("i32.const", 4 * PANEL).emit("i32.mul").set("panel_bytes")
 
@@ -129,24 +132,52 @@ def _pixel_address(c: Code, oy: str, ox: str, into: str) -> None:
 
 def _steps(c: Code, step: Callable[[], None]) -> None:
     """``step()`` with ``tap`` the byte offset of step ``(ci, ki, kj)`` from a pixel's tap
-    (0, 0) (``ci * plane + ki * dh * row + kj * dw * 4``), for every step in order, ``dst``
-    one step on after each."""
-    c.emit("i32.const", 0).set("ci")
-    with c.loop():
-        c.get("ci", "cg").emit("i32.ge_u").emit("br_if", 1)
-        c.emit("i32.const", 0).set("ki")
-        with c.loop():
-            c.get("ki", "kh").emit("i32.ge_u").emit("br_if", 1)
+    (0, 0) (``ci * plane + ki * dh * row + kj * dw * 4``, kept by adds), for every step in
+    order, ``dst`` one step on after each. A 3x3 kernel's 9 taps (and any kernel row of 3)
+    are straight-line code: fewer loop back-edges, each an interruption check under a
+    timeout (ResNet-18 under a timeout: 1.14x -> 1.10x the run without)."""
+
+    def tap_step() -> None:
+        step()
+        c.get("dst").emit("i32.const", 4 * PANEL).emit("i32.add").set("dst")
+        c.get("tap", "tap_dw").emit("i32.add").set("tap")
+
+    def kernel_row(unrolled: bool) -> None:
+        c.get("tap_ki").set("tap")
+        if unrolled:
+            for _ in range(3):
+                tap_step()
+        else:
             c.emit("i32.const", 0).set("kj")
             with c.loop():
                 c.get("kj", "kw").emit("i32.ge_u").emit("br_if", 1)
-                c.get("ci", "plane").emit("i32.mul").get("ki", "dh").emit("i32.mul").get("row")
-                c.emit("i32.mul").emit("i32.add").get("kj", "dw").emit("i32.mul")
-                c.emit("i32.const", 2).emit("i32.shl").emit("i32.add").set("tap")
-                step()
-                c.get("dst").emit("i32.const", 4 * PANEL).emit("i32.add").set("dst")
+                tap_step()
                 c.get("kj").emit("i32.const", 1).emit("i32.add").set("kj")
+        c.get("tap_ki", "tap_dh").emit("i32.add").set("tap_ki")
+
+    def kernel_rows(unrolled: bool) -> None:
+        c.emit("i32.const", 0).set("ki")
+        with c.loop():
+            c.get("ki", "kh").emit("i32.ge_u").emit("br_if", 1)
+            kernel_row(unrolled)
             c.get("ki").emit("i32.const", 1).emit("i32.add").set("ki")
+
+    c.emit("i32.const", 0).set("tap_ci")
+    c.emit("i32.const", 0).set("ci")
+    with c.loop():
+        c.get("ci", "cg").emit("i32.ge_u").emit("br_if", 1)
+        c.get("tap_ci").set("tap_ki")
+        c.get("kw").emit("i32.const", 3).emit("i32.eq")
+        with c.if_():
+            c.get("kh").emit("i32.const", 3).emit("i32.eq")
+            with c.if_():
+                for _ in range(3):
+                    kernel_row(True)
+                c.emit("else")
+                kernel_rows(True)
+            c.emit("else")
+            kernel_rows(False)
+        c.get("tap_ci", "plane").emit("i32.add").set("tap_ci")
         c.get("ci").emit("i32.const", 1).emit("i32.add").set("ci")
 
 
