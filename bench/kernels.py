@@ -37,6 +37,13 @@ from runtime.linker import RegistryResolver
 from runtime.pool import link_kernels
 from runtime.session import compile_kernels
 from wasm_kernels.pack import pack_conv_weight, pack_linear_weight
+from wasm_kernels.pack_im2col import (
+    columns_per_chunk,
+    pack_im2col_weight,
+    padded_floats,
+    runs_as_gemm,
+    scratch_floats,
+)
 from wasm_kernels.pack_quantized import pack_qlinear_weight
 
 TARGETS = "targets (issue #4): relaxed/np >= 0.40, simd128/np >= 0.32, every SIMD/sc >= 3.5"
@@ -212,6 +219,7 @@ def bench_bmm(repeat: int) -> None:
 
 # name: (input (N, C, H, W), out channels, kernel, stride, padding, groups)
 CONV_SHAPES = {
+    "r18 7x7/2 3->64 @224": ((1, 3, 224, 224), 64, 7, 2, 3, 1),
     "r18 3x3 64 @56": ((1, 64, 56, 56), 64, 3, 1, 1, 1),
     "r18 3x3/2 64->128 @56": ((1, 64, 56, 56), 128, 3, 2, 1, 1),
     "r18 3x3 128 @28": ((1, 128, 28, 28), 128, 3, 1, 1, 1),
@@ -222,27 +230,54 @@ CONV_SHAPES = {
     "mv2 1x1 144->24 @56": ((1, 144, 56, 56), 24, 1, 1, 0, 1),
     "mv2 1x1 96->576 @14": ((1, 96, 14, 14), 576, 1, 1, 0, 1),
     "mv2 1x1 320->1280 @7": ((1, 320, 7, 7), 1280, 1, 1, 0, 1),
+    "dddd 3x3 96 @52": ((1, 96, 52, 52), 96, 3, 1, 1, 1),
+    "dddd 3x3 12->24 @208": ((1, 12, 208, 208), 24, 3, 1, 1, 1),
+    "dddd 3x3/2 48->96 @104": ((1, 48, 104, 104), 96, 3, 2, 1, 1),
     "mv2 dw3x3 144 @56": ((1, 144, 56, 56), 144, 3, 1, 1, 144),
     "mv2 dw3x3/2 144 @56": ((1, 144, 56, 56), 144, 3, 2, 1, 144),
     "mv2 dw3x3 576 @14": ((1, 576, 14, 14), 576, 3, 1, 1, 576),
 }
-"""Layers of ResNet-18 (r18) and MobileNetV2 (mv2) at batch 1."""
+"""Layers of ResNet-18 (r18), MobileNetV2 (mv2) and ddddocr's detector (dddd) at batch 1."""
 
 CONV_TARGETS = "targets (issue #12): conv/lin >= 0.9 (dense), depthwise >= 12 GFLOPS"
 
 
+def conv_call(variant: Variant, x: np.ndarray, weight: np.ndarray, stride: int, pad: int,
+              groups: int) -> tuple[str, Callable[[], object]]:
+    """The kernel a compiled model runs this conv with (``pack_im2col.runs_as_gemm``: ``gemm``
+    or ``direct``) and its call on ``x`` placed in ``variant``'s memory, ready to time."""
+    (n, c, h, w), (out, cg, k, _) = x.shape, weight.shape
+    oh, ow = (h + 2 * pad - k) // stride + 1, (w + 2 * pad - k) // stride + 1
+    sizes = (n, c, h, w, out, oh, ow, k, k, stride, stride, pad, pad, 1, 1, groups)
+    y, bias = np.zeros((n, out, oh, ow), np.float32), np.zeros(out, np.float32)
+    if not runs_as_gemm(cg, out // groups, (k, k), (stride, stride), (oh, ow)):
+        px, pw, pb, py = variant.place([x, pack_conv_weight(weight, groups), bias, y])
+        return "direct", partial(variant.exports["f32_conv2d"], variant.store, px, pw, pb, py,
+                                 *sizes)
+    columns = columns_per_chunk(cg * k * k, oh * ow, out // groups)
+    padded = padded_floats(cg, (h, w), (oh, ow), (k, k), (stride,) * 2, (pad,) * 2, (1, 1))
+    px, pw, pb, pws, pxp, py = variant.place([
+        x, pack_im2col_weight(weight, groups), bias,
+        np.zeros(scratch_floats(cg * k * k, columns), np.float32),
+        np.zeros(max(padded, 1), np.float32), y])
+    return "gemm", partial(variant.exports["f32_conv2d_gemm"], variant.store, px, pw, pb, pws,
+                           pxp, py, *sizes, columns)
+
+
 def bench_conv(repeat: int) -> None:
-    """f32_conv2d per SIMD variant, interleaved with f32_linear on the conv's implicit-gemm
-    shape (M, K, N) = (OH * OW, C * kh * kw, O) (a dense conv) and torch's single-thread
-    conv2d; conv/lin is the median of per-round ratios."""
+    """The conv per SIMD variant, run by the kernel a compiled model uses (``kernel``: the
+    gemm or the direct one), interleaved with f32_linear on the conv's implicit-gemm shape
+    (M, K, N) = (OH * OW, C * kh * kw, O) (a dense conv) and torch's single-thread conv2d;
+    conv/lin is the median of per-round ratios."""
     import torch  # an extra, only for this section
 
     torch.set_num_threads(1)
-    variants = {isa: Variant(isa, pages=400) for isa in wasm_kernels.ISA_NAMES
+    variants = {isa: Variant(isa, pages=1200) for isa in wasm_kernels.ISA_NAMES
                 if isa != "scalar"}
     print(f"conv2d GFLOPS (median of {repeat} interleaved rounds), batch 1; {CONV_TARGETS}")
-    print(f"{'shape':>24}" + "".join(f"{isa:>9}{'lin-' + isa:>13}{'conv/lin':>9}"
-                                     for isa in variants) + f"{'torch-1t':>9}{'target':>8}")
+    print(f"{'shape':>24}{'kernel':>8}" + "".join(f"{isa:>9}{'lin-' + isa:>13}{'conv/lin':>9}"
+                                                  for isa in variants)
+          + f"{'torch-1t':>9}{'target':>8}")
     for name, (shape, out, k, stride, pad, groups) in CONV_SHAPES.items():
         n, c, h, w = shape
         oh, ow = (h + 2 * pad - k) // stride + 1, (w + 2 * pad - k) // stride + 1
@@ -252,12 +287,7 @@ def bench_conv(repeat: int) -> None:
         m_, k_ = n * oh * ow, c * k * k
         runs: dict[str, Callable[[], object]] = {}
         for isa, variant in variants.items():
-            px, pw, pb, py = variant.place([x, pack_conv_weight(weight, groups),
-                                            np.zeros(out, np.float32),
-                                            np.zeros((n, out, oh, ow), np.float32)])
-            runs[isa] = partial(variant.exports["f32_conv2d"], variant.store, px, pw, pb, py,
-                                n, c, h, w, out, oh, ow, k, k, stride, stride, pad, pad, 1, 1,
-                                groups)
+            kernel, runs[isa] = conv_call(variant, x, weight, stride, pad, groups)
             if groups == 1:
                 runs["lin-" + isa] = dense_call(
                     variant, "f32_linear", rng.standard_normal((m_, k_), np.float32),
@@ -277,7 +307,8 @@ def bench_conv(repeat: int) -> None:
             else:
                 met = met and gflops[isa] >= 12
                 row += f"{gflops[isa]:>9.1f}{'-':>13}{'-':>9}"
-        print(f"{name:>24}{row}{gflops['torch']:>9.1f}{'met' if met else 'MISSED':>8}")
+        print(f"{name:>24}{kernel:>8}{row}{gflops['torch']:>9.1f}"
+              f"{'met' if met else 'MISSED':>8}")
 
 
 INT8_SHAPES = GEMM_SHAPES[:3]
