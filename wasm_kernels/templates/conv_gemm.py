@@ -33,6 +33,7 @@ def emit(spec: KernelSpec, isa_name: str) -> tuple[FuncType, Code]:
     for name in _LOCALS:
         c.local("i32", name)
     im2col.declare(c, isa)
+    _flatten_pointwise(c)
     c.get("c", "groups").emit("i32.div_u").set("cg")
     c.get("o", "groups").emit("i32.div_u").set("og")
     c.get("oh", "ow").emit("i32.mul").tee("pixels").emit("i32.const", 2).emit("i32.shl")
@@ -87,3 +88,15 @@ def _group(c: Code, f: linear._Frame) -> None:
             c.set(pointer)
         linear.row_blocks(f, edge=True, prepacked=True)
         c.get("first", "columns").emit("i32.add").set("first")
+
+
+def _flatten_pointwise(c: Code) -> None:
+    """A 1x1 conv with stride 1 and no padding is one row of h * w pixels (oh = 1, ow = h *
+    w): every panel then lies in one row and is copied a register at a time."""
+    c.get("kh", "kw").emit("i32.or").get("sh").emit("i32.or").get("sw").emit("i32.or")
+    c.emit("i32.const", 1).emit("i32.eq").get("ph", "pw").emit("i32.or").emit("i32.eqz")
+    c.emit("i32.and")
+    with c.if_():
+        for rows, columns in (("h", "w"), ("oh", "ow")):
+            c.get(rows, columns).emit("i32.mul").set(columns)
+            c.emit("i32.const", 1).set(rows)

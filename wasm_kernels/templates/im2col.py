@@ -162,10 +162,21 @@ def _steps(c: Code, step: Callable[[], None]) -> None:
             kernel_row(unrolled)
             c.get("ki").emit("i32.const", 1).emit("i32.add").set("ki")
 
-    c.emit("i32.const", 0).set("tap_ci")
-    c.emit("i32.const", 0).set("ci")
-    with c.loop():
-        c.get("ci", "cg").emit("i32.ge_u").emit("br_if", 1)
+    def channels(body: Callable[[], None]) -> None:
+        c.emit("i32.const", 0).set("tap_ci")
+        c.emit("i32.const", 0).set("ci")
+        with c.loop():
+            c.get("ci", "cg").emit("i32.ge_u").emit("br_if", 1)
+            body()
+            c.get("tap_ci", "plane").emit("i32.add").set("tap_ci")
+            c.get("ci").emit("i32.const", 1).emit("i32.add").set("ci")
+
+    def pointwise() -> None:
+        c.get("tap_ci").set("tap")
+        step()
+        c.get("dst").emit("i32.const", 4 * PANEL).emit("i32.add").set("dst")
+
+    def taps() -> None:
         c.get("tap_ci").set("tap_ki")
         c.get("kw").emit("i32.const", 3).emit("i32.eq")
         with c.if_():
@@ -177,8 +188,13 @@ def _steps(c: Code, step: Callable[[], None]) -> None:
                 kernel_rows(True)
             c.emit("else")
             kernel_rows(False)
-        c.get("tap_ci", "plane").emit("i32.add").set("tap_ci")
-        c.get("ci").emit("i32.const", 1).emit("i32.add").set("ci")
+
+    # a 1x1 kernel: one step per channel, nothing else to loop over
+    c.get("kh", "kw").emit("i32.mul").emit("i32.const", 1).emit("i32.eq")
+    with c.if_():
+        channels(pointwise)
+        c.emit("else")
+        channels(taps)
 
 
 def _copy_step(c: Code, isa: Isa, stride: int) -> None:
