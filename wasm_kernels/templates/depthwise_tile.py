@@ -1,0 +1,191 @@
+"""The tiles of the depthwise family (see ``depthwise``): one output channel x ``regs``
+registers of one output row, read from the zero-padded scratch plane, so no load is masked.
+
+An unrolled kernel (``UNROLLED``) addresses every pixel register with a constant offset
+from the kernel row's first pixel: at stride 1 a register is one unaligned load, at stride 2
+two adjacent loads shuffled to their even or odd lanes (taps j and j + 1 share the pair), and
+a 3x3 kernel's weights stay in registers for the whole channel. Other kernels loop over the
+taps at run time, loading a register contiguously at stride 1 and lane by lane otherwise.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TypeAlias
+
+from .activations import apply
+from .conv_tiles import EVEN_LANES, ODD_LANES
+from .isa import ISAS, NamedFrame
+
+REGS = 4
+"""Registers of columns per tile: 4 accumulators, a 3x3 kernel's 9 weights and the pixels
+being loaded fit x86-64's 16 vector registers."""
+
+UNROLLED: tuple[tuple[int, int], ...] = ((3, 1), (3, 2), (5, 1), (5, 2))
+"""(k, sw): the k x k kernels at column stride sw (column dilation 1) with unrolled taps."""
+
+HOISTED_TAPS = 9
+"""Kernels of at most this many taps keep their weights in registers across a channel."""
+
+TileAt: TypeAlias = "Callable[[int, bool], None]"
+"""A tile at column ``tx`` of the current output row: ``(regs, lanes_store)``."""
+
+
+@dataclass
+class Frame(NamedFrame):
+    """The generated function's code, ISA, arguments and named i32 locals."""
+
+    column_offset: list[int]
+    """Locals holding ``k * sw * 4``: the byte offset of a row's k-th output column."""
+    bias: int
+    """The channel's bias in every lane."""
+
+
+def hoist_weights(f: Frame, kernel: tuple[int, int] | None) -> list[int]:
+    """Load an unrolled kernel's weights (splat) into locals when it has at most
+    ``HOISTED_TAPS`` taps; returns the locals (empty: load each where it is used)."""
+    if kernel is None or kernel[0] * kernel[0] > HOISTED_TAPS:
+        return []
+    weights = []
+    for tap in range(kernel[0] * kernel[0]):
+        f.get("wc")
+        f.isa.load_splat(f.c, 4 * tap)
+        weights.append(f.c.local(f.isa.valtype))
+        f.c.emit("local.set", weights[-1])
+    return weights
+
+
+def tile(f: Frame, kernel: tuple[int, int] | None, mode: str, weights: list[int], regs: int,
+         lanes_store: bool) -> None:
+    """The tile of ``regs`` registers at column ``tx``: accumulators from the bias, the taps,
+    then the activations and the store (lane by lane, left of ``ow``, if ``lanes_store``)."""
+    c, isa = f.c, f.isa
+    acc = [c.local(isa.valtype) for _ in range(regs)]
+    for local in acc:
+        c.emit("local.get", f.bias).emit("local.set", local)
+    # pi = pbase + tx * sw * 4: the tile's first pixel in the first kernel row
+    f.get("pbase", "tx")
+    c.emit("local.get", f.column_offset[1]).emit("i32.mul").emit("i32.add")
+    f.set("pi")
+    if kernel is None:
+        _runtime_taps(f, mode, acc)
+    else:
+        _unrolled_taps(f, kernel, weights, acc)
+    if lanes_store:
+        _store_lanes(f, acc[0])
+    else:
+        for r, local in enumerate(acc):
+            f.get("yrow", "tx").emit("i32.const", 2).emit("i32.shl").emit("i32.add")
+            c.emit("local.get", local)
+            for op in f.epilogue:
+                apply(c, isa, op)
+            isa.store(c, 4 * isa.lanes * r)
+
+
+def _weight(f: Frame, weights: list[int], tap: int) -> None:
+    """Push the weight of ``tap`` (row-major) in every lane."""
+    if weights:
+        f.c.emit("local.get", weights[tap])
+    else:
+        f.get("wc")
+        f.isa.load_splat(f.c, 4 * tap)
+
+
+def _unrolled_taps(f: Frame, kernel: tuple[int, int], weights: list[int],
+                   acc: list[int]) -> None:
+    """Every tap with constant offsets; ``pi`` steps one dilated kernel row at a time."""
+    c, isa = f.c, f.isa
+    k, stride = kernel
+    pixel = c.local(isa.valtype)
+    pair = [c.local(isa.valtype), c.local(isa.valtype)]
+    for i in range(k):
+        if isa.vector and stride == 2:
+            for r, local in enumerate(acc):
+                loaded = -1
+                for j in range(k):
+                    base = 8 * r + j - j % 2
+                    if base != loaded:
+                        for half, target in enumerate(pair):
+                            f.get("pi")
+                            isa.load(c, 4 * base + 16 * half)
+                            c.emit("local.set", target)
+                        loaded = base
+                    c.get(*pair).emit("i8x16.shuffle", ODD_LANES if j % 2 else EVEN_LANES)
+                    _weight(f, weights, i * k + j)
+                    isa.madd_into(c, local)
+        else:
+            for j in range(k):
+                weight = weights[i * k + j] if weights else pixel
+                if not weights:
+                    _weight(f, weights, i * k + j)
+                    c.emit("local.set", pixel)
+                for r, local in enumerate(acc):
+                    f.get("pi")
+                    isa.load(c, 4 * (isa.lanes * r * stride + j))
+                    c.emit("local.get", weight)
+                    isa.madd_into(c, local)
+        if i < k - 1:
+            f.add("pi", "dh", "prow")
+
+
+def _runtime_taps(f: Frame, mode: str, acc: list[int]) -> None:
+    """Loops over the kh kernel rows and kw taps; per tap one weight and ``regs`` pixel
+    registers: contiguous (``unit``), or lane by lane at the stride (``gather``)."""
+    c, isa = f.c, f.isa
+    weight = c.local(isa.valtype)
+    f.get("wc")
+    f.set("wi")
+    f.get("kh")
+    f.set("i")
+    c.emit("loop")
+    f.get("pi")
+    f.set("pj")
+    f.get("kw")
+    f.set("j")
+    c.emit("loop")
+    f.get("wi")
+    isa.load_splat(c)
+    c.emit("local.set", weight)
+    for r, local in enumerate(acc):
+        if mode == "unit":
+            f.get("pj")
+            isa.load(c, 16 * r)
+        else:
+            _gather(f, r)
+        c.emit("local.get", weight)
+        isa.madd_into(c, local)
+    f.add("wi", 4)
+    f.add("pj", "dw", 4)
+    f.add("j", -1)
+    f.get("j").emit("br_if", 0).emit("end")
+    f.add("pi", "dh", "prow")
+    f.add("i", -1)
+    f.get("i").emit("br_if", 0).emit("end")
+
+
+def _gather(f: Frame, r: int) -> None:
+    """Push register ``r``'s pixels of the tap at ``pj``, one lane at a time."""
+    c, isa = f.c, f.isa
+    for lane in range(isa.lanes):
+        f.get("pj").emit("local.get", f.column_offset[isa.lanes * r + lane]).emit("i32.add")
+        c.emit("f32.load", 2, 0)
+        if lane == 0:
+            isa.splat(c)
+        else:
+            c.emit("f32x4.replace_lane", lane)
+
+
+def _store_lanes(f: Frame, acc: int) -> None:
+    """Store the lanes of a register at column 0 that lie left of ``ow``."""
+    c, scalar = f.c, ISAS["scalar"]
+    for lane in range(f.isa.lanes):
+        if lane:
+            f.get("ow").emit("i32.const", lane).emit("i32.gt_u").emit("if")
+        f.get("yrow")
+        c.emit("local.get", acc).emit("f32x4.extract_lane", lane)
+        for op in f.epilogue:
+            apply(c, scalar, op)
+        scalar.store(c, 4 * lane)
+        if lane:
+            c.emit("end")
