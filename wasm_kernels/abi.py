@@ -166,9 +166,9 @@ DEPTHWISE_PARAMS = ("x", "weight", "bias", "scratch", "y", "n", "c", "o", "h", "
 
 
 def _depthwise(activation: str) -> KernelSpec:
-    epilogue = _epilogue(True, False, activation)
+    epilogue = _epilogue(False, False, activation)
     math = f"{activation}(conv)" if activation else "conv"
-    return KernelSpec("_".join(("f32_depthwise_conv2d",) + epilogue[1:]), "depthwise",
+    return KernelSpec("_".join(("f32_depthwise_conv2d",) + epilogue), "depthwise",
                       "depthwise_conv2d", DEPTHWISE_PARAMS,
                       f"Y(n, o, oh, ow) = {math} with conv = torch's conv2d of x(n, c, h, w) "
                       "with groups = c (o / c output channels per input channel) and "

@@ -136,7 +136,6 @@ def _sizes(f: Frame) -> None:
 def _plane(f: Frame) -> None:
     """Copy input plane (image, ic) into the scratch interior, then its ``mult`` output
     channels."""
-    c = f.c
     # src = x + (image * c + ic) * plane; dst = scratch + ph * prow + pw * 4
     f.get("x", "image", "c").emit("i32.mul").emit("local.get", f.v["ic"]).emit("i32.add")
     f.get("plane").emit("i32.mul").emit("i32.add")
@@ -146,12 +145,38 @@ def _plane(f: Frame) -> None:
     f.set("dst")
 
     def copy_row() -> None:
-        f.get("dst", "src", "row").emit("memory.copy")
+        _copy_row(f)
         f.add("dst", "prow")
         f.add("src", "row")
 
     f.count("r", "h", 1, copy_row)
     f.count("k", "mult", 1, lambda: _channel(f))
+
+
+def _copy_row(f: Frame) -> None:
+    """Copy the ``w`` floats at ``src`` to ``dst``: whole registers, the last one moved left
+    to end at ``w`` (a row narrower than a register goes float by float). NOTE: a
+    ``memory.copy`` per row cost more than the conv itself on 14x14 planes (a runtime call)."""
+    c, isa = f.c, f.isa
+    scalar = ISAS["scalar"]
+
+    def move(register: object, column: str) -> None:
+        f.get("dst", column).emit("i32.const", 2).emit("i32.shl").emit("i32.add")
+        f.get("src", column).emit("i32.const", 2).emit("i32.shl").emit("i32.add")
+        register.load(c)  # type: ignore[attr-defined]
+        register.store(c)  # type: ignore[attr-defined]
+
+    f.count("j", "w", isa.lanes, lambda: move(isa, "j"))
+    if not isa.vector:
+        return
+    f.get("w").emit("i32.const", isa.lanes).emit("i32.lt_u").emit("if")
+    f.count("j", "w", 1, lambda: move(scalar, "j"))
+    c.emit("else")
+    f.get("j", "w").emit("i32.lt_u").emit("if")
+    f.get("w").emit("i32.const", isa.lanes).emit("i32.sub")
+    f.set("j")
+    move(isa, "j")
+    c.emit("end").emit("end")
 
 
 def _channel(f: Frame) -> None:
