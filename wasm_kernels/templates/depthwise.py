@@ -21,8 +21,18 @@ from __future__ import annotations
 from ..abi import KernelSpec
 from ..wasm import Code, FuncType
 from . import depthwise_tile
-from .depthwise_tile import REGS, UNROLLED, Frame
-from .isa import ISAS
+from .depthwise_tile import REGS, ROWS, UNROLLED, Frame
+from .isa import ISAS, Isa
+from .loops import strided_loop
+
+COPY_CALL = 32
+"""Rows of at least this many floats are copied into the scratch plane by one
+``memory.copy`` (a runtime call, ~the cost of copying 32 floats by registers at opt level
+none), narrower ones by registers."""
+
+COPY_UNROLL = 4
+"""Registers per iteration of the register copy (each costs an address and a loop test at
+opt level none)."""
 
 # Locals of the whole call (all i32).
 _LOCALS = ("mult", "taps", "hp", "wp", "prow", "row", "plane", "oplane", "orow", "path",
@@ -118,14 +128,16 @@ def _sizes(f: Frame) -> None:
         f.set(plane)
     f.get("scratch").emit("i32.const", 0).emit("local.get", f.v["hp"])
     f.get("prow").emit("i32.mul").emit("memory.fill")
-    # path = 1 + the index of the unrolled kernel (kh == kw == k, sw == s, dw == 1), else 0
+    # path = 1 + the index of the unrolled kernel (kh == kw == k, sh == sw == s, dh == dw ==
+    # 1), else 0
     c.emit("i32.const", 0)
     f.set("path")
     for index, (k, s) in enumerate(UNROLLED):
         f.get("kh").emit("i32.const", k).emit("i32.eq")
         f.get("kw").emit("i32.const", k).emit("i32.eq").emit("i32.and")
-        f.get("sw").emit("i32.const", s).emit("i32.eq").emit("i32.and")
-        f.get("dw").emit("i32.const", 1).emit("i32.eq").emit("i32.and").emit("if")
+        for name, value in (("sh", s), ("sw", s), ("dh", 1), ("dw", 1)):
+            f.get(name).emit("i32.const", value).emit("i32.eq").emit("i32.and")
+        c.emit("if")
         c.emit("i32.const", index + 1)
         f.set("path")
         c.emit("end")
@@ -154,29 +166,38 @@ def _plane(f: Frame) -> None:
 
 
 def _copy_row(f: Frame) -> None:
-    """Copy the ``w`` floats at ``src`` to ``dst``: whole registers, the last one moved left
-    to end at ``w`` (a row narrower than a register goes float by float). NOTE: a
-    ``memory.copy`` per row cost more than the conv itself on 14x14 planes (a runtime call)."""
+    """Copy the ``w`` floats at ``src`` to ``dst``: one ``memory.copy`` for a row of at least
+    ``COPY_CALL`` floats, else whole registers, the last one moved left to end at ``w`` (a
+    row narrower than a register goes float by float). NOTE: ``memory.copy`` is a runtime
+    call: one per row cost more than a 14x14 plane's conv."""
     c, isa = f.c, f.isa
     scalar = ISAS["scalar"]
-
-    def move(register: object, column: str) -> None:
-        f.get("dst", column).emit("i32.const", 2).emit("i32.shl").emit("i32.add")
-        f.get("src", column).emit("i32.const", 2).emit("i32.shl").emit("i32.add")
-        register.load(c)  # type: ignore[attr-defined]
-        register.store(c)  # type: ignore[attr-defined]
-
-    f.count("j", "w", isa.lanes, lambda: move(isa, "j"))
-    if not isa.vector:
-        return
-    f.get("w").emit("i32.const", isa.lanes).emit("i32.lt_u").emit("if")
-    f.count("j", "w", 1, lambda: move(scalar, "j"))
+    f.get("w").emit("i32.const", COPY_CALL).emit("i32.ge_u").emit("if")
+    f.get("dst", "src", "row").emit("memory.copy")
     c.emit("else")
-    f.get("j", "w").emit("i32.lt_u").emit("if")
-    f.get("w").emit("i32.const", isa.lanes).emit("i32.sub")
-    f.set("j")
-    move(isa, "j")
-    c.emit("end").emit("end")
+
+    def move(register: Isa, column: str, count: int = 1) -> None:
+        f.get("dst", column).emit("i32.const", 2).emit("i32.shl").emit("i32.add")
+        f.set("pj")
+        f.get("src", column).emit("i32.const", 2).emit("i32.shl").emit("i32.add")
+        f.set("wi")
+        for k in range(count):
+            f.get("pj", "wi")
+            register.load(c, 4 * register.lanes * k)
+            register.store(c, 4 * register.lanes * k)
+
+    f.count("j", "w", COPY_UNROLL * isa.lanes, lambda: move(isa, "j", COPY_UNROLL))
+    strided_loop(c, f.v["j"], isa.lanes, f.arg["w"], lambda: move(isa, "j"))
+    if isa.vector:
+        f.get("w").emit("i32.const", isa.lanes).emit("i32.lt_u").emit("if")
+        f.count("j", "w", 1, lambda: move(scalar, "j"))
+        c.emit("else")
+        f.get("j", "w").emit("i32.lt_u").emit("if")
+        f.get("w").emit("i32.const", isa.lanes).emit("i32.sub")
+        f.set("j")
+        move(isa, "j")
+        c.emit("end").emit("end")
+    c.emit("end")
 
 
 def _channel(f: Frame) -> None:
@@ -211,11 +232,12 @@ def _channel(f: Frame) -> None:
 
 
 def _rows(f: Frame, kernel: tuple[int, int] | None, mode: str = "") -> None:
-    """Every output row of the channel with ``kernel``'s unrolled taps (None: runtime
-    loops over the taps, pixels loaded per ``mode``)."""
+    """Every output row of the channel with ``kernel``'s unrolled taps, ``ROWS`` rows per
+    tile while they last (None: runtime loops over the taps, one row per tile, pixels
+    loaded per ``mode``)."""
     weights = depthwise_tile.hoist_weights(f, kernel)
 
-    def row() -> None:
+    def rows(count: int) -> None:
         # pbase = scratch + oy * sh * prow; yrow = ybase + oy * orow
         f.get("scratch", "oy", "sh").emit("i32.mul").emit("local.get", f.v["prow"])
         f.c.emit("i32.mul").emit("i32.add")
@@ -223,9 +245,13 @@ def _rows(f: Frame, kernel: tuple[int, int] | None, mode: str = "") -> None:
         f.get("ybase", "oy", "orow").emit("i32.mul").emit("i32.add")
         f.set("yrow")
         _columns(f, lambda regs, lanes_store: depthwise_tile.tile(
-            f, kernel, mode, weights, regs, lanes_store))
+            f, kernel, mode, weights, (count, regs), lanes_store))
 
-    f.count("oy", "oh", 1, row)
+    f.c.emit("i32.const", 0)
+    f.set("oy")
+    if kernel is not None:
+        strided_loop(f.c, f.v["oy"], ROWS, f.arg["oh"], lambda: rows(ROWS))
+    strided_loop(f.c, f.v["oy"], 1, f.arg["oh"], lambda: rows(1))
 
 
 def _columns(f: Frame, tile: depthwise_tile.TileAt) -> None:

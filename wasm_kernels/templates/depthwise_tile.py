@@ -18,18 +18,23 @@ from .activations import apply
 from .conv_tiles import EVEN_LANES, ODD_LANES
 from .isa import ISAS, NamedFrame
 
-REGS = 4
-"""Registers of columns per tile: 4 accumulators, a 3x3 kernel's 9 weights and the pixels
-being loaded fit x86-64's 16 vector registers."""
+REGS = 2
+"""Registers of columns per tile: ``ROWS`` x 2 accumulators, a 3x3 kernel's 9 weights and
+the pixels being loaded fit x86-64's 16 vector registers."""
 
 UNROLLED: tuple[tuple[int, int], ...] = ((3, 1), (3, 2), (5, 1), (5, 2))
-"""(k, sw): the k x k kernels at column stride sw (column dilation 1) with unrolled taps."""
+"""(k, s): the k x k kernels at stride (s, s), no dilation, with unrolled taps."""
 
 HOISTED_TAPS = 9
 """Kernels of at most this many taps keep their weights in registers across a channel."""
 
 TileAt: TypeAlias = "Callable[[int, bool], None]"
-"""A tile at column ``tx`` of the current output row: ``(regs, lanes_store)``."""
+"""A tile at column ``tx`` of the current output rows: ``(regs, lanes_store)``."""
+
+ROWS = 2
+"""Output rows per tile of an unrolled kernel: the rows share the input rows between them
+(at stride 1, 4 input rows for 2 output rows of a 3x3 kernel), and their accumulators are
+independent chains of multiply-adds."""
 
 
 @dataclass
@@ -56,27 +61,32 @@ def hoist_weights(f: Frame, kernel: tuple[int, int] | None) -> list[int]:
     return weights
 
 
-def tile(f: Frame, kernel: tuple[int, int] | None, mode: str, weights: list[int], regs: int,
-         lanes_store: bool) -> None:
-    """The tile of ``regs`` registers at column ``tx``: accumulators from the bias, the taps,
-    then the activations and the store (lane by lane, left of ``ow``, if ``lanes_store``)."""
+def tile(f: Frame, kernel: tuple[int, int] | None, mode: str, weights: list[int],
+         shape: tuple[int, int], lanes_store: bool) -> None:
+    """The tile of ``shape`` = (output rows, registers) at column ``tx`` of rows ``oy``...:
+    accumulators from the bias, the taps, then the activations and the store (lane by lane,
+    left of ``ow``, if ``lanes_store``)."""
     c, isa = f.c, f.isa
-    acc = [c.local(isa.valtype) for _ in range(regs)]
-    for local in acc:
+    rows, regs = shape
+    acc = [[c.local(isa.valtype) for _ in range(regs)] for _ in range(rows)]
+    for local in (a for row in acc for a in row):
         c.emit("local.get", f.bias).emit("local.set", local)
     # pi = pbase + tx * sw * 4: the tile's first pixel in the first kernel row
     f.get("pbase", "tx")
     c.emit("local.get", f.column_offset[1]).emit("i32.mul").emit("i32.add")
     f.set("pi")
     if kernel is None:
-        _runtime_taps(f, mode, acc)
+        _runtime_taps(f, mode, acc[0])
     else:
         _unrolled_taps(f, kernel, weights, acc)
-    if lanes_store:
-        _store_lanes(f, acc[0])
-    else:
-        for r, local in enumerate(acc):
+    for q, row in enumerate(acc):
+        if lanes_store:
+            _store_lanes(f, row[0], q)
+            continue
+        for r, local in enumerate(row):
             f.get("yrow", "tx").emit("i32.const", 2).emit("i32.shl").emit("i32.add")
+            if q:
+                f.get("orow").emit("i32.add")
             c.emit("local.get", local)
             for op in f.epilogue:
                 apply(c, isa, op)
@@ -93,17 +103,21 @@ def _weight(f: Frame, weights: list[int], tap: int) -> None:
 
 
 def _unrolled_taps(f: Frame, kernel: tuple[int, int], weights: list[int],
-                   acc: list[int]) -> None:
-    """Every tap with constant offsets; ``pi`` steps one dilated kernel row at a time."""
+                   acc: list[list[int]]) -> None:
+    """Every tap with constant offsets, input row by input row (``pi`` steps one row of
+    the scratch plane): each pixel register loaded once and multiplied into every output
+    row of the tile that reads it (rows ``stride`` apart, no row dilation)."""
     c, isa = f.c, f.isa
     k, stride = kernel
     pixel = c.local(isa.valtype)
     pair = [c.local(isa.valtype), c.local(isa.valtype)]
-    for i in range(k):
-        if isa.vector and stride == 2:
-            for r, local in enumerate(acc):
-                loaded = -1
-                for j in range(k):
+    span = (len(acc) - 1) * stride + k
+    for t in range(span):
+        users = [(q, t - q * stride) for q in range(len(acc)) if 0 <= t - q * stride < k]
+        for r in range(len(acc[0])):
+            loaded = -1
+            for j in range(k):
+                if isa.vector and stride == 2:
                     base = 8 * r + j - j % 2
                     if base != loaded:
                         for half, target in enumerate(pair):
@@ -112,21 +126,16 @@ def _unrolled_taps(f: Frame, kernel: tuple[int, int], weights: list[int],
                             c.emit("local.set", target)
                         loaded = base
                     c.get(*pair).emit("i8x16.shuffle", ODD_LANES if j % 2 else EVEN_LANES)
-                    _weight(f, weights, i * k + j)
-                    isa.madd_into(c, local)
-        else:
-            for j in range(k):
-                weight = weights[i * k + j] if weights else pixel
-                if not weights:
-                    _weight(f, weights, i * k + j)
-                    c.emit("local.set", pixel)
-                for r, local in enumerate(acc):
+                else:
                     f.get("pi")
                     isa.load(c, 4 * (isa.lanes * r * stride + j))
-                    c.emit("local.get", weight)
-                    isa.madd_into(c, local)
-        if i < k - 1:
-            f.add("pi", "dh", "prow")
+                c.emit("local.set", pixel)
+                for q, i in users:
+                    c.emit("local.get", pixel)
+                    _weight(f, weights, i * k + j)
+                    isa.madd_into(c, acc[q][r])
+        if t < span - 1:
+            f.add("pi", "prow")
 
 
 def _runtime_taps(f: Frame, mode: str, acc: list[int]) -> None:
@@ -176,13 +185,16 @@ def _gather(f: Frame, r: int) -> None:
             c.emit("f32x4.replace_lane", lane)
 
 
-def _store_lanes(f: Frame, acc: int) -> None:
-    """Store the lanes of a register at column 0 that lie left of ``ow``."""
+def _store_lanes(f: Frame, acc: int, row: int) -> None:
+    """Store the lanes of a register at column 0 of output row ``oy + row`` that lie left
+    of ``ow``."""
     c, scalar = f.c, ISAS["scalar"]
     for lane in range(f.isa.lanes):
         if lane:
             f.get("ow").emit("i32.const", lane).emit("i32.gt_u").emit("if")
         f.get("yrow")
+        if row:
+            f.get("orow").emit("i32.add")
         c.emit("local.get", acc).emit("f32x4.extract_lane", lane)
         for op in f.epilogue:
             apply(c, scalar, op)
