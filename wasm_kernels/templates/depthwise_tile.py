@@ -3,7 +3,7 @@ registers of one output row, read from the zero-padded scratch plane, so no load
 
 An unrolled kernel (``UNROLLED``) addresses every pixel register with a constant offset
 from the kernel row's first pixel: at stride 1 a register is one unaligned load, at stride 2
-two adjacent loads shuffled to their even or odd lanes (taps j and j + 1 share the pair), and
+one shuffle of the three registers under it (``_pair_taps``: two loads per register), and
 a 3x3 kernel's weights stay in registers for the whole channel. Other kernels loop over the
 taps at run time, loading a register contiguously at stride 1 and lane by lane otherwise.
 """
@@ -24,6 +24,11 @@ the pixels being loaded fit x86-64's 16 vector registers."""
 
 UNROLLED: tuple[tuple[int, int], ...] = ((3, 1), (3, 2), (5, 1), (5, 2))
 """(k, s): the k x k kernels at stride (s, s), no dilation, with unrolled taps."""
+
+NEXT_LANE = [bytes(range(4, 16)) + bytes(range(16 + 4 * lane, 20 + 4 * lane))
+             for lane in (0, 1)]
+"""The ``i8x16.shuffle`` of registers (a, b) giving a's lanes 1..3 then b's lane 0 (1): the
+stride-2 pixels of tap j + 2 from tap j's and the next register's."""
 
 HOISTED_TAPS = 9
 """Kernels of at most this many taps keep their weights in registers across a channel."""
@@ -110,22 +115,15 @@ def _unrolled_taps(f: Frame, kernel: tuple[int, int], weights: list[int],
     c, isa = f.c, f.isa
     k, stride = kernel
     pixel = c.local(isa.valtype)
-    pair = [c.local(isa.valtype), c.local(isa.valtype)]
     span = (len(acc) - 1) * stride + k
     for t in range(span):
         users = [(q, t - q * stride) for q in range(len(acc)) if 0 <= t - q * stride < k]
+        loaded: dict[int, int] = {}
         for r in range(len(acc[0])):
-            loaded = -1
+            pixels = _pair_taps(f, r, k, loaded) if isa.vector and stride == 2 else None
             for j in range(k):
-                if isa.vector and stride == 2:
-                    base = 8 * r + j - j % 2
-                    if base != loaded:
-                        for half, target in enumerate(pair):
-                            f.get("pi")
-                            isa.load(c, 4 * base + 16 * half)
-                            c.emit("local.set", target)
-                        loaded = base
-                    c.get(*pair).emit("i8x16.shuffle", ODD_LANES if j % 2 else EVEN_LANES)
+                if pixels is not None:
+                    pixels[j]()
                 else:
                     f.get("pi")
                     isa.load(c, 4 * (isa.lanes * r * stride + j))
@@ -136,6 +134,35 @@ def _unrolled_taps(f: Frame, kernel: tuple[int, int], weights: list[int],
                     isa.madd_into(c, acc[q][r])
         if t < span - 1:
             f.add("pi", "prow")
+
+
+def _pair_taps(f: Frame, r: int, k: int, loaded: dict[int, int]
+               ) -> list[Callable[[], None]]:
+    """At stride 2, register ``r``'s pixels of taps 0..k-1 from the three registers at
+    columns 8r, 8r + 4 and 8r + 8 of the row (A, B, C; C is register r + 1's A, loaded
+    once): tap 0 the even lanes of A, B, tap 1 the odd ones, tap 2 (4) those shifted one
+    lane on with C's first (second) lane, tap 4 the even lanes of B, C. Each pusher
+    pushes one tap's register."""
+    c, isa = f.c, f.isa
+    for column in (8 * r, 8 * r + 4, 8 * r + 8):
+        if column not in loaded:
+            loaded[column] = c.local(isa.valtype)
+            f.get("pi")
+            isa.load(c, 4 * column)
+            c.emit("local.set", loaded[column])
+    a, b, next_a = (loaded[column] for column in (8 * r, 8 * r + 4, 8 * r + 8))
+    even, odd = c.local(isa.valtype), c.local(isa.valtype)
+
+    def lanes(first: int, second: int, pattern: bytes, keep: int = -1) -> Callable[[], None]:
+        def push() -> None:
+            c.get(first, second).emit("i8x16.shuffle", pattern)
+            if keep >= 0:
+                c.emit("local.tee", keep)
+        return push
+
+    return [lanes(a, b, EVEN_LANES, even), lanes(a, b, ODD_LANES, odd),
+            lanes(even, next_a, NEXT_LANE[0]), lanes(odd, next_a, NEXT_LANE[1]),
+            lanes(b, next_a, EVEN_LANES)][:k]
 
 
 def _runtime_taps(f: Frame, mode: str, acc: list[int]) -> None:
