@@ -13,17 +13,18 @@ from typing import Any
 import numpy as np
 
 import wasm_kernels
-from wasm_kernels.wasm import FuncType, MemoryType, ModuleInfo, WasmFormatError
+from wasm_kernels.wasm import FuncType, MemoryType, ModuleInfo, WasmFormatError, read_module
 from wasm_kernels.wasm.rewrite import share_memory_import
 
 from . import cache, data_segments
 from . import metadata as md
 from .compartment import Compartment, ResourceLimits, parse_size
 from .errors import LimitExceeded, ModelFormatError, Trap
+from .merge import MergeError, merge
 from .pool import PAGE, Blueprint, Compiled, InstancePool, ModelInstance
 from .run_plan import Planner
 from .sidecar import read_sidecar
-from .threads import FEATURES, check_threads, compile_dispatch
+from .threads import FEATURES, OPT_LEVEL, check_threads, compile_worker, splitting
 
 KERNEL_CHOICES = ("auto", "host") + wasm_kernels.ISA_NAMES
 Inputs = Mapping[str, Any] | np.ndarray
@@ -79,14 +80,19 @@ def _imported_kernels(info: ModuleInfo) -> frozenset[str]:
                      if i.module == wasm_kernels.abi.MODULE and i.name in wasm_kernels.abi.BY_NAME)
 
 
-def shared_model(wasm: bytes) -> bytes:
-    """``wasm`` importing its memory as a shared one (what several threads need); malformed
-    bytes or a missing ``env.memory`` import come back unchanged for compiling and checking
-    to report."""
+def _merged(wasm: bytes, isa: str) -> tuple[bytes, frozenset[str]] | None:
+    """``wasm`` importing a shared memory and merged with its kernels of ``isa``
+    (``runtime.merge``), and the kernels it imports; ``None``, with a warning saying why,
+    when it does not merge (the session then runs on one thread, where compiling and linking
+    report what is wrong with it)."""
     try:
-        return share_memory_import(wasm, "env", "memory", wasm_kernels.MAX_PAGES)
-    except WasmFormatError:
-        return wasm
+        shared = share_memory_import(wasm, "env", "memory", wasm_kernels.MAX_PAGES)
+        names = _imported_kernels(read_module(shared))
+        kernels = _kernel_wasm(isa, names, shared=True)
+        return merge(shared, kernels, isa, splitting(isa, names)), names
+    except (MergeError, WasmFormatError) as err:
+        warnings.warn(f"the model runs on one thread: {err}", RuntimeWarning, stacklevel=4)
+        return None
 
 
 def _memory_pages(info_imports: Any, metadata: md.ModelMetadata, max_memory: int) -> int:
@@ -267,10 +273,14 @@ class Session:
         count = check_threads(threads)
         self.threads = 1 if kernels == "host" else count
         self.limits = limits
-        features = FEATURES if self.threads > 1 else ()
-        compartment = Compartment(limits, features)
         wasm, segments = data_segments.split(wasm)
-        model = compartment.compile(shared_model(wasm) if self.threads > 1 else wasm)
+        isa = "relaxed" if kernels == "auto" else kernels
+        merged = _merged(wasm, isa) if self.threads > 1 else None
+        self.threads = self.threads if merged is not None else 1
+        features = FEATURES if merged is not None else ()
+        compartment = Compartment(limits, features)
+        model = (compartment.compile(merged[0], OPT_LEVEL) if merged is not None
+                 else compartment.compile(wasm))
         self.metadata = md.parse(model[1].custom(md.SECTION))
         if self.metadata.abi_module != wasm_kernels.abi.MODULE:
             raise ModelFormatError(
@@ -279,16 +289,16 @@ class Session:
         _check_entry(model[1], self.metadata)
         pages = _memory_pages(model[1].imports, self.metadata, limits.max_memory)
         kernel_modules: tuple[Compiled, ...] | None = None
-        dispatch: Compiled | None = None
-        if kernels != "host":
-            isa, names = "relaxed" if kernels == "auto" else kernels, _imported_kernels(model[1])
-            kernel_modules = compile_kernels(compartment, isa, names, self.threads > 1)
-            if self.threads > 1:
-                dispatch = compile_dispatch(compartment, isa, names)
+        worker: Compiled | None = None
+        if merged is not None:
+            kernel_modules = ()
+            worker = compile_worker(compartment, isa, merged[1])
+        elif kernels != "host":
+            kernel_modules = compile_kernels(compartment, isa, _imported_kernels(model[1]))
         sidecar = (read_sidecar(self.metadata.sidecar, model_path, weights)
                    if self.metadata.sidecar is not None else None)
         blueprint = Blueprint(self.metadata, model, kernel_modules, pages, sidecar, segments,
-                              self.threads, dispatch)
+                              self.threads, worker)
         self._planner = Planner(self.metadata, bind)
         self._pool = InstancePool(lambda: ModelInstance(blueprint, Compartment(limits, features)),
                                   size, ModelInstance(blueprint, compartment))

@@ -3,6 +3,7 @@ for bit on every wasm provider, races included; the sandbox holds with workers."
 
 import gc
 import os
+import re
 import sys
 import threading
 import time
@@ -222,18 +223,25 @@ def test_a_trap_in_a_worker_is_the_same_clean_trap_as_on_one_thread():
     model = _gemm_model(OUT_OF_BOUNDS, pages=2)
     with runtime.load(model, threads=1) as one, pytest.raises(Trap) as single:
         one.run(X)
+    assert re.search(r"out_of_bounds in wasmnn_kernels_v\d+!f32_gemm", str(single.value))
     with runtime.load(model, threads=2, instances=1) as two:
-        with pytest.raises(Trap, match=r"out_of_bounds in wasmnn_kernels_v\d+!f32_gemm") as got:
+        # NOTE: a part the caller runs traps in the model's module, which holds the kernels
+        # with threads (runtime.merge); a worker's in the kernels' module. Either way a
+        # guard page caught it: the process survives a memory fault.
+        with pytest.raises(Trap, match=r"out_of_bounds in (\?|wasmnn_kernels_v\d+)!f32_gemm: "
+                                       r"wasm trap: out of bounds memory access \(memory fault"
+                           ) as got:
             two.run(X)
     assert single.value.code == got.value.code == "out_of_bounds"
 
 
 def test_an_out_of_bounds_access_of_the_model_itself_is_a_clean_trap():
-    """The model and the kernels import the shared memory into one store: a fault there must
-    not abort the process (runtime.compartment.engine's explicit bounds checks)."""
+    """The model's own access faults in a guard page of the shared memory: one module of the
+    store imports it (runtime.merge), so the fault is a clean trap, not an abort."""
     model = _gemm_model("(f32.store (i32.const 70000) (f32.const 1)) (i32.const 0)", pages=1)
     with runtime.load(model, threads=2, instances=1) as session:
-        with pytest.raises(Trap, match=r"out_of_bounds in \?!func\[1\]: wasm trap: out of"):
+        with pytest.raises(Trap, match=r"out_of_bounds in \?!func\[\d+\]: wasm trap: out of "
+                                       r"bounds memory access \(memory fault at wasm address"):
             session.run(X)
 
 
