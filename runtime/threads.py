@@ -38,7 +38,7 @@ MAX_THREADS = 16
 """The most threads one call may use (``runtime.load(threads=...)``)."""
 FEATURES = (("threads", True),)
 """The engine features of a compartment whose memory is shared (``Compartment(features=)``)."""
-OPT_LEVEL = "speed"
+OPT_LEVEL = "none"
 """The cranelift opt level of a merged model and of the workers' module (one module has one
 level; see ``bench/threads.py``)."""
 PAGE = 65536
