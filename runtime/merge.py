@@ -265,7 +265,7 @@ def _exports(payload: bytes, ours: dict[str, int]) -> bytes:
         export = reader.name()
         reader.byte()
         reader.u32()
-        if export in ours:
+        if export in parallel.EXPORTS.values():
             raise MergeError(f"the model exports {export!r}, a name the runtime's threads use")
     return uleb(count + len(ours)) + rest + b"".join(
         name(n) + b"\x00" + uleb(i) for n, i in ours.items())
