@@ -24,7 +24,14 @@ from .merge import MergeError, merge
 from .pool import PAGE, Blueprint, Compiled, InstancePool, ModelInstance
 from .run_plan import Planner
 from .sidecar import read_sidecar
-from .threads import FEATURES, OPT_LEVEL, check_threads, compile_worker, splitting
+from .threads import (
+    FEATURES,
+    OPT_LEVEL,
+    check_threads,
+    compile_worker,
+    splitting,
+    weights_bytes,
+)
 
 KERNEL_CHOICES = ("auto", "host") + wasm_kernels.ISA_NAMES
 Inputs = Mapping[str, Any] | np.ndarray
@@ -264,16 +271,17 @@ class Session:
                  instances: int | None = None,
                  model_path: str | os.PathLike[str] | None = None,
                  weights: str | os.PathLike[str] | bytes | None = None,
-                 threads: int | str = 1):
+                 threads: int | str = "auto"):
         """Compile ``wasm``, check its metadata and create the first instance, so that a bad
         model fails here rather than on the first ``run``. Raises as ``load`` does."""
         if kernels not in KERNEL_CHOICES:
             raise ValueError(f"unknown kernels {kernels!r}; available: {list(KERNEL_CHOICES)}")
         size = instances if instances is not None else os.cpu_count() or 1
-        count = check_threads(threads)
-        self.threads = 1 if kernels == "host" else count
+        check_threads(threads)
         self.limits = limits
         wasm, segments = data_segments.split(wasm)
+        count = check_threads(threads, weights_bytes(wasm) if threads == "auto" else None)
+        self.threads = 1 if kernels == "host" else count
         isa = "relaxed" if kernels == "auto" else kernels
         merged = _merged(wasm, isa) if self.threads > 1 else None
         self.threads = self.threads if merged is not None else 1
@@ -351,7 +359,7 @@ def load(model: str | os.PathLike[str] | bytes, *,
          max_memory: int | str = ResourceLimits.max_memory, timeout: float | None = None,
          fuel: int | None = None, kernels: str = "auto", instances: int | None = None,
          weights: str | os.PathLike[str] | bytes | None = None,
-         threads: int | str = 1) -> Session:
+         threads: int | str = "auto") -> Session:
     """Load a ``.wasm`` model into a new sandboxed session.
 
     Args:
@@ -364,11 +372,14 @@ def load(model: str | os.PathLike[str] | bytes, *,
             of CPUs); each is created on first need and has its own memory.
         weights: for a model exported with ``sidecar=True``: its weights file (or bytes);
             by default the file the metadata names, next to ``model``.
-        threads: the threads each ``run`` call may use for its large kernels, or ``"auto"``:
-            the cores this process may run on, at most ``runtime.threads.MAX_THREADS``. The
-            default 1 runs everything on the calling thread, with a private memory: more
-            threads cost the kernels explicit bounds checks (README, Threads). The numpy
-            ``"host"`` kernels use one.
+        threads: the threads each ``run`` call may use for its large kernels. The default
+            ``"auto"`` is the cores this process may run on (at most
+            ``runtime.threads.MAX_THREADS``) for a model of at least
+            ``wasm_kernels.parallel.AUTO_WEIGHTS`` weight bytes, else 1: a threaded model
+            runs its small kernels ~1.1-1.25x slower (README, Threads). 1 runs everything on
+            the calling thread with a private memory, as before threads. A model that cannot
+            be merged with its kernels runs on one thread, with a ``RuntimeWarning``. The
+            numpy ``"host"`` kernels use one.
 
     Raises:
         FileNotFoundError: the path does not exist.

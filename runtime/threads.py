@@ -27,11 +27,12 @@ import wasmtime
 
 import wasm_kernels
 from wasm_kernels import parallel
-from wasm_kernels.wasm import Limits, MemoryType
+from wasm_kernels.wasm import Limits, MemoryType, WasmFormatError, read_module
 
 from . import cache
+from . import metadata as md
 from .compartment import Compartment
-from .errors import LimitExceeded
+from .errors import LimitExceeded, ModelFormatError
 from .linker import RegistryResolver, Resolved
 
 MAX_THREADS = 16
@@ -56,15 +57,18 @@ def available_cores() -> int:
     return max(1, min(cores, MAX_THREADS))
 
 
-def check_threads(threads: object) -> int:
-    """The thread count ``threads`` asks for: an integer, or ``"auto"`` (``available_cores``).
+def check_threads(threads: object, weights_bytes: int | None = None) -> int:
+    """The thread count ``threads`` asks for: an integer, or ``"auto"``: ``available_cores``
+    for a model of ``weights_bytes`` (``None``: unknown) of at least
+    ``parallel.AUTO_WEIGHTS``, else 1.
 
     Raises:
         TypeError: neither an integer nor ``"auto"``.
         ValueError: outside ``[1, MAX_THREADS]``.
     """
     if threads == "auto":
-        return available_cores()
+        small = weights_bytes is not None and weights_bytes < parallel.AUTO_WEIGHTS
+        return 1 if small else available_cores()
     if not isinstance(threads, int) or isinstance(threads, bool):
         raise TypeError(f"threads must be an integer or 'auto', got {threads!r}")
     if not 1 <= threads <= MAX_THREADS:
@@ -158,6 +162,16 @@ def _worker_wasm(isa: str, names: frozenset[str]) -> bytes:
     subset = hashlib.sha256("\0".join(sorted(names)).encode()).hexdigest()[:16]
     return cache.generated_module(f"worker-{isa}-{subset}", cache.source_fingerprint(source),
                                   lambda: parallel.build_worker(isa, names))
+
+
+def weights_bytes(wasm: bytes) -> int | None:
+    """The model's weight bytes by its metadata; ``None`` when it has none that parses (the
+    session's own checks then say what is wrong)."""
+    try:
+        section = read_module(wasm).custom(md.SECTION)
+        return md.parse(section).weights_bytes
+    except (WasmFormatError, ModelFormatError, TypeError):
+        return None
 
 
 def splitting(isa: str, names: frozenset[str]) -> frozenset[str]:

@@ -78,6 +78,12 @@ DENSE_THRESHOLD = 1 << 18
 trip) costs about as much as 2^18 multiply-adds at ~30 GFLOPS."""
 STREAM_THRESHOLD = 1 << 15
 """Elements below which an elementwise or row-wise kernel runs on one thread."""
+AUTO_WEIGHTS = 32 << 20
+"""Weight bytes from which ``threads="auto"`` uses every core; a smaller model runs on one
+thread. A threaded model runs 1.1-1.25x slower on one core (a shared memory, one opt level),
+which only models whose time is mostly large dense kernels win back: measured 2 threads
+against 1 on 2 cores, MiniLM b1 (86 MB) 1.58x, ResNet-18 (45 MB) 1.45x, MobileNetV2 (14 MB,
+mostly depthwise) 0.81x, the LSTM (0.2 MB) 0.93x (bench/README, Threads)."""
 
 
 def splits(isa: str) -> dict[str, Split]:

@@ -18,6 +18,8 @@ import runtime
 import wasm_kernels
 from runtime import threads as intra
 from runtime.errors import LimitExceeded, Trap
+from runtime.metadata import SECTION as METADATA_SECTION
+from runtime.metadata import parse as parse_metadata
 from wasm_kernels import abi, parallel
 from wasm_kernels.wasm import read_module
 from wasm_kernels.wasm.text import module_text
@@ -172,13 +174,19 @@ def test_concurrent_calls_on_threaded_instances_stay_exact(block):
     assert not failures
 
 
-def test_one_thread_by_default_and_auto_is_the_cores_the_process_may_use(mlp_wasm):
+def test_auto_by_default_is_the_cores_the_process_may_use_for_large_models_only(
+        mlp_wasm, monkeypatch):
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     assert intra.available_cores() == min(cores, intra.MAX_THREADS)
+    weights = parse_metadata(read_module(mlp_wasm).custom(METADATA_SECTION)).weights_bytes
+    assert 0 < weights < parallel.AUTO_WEIGHTS
+    with runtime.load(mlp_wasm) as session, runtime.load(mlp_wasm, threads="auto") as auto:
+        assert session.threads == auto.threads == 1
+    monkeypatch.setattr(parallel, "AUTO_WEIGHTS", weights)
     with runtime.load(mlp_wasm) as session:
-        assert session.threads == 1
-    with runtime.load(mlp_wasm, threads="auto") as session:
         assert session.threads == intra.available_cores()
+    with runtime.load(mlp_wasm, threads=1) as session:
+        assert session.threads == 1
     with runtime.load(mlp_wasm, kernels="host", threads=4) as session:
         assert session.threads == 1  # numpy kernels run on the calling thread
 
