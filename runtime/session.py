@@ -63,21 +63,20 @@ def _kernel_wasm(isa: str, names: frozenset[str], own_memory: bool = False,
                                   lambda: wasm_kernels.build(isa, names, own_memory, shared))
 
 
-def compile_kernels(compartment: Compartment, isa: str, names: frozenset[str],
-                    shared: bool = False) -> tuple[Compiled, ...]:
+def compile_kernels(compartment: Compartment, isa: str, names: frozenset[str]
+                    ) -> tuple[Compiled, ...]:
     """The kernel modules of ``isa`` holding the kernels ``names``: one per cranelift opt level
     they ask for (``wasm_kernels.opt_level``), each compiled at its level; the one at
-    ``"none"`` defines the memory (see ``wasm_kernels.build``), the others import it; with
-    ``shared`` every one imports a shared memory (several threads).
+    ``"none"`` defines the memory (see ``wasm_kernels.build``), the others import it (one
+    thread; with several the kernels are merged into the model, ``runtime.merge``).
 
     Raises:
         ValueError: ``isa`` or a name is unknown.
     """
     groups = {level: frozenset(n for n in names if wasm_kernels.opt_level(n) == level)
               for level in wasm_kernels.OPT_LEVELS}
-    return tuple(compartment.compile(
-        _kernel_wasm(isa, group, level == "none" and not shared, shared), level)
-        for level, group in groups.items() if group)
+    return tuple(compartment.compile(_kernel_wasm(isa, group, level == "none"), level)
+                 for level, group in groups.items() if group)
 
 
 def _imported_kernels(info: ModuleInfo) -> frozenset[str]:

@@ -1,15 +1,17 @@
 """Intra-op threads: one model call runs its large kernels on several cores.
 
-With ``threads > 1`` an instance's linear memory is a ``wasmtime.SharedMemory`` and its
-kernels are linked through ``wasm_kernels.parallel``'s dispatch module. Each extra thread is
-a *worker*: a host thread with its own compartment (store, limits) holding instances of the
-kernels and of the dispatch module over the same shared memory. While a call runs
-(``Team.run``) the workers sit inside wasm, parked on ``memory.atomic.wait32`` between jobs,
-so a parallel kernel costs no host round trip. Without a ``timeout`` or ``fuel`` they stay
-there between calls too, until the instance is closed or collected; with a limit they leave
-wasm after each call and wait in Python, where the next call re-arms their stores as it
-re-arms the caller's. A trap or a limit in any thread ends the call with that thread's
-error.
+With ``threads > 1`` an instance's linear memory is a ``wasmtime.SharedMemory`` and the
+model is merged with its kernels and the dispatch functions of ``wasm_kernels.parallel``
+into one module (``runtime.merge``), so each store holds exactly one module that touches
+the shared memory and the engine keeps its guard pages. Each extra thread is a *worker*: a
+host thread with its own compartment (store, limits) holding one instance of the worker
+module (the kernels that split, and the dispatch functions) over the same shared memory.
+While a call runs (``Team.run``) the workers sit inside wasm, parked on
+``memory.atomic.wait32`` between jobs, so a parallel kernel costs no host round trip.
+Without a ``timeout`` or ``fuel`` they stay there between calls too, until the instance is
+closed or collected; with a limit they leave wasm after each call and wait in Python, where
+the next call re-arms their stores as it re-arms the caller's. A trap or a limit in any
+thread ends the call with that thread's error.
 """
 
 from __future__ import annotations
