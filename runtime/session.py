@@ -88,17 +88,19 @@ def _imported_kernels(info: ModuleInfo) -> frozenset[str]:
 
 def _merged(wasm: bytes, isa: str) -> tuple[bytes, frozenset[str]] | None:
     """``wasm`` importing a shared memory and merged with its kernels of ``isa``
-    (``runtime.merge``), and the kernels it imports; ``None``, with a warning saying why,
-    when it does not merge (the session then runs on one thread, where compiling and linking
-    report what is wrong with it)."""
+    (``runtime.merge``), and the kernels it imports; ``None`` when it does not merge (the
+    session then runs on one thread, where compiling and linking report what is wrong with
+    a malformed module): a well-formed one that does not merge is worth a warning."""
     try:
         shared = share_memory_import(wasm, "env", "memory", wasm_kernels.MAX_PAGES)
         names = _imported_kernels(read_module(shared))
         kernels = _kernel_wasm(isa, names, shared=True)
         return merge(shared, kernels, isa, splitting(isa, names)), names
-    except (MergeError, WasmFormatError) as err:
+    except MergeError as err:
         warnings.warn(f"the model runs on one thread: {err}", RuntimeWarning, stacklevel=4)
-        return None
+    except WasmFormatError:
+        pass
+    return None
 
 
 def _memory_pages(info_imports: Any, metadata: md.ModelMetadata, max_memory: int) -> int:

@@ -61,16 +61,16 @@ def available_cores() -> int:
 
 def check_threads(threads: object, weights_bytes: int | None = None) -> int:
     """The thread count ``threads`` asks for: an integer, or ``"auto"``: ``available_cores``
-    for a model of ``weights_bytes`` (``None``: unknown) of at least
-    ``parallel.AUTO_WEIGHTS``, else 1.
+    for a model of ``weights_bytes`` of at least ``parallel.AUTO_WEIGHTS``, else 1 (also
+    when unknown: ``None``).
 
     Raises:
         TypeError: neither an integer nor ``"auto"``.
         ValueError: outside ``[1, MAX_THREADS]``.
     """
     if threads == "auto":
-        small = weights_bytes is not None and weights_bytes < parallel.AUTO_WEIGHTS
-        return 1 if small else available_cores()
+        large = weights_bytes is not None and weights_bytes >= parallel.AUTO_WEIGHTS
+        return available_cores() if large else 1
     if not isinstance(threads, int) or isinstance(threads, bool):
         raise TypeError(f"threads must be an integer or 'auto', got {threads!r}")
     if not 1 <= threads <= MAX_THREADS:
