@@ -4,6 +4,7 @@ for bit on every wasm provider, races included; the sandbox holds with workers."
 import gc
 import os
 import re
+import subprocess
 import sys
 import threading
 import time
@@ -251,6 +252,37 @@ def test_an_out_of_bounds_access_of_the_model_itself_is_a_clean_trap():
         with pytest.raises(Trap, match=r"out_of_bounds in \?!func\[\d+\]: wasm trap: out of "
                                        r"bounds memory access \(memory fault at wasm address"):
             session.run(X)
+
+
+_FAULTS = """
+import sys
+import runtime
+from runtime.errors import Trap
+import numpy as np
+session = runtime.load(sys.argv[1], threads=2, instances=1)
+for _ in range(20):
+    try:
+        session.run(np.zeros((1, 4), np.float32))
+    except Trap as error:
+        assert error.code == "out_of_bounds", error
+print("alive", session.threads)
+"""
+
+
+@pytest.mark.parametrize("body", [
+    OUT_OF_BOUNDS,  # in the kernel, in whichever thread takes the failing part
+    "(f32.store (i32.const 131072) (f32.const 1)) (i32.const 0)",  # in the model
+])
+def test_guard_page_faults_in_a_threaded_session_leave_the_process_alive(body, tmp_path):
+    """In a process of its own: an abort (wasmtime's assertion when two instances of one
+    store import the faulting memory) would end it with SIGABRT instead of printing."""
+    path = tmp_path / "faults.wasm"
+    path.write_bytes(_gemm_model(body, pages=2))
+    root = os.path.dirname(os.path.dirname(runtime.__file__))
+    done = subprocess.run([sys.executable, "-c", _FAULTS, str(path)], capture_output=True,
+                          text=True, timeout=120, env={**os.environ, "PYTHONPATH": root})
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split() == ["alive", "2"]
 
 
 @pytest.mark.parametrize("limit, code, match", [
