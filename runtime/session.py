@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import wasmtime
 
 import wasm_kernels
 from wasm_kernels.wasm import FuncType, MemoryType, ModuleInfo, WasmFormatError, read_module
@@ -18,7 +19,7 @@ from wasm_kernels.wasm.rewrite import share_memory_import
 
 from . import cache, data_segments
 from . import metadata as md
-from .compartment import Compartment, ResourceLimits, parse_size
+from .compartment import Compartment, ResourceLimits, engine, parse_size
 from .errors import LimitExceeded, ModelFormatError, Trap
 from .merge import MergeError, merge
 from .pool import PAGE, Blueprint, Compiled, InstancePool, ModelInstance
@@ -93,12 +94,15 @@ def _merged(wasm: bytes, isa: str) -> tuple[bytes, frozenset[str]] | None:
     a malformed module): a well-formed one that does not merge is worth a warning."""
     try:
         shared = share_memory_import(wasm, "env", "memory", wasm_kernels.MAX_PAGES)
+        # NOTE: validated alone first: once merged, a function or memory index past the
+        # model's own would name the kernels, the dispatch or the control memory.
+        wasmtime.Module.validate(engine(features=FEATURES), shared)
         names = _imported_kernels(read_module(shared))
         kernels = _kernel_wasm(isa, names, shared=True)
         return merge(shared, kernels, isa, splitting(isa, names)), names
     except MergeError as err:
         warnings.warn(f"the model runs on one thread: {err}", RuntimeWarning, stacklevel=4)
-    except WasmFormatError:
+    except (WasmFormatError, wasmtime.WasmtimeError):
         pass
     return None
 

@@ -138,3 +138,15 @@ def test_hostile_bytes_fall_back_to_one_thread_and_fail_there_cleanly(threads):
         warnings.simplefilter("error")  # NOTE: the format error alone, no thread warning
         with pytest.raises(ModelFormatError, match=r"malformed WebAssembly: unexpected end"):
             runtime.load(truncated, threads=threads)
+
+
+@pytest.mark.parametrize("body", [
+    "(call 11) (i32.const 0)",  # past its own functions: the merged release()
+    "(i32.load 1 (i32.const 0))",  # memory 1: the merged model's control memory
+])
+def test_an_invalid_model_cannot_reach_what_the_merge_adds(body):
+    """Validated before merging: code that names a function or memory the model lacks would
+    otherwise name the kernels' and the dispatch's once merged."""
+    model = _model(KERNEL_IMPORTS, body)
+    with pytest.raises(ModelFormatError, match=r"invalid WebAssembly: .*unknown (function|memory)"):
+        runtime.load(model, threads=2)
