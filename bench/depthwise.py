@@ -45,11 +45,11 @@ TARGET = 12.0
 """GFLOPS every MobileNetV2 depthwise layer should reach (issue #12 item 2)."""
 
 
-BATCH = 4
+BATCH = 8
 """Images of the larger call: a contender's time is the marginal time of its extra
-``BATCH - 1`` images, ``(t(BATCH) - t(1)) / (BATCH - 1)``. NOTE: a call from Python into a
-kernel costs 0.2-0.5 ms here (wasmtime-py's checks of 20 arguments), as long as a whole
-14x14 layer; a model calls its kernels from wasm, without it."""
+``BATCH - 1`` images, the median over rounds of ``(t(BATCH) - t(1)) / (BATCH - 1)``.
+NOTE: a call from Python into a kernel costs 0.2-0.5 ms here, as long as a whole 14x14
+layer; a model calls its kernels from wasm, without it."""
 
 
 def _calls(variants: dict[str, Variant], c: int, size: int, k: int, stride: int
@@ -101,9 +101,10 @@ def bench_depthwise(repeat: int) -> None:
     for name, (c, size, k, stride) in SHAPES.items():
         out = (size + 2 * (k // 2) - k) // stride + 1
         times = interleaved_seconds(_calls(variants, c, size, k, stride), repeat)
-        marginal = {key: (statistics.median(times[f"{key}@{BATCH}"])
-                          - statistics.median(times[f"{key}@1"])) / (BATCH - 1)
-                    for key in contenders}
+        marginal = {key: statistics.median(
+            (large - small) / (BATCH - 1)
+            for large, small in zip(times[f"{key}@{BATCH}"], times[f"{key}@1"]))
+            for key in contenders}
         flops = 2 * c * out * out * k * k
         gflops = {key: flops / max(t, 1e-9) / 1e9 for key, t in marginal.items()}
         met = all(gflops[isa] >= TARGET for isa in variants)

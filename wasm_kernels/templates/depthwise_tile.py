@@ -2,8 +2,9 @@
 registers of one output row, read from the zero-padded scratch plane, so no load is masked.
 
 An unrolled kernel (``UNROLLED``) addresses every pixel register with a constant offset
-from the kernel row's first pixel: at stride 1 a register is one unaligned load, at stride 2
-one shuffle of the three registers under it (``_pair_taps``: two loads per register), and
+from the kernel row's first pixel, each register of a row loaded once: at stride 1 a tap's
+register is one shuffle of the two under it (``_shifted_taps``), at stride 2 of the three
+under it (``_pair_taps``), and
 a 3x3 kernel's weights stay in registers for the whole channel. Other kernels loop over the
 taps at run time, loading a register contiguously at stride 1 and lane by lane otherwise.
 """
@@ -120,7 +121,9 @@ def _unrolled_taps(f: Frame, kernel: tuple[int, int], weights: list[int],
         users = [(q, t - q * stride) for q in range(len(acc)) if 0 <= t - q * stride < k]
         loaded: dict[int, int] = {}
         for r in range(len(acc[0])):
-            pixels = _pair_taps(f, r, k, loaded) if isa.vector and stride == 2 else None
+            pixels = None
+            if isa.vector:
+                pixels = (_pair_taps if stride == 2 else _shifted_taps)(f, r, k, loaded)
             for j in range(k):
                 if pixels is not None:
                     pixels[j]()
@@ -136,6 +139,41 @@ def _unrolled_taps(f: Frame, kernel: tuple[int, int], weights: list[int],
             f.add("pi", "prow")
 
 
+def _load_once(f: Frame, column: int, loaded: dict[int, int]) -> int:
+    """The local holding the register at ``column`` of the row at ``pi``, loaded on first
+    use."""
+    if column not in loaded:
+        loaded[column] = f.c.local(f.isa.valtype)
+        f.get("pi")
+        f.isa.load(f.c, 4 * column)
+        f.c.emit("local.set", loaded[column])
+    return loaded[column]
+
+
+def _shifted_taps(f: Frame, r: int, k: int, loaded: dict[int, int]
+                  ) -> list[Callable[[], None]]:
+    """At stride 1, register ``r``'s pixels of taps 0..k-1 from the registers at columns 4r
+    and 4r + 4 (A, B; B is register r + 1's A, loaded once): tap j is A's lanes j.. then B's
+    first lanes, one shuffle (``palignr``), tap 4 is B. Each pusher pushes one tap's
+    register."""
+    c = f.c
+    a = _load_once(f, 4 * r, loaded)
+
+    def tap(j: int) -> Callable[[], None]:
+        def push() -> None:
+            if j == 0:
+                c.emit("local.get", a)
+                return
+            b = _load_once(f, 4 * r + 4, loaded)
+            if j == 4:
+                c.emit("local.get", b)
+                return
+            c.get(a, b).emit("i8x16.shuffle", bytes(range(4 * j, 4 * j + 16)))
+        return push
+
+    return [tap(j) for j in range(k)]
+
+
 def _pair_taps(f: Frame, r: int, k: int, loaded: dict[int, int]
                ) -> list[Callable[[], None]]:
     """At stride 2, register ``r``'s pixels of taps 0..k-1 from the three registers at
@@ -144,13 +182,7 @@ def _pair_taps(f: Frame, r: int, k: int, loaded: dict[int, int]
     lane on with C's first (second) lane, tap 4 the even lanes of B, C. Each pusher
     pushes one tap's register."""
     c, isa = f.c, f.isa
-    for column in (8 * r, 8 * r + 4, 8 * r + 8):
-        if column not in loaded:
-            loaded[column] = c.local(isa.valtype)
-            f.get("pi")
-            isa.load(c, 4 * column)
-            c.emit("local.set", loaded[column])
-    a, b, next_a = (loaded[column] for column in (8 * r, 8 * r + 4, 8 * r + 8))
+    a, b, next_a = (_load_once(f, column, loaded) for column in (8 * r, 8 * r + 4, 8 * r + 8))
     even, odd = c.local(isa.valtype), c.local(isa.valtype)
 
     def lanes(first: int, second: int, pattern: bytes, keep: int = -1) -> Callable[[], None]:
