@@ -1,5 +1,6 @@
-"""The host provider's quantized families (``quantize``, ``qlinear``, ``qconv``): numpy written from the
-ABI rows' text, an oracle independent of both the wasm templates and ``nn.functional``."""
+"""The host provider's quantized families (``quantize``, ``qlinear``, ``qconv``): numpy
+written from the ABI rows' text, an oracle independent of both the wasm templates and
+``nn.functional``."""
 
 from __future__ import annotations
 
