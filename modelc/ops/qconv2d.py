@@ -8,7 +8,7 @@ ow, c * kh * kw) bytes built by ``x8_im2col`` in scratch (padding taps hold the 
 point), with the (o, c * kh * kw) int8 weight packed in the module; a 1x1 stride-1 conv
 without padding needs no im2col, only the input transposed to (n, h * w, c). The product's
 (n, oh * ow, o) rows are transposed into the NCHW output. Accumulation is exact for c * kh
-* kw <= ``abi_quantized.QLINEAR_MAX_K``.
+* kw <= ``abi_quantized.QLINEAR_MAX_K`` (longer ones take the float path).
 
 Other forms (grouped and depthwise convs, asymmetric weights) run through float32: the input
 is dequantized into scratch, the f32 conv kernel runs on the dequantized constant weight
@@ -28,6 +28,7 @@ import numpy as np
 
 from nn.functional.conv import conv_padding
 from wasm_kernels import abi
+from wasm_kernels.abi_quantized import QLINEAR_MAX_K
 from wasm_kernels.pack import pack_conv_weight
 
 from ..errors import CompileError
@@ -76,6 +77,7 @@ class QConv2d(OpDef):
         named = dict(zip(node.input_names, node.inputs))
         weight = named["weight"]
         return (weight.data is not None and node.attrs.get("groups", 1) == 1
+                and math.prod(weight.shape[1:]) <= QLINEAR_MAX_K
                 and symmetric(weight, named["weight_zero_point"], weight.shape[0], self.name)
                 and node.output.dtype in (named["input"].dtype, FLOAT))
 
