@@ -108,13 +108,13 @@ def _im2col(ctx: HostContext, x: int, zero_point: int, a: int, n: int, c: int, h
     zero = operand(memory, zero_point, (1,), BYTES["uint8"])[0]
     rows = np.arange(oh)[:, None] * sh - pt + np.arange(kh)[None, :] * dh  # (oh, kh)
     cols = np.arange(ow)[:, None] * sw - pl + np.arange(kw)[None, :] * dw  # (ow, kw)
-    padded = np.full((n, c, h + 2, w + 2), zero, np.uint8)
-    padded[:, :, 1:-1, 1:-1] = operand(memory, x, (n, c, h, w), BYTES["uint8"])
+    padded = np.full((n, h + 2, w + 2, c), zero, np.uint8)
+    padded[:, 1:-1, 1:-1] = operand(memory, x, (n, h, w, c), BYTES["uint8"])
     # an index outside x reads the border of zero points
     rows, cols = np.clip(rows + 1, 0, h + 1), np.clip(cols + 1, 0, w + 1)
-    taps = padded[:, :, rows[:, None, :, None], cols[None, :, None, :]]  # n c oh ow kh kw
-    operand(memory, a, (n * oh * ow, c * kh * kw), BYTES["uint8"])[...] = (
-        taps.transpose(0, 2, 3, 1, 4, 5).reshape(n * oh * ow, c * kh * kw))
+    taps = padded[:, rows[:, None, :, None], cols[None, :, None, :]]  # n oh ow kh kw c
+    operand(memory, a, (n * oh * ow, kh * kw * c), BYTES["uint8"])[...] = (
+        taps.reshape(n * oh * ow, kh * kw * c))
 
 
 def _transpose(spec: abi.KernelSpec) -> Callable[..., None]:

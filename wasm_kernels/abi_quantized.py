@@ -86,16 +86,17 @@ QLINEARS: tuple[KernelSpec, ...] = tuple(
 QCONV_WINDOW = ("n", "c", "h", "w", "oh", "ow", "kh", "kw", "sh", "sw", "pt", "pl", "dh", "dw")
 QCONV: tuple[KernelSpec, ...] = (
     KernelSpec("x8_im2col", "qconv", "im2col", ("x", "zero_point", "a") + QCONV_WINDOW,
-               "A(n * oh * ow, c * kh * kw) = the windows of the byte tensor x(n, c, h, w): "
-               "A[(b * oh + y) * ow + x', (ci * kh + i) * kw + j] = x[b, ci, y * sh - pt + i * "
-               "dh, x' * sw - pl + j * dw], the byte at zero_point where that falls outside x "
-               "(padding stands for the real 0); the rows a quantized conv multiplies by its "
-               "(o, c * kh * kw) weight", dtypes=("uint8", "uint8")),
+               "A(n * oh * ow, kh * kw * c) = the windows of the channels-last byte tensor "
+               "x(n, h, w, c): A[(b * oh + y) * ow + x', (i * kw + j) * c + ci] = x[b, y * sh "
+               "- pt + i * dh, x' * sw - pl + j * dw, ci], the byte at zero_point where that "
+               "falls outside x (padding stands for the real 0); the rows a quantized conv "
+               "multiplies by its (o, kh * kw * c) weight", dtypes=("uint8", "uint8")),
     *(KernelSpec(f"x{8 * size}_transpose", "qconv", "transpose",
                  ("x", "y", "outer", "rows", "cols"),
                  f"y(outer, cols, rows) = x(outer, rows, cols) transposed, {size}-byte "
                  "elements moved bit for bit; y must not alias x", dtypes=(dtype, dtype))
       for size, dtype in ((1, "uint8"), (4, "float32"))),
 )
-"""The layout kernels of the integer conv (``modelc/ops/qconv2d.py``): a conv is the qlinear
-product of im2col rows and the weight, its (pixels, channels) result transposed to NCHW."""
+"""The layout kernels of the integer conv (``modelc/ops/qconv2d.py``): the NCHW input
+transposed to channels-last, a conv is the qlinear product of its im2col rows and the
+weight, and the (pixels, channels) result is transposed back to NCHW."""

@@ -2,11 +2,12 @@
 
 In integers when the weight is int8 with zero point 0 (symmetric, as onnxruntime and
 ``modelc.quantize`` make them), ``groups`` is 1 and a requantized output keeps the input's
-dtype: the conv is the ``qlinear`` product (int32 accumulation, bias in the accumulator,
-requantized or dequantized with relu / relu6 fused) of the input's window rows, (n * oh *
-ow, c * kh * kw) bytes built by ``x8_im2col`` in scratch (padding taps hold the input zero
-point), with the (o, c * kh * kw) int8 weight packed in the module; a 1x1 stride-1 conv
-without padding needs no im2col, only the input transposed to (n, h * w, c). The product's
+dtype: the input is transposed to channels-last (``x8_transpose``), its window rows, (n *
+oh * ow, kh * kw * c) bytes, built by ``x8_im2col`` in scratch (each tap a run of c bytes;
+padding taps hold the input zero point), and the conv is the ``qlinear`` product (int32
+accumulation, bias in the accumulator, requantized or dequantized with relu / relu6 fused)
+of those rows and the (o, kh * kw * c) int8 weight packed in the module; a 1x1 stride-1
+conv without padding needs no im2col: its channels-last input is the rows. The product's
 (n, oh * ow, o) rows are transposed into the NCHW output. Accumulation is exact for c * kh
 * kw <= ``abi_quantized.QLINEAR_MAX_K`` (longer ones take the float path).
 
@@ -68,9 +69,10 @@ class QConv2d(OpDef):
         x, (o, per_group, kh, kw) = node.inputs[0], node.inputs[3].shape
         pixels = math.prod(node.output.shape[2:])
         size = 1 if node.output.dtype in QUANTIZED else 4
-        # in 4-byte units: the window rows (bytes), then the product rows
+        # in 4-byte units: the window rows (bytes), the product rows, the channels-last input
         return ((x.shape[0], -(-pixels * per_group * kh * kw // 4)),
-                (x.shape[0], -(-pixels * o * size // 4)))
+                (x.shape[0], -(-pixels * o * size // 4)),
+                (x.shape[0], -(-math.prod(x.shape[1:]) // 4)))
 
     def _integer(self, node: Node) -> bool:
         """Whether ``node`` lowers to the integer kernels (the module docstring's forms)."""
@@ -96,14 +98,16 @@ class QConv2d(OpDef):
         pads = conv_padding(node.attrs.get("padding", 0), (kh, kw), stride, dilation)
         pixels = math.prod(node.output.shape[2:])
         batch = x.shape[:1]
+        pointwise = (kh, kw, *stride) == (1, 1, 1, 1) and not any(sum(pads, ()))
+        # NCHW -> channels-last: a 1x1 stride-1 conv's rows already, else im2col's source
         ctx.address(x)
-        if (kh, kw, *stride) == (1, 1, 1, 1) and not any(sum(pads, ())):
-            ctx.scratch(node, 0)
-            ctx.numel(batch)
-            for number in (c, pixels):
-                ctx.push(number)
-            ctx.call("x8_transpose")
-        else:
+        ctx.scratch(node, 0 if pointwise else 2)
+        ctx.numel(batch)
+        ctx.push(c)
+        ctx.push(math.prod(x.shape[2:]))
+        ctx.call("x8_transpose")
+        if not pointwise:
+            ctx.scratch(node, 2)
             ctx.address(named["input_zero_point"])
             ctx.scratch(node, 0)
             ctx.numel(batch)
@@ -111,9 +115,10 @@ class QConv2d(OpDef):
                            pads[1][0], *dilation):
                 ctx.push(number)
             ctx.call("x8_im2col")
+        rows = np.asarray(weight.data).transpose(0, 2, 3, 1).reshape(o, -1)  # (o, kh kw c)
         call_qlinear(ctx, named, partial(ctx.scratch, node, 0), partial(ctx.scratch, node, 1),
-                     (*batch, pixels), np.asarray(weight.data).reshape(o, c * kh * kw),
-                     node.attrs.get("activation", ""), x.dtype, self.name)
+                     (*batch, pixels), rows, node.attrs.get("activation", ""), x.dtype,
+                     self.name)
         ctx.scratch(node, 1)
         ctx.address(node.output)
         ctx.numel(batch)

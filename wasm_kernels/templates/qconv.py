@@ -1,96 +1,95 @@
 """The qconv family: the layout steps around the integer conv's qlinear product.
 
-``x8_im2col`` writes the window rows of a quantized NCHW input, one byte per tap, with the
-input's zero point standing for padding (so padded taps add nothing once the zero point is
-subtracted). Bounds are checked once per kernel row of taps: a row of ``kw`` taps entirely
-inside the input is copied with plain loads (``memory.copy`` when the taps are adjacent),
-only rows that cross an edge test each tap. ``x{8,32}_transpose`` moves the product's
-(pixels, channels) rows to NCHW, one element at a time. The same code serves every ISA: the
-product (``templates/qlinear.py``) dominates the time.
+``x8_im2col`` writes the window rows of a channels-last quantized input: each tap of a
+window is a run of ``c`` adjacent bytes, copied 16 at a time (``v128``) with a byte tail,
+or filled with the input's zero point where the tap falls in the padding (so padded taps
+add nothing once the zero point is subtracted). ``x{8,32}_transpose`` moves NCHW inputs to
+channels-last and the product's (pixels, channels) rows back to NCHW, one element at a time.
+The ``scalar`` ISA copies byte by byte; the product (``templates/qlinear.py``) dominates.
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
+from functools import partial
 
 from ..abi import KernelSpec
 from ..wasm import Code, FuncType
 from .loops import strided_loop
 
 
-def _tap_row(c: Code, row: int, source: int, target: int, column: int, tap: int) -> None:
-    """Write one kernel row of ``kw`` taps at ``target``: ``source`` is the address of the
-    first tap's byte (column ``column`` of input row ``row``, which may lie outside x)."""
-    c.get(row).get("h").emit("i32.lt_u")
-    c.get(column).emit("i32.const", 0).emit("i32.ge_s").emit("i32.and")
-    # column + (kw - 1) * dw < w: the last tap is inside too
-    c.get("kw").emit("i32.const", 1).emit("i32.sub").get("dw").emit("i32.mul").get(column)
-    c.emit("i32.add").get("w").emit("i32.lt_s").emit("i32.and")
-    c.emit("if")
-    c.get("dw").emit("i32.const", 1).emit("i32.eq").emit("if")
-    c.get(target).get(source).get("kw").emit("memory.copy")
+def _run(c: Code, offset: int, wide: Callable[[], object] | None,
+         narrow: Callable[[], object]) -> None:
+    """``offset`` over the ``c`` bytes of one tap: ``wide`` 16 bytes at a time (None: the
+    scalar ISA, no SIMD), then ``narrow`` one at a time."""
+    c.emit("i32.const", 0).set(offset)
+    for step, body in ((16, wide), (1, narrow)):
+        if body is not None:
+            strided_loop(c, offset, step, c.names["c"], partial(_discard, body))
+
+
+def _discard(emit: Callable[[], object]) -> None:
+    emit()
+
+
+def _tap(c: Code, inside: int, source: int, target: int, offset: int,
+         zeros: int | None) -> None:
+    """One tap's ``c`` bytes at ``target``: copied from ``source`` when ``inside``, else the
+    zero point (``zeros``, None without SIMD, holds it in every byte)."""
+    def at(base: int | str, load: str) -> Code:
+        return c.get(target, offset).emit("i32.add").get(base, offset).emit("i32.add")\
+            .emit(load, 0, 0)
+
+    def fill_wide(register: int) -> Code:
+        return c.get(target, offset).emit("i32.add").get(register).emit("v128.store", 0, 0)
+
+    c.get(inside).emit("if")
+    _run(c, offset, None if zeros is None else lambda: at(source, "v128.load").emit(
+        "v128.store", 0, 0), lambda: at(source, "i32.load8_u").emit("i32.store8", 0, 0))
     c.emit("else")
-    c.emit("i32.const", 0).set(tap)
-    strided_loop(c, tap, 1, c.names["kw"], lambda: _copy_tap(c, source, target, tap))
-    c.emit("end")
-    c.emit("else")
-    c.emit("i32.const", 0).set(tap)
-    strided_loop(c, tap, 1, c.names["kw"], lambda: _checked_tap(c, row, source, target,
-                                                                 column, tap))
+    _run(c, offset, None if zeros is None else partial(fill_wide, zeros),
+         lambda: c.get(target, offset).emit("i32.add").get("zero_point")
+         .emit("i32.load8_u", 0, 0).emit("i32.store8", 0, 0))
     c.emit("end")
 
 
-def _copy_tap(c: Code, source: int, target: int, tap: int) -> None:
-    c.get(target, tap).emit("i32.add")
-    c.get(source, tap).get("dw").emit("i32.mul").emit("i32.add").emit("i32.load8_u", 0, 0)
-    c.emit("i32.store8", 0, 0)
-
-
-def _checked_tap(c: Code, row: int, source: int, target: int, column: int, tap: int) -> None:
-    c.get(target, tap).emit("i32.add")
-    # inside: row < h and 0 <= column + tap * dw < w (unsigned compares catch negatives)
-    c.get(row).get("h").emit("i32.lt_u")
-    c.get(column, tap).get("dw").emit("i32.mul").emit("i32.add").get("w").emit("i32.lt_u")
-    c.emit("i32.and").emit("if", "i32")
-    c.get(source, tap).get("dw").emit("i32.mul").emit("i32.add").emit("i32.load8_u", 0, 0)
-    c.emit("else").get("zero_point").emit("i32.load8_u", 0, 0).emit("end")
-    c.emit("i32.store8", 0, 0)
-
-
-def _im2col(spec: KernelSpec) -> Code:
+def _im2col(spec: KernelSpec, simd: bool) -> Code:
     c = Code(spec.param_types, names=[p.split(":")[0] for p in spec.params])
-    pixel, channel, kernel_row, tap = (c.local("i32") for _ in range(4))
-    y, x, row, column, target, plane, source, pixels, image = (c.local("i32")
-                                                              for _ in range(9))
-    # pixels = n * oh * ow, each a row of c * kh * kw taps written in order from a
+    pixel, i, j, offset, inside = (c.local("i32") for _ in range(5))
+    image, y, x, row, column, target, source, pixels = (c.local("i32") for _ in range(8))
+    zeros = c.local("v128") if simd else None
+    if zeros is not None:
+        c.get("zero_point").emit("i32.load8_u", 0, 0).emit("i8x16.splat").set(zeros)
     c.get("n", "oh").emit("i32.mul").get("ow").emit("i32.mul").set(pixels)
     c.get("a").set(target)
     c.emit("i32.const", 0).set(pixel)
+
+    def each_tap() -> None:
+        # column = x * sw - pl + j * dw; inside = row < h and column < w (unsigned)
+        c.get(x).get("sw").emit("i32.mul").get("pl").emit("i32.sub").get(j).get("dw")
+        c.emit("i32.mul").emit("i32.add").set(column)
+        c.get(row).get("h").emit("i32.lt_u").get(column).get("w").emit("i32.lt_u")
+        c.emit("i32.and").set(inside)
+        # source = x + ((image * h + row) * w + column) * c
+        c.get(image).get("h").emit("i32.mul").get(row).emit("i32.add").get("w")
+        c.emit("i32.mul").get(column).emit("i32.add").get("c").emit("i32.mul").get("x")
+        c.emit("i32.add").set(source)
+        _tap(c, inside, source, target, offset, zeros)
+        c.get(target).get("c").emit("i32.add").set(target)
+
+    def each_kernel_row() -> None:
+        c.get(y).get("sh").emit("i32.mul").get("pt").emit("i32.sub")
+        c.get(i).get("dh").emit("i32.mul").emit("i32.add").set(row)
+        c.emit("i32.const", 0).set(j)
+        strided_loop(c, j, 1, c.names["kw"], each_tap)
 
     def each_pixel() -> None:
         # image = pixel / (oh * ow); y, x = divmod(pixel % (oh * ow), ow)
         c.get(pixel).get("oh").get("ow").emit("i32.mul").emit("i32.div_u").set(image)
         c.get(pixel).get("ow").emit("i32.div_u").get("oh").emit("i32.rem_u").set(y)
         c.get(pixel).get("ow").emit("i32.rem_u").set(x)
-        c.get(x).get("sw").emit("i32.mul").get("pl").emit("i32.sub").set(column)
-        c.emit("i32.const", 0).set(channel)
-
-        def each_channel() -> None:
-            # plane = x + (image * c + channel) * h * w
-            c.get(image).get("c").emit("i32.mul").get(channel).emit("i32.add")
-            c.get("h").emit("i32.mul").get("w").emit("i32.mul").get("x").emit("i32.add")
-            c.set(plane)
-            c.emit("i32.const", 0).set(kernel_row)
-
-            def each_kernel_row() -> None:
-                c.get(y).get("sh").emit("i32.mul").get("pt").emit("i32.sub")
-                c.get(kernel_row).get("dh").emit("i32.mul").emit("i32.add").set(row)
-                c.get(plane).get(row).get("w").emit("i32.mul").emit("i32.add").get(column)
-                c.emit("i32.add").set(source)
-                _tap_row(c, row, source, target, column, tap)
-                c.get(target).get("kw").emit("i32.add").set(target)
-
-            strided_loop(c, kernel_row, 1, c.names["kh"], each_kernel_row)
-
-        strided_loop(c, channel, 1, c.names["c"], each_channel)
+        c.emit("i32.const", 0).set(i)
+        strided_loop(c, i, 1, c.names["kh"], each_kernel_row)
 
     strided_loop(c, pixel, 1, pixels, each_pixel)
     return c
@@ -131,5 +130,6 @@ def _transpose(spec: KernelSpec) -> Code:
 
 def emit(spec: KernelSpec, isa_name: str) -> tuple[FuncType, Code]:
     """Generate qconv kernel ``spec``; the same code for every ISA."""
-    code = _im2col(spec) if spec.op == "im2col" else _transpose(spec)
+    code = (_im2col(spec, isa_name != "scalar") if spec.op == "im2col" else
+            _transpose(spec))
     return FuncType(spec.param_types, spec.results), code
