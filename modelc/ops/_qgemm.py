@@ -29,7 +29,8 @@ def call_qlinear(ctx: LowerContext, named: dict[str, Value], a: Push, c: Push, r
     """``c = finish((a - input_zero_point) @ weight.T + bias)`` over ``rows`` rows: ``named``
     holds the op's input scale and zero point, weight scale, optional bias and optional
     output pair (requantized when present, else dequantized to float32); ``dtype`` is
-    ``a``'s, ``op`` the op named in errors.
+    ``a``'s, ``op`` the op lowered (``qconv2d`` calls the ``qconv`` rows) and named in
+    errors.
 
     Raises:
         CompileError: the weight scale is computed at run time.
@@ -59,4 +60,5 @@ def call_qlinear(ctx: LowerContext, named: dict[str, Value], a: Push, c: Push, r
     ctx.push(n)
     epilogue = ("requantize" if requantize else "dequantize",) + ((activation,) if
                                                                   activation else ())
-    ctx.call(abi.find("qlinear", "qlinear", epilogue, dtype).name)
+    ctx.call(abi.find("qlinear", "qconv" if op == "qconv2d" else "qlinear", epilogue,
+                      dtype).name)

@@ -2,8 +2,8 @@
 
 In integers when the weight is int8 with zero point 0 (symmetric, as onnxruntime and
 ``modelc.quantize`` make them), ``groups`` is 1 and a requantized output keeps the input's
-dtype: the input is transposed to channels-last (``x8_transpose``), its window rows, (n *
-oh * ow, kh * kw * c) bytes, built by ``x8_im2col`` in scratch (each tap a run of c bytes;
+dtype: the input is transposed to channels-last (``qu8_transpose``), its window rows, (n *
+oh * ow, kh * kw * c) bytes, built by ``qu8_im2col`` in scratch (each tap a run of c bytes;
 padding taps hold the input zero point), and the conv is the ``qlinear`` product (int32
 accumulation, bias in the accumulator, requantized or dequantized with relu / relu6 fused)
 of those rows and the (o, kh * kw * c) int8 weight packed in the module; a 1x1 stride-1
@@ -105,7 +105,7 @@ class QConv2d(OpDef):
         ctx.numel(batch)
         ctx.push(c)
         ctx.push(math.prod(x.shape[2:]))
-        ctx.call("x8_transpose")
+        ctx.call("qu8_transpose")
         if not pointwise:
             ctx.scratch(node, 2)
             ctx.address(named["input_zero_point"])
@@ -114,7 +114,7 @@ class QConv2d(OpDef):
             for number in (*x.shape[1:], *node.output.shape[2:], kh, kw, *stride, pads[0][0],
                            pads[1][0], *dilation):
                 ctx.push(number)
-            ctx.call("x8_im2col")
+            ctx.call("qu8_im2col")
         rows = np.asarray(weight.data).transpose(0, 2, 3, 1).reshape(o, -1)  # (o, kh kw c)
         call_qlinear(ctx, named, partial(ctx.scratch, node, 0), partial(ctx.scratch, node, 1),
                      (*batch, pixels), rows, node.attrs.get("activation", ""), x.dtype,
@@ -124,7 +124,7 @@ class QConv2d(OpDef):
         ctx.numel(batch)
         ctx.push(pixels)
         ctx.push(o)
-        ctx.call("x8_transpose" if node.output.dtype in QUANTIZED else "x32_transpose")
+        ctx.call("qu8_transpose" if node.output.dtype in QUANTIZED else "f32_transpose")
 
     def _lower_float(self, node: Node, ctx: LowerContext) -> None:
         named = dict(zip(node.input_names, node.inputs))

@@ -101,7 +101,7 @@ def test_qconv2d_is_exact_on_every_provider(case: tuple) -> None:
              "activation": activation}
     model = _model(w, w_scale, bias, x_pair, out, dtype, **attrs)
     wasm = modelc.export(model, (x,))
-    im2col = "x8_transpose" if (k, stride) == (1, 1) else "x8_im2col"
+    im2col = "qu8_transpose" if (k, stride) == (1, 1) else "qu8_im2col"
     assert {im2col, "f32_conv2d"} & _imports(wasm) == {im2col}
     expected = _reference(x, *x_pair, w, w_scale, bias, out, stride, padding, dilation,
                           activation)
@@ -142,7 +142,7 @@ def test_other_forms_stay_in_float(what: str, groups: int, w_zero: int,
     model = Lambda(lambda a: F.qconv2d(a, q(0.02), q(128, np.uint8), w, q(0.01),
                                        q(w_zero, np.int8), groups=groups, padding=1))
     wasm = modelc.export(model, (x,))
-    assert {"x8_im2col", "f32_conv2d"} & _imports(wasm) == {"f32_conv2d"}, what
+    assert {"qu8_im2col", "f32_conv2d"} & _imports(wasm) == {"f32_conv2d"}, what
     with runtime.load(wasm, kernels="host") as session:
         got = session.run({"input0": x})["output0"]
     np.testing.assert_allclose(got, model(x), rtol=1e-5, atol=1e-4)

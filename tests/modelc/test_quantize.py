@@ -144,7 +144,7 @@ def test_int8_convs_run_in_integers_under_a_third_of_float32() -> None:
     f32 = modelc.export(model, (x,))
     int8 = modelc.export(modelc.quantize(model, [x]))
     kernels = {i.name for i in read_module(int8).imports}
-    assert {"x8_im2col", "x8_transpose"} <= kernels and "f32_conv2d" not in kernels
+    assert {"qu8_im2col", "qu8_transpose"} <= kernels and "f32_conv2d" not in kernels
     assert len(int8) <= 0.3 * len(f32), (len(int8), len(f32))
 
 

@@ -164,7 +164,7 @@ def test_convnet_matches_onnxruntime(tmp_path, torch_to_onnx, how) -> None:  # t
     wasm = _check(_quantized(tmp_path, torch_to_onnx, _convnet(), (1, 3, 12, 12), how),
                   _input((1, 3, 12, 12)), literal=how == "qdq")
     kernels = _kernels(wasm)
-    assert "x8_im2col" in kernels and "f32_conv2d" not in kernels, sorted(kernels)
+    assert "qu8_im2col" in kernels and "f32_conv2d" not in kernels, sorted(kernels)
     assert any("8_qlinear_" in name for name in kernels), sorted(kernels)
 
 

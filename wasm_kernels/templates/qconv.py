@@ -1,10 +1,11 @@
 """The qconv family: the layout steps around the integer conv's qlinear product.
 
-``x8_im2col`` writes the window rows of a channels-last quantized input: each tap of a
+``qu8_im2col`` writes the window rows of a channels-last quantized input: each tap of a
 window is a run of ``c`` adjacent bytes, copied 16 at a time (``v128``) with a byte tail,
 or filled with the input's zero point where the tap falls in the padding (so padded taps
-add nothing once the zero point is subtracted). ``x{8,32}_transpose`` moves NCHW inputs to
-channels-last and the product's (pixels, channels) rows back to NCHW, one element at a time.
+add nothing once the zero point is subtracted). ``qu8_transpose`` and ``f32_transpose``
+move NCHW inputs to channels-last and the product's (pixels, channels) rows back to NCHW,
+one element at a time.
 The ``scalar`` ISA copies byte by byte; the product (``templates/qlinear.py``) dominates.
 """
 
