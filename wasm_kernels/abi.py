@@ -13,7 +13,7 @@ these back out of kernel names; ``find`` looks a kernel up by them.
 
 from __future__ import annotations
 
-from .abi_quantized import QLINEARS, QRESCALE, QUANTIZE
+from .abi_quantized import QCONV, QLINEARS, QRESCALE, QUANTIZE
 from .kernel_spec import UNARY_OPS, KernelSpec
 
 VERSION = 4
@@ -376,6 +376,7 @@ KERNELS: tuple[KernelSpec, ...] = (
     *QRESCALE,
     *QUANTIZE,
     *QLINEARS,
+    *QCONV,
 )
 
 BY_NAME: dict[str, KernelSpec] = {k.name: k for k in KERNELS}
