@@ -1,6 +1,7 @@
 """conv2d: 2-D cross-correlation, (N, C, H, W) * (O, C/groups, KH, KW) -> (N, O, OH, OW).
 
-Lowered to one call of the ABI's ``conv`` family (the direct kernel, weight packed by
+A depthwise conv (``groups == c``) lowers to the ``depthwise`` family (``_depthwise``);
+any other to one call of the ABI's ``conv`` family (the direct kernel, weight packed by
 ``wasm_kernels.pack.pack_conv_weight``) or ``conv_gemm`` family (im2col into the node's
 scratch and the dense tile, weight packed by ``pack_im2col.pack_im2col_weight``), whichever
 ``pack_im2col.runs_as_gemm`` says is faster for the shape, with its fused epilogue and a zero
@@ -31,7 +32,7 @@ from wasm_kernels.pack_im2col import (
 )
 
 from ..errors import CompileError
-from . import OpDef
+from . import OpDef, _depthwise
 from ._shapes import pair, require_constant_weight, require_static, window_out
 
 if TYPE_CHECKING:
@@ -60,7 +61,10 @@ class Conv2d(OpDef):
 
     def scratch(self, node: Node) -> tuple[Shape, ...]:
         """The packed columns and the padded input of a conv run as a gemm
-        (``pack_im2col``)."""
+        (``pack_im2col``), or the depthwise kernel's."""
+        depthwise = _depthwise.scratch(node)
+        if depthwise:
+            return depthwise
         g = _Geometry.of(node)
         if not g.as_gemm:
             return ()
@@ -72,6 +76,8 @@ class Conv2d(OpDef):
     def lower(self, node: Node, ctx: LowerContext) -> None:
         named = dict(zip(node.input_names, node.inputs))
         require_constant_weight(named["weight"], self.name)
+        if _depthwise.lower(node, ctx):
+            return
         g = _Geometry.of(node)
         ctx.address(named["input"])
         ctx.constant((pack_im2col_weight if g.as_gemm else pack_conv_weight)(g.data, g.groups))
