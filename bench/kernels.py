@@ -258,10 +258,10 @@ def conv_call(variant: Variant, x: np.ndarray, weight: np.ndarray, stride: int, 
     padded = padded_floats(cg, (h, w), (oh, ow), (k, k), (stride,) * 2, (pad,) * 2, (1, 1))
     px, pw, pb, pws, pxp, py = variant.place([
         x, pack_im2col_weight(weight, groups), bias,
-        np.zeros(scratch_floats(cg * k * k, columns), np.float32),
+        np.zeros(scratch_floats(cg * k * k, oh * ow), np.float32),
         np.zeros(max(padded, 1), np.float32), y])
     return "gemm", partial(variant.exports["f32_conv2d_gemm"], variant.store, px, pw, pb, pws,
-                           pxp, py, *sizes, columns)
+                           pxp, py, *sizes, columns, oh * ow, 0)
 
 
 def bench_conv(repeat: int) -> None:

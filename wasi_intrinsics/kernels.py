@@ -225,7 +225,11 @@ def _conv(spec: abi.KernelSpec) -> Callable[..., None]:
         n, c, o, groups = arg["n"], arg["c"], arg["o"], arg["groups"]
         kh, kw, oh, ow = arg["kh"], arg["kw"], arg["oh"], arg["ow"]
         x = operand(memory, arg["x"], (n, groups, c // groups, arg["h"], arg["w"]))
-        y = operand(memory, arg["y"], (n, o, oh, ow))  # NOTE: checked before computing
+        # the pixels computed: all, or (f32_conv2d_gemm) first .. first + pixels, with Y and R
+        # moved to pixel first
+        first, pixels = (arg["first_bytes"] // 4, arg["pixels"]) if gemm else (0, oh * ow)
+        rows = (np.arange(n * o)[:, None] * (oh * ow) + np.arange(pixels)).ravel()
+        y = operand(memory, arg["y"], (int(rows[-1]) + 1,))  # NOTE: checked before computing
         if gemm:
             packed = operand(memory, arg["weight"], (o * (c // groups) * kh * kw,))
             unpacked = unpack_im2col_weight(packed, o, c // groups, kh, kw, groups)
@@ -237,12 +241,13 @@ def _conv(spec: abi.KernelSpec) -> Callable[..., None]:
         views = _windows(ctx, x, (kh, kw), (arg["sh"], arg["sw"]), (arg["ph"], arg["pw"]),
                          (arg["dh"], arg["dw"]), (oh, ow), 0.0)
         out = np.einsum("ngchwij,gocij->ngohw", views, weight, optimize=True)
-        out = out.reshape(n, o, oh, ow) + operand(memory, arg["bias"], (o,))[:, None, None]
+        out = (out.reshape(n, o, oh * ow)[:, :, first:first + pixels]
+               + operand(memory, arg["bias"], (o,))[:, None])
         if "r" in arg:
-            out += operand(memory, arg["r"], (n, o, oh, ow))
+            out += operand(memory, arg["r"], y.shape)[rows].reshape(out.shape)
         for op in activation:
             out = _activate(out, op)
-        y[...] = out
+        y[rows] = out.ravel()
 
     return conv
 

@@ -166,13 +166,16 @@ def _conv_gemm(residual: bool, activation: str) -> KernelSpec:
     math = _math("conv2d(x, weight) + bias", epilogue)
     return KernelSpec("_".join(("f32_conv2d_gemm",) + epilogue), "conv_gemm", "conv2d_gemm",
                       ("x", "weight", "bias") + (("r",) if residual else ()) + ("ws", "xp")
-                      + CONV_PARAMS + ("columns",),
+                      + CONV_PARAMS + ("columns", "pixels", "first_bytes"),
                       f"Y(n, o, oh, ow) = {math}: as f32_conv2d, run as a gemm per image and "
                       "group: weight packed by wasm_kernels.pack_im2col.pack_im2col_weight; "
                       "ws and xp are scratch of pack_im2col.scratch_floats(c / groups * kh "
                       "* kw, columns) and pack_im2col.padded_floats floats, overwritten; "
                       "columns, a multiple of 8, is how many output pixels are packed at a "
-                      "time" + (", R is laid out as Y" if residual else "")
+                      "time; only output pixels first .. first + pixels of each plane are "
+                      "computed, first = first_bytes / 4 (a multiple of 8), with Y, R and ws "
+                      "moved to that pixel (ws by first * c * kh * kw floats) by the caller"
+                      + (", R is laid out as Y" if residual else "")
                       + "; Y must not alias X" + (" or R" if residual else ""),
                       epilogue=epilogue)
 

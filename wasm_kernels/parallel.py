@@ -32,7 +32,7 @@ from typing import Protocol
 
 from . import abi
 from .build import MAX_PAGES, generate
-from .pack import CONV_BLOCK
+from .pack import CONV_BLOCK, PANEL
 from .templates import gemm, linear
 from .wasm import Code, FuncType, Limits, MemoryType, ModuleBuilder
 
@@ -110,6 +110,13 @@ def splits(isa: str) -> dict[str, Split]:
                       "r": ("oh", "ow")},
                 ("c", "kh", "kw", "oh", "ow"), DENSE_THRESHOLD, CONV_BLOCK,
                 only={"n": 1, "groups": 1})
+        elif spec.family == "conv_gemm":
+            # NOTE: parts are ranges of output pixels (whole panels): each packs its own
+            # columns into its own region of ws, and all pad the input into xp with the
+            # same bytes.
+            table[spec.name] = Split(
+                "pixels", {"ws": ("c", "kh", "kw"), "y": (), "r": (), "first_bytes": ()},
+                ("c", "kh", "kw", "o"), DENSE_THRESHOLD, PANEL, only={"n": 1, "groups": 1})
         elif spec.family == "rowwise":
             table[spec.name] = Split("rows", {"x": ("n",), "y": ("n",)}, ("n",),
                                      STREAM_THRESHOLD)

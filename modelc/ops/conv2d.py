@@ -29,6 +29,7 @@ from wasm_kernels.pack_im2col import (
     pack_im2col_weight,
     padded_floats,
     runs_as_gemm,
+    scratch_floats,
 )
 
 from ..errors import CompileError
@@ -71,7 +72,7 @@ class Conv2d(OpDef):
         o, cg, kh, kw = g.data.shape
         padded = padded_floats(cg, (g.h, g.w), (g.oh, g.ow), (kh, kw), g.stride, g.pad,
                                g.dilation)
-        return (g.steps, g.columns), (max(padded, 1),)
+        return (scratch_floats(g.steps, g.oh * g.ow),), (max(padded, 1),)
 
     def lower(self, node: Node, ctx: LowerContext) -> None:
         named = dict(zip(node.input_names, node.inputs))
@@ -95,7 +96,8 @@ class Conv2d(OpDef):
         for number in g.numbers():
             ctx.push(number)
         if g.as_gemm:
-            ctx.push(g.columns)
+            for number in (g.columns, g.oh * g.ow, 0):  # columns, pixels, first_bytes
+                ctx.push(number)
         family, op = ("conv_gemm", "conv2d_gemm") if g.as_gemm else ("conv", "conv2d")
         ctx.call(abi.find(family, op, tuple(node.attrs.get("epilogue", ()))).name)
 

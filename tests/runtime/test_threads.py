@@ -83,13 +83,6 @@ def block():
     return model, modelc.export(model, inputs), inputs
 
 
-# NOTE: a known regression, not a target: conv2d's gemm kernel runs on one thread for now.
-CONVS_DO_NOT_SPLIT = pytest.mark.xfail(
-    strict=True, reason="these convs (8 channels, 31 columns) now run f32_conv2d_gemm, which "
-    "is not in parallel.splits yet (its parts would share the packed columns in scratch), so "
-    "no worker computes a part")
-
-
 def _worker_ticks() -> int:
     """CPU ticks the process's live wasmnn worker threads have used (Linux)."""
     total = 0
@@ -111,17 +104,17 @@ def test_the_block_uses_every_kind_of_kernel_that_splits(block):
     assert any(abi.BY_NAME[n].op == "bmm" and "bias" in abi.BY_NAME[n].params for n in split)
 
 
-@CONVS_DO_NOT_SPLIT
 def test_the_convs_use_conv_kernels_that_split(convs):
     imported = {i.name for i in read_module(convs[1]).imports if i.module == abi.MODULE}
     split = imported & parallel.splits("relaxed").keys()
-    assert {abi.BY_NAME[n].epilogue for n in split if abi.BY_NAME[n].op == "conv2d"} >= {
+    assert {abi.BY_NAME[n].epilogue for n in split
+            if abi.BY_NAME[n].op in ("conv2d", "conv2d_gemm")} >= {
         ("relu",), ("add",)}, sorted(imported)
 
 
 @pytest.mark.parametrize("kernels", WASM_PROVIDERS)
 @pytest.mark.parametrize("threads", [2, 3])
-@pytest.mark.parametrize("case", ["block", pytest.param("convs", marks=CONVS_DO_NOT_SPLIT)])
+@pytest.mark.parametrize("case", ["block", "convs"])
 def test_parallel_kernels_equal_one_thread_bit_for_bit(case, kernels, threads, request):
     model, wasm, inputs = request.getfixturevalue(case)
     with runtime.load(wasm, kernels=kernels, threads=1, instances=1) as one:

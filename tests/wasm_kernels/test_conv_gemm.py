@@ -52,13 +52,14 @@ def _run(kernels, spec: abi.KernelSpec, case: tuple, seed: int = 0):  # type: ig
         expected = getattr(F, op)(expected)
     n, c, h, width = shape
     steps = c // g * k[0] * k[1]
+    pixels = expected.shape[2] * expected.shape[3]
     padded = padded_floats(c // g, (h, width), expected.shape[2:], k, s, p, d)
     out = kernels.call(spec.name, offset=4 * (seed % 3), x=x, weight=pack_im2col_weight(w, g),
-                       bias=bias, r=r, ws=(scratch_floats(steps, columns),),
+                       bias=bias, r=r, ws=(scratch_floats(steps, pixels),),
                        xp=(max(padded, 1),), y=expected.shape,
                        n=n, c=c, h=h, w=width, o=o, oh=expected.shape[2], ow=expected.shape[3],
                        kh=k[0], kw=k[1], sh=s[0], sw=s[1], ph=p[0], pw=p[1], dh=d[0], dw=d[1],
-                       groups=g, columns=columns)["y"]
+                       groups=g, columns=columns, pixels=pixels, first_bytes=0)["y"]
     return out, expected
 
 
@@ -86,13 +87,50 @@ def test_conv2d_gemm_matches_torch(kernels) -> None:  # type: ignore[no-untyped-
     expected = torch.nn.functional.relu(torch.nn.functional.conv2d(
         torch.from_numpy(x), torch.from_numpy(w), torch.from_numpy(bias), s, p, d, g)).numpy()
     out = kernels.call("f32_conv2d_gemm_relu", x=x, weight=pack_im2col_weight(w, g), bias=bias,
-                       ws=(scratch_floats(shape[1] * 9, columns),),
+                       ws=(scratch_floats(shape[1] * 9, expected[0, 0].size),),
                        xp=(padded_floats(shape[1], shape[2:], expected.shape[2:], k, s, p, d),),
                        y=expected.shape,
                        n=shape[0], c=shape[1], h=shape[2], w=shape[3], o=o,
                        oh=expected.shape[2], ow=expected.shape[3], kh=3, kw=3, sh=2, sw=2, ph=1,
-                       pw=1, dh=1, dw=1, groups=g, columns=columns)["y"]
+                       pw=1, dh=1, dw=1, groups=g, columns=columns,
+                       pixels=expected[0, 0].size, first_bytes=0)["y"]
     np.testing.assert_allclose(out, expected, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("case", ["3x3-chunks", "stride2-odd", "1x1", "7x7-small"])
+def test_conv2d_gemm_computes_only_its_part_of_the_pixels(kernels, case: str) -> None:  # type: ignore[no-untyped-def]
+    """A thread's part: pixels first .. first + count of each plane, with Y, R and ws moved
+    there by the caller; the other pixels of Y stay as they were."""
+    shape, o, k, s, p, d, g, columns = CASES[case]
+    shape = (1,) + shape[1:]
+    rng = np.random.default_rng(9)
+    x = rng.standard_normal(shape, np.float32)
+    w = rng.standard_normal((o, shape[1]) + k, np.float32)
+    bias = rng.standard_normal(o).astype(np.float32)
+    r = rng.standard_normal(F.conv2d(x, w, bias, s, p, d).shape).astype(np.float32)
+    expected = F.relu(F.conv2d(x, w, bias, s, p, d) + r)
+    plane = expected[0, 0].size
+    first, count = 8, min(plane - 8, 19)
+    steps = shape[1] * k[0] * k[1]
+    before = np.full(expected.shape, 7.0, np.float32)
+    memory = kernels.view()
+    placed, cursor = {}, 64
+    padded = padded_floats(shape[1], shape[2:], expected.shape[2:], k, s, p, d)
+    for key, array in (("x", x), ("weight", pack_im2col_weight(w, 1)), ("bias", bias),
+                       ("r", r), ("ws", np.zeros(scratch_floats(steps, plane), np.float32)),
+                       ("xp", np.zeros(max(padded, 1), np.float32)), ("y", before)):
+        memory[cursor:cursor + array.nbytes] = array.view(np.uint8).ravel()
+        placed[key], cursor = cursor, (cursor + array.nbytes + 127) // 64 * 64
+    moved = {"r": 4 * first, "y": 4 * first, "ws": 4 * first * steps}
+    kernels.funcs("f32_conv2d_gemm_add_relu")(
+        kernels.store, *(placed[key] + moved.get(key, 0)
+                         for key in ("x", "weight", "bias", "r", "ws", "xp", "y")),
+        1, shape[1], *shape[2:], o, *expected.shape[2:], *k, *s, *p, *d, 1, columns, count,
+        4 * first)
+    out = memory[placed["y"]:placed["y"] + before.nbytes].view(np.float32).reshape(o, plane)
+    want = before.reshape(o, plane).copy()
+    want[:, first:first + count] = expected.reshape(o, plane)[:, first:first + count]
+    np.testing.assert_allclose(out, want, rtol=1e-4, atol=1e-4)
 
 
 def test_pack_im2col_weight_round_trip_chunks_and_errors() -> None:

@@ -4,11 +4,14 @@ tile of ``f32_linear`` (``dense_tile``), the conv's epilogue fused into its stor
 
 The weight is packed at compile time as the tile's A (groups of 4 output channels
 step-major). A padded input is first copied inside its zero borders into the scratch ``xp``
-(per image and group); the columns are packed at run time by ``im2col`` into the scratch ``ws``,
-``columns`` output pixels at a time, in the panel layout ``f32_linear`` reads its weight in;
-then the linear driver runs on them with ``m`` = the group's output channels, ``n`` = the
-chunk's pixels and C's row stride the output plane: A's block of channels stays in L2 while
-the chunk's panels stream past it, the tile storing each channel's pixels in place in NCHW.
+(per image and group); the columns are packed at run time by ``im2col`` into the scratch
+``ws``, ``columns`` output pixels at a time, in the panel layout ``f32_linear`` reads its
+weight in, each chunk into its own region of ``ws`` (sized for every pixel, so threads that
+split the pixels never share a byte of it); then the linear driver runs on them with ``m`` =
+the group's output channels, ``n`` = the chunk's pixels and C's row stride the output plane:
+A's block of channels stays in L2 while the chunk's panels stream past it, the tile storing
+each channel's pixels in place in NCHW. The kernel computes pixels ``first .. first +
+pixels`` of each plane (``parallel.splits`` cuts that range into a thread's parts).
 Every stride, padding, dilation and group count goes the same way; where it pays is the
 compiler's choice (``modelc/ops/conv2d.py``).
 """
@@ -21,8 +24,8 @@ from ..wasm import Code, FuncType
 from . import im2col, linear
 from .isa import ISAS
 
-_LOCALS = ("cg", "og", "pixels", "oplane", "iplane", "image", "group", "xg", "wg", "bg", "yg", "rg",
-           "first", "count", "out", "res")
+_LOCALS = ("cg", "og", "first0", "end", "oplane", "iplane", "cols", "image", "group", "xg",
+           "wg", "bg", "yg", "rg", "first", "count", "out", "res")
 
 
 def emit(spec: KernelSpec, isa_name: str) -> tuple[FuncType, Code]:
@@ -36,11 +39,13 @@ def emit(spec: KernelSpec, isa_name: str) -> tuple[FuncType, Code]:
     _flatten_pointwise(c)
     c.get("c", "groups").emit("i32.div_u").set("cg")
     c.get("o", "groups").emit("i32.div_u").set("og")
-    c.get("oh", "ow").emit("i32.mul").tee("pixels").emit("i32.const", 2).emit("i32.shl")
-    c.set("oplane")
+    c.get("oh", "ow").emit("i32.mul").emit("i32.const", 2).emit("i32.shl").set("oplane")
+    # the pixels computed: first0 .. end (all of them, or a thread's part)
+    c.get("first_bytes").emit("i32.const", 2).emit("i32.shr_u").tee("first0")
+    c.get("pixels").emit("i32.add").set("end")
     c.get("h", "w").emit("i32.mul").emit("i32.const", 2).emit("i32.shl").set("iplane")
     im2col.sizes(c)
-    arg = {"a": c.names["wg"], "wa": c.names["wg"], "w": c.names["ws"], "c": c.names["out"],
+    arg = {"a": c.names["wg"], "wa": c.names["wg"], "w": c.names["cols"], "c": c.names["out"],
            "m": c.names["og"], "k": c.names["steps"], "n": c.names["count"],
            "row_bias": c.names["bg"]}
     if "r" in c.names:
@@ -75,17 +80,20 @@ def _group(c: Code, f: linear._Frame) -> None:
             c.get(out, "image", "o").emit("i32.mul").get("group", "og").emit("i32.mul")
             c.emit("i32.add").get("oplane").emit("i32.mul").emit("i32.add").set(pointer)
     im2col.pad(c)
-    c.emit("i32.const", 0).set("first")
+    c.get("first0").set("first")
     with c.loop():
-        c.get("first", "pixels").emit("i32.ge_u").emit("br_if", 1)
-        # count = min(columns, pixels - first)
-        c.get("pixels", "first").emit("i32.sub").set("count")
+        c.get("first", "end").emit("i32.ge_u").emit("br_if", 1)
+        # count = min(columns, end - first); cols = ws + (first - first0) * steps * 4
+        c.get("end", "first").emit("i32.sub").set("count")
         c.get("columns", "count", "columns", "count").emit("i32.lt_u").emit("select")
         c.set("count")
+        c.get("ws", "first", "first0").emit("i32.sub").get("steps").emit("i32.mul")
+        c.emit("i32.const", 2).emit("i32.shl").emit("i32.add").set("cols")
         im2col.pack(c, f.isa)
+        # Y and R arrive moved to pixel first0 (a thread's part), so their offset is relative
         for base, pointer in (("yg", "out"), ("rg", "res")):
-            c.get(base, "first").emit("i32.const", 2).emit("i32.shl").emit("i32.add")
-            c.set(pointer)
+            c.get(base, "first", "first0").emit("i32.sub").emit("i32.const", 2)
+            c.emit("i32.shl").emit("i32.add").set(pointer)
         linear.row_blocks(f, edge=True, prepacked=True)
         c.get("first", "columns").emit("i32.add").set("first")
 

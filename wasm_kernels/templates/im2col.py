@@ -1,5 +1,5 @@
 """im2col into the dense tile's panel layout: the columns of a conv's gemm (``pack_im2col``),
-``count`` output pixels from pixel ``first`` of one image and group, packed into ``ws`` in
+``count`` output pixels from pixel ``first`` of one image and group, packed at ``cols`` in
 panels of ``PANEL`` pixels: step ``kk = (ci, i, j)`` of panel ``q``'s pixel ``v`` at float
 ``q * PANEL * K + kk * PANEL + v``. The last panel's pixels past ``count`` hold copies of
 real pixels (the tile that reads them stores no column there).
@@ -15,10 +15,10 @@ every pixel is a plain load: no bounds checks, no masks, no border cases. Then p
   the same tap offset to all of them: 8 loads and stores.
 
 The functions read the conv's arguments (``cg``, ``h``, ``w``, ``oh``, ``ow``, ``kh`` ...
-``dw``) and the locals ``xg`` (the group's first input plane), ``first``, ``count``, ``ws``
-and ``xp`` by name from the ``Code``; ``declare`` adds the locals they use, ``sizes``
-computes what they derive once per call. Kept apart from the conv so that integer convs can
-pack the same way.
+``dw``) and the locals ``xg`` (the group's first input plane), ``first``, ``count``,
+``cols`` (where the panels go) and ``xp`` by name from the ``Code``; ``declare`` adds the
+locals they use, ``sizes`` computes what they derive once per call. Kept apart from the
+conv so that integer convs can pack the same way.
 """
 
 from __future__ import annotations
@@ -71,24 +71,43 @@ def sizes(c: Code) -> None:
 
 def pad(c: Code) -> None:
     """With padding, copy the group's ``cg`` input planes from ``xg`` into ``xp`` inside their
-    zero borders and point ``xg`` there; without, nothing."""
+    zero borders and point ``xg`` there; without, nothing. Every byte is written once with
+    its final value (threads that each pad the same planes write the same bytes)."""
     c.get("padded")
     with c.if_():
-        c.get("xp").emit("i32.const", 0).get("plane", "cg").emit("i32.mul").emit("memory.fill")
         c.emit("i32.const", 0).set("t")
         with c.loop():
-            # rows of all planes in turn: y = ci * h + iy
-            c.get("t", "cg", "h").emit("i32.mul").emit("i32.ge_u").emit("br_if", 1)
-            # dst = xp + (y / h) * plane + (y % h + ph) * row + pw * 4
-            c.get("xp", "t", "h").emit("i32.div_u").get("plane").emit("i32.mul").emit("i32.add")
-            c.get("t", "h").emit("i32.rem_u").get("ph").emit("i32.add").get("row")
-            c.emit("i32.mul").emit("i32.add").get("pw").emit("i32.const", 2).emit("i32.shl")
-            c.emit("i32.add")
-            c.get("xg", "t", "w").emit("i32.mul").emit("i32.const", 2).emit("i32.shl")
-            c.emit("i32.add")
-            c.get("w").emit("i32.const", 2).emit("i32.shl").emit("memory.copy")
+            # padded rows of all planes in turn: t = ci * hp + y; dst = xp + t * row
+            c.get("t", "cg", "hp").emit("i32.mul").emit("i32.ge_u").emit("br_if", 1)
+            c.get("xp", "t", "row").emit("i32.mul").emit("i32.add").set("dst")
+            # oy = y - ph: the input row, inside when oy < h (unsigned)
+            c.get("t", "hp").emit("i32.rem_u").get("ph").emit("i32.sub").tee("oy")
+            c.get("h").emit("i32.lt_u")
+            with c.if_():
+                _fill(c, lambda: c.get("dst"), lambda: c.get("pw").emit("i32.const", 2)
+                      .emit("i32.shl"))
+                c.get("dst", "pw").emit("i32.const", 2).emit("i32.shl").emit("i32.add")
+                c.get("xg", "t", "hp").emit("i32.div_u").get("h").emit("i32.mul").get("oy")
+                c.emit("i32.add").get("w").emit("i32.mul").emit("i32.const", 2)
+                c.emit("i32.shl").emit("i32.add")
+                c.get("w").emit("i32.const", 2).emit("i32.shl").emit("memory.copy")
+                # the right border: wp - pw - w floats after the row
+                _fill(c, lambda: c.get("dst", "pw", "w").emit("i32.add").emit("i32.const", 2)
+                      .emit("i32.shl").emit("i32.add"),
+                      lambda: c.get("wp", "pw").emit("i32.sub").get("w").emit("i32.sub")
+                      .emit("i32.const", 2).emit("i32.shl"))
+                c.emit("else")
+                _fill(c, lambda: c.get("dst"), lambda: c.get("row"))
             c.get("t").emit("i32.const", 1).emit("i32.add").set("t")
         c.get("xp").set("xg")
+
+
+def _fill(c: Code, at: Callable[[], object], size: Callable[[], object]) -> None:
+    """Zero ``size()`` bytes at ``at()``."""
+    at()
+    c.emit("i32.const", 0)
+    size()
+    c.emit("memory.fill")
 
 
 def pack(c: Code, isa: Isa) -> None:
@@ -99,7 +118,7 @@ def pack(c: Code, isa: Isa) -> None:
         c.get("q").emit("i32.const", PANEL).emit("i32.mul").get("count").emit("i32.ge_u")
         c.emit("br_if", 1)
         # dst = ws + q * panel_bytes; pixel = first + q * PANEL; oy, ox = divmod(pixel, ow)
-        c.get("ws", "q", "panel_bytes").emit("i32.mul").emit("i32.add").set("dst")
+        c.get("cols", "q", "panel_bytes").emit("i32.mul").emit("i32.add").set("dst")
         c.get("first", "q").emit("i32.const", PANEL).emit("i32.mul").emit("i32.add")
         c.tee("pixel").get("ow").emit("i32.div_u").set("oy")
         c.get("pixel", "ow").emit("i32.rem_u").set("ox")
