@@ -120,7 +120,11 @@ class _Step:
         self.f, self.isa, self.acc, self.pa, self.pb = f, isa, acc, pa, pb
         self.packed = packed
         self.b = [c.local(isa.valtype) for _ in acc[0]]
+        # NOTE: mul + add (no FMA) with packed A and B runs column-major: every row's broadcast
+        # first, then per register of B one load and its rows' updates (below).
+        self.by_column = packed and f.ldb is None and isa.vector and not isa.fma
         self.a = c.local(isa.valtype)
+        self.broadcasts = [c.local("v128") for _ in acc] if self.by_column else []
         self.quads = [c.local("v128") for _ in pa] if isa.vector else []
         self.width_bytes = 4 * isa.lanes * len(acc[0])
 
@@ -132,6 +136,9 @@ class _Step:
             # one register holds this step's A of every row; each row broadcasts its lane
             c.emit("local.get", self.pa[0]).emit("v128.load", 2, 4 * len(self.acc) * u)
             c.emit("local.set", self.quads[0])
+        if self.by_column:
+            self._by_column(u)
+            return
         quad = unrolled and isa.vector and not self.packed
         if quad and u % 4 == 0:
             for pointer, register in zip(self.pa, self.quads):
@@ -159,6 +166,23 @@ class _Step:
             for register, accumulator in zip(self.b, row):
                 c.emit("local.get", self.a).emit("local.get", register)
                 isa.madd_into(c, accumulator)
+
+    def _by_column(self, u: int) -> None:
+        """Step ``u`` with packed A and a packed B, column-major: the rows' broadcasts, then
+        per register of B its load and one multiply-add per row. With mul + add (two ops on
+        the FP pipes per update, beside the shuffles) this order measured 5-10% faster than
+        row-major; with FMA row-major is as fast and needs fewer registers."""
+        c, isa = self.f.c, self.isa
+        for r, broadcast in enumerate(self.broadcasts):
+            c.emit("local.get", self.quads[0]).emit("local.get", self.quads[0])
+            c.emit("i8x16.shuffle", LANE_BROADCAST[r]).emit("local.set", broadcast)
+        for v, register in enumerate(self.b):
+            c.emit("local.get", self.pb)
+            isa.load(c, u * self.width_bytes + 4 * isa.lanes * v)
+            c.emit("local.set", register)
+            for broadcast, row in zip(self.broadcasts, self.acc):
+                c.emit("local.get", broadcast).emit("local.get", register)
+                isa.madd_into(c, row[v])
 
     def advance(self, steps: int) -> None:
         """Move A's pointers, and a packed B's, past ``steps`` steps of k."""
