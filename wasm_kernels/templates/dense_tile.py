@@ -61,13 +61,15 @@ class DenseFrame(KernelFrame):
 
 
 def tile(f: DenseFrame, isa: Isa, rows: int, width: int, b_start: Callable[[], None],
-         edge: bool = False, a_panel: Callable[[], None] | None = None) -> None:
+         edge: bool = False, a_panel: Callable[[], None] | None = None,
+         touch: Callable[[], None] | None = None) -> None:
     """C[i:i+rows, j:j+width] = epilogue(A[i:i+rows] @ B[:, j:j+width] [+ bias] [+ R]).
 
     ``b_start`` pushes the address of B's first step for column ``j``. An ``edge`` tile
     stores only the columns before ``n``, one by one (its B panel is padded). ``a_panel``
     pushes the address of the tile's rows of A packed step-major (``rows == isa.lanes``: a
-    step's A is one register); without it, A's rows are read in place.
+    step's A is one register); without it, A's rows are read in place. ``touch`` emits code
+    run once per unrolled iteration (the driver's reads ahead of what later tiles need).
     """
     c, arg = f.c, f.arg
     regs = width // isa.lanes
@@ -92,6 +94,8 @@ def tile(f: DenseFrame, isa: Isa, rows: int, width: int, b_start: Callable[[], N
     c.emit("local.tee", steps).emit("if").emit("loop")
     for u in range(UNROLL):
         step.emit(u, unrolled=True)
+    if touch:
+        touch()
     step.advance(UNROLL)
     c.emit("local.get", steps).emit("i32.const", 1).emit("i32.sub").emit("local.tee", steps)
     c.emit("br_if", 0).emit("end").emit("end")
