@@ -317,13 +317,22 @@ def bench_int8(repeat: int) -> None:
         print(f"{f'{m}x{k}x{n}':>16}{row}")
 
 
+def bench_conv_and_depthwise(repeat: int) -> None:
+    """The conv section: ``bench_conv``, then the depthwise kernels (``bench/depthwise.py``)."""
+    from depthwise import bench_depthwise  # NOTE: it imports this module's helpers
+
+    bench_conv(repeat)
+    bench_depthwise(repeat)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=7, help="timed calls per measurement")
     parser.add_argument("--only", default="gemm,bmm,conv,int8",
                         help="comma-separated sections to run (gemm, bmm, conv, int8)")
     args = parser.parse_args()
-    sections = {"gemm": bench_gemm, "bmm": bench_bmm, "conv": bench_conv, "int8": bench_int8}
+    sections = {"gemm": bench_gemm, "bmm": bench_bmm, "conv": bench_conv_and_depthwise,
+                "int8": bench_int8}
     for name in args.only.split(","):
         if name not in sections:
             parser.error(f"unknown section {name!r}; available: {sorted(sections)}")

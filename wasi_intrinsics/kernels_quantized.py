@@ -1,5 +1,6 @@
-"""The host provider's quantized families (``quantize``, ``qlinear``): numpy written from the
-ABI rows' text, an oracle independent of both the wasm templates and ``nn.functional``."""
+"""The host provider's quantized families (``quantize``, ``qlinear``, ``qconv``): numpy
+written from the ABI rows' text, an oracle independent of both the wasm templates and
+``nn.functional``."""
 
 from __future__ import annotations
 
@@ -100,7 +101,37 @@ def _quantize_family(spec: abi.KernelSpec) -> Callable[..., None]:
     return _quantize if spec.op == "quantize_linear" else _dynamic
 
 
+def _im2col(ctx: HostContext, x: int, zero_point: int, a: int, n: int, c: int, h: int,
+            w: int, oh: int, ow: int, kh: int, kw: int, sh: int, sw: int, pt: int, pl: int,
+            dh: int, dw: int) -> None:
+    memory = ctx.memory
+    zero = operand(memory, zero_point, (1,), BYTES["uint8"])[0]
+    rows = np.arange(oh)[:, None] * sh - pt + np.arange(kh)[None, :] * dh  # (oh, kh)
+    cols = np.arange(ow)[:, None] * sw - pl + np.arange(kw)[None, :] * dw  # (ow, kw)
+    padded = np.full((n, h + 2, w + 2, c), zero, np.uint8)
+    padded[:, 1:-1, 1:-1] = operand(memory, x, (n, h, w, c), BYTES["uint8"])
+    # an index outside x reads the border of zero points
+    rows, cols = np.clip(rows + 1, 0, h + 1), np.clip(cols + 1, 0, w + 1)
+    taps = padded[:, rows[:, None, :, None], cols[None, :, None, :]]  # n oh ow kh kw c
+    operand(memory, a, (n * oh * ow, kh * kw * c), BYTES["uint8"])[...] = (
+        taps.reshape(n * oh * ow, kh * kw * c))
+
+
+def _transpose(spec: abi.KernelSpec) -> Callable[..., None]:
+    dtype = np.dtype(spec.dtypes[0])
+
+    def run(ctx: HostContext, x: int, y: int, outer: int, rows: int, cols: int) -> None:
+        operand(ctx.memory, y, (outer, cols, rows), dtype)[...] = operand(
+            ctx.memory, x, (outer, rows, cols), dtype).transpose(0, 2, 1)
+
+    return run
+
+
+def _qconv_family(spec: abi.KernelSpec) -> Callable[..., None]:
+    return _im2col if spec.op == "im2col" else _transpose(spec)
+
+
 FAMILIES: dict[str, Callable[[abi.KernelSpec], Callable[..., None]]] = {
-    "quantize": _quantize_family, "qlinear": _qlinear,
+    "quantize": _quantize_family, "qlinear": _qlinear, "qconv": _qconv_family,
 }
 """The quantized families, merged into ``kernels.FAMILIES``."""

@@ -58,7 +58,7 @@ in magnitude (activations minus their zero point against int8 weights), and k of
 stay within int32."""
 
 
-def _qlinear(dtype: str, requantize: bool, activation: str) -> KernelSpec:
+def _qlinear(dtype: str, requantize: bool, activation: str, op: str) -> KernelSpec:
     short = {"uint8": "qu8", "int8": "qs8"}[dtype]
     mode = "requantize" if requantize else "dequantize"
     epilogue = (mode,) + ((activation,) if activation else ())
@@ -70,15 +70,39 @@ def _qlinear(dtype: str, requantize: bool, activation: str) -> KernelSpec:
              "relu6": (", clamped to [c_zero_point, c_zero_point + round(6 / c_scale)] "
                        "(relu6)") if requantize else ", then relu6", "": ""}[activation]
     return KernelSpec(
-        "_".join((f"{short}_qlinear",) + epilogue), "qlinear", "qlinear",
+        "_".join((f"{short}_{op}",) + epilogue), "qlinear", op,
         ("a", "a_scale", "a_zero_point", "w", "w_scale", "bias") + out + ("c", "m", "k", "n"),
         f"acc(m, n) = (A - a_zero_point) @ W.T + bias in int32, A (m, k) {dtype} with one "
         "f32 a_scale and one a_zero_point byte (pointers: they may be computed at run time), "
         "W (n, k) int8 with zero point 0 packed by wasm_kernels.pack.pack_qlinear_weight, "
-        f"w_scale (n,) f32, bias (n,) int32; {finish}{clamp}; exact for k <= QLINEAR_MAX_K",
+        f"w_scale (n,) f32, bias (n,) int32; {finish}{clamp}; exact for k <= QLINEAR_MAX_K"
+        + (CONV_TILE if op == "qconv" else ""),
         epilogue=epilogue, dtypes=(dtype, dtype if requantize else "float32"))
 
 
+CONV_TILE = ("; the same product for a conv's im2col rows, built with the simd128 tile in "
+             "the relaxed module too (templates/qlinear.py TILE_ISA)")
+
 QLINEARS: tuple[KernelSpec, ...] = tuple(
-    _qlinear(dtype, requantize, act) for dtype in ("uint8", "int8")
-    for requantize in (False, True) for act in ("", "relu", "relu6"))
+    _qlinear(dtype, requantize, act, op) for op in ("qlinear", "qconv")
+    for dtype in ("uint8", "int8") for requantize in (False, True)
+    for act in ("", "relu", "relu6"))
+
+QCONV_WINDOW = ("n", "c", "h", "w", "oh", "ow", "kh", "kw", "sh", "sw", "pt", "pl", "dh", "dw")
+QCONV: tuple[KernelSpec, ...] = (
+    KernelSpec("qu8_im2col", "qconv", "im2col", ("x", "zero_point", "a") + QCONV_WINDOW,
+               "A(n * oh * ow, kh * kw * c) = the windows of the channels-last byte tensor "
+               "x(n, h, w, c): A[(b * oh + y) * ow + x', (i * kw + j) * c + ci] = x[b, y * sh "
+               "- pt + i * dh, x' * sw - pl + j * dw, ci], the byte at zero_point where that "
+               "falls outside x (padding stands for the real 0); the rows a quantized conv "
+               "multiplies by its (o, kh * kw * c) weight", dtypes=("uint8", "uint8")),
+    *(KernelSpec(f"{short}_transpose", "qconv", "transpose",
+                 ("x", "y", "outer", "rows", "cols"),
+                 f"y(outer, cols, rows) = x(outer, rows, cols) transposed, {size}-byte "
+                 "elements moved bit for bit (int8 or uint8 alike for qu8); y must not alias x",
+                 dtypes=(dtype, dtype))
+      for short, size, dtype in (("qu8", 1, "uint8"), ("f32", 4, "float32"))),
+)
+"""The layout kernels of the integer conv (``modelc/ops/qconv2d.py``): the NCHW input
+transposed to channels-last, a conv is the qlinear product of its im2col rows and the
+weight, and the (pixels, channels) result is transposed back to NCHW."""

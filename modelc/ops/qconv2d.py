@@ -1,15 +1,27 @@
 """qconv2d: quantized ``conv2d`` (semantics in ``nn/functional/quantized.py``).
 
-Lowered through float32 for now: the input is dequantized into scratch, the f32 conv kernel
-runs on the dequantized constant weight (an int32 bias becomes ``bias * input_scale *
-weight_scale``, so the input scale must be constant), with relu / relu6 fused, and a
-requantized output is quantized from a second scratch. The result may differ from the
-integer reference by one quantization step where float rounding moves a value across a
-rounding boundary.
+In integers when the weight is int8 with zero point 0 (symmetric, as onnxruntime and
+``modelc.quantize`` make them), ``groups`` is 1 and a requantized output keeps the input's
+dtype: the input is transposed to channels-last (``qu8_transpose``), its window rows, (n *
+oh * ow, kh * kw * c) bytes, built by ``qu8_im2col`` in scratch (each tap a run of c bytes;
+padding taps hold the input zero point), and the conv is the ``qlinear`` product (int32
+accumulation, bias in the accumulator, requantized or dequantized with relu / relu6 fused)
+of those rows and the (o, kh * kw * c) int8 weight packed in the module; a 1x1 stride-1
+conv without padding needs no im2col: its channels-last input is the rows. The product's
+(n, oh * ow, o) rows are transposed into the NCHW output. Accumulation is exact for c * kh
+* kw <= ``abi_quantized.QLINEAR_MAX_K`` (longer ones take the float path).
+
+Other forms (grouped and depthwise convs, asymmetric weights) run through float32: the input
+is dequantized into scratch, the f32 conv kernel runs on the dequantized constant weight
+(an int32 bias becomes ``bias * input_scale * weight_scale``, so the input scale must be
+constant), with relu / relu6 fused, and a requantized output is quantized from a second
+scratch. That result may differ from the integer reference by one quantization step where
+float rounding moves a value across a rounding boundary.
 """
 
 from __future__ import annotations
 
+import math
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
@@ -17,12 +29,14 @@ import numpy as np
 
 from nn.functional.conv import conv_padding
 from wasm_kernels import abi
+from wasm_kernels.abi_quantized import QLINEAR_MAX_K
 from wasm_kernels.pack import pack_conv_weight
 
 from ..errors import CompileError
 from . import OpDef
+from ._qgemm import call_qlinear, symmetric
 from ._qproduct import check_operands, optional, result_dtype
-from ._quantized import dequantize, per_channel, quantize, real
+from ._quantized import FLOAT, QUANTIZED, dequantize, per_channel, quantize, real
 from ._shapes import pair, require_constant_weight, require_static, window_out
 
 if TYPE_CHECKING:
@@ -50,12 +64,71 @@ class QConv2d(OpDef):
         return [((x[0], w[0]) + out, dtype)]
 
     def scratch(self, node: Node) -> tuple[Shape, ...]:
-        return (node.inputs[0].shape, node.output.shape)
+        if not self._integer(node):
+            return (node.inputs[0].shape, node.output.shape)
+        x, (o, per_group, kh, kw) = node.inputs[0], node.inputs[3].shape
+        pixels = math.prod(node.output.shape[2:])
+        size = 1 if node.output.dtype in QUANTIZED else 4
+        # in 4-byte units: the window rows (bytes), the product rows, the channels-last input
+        return ((x.shape[0], -(-pixels * per_group * kh * kw // 4)),
+                (x.shape[0], -(-pixels * o * size // 4)),
+                (x.shape[0], -(-math.prod(x.shape[1:]) // 4)))
+
+    def _integer(self, node: Node) -> bool:
+        """Whether ``node`` lowers to the integer kernels (the module docstring's forms)."""
+        named = dict(zip(node.input_names, node.inputs))
+        weight = named["weight"]
+        return (weight.data is not None and node.attrs.get("groups", 1) == 1
+                and math.prod(weight.shape[1:]) <= QLINEAR_MAX_K
+                and symmetric(weight, named["weight_zero_point"], weight.shape[0], self.name)
+                and node.output.dtype in (named["input"].dtype, FLOAT))
 
     def lower(self, node: Node, ctx: LowerContext) -> None:
+        require_constant_weight(node.inputs[3], self.name)
+        if self._integer(node):
+            self._lower_integer(node, ctx)
+        else:
+            self._lower_float(node, ctx)
+
+    def _lower_integer(self, node: Node, ctx: LowerContext) -> None:
         named = dict(zip(node.input_names, node.inputs))
         x, weight = named["input"], named["weight"]
-        require_constant_weight(weight, self.name)
+        o, c, kh, kw = weight.shape
+        stride, dilation = pair(node.attrs.get("stride", 1)), pair(node.attrs.get("dilation", 1))
+        pads = conv_padding(node.attrs.get("padding", 0), (kh, kw), stride, dilation)
+        pixels = math.prod(node.output.shape[2:])
+        batch = x.shape[:1]
+        pointwise = (kh, kw, *stride) == (1, 1, 1, 1) and not any(sum(pads, ()))
+        # NCHW -> channels-last: a 1x1 stride-1 conv's rows already, else im2col's source
+        ctx.address(x)
+        ctx.scratch(node, 0 if pointwise else 2)
+        ctx.numel(batch)
+        ctx.push(c)
+        ctx.push(math.prod(x.shape[2:]))
+        ctx.call("qu8_transpose")
+        if not pointwise:
+            ctx.scratch(node, 2)
+            ctx.address(named["input_zero_point"])
+            ctx.scratch(node, 0)
+            ctx.numel(batch)
+            for number in (*x.shape[1:], *node.output.shape[2:], kh, kw, *stride, pads[0][0],
+                           pads[1][0], *dilation):
+                ctx.push(number)
+            ctx.call("qu8_im2col")
+        rows = np.asarray(weight.data).transpose(0, 2, 3, 1).reshape(o, -1)  # (o, kh kw c)
+        call_qlinear(ctx, named, partial(ctx.scratch, node, 0), partial(ctx.scratch, node, 1),
+                     (*batch, pixels), rows, node.attrs.get("activation", ""), x.dtype,
+                     self.name)
+        ctx.scratch(node, 1)
+        ctx.address(node.output)
+        ctx.numel(batch)
+        ctx.push(pixels)
+        ctx.push(o)
+        ctx.call("qu8_transpose" if node.output.dtype in QUANTIZED else "f32_transpose")
+
+    def _lower_float(self, node: Node, ctx: LowerContext) -> None:
+        named = dict(zip(node.input_names, node.inputs))
+        x, weight = named["input"], named["weight"]
         o, per_group, kh, kw = weight.shape
         w_scale = per_channel(named["weight_scale"], o, "float32", self.name)
         w_real = real(np.asarray(weight.data), w_scale,

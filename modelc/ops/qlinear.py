@@ -7,17 +7,15 @@ dtype. Other forms run in the interpreter."""
 
 from __future__ import annotations
 
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from wasm_kernels import abi
-from wasm_kernels.pack_quantized import pack_qlinear_weight
-
 from ..errors import CompileError
 from . import OpDef
+from ._qgemm import call_qlinear, symmetric
 from ._qproduct import check_operands, optional, result_dtype
-from ._quantized import per_channel
 from ._shapes import require_constant_weight
 
 if TYPE_CHECKING:
@@ -42,41 +40,16 @@ class QLinear(OpDef):
         named = dict(zip(node.input_names, node.inputs))
         x, weight = named["input"], named["weight"]
         require_constant_weight(weight, self.name)
-        n, k = weight.shape
-        if weight.dtype != "int8" or np.any(per_channel(named["weight_zero_point"], n,
-                                                        "int32", self.name)):
+        if not symmetric(weight, named["weight_zero_point"], weight.shape[0], self.name):
             raise CompileError("qlinear lowers for int8 weights with zero point 0 (symmetric); "
                                f"got {weight.dtype} with zero point "
                                f"{np.asarray(named['weight_zero_point'].data).tolist()}")
-        requantize = "output_scale" in named
-        if requantize and node.output.dtype != x.dtype:
+        if "output_scale" in named and node.output.dtype != x.dtype:
             raise CompileError(f"qlinear: a requantized output lowers in the input's dtype "
                                f"({x.dtype}), got {node.output.dtype}")
-        bias = named.get("bias")
-        ctx.address(x)
-        ctx.address(named["input_scale"])
-        ctx.address(named["input_zero_point"])
-        ctx.constant(pack_qlinear_weight(np.asarray(weight.data)))
-        ctx.constant(per_channel(named["weight_scale"], n, "float32", self.name))
-        if bias is not None and bias.dtype == "int32":
-            ctx.address(bias)
-        else:
-            ctx.constant(np.zeros(n, np.int32))
-        if requantize:
-            ctx.address(named["output_scale"])
-            ctx.address(named["output_zero_point"])
-        elif bias is not None and bias.dtype == "float32":
-            ctx.address(bias)
-        else:
-            ctx.constant(np.zeros(n, np.float32))
-        ctx.address(node.output)
-        ctx.numel(x.shape[:-1])
-        ctx.push(k)
-        ctx.push(n)
-        activation = node.attrs.get("activation", "")
-        epilogue = ("requantize" if requantize else "dequantize",) + ((activation,) if
-                                                                      activation else ())
-        ctx.call(abi.find("qlinear", "qlinear", epilogue, x.dtype).name)
+        call_qlinear(ctx, named, partial(ctx.address, x), partial(ctx.address, node.output),
+                     x.shape[:-1], np.asarray(weight.data), node.attrs.get("activation", ""),
+                     x.dtype, self.name)
 
 
 OP = QLinear()

@@ -18,6 +18,7 @@ import runtime
 from modelc.quantize.observe import MinMax, Percentile, calibrate
 from modelc.quantize.params import activation_params, bias_int32, weight_params
 from nn import functional as F
+from wasm_kernels.wasm import read_module
 
 DIGITS = Path(__file__).resolve().parents[2] / "examples" / "digits"
 
@@ -130,6 +131,20 @@ def test_int8_model_is_under_a_third_of_float32() -> None:
     x = np.random.default_rng(3).standard_normal((4, 256)).astype(np.float32)
     f32 = modelc.export(model, (x,))
     int8 = modelc.export(modelc.quantize(model, [x]))
+    assert len(int8) <= 0.3 * len(f32), (len(int8), len(f32))
+
+
+def test_int8_convs_run_in_integers_under_a_third_of_float32() -> None:
+    """nn.Conv2d quantized: 3x3, 3x3/2 and 1x1 convs import the integer kernels (im2col or
+    the 1x1 transpose, then a qlinear row), not f32_conv2d, with int8 weights in the module."""
+    model = _seeded(nn.Sequential(nn.Conv2d(16, 64, 3, padding=1), nn.ReLU(),
+                                  nn.Conv2d(64, 64, 3, stride=2, padding=1), nn.ReLU(),
+                                  nn.Conv2d(64, 32, 1)))
+    x = np.random.default_rng(5).standard_normal((2, 16, 8, 8)).astype(np.float32)
+    f32 = modelc.export(model, (x,))
+    int8 = modelc.export(modelc.quantize(model, [x]))
+    kernels = {i.name for i in read_module(int8).imports}
+    assert {"qu8_im2col", "qu8_transpose"} <= kernels and "f32_conv2d" not in kernels
     assert len(int8) <= 0.3 * len(f32), (len(int8), len(f32))
 
 

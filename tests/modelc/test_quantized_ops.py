@@ -71,7 +71,7 @@ def test_bad_operands_are_named(fn: Callable[..., Any], message: str) -> None:
                                    q(0.1), q(0, np.int32), axis=0),
      r"dequantize_linear of int32 is not lowered"),
     (lambda a: F.qconv2d(*F.dynamic_quantize_linear(F.reshape(a, (1, 1, 3, 4))),
-                         np.ones((2, 1, 2, 2), np.int8), q(0.1), ZERO_W,
+                         np.ones((2, 1, 2, 2), np.int8), q(0.1), q(1, np.int8),
                          np.zeros(2, np.int32)),
      "int32 bias lowers for a constant input scale"),
 ])

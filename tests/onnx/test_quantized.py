@@ -122,8 +122,9 @@ def _output_step(model: bytes) -> float:
     return float(scales[last[0].input[1]])
 
 
-def _check(model: bytes, x: np.ndarray, literal: bool = False) -> None:
-    """Interpreter and every provider within one output step (or 1e-5 relative) of ort."""
+def _check(model: bytes, x: np.ndarray, literal: bool = False) -> bytes:
+    """Interpreter and every provider within one output step (or 1e-5 relative) of ort;
+    returns the compiled module."""
     want = ort_run(model, {"x": x}, literal)["y"]
     tolerance = max(_output_step(model), 1e-5 * float(np.abs(want).max())) * 1.001
     results = {"interpreter": modelc.interpret(modelc.optimize(modelc.from_onnx(model)),
@@ -136,6 +137,7 @@ def _check(model: bytes, x: np.ndarray, literal: bool = False) -> None:
     for name, got in results.items():
         error = float(np.abs(got - want).max())
         assert error <= tolerance, f"{name}: max error {error:.3g}, one step {tolerance:.3g}"
+    return wasm
 
 
 @pytest.mark.parametrize("how", ["dynamic_reduced", "qoperator", "qdq"])
@@ -146,13 +148,24 @@ def test_mlp_matches_onnxruntime(tmp_path, torch_to_onnx, how) -> None:  # type:
            literal=how == "qdq")
 
 
+def _kernels(wasm: bytes) -> set[str]:
+    """The kernels a compiled module imports."""
+    from wasm_kernels.wasm import read_module
+
+    return {i.name for i in read_module(wasm).imports}
+
+
 @pytest.mark.parametrize("how", ["dynamic_reduced", "qoperator", "qdq"])
 def test_convnet_matches_onnxruntime(tmp_path, torch_to_onnx, how) -> None:  # type: ignore[no-untyped-def]
-    """QDQ against the graph as written, each node as the ONNX standard defines it:
-    onnxruntime's optimized run of this net is 3 output steps from its own unoptimized one
-    (its fused integer kernels round differently)."""
-    _check(_quantized(tmp_path, torch_to_onnx, _convnet(), (1, 3, 12, 12), how),
-           _input((1, 3, 12, 12)), literal=how == "qdq")
+    """ConvInteger (dynamic), QLinearConv (QOperator) and QDQ-folded convs run in the
+    integer kernels. QDQ against the graph as written, each node as the ONNX standard
+    defines it: onnxruntime's optimized run of this net is 3 output steps from its own
+    unoptimized one (its fused integer kernels round differently)."""
+    wasm = _check(_quantized(tmp_path, torch_to_onnx, _convnet(), (1, 3, 12, 12), how),
+                  _input((1, 3, 12, 12)), literal=how == "qdq")
+    kernels = _kernels(wasm)
+    assert "qu8_im2col" in kernels and "f32_conv2d" not in kernels, sorted(kernels)
+    assert any("8_qlinear_" in name for name in kernels), sorted(kernels)
 
 
 def test_minilm_sized_layer_matches_onnxruntime(tmp_path, torch_to_onnx) -> None:  # type: ignore[no-untyped-def]

@@ -7,7 +7,8 @@ c_zero_point``, clamped to the output range narrowed by relu or relu6), as the A
 The zero point of A is subtracted once per column, ``a_zero_point * sum_k W[j, k]``, with the
 column sums stored after the packed panels.
 
-Rows: ``q{u,s}8_qlinear_{dequantize,requantize}[_relu|_relu6]``.
+Rows: ``q{u,s}8_{qlinear,qconv}_{dequantize,requantize}[_relu|_relu6]``; the ``qconv`` rows
+are the same product built with the tile ``TILE_ISA`` names.
 """
 
 from __future__ import annotations
@@ -28,8 +29,17 @@ rows and 0.93-1.00x at 2 (bench/kernels.py --only int8, load 10-12): W's registe
 split then serve more rows."""
 
 
+TILE_ISA = {("qconv", "relaxed"): "simd128"}
+"""The tile a row builds in another ISA's module. A conv's product (k = kh * kw * c of
+147-4608 in ResNet-18) ran ResNet-18 int8 end to end 15% faster with the simd128 tile than
+with the relaxed one on an x86 CPU without VNNI (bench/README.md, int8 rows), where the
+relaxed dot lowers to more instructions than the widening i16 dot."""
+
+
 def emit(spec: KernelSpec, isa_name: str) -> tuple[FuncType, Code]:
-    """Generate qlinear kernel ``spec`` for ``isa_name``."""
+    """Generate qlinear kernel ``spec`` for ``isa_name`` (``TILE_ISA`` may pick another
+    ISA's tile)."""
+    isa_name = TILE_ISA.get((spec.op, isa_name), isa_name)
     c = Code(spec.param_types)
     f = frame(c, spec)
     i, j = c.local("i32"), c.local("i32")
