@@ -5,9 +5,9 @@
 
 The model (one of ``peers.py``'s, same weights and inputs) is traced and optimised as
 ``modelc.export`` does it (or ``--onnx``: that export of it, e.g. ``peers.py --keep``'s
-``model.onnx``, imported by ``modelc.from_onnx``); then a profiling module is generated beside the model's own
-``run``: one export per graph node, looping that node's kernel calls ``reps`` times, over
-the same memory layout. Two timings per node:
+``model.onnx``, imported by ``modelc.from_onnx``); then a profiling module is generated
+beside the model's own ``run``: one export per graph node, looping that node's kernel calls
+``reps`` times, over the same memory layout. Two timings per node:
 
 - *in situ*: every node once, in graph order, after fresh inputs, as ``run`` executes them
   (caches as cold as in a real inference; one Python call per node, whose fixed cost, the
@@ -44,8 +44,7 @@ import modelc
 import wasm_kernels
 from modelc import codegen, ops
 from modelc.graph import Graph, Node
-from runtime.compartment import Compartment
-from runtime.compartment import ResourceLimits
+from runtime.compartment import Compartment, ResourceLimits
 from wasm_kernels import abi
 from wasm_kernels.wasm import FuncType, Limits, MemoryType, ModuleBuilder
 
@@ -71,7 +70,7 @@ def profiling_module(graph: Graph) -> tuple[bytes, codegen.LowerContext, codegen
     index = {name: builder.import_func(abi.MODULE, name, FuncType(abi.BY_NAME[name].param_types,
                                                                    abi.BY_NAME[name].results))
              for name in ctx.kernels}
-    codegen.run_function(builder, ctx, layout, index, None)
+    codegen.run_function(builder, ctx, layout, index, None, None)
     for number, (start, end) in enumerate(node_spans(graph)):
         code = builder.code(FuncType(("i32",), ()))
         code.emit("block").emit("loop").emit("local.get", 0).emit("i32.eqz").emit("br_if", 1)

@@ -1,6 +1,7 @@
 """The quantize and qlinear rows on every provider against ``nn.functional``'s quantized ops
 (eager numpy): bit-exact, at the tile edges of the SIMD qlinear (2 rows by 8 columns, k in
-steps of 4) and at the accumulation bound."""
+steps of 4) and at the accumulation bound; the relaxed tile, which ``TILE_ISA`` leaves out
+of the relaxed module, the same way."""
 
 import numpy as np
 import pytest
@@ -63,6 +64,15 @@ def test_qlinear_rows_are_exact(kernels, shape) -> None:  # type: ignore[no-unty
     for index, spec in enumerate(QLINEAR):
         ops = _operands(spec, m, k, n, seed=m * 1000 + k * 10 + n)
         got = _call(kernels, spec, ops, offset=index % 3)
+        np.testing.assert_array_equal(got, _reference(spec, ops), err_msg=spec.name)
+
+
+@pytest.mark.parametrize("shape", SHAPES + [(9, 64, 33)], ids=lambda s: "x".join(map(str, s)))
+def test_relaxed_tile_is_exact(relaxed_tile, shape) -> None:  # type: ignore[no-untyped-def]
+    m, k, n = shape
+    for index, spec in enumerate(QLINEAR):
+        ops = _operands(spec, m, k, n, seed=m * 1000 + k * 10 + n)
+        got = _call(relaxed_tile, spec, ops, offset=index % 3)
         np.testing.assert_array_equal(got, _reference(spec, ops), err_msg=spec.name)
 
 
