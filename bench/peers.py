@@ -289,7 +289,9 @@ def run_cell(runtime_name: str, name: str, threads: int, workdir: Path,
                                        providers=["CPUExecutionProvider"])
         output = session.run(None, inputs)[0]
         cold = time.perf_counter() - start
-        run = lambda: session.run(None, inputs)
+
+        def run() -> None:
+            session.run(None, inputs)
     elif runtime_name == "torch":
         import torch
 
@@ -430,7 +432,7 @@ def print_table(results: dict[str, dict[str, dict[int, dict[str, Any]]]],
             for note in dict.fromkeys(notes):
                 print(f"{'':<39}n/a ({note})")
         own = by_runtime.get("wasmnn", {})
-        if "median_ms" in own.get(threads[0], {}):
+        if len(threads) > 1 and "median_ms" in own.get(threads[0], {}):
             print(f"{'':<21}wasmnn speedup over {threads[0]}t: " + ", ".join(
                 f"{t}t {own[threads[0]]['median_ms'] / own[t]['median_ms']:.2f}x"
                 for t in threads[1:] if "median_ms" in own.get(t, {})))

@@ -19,14 +19,21 @@ hand-made) is refused with ``MergeError`` before anything is compiled.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import warnings
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from wasm_kernels import abi, parallel
-from wasm_kernels.wasm import Code, FuncType, WasmFormatError
+import wasmtime
+
+from wasm_kernels import MAX_PAGES, abi, parallel
+from wasm_kernels.wasm import Code, FuncType, ModuleInfo, WasmFormatError, read_module
 from wasm_kernels.wasm.builder import _functype, _limits, name_section
 from wasm_kernels.wasm.decode import _Reader
 from wasm_kernels.wasm.encode import MAGIC_AND_VERSION, name, uleb, vector
+from wasm_kernels.wasm.rewrite import share_memory_import
+
+from .compartment import engine
+from .threads import FEATURES
 
 _TYPE, _IMPORT, _FUNCTION, _MEMORY, _EXPORT, _CODE = 1, 2, 3, 5, 7, 10
 _ORDER = (1, 2, 3, 4, 5, 13, 6, 7, 8, 9, 12, 10, 11)
@@ -160,6 +167,35 @@ class _Kernels:
             if kind == 0:
                 out[export] = (signatures[index], bodies[index])
         return cls(out)
+
+
+def imported_kernels(info: ModuleInfo) -> frozenset[str]:
+    """The ABI kernels a model imports; names the ABI lacks are left for the linker to
+    report."""
+    return frozenset(i.name for i in info.imports
+                     if i.module == abi.MODULE and i.name in abi.BY_NAME)
+
+
+def threaded(wasm: bytes, isa: str, kernels: Callable[[frozenset[str]], bytes]
+             ) -> tuple[bytes, frozenset[str]] | None:
+    """``wasm`` importing a shared memory and merged with its kernels of ``isa`` (from
+    ``kernels(names)``, a kernel module importing a shared memory), and the kernels it
+    imports; ``None`` when it does not merge (the session then runs on one thread, where
+    compiling and linking report what is wrong with a malformed module): a well-formed one
+    that does not merge is worth a ``RuntimeWarning``."""
+    try:
+        shared = share_memory_import(wasm, "env", "memory", MAX_PAGES)
+        # NOTE: validated alone first: once merged, a function or memory index past the
+        # model's own would name the kernels, the dispatch or the control memory.
+        wasmtime.Module.validate(engine(features=FEATURES), shared)
+        names = imported_kernels(read_module(shared))
+        split = frozenset(names & parallel.splits(isa).keys())
+        return merge(shared, kernels(names), isa, split), names
+    except MergeError as err:
+        warnings.warn(f"the model runs on one thread: {err}", RuntimeWarning, stacklevel=4)
+    except (WasmFormatError, wasmtime.WasmtimeError):
+        pass
+    return None
 
 
 def merge(model: bytes, kernels: bytes, isa: str, split: frozenset[str]) -> bytes:

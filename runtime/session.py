@@ -11,17 +11,15 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import wasmtime
 
 import wasm_kernels
-from wasm_kernels.wasm import FuncType, MemoryType, ModuleInfo, WasmFormatError, read_module
-from wasm_kernels.wasm.rewrite import share_memory_import
+from wasm_kernels.wasm import FuncType, MemoryType, ModuleInfo
 
 from . import cache, data_segments
 from . import metadata as md
-from .compartment import Compartment, ResourceLimits, engine, parse_size
+from .compartment import Compartment, ResourceLimits, parse_size
 from .errors import LimitExceeded, ModelFormatError, Trap
-from .merge import MergeError, merge
+from .merge import imported_kernels, threaded
 from .pool import PAGE, Blueprint, Compiled, InstancePool, ModelInstance
 from .run_plan import Planner
 from .sidecar import read_sidecar
@@ -30,7 +28,6 @@ from .threads import (
     OPT_LEVEL,
     check_threads,
     compile_worker,
-    splitting,
     weights_bytes,
 )
 
@@ -78,33 +75,6 @@ def compile_kernels(compartment: Compartment, isa: str, names: frozenset[str]
               for level in wasm_kernels.OPT_LEVELS}
     return tuple(compartment.compile(_kernel_wasm(isa, group, level == "none"), level)
                  for level, group in groups.items() if group)
-
-
-def _imported_kernels(info: ModuleInfo) -> frozenset[str]:
-    """The ABI kernels the model imports; names the ABI lacks are left for the linker to
-    report."""
-    return frozenset(i.name for i in info.imports
-                     if i.module == wasm_kernels.abi.MODULE and i.name in wasm_kernels.abi.BY_NAME)
-
-
-def _merged(wasm: bytes, isa: str) -> tuple[bytes, frozenset[str]] | None:
-    """``wasm`` importing a shared memory and merged with its kernels of ``isa``
-    (``runtime.merge``), and the kernels it imports; ``None`` when it does not merge (the
-    session then runs on one thread, where compiling and linking report what is wrong with
-    a malformed module): a well-formed one that does not merge is worth a warning."""
-    try:
-        shared = share_memory_import(wasm, "env", "memory", wasm_kernels.MAX_PAGES)
-        # NOTE: validated alone first: once merged, a function or memory index past the
-        # model's own would name the kernels, the dispatch or the control memory.
-        wasmtime.Module.validate(engine(features=FEATURES), shared)
-        names = _imported_kernels(read_module(shared))
-        kernels = _kernel_wasm(isa, names, shared=True)
-        return merge(shared, kernels, isa, splitting(isa, names)), names
-    except MergeError as err:
-        warnings.warn(f"the model runs on one thread: {err}", RuntimeWarning, stacklevel=4)
-    except (WasmFormatError, wasmtime.WasmtimeError):
-        pass
-    return None
 
 
 def _memory_pages(info_imports: Any, metadata: md.ModelMetadata, max_memory: int) -> int:
@@ -288,7 +258,8 @@ class Session:
         count = check_threads(threads, weights_bytes(wasm) if threads == "auto" else None)
         self.threads = 1 if kernels == "host" else count
         isa = "relaxed" if kernels == "auto" else kernels
-        merged = _merged(wasm, isa) if self.threads > 1 else None
+        merged = (threaded(wasm, isa, lambda names: _kernel_wasm(isa, names, shared=True))
+                  if self.threads > 1 else None)
         self.threads = self.threads if merged is not None else 1
         features = FEATURES if merged is not None else ()
         compartment = Compartment(limits, features)
@@ -307,7 +278,7 @@ class Session:
             kernel_modules = ()
             worker = compile_worker(compartment, isa, merged[1])
         elif kernels != "host":
-            kernel_modules = compile_kernels(compartment, isa, _imported_kernels(model[1]))
+            kernel_modules = compile_kernels(compartment, isa, imported_kernels(model[1]))
         sidecar = (read_sidecar(self.metadata.sidecar, model_path, weights)
                    if self.metadata.sidecar is not None else None)
         blueprint = Blueprint(self.metadata, model, kernel_modules, pages, sidecar, segments,

@@ -86,3 +86,26 @@ def test_bmm_bias_rows_shared_by_batch_groups(kernels, shape, batch, every) -> N
                        b_stride=k * n, bias_every=every)["c"]
     expected = a.astype(np.float64) @ b + bias[np.arange(batch) // every][:, None, :]
     np.testing.assert_allclose(out, expected, rtol=1e-4, atol=1e-4 * np.sqrt(k))
+
+
+@pytest.mark.parametrize("k", [33, 40, 64])
+@pytest.mark.parametrize("name", ["f32_linear", "f32_gemm"])
+def test_dense_reads_nothing_past_its_panels(kernels, name, k) -> None:  # type: ignore[no-untyped-def]
+    """The packed panels (W, or gemm's scratch ``ws``) end at the last byte of linear
+    memory: the tiles' reads ahead of the next panel stay inside them (a read past them would
+    trap). m = 32 is 8 packed tiles per panel, enough reads ahead to reach a panel's end."""
+    m, n = 32, 24
+    rng = np.random.default_rng(k)
+    a = rng.standard_normal((m, k), np.float32)
+    b = rng.standard_normal((k, n), np.float32)
+    panels = pack_linear_weight(b.T) if name == "f32_linear" else np.zeros(n * k, np.float32)
+    memory = kernels.view()
+    at = {"a": 64, "b": 64 + a.nbytes, "c": 64 + a.nbytes + b.nbytes,
+          "wa": 64 + a.nbytes + b.nbytes + 4 * m * n, "panels": memory.size - panels.nbytes}
+    memory[at["a"]:at["a"] + a.nbytes] = a.view(np.uint8).ravel()
+    memory[at["b"]:at["b"] + b.nbytes] = b.view(np.uint8).ravel()
+    memory[at["panels"]:] = panels.view(np.uint8)
+    values = dict(at, w=at["panels"], ws=at["panels"], m=m, k=k, n=n)
+    kernels.funcs(name)(kernels.store, *(values[p] for p in abi.BY_NAME[name].params))
+    out = memory[at["c"]:at["c"] + 4 * m * n].view(np.float32).reshape(m, n)
+    np.testing.assert_allclose(out, a.astype(np.float64) @ b, rtol=1e-4, atol=1e-4 * np.sqrt(k))

@@ -11,7 +11,10 @@ block's groups of ``MR`` rows into the scratch ``wa``, each group step-major whe
 A (so callers that split rows across threads pack disjoint bytes), then each panel of W stays
 in L1 (for k up to ~1000) while the block's row tiles (``MR`` packed rows, then single rows
 read in place) stream past it. Blocking W instead (panels innermost) measured ~10% slower;
-blocking k as well (256 steps) and blocks of 64 or 256 KiB measured no faster.
+blocking k as well (256 steps) and blocks of 64 or 256 KiB measured no faster. While a
+panel's packed tiles run, they read one float per cache line of the next panel, a few lines
+per unrolled iteration (``_read_ahead``): wasm has no prefetch instruction, and a panel that
+only ``m / 4`` tiles reuse (8 in the MLP) otherwise waits on memory in its first tile.
 
 Rows of the family: ``f32_linear[_bias][_add][_<activation>]``.
 """
@@ -35,6 +38,9 @@ MR = {"relaxed": 4, "simd128": 4, "scalar": 1}
 see ``dense_tile``); the scalar reference keeps its ``PANEL`` accumulators in registers with
 one row and reads A in place."""
 
+AHEAD_LINES = 4
+"""Cache lines of the next panel of W a tile reads ahead per unrolled iteration of k."""
+
 BLOCK_BYTES = 1 << 17
 """Bytes of A per block: a quarter of a 512 KiB L2, so it stays there while W streams by."""
 
@@ -42,11 +48,14 @@ BLOCK_BYTES = 1 << 17
 @dataclass
 class _Frame(DenseFrame):
     """A dense frame with the block of A the driver is in: its first row ``ib``, its end
-    ``iend`` and its height ``mb``."""
+    ``iend`` and its height ``mb``; ``ahead`` .. ``ahead_end``, the bytes of the next panel
+    of W still to read ahead."""
 
     ib: int
     iend: int
     mb: int
+    ahead: int
+    ahead_end: int
 
 
 def variant(isa: str) -> str:
@@ -65,8 +74,9 @@ def emit(spec: KernelSpec, isa_name: str) -> tuple[FuncType, Code]:
 def frame(c: Code, isa_name: str, arg: dict[str, int], epilogue: tuple[str, ...]) -> _Frame:
     """The frame of a linear driver over ``arg``'s ``a``, ``w`` (packed panels), ``c``,
     ``m``, ``k`` and ``n``, with its strides and block height computed."""
-    i, j, lda, ldc, ib, iend, mb = (c.local("i32") for _ in range(7))
-    f = _Frame(c, ISAS[isa_name], arg, epilogue, i, j, lda, ldc, None, ib, iend, mb)
+    i, j, lda, ldc, ib, iend, mb, ahead, ahead_end = (c.local("i32") for _ in range(9))
+    f = _Frame(c, ISAS[isa_name], arg, epilogue, i, j, lda, ldc, None, ib, iend, mb, ahead,
+               ahead_end)
     # lda = k * 4, ldc = n * 4: the byte strides of A's and C's rows.
     c.emit("local.get", arg["k"]).emit("i32.const", 2).emit("i32.shl").emit("local.set", f.lda)
     c.emit("local.get", arg["n"]).emit("i32.const", 2).emit("i32.shl").emit("local.set", f.ldc)
@@ -112,11 +122,47 @@ def _column_tiles(f: _Frame, edge: bool) -> None:
     """Columns ``j .. j+PANEL`` of C (an ``edge`` panel ends past ``n``) against the block's
     rows: tiles of ``MR`` packed rows, then single rows read in place."""
     c = f.c
+    _next_panel(f)
     c.emit("local.get", f.ib).emit("local.set", f.i)
     for rows in sorted({MR[f.isa.name], 1}, reverse=True):
+        # NOTE: single rows (m < MR, or the rows past the packed ones) only stream W; reading
+        # ahead there measured 5-7% slower at m = 1.
         packed = partial(_packed_rows, f) if rows > 1 else None
+        ahead = partial(_read_ahead, f) if rows > 1 else None
         strided_loop(c, f.i, rows, f.iend,
-                     partial(tile, f, f.isa, rows, PANEL, partial(_panel, f), edge, packed))
+                     partial(tile, f, f.isa, rows, PANEL, partial(_panel, f), edge, packed,
+                             ahead))
+
+
+def _next_panel(f: _Frame) -> None:
+    """``ahead .. ahead_end`` = the next whole panel of W (``j + 2 * PANEL <= n``), else
+    empty."""
+    c, arg = f.c, f.arg
+    c.emit("i32.const", 0).emit("local.tee", f.ahead).emit("local.set", f.ahead_end)
+    c.emit("local.get", f.j).emit("i32.const", 2 * PANEL).emit("i32.add")
+    c.emit("local.get", arg["n"]).emit("i32.le_u").emit("if")
+    # ahead = w + (j + PANEL) * k * 4; ahead_end = ahead + PANEL * k * 4
+    c.emit("local.get", arg["w"]).emit("local.get", f.j).emit("i32.const", PANEL)
+    c.emit("i32.add").emit("local.get", f.lda).emit("i32.mul").emit("i32.add")
+    c.emit("local.tee", f.ahead).emit("local.get", f.lda).emit("i32.const", PANEL)
+    c.emit("i32.mul").emit("i32.add").emit("local.set", f.ahead_end)
+    c.emit("end")
+
+
+def _read_ahead(f: _Frame) -> None:
+    """Read one float of each of the next ``AHEAD_LINES`` cache lines of the next panel of
+    W while the tiles of this one compute, so that its first tile finds it in cache instead
+    of waiting on memory (a panel is reused by ``m / MR`` tiles only, 8 at the MLP's
+    m = 32: too few to hide that wait)."""
+    c = f.c
+    # while ahead + the bytes read (up to the last line's float) <= ahead_end: within W
+    c.emit("local.get", f.ahead).emit("i32.const", 64 * (AHEAD_LINES - 1) + 4).emit("i32.add")
+    c.emit("local.get", f.ahead_end).emit("i32.le_u").emit("if")
+    for line in range(AHEAD_LINES):
+        c.emit("local.get", f.ahead).emit("i32.load", 2, 64 * line).emit("drop")
+    c.emit("local.get", f.ahead).emit("i32.const", 64 * AHEAD_LINES).emit("i32.add")
+    c.emit("local.set", f.ahead)
+    c.emit("end")
 
 
 def _packed_rows(f: _Frame) -> None:
