@@ -222,6 +222,36 @@ def test_dynamic_quantization_needs_no_calibration() -> None:
     assert cosine.min() >= 0.999
 
 
+class _Lookup(nn.Module):
+    """A token embedding (a wide and a narrow feature column) and a linear head."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.table = nn.Embedding(50, 8)
+        self.head = nn.Linear(8, 4)
+
+    def forward(self, ids: np.ndarray) -> np.ndarray:
+        return self.head(self.table(ids))
+
+
+def test_dynamic_quantization_gathers_an_int8_embedding_table() -> None:
+    model = _seeded(_Lookup())
+    model.table.weight[:, 0] *= 40.0  # one feature's range must not set the others' scale
+    ids = np.random.default_rng(8).integers(0, 50, (2, 6)).astype(np.int64)
+    graph = modelc.quantize(model, [ids], activations="dynamic")
+    assert graph.ops() == ["dequantize_linear", "dynamic_quantize_linear", "embedding",
+                           "qlinear"]
+    table = np.asarray(model.table.weight, np.float64)
+    scale = np.abs(table).max(axis=0) / 127
+    rows = (np.rint(table / scale) * scale)[ids]
+    weight = np.asarray(model.head.weight, np.float64)
+    expected = rows @ weight.T + np.asarray(model.head.bias)
+    got = _run(modelc.export(graph), {"input0": ids})
+    np.testing.assert_allclose(got, expected, atol=0.02 * np.abs(expected).max())
+    gather = next(node for node in graph.nodes if node.op == "embedding")
+    assert [(v.dtype, v.shape) for v in gather.inputs] == [("int64", (2, 6)), ("int8", (50, 8))]
+
+
 def test_a_graph_quantizes_as_its_module_does() -> None:
     model = _seeded(nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 4)))
     x = np.random.default_rng(7).standard_normal((5, 8)).astype(np.float32)

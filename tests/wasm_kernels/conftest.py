@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+import wasmtime
 from executors import PROVIDERS
 
 from runtime.compartment import Compartment
@@ -16,6 +17,8 @@ from runtime.linker import RegistryResolver
 from runtime.pool import link_kernels
 from runtime.session import compile_kernels
 from wasm_kernels import abi
+from wasm_kernels.templates import qlinear
+from wasm_kernels.wasm import Limits, MemoryType, ModuleBuilder
 
 PAGES = 512  # 32 MiB of linear memory
 
@@ -40,7 +43,8 @@ class Harness:
 
     ``call(name, offset=..., x=array, y=shape, n=7)``: an ndarray argument is copied in (in
     its own dtype), a tuple argument allocates a float32 output of that shape (an ``Output``
-    one of its dtype), an ``InOut`` is copied in and returned, ints and floats pass through. Every operand starts ``offset`` bytes past a 64-byte boundary; outputs return as copies.
+    one of its dtype), an ``InOut`` is copied in and returned, ints and floats pass through.
+    Every operand starts ``offset`` bytes past a 64-byte boundary; outputs return as copies.
     """
 
     def __init__(self, name: str):
@@ -117,3 +121,24 @@ def kernels(request: pytest.FixtureRequest, harnesses: dict[str, Harness]) -> Ha
     if request.param not in harnesses:
         harnesses[request.param] = Harness(request.param)
     return harnesses[request.param]
+
+
+@pytest.fixture
+def relaxed_tile(harnesses: dict[str, Harness]) -> Harness:
+    """The relaxed harness with its qlinear rows built with the relaxed tile, which
+    ``TILE_ISA`` leaves out of the relaxed module, instantiated on the harness's memory."""
+    if "relaxed" not in harnesses:
+        harnesses["relaxed"] = Harness("relaxed")
+    harness = harnesses["relaxed"]
+    builder = ModuleBuilder("relaxed_tile")
+    builder.import_memory("env", "memory", MemoryType(Limits(1)))
+    for spec in abi.KERNELS:
+        if spec.family == "qlinear":
+            builder.add_function(*qlinear.emit(spec, "relaxed", tile_isa="relaxed"),
+                                 export=spec.name)
+    module = wasmtime.Module(harness.store.engine, builder.encode())
+    exports = wasmtime.Instance(harness.store, module, [harness.memory]).exports(harness.store)
+    tiled = Harness.__new__(Harness)
+    tiled.store, tiled.memory = harness.store, harness.memory
+    tiled.funcs = lambda kernel: exports[kernel]
+    return tiled

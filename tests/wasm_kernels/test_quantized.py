@@ -1,6 +1,7 @@
 """The quantize and qlinear rows on every provider against ``nn.functional``'s quantized ops
 (eager numpy): bit-exact, at the tile edges of the SIMD qlinear (2 rows by 8 columns, k in
-steps of 4) and at the accumulation bound."""
+steps of 4) and at the accumulation bound; the relaxed tile, which ``TILE_ISA`` leaves out
+of the relaxed module, the same way."""
 
 import numpy as np
 import pytest
@@ -10,9 +11,10 @@ from wasm_kernels import abi, abi_quantized
 from wasm_kernels.pack_quantized import pack_qlinear_weight
 
 # (m, k, n): size 1, k % 4 tails of 1-3, n below, at and past the 8-column panel, m % 2
-# remainders, several tiles, and a long k.
-SHAPES = [(1, 1, 1), (1, 3, 7), (2, 4, 8), (3, 5, 9), (2, 7, 16), (5, 16, 17), (4, 33, 24),
-          (7, 130, 31), (3, 384, 40)]
+# remainders, several tiles, a long k, and k past the unrolled steps of 8 by one step of 4
+# (with and without a tail).
+SHAPES = [(1, 1, 1), (1, 3, 7), (2, 4, 8), (3, 5, 9), (2, 7, 16), (2, 12, 8), (3, 15, 9),
+          (5, 16, 17), (4, 33, 24), (7, 130, 31), (3, 384, 40)]
 QLINEAR = [k for k in abi.KERNELS if k.family == "qlinear"]
 RANGE = {"uint8": (0, 256), "int8": (-128, 128)}
 
@@ -63,6 +65,15 @@ def test_qlinear_rows_are_exact(kernels, shape) -> None:  # type: ignore[no-unty
     for index, spec in enumerate(QLINEAR):
         ops = _operands(spec, m, k, n, seed=m * 1000 + k * 10 + n)
         got = _call(kernels, spec, ops, offset=index % 3)
+        np.testing.assert_array_equal(got, _reference(spec, ops), err_msg=spec.name)
+
+
+@pytest.mark.parametrize("shape", SHAPES + [(9, 64, 33)], ids=lambda s: "x".join(map(str, s)))
+def test_relaxed_tile_is_exact(relaxed_tile, shape) -> None:  # type: ignore[no-untyped-def]
+    m, k, n = shape
+    for index, spec in enumerate(QLINEAR):
+        ops = _operands(spec, m, k, n, seed=m * 1000 + k * 10 + n)
+        got = _call(relaxed_tile, spec, ops, offset=index % 3)
         np.testing.assert_array_equal(got, _reference(spec, ops), err_msg=spec.name)
 
 

@@ -29,17 +29,23 @@ rows and 0.93-1.00x at 2 (bench/kernels.py --only int8, load 10-12): W's registe
 split then serve more rows."""
 
 
-TILE_ISA = {("qconv", "relaxed"): "simd128"}
-"""The tile a row builds in another ISA's module. A conv's product (k = kh * kw * c of
-147-4608 in ResNet-18) ran ResNet-18 int8 end to end 15% faster with the simd128 tile than
-with the relaxed one on an x86 CPU without VNNI (bench/README.md, int8 rows), where the
-relaxed dot lowers to more instructions than the widening i16 dot."""
+TILE_ISA = {("qconv", "relaxed"): "simd128", ("qlinear", "relaxed"): "simd128"}
+"""The tile a row builds in another ISA's module. On an x86 CPU without VNNI the relaxed dot
+lowers to three instructions (``pmaddubsw``, ``pmaddwd``, ``paddd``) and the exact 7-bit split
+of A needs two of them per 16 products, where the simd128 tile's widening i16 dot needs two
+(``pmaddwd``, ``paddd``) per 8: the simd128 tile ran MiniLM's linear shapes 1.14-1.23x
+faster than the relaxed one (``bench/kernels.py --only int8``), MiniLM b1 int8's qlinear
+nodes 1.18x (``bench/op_profile.py``), and a conv's product (ResNet-18 int8 end to end) 15%
+faster. The relaxed tile stays for engines that lower the relaxed dot to one instruction
+(VNNI, Arm's dot product): ``emit(..., tile_isa="relaxed")`` builds it, and its tests keep it
+exact."""
 
 
-def emit(spec: KernelSpec, isa_name: str) -> tuple[FuncType, Code]:
-    """Generate qlinear kernel ``spec`` for ``isa_name`` (``TILE_ISA`` may pick another
-    ISA's tile)."""
-    isa_name = TILE_ISA.get((spec.op, isa_name), isa_name)
+def emit(spec: KernelSpec, isa_name: str, tile_isa: str | None = None
+         ) -> tuple[FuncType, Code]:
+    """Generate qlinear kernel ``spec`` for ``isa_name`` with the tile of ISA ``tile_isa``
+    (default: ``TILE_ISA``'s choice, else ``isa_name``'s own)."""
+    isa_name = tile_isa or TILE_ISA.get((spec.op, isa_name), isa_name)
     c = Code(spec.param_types)
     f = frame(c, spec)
     i, j = c.local("i32"), c.local("i32")

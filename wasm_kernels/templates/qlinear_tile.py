@@ -37,8 +37,12 @@ EVEN = bytes(b for lane in (0, 2, 4, 6) for b in range(4 * lane, 4 * lane + 4))
 ODD = bytes(b for lane in (1, 3, 5, 7) for b in range(4 * lane, 4 * lane + 4))
 STEP_BYTES = 4 * QPANEL
 """Bytes of one packed panel step: QPANEL columns by four steps of k."""
-UNROLL = 4
-"""Steps of four k per loop iteration: the 16 bytes of A one v128.load brings."""
+UNROLL = 2
+"""Steps of four k per loop iteration: the 8 bytes of A one v128.load64_zero brings. At 4 (a v128
+of A) cranelift's opt level ``speed`` issues all 16 widened W loads of the iteration first
+and spills them: 2 ran MiniLM's linear shapes 1.10-1.24x faster (bench/README.md)."""
+A_LOAD = {2: "v128.load64_zero", 4: "v128.load"}
+"""The load of one row's ``4 * UNROLL`` bytes of A."""
 
 
 def _splat_i8(c: Code, value: int) -> None:
@@ -86,10 +90,11 @@ class Tile:
             count()
             c.emit("local.tee", self.steps).emit("if").emit("loop")
             if unroll > 1:
-                # NOTE: one v128.load of 16 bytes per row, each step's 4 broadcast by a
+                # NOTE: one load of UNROLL steps' bytes per row, each step's 4 broadcast by a
                 # shuffle (pshufd), instead of a splat load per step.
                 for pointer, quad in zip(self.pa, self.quads):
-                    c.emit("local.get", pointer).emit("v128.load", 0, 0).emit("local.set", quad)
+                    c.emit("local.get", pointer).emit(A_LOAD[UNROLL], 0, 0)
+                    c.emit("local.set", quad)
             for u in range(unroll):
                 self._step(self._quad_lane(u) if unroll > 1 else self._splat_load,
                            STEP_BYTES * u)

@@ -144,7 +144,7 @@ _SIMD = {
     **_rows(0xFD, 0x4E, "v128.and v128.andnot v128.or v128.xor", "v128 v128 -> v128"),
     **_rows(0xFD, 0x52, "v128.bitselect", "v128 v128 v128 -> v128"),
     **_rows(0xFD, 0x53, "v128.any_true", "v128 -> i32"),
-    **_rows(0xFD, 0x5C, "v128.load32_zero", "i32 -> v128", MEMARG),
+    **_rows(0xFD, 0x5C, "v128.load32_zero v128.load64_zero", "i32 -> v128", MEMARG),
     **_rows(0xFD, 0x65, "i8x16.narrow_i16x8_s i8x16.narrow_i16x8_u", "v128 v128 -> v128"),
     **_rows(0xFD, 0x67, "f32x4.ceil f32x4.floor f32x4.trunc f32x4.nearest", "v128 -> v128"),
     **_rows(0xFD, 0x6D, "i8x16.shr_u", "v128 i32 -> v128"),
