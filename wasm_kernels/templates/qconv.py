@@ -56,14 +56,12 @@ def _tap(c: Code, inside: int, source: int, target: int, offset: int,
 
 def _im2col(spec: KernelSpec, simd: bool) -> Code:
     c = Code(spec.param_types, names=[p.split(":")[0] for p in spec.params])
-    pixel, i, j, offset, inside = (c.local("i32") for _ in range(5))
-    image, y, x, row, column, target, source, pixels = (c.local("i32") for _ in range(8))
+    i, j, offset, inside = (c.local("i32") for _ in range(4))
+    image, y, x, row, column, target, source = (c.local("i32") for _ in range(7))
     zeros = c.local("v128") if simd else None
     if zeros is not None:
         c.get("zero_point").emit("i32.load8_u", 0, 0).emit("i8x16.splat").set(zeros)
-    c.get("n", "oh").emit("i32.mul").get("ow").emit("i32.mul").set(pixels)
     c.get("a").set(target)
-    c.emit("i32.const", 0).set(pixel)
 
     def each_tap() -> None:
         # column = x * sw - pl + j * dw; inside = row < h and column < w (unsigned)
@@ -85,14 +83,19 @@ def _im2col(spec: KernelSpec, simd: bool) -> Code:
         strided_loop(c, j, 1, c.names["kw"], each_tap)
 
     def each_pixel() -> None:
-        # image = pixel / (oh * ow); y, x = divmod(pixel % (oh * ow), ow)
-        c.get(pixel).get("oh").get("ow").emit("i32.mul").emit("i32.div_u").set(image)
-        c.get(pixel).get("ow").emit("i32.div_u").get("oh").emit("i32.rem_u").set(y)
-        c.get(pixel).get("ow").emit("i32.rem_u").set(x)
         c.emit("i32.const", 0).set(i)
         strided_loop(c, i, 1, c.names["kh"], each_kernel_row)
 
-    strided_loop(c, pixel, 1, pixels, each_pixel)
+    def each_row() -> None:
+        c.emit("i32.const", 0).set(x)
+        strided_loop(c, x, 1, c.names["ow"], each_pixel)
+
+    def each_image() -> None:
+        c.emit("i32.const", 0).set(y)
+        strided_loop(c, y, 1, c.names["oh"], each_row)
+
+    c.emit("i32.const", 0).set(image)
+    strided_loop(c, image, 1, c.names["n"], each_image)
     return c
 
 
