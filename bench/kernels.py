@@ -395,6 +395,14 @@ def bench_int8_conv(repeat: int) -> None:
         print(f"{name:>24}{row}")
 
 
+def bench_conv_and_depthwise(repeat: int) -> None:
+    """The conv section: ``bench_conv``, then the depthwise kernels (``bench/depthwise.py``)."""
+    from depthwise import bench_depthwise  # NOTE: it imports this module's helpers
+
+    bench_conv(repeat)
+    bench_depthwise(repeat)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=7, help="timed calls per measurement")
@@ -402,8 +410,8 @@ def main() -> None:
                         help="comma-separated sections to run (gemm, bmm, conv, int8, "
                              "int8conv)")
     args = parser.parse_args()
-    sections = {"gemm": bench_gemm, "bmm": bench_bmm, "conv": bench_conv, "int8": bench_int8,
-                "int8conv": bench_int8_conv}
+    sections = {"gemm": bench_gemm, "bmm": bench_bmm, "conv": bench_conv_and_depthwise,
+                "int8": bench_int8, "int8conv": bench_int8_conv}
     for name in args.only.split(","):
         if name not in sections:
             parser.error(f"unknown section {name!r}; available: {sorted(sections)}")

@@ -5,8 +5,9 @@ the 2-thread speedup of one kernel call by size, around the thresholds.
 
 ``shared``: ``f32_linear_bias`` and ``f32_gemm`` on BERT shapes, compiled and linked as a
 session does on one thread (the dense kernels at opt level ``none`` in the module that owns
-the memory) and as it does with threads (every module imports a shared memory), timed in
-interleaved rounds in the calling thread's CPU time; the ratio is shared / private.
+the memory) and as a threaded session's merged model holds them (importing a shared memory,
+guard pages on, at ``runtime.threads.OPT_LEVEL``), timed in interleaved rounds in the calling
+thread's CPU time; the ratio is shared / private.
 
 ``sizes``: one-op models (``nn.Linear`` on M rows, ``tanh`` on n floats) run by sessions of 1
 and 2 threads with the split thresholds at 0 (``wasm_kernels.parallel``), wall time per call
@@ -35,9 +36,9 @@ import nn
 import runtime
 from runtime import threads as intra
 from runtime.compartment import Compartment
-from runtime.linker import RegistryResolver
+from runtime.linker import RegistryResolver, instance_exports
 from runtime.pool import link_kernels
-from runtime.session import compile_kernels
+from runtime.session import _kernel_wasm, compile_kernels
 from wasm_kernels import abi, parallel
 from wasm_kernels.pack import pack_linear_weight
 
@@ -66,7 +67,11 @@ def _kernel_call(shared: bool, kernel: str, m: int, k: int, n: int) -> Callable[
     """``kernel`` on (m, k, n) in a fresh compartment, linked as a session with (``shared``)
     or without threads links it."""
     compartment = Compartment(features=intra.FEATURES if shared else ())
-    compiled = compile_kernels(compartment, "relaxed", frozenset({kernel}), shared)
+    if shared:
+        wasm = _kernel_wasm("relaxed", frozenset({kernel}), shared=True)
+        compiled = (compartment.compile(wasm, intra.OPT_LEVEL),)
+    else:
+        compiled = compile_kernels(compartment, "relaxed", frozenset({kernel}))
     rng = np.random.default_rng(0)
     a, b = rng.standard_normal((m, k), np.float32), rng.standard_normal((k, n), np.float32)
     arrays = {"a": a, "b": b, "w": pack_linear_weight(b.T), "bias": np.zeros(n, np.float32),
@@ -81,8 +86,10 @@ def _kernel_call(shared: bool, kernel: str, m: int, k: int, n: int) -> Callable[
     pages = -(-end // PAGE) + 1
     registry = RegistryResolver()
     if shared:
-        exports, memory, _ = intra.link(compartment, lambda: compartment, 1, compiled, None,
-                                        pages, registry)
+        memory, _ = intra.memories(compartment, pages, False)
+        intra.register(registry, memory, None)
+        instance = compartment.instantiate(*compiled[0], registry)
+        exports = instance_exports(compartment.store, instance, compiled[0][1])
     else:
         exports, memory = link_kernels(compartment, compiled, pages, registry)
     store = compartment.store

@@ -125,14 +125,9 @@ def engine(fuel: bool = False, features: Features = (), epochs: bool = False,
             raise ValueError(f"unknown wasm feature {name!r}; available: {known}")
         setattr(config, f"wasm_{name}", enabled)
     if dict(features).get("threads", False):
+        # NOTE: guard pages stay on: each store holds one module that imports the shared
+        # memory (runtime.merge explains why it must be one).
         config.shared_memory = True
-        # NOTE: a shared memory is defined anew in a store for every module importing it,
-        # and wasmtime (50) asserts that one memory of a store holds a faulting address:
-        # an out-of-bounds access caught by a guard page then aborts the process. Explicit
-        # bounds checks (no guard, no reservation) trap without a fault instead; they cost
-        # the dense kernels ~8% (bench/threads.py).
-        config.memory_guard_size = 0
-        config.memory_reservation = 0
     return wasmtime.Engine(config)
 
 

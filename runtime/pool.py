@@ -47,8 +47,9 @@ class Blueprint:
     compiled kernel modules (one per opt level they were compiled at; ``None`` for the numpy
     host provider), its memory size, its sidecar weight bytes when the module does not
     carry them, the large data segments compiled out of it (``data_segments``), and the
-    threads of each call with the dispatch module of the kernels that split
-    (``runtime.threads``; ``None`` when none does)."""
+    threads of each call (``runtime.threads``): with several, the model is merged with its
+    kernels (``runtime.merge``; ``kernels`` is empty) and ``worker`` is the workers' module
+    (``None`` when no kernel splits)."""
 
     metadata: md.ModelMetadata
     model: Compiled
@@ -57,7 +58,7 @@ class Blueprint:
     sidecar_weights: bytes | None = None
     segments: Segments | None = None
     threads: int = 1
-    dispatch: Compiled | None = None
+    worker: Compiled | None = None
 
 
 def defines_memory(info: ModuleInfo) -> bool:
@@ -115,16 +116,15 @@ class ModelInstance:
         registry = RegistryResolver()
         self._team: intra.Team | None = None
         self.memory: wasmtime.Memory | intra.SharedLinearMemory
-        if blueprint.threads > 1 and blueprint.kernels is not None:
-            kernels, self.memory, self._team = intra.link(
-                compartment, lambda: Compartment(compartment.limits, compartment.features),
-                blueprint.threads, blueprint.kernels, blueprint.dispatch, blueprint.pages,
-                registry)
+        control = None
+        if blueprint.threads > 1:
+            kernels: Any = {}  # NOTE: merged into the model (runtime.merge)
+            self.memory, control = intra.memories(compartment, blueprint.pages,
+                                                  blueprint.worker is not None)
+            intra.register(registry, self.memory, control)
         else:
             kernels, self.memory = link_kernels(compartment, blueprint.kernels,
                                                 blueprint.pages, registry)
-        # NOTE: the workers hold the team, not this instance: dropping it joins them.
-        self._close = weakref.finalize(self, self._team.close) if self._team else None
         wasi_imports = [i.name for i in blueprint.model[1].imports if i.module == WASI_MODULE]
         registry.register(WASI_MODULE, _WASI.instantiate(
             store, WasiState(WasiConfig(stderr=self._stderr), compartment.deadline),
@@ -132,6 +132,13 @@ class ModelInstance:
             only=wasi_imports))
         registry.register(wasm_kernels.abi.MODULE, kernels)
         instance = compartment.instantiate(*blueprint.model, registry)
+        if control is not None and blueprint.worker is not None:
+            assert isinstance(self.memory, intra.SharedLinearMemory)
+            self._team = intra.Team(
+                compartment, lambda: Compartment(compartment.limits, compartment.features),
+                blueprint.threads, blueprint.worker, self.memory, control, instance)
+        # NOTE: the workers hold the team, not this instance: dropping it joins them.
+        self._close = weakref.finalize(self, self._team.close) if self._team else None
         exports = instance.exports(store)
         # NOTE: Session checked the entry's signature (one i32 per dim -> i32) in the binary.
         entry = exports[blueprint.metadata.entry]

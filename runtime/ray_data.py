@@ -72,7 +72,8 @@ class WasmnnPredictor:
             import ray
 
             payload = ray.get(payload)
-        session = payload.load(instances=1, **options)
+        # NOTE: Ray gives an actor one CPU: one thread, whatever "auto" would pick.
+        session = payload.load(**{"instances": 1, "threads": 1, **options})
         self.runner = BatchRunner(session, inputs, outputs, on_error)
 
     def __call__(self, batch: dict[str, np.ndarray]) -> dict[str, np.ndarray]:

@@ -11,19 +11,28 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import wasmtime
 
 import wasm_kernels
-from wasm_kernels.wasm import FuncType, MemoryType, ModuleInfo, WasmFormatError
+from wasm_kernels.wasm import FuncType, MemoryType, ModuleInfo, WasmFormatError, read_module
 from wasm_kernels.wasm.rewrite import share_memory_import
 
 from . import cache, data_segments
 from . import metadata as md
-from .compartment import Compartment, ResourceLimits, parse_size
+from .compartment import Compartment, ResourceLimits, engine, parse_size
 from .errors import LimitExceeded, ModelFormatError, Trap
+from .merge import MergeError, merge
 from .pool import PAGE, Blueprint, Compiled, InstancePool, ModelInstance
 from .run_plan import Planner
 from .sidecar import read_sidecar
-from .threads import FEATURES, check_threads, compile_dispatch
+from .threads import (
+    FEATURES,
+    OPT_LEVEL,
+    check_threads,
+    compile_worker,
+    splitting,
+    weights_bytes,
+)
 
 KERNEL_CHOICES = ("auto", "host") + wasm_kernels.ISA_NAMES
 Inputs = Mapping[str, Any] | np.ndarray
@@ -55,21 +64,20 @@ def _kernel_wasm(isa: str, names: frozenset[str], own_memory: bool = False,
                                   lambda: wasm_kernels.build(isa, names, own_memory, shared))
 
 
-def compile_kernels(compartment: Compartment, isa: str, names: frozenset[str],
-                    shared: bool = False) -> tuple[Compiled, ...]:
+def compile_kernels(compartment: Compartment, isa: str, names: frozenset[str]
+                    ) -> tuple[Compiled, ...]:
     """The kernel modules of ``isa`` holding the kernels ``names``: one per cranelift opt level
     they ask for (``wasm_kernels.opt_level``), each compiled at its level; the one at
-    ``"none"`` defines the memory (see ``wasm_kernels.build``), the others import it; with
-    ``shared`` every one imports a shared memory (several threads).
+    ``"none"`` defines the memory (see ``wasm_kernels.build``), the others import it (one
+    thread; with several the kernels are merged into the model, ``runtime.merge``).
 
     Raises:
         ValueError: ``isa`` or a name is unknown.
     """
     groups = {level: frozenset(n for n in names if wasm_kernels.opt_level(n) == level)
               for level in wasm_kernels.OPT_LEVELS}
-    return tuple(compartment.compile(
-        _kernel_wasm(isa, group, level == "none" and not shared, shared), level)
-        for level, group in groups.items() if group)
+    return tuple(compartment.compile(_kernel_wasm(isa, group, level == "none"), level)
+                 for level, group in groups.items() if group)
 
 
 def _imported_kernels(info: ModuleInfo) -> frozenset[str]:
@@ -79,14 +87,24 @@ def _imported_kernels(info: ModuleInfo) -> frozenset[str]:
                      if i.module == wasm_kernels.abi.MODULE and i.name in wasm_kernels.abi.BY_NAME)
 
 
-def shared_model(wasm: bytes) -> bytes:
-    """``wasm`` importing its memory as a shared one (what several threads need); malformed
-    bytes or a missing ``env.memory`` import come back unchanged for compiling and checking
-    to report."""
+def _merged(wasm: bytes, isa: str) -> tuple[bytes, frozenset[str]] | None:
+    """``wasm`` importing a shared memory and merged with its kernels of ``isa``
+    (``runtime.merge``), and the kernels it imports; ``None`` when it does not merge (the
+    session then runs on one thread, where compiling and linking report what is wrong with
+    a malformed module): a well-formed one that does not merge is worth a warning."""
     try:
-        return share_memory_import(wasm, "env", "memory", wasm_kernels.MAX_PAGES)
-    except WasmFormatError:
-        return wasm
+        shared = share_memory_import(wasm, "env", "memory", wasm_kernels.MAX_PAGES)
+        # NOTE: validated alone first: once merged, a function or memory index past the
+        # model's own would name the kernels, the dispatch or the control memory.
+        wasmtime.Module.validate(engine(features=FEATURES), shared)
+        names = _imported_kernels(read_module(shared))
+        kernels = _kernel_wasm(isa, names, shared=True)
+        return merge(shared, kernels, isa, splitting(isa, names)), names
+    except MergeError as err:
+        warnings.warn(f"the model runs on one thread: {err}", RuntimeWarning, stacklevel=4)
+    except (WasmFormatError, wasmtime.WasmtimeError):
+        pass
+    return None
 
 
 def _memory_pages(info_imports: Any, metadata: md.ModelMetadata, max_memory: int) -> int:
@@ -258,19 +276,24 @@ class Session:
                  instances: int | None = None,
                  model_path: str | os.PathLike[str] | None = None,
                  weights: str | os.PathLike[str] | bytes | None = None,
-                 threads: int | str = 1):
+                 threads: int | str = "auto"):
         """Compile ``wasm``, check its metadata and create the first instance, so that a bad
         model fails here rather than on the first ``run``. Raises as ``load`` does."""
         if kernels not in KERNEL_CHOICES:
             raise ValueError(f"unknown kernels {kernels!r}; available: {list(KERNEL_CHOICES)}")
         size = instances if instances is not None else os.cpu_count() or 1
-        count = check_threads(threads)
-        self.threads = 1 if kernels == "host" else count
+        check_threads(threads)
         self.limits = limits
-        features = FEATURES if self.threads > 1 else ()
-        compartment = Compartment(limits, features)
         wasm, segments = data_segments.split(wasm)
-        model = compartment.compile(shared_model(wasm) if self.threads > 1 else wasm)
+        count = check_threads(threads, weights_bytes(wasm) if threads == "auto" else None)
+        self.threads = 1 if kernels == "host" else count
+        isa = "relaxed" if kernels == "auto" else kernels
+        merged = _merged(wasm, isa) if self.threads > 1 else None
+        self.threads = self.threads if merged is not None else 1
+        features = FEATURES if merged is not None else ()
+        compartment = Compartment(limits, features)
+        model = (compartment.compile(merged[0], OPT_LEVEL) if merged is not None
+                 else compartment.compile(wasm))
         self.metadata = md.parse(model[1].custom(md.SECTION))
         if self.metadata.abi_module != wasm_kernels.abi.MODULE:
             raise ModelFormatError(
@@ -279,16 +302,16 @@ class Session:
         _check_entry(model[1], self.metadata)
         pages = _memory_pages(model[1].imports, self.metadata, limits.max_memory)
         kernel_modules: tuple[Compiled, ...] | None = None
-        dispatch: Compiled | None = None
-        if kernels != "host":
-            isa, names = "relaxed" if kernels == "auto" else kernels, _imported_kernels(model[1])
-            kernel_modules = compile_kernels(compartment, isa, names, self.threads > 1)
-            if self.threads > 1:
-                dispatch = compile_dispatch(compartment, isa, names)
+        worker: Compiled | None = None
+        if merged is not None:
+            kernel_modules = ()
+            worker = compile_worker(compartment, isa, merged[1])
+        elif kernels != "host":
+            kernel_modules = compile_kernels(compartment, isa, _imported_kernels(model[1]))
         sidecar = (read_sidecar(self.metadata.sidecar, model_path, weights)
                    if self.metadata.sidecar is not None else None)
         blueprint = Blueprint(self.metadata, model, kernel_modules, pages, sidecar, segments,
-                              self.threads, dispatch)
+                              self.threads, worker)
         self._planner = Planner(self.metadata, bind)
         self._pool = InstancePool(lambda: ModelInstance(blueprint, Compartment(limits, features)),
                                   size, ModelInstance(blueprint, compartment))
@@ -341,7 +364,7 @@ def load(model: str | os.PathLike[str] | bytes, *,
          max_memory: int | str = ResourceLimits.max_memory, timeout: float | None = None,
          fuel: int | None = None, kernels: str = "auto", instances: int | None = None,
          weights: str | os.PathLike[str] | bytes | None = None,
-         threads: int | str = 1) -> Session:
+         threads: int | str = "auto") -> Session:
     """Load a ``.wasm`` model into a new sandboxed session.
 
     Args:
@@ -354,11 +377,14 @@ def load(model: str | os.PathLike[str] | bytes, *,
             of CPUs); each is created on first need and has its own memory.
         weights: for a model exported with ``sidecar=True``: its weights file (or bytes);
             by default the file the metadata names, next to ``model``.
-        threads: the threads each ``run`` call may use for its large kernels, or ``"auto"``:
-            the cores this process may run on, at most ``runtime.threads.MAX_THREADS``. The
-            default 1 runs everything on the calling thread, with a private memory: more
-            threads cost the kernels explicit bounds checks (README, Threads). The numpy
-            ``"host"`` kernels use one.
+        threads: the threads each ``run`` call may use for its large kernels. The default
+            ``"auto"`` is the cores this process may run on (at most
+            ``runtime.threads.MAX_THREADS``) for a model of at least
+            ``wasm_kernels.parallel.AUTO_WEIGHTS`` weight bytes, else 1: a threaded model
+            runs its small kernels ~1.1-1.25x slower (README, Threads). 1 runs everything on
+            the calling thread with a private memory, as before threads. A model that cannot
+            be merged with its kernels runs on one thread, with a ``RuntimeWarning``. The
+            numpy ``"host"`` kernels use one.
 
     Raises:
         FileNotFoundError: the path does not exist.

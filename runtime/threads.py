@@ -1,15 +1,17 @@
 """Intra-op threads: one model call runs its large kernels on several cores.
 
-With ``threads > 1`` an instance's linear memory is a ``wasmtime.SharedMemory`` and its
-kernels are linked through ``wasm_kernels.parallel``'s dispatch module. Each extra thread is
-a *worker*: a host thread with its own compartment (store, limits) holding instances of the
-kernels and of the dispatch module over the same shared memory. While a call runs
-(``Team.run``) the workers sit inside wasm, parked on ``memory.atomic.wait32`` between jobs,
-so a parallel kernel costs no host round trip. Without a ``timeout`` or ``fuel`` they stay
-there between calls too, until the instance is closed or collected; with a limit they leave
-wasm after each call and wait in Python, where the next call re-arms their stores as it
-re-arms the caller's. A trap or a limit in any thread ends the call with that thread's
-error.
+With ``threads > 1`` an instance's linear memory is a ``wasmtime.SharedMemory`` and the
+model is merged with its kernels and the dispatch functions of ``wasm_kernels.parallel``
+into one module (``runtime.merge``), so each store holds exactly one module that touches
+the shared memory and the engine keeps its guard pages. Each extra thread is a *worker*: a
+host thread with its own compartment (store, limits) holding one instance of the worker
+module (the kernels that split, and the dispatch functions) over the same shared memory.
+While a call runs (``Team.run``) the workers sit inside wasm, parked on
+``memory.atomic.wait32`` between jobs, so a parallel kernel costs no host round trip.
+Without a ``timeout`` or ``fuel`` they stay there between calls too, until the instance is
+closed or collected; with a limit they leave wasm after each call and wait in Python, where
+the next call re-arms their stores as it re-arms the caller's. A trap or a limit in any
+thread ends the call with that thread's error.
 """
 
 from __future__ import annotations
@@ -27,17 +29,21 @@ import wasmtime
 
 import wasm_kernels
 from wasm_kernels import parallel
-from wasm_kernels.wasm import Limits, MemoryType
+from wasm_kernels.wasm import Limits, MemoryType, WasmFormatError, read_module
 
 from . import cache
+from . import metadata as md
 from .compartment import Compartment
-from .errors import LimitExceeded
-from .linker import RegistryResolver, Resolved, instance_exports
+from .errors import LimitExceeded, ModelFormatError
+from .linker import RegistryResolver, Resolved
 
 MAX_THREADS = 16
 """The most threads one call may use (``runtime.load(threads=...)``)."""
 FEATURES = (("threads", True),)
 """The engine features of a compartment whose memory is shared (``Compartment(features=)``)."""
+OPT_LEVEL = "none"
+"""The cranelift opt level of a merged model and of the workers' module (one module has one
+level; see ``bench/threads.py``)."""
 PAGE = 65536
 Compiled = tuple[wasmtime.Module, Any]
 T = TypeVar("T")
@@ -53,15 +59,18 @@ def available_cores() -> int:
     return max(1, min(cores, MAX_THREADS))
 
 
-def check_threads(threads: object) -> int:
-    """The thread count ``threads`` asks for: an integer, or ``"auto"`` (``available_cores``).
+def check_threads(threads: object, weights_bytes: int | None = None) -> int:
+    """The thread count ``threads`` asks for: an integer, or ``"auto"``: ``available_cores``
+    for a model of ``weights_bytes`` of at least ``parallel.AUTO_WEIGHTS``, else 1 (also
+    when unknown: ``None``).
 
     Raises:
         TypeError: neither an integer nor ``"auto"``.
         ValueError: outside ``[1, MAX_THREADS]``.
     """
     if threads == "auto":
-        return available_cores()
+        large = weights_bytes is not None and weights_bytes >= parallel.AUTO_WEIGHTS
+        return available_cores() if large else 1
     if not isinstance(threads, int) or isinstance(threads, bool):
         raise TypeError(f"threads must be an integer or 'auto', got {threads!r}")
     if not 1 <= threads <= MAX_THREADS:
@@ -150,74 +159,78 @@ class SharedLinearMemory:
 
 
 @functools.cache
-def _dispatch_wasm(isa: str, names: frozenset[str]) -> bytes:
+def _worker_wasm(isa: str, names: frozenset[str]) -> bytes:
     source = Path(wasm_kernels.__file__).parent
     subset = hashlib.sha256("\0".join(sorted(names)).encode()).hexdigest()[:16]
-    return cache.generated_module(f"dispatch-{isa}-{subset}", cache.source_fingerprint(source),
-                                  lambda: parallel.build_dispatch(isa, names))
+    return cache.generated_module(f"worker-{isa}-{subset}", cache.source_fingerprint(source),
+                                  lambda: parallel.build_worker(isa, names))
 
 
-def compile_dispatch(compartment: Compartment, isa: str, names: frozenset[str]
-                     ) -> Compiled | None:
-    """The dispatch module of the kernels among ``names`` that split, ``None`` when none
-    does."""
-    split = frozenset(names & parallel.splits(isa).keys())
-    return compartment.compile(_dispatch_wasm(isa, split)) if split else None
+def weights_bytes(wasm: bytes) -> int | None:
+    """The model's weight bytes by its metadata; ``None`` when it has none that parses (the
+    session's own checks then say what is wrong)."""
+    try:
+        section = read_module(wasm).custom(md.SECTION)
+        return md.parse(section).weights_bytes
+    except (WasmFormatError, ModelFormatError, TypeError):
+        return None
+
+
+def splitting(isa: str, names: frozenset[str]) -> frozenset[str]:
+    """The kernels among ``names`` that run on several threads."""
+    return frozenset(names & parallel.splits(isa).keys())
+
+
+def compile_worker(compartment: Compartment, isa: str, names: frozenset[str]
+                   ) -> Compiled | None:
+    """The workers' module for the kernels among ``names`` that split (at ``OPT_LEVEL``),
+    ``None`` when none does."""
+    split = splitting(isa, names)
+    return compartment.compile(_worker_wasm(isa, split), OPT_LEVEL) if split else None
+
+
+def _export(store: wasmtime.Store, instance: wasmtime.Instance, name: str) -> wasmtime.Func:
+    func = instance.exports(store)[parallel.EXPORTS[name]]
+    assert isinstance(func, wasmtime.Func)  # NOTE: our own module's export
+    return func
 
 
 class _Worker:
-    """One worker: its compartment, its kernel and dispatch instances over the shared memory,
-    and the host thread that enters ``worker`` once per call."""
+    """One worker: its compartment holding one instance of the worker module over the shared
+    memory, and the functions its host thread calls."""
 
-    def __init__(self, compartment: Compartment, kernels: tuple[Compiled, ...],
-                 dispatch: Compiled, memory: SharedLinearMemory, control: wasmtime.SharedMemory):
+    def __init__(self, compartment: Compartment, module: Compiled, memory: SharedLinearMemory,
+                 control: wasmtime.SharedMemory):
         self.compartment = compartment
-        store = compartment.store
         registry = RegistryResolver()
-        registry.register("env", {"memory": memory.resolved()})
-        exports: dict[str, Resolved] = {}
-        for module in kernels:
-            exports |= instance_exports(store, compartment.instantiate(*module, registry),
-                                        module[1])
-        registry.register(wasm_kernels.abi.MODULE, exports)
-        registry.register(parallel.CONTROL[0], {parallel.CONTROL[1]: Resolved(
-            control, parallel.CONTROL_TYPE)})
-        own = instance_exports(store, compartment.instantiate(*dispatch, registry), dispatch[1])
-        self.enter = own["worker"].extern
-        self.fail = own["fail"].extern
+        register(registry, memory, control)
+        instance = compartment.instantiate(*module, registry)
+        self.enter = _export(compartment.store, instance, "worker")
+        self.fail = _export(compartment.store, instance, "fail")
 
 
 class Team:
-    """The workers of one instance and the dispatch exports its model links to.
+    """The workers of one instance, and the dispatch functions of its merged model.
 
     Without a ``timeout`` or ``fuel`` the workers enter wasm once and stay parked there
     between calls (a call costs no host round trip at all); with a limit they enter for each
     call, so that each call re-arms their stores as it re-arms the caller's."""
 
     def __init__(self, main: Compartment, make_compartment: Callable[[], Compartment],
-                 threads: int, kernels: tuple[Compiled, ...], dispatch: Compiled,
-                 memory: SharedLinearMemory, registry: RegistryResolver,
-                 kernel_exports: dict[str, Resolved]):
-        """Instantiate the dispatch module in ``main`` (``registry`` already holding the
-        memory) and ``threads - 1`` workers.
+                 threads: int, module: Compiled, memory: SharedLinearMemory,
+                 control: wasmtime.SharedMemory, model: wasmtime.Instance):
+        """Start ``threads - 1`` workers, each instantiating ``module`` in its compartment;
+        ``model`` is the caller's instance of the merged model (``runtime.merge``).
 
         Raises:
             LinkError, Trap: as ``Compartment.instantiate``.
         """
         self._main = main
-        control = shared_memory(main.engine, 1, 1)
-        registry.register(wasm_kernels.abi.MODULE, kernel_exports)
-        registry.register(parallel.CONTROL[0], {parallel.CONTROL[1]: Resolved(
-            control, parallel.CONTROL_TYPE)})
-        own = instance_exports(main.store, main.instantiate(*dispatch, registry), dispatch[1])
-        self._reset = own.pop("reset").extern
-        self._release = own.pop("release").extern
-        for name in ("worker", "fail"):
-            own.pop(name)
-        self.exports = own
+        self._reset = _export(main.store, model, "reset")
+        self._release = _export(main.store, model, "release")
         self.threads = threads
         self._per_call = main.limits.timeout is not None or main.limits.fuel is not None
-        self._workers = [_Worker(make_compartment(), kernels, dispatch, memory, control)
+        self._workers = [_Worker(make_compartment(), module, memory, control)
                          for _ in range(threads - 1)]
         self._changed = threading.Condition()
         self._calls = 0
@@ -301,19 +314,13 @@ class Team:
             thread.join()
 
 
-def link(compartment: Compartment, make_compartment: Callable[[], Compartment],
-         threads: int, kernels: tuple[Compiled, ...], dispatch: Compiled | None, pages: int,
-         registry: RegistryResolver) -> tuple[dict[str, Resolved], SharedLinearMemory,
-                                                Team | None]:
-    """Create the shared memory of ``pages``, growing up to its share of ``max_memory``
+def memories(compartment: Compartment, pages: int, team: bool
+             ) -> tuple[SharedLinearMemory, wasmtime.SharedMemory | None]:
+    """The shared linear memory of ``pages``, growing up to its share of ``max_memory``
     (``Compartment.plan``: a shared memory belongs to no store, so its maximum is its cap),
-    register it as ``env.memory``, instantiate ``kernels`` (each importing it) and, when
-    some kernels split (``dispatch``), the team of ``threads``. Returns the exports the
-    model's kernel imports resolve to (the dispatch's where a kernel splits), the memory and
-    the team.
+    and, for a ``team``, the control memory of the dispatch functions.
 
     Raises:
-        LinkError, Trap: as ``Compartment.instantiate``.
         LimitExceeded: ``pages`` is over the memory's share of ``max_memory``.
     """
     max_pages = min(wasm_kernels.MAX_PAGES, compartment.shares.memory_bytes // PAGE)
@@ -322,14 +329,13 @@ def link(compartment: Compartment, make_compartment: Callable[[], Compartment],
                             f"exceeded: the model needs {pages} pages "
                             f"({compartment.shares.describe()})")
     memory = SharedLinearMemory(shared_memory(compartment.engine, pages, max_pages), max_pages)
-    registry.register("env", {"memory": memory.resolved()})
-    exports: dict[str, Resolved] = {}
-    for module in kernels:
-        exports |= instance_exports(compartment.store,
-                                    compartment.instantiate(*module, registry), module[1])
-    if dispatch is None:
-        return exports, memory, None
-    team = Team(compartment, make_compartment, threads, kernels, dispatch, memory, registry,
-                exports)
-    return exports | team.exports, memory, team
+    return memory, shared_memory(compartment.engine, 1, 1) if team else None
 
+
+def register(registry: RegistryResolver, memory: SharedLinearMemory,
+             control: wasmtime.SharedMemory | None) -> None:
+    """Offer ``memory`` as ``env.memory`` and ``control`` as ``parallel.CONTROL``."""
+    registry.register("env", {"memory": memory.resolved()})
+    if control is not None:
+        registry.register(parallel.CONTROL[0], {parallel.CONTROL[1]: Resolved(
+            control, parallel.CONTROL_TYPE)})

@@ -241,6 +241,46 @@ def _conv(spec: abi.KernelSpec) -> Callable[..., None]:
     return conv
 
 
+def _depthwise(spec: abi.KernelSpec) -> Callable[..., None]:
+    def depthwise(ctx: HostContext, *args: int) -> None:
+        arg = dict(zip(spec.params, args))
+        memory = ctx.memory
+        n, c, o, oh, ow = arg["n"], arg["c"], arg["o"], arg["oh"], arg["ow"]
+        kernel, stride, pad, dilation = ((arg[a], arg[b]) for a, b in (
+            ("kh", "kw"), ("sh", "sw"), ("ph", "pw"), ("dh", "dw")))
+        _check_depthwise(arg)
+        x = operand(memory, arg["x"], (n, c, 1, arg["h"], arg["w"]))
+        y = operand(memory, arg["y"], (n, c, o // c, oh, ow))  # NOTE: checked before computing
+        operand(memory, arg["scratch"], (abi.depthwise_scratch_floats(
+            arg["h"], arg["w"], oh, ow, *kernel, *stride, *pad, *dilation),))
+        weight = operand(memory, arg["weight"], (c, o // c) + kernel)
+        views = _windows(ctx, x, kernel, stride, pad, dilation, (oh, ow), 0.0)
+        out = np.einsum("nczhwij,cmij->ncmhw", views, weight, optimize=True)
+        out = out + operand(memory, arg["bias"], (c, o // c))[:, :, None, None]
+        for op in spec.activations:
+            out = _activate(out, op)
+        y[...] = out
+
+    return depthwise
+
+
+_BAD_GEOMETRY = "unreachable"  # NOTE: the code the wasm depthwise kernels trap with
+
+
+def _check_depthwise(arg: dict[str, int]) -> None:
+    """The wasm kernel's traps: sizes it was not given a scratch or tiles for."""
+    if 0 in (arg["kh"], arg["kw"], arg["sh"], arg["sw"], arg["dh"], arg["dw"], arg["c"]):
+        raise OperandFault(_BAD_GEOMETRY, "a zero kernel size, stride, dilation or channel count")
+    if arg["o"] % arg["c"]:
+        raise OperandFault(_BAD_GEOMETRY, f"o = {arg['o']} is not a multiple of c = {arg['c']}")
+    for size, out, k, s, p, d in (("h", "oh", "kh", "sh", "ph", "dh"),
+                                  ("w", "ow", "kw", "sw", "pw", "dw")):
+        span = arg[size] + 2 * arg[p] - arg[d] * (arg[k] - 1) - 1
+        if span < 0 or arg[out] != span // arg[s] + 1:
+            raise OperandFault(_BAD_GEOMETRY, f"{out} = {arg[out]} is not the output size of "
+                                           f"{size} = {arg[size]} (span {span})")
+
+
 def _conv_transpose(ctx: HostContext, *args: int) -> None:
     arg = dict(zip(abi.CONV_TRANSPOSE.params, args))
     memory = ctx.memory
@@ -414,6 +454,7 @@ FAMILIES: dict[str, Callable[[abi.KernelSpec], Callable[..., None]]] = {
     "gemm": _gemm, "linear": _gemm, "unary": _unary, "binary": _broadcast, "reduce": _reduce,
     "rowwise": lambda spec: ROWWISE[spec.op],
     "cast": _cast, "gather": lambda spec: _gather, "conv": _conv, "pool": _pool,
+    "depthwise": _depthwise,
     "movement": lambda spec: _copy(spec) if spec.op == "copy" else _where(spec),
     "norm": lambda spec: _group_norm, "conv_transpose": lambda spec: _conv_transpose,
     "compare": _broadcast, "recurrent": _cell, "resample": lambda spec: _resample,

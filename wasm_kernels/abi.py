@@ -16,7 +16,7 @@ from __future__ import annotations
 from .abi_quantized import QCONV, QLINEARS, QRESCALE, QUANTIZE
 from .kernel_spec import UNARY_OPS, KernelSpec
 
-VERSION = 3
+VERSION = 4
 MODULE = f"wasmnn_kernels_v{VERSION}"
 
 
@@ -159,6 +159,35 @@ def _conv(residual: bool, activation: str) -> KernelSpec:
                       + (", R is laid out as Y" if residual else "")
                       + "; all row-major f32; oh, ow must be torch's output size; Y must not "
                       "alias X" + (" or R" if residual else ""), epilogue=epilogue)
+
+
+DEPTHWISE_PARAMS = ("x", "weight", "bias", "scratch", "y", "n", "c", "o", "h", "w", "oh", "ow",
+                    "kh", "kw", "sh", "sw", "ph", "pw", "dh", "dw")
+
+
+def _depthwise(activation: str) -> KernelSpec:
+    epilogue = _epilogue(False, False, activation)
+    math = f"{activation}(conv)" if activation else "conv"
+    return KernelSpec("_".join(("f32_depthwise_conv2d",) + epilogue), "depthwise",
+                      "depthwise_conv2d", DEPTHWISE_PARAMS,
+                      f"Y(n, o, oh, ow) = {math} with conv = torch's conv2d of x(n, c, h, w) "
+                      "with groups = c (o / c output channels per input channel) and "
+                      "weight(o, 1, kh, kw) as is, plus bias(o,); stride (sh, sw), zero "
+                      "padding (ph, pw) on both sides, dilation (dh, dw); scratch is "
+                      "depthwise_scratch_floats(...) floats, overwritten; all row-major f32. "
+                      "Traps (unreachable) on a zero size, stride, dilation or c, o not a "
+                      "multiple of c, or oh, ow other than torch's output size",
+                      epilogue=epilogue)
+
+
+def depthwise_scratch_floats(h: int, w: int, oh: int, ow: int, kh: int, kw: int, sh: int,
+                             sw: int, ph: int, pw: int, dh: int, dw: int) -> int:
+    """The floats of a depthwise kernel's scratch: one zero-padded input plane, tall and wide
+    enough for every register its tiles load (4 lanes, 4 floats of slack for the stride-2
+    pairs)."""
+    rows = max(ph + h, (oh - 1) * sh + (kh - 1) * dh + 1)
+    columns = max(pw + w, (max(ow, 4) - 1) * sw + (kw - 1) * dw + 1) + 4
+    return rows * columns
 
 
 POOL_WINDOW = ("h", "w", "oh", "ow", "kh", "kw", "sh", "sw", "ph", "pw", "dh", "dw")
@@ -327,6 +356,7 @@ KERNELS: tuple[KernelSpec, ...] = (
     *(_cast(dtypes, math) for dtypes, math in CASTS.items()),
     GATHER,
     *(_conv(residual, act) for residual in (False, True) for act in ("", *FUSED_ACTIVATIONS)),
+    *(_depthwise(act) for act in ("", *FUSED_ACTIVATIONS)),
     *POOLS,
     *MOVEMENT,
     GROUP_NORM,

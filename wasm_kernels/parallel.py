@@ -1,21 +1,23 @@
-"""The parallel-dispatch module: intra-op threads for the kernels that split.
+"""Intra-op threads for the kernels that split: the dispatch functions.
 
-A model links its kernels through this module when it runs on several threads. For each
-kernel that splits (``splits``) it exports a function of the kernel's own name and signature
-that cuts the output into contiguous parts along one axis (rows of C, batches, output
-channels, rows of a row-wise op, elements), ``CHUNKS_PER_THREAD`` per thread, and takes
-parts together with the workers until none is left: each worker is an instance of this
-module in its own store and host thread, importing the same shared linear memory and its
-own instance of the kernels, parked in ``worker`` on ``memory.atomic.wait32`` (a dispatch
-measured ~12 us, against ~60 us for a host-side barrier). Every part is the unmodified
+A model that runs on several threads has its kernels merged into its own module
+(``runtime.merge``) and each kernel that splits (``splits``) replaced by a stand-in of the
+kernel's own signature (``standin``) that cuts the output into contiguous parts along one
+axis (rows of C, batches, output channels, rows of a row-wise op, elements),
+``CHUNKS_PER_THREAD`` per thread, and takes parts together with the workers until none is
+left. Each worker is an instance of ``build_worker``'s module in its own store and host
+thread, importing the same shared linear memory, parked in ``worker`` on
+``memory.atomic.wait32`` (a dispatch measured ~12 us, against ~60 us for a host-side
+barrier). So every store holds exactly one module that touches the linear memory, which
+keeps wasmtime's guard pages usable (see ``runtime.threads``). Every part is the unmodified
 kernel called on a sub-range that starts at a multiple of the kernel's tile, so each output
 element is computed by the same instructions as on one thread: results are bit-identical.
 Work below a kernel's ``threshold`` stays on the calling thread.
 
-The job travels through a one-page shared *control* memory (``CONTROL``), the only memory
-this module touches: the kernels' pointers are passed through untouched.
+The job travels through a one-page shared *control* memory (``CONTROL``, memory 1 of every
+module holding these functions): the kernels' pointers are passed through untouched.
 
-Exports besides the kernels: ``reset(threads)`` before a call's workers enter,
+Host-called exports (``EXPORTS``): ``reset(threads)`` before a call's workers enter,
 ``worker(part)`` (returns once ``release`` is called), ``fail()`` (a worker's host marks
 the call failed after its worker trapped; the caller then traps ``unreachable``) and
 ``release()`` (workers leave ``worker``).
@@ -24,9 +26,12 @@ the call failed after its worker trapped; the caller then traps ``unreachable``)
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from . import abi
+from .build import MAX_PAGES, generate
 from .pack import CONV_BLOCK
 from .templates import gemm, linear
 from .wasm import Code, FuncType, Limits, MemoryType, ModuleBuilder
@@ -34,6 +39,10 @@ from .wasm import Code, FuncType, Limits, MemoryType, ModuleBuilder
 CONTROL = ("wasmnn_threads", "control")
 """Where the module imports its control memory: one shared page, ``(1, 1, shared)``."""
 CONTROL_TYPE = MemoryType(Limits(1, 1), shared=True)
+_CTL = 1  # NOTE: the control memory's index: memory 0 is the shared linear memory
+EXPORTS = {name: f"wasmnn_threads:{name}" for name in ("reset", "worker", "fail", "release")}
+"""The export name of each host-called dispatch function (prefixed: a model merged with them
+keeps its own exports)."""
 
 # Control words (byte offsets in the control memory): the job's generation, parts done,
 # kernel, team size, failure flag, part count, the next part to take (an i64: generation in
@@ -69,6 +78,12 @@ DENSE_THRESHOLD = 1 << 18
 trip) costs about as much as 2^18 multiply-adds at ~30 GFLOPS."""
 STREAM_THRESHOLD = 1 << 15
 """Elements below which an elementwise or row-wise kernel runs on one thread."""
+AUTO_WEIGHTS = 32 << 20
+"""Weight bytes from which ``threads="auto"`` uses every core; a smaller model runs on one
+thread. A threaded model runs 1.1-1.25x slower on one core (a shared memory, one opt level),
+which only models whose time is mostly large dense kernels win back: measured 2 threads
+against 1 on 2 cores, MiniLM b1 (86 MB) 1.58x, ResNet-18 (45 MB) 1.45x, MobileNetV2 (14 MB,
+mostly depthwise) 0.81x, the LSTM (0.2 MB) 0.93x (bench/README, Threads)."""
 
 
 def splits(isa: str) -> dict[str, Split]:
@@ -103,41 +118,83 @@ def splits(isa: str) -> dict[str, Split]:
     return table
 
 
-def build_dispatch(isa: str, names: frozenset[str]) -> bytes:
-    """The dispatch module for the kernels ``names`` that split (see ``splits``): it imports
-    them from ``abi.MODULE`` and the control memory from ``CONTROL``, and exports each under
-    its own name, plus ``reset``, ``worker``, ``fail`` and ``release``.
+class Bodies(Protocol):
+    """Where dispatch functions are defined: a ``ModuleBuilder``, or the function space of a
+    model that kernels are merged into (``runtime.merge``)."""
+
+    def code(self, ty: FuncType, names: Sequence[str] = ()) -> Code: ...
+
+    def add_function(self, ty: FuncType, code: Code, export: str | None = None,
+                     name: str | None = None) -> int: ...
+
+
+@dataclass(frozen=True)
+class Helpers:
+    """The indices of the dispatch functions ``add_helpers`` defined."""
+
+    work: int
+    awaiting: int
+
+
+def add_helpers(b: Bodies, isa: str, names: Sequence[str], serial: Sequence[int]) -> Helpers:
+    """Define the functions every thread of a team runs, for the kernels ``names`` that split
+    (their one-thread bodies at ``serial``): one ``<kernel>_part`` each, ``work``, ``await``,
+    and the exports ``EXPORTS`` (``reset``, ``worker``, ``fail``, ``release``).
 
     Raises:
         ValueError: a name is not a kernel that splits.
     """
     table = splits(isa)
-    unknown = sorted(names - table.keys())
+    unknown = sorted(set(names) - table.keys())
     if unknown:
         raise ValueError(f"kernels that do not split: {unknown}; available: {sorted(table)}")
-    b = ModuleBuilder("wasmnn_threads")
-    b.import_memory(*CONTROL, CONTROL_TYPE)
-    specs = [abi.BY_NAME[n] for n in sorted(names)]
-    serial = [b.import_func(abi.MODULE, s.name, FuncType(s.param_types, s.results))
-              for s in specs]
+    specs = [abi.BY_NAME[n] for n in names]
     parts = [b.add_function(FuncType(("i32", "i32"), ()), _part(b, s, table[s.name], f),
                             name=f"{s.name}_part") for s, f in zip(specs, serial)]
     work = b.add_function(FuncType(("i32",), ()), _work(b, parts), name="work")
     awaiting = b.add_function(FuncType((), ()), _await(b), name="await")
-    for index, (spec, fn) in enumerate(zip(specs, serial)):
-        ty = FuncType(spec.param_types, spec.results)
-        b.add_function(ty, _dispatch(b, spec, table[spec.name], index, fn, work, awaiting),
-                       export=spec.name)
-    b.add_function(FuncType(("i32",), ()), _reset(b), export="reset")
-    b.add_function(FuncType(("i32",), ()), _worker(b, work), export="worker")
-    b.add_function(FuncType((), ()), _fail(b), export="fail")
-    b.add_function(FuncType((), ()), _release(b), export="release")
+    b.add_function(FuncType(("i32",), ()), _reset(b), export=EXPORTS["reset"])
+    b.add_function(FuncType(("i32",), ()), _worker(b, work), export=EXPORTS["worker"])
+    b.add_function(FuncType((), ()), _fail(b), export=EXPORTS["fail"])
+    b.add_function(FuncType((), ()), _release(b), export=EXPORTS["release"])
+    return Helpers(work, awaiting)
+
+
+def standin(b: Bodies, isa: str, names: Sequence[str], name: str, serial: int,
+            helpers: Helpers) -> Code:
+    """The body that stands in for kernel ``name`` (one of ``names``, the kernels
+    ``add_helpers`` defined parts for, in that order) with its signature: small work, or a
+    team of one, calls its one-thread body at ``serial``; otherwise it posts the job and takes
+    parts of it with the workers."""
+    spec = abi.BY_NAME[name]
+    return _dispatch(b, spec, splits(isa)[name], list(names).index(name), serial,
+                     helpers.work, helpers.awaiting)
+
+
+def build_worker(isa: str, names: frozenset[str]) -> bytes:
+    """A worker's module for the kernels ``names`` that split (see ``splits``): it imports
+    the shared linear memory (``env.memory``, memory 0) and the control memory (``CONTROL``,
+    memory 1), holds those kernels' one-thread bodies and exports ``EXPORTS``. Each worker's
+    store holds one instance of it, the one module there that touches the linear memory.
+
+    Raises:
+        ValueError: a name is not a kernel that splits.
+    """
+    b = ModuleBuilder(abi.MODULE)
+    b.import_memory("env", "memory", MemoryType(Limits(1, MAX_PAGES), shared=True))
+    b.import_memory(*CONTROL, CONTROL_TYPE)
+    ordered = sorted(names)
+    serial = []
+    for name in ordered:
+        ty, code = generate(abi.BY_NAME[name], isa)
+        serial.append(b.add_function(ty, code, name=name))
+    add_helpers(b, isa, ordered, serial)
     return b.encode()
 
 
 def _load_arg(c: Code, spec: abi.KernelSpec, param: str) -> None:
     index = _names(spec).index(param)
-    c.emit("i32.const", 0).emit(f"{spec.param_types[index]}.load", 2, _ARGS + 4 * index)
+    c.emit("i32.const", 0).emit(f"{spec.param_types[index]}.load", 2, _ARGS + 4 * index, _CTL)
 
 
 def _names(spec: abi.KernelSpec) -> list[str]:
@@ -156,7 +213,7 @@ def _bound(c: Code, split: Split, part: int, parts: int, count: int) -> None:
     c.emit("local.get", part).emit("local.get", parts).emit("i32.eq").emit("select")
 
 
-def _part(b: ModuleBuilder, spec: abi.KernelSpec, split: Split, serial: int) -> Code:
+def _part(b: Bodies, spec: abi.KernelSpec, split: Split, serial: int) -> Code:
     """``part(p, parts)``: the kernel on part ``p``'s sub-range of the job's arguments."""
     c = b.code(FuncType(("i32", "i32"), ()), names=("part", "parts"))
     part, parts = 0, 1
@@ -206,7 +263,7 @@ def _call_range(c: Code, spec: abi.KernelSpec, split: Split, lo: int, hi: int | 
     c.emit("call", serial)
 
 
-def _dispatch(b: ModuleBuilder, spec: abi.KernelSpec, split: Split, index: int, serial: int,
+def _dispatch(b: Bodies, spec: abi.KernelSpec, split: Split, index: int, serial: int,
               work: int, awaiting: int) -> Code:
     """The kernel's stand-in: small work or one thread calls it as is; otherwise post the
     job (a new generation, ``CHUNKS_PER_THREAD`` parts a thread), take parts with the
@@ -214,7 +271,7 @@ def _dispatch(b: ModuleBuilder, spec: abi.KernelSpec, split: Split, index: int, 
     c = b.code(FuncType(spec.param_types, spec.results))
     arg = {name: i for i, name in enumerate(_names(spec))}
     threads, gen = c.local("i32"), c.local("i32")
-    c.emit("i32.const", 0).emit("i32.load", 2, _THREADS).emit("local.set", threads)
+    c.emit("i32.const", 0).emit("i32.load", 2, _THREADS, _CTL).emit("local.set", threads)
     # work = count * product(work) in i64, so large shapes do not wrap
     c.emit("local.get", arg[split.count]).emit("i64.extend_i32_u")
     for factor in split.work:
@@ -228,27 +285,27 @@ def _dispatch(b: ModuleBuilder, spec: abi.KernelSpec, split: Split, index: int, 
         c.emit("local.get", i)
     c.emit("call", serial).emit("return").emit("end")
     for i, kind in enumerate(spec.param_types):
-        c.emit("i32.const", 0).emit("local.get", i).emit(f"{kind}.store", 2, _ARGS + 4 * i)
-    c.emit("i32.const", 0).emit("i32.const", index).emit("i32.store", 2, _KERNEL)
+        c.emit("i32.const", 0).emit("local.get", i).emit(f"{kind}.store", 2, _ARGS + 4 * i, _CTL)
+    c.emit("i32.const", 0).emit("i32.const", index).emit("i32.store", 2, _KERNEL, _CTL)
     c.emit("i32.const", 0).emit("local.get", threads).emit("i32.const", CHUNKS_PER_THREAD)
-    c.emit("i32.mul").emit("i32.store", 2, _CHUNKS)
-    c.emit("i32.const", 0).emit("i32.const", 0).emit("i32.atomic.store", 2, _DONE)
+    c.emit("i32.mul").emit("i32.store", 2, _CHUNKS, _CTL)
+    c.emit("i32.const", 0).emit("i32.const", 0).emit("i32.atomic.store", 2, _DONE, _CTL)
     # NEXT = gen << 32 (no part taken), then GEN = gen: a worker reads them in that order
-    c.emit("i32.const", 0).emit("i32.atomic.load", 2, _GEN).emit("i32.const", 1)
+    c.emit("i32.const", 0).emit("i32.atomic.load", 2, _GEN, _CTL).emit("i32.const", 1)
     c.emit("i32.add").emit("local.set", gen)
     c.emit("i32.const", 0).emit("local.get", gen).emit("i64.extend_i32_u")
-    c.emit("i64.const", 32).emit("i64.shl").emit("i64.atomic.store", 3, _NEXT)
-    c.emit("i32.const", 0).emit("local.get", gen).emit("i32.atomic.store", 2, _GEN)
-    c.emit("i32.const", _GEN).emit("local.get", threads).emit("memory.atomic.notify", 2, 0)
+    c.emit("i64.const", 32).emit("i64.shl").emit("i64.atomic.store", 3, _NEXT, _CTL)
+    c.emit("i32.const", 0).emit("local.get", gen).emit("i32.atomic.store", 2, _GEN, _CTL)
+    c.emit("i32.const", _GEN).emit("local.get", threads).emit("memory.atomic.notify", 2, 0, _CTL)
     c.emit("drop")
     c.emit("local.get", gen).emit("call", work)
     c.emit("call", awaiting)
-    c.emit("i32.const", 0).emit("i32.atomic.load", 2, _FAILED).emit("if").emit("unreachable")
+    c.emit("i32.const", 0).emit("i32.atomic.load", 2, _FAILED, _CTL).emit("if").emit("unreachable")
     c.emit("end")
     return c
 
 
-def _work(b: ModuleBuilder, parts: list[int]) -> Code:
+def _work(b: Bodies, parts: list[int]) -> Code:
     """``work(gen)``: take parts of job ``gen`` until none is left, run each, count it done
     (notifying the caller after the last). A part is taken by a compare-and-swap of
     ``NEXT`` = (job, next part), so a thread that wakes late never takes a part of a later
@@ -256,79 +313,79 @@ def _work(b: ModuleBuilder, parts: list[int]) -> Code:
     c = b.code(FuncType(("i32",), ()), names=("gen",))
     seen, part, kernel = c.local("i64"), c.local("i32"), c.local("i32")
     with c.loop():
-        c.emit("i32.const", 0).emit("i64.atomic.load", 3, _NEXT).emit("local.tee", seen)
+        c.emit("i32.const", 0).emit("i64.atomic.load", 3, _NEXT, _CTL).emit("local.tee", seen)
         c.emit("i64.const", 32).emit("i64.shr_u").emit("i32.wrap_i64").emit("local.get", 0)
         c.emit("i32.ne").emit("br_if", 1)
         c.emit("local.get", seen).emit("i32.wrap_i64").emit("local.tee", part)
-        c.emit("i32.const", 0).emit("i32.load", 2, _CHUNKS).emit("i32.ge_u").emit("br_if", 1)
+        c.emit("i32.const", 0).emit("i32.load", 2, _CHUNKS, _CTL).emit("i32.ge_u").emit("br_if", 1)
         c.emit("i32.const", 0).emit("local.get", seen).emit("local.get", seen)
-        c.emit("i64.const", 1).emit("i64.add").emit("i64.atomic.rmw.cmpxchg", 3, _NEXT)
+        c.emit("i64.const", 1).emit("i64.add").emit("i64.atomic.rmw.cmpxchg", 3, _NEXT, _CTL)
         c.emit("local.get", seen).emit("i64.ne").emit("br_if", 0)  # another took it: retry
-        c.emit("i32.const", 0).emit("i32.load", 2, _KERNEL).emit("local.set", kernel)
+        c.emit("i32.const", 0).emit("i32.load", 2, _KERNEL, _CTL).emit("local.set", kernel)
         for index, fn in enumerate(parts):
             c.emit("local.get", kernel).emit("i32.const", index).emit("i32.eq").emit("if")
-            c.emit("local.get", part).emit("i32.const", 0).emit("i32.load", 2, _CHUNKS)
+            c.emit("local.get", part).emit("i32.const", 0).emit("i32.load", 2, _CHUNKS, _CTL)
             c.emit("call", fn).emit("end")
-        c.emit("i32.const", 0).emit("i32.const", 1).emit("i32.atomic.rmw.add", 2, _DONE)
+        c.emit("i32.const", 0).emit("i32.const", 1).emit("i32.atomic.rmw.add", 2, _DONE, _CTL)
         c.emit("i32.const", 1).emit("i32.add").emit("i32.const", 0)
-        c.emit("i32.load", 2, _CHUNKS).emit("i32.eq").emit("if")
-        c.emit("i32.const", _DONE).emit("i32.const", 1).emit("memory.atomic.notify", 2, 0)
+        c.emit("i32.load", 2, _CHUNKS, _CTL).emit("i32.eq").emit("if")
+        c.emit("i32.const", _DONE).emit("i32.const", 1).emit("memory.atomic.notify", 2, 0, _CTL)
         c.emit("drop").emit("end")
     return c
 
 
-def _await(b: ModuleBuilder) -> Code:
+def _await(b: Bodies) -> Code:
     """Wait until every part is done or a worker failed, waking every ``_AWAIT_NS`` so that
     the caller's own time or fuel limit can stop it."""
     c = b.code(FuncType((), ()))
     done = c.local("i32")
     with c.loop():
-        c.emit("i32.const", 0).emit("i32.atomic.load", 2, _FAILED).emit("br_if", 1)
-        c.emit("i32.const", 0).emit("i32.atomic.load", 2, _DONE).emit("local.tee", done)
-        c.emit("i32.const", 0).emit("i32.load", 2, _CHUNKS).emit("i32.eq").emit("br_if", 1)
+        c.emit("i32.const", 0).emit("i32.atomic.load", 2, _FAILED, _CTL).emit("br_if", 1)
+        c.emit("i32.const", 0).emit("i32.atomic.load", 2, _DONE, _CTL).emit("local.tee", done)
+        c.emit("i32.const", 0).emit("i32.load", 2, _CHUNKS, _CTL).emit("i32.eq").emit("br_if", 1)
         c.emit("i32.const", _DONE).emit("local.get", done).emit("i64.const", _AWAIT_NS)
-        c.emit("memory.atomic.wait32", 2, 0).emit("drop")
+        c.emit("memory.atomic.wait32", 2, 0, _CTL).emit("drop")
     return c
 
 
-def _worker(b: ModuleBuilder, work: int) -> Code:
+def _worker(b: Bodies, work: int) -> Code:
     """``worker(part)``: wait for a new job, take parts of it; until released."""
     c = b.code(FuncType(("i32",), ()), names=("part",))
     seen, gen = c.local("i32"), c.local("i32")
     with c.loop():
-        c.emit("i32.const", 0).emit("i32.atomic.load", 2, _GEN).emit("local.tee", gen)
+        c.emit("i32.const", 0).emit("i32.atomic.load", 2, _GEN, _CTL).emit("local.tee", gen)
         c.emit("local.get", seen).emit("i32.eq").emit("if")
         c.emit("i32.const", _GEN).emit("local.get", seen).emit("i64.const", -1)
-        c.emit("memory.atomic.wait32", 2, 0).emit("drop").emit("br", 1).emit("end")
+        c.emit("memory.atomic.wait32", 2, 0, _CTL).emit("drop").emit("br", 1).emit("end")
         c.emit("local.get", gen).emit("local.set", seen)
-        c.emit("i32.const", 0).emit("i32.atomic.load", 2, _KERNEL)
+        c.emit("i32.const", 0).emit("i32.atomic.load", 2, _KERNEL, _CTL)
         c.emit("i32.const", _STOP).emit("i32.eq").emit("br_if", 1)
         c.emit("local.get", gen).emit("call", work)
     return c
 
 
-def _reset(b: ModuleBuilder) -> Code:
+def _reset(b: Bodies) -> Code:
     c = b.code(FuncType(("i32",), ()), names=("threads",))
     for word in (_GEN, _DONE, _KERNEL, _FAILED, _CHUNKS):
-        c.emit("i32.const", 0).emit("i32.const", 0).emit("i32.atomic.store", 2, word)
-    c.emit("i32.const", 0).emit("i64.const", 0).emit("i64.atomic.store", 3, _NEXT)
-    c.emit("i32.const", 0).emit("local.get", 0).emit("i32.atomic.store", 2, _THREADS)
+        c.emit("i32.const", 0).emit("i32.const", 0).emit("i32.atomic.store", 2, word, _CTL)
+    c.emit("i32.const", 0).emit("i64.const", 0).emit("i64.atomic.store", 3, _NEXT, _CTL)
+    c.emit("i32.const", 0).emit("local.get", 0).emit("i32.atomic.store", 2, _THREADS, _CTL)
     return c
 
 
-def _fail(b: ModuleBuilder) -> Code:
+def _fail(b: Bodies) -> Code:
     c = b.code(FuncType((), ()))
-    c.emit("i32.const", 0).emit("i32.const", 1).emit("i32.atomic.store", 2, _FAILED)
-    c.emit("i32.const", _DONE).emit("i32.const", 1).emit("memory.atomic.notify", 2, 0)
+    c.emit("i32.const", 0).emit("i32.const", 1).emit("i32.atomic.store", 2, _FAILED, _CTL)
+    c.emit("i32.const", _DONE).emit("i32.const", 1).emit("memory.atomic.notify", 2, 0, _CTL)
     c.emit("drop")
     return c
 
 
-def _release(b: ModuleBuilder) -> Code:
+def _release(b: Bodies) -> Code:
     c = b.code(FuncType((), ()))
-    c.emit("i32.const", 0).emit("i32.const", _STOP).emit("i32.atomic.store", 2, _KERNEL)
-    c.emit("i32.const", 0).emit("i32.const", 1).emit("i32.atomic.rmw.add", 2, _GEN)
+    c.emit("i32.const", 0).emit("i32.const", _STOP).emit("i32.atomic.store", 2, _KERNEL, _CTL)
+    c.emit("i32.const", 0).emit("i32.const", 1).emit("i32.atomic.rmw.add", 2, _GEN, _CTL)
     c.emit("drop")
-    c.emit("i32.const", _GEN).emit("i32.const", -1).emit("memory.atomic.notify", 2, 0)
+    c.emit("i32.const", _GEN).emit("i32.const", -1).emit("memory.atomic.notify", 2, 0, _CTL)
     c.emit("drop")
     return c

@@ -1,6 +1,7 @@
 """conv2d: 2-D cross-correlation, (N, C, H, W) * (O, C/groups, KH, KW) -> (N, O, OH, OW).
 
-Lowered to one call of the ABI's ``conv`` family (with its fused epilogue), a zero bias
+A depthwise conv (``groups == c``) lowers to the ``depthwise`` family (``_depthwise``);
+any other to one call of the ABI's ``conv`` family (with its fused epilogue), a zero bias
 the weight packed at compile time by ``wasm_kernels.pack.pack_conv_weight``: the kernel
 takes any stride, dilation and groups. The
 bottom and right padding are implied by the output size, so ``'same'`` padding with an even
@@ -22,12 +23,12 @@ from wasm_kernels import abi
 from wasm_kernels.pack import pack_conv_weight
 
 from ..errors import CompileError
-from . import OpDef
+from . import OpDef, _depthwise
 from ._shapes import pair, require_constant_weight, require_static, window_out
 
 if TYPE_CHECKING:
     from ..codegen import LowerContext
-    from ..graph import Node
+    from ..graph import Node, Shape
 
 
 class Conv2d(OpDef):
@@ -49,10 +50,15 @@ class Conv2d(OpDef):
                     for i in range(2))
         return [((x[0], w[0]) + out, dtypes[0])]
 
+    def scratch(self, node: Node) -> tuple[Shape, ...]:
+        return _depthwise.scratch(node)
+
     def lower(self, node: Node, ctx: LowerContext) -> None:
         named = dict(zip(node.input_names, node.inputs))
         x, weight = named["input"], named["weight"]
         require_constant_weight(weight, self.name)
+        if _depthwise.lower(node, ctx):
+            return
         out_channels, per_group, kh, kw = weight.shape
         stride, dilation = pair(node.attrs.get("stride", 1)), pair(node.attrs.get("dilation", 1))
         (top, _), (left, _) = conv_padding(node.attrs.get("padding", 0), (kh, kw), stride,

@@ -34,10 +34,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="print outputs and timing as one JSON object")
     parser.add_argument("--kernels", choices=KERNEL_CHOICES, default="auto",
                         help="kernel provider (default: %(default)s = relaxed SIMD)")
-    parser.add_argument("--threads", metavar="N", type=_threads, default=1,
+    parser.add_argument("--threads", metavar="N", type=_threads, default="auto",
                         help="threads for the model's large kernels, or 'auto': the cores "
-                             f"this process may use, at most {MAX_THREADS} (default: "
-                             "%(default)s, the calling thread only)")
+                             f"this process may use, at most {MAX_THREADS}, for a model of "
+                             "32 MiB of weights or more, else 1 (default: %(default)s)")
     add_limit_options(parser)
     parser.set_defaults(handler=run)
 

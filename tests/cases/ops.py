@@ -27,6 +27,7 @@ WEIGHT = RNG.standard_normal((5, 6)).astype(np.float32)
 BIAS = RNG.standard_normal(5).astype(np.float32)
 FILTERS = RNG.standard_normal((4, 3, 3, 3)).astype(np.float32)
 FILTER_BIAS = RNG.standard_normal(4).astype(np.float32)
+DEPTHWISE_FILTERS = RNG.standard_normal((6, 1, 3, 3)).astype(np.float32)
 UP_FILTERS = RNG.standard_normal((3, 2, 3, 3)).astype(np.float32)
 W_HH = (RNG.standard_normal((12, 3)) * 0.5).astype(np.float32)  # 4 gates of hidden 3
 B_HH = RNG.standard_normal(12).astype(np.float32)
@@ -156,6 +157,13 @@ CASES: dict[str, Case] = {
                              (x(1, 3, 7, 6),)),
     "conv2d_residual_silu": Case(lambda a, r: F.silu(F.conv2d(a, FILTERS, FILTER_BIAS) + r),
                                  (x(1, 3, 5, 5), x(1, 4, 3, 3))),
+    # depthwise (the depthwise family): multiplier 2 at stride 2 with relu6; with a residual
+    # (no depthwise row: the general conv kernel)
+    "conv2d_depthwise_relu6": Case(lambda a: F.relu6(F.conv2d(
+        a, DEPTHWISE_FILTERS, FILTER_BIAS[:3].repeat(2), stride=2, padding=1, groups=3)),
+        (x(2, 3, 9, 11),)),
+    "conv2d_depthwise_residual": Case(lambda a, r: F.conv2d(
+        a, DEPTHWISE_FILTERS[:3], None, padding=1, groups=3) + r, (x(1, 3, 6, 7), x(1, 3, 6, 7))),
     "conv_transpose2d": Case(lambda a: F.conv_transpose2d(a, UP_FILTERS, stride=2, padding=1),
                              (x(1, 3, 4, 5),)),
     "avg_pool2d": Case(lambda a: F.avg_pool2d(a, 3, 2, 1, ceil_mode=True,

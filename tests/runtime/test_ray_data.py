@@ -240,3 +240,14 @@ def test_the_runner_checks_its_column_mapping(mlp):
             BatchRunner(session, inputs={"col": "y"})
         with pytest.raises(ValueError, match="on_error must be"):
             BatchRunner(session, on_error="ignore")
+
+
+def test_an_actor_runs_its_session_on_one_thread_even_when_auto_would_use_more(
+        mlp: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from wasm_kernels import parallel
+
+    monkeypatch.setattr(parallel, "AUTO_WEIGHTS", 0)  # NOTE: "auto" picks every core
+    with runtime.load(mlp) as session:
+        assert session.threads == runtime.threads.available_cores()
+    predictor = ray_data.WasmnnPredictor(ModelPayload.from_file(mlp))
+    assert predictor.runner.session.threads == 1

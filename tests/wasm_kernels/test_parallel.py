@@ -4,9 +4,9 @@ need (``wasm.rewrite``); its behaviour on threads is tested in tests/runtime/tes
 import pytest
 import wasmtime
 
-from wasm_kernels import abi, parallel
+from wasm_kernels import MAX_PAGES, abi, parallel
 from wasm_kernels.templates import gemm, linear
-from wasm_kernels.wasm import WasmFormatError, read_module
+from wasm_kernels.wasm import Limits, MemoryType, WasmFormatError, read_module
 from wasm_kernels.wasm.rewrite import share_memory_import
 from wasm_kernels.wasm.text import module_text
 
@@ -19,22 +19,19 @@ def _threads_engine() -> wasmtime.Engine:
 
 
 @pytest.mark.parametrize("isa", ["relaxed", "simd128", "scalar"])
-def test_every_kernel_that_splits_dispatches_through_a_valid_module(isa):
+def test_every_kernel_that_splits_has_a_valid_worker_module(isa):
     names = frozenset(parallel.splits(isa))
     families = {abi.BY_NAME[n].family for n in names}
     assert {"linear", "gemm", "conv", "rowwise", "unary"} <= families
-    wasm = parallel.build_dispatch(isa, names)
+    wasm = parallel.build_worker(isa, names)
     wasmtime.Module(_threads_engine(), wasm)  # NOTE: raises when invalid
     info = read_module(wasm)
-    assert {e.name for e in info.exports} == names | {"reset", "worker", "fail", "release"}
-    for export in info.exports:
-        if export.name in names:
-            spec = abi.BY_NAME[export.name]
-            assert export.type.params == spec.param_types
-    imported = [i for i in info.imports if i.module == parallel.CONTROL[0]]
-    assert [i.type for i in imported] == [parallel.CONTROL_TYPE]
+    assert {e.name for e in info.exports} == set(parallel.EXPORTS.values())
+    memories = [(i.module, i.name, i.type) for i in info.imports]
+    assert memories == [("env", "memory", MemoryType(Limits(1, MAX_PAGES), shared=True)),
+                        (*parallel.CONTROL, parallel.CONTROL_TYPE)]
     text = module_text(wasm)
-    assert "memory.atomic.wait32" in text and "i64.atomic.rmw.cmpxchg" in text
+    assert "memory.atomic.wait32 1" in text and "i64.atomic.rmw.cmpxchg 1" in text
 
 
 @pytest.mark.parametrize("isa", ["relaxed", "simd128", "scalar"])
@@ -48,7 +45,7 @@ def test_parts_start_at_multiples_of_the_dense_tiles(isa):
 
 def test_a_kernel_that_does_not_split_is_refused():
     with pytest.raises(ValueError, match=r"kernels that do not split: \['f32_add'\]"):
-        parallel.build_dispatch("relaxed", frozenset({"f32_add", "f32_softmax"}))
+        parallel.build_worker("relaxed", frozenset({"f32_add", "f32_softmax"}))
 
 
 MODEL = wasmtime.wat2wasm("""(module

@@ -79,7 +79,11 @@ class _CodeReader(_Reader):
         if kind in (U32, LANE):
             return (self.u32() if kind == U32 else self.byte(),)
         if kind == MEMARG:
-            return self.u32(), self.u32()
+            align = self.u32()
+            if align & 0x40:  # NOTE: multi-memory: the memory index follows
+                memory = self.u32()
+                return align & ~0x40, self.u32(), memory
+            return align, self.u32()
         if kind in (I32, I64):
             return (self.sleb(32 if kind == I32 else 64),)
         if kind in (F32, F64):

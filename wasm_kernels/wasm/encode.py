@@ -67,7 +67,11 @@ def _immediate(kind: str, args: tuple) -> bytes:
     if kind == U32:
         return uleb(args[0])
     if kind == MEMARG:
-        align, offset = (tuple(args) + (0, 0))[:2]
+        # NOTE: a third immediate is the memory index (multi-memory): flag 0x40 on the
+        # alignment, then the index, then the offset.
+        align, offset, memory = (tuple(args) + (0, 0, 0))[:3]
+        if memory:
+            return uleb(align | 0x40) + uleb(memory) + uleb(offset)
         return uleb(align) + uleb(offset)
     if kind == I32:
         value = args[0]

@@ -35,8 +35,9 @@ def _float(value: float, kind: str) -> str:
 def _immediates(op: str, args: tuple, comment: str | None) -> str:
     kind = OPCODES[op].immediate
     if kind == MEMARG:
-        align, offset = (tuple(args) + (0, 0))[:2]
-        return (f" offset={offset}" if offset else "") + f" align={1 << align}"
+        align, offset, memory = (tuple(args) + (0, 0, 0))[:3]
+        return ((f" {memory}" if memory else "") + (f" offset={offset}" if offset else "")
+                + f" align={1 << align}")
     if kind == I32:
         value = args[0] - (1 << 32) if args[0] >= 1 << 31 else args[0]
         return f" {value}"

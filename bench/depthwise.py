@@ -1,0 +1,117 @@
+"""GFLOPS of the depthwise kernels (``f32_depthwise_conv2d``, each SIMD variant) beside the
+general conv kernel on the same layer and torch's single-thread conv2d; run by
+``bench/kernels.py --only conv`` (or alone: ``.venv/bin/python bench/depthwise.py``).
+
+Rows are every depthwise layer shape of MobileNetV2 at 224 (3x3, stride 1 and 2) and 5x5 /
+7x7 ones; contenders are timed in interleaved rounds in thread CPU time (see
+``bench/kernels.py``), per image at the margin (``BATCH``); no result is asserted.
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import sys
+from collections.abc import Callable
+from functools import partial
+
+import numpy as np
+
+import wasm_kernels
+from wasm_kernels.abi import depthwise_scratch_floats
+from wasm_kernels.pack import pack_conv_weight
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from kernels import Variant, interleaved_seconds  # noqa: E402
+
+# name: (channels, plane size, kernel, stride)
+SHAPES = {
+    "mv2 dw3x3 32 @112": (32, 112, 3, 1),
+    "mv2 dw3x3/2 96 @112": (96, 112, 3, 2),
+    "mv2 dw3x3 144 @56": (144, 56, 3, 1),
+    "mv2 dw3x3/2 144 @56": (144, 56, 3, 2),
+    "mv2 dw3x3 192 @28": (192, 28, 3, 1),
+    "mv2 dw3x3/2 192 @28": (192, 28, 3, 2),
+    "mv2 dw3x3 384 @14": (384, 14, 3, 1),
+    "mv2 dw3x3 576 @14": (576, 14, 3, 1),
+    "mv2 dw3x3/2 576 @14": (576, 14, 3, 2),
+    "mv2 dw3x3 960 @7": (960, 7, 3, 1),
+    "dw5x5 96 @28": (96, 28, 5, 1),
+    "dw5x5/2 96 @28": (96, 28, 5, 2),
+    "dw7x7 96 @14": (96, 14, 7, 1),
+}
+
+TARGET = 12.0
+"""GFLOPS every MobileNetV2 depthwise layer should reach (issue #12 item 2)."""
+
+
+BATCH = 8
+"""Images of the larger call: a contender's time is the marginal time of its extra
+``BATCH - 1`` images, the median over rounds of ``(t(BATCH) - t(1)) / (BATCH - 1)``.
+NOTE: a call from Python into a kernel costs 0.2-0.5 ms here, as long as a whole 14x14
+layer; a model calls its kernels from wasm, without it."""
+
+
+def _calls(variants: dict[str, Variant], c: int, size: int, k: int, stride: int
+           ) -> dict[str, Callable[[], object]]:
+    """Every contender on one layer, at batch 1 and ``BATCH`` (keys ``name@n``)."""
+    import torch
+
+    pad = k // 2
+    out = (size + 2 * pad - k) // stride + 1
+    window = (out, out, k, k, stride, stride, pad, pad, 1, 1)
+    scratch = depthwise_scratch_floats(size, size, *window)
+    rng = np.random.default_rng(0)
+    weight = rng.standard_normal((c, 1, k, k), np.float32)
+    runs: dict[str, Callable[[], object]] = {}
+    for n in (1, BATCH):
+        x = rng.standard_normal((n, c, size, size), np.float32)
+        y = np.zeros((n, c, out, out), np.float32)
+        for isa, variant in variants.items():
+            px, pw, pb, ps, py = variant.place([x, weight, np.zeros(c, np.float32),
+                                                np.zeros(scratch, np.float32), y])
+            runs[f"{isa}@{n}"] = partial(variant.exports["f32_depthwise_conv2d"],
+                                         variant.store, px, pw, pb, ps, py, n, c, c, size,
+                                         size, *window)
+        relaxed = variants["relaxed"]
+        px, pw, pb, py = relaxed.place([x, pack_conv_weight(weight, c),
+                                        np.zeros(c, np.float32), y])
+        runs[f"conv2d@{n}"] = partial(relaxed.exports["f32_conv2d"], relaxed.store, px, pw, pb,
+                                      py, n, c, size, size, c, *window, c)
+        runs[f"torch@{n}"] = partial(torch.no_grad()(torch.nn.functional.conv2d),
+                                     torch.from_numpy(x), torch.from_numpy(weight), None,
+                                     stride, pad, 1, c)
+    return runs
+
+
+def bench_depthwise(repeat: int) -> None:
+    """f32_depthwise_conv2d per SIMD variant, the general f32_conv2d (relaxed) on the same
+    layer, and torch's single-thread conv2d: GFLOPS of the marginal image (``BATCH``)."""
+    import torch  # an extra, only for this section
+
+    torch.set_num_threads(1)
+    variants = {isa: Variant(isa, pages=1200) for isa in wasm_kernels.ISA_NAMES
+                if isa != "scalar"}
+    contenders = (*variants, "conv2d", "torch")
+    print(f"depthwise conv GFLOPS per image (marginal over a batch of {BATCH}, median of "
+          f"{repeat} interleaved rounds); target (issue #12) >= {TARGET:g} on every SIMD "
+          "variant; dw/conv: relaxed depthwise over the general conv kernel")
+    print(f"{'shape':>22}" + "".join(f"{name:>9}" for name in contenders)
+          + f"{'dw/conv':>9}{'target':>8}")
+    for name, (c, size, k, stride) in SHAPES.items():
+        out = (size + 2 * (k // 2) - k) // stride + 1
+        times = interleaved_seconds(_calls(variants, c, size, k, stride), repeat)
+        marginal = {key: statistics.median(
+            (large - small) / (BATCH - 1)
+            for large, small in zip(times[f"{key}@{BATCH}"], times[f"{key}@1"]))
+            for key in contenders}
+        flops = 2 * c * out * out * k * k
+        gflops = {key: flops / max(t, 1e-9) / 1e9 for key, t in marginal.items()}
+        met = all(gflops[isa] >= TARGET for isa in variants)
+        row = "".join(f"{gflops[key]:>9.1f}" for key in contenders)
+        print(f"{name:>22}{row}{marginal['conv2d'] / marginal['relaxed']:>9.2f}"
+              f"{'met' if met else 'MISSED':>8}")
+
+
+if __name__ == "__main__":
+    bench_depthwise(int(sys.argv[1]) if len(sys.argv) > 1 else 7)

@@ -1,0 +1,135 @@
+"""Every depthwise row against nn.functional.conv2d with groups = c (and torch for the
+MobileNetV2 shapes): unrolled 3x3 and 5x5 kernels at stride 1 and 2, the runtime-tap paths
+(other kernels, dilation, stride 3, unequal strides); tiles of 4 registers, one register and
+lane by lane over planes 1..17 and 56 wide; padding 0..2; channel multipliers; batch > 1;
+traps on a geometry the kernel was not sized for."""
+
+import numpy as np
+import pytest
+import wasmtime
+
+from nn import functional as F
+from runtime import ResourceLimits, Trap
+from runtime.compartment import translate
+from wasi_intrinsics.kernel_limits import KernelFault
+from wasm_kernels import abi
+
+DEPTHWISE = [k for k in abi.KERNELS if k.family == "depthwise"]
+PLAIN = abi.find("depthwise", "depthwise_conv2d")
+
+
+def _output_size(size: int, k: int, s: int, p: int, d: int) -> int:
+    return (size + 2 * p - d * (k - 1) - 1) // s + 1
+
+
+def _run(kernels, spec: abi.KernelSpec, shape: tuple[int, int, int, int], mult: int,  # type: ignore[no-untyped-def]
+         kernel: tuple[int, int], stride: tuple[int, int], pad: tuple[int, int],
+         dilation: tuple[int, int] = (1, 1), seed: int = 0):
+    n, c, h, w = shape
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal(shape, np.float32)
+    weight = rng.standard_normal((c * mult, 1) + kernel, np.float32)
+    bias = rng.standard_normal(c * mult).astype(np.float32)
+    expected = F.conv2d(x, weight, bias, stride, pad, dilation, c).astype(np.float64)
+    for op in spec.activations:
+        expected = getattr(F, op)(expected)
+    oh, ow = expected.shape[2:]
+    scratch = abi.depthwise_scratch_floats(h, w, oh, ow, *kernel, *stride, *pad, *dilation)
+    out = kernels.call(spec.name, offset=4 * (seed % 3), x=x, weight=weight, bias=bias,
+                       scratch=(scratch,), y=expected.shape, n=n, c=c, o=c * mult, h=h, w=w,
+                       oh=oh, ow=ow, kh=kernel[0], kw=kernel[1], sh=stride[0], sw=stride[1],
+                       ph=pad[0], pw=pad[1], dh=dilation[0], dw=dilation[1])["y"]
+    return out, expected
+
+
+@pytest.mark.parametrize("k, s", [(3, 1), (3, 2), (5, 1), (5, 2)])
+@pytest.mark.parametrize("size", [*range(1, 18), 56])
+def test_unrolled_kernels_over_plane_sizes(kernels, size: int, k: int, s: int) -> None:  # type: ignore[no-untyped-def]
+    """Every tile shape: 4-register tiles, one-register tiles moved left to the row's end,
+    a row narrower than a register; padding cycling 0..2 (planes smaller than the kernel
+    need enough of it)."""
+    pad = max(size % 3, (k - size + 1) // 2, 0)
+    out, expected = _run(kernels, PLAIN, (1, 3, size + 1, size), 1, (k, k), (s, s),
+                         (pad, pad), seed=size)
+    np.testing.assert_allclose(out, expected, rtol=1e-4, atol=1e-4, err_msg=f"{size}")
+
+
+# (input shape, multiplier, kernel, stride, padding, dilation)
+CASES = {
+    "batch2": ((2, 5, 9, 13), 1, (3, 3), (1, 1), (1, 1), (1, 1)),
+    "batch2-stride2": ((2, 4, 11, 23), 1, (3, 3), (2, 2), (1, 1), (1, 1)),
+    "multiplier2": ((1, 3, 8, 10), 2, (3, 3), (1, 1), (1, 1), (1, 1)),
+    "multiplier3-stride2": ((2, 2, 9, 19), 3, (5, 5), (2, 2), (2, 2), (1, 1)),
+    "dilated": ((1, 4, 12, 21), 1, (3, 3), (1, 1), (2, 2), (2, 2)),
+    "dilated-rows": ((1, 2, 12, 9), 1, (3, 3), (1, 1), (2, 1), (2, 1)),
+    "7x7": ((1, 3, 14, 17), 1, (7, 7), (1, 1), (3, 3), (1, 1)),
+    "7x7-stride2": ((1, 3, 15, 18), 1, (7, 7), (2, 2), (3, 3), (1, 1)),
+    "stride3": ((1, 3, 13, 22), 1, (3, 3), (3, 3), (1, 1), (1, 1)),
+    "stride-2x1": ((1, 3, 10, 15), 1, (3, 3), (2, 1), (1, 1), (1, 1)),
+    "stride-1x2": ((1, 3, 10, 15), 1, (3, 3), (1, 2), (1, 1), (1, 1)),
+    "3x5": ((1, 2, 9, 11), 1, (3, 5), (1, 1), (1, 2), (1, 1)),
+    "1x1": ((1, 3, 5, 7), 2, (1, 1), (1, 1), (0, 0), (1, 1)),
+    "no-padding": ((1, 3, 9, 9), 1, (3, 3), (1, 1), (0, 0), (1, 1)),
+    "odd-narrow": ((2, 3, 5, 3), 1, (3, 3), (2, 2), (1, 1), (1, 1)),
+    "padding-wider-than-input": ((1, 2, 2, 2), 1, (3, 3), (1, 1), (2, 2), (1, 1)),
+}
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_depthwise_shapes(kernels, case: str) -> None:  # type: ignore[no-untyped-def]
+    out, expected = _run(kernels, PLAIN, *CASES[case])
+    np.testing.assert_allclose(out, expected, rtol=1e-4, atol=1e-4, err_msg=case)
+
+
+@pytest.mark.parametrize("spec", DEPTHWISE, ids=lambda s: s.name)
+def test_depthwise_epilogues(kernels, spec: abi.KernelSpec) -> None:  # type: ignore[no-untyped-def]
+    for seed, case in enumerate(("batch2", "batch2-stride2", "multiplier3-stride2", "7x7",
+                                 "stride3", "odd-narrow")):
+        out, expected = _run(kernels, spec, *CASES[case], seed=seed)
+        np.testing.assert_allclose(out, expected, rtol=1e-4, atol=1e-4,
+                                   err_msg=f"{spec.name} {case}")
+
+
+@pytest.mark.parametrize("size, stride", [(56, 1), (56, 2), (14, 1), (7, 1)])
+def test_mobilenet_layers_against_torch(kernels, size: int, stride: int) -> None:  # type: ignore[no-untyped-def]
+    torch = pytest.importorskip("torch")
+    c = 24
+    rng = np.random.default_rng(size)
+    x = rng.standard_normal((1, c, size, size), np.float32)
+    weight = rng.standard_normal((c, 1, 3, 3), np.float32)
+    bias = rng.standard_normal(c).astype(np.float32)
+    spec = abi.find("depthwise", "depthwise_conv2d", ("relu6",))
+    expected = torch.nn.functional.relu6(torch.nn.functional.conv2d(
+        torch.from_numpy(x), torch.from_numpy(weight), torch.from_numpy(bias), stride, 1,
+        1, c)).numpy()
+    oh = ow = expected.shape[-1]
+    scratch = abi.depthwise_scratch_floats(size, size, oh, ow, 3, 3, stride, stride, 1, 1, 1, 1)
+    out = kernels.call(spec.name, x=x, weight=weight, bias=bias, scratch=(scratch,),
+                       y=expected.shape, n=1, c=c, o=c, h=size, w=size, oh=oh, ow=ow, kh=3,
+                       kw=3, sh=stride, sw=stride, ph=1, pw=1, dh=1, dw=1)["y"]
+    np.testing.assert_allclose(out, expected, rtol=1e-4, atol=1e-4)
+
+
+BAD = {
+    "zero-stride": dict(sh=0),
+    "zero-kernel": dict(kw=0),
+    "zero-dilation": dict(dh=0),
+    "zero-channels": dict(c=0),
+    "o-not-a-multiple": dict(o=5),
+    "wrong-oh": dict(oh=5),
+    "wrong-ow": dict(ow=7),
+    "kernel-larger-than-padded-input": dict(kh=9, oh=1),
+}
+
+
+@pytest.mark.parametrize("bad", list(BAD))
+def test_depthwise_traps_on_bad_geometry(kernels, bad: str) -> None:  # type: ignore[no-untyped-def]
+    args = dict(n=1, c=2, o=2, h=6, w=6, oh=6, ow=6, kh=3, kw=3, sh=1, sw=1, ph=1, pw=1, dh=1,
+                dw=1)
+    args.update(BAD[bad])
+    with pytest.raises((wasmtime.Trap, KernelFault)) as info:
+        kernels.call(PLAIN.name, x=np.ones((2, 6, 6), np.float32),
+                     weight=np.ones((6, 9), np.float32), bias=np.ones(6, np.float32),
+                     scratch=(200,), y=(6, 6, 6), **args)
+    trap = translate(info.value, ResourceLimits())  # NOTE: what the runtime raises for both
+    assert isinstance(trap, Trap) and trap.code == "unreachable"

@@ -1,0 +1,288 @@
+"""The depthwise family: torch's conv2d with ``groups == c`` (each output channel reads one
+input channel; ``o / c`` output channels per input channel) on NCHW f32, bias and the
+gemm's activations fused.
+
+Each input plane is first copied into the scratch plane, whose zero border is the padding
+(``abi.depthwise_scratch_floats``: wide and tall enough that every register a tile loads
+lies inside it), so no tile masks a lane or clips a tap. The scratch is zeroed once per
+call; the planes copied into it all cover the same interior, so the border stays zero.
+
+Every output row is covered by tiles of ``REGS`` registers (moved left to end at the
+row's end, recomputing a few columns), then one-register tiles; a row narrower than a
+register is one register stored lane by lane. A tile keeps its accumulators in locals
+and runs the taps (``depthwise_tile``): unrolled, with constant load offsets, for the
+common kernels (``UNROLLED``: 3x3 and 5x5 at column stride 1 or 2, no column dilation),
+as runtime loops otherwise. Work is independent per output channel: a caller may split a
+call by images or by ranges of input channels (each part with its own scratch).
+"""
+
+from __future__ import annotations
+
+from ..abi import KernelSpec
+from ..wasm import Code, FuncType
+from . import depthwise_tile
+from .depthwise_tile import REGS, ROWS, UNROLLED, Frame
+from .isa import ISAS, Isa
+from .loops import strided_loop
+
+COPY_CALL = 32
+"""Rows of at least this many floats are copied into the scratch plane by one
+``memory.copy`` (a runtime call, ~the cost of copying 32 floats by registers at opt level
+none), narrower ones by registers."""
+
+COPY_UNROLL = 4
+"""Registers per iteration of the register copy (each costs an address and a loop test at
+opt level none)."""
+
+# Locals of the whole call (all i32).
+_LOCALS = ("mult", "taps", "hp", "wp", "prow", "row", "plane", "oplane", "orow", "path",
+           "image", "ic", "k", "oc", "src", "dst", "r", "wc", "ybase", "oy", "ox", "tx",
+           "pbase", "pi", "pj", "yrow", "i", "j", "wi", "span")
+
+
+def emit(spec: KernelSpec, isa_name: str) -> tuple[FuncType, Code]:
+    """Generate depthwise kernel ``spec`` (``f32_depthwise_conv2d[_<activation>]``) for
+    ``isa_name``."""
+    isa = ISAS[isa_name]
+    c = Code(spec.param_types)
+    arg = {p: i for i, p in enumerate(spec.params)}
+    v = {name: c.local("i32") for name in _LOCALS}
+    columns = REGS * isa.lanes
+    f = Frame(c, isa, arg, spec.activations, v, [c.local("i32") for _ in range(columns)],
+              c.local(isa.valtype))
+    _check(f)
+    _sizes(f)
+    f.count("image", "n", 1, lambda: f.count("ic", "c", 1, lambda: _plane(f)))
+    return FuncType(spec.param_types, spec.results), c
+
+
+def _trap_if(f: Frame) -> None:
+    """Trap (``unreachable``) when the i32 on the stack is nonzero."""
+    f.c.emit("if").emit("unreachable").emit("end")
+
+
+def _check(f: Frame) -> None:
+    """Trap on a geometry the scratch and the tiles were not sized for: a zero kernel size,
+    stride, dilation or channel count, ``o`` not a multiple of ``c``, or ``oh``, ``ow`` other
+    than torch's output size."""
+    c = f.c
+    f.get("kh", "kw").emit("i32.mul").emit("local.get", f.arg["sh"]).emit("i32.mul")
+    f.get("sw").emit("i32.mul").emit("local.get", f.arg["dh"]).emit("i32.mul")
+    f.get("dw").emit("i32.mul").emit("local.get", f.arg["c"]).emit("i32.mul")
+    c.emit("i32.eqz")
+    _trap_if(f)
+    f.get("o", "c").emit("i32.rem_u")
+    _trap_if(f)
+    for size, out, kernel, stride, pad, dilation in (("h", "oh", "kh", "sh", "ph", "dh"),
+                                                     ("w", "ow", "kw", "sw", "pw", "dw")):
+        # span = size + 2 pad - dilation (kernel - 1) - 1; trap unless span >= 0 and
+        # out == span / stride + 1
+        f.get(size, pad).emit("i32.const", 1).emit("i32.shl").emit("i32.add")
+        f.get(dilation, kernel).emit("i32.const", 1).emit("i32.sub").emit("i32.mul")
+        c.emit("i32.sub").emit("i32.const", 1).emit("i32.sub")
+        f.set("span")
+        f.get("span").emit("i32.const", 0).emit("i32.lt_s")
+        f.get("span", stride).emit("i32.div_u").emit("i32.const", 1).emit("i32.add")
+        f.get(out).emit("i32.ne").emit("i32.or")
+        _trap_if(f)
+
+
+def _max(f: Frame, name: str) -> None:
+    """``name = max(name, <i32 on the stack>)`` (signed)."""
+    value = f.v["span"]
+    f.c.emit("local.set", value)
+    f.get(name, "span", name, "span").emit("i32.gt_s").emit("select")
+    f.set(name)
+
+
+def _sizes(f: Frame) -> None:
+    """Sizes (bytes unless named in floats), the path, and the zeroed scratch plane."""
+    c = f.c
+    f.get("o", "c").emit("i32.div_u")
+    f.set("mult")
+    f.get("kh", "kw").emit("i32.mul")
+    f.set("taps")
+    # hp = max(ph + h, (oh - 1) * sh + (kh - 1) * dh + 1) rows
+    f.get("ph", "h").emit("i32.add")
+    f.set("hp")
+    f.get("oh").emit("i32.const", 1).emit("i32.sub").emit("local.get", f.arg["sh"])
+    c.emit("i32.mul").emit("local.get", f.arg["kh"]).emit("i32.const", 1).emit("i32.sub")
+    f.get("dh").emit("i32.mul").emit("i32.add").emit("i32.const", 1).emit("i32.add")
+    _max(f, "hp")
+    # wp = max(pw + w, (max(ow, 4) - 1) * sw + (kw - 1) * dw + 1) + 4 floats
+    f.get("pw", "w").emit("i32.add")
+    f.set("wp")
+    f.get("ow").emit("i32.const", 4).emit("local.get", f.arg["ow"]).emit("i32.const", 4)
+    c.emit("i32.gt_u").emit("select").emit("i32.const", 1).emit("i32.sub")
+    f.get("sw").emit("i32.mul").emit("local.get", f.arg["kw"]).emit("i32.const", 1)
+    c.emit("i32.sub").emit("local.get", f.arg["dw"]).emit("i32.mul").emit("i32.add")
+    c.emit("i32.const", 1).emit("i32.add")
+    _max(f, "wp")
+    f.add("wp", 4)
+    f.get("wp").emit("i32.const", 2).emit("i32.shl")
+    f.set("prow")
+    for row, plane, width, height in (("row", "plane", "w", "h"), ("orow", "oplane", "ow", "oh")):
+        f.get(width).emit("i32.const", 2).emit("i32.shl")
+        f.set(row)
+        f.get(row, height).emit("i32.mul")
+        f.set(plane)
+    f.get("scratch").emit("i32.const", 0).emit("local.get", f.v["hp"])
+    f.get("prow").emit("i32.mul").emit("memory.fill")
+    # path = 1 + the index of the unrolled kernel (kh == kw == k, sh == sw == s, dh == dw ==
+    # 1), else 0
+    c.emit("i32.const", 0)
+    f.set("path")
+    for index, (k, s) in enumerate(UNROLLED):
+        f.get("kh").emit("i32.const", k).emit("i32.eq")
+        f.get("kw").emit("i32.const", k).emit("i32.eq").emit("i32.and")
+        for name, value in (("sh", s), ("sw", s), ("dh", 1), ("dw", 1)):
+            f.get(name).emit("i32.const", value).emit("i32.eq").emit("i32.and")
+        c.emit("if")
+        c.emit("i32.const", index + 1)
+        f.set("path")
+        c.emit("end")
+    for k, local in enumerate(f.column_offset):
+        f.get("sw").emit("i32.const", 4 * k).emit("i32.mul").emit("local.set", local)
+
+
+def _plane(f: Frame) -> None:
+    """Copy input plane (image, ic) into the scratch interior, then its ``mult`` output
+    channels."""
+    # src = x + (image * c + ic) * plane; dst = scratch + ph * prow + pw * 4
+    f.get("x", "image", "c").emit("i32.mul").emit("local.get", f.v["ic"]).emit("i32.add")
+    f.get("plane").emit("i32.mul").emit("i32.add")
+    f.set("src")
+    f.get("scratch", "ph", "prow").emit("i32.mul").emit("i32.add")
+    f.get("pw").emit("i32.const", 2).emit("i32.shl").emit("i32.add")
+    f.set("dst")
+
+    def copy_row() -> None:
+        _copy_row(f)
+        f.add("dst", "prow")
+        f.add("src", "row")
+
+    f.count("r", "h", 1, copy_row)
+    f.count("k", "mult", 1, lambda: _channel(f))
+
+
+def _copy_row(f: Frame) -> None:
+    """Copy the ``w`` floats at ``src`` to ``dst``: one ``memory.copy`` for a row of at least
+    ``COPY_CALL`` floats, else whole registers, the last one moved left to end at ``w`` (a
+    row narrower than a register goes float by float). NOTE: ``memory.copy`` is a runtime
+    call: one per row cost more than a 14x14 plane's conv."""
+    c, isa = f.c, f.isa
+    scalar = ISAS["scalar"]
+    f.get("w").emit("i32.const", COPY_CALL).emit("i32.ge_u").emit("if")
+    f.get("dst", "src", "row").emit("memory.copy")
+    c.emit("else")
+
+    def move(register: Isa, column: str, count: int = 1) -> None:
+        f.get("dst", column).emit("i32.const", 2).emit("i32.shl").emit("i32.add")
+        f.set("pj")
+        f.get("src", column).emit("i32.const", 2).emit("i32.shl").emit("i32.add")
+        f.set("wi")
+        for k in range(count):
+            f.get("pj", "wi")
+            register.load(c, 4 * register.lanes * k)
+            register.store(c, 4 * register.lanes * k)
+
+    f.count("j", "w", COPY_UNROLL * isa.lanes, lambda: move(isa, "j", COPY_UNROLL))
+    strided_loop(c, f.v["j"], isa.lanes, f.arg["w"], lambda: move(isa, "j"))
+    if isa.vector:
+        f.get("w").emit("i32.const", isa.lanes).emit("i32.lt_u").emit("if")
+        f.count("j", "w", 1, lambda: move(scalar, "j"))
+        c.emit("else")
+        f.get("j", "w").emit("i32.lt_u").emit("if")
+        f.get("w").emit("i32.const", isa.lanes).emit("i32.sub")
+        f.set("j")
+        move(isa, "j")
+        c.emit("end").emit("end")
+    c.emit("end")
+
+
+def _channel(f: Frame) -> None:
+    """Output channel oc = ic * mult + k: its weights, bias and output plane, then the path
+    its kernel takes."""
+    c = f.c
+    f.get("ic", "mult").emit("i32.mul").emit("local.get", f.v["k"]).emit("i32.add")
+    f.set("oc")
+    f.get("weight", "oc", "taps").emit("i32.mul").emit("i32.const", 2).emit("i32.shl")
+    c.emit("i32.add")
+    f.set("wc")
+    f.get("y", "image", "o").emit("i32.mul").emit("local.get", f.v["oc"]).emit("i32.add")
+    f.get("oplane").emit("i32.mul").emit("i32.add")
+    f.set("ybase")
+    f.get("bias", "oc").emit("i32.const", 2).emit("i32.shl").emit("i32.add")
+    f.isa.load_splat(c)
+    c.emit("local.set", f.bias)
+    for index, kernel in enumerate(UNROLLED):
+        f.get("path").emit("i32.const", index + 1).emit("i32.eq").emit("if")
+        _rows(f, kernel)
+        c.emit("else")
+    if f.isa.vector:
+        f.get("sw").emit("i32.const", 1).emit("i32.eq").emit("if")
+        _rows(f, None, "unit")
+        c.emit("else")
+        _rows(f, None, "gather")
+        c.emit("end")
+    else:
+        _rows(f, None, "gather")
+    for _ in UNROLLED:
+        c.emit("end")
+
+
+def _rows(f: Frame, kernel: tuple[int, int] | None, mode: str = "") -> None:
+    """Every output row of the channel with ``kernel``'s unrolled taps, ``ROWS`` rows per
+    tile while they last (None: runtime loops over the taps, one row per tile, pixels
+    loaded per ``mode``)."""
+    weights = depthwise_tile.hoist_weights(f, kernel)
+
+    def rows(count: int) -> None:
+        # pbase = scratch + oy * sh * prow; yrow = ybase + oy * orow
+        f.get("scratch", "oy", "sh").emit("i32.mul").emit("local.get", f.v["prow"])
+        f.c.emit("i32.mul").emit("i32.add")
+        f.set("pbase")
+        f.get("ybase", "oy", "orow").emit("i32.mul").emit("i32.add")
+        f.set("yrow")
+        _columns(f, lambda regs, lanes_store: depthwise_tile.tile(
+            f, kernel, mode, weights, (count, regs), lanes_store))
+
+    f.c.emit("i32.const", 0)
+    f.set("oy")
+    if kernel is not None:
+        strided_loop(f.c, f.v["oy"], ROWS, f.arg["oh"], lambda: rows(ROWS))
+    strided_loop(f.c, f.v["oy"], 1, f.arg["oh"], lambda: rows(1))
+
+
+def _columns(f: Frame, tile: depthwise_tile.TileAt) -> None:
+    """Tiles of REGS registers from column 0 while they fit, then one-register tiles moved
+    left to end at ``ow``; a row narrower than one register is one tile stored lane by
+    lane."""
+    c, lanes = f.c, f.isa.lanes
+    c.emit("i32.const", 0)
+    f.set("ox")
+    c.emit("block").emit("loop")
+    f.get("ox").emit("i32.const", REGS * lanes).emit("i32.add").emit("local.get", f.arg["ow"])
+    c.emit("i32.gt_u").emit("br_if", 1)
+    f.get("ox")
+    f.set("tx")
+    tile(REGS, False)
+    f.add("ox", REGS * lanes)
+    c.emit("br", 0).emit("end").emit("end")
+    if lanes > 1:
+        f.get("ow").emit("i32.const", lanes).emit("i32.lt_u").emit("if")
+        c.emit("i32.const", 0)
+        f.set("tx")
+        tile(1, True)
+        c.emit("else")
+    c.emit("block").emit("loop")
+    f.get("ox", "ow").emit("i32.ge_u").emit("br_if", 1)
+    # tx = min(ox, ow - lanes)
+    f.get("ox", "ow").emit("i32.const", lanes).emit("i32.sub").emit("local.tee", f.v["tx"])
+    f.get("ox", "tx").emit("i32.lt_u").emit("select")
+    f.set("tx")
+    tile(1, False)
+    f.add("ox", lanes)
+    c.emit("br", 0).emit("end").emit("end")
+    if lanes > 1:
+        c.emit("end")

@@ -1,0 +1,262 @@
+"""The tiles of the depthwise family (see ``depthwise``): one output channel x ``regs``
+registers of one output row, read from the zero-padded scratch plane, so no load is masked.
+
+An unrolled kernel (``UNROLLED``) addresses every pixel register with a constant offset
+from the kernel row's first pixel, each register of a row loaded once: at stride 1 a tap's
+register is one shuffle of the two under it (``_shifted_taps``), at stride 2 of the three
+under it (``_pair_taps``), and
+a 3x3 kernel's weights stay in registers for the whole channel. Other kernels loop over the
+taps at run time, loading a register contiguously at stride 1 and lane by lane otherwise.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TypeAlias
+
+from .activations import apply
+from .conv_tiles import EVEN_LANES, ODD_LANES
+from .isa import ISAS, NamedFrame
+
+REGS = 2
+"""Registers of columns per tile: ``ROWS`` x 2 accumulators, a 3x3 kernel's 9 weights and
+the pixels being loaded fit x86-64's 16 vector registers."""
+
+UNROLLED: tuple[tuple[int, int], ...] = ((3, 1), (3, 2), (5, 1), (5, 2))
+"""(k, s): the k x k kernels at stride (s, s), no dilation, with unrolled taps."""
+
+NEXT_LANE = [bytes(range(4, 16)) + bytes(range(16 + 4 * lane, 20 + 4 * lane))
+             for lane in (0, 1)]
+"""The ``i8x16.shuffle`` of registers (a, b) giving a's lanes 1..3 then b's lane 0 (1): the
+stride-2 pixels of tap j + 2 from tap j's and the next register's."""
+
+HOISTED_TAPS = 9
+"""Kernels of at most this many taps keep their weights in registers across a channel."""
+
+TileAt: TypeAlias = "Callable[[int, bool], None]"
+"""A tile at column ``tx`` of the current output rows: ``(regs, lanes_store)``."""
+
+ROWS = 2
+"""Output rows per tile of an unrolled kernel: the rows share the input rows between them
+(at stride 1, 4 input rows for 2 output rows of a 3x3 kernel), and their accumulators are
+independent chains of multiply-adds."""
+
+
+@dataclass
+class Frame(NamedFrame):
+    """The generated function's code, ISA, arguments and named i32 locals."""
+
+    column_offset: list[int]
+    """Locals holding ``k * sw * 4``: the byte offset of a row's k-th output column."""
+    bias: int
+    """The channel's bias in every lane."""
+
+
+def hoist_weights(f: Frame, kernel: tuple[int, int] | None) -> list[int]:
+    """Load an unrolled kernel's weights (splat) into locals when it has at most
+    ``HOISTED_TAPS`` taps; returns the locals (empty: load each where it is used)."""
+    if kernel is None or kernel[0] * kernel[0] > HOISTED_TAPS:
+        return []
+    weights = []
+    for tap in range(kernel[0] * kernel[0]):
+        f.get("wc")
+        f.isa.load_splat(f.c, 4 * tap)
+        weights.append(f.c.local(f.isa.valtype))
+        f.c.emit("local.set", weights[-1])
+    return weights
+
+
+def tile(f: Frame, kernel: tuple[int, int] | None, mode: str, weights: list[int],
+         shape: tuple[int, int], lanes_store: bool) -> None:
+    """The tile of ``shape`` = (output rows, registers) at column ``tx`` of rows ``oy``...:
+    accumulators from the bias, the taps, then the activations and the store (lane by lane,
+    left of ``ow``, if ``lanes_store``)."""
+    c, isa = f.c, f.isa
+    rows, regs = shape
+    acc = [[c.local(isa.valtype) for _ in range(regs)] for _ in range(rows)]
+    for local in (a for row in acc for a in row):
+        c.emit("local.get", f.bias).emit("local.set", local)
+    # pi = pbase + tx * sw * 4: the tile's first pixel in the first kernel row
+    f.get("pbase", "tx")
+    c.emit("local.get", f.column_offset[1]).emit("i32.mul").emit("i32.add")
+    f.set("pi")
+    if kernel is None:
+        _runtime_taps(f, mode, acc[0])
+    else:
+        _unrolled_taps(f, kernel, weights, acc)
+    for q, row in enumerate(acc):
+        if lanes_store:
+            _store_lanes(f, row[0], q)
+            continue
+        for r, local in enumerate(row):
+            f.get("yrow", "tx").emit("i32.const", 2).emit("i32.shl").emit("i32.add")
+            if q:
+                f.get("orow").emit("i32.add")
+            c.emit("local.get", local)
+            for op in f.epilogue:
+                apply(c, isa, op)
+            isa.store(c, 4 * isa.lanes * r)
+
+
+def _weight(f: Frame, weights: list[int], tap: int) -> None:
+    """Push the weight of ``tap`` (row-major) in every lane."""
+    if weights:
+        f.c.emit("local.get", weights[tap])
+    else:
+        f.get("wc")
+        f.isa.load_splat(f.c, 4 * tap)
+
+
+def _unrolled_taps(f: Frame, kernel: tuple[int, int], weights: list[int],
+                   acc: list[list[int]]) -> None:
+    """Every tap with constant offsets, input row by input row (``pi`` steps one row of
+    the scratch plane): each pixel register loaded once and multiplied into every output
+    row of the tile that reads it (rows ``stride`` apart, no row dilation)."""
+    c, isa = f.c, f.isa
+    k, stride = kernel
+    pixel = c.local(isa.valtype)
+    span = (len(acc) - 1) * stride + k
+    for t in range(span):
+        users = [(q, t - q * stride) for q in range(len(acc)) if 0 <= t - q * stride < k]
+        loaded: dict[int, int] = {}
+        for r in range(len(acc[0])):
+            pixels = None
+            if isa.vector:
+                pixels = (_pair_taps if stride == 2 else _shifted_taps)(f, r, k, loaded)
+            for j in range(k):
+                if pixels is not None:
+                    pixels[j]()
+                else:
+                    f.get("pi")
+                    isa.load(c, 4 * (isa.lanes * r * stride + j))
+                c.emit("local.set", pixel)
+                for q, i in users:
+                    c.emit("local.get", pixel)
+                    _weight(f, weights, i * k + j)
+                    isa.madd_into(c, acc[q][r])
+        if t < span - 1:
+            f.add("pi", "prow")
+
+
+def _load_once(f: Frame, column: int, loaded: dict[int, int]) -> int:
+    """The local holding the register at ``column`` of the row at ``pi``, loaded on first
+    use."""
+    if column not in loaded:
+        loaded[column] = f.c.local(f.isa.valtype)
+        f.get("pi")
+        f.isa.load(f.c, 4 * column)
+        f.c.emit("local.set", loaded[column])
+    return loaded[column]
+
+
+def _shifted_taps(f: Frame, r: int, k: int, loaded: dict[int, int]
+                  ) -> list[Callable[[], None]]:
+    """At stride 1, register ``r``'s pixels of taps 0..k-1 from the registers at columns 4r
+    and 4r + 4 (A, B; B is register r + 1's A, loaded once): tap j is A's lanes j.. then B's
+    first lanes, one shuffle (``palignr``), tap 4 is B. Each pusher pushes one tap's
+    register."""
+    c = f.c
+    a = _load_once(f, 4 * r, loaded)
+
+    def tap(j: int) -> Callable[[], None]:
+        def push() -> None:
+            if j == 0:
+                c.emit("local.get", a)
+                return
+            b = _load_once(f, 4 * r + 4, loaded)
+            if j == 4:
+                c.emit("local.get", b)
+                return
+            c.get(a, b).emit("i8x16.shuffle", bytes(range(4 * j, 4 * j + 16)))
+        return push
+
+    return [tap(j) for j in range(k)]
+
+
+def _pair_taps(f: Frame, r: int, k: int, loaded: dict[int, int]
+               ) -> list[Callable[[], None]]:
+    """At stride 2, register ``r``'s pixels of taps 0..k-1 from the three registers at
+    columns 8r, 8r + 4 and 8r + 8 of the row (A, B, C; C is register r + 1's A, loaded
+    once): tap 0 the even lanes of A, B, tap 1 the odd ones, tap 2 (4) those shifted one
+    lane on with C's first (second) lane, tap 4 the even lanes of B, C. Each pusher
+    pushes one tap's register."""
+    c, isa = f.c, f.isa
+    a, b, next_a = (_load_once(f, column, loaded) for column in (8 * r, 8 * r + 4, 8 * r + 8))
+    even, odd = c.local(isa.valtype), c.local(isa.valtype)
+
+    def lanes(first: int, second: int, pattern: bytes, keep: int = -1) -> Callable[[], None]:
+        def push() -> None:
+            c.get(first, second).emit("i8x16.shuffle", pattern)
+            if keep >= 0:
+                c.emit("local.tee", keep)
+        return push
+
+    return [lanes(a, b, EVEN_LANES, even), lanes(a, b, ODD_LANES, odd),
+            lanes(even, next_a, NEXT_LANE[0]), lanes(odd, next_a, NEXT_LANE[1]),
+            lanes(b, next_a, EVEN_LANES)][:k]
+
+
+def _runtime_taps(f: Frame, mode: str, acc: list[int]) -> None:
+    """Loops over the kh kernel rows and kw taps; per tap one weight and ``regs`` pixel
+    registers: contiguous (``unit``), or lane by lane at the stride (``gather``)."""
+    c, isa = f.c, f.isa
+    weight = c.local(isa.valtype)
+    f.get("wc")
+    f.set("wi")
+    f.get("kh")
+    f.set("i")
+    c.emit("loop")
+    f.get("pi")
+    f.set("pj")
+    f.get("kw")
+    f.set("j")
+    c.emit("loop")
+    f.get("wi")
+    isa.load_splat(c)
+    c.emit("local.set", weight)
+    for r, local in enumerate(acc):
+        if mode == "unit":
+            f.get("pj")
+            isa.load(c, 16 * r)
+        else:
+            _gather(f, r)
+        c.emit("local.get", weight)
+        isa.madd_into(c, local)
+    f.add("wi", 4)
+    f.add("pj", "dw", 4)
+    f.add("j", -1)
+    f.get("j").emit("br_if", 0).emit("end")
+    f.add("pi", "dh", "prow")
+    f.add("i", -1)
+    f.get("i").emit("br_if", 0).emit("end")
+
+
+def _gather(f: Frame, r: int) -> None:
+    """Push register ``r``'s pixels of the tap at ``pj``, one lane at a time."""
+    c, isa = f.c, f.isa
+    for lane in range(isa.lanes):
+        f.get("pj").emit("local.get", f.column_offset[isa.lanes * r + lane]).emit("i32.add")
+        c.emit("f32.load", 2, 0)
+        if lane == 0:
+            isa.splat(c)
+        else:
+            c.emit("f32x4.replace_lane", lane)
+
+
+def _store_lanes(f: Frame, acc: int, row: int) -> None:
+    """Store the lanes of a register at column 0 of output row ``oy + row`` that lie left
+    of ``ow``."""
+    c, scalar = f.c, ISAS["scalar"]
+    for lane in range(f.isa.lanes):
+        if lane:
+            f.get("ow").emit("i32.const", lane).emit("i32.gt_u").emit("if")
+        f.get("yrow")
+        if row:
+            f.get("orow").emit("i32.add")
+        c.emit("local.get", acc).emit("f32x4.extract_lane", lane)
+        for op in f.epilogue:
+            apply(c, scalar, op)
+        scalar.store(c, 4 * lane)
+        if lane:
+            c.emit("end")
