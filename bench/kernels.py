@@ -348,6 +348,84 @@ def bench_int8(repeat: int) -> None:
         print(f"{f'{m}x{k}x{n}':>16}{row}")
 
 
+def _int8_conv_calls(variant: Variant, shape: tuple[int, ...], out: int, k: int, stride: int,
+                     pad: int) -> tuple[Callable[[], object], Callable[[], object]]:
+    """The kernel calls of one requantized uint8 ``qconv2d`` as modelc lowers it (NCHW to
+    channels-last, im2col unless 1x1/1, the ``qu8_qconv_requantize`` product, back to NCHW):
+    the whole sequence, and its layout calls (both transposes, im2col) alone."""
+    n, c, h, w = shape
+    oh, ow = (h + 2 * pad - k) // stride + 1, (w + 2 * pad - k) // stride + 1
+    rng = np.random.default_rng(0)
+    weight = rng.integers(-127, 128, (out, k, k, c)).astype(np.int8)
+    x, last, a, y, result = variant.place([
+        rng.integers(0, 256, shape).astype(np.uint8), np.zeros(shape, np.uint8),
+        np.zeros((n * oh * ow, k * k * c), np.uint8), np.zeros((n * oh * ow, out), np.uint8),
+        np.zeros((n, out, oh, ow), np.uint8)])
+    params = variant.place([np.array([0.02], np.float32), np.array([128], np.uint8),
+                            pack_qlinear_weight(weight.reshape(out, -1)),
+                            np.full(out, 0.001, np.float32), np.zeros(out, np.int32),
+                            np.array([0.05], np.float32), np.array([100], np.uint8)])
+    store, kernel = variant.store, variant.exports
+    pointwise = (k, stride, pad) == (1, 1, 0)
+
+    def rows() -> None:
+        kernel["qu8_transpose"](store, x, a if pointwise else last, n, c, h * w)
+        if not pointwise:
+            kernel["qu8_im2col"](store, last, params[1], a, n, c, h, w, oh, ow, k, k, stride,
+                                 stride, pad, pad, 1, 1)
+
+    def back() -> None:
+        kernel["qu8_transpose"](store, y, result, n, oh * ow, out)
+
+    def layout() -> None:
+        rows()
+        back()
+
+    def whole() -> None:
+        rows()
+        kernel["qu8_qconv_requantize"](store, a, *params, y, n * oh * ow, k * k * c, out)
+        back()
+
+    return whole, layout
+
+
+def bench_int8_conv(repeat: int) -> None:
+    """The integer conv (the kernel calls of a requantized uint8 ``qconv2d``) beside
+    ``f32_conv2d`` per SIMD variant, on the dense conv shapes of ResNet-18 and MobileNetV2;
+    int8/f32 is the median of per-round ratios of f32 time to int8 time (a speed-up), layout
+    the share of the int8 time in the transposes and im2col."""
+    variants = {isa: Variant(isa, pages=400) for isa in wasm_kernels.ISA_NAMES if isa != "scalar"}
+    print(f"int8 conv GOPS (median of {repeat} interleaved rounds), batch 1")
+    print(f"{'shape':>24}" + "".join(f"{isa + ' ' + kind:>14}" for isa in variants
+                                     for kind in ("f32", "int8", "int8/f32", "layout")))
+    for name, (shape, out, k, stride, pad, groups) in CONV_SHAPES.items():
+        if groups != 1:
+            continue
+        n, c, h, w = shape
+        oh, ow = (h + 2 * pad - k) // stride + 1, (w + 2 * pad - k) // stride + 1
+        rng = np.random.default_rng(0)
+        runs: dict[str, Callable[[], object]] = {}
+        for isa, variant in variants.items():
+            px, pw, pb, py = variant.place([
+                rng.standard_normal(shape, np.float32),
+                pack_conv_weight(rng.standard_normal((out, c, k, k), np.float32), 1),
+                np.zeros(out, np.float32), np.zeros((n, out, oh, ow), np.float32)])
+            runs[f"{isa} f32"] = partial(variant.exports["f32_conv2d"], variant.store, px, pw,
+                                         pb, py, n, c, h, w, out, oh, ow, k, k, stride, stride,
+                                         pad, pad, 1, 1, 1)
+            runs[f"{isa} int8"], runs[f"{isa} layout"] = _int8_conv_calls(
+                variant, shape, out, k, stride, pad)
+        times = interleaved_seconds(runs, repeat)
+        ops = 2 * n * oh * ow * c * k * k * out
+        row = ""
+        for isa in variants:
+            row += "".join(f"{ops / statistics.median(times[f'{isa} {kind}']) / 1e9:>14.1f}"
+                           for kind in ("f32", "int8"))
+            row += f"{ratio(times, f'{isa} int8', f'{isa} f32'):>14.2f}"
+            row += f"{ratio(times, f'{isa} int8', f'{isa} layout'):>14.2f}"
+        print(f"{name:>24}{row}")
+
+
 def bench_conv_and_depthwise(repeat: int) -> None:
     """The conv section: ``bench_conv``, then the depthwise kernels (``bench/depthwise.py``)."""
     from depthwise import bench_depthwise  # NOTE: it imports this module's helpers
@@ -359,11 +437,12 @@ def bench_conv_and_depthwise(repeat: int) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=7, help="timed calls per measurement")
-    parser.add_argument("--only", default="gemm,bmm,conv,int8",
-                        help="comma-separated sections to run (gemm, bmm, conv, int8)")
+    parser.add_argument("--only", default="gemm,bmm,conv,int8,int8conv",
+                        help="comma-separated sections to run (gemm, bmm, conv, int8, "
+                             "int8conv)")
     args = parser.parse_args()
     sections = {"gemm": bench_gemm, "bmm": bench_bmm, "conv": bench_conv_and_depthwise,
-                "int8": bench_int8}
+                "int8": bench_int8, "int8conv": bench_int8_conv}
     for name in args.only.split(","):
         if name not in sections:
             parser.error(f"unknown section {name!r}; available: {sorted(sections)}")

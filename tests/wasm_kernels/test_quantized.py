@@ -124,3 +124,34 @@ def test_dynamic_quantize(kernels, values) -> None:  # type: ignore[no-untyped-d
     y, scale, zero = F.dynamic_quantize_linear(x)
     np.testing.assert_array_equal(got["y"], y)
     assert got["scale"][0] == scale and got["zero_point"][0] == zero
+
+
+@pytest.mark.parametrize("outer, rows, cols", [(1, 1, 1), (1, 16, 16), (2, 33, 47),
+                                               (1, 5, 70), (3, 17, 16), (1, 48, 200)])
+def test_transposes_move_every_element(kernels, outer, rows, cols) -> None:  # type: ignore[no-untyped-def]
+    """qu8_transpose in 16 x 16 squares and its edges, f32_transpose one by one."""
+    rng = np.random.default_rng(rows * cols)
+    for name, x in (("qu8_transpose", rng.integers(0, 256, (outer, rows, cols)).astype(np.uint8)),
+                    ("f32_transpose", rng.standard_normal((outer, rows, cols), np.float32))):
+        got = kernels.call(name, x=x, y=kernels.output((outer, cols, rows), x.dtype),
+                           outer=outer, rows=rows, cols=cols)["y"]
+        np.testing.assert_array_equal(got, x.transpose(0, 2, 1), err_msg=name)
+
+
+@pytest.mark.parametrize("c, h, w, k, stride, pad, dilation", [
+    (3, 7, 9, 3, 2, 3, 1), (17, 5, 6, 3, 1, 1, 1), (33, 4, 4, 2, 1, 2, 2), (16, 3, 3, 1, 2, 0, 1)])
+def test_im2col_rows_hold_the_windows(kernels, c, h, w, k, stride, pad, dilation) -> None:  # type: ignore[no-untyped-def]
+    """qu8_im2col against windows cut from an explicitly padded numpy array: runs of c bytes
+    (16 at a time and the tail), taps in the padding at the zero point."""
+    x = np.random.default_rng(c).integers(0, 256, (2, h, w, c)).astype(np.uint8)
+    oh = (h + 2 * pad - dilation * (k - 1) - 1) // stride + 1
+    ow = (w + 2 * pad - dilation * (k - 1) - 1) // stride + 1
+    padded = np.pad(x, ((0, 0), (pad, pad), (pad, pad), (0, 0)), constant_values=201)
+    expected = np.stack([padded[:, i * dilation:i * dilation + stride * (oh - 1) + 1:stride,
+                                j * dilation:j * dilation + stride * (ow - 1) + 1:stride]
+                         for i in range(k) for j in range(k)], 3)  # n oh ow taps c
+    got = kernels.call("qu8_im2col", x=x, zero_point=q([201], np.uint8),
+                       a=kernels.output((2 * oh * ow, k * k * c), np.uint8), n=2, c=c, h=h,
+                       w=w, oh=oh, ow=ow, kh=k, kw=k, sh=stride, sw=stride, pt=pad, pl=pad,
+                       dh=dilation, dw=dilation)["a"]
+    np.testing.assert_array_equal(got, expected.reshape(2 * oh * ow, k * k * c))

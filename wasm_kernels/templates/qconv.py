@@ -4,8 +4,8 @@
 window is a run of ``c`` adjacent bytes, copied 16 at a time (``v128``) with a byte tail,
 or filled with the input's zero point where the tap falls in the padding (so padded taps
 add nothing once the zero point is subtracted). ``qu8_transpose`` and ``f32_transpose``
-move NCHW inputs to channels-last and the product's (pixels, channels) rows back to NCHW,
-one element at a time.
+move NCHW inputs to channels-last and the product's (pixels, channels) rows back to NCHW:
+bytes in 16 x 16 squares of v128 shuffles, the edges and floats one element at a time.
 The ``scalar`` ISA copies byte by byte; the product (``templates/qlinear.py``) dominates.
 """
 
@@ -56,14 +56,12 @@ def _tap(c: Code, inside: int, source: int, target: int, offset: int,
 
 def _im2col(spec: KernelSpec, simd: bool) -> Code:
     c = Code(spec.param_types, names=[p.split(":")[0] for p in spec.params])
-    pixel, i, j, offset, inside = (c.local("i32") for _ in range(5))
-    image, y, x, row, column, target, source, pixels = (c.local("i32") for _ in range(8))
+    i, j, offset, inside = (c.local("i32") for _ in range(4))
+    image, y, x, row, column, target, source = (c.local("i32") for _ in range(7))
     zeros = c.local("v128") if simd else None
     if zeros is not None:
         c.get("zero_point").emit("i32.load8_u", 0, 0).emit("i8x16.splat").set(zeros)
-    c.get("n", "oh").emit("i32.mul").get("ow").emit("i32.mul").set(pixels)
     c.get("a").set(target)
-    c.emit("i32.const", 0).set(pixel)
 
     def each_tap() -> None:
         # column = x * sw - pl + j * dw; inside = row < h and column < w (unsigned)
@@ -85,24 +83,63 @@ def _im2col(spec: KernelSpec, simd: bool) -> Code:
         strided_loop(c, j, 1, c.names["kw"], each_tap)
 
     def each_pixel() -> None:
-        # image = pixel / (oh * ow); y, x = divmod(pixel % (oh * ow), ow)
-        c.get(pixel).get("oh").get("ow").emit("i32.mul").emit("i32.div_u").set(image)
-        c.get(pixel).get("ow").emit("i32.div_u").get("oh").emit("i32.rem_u").set(y)
-        c.get(pixel).get("ow").emit("i32.rem_u").set(x)
         c.emit("i32.const", 0).set(i)
         strided_loop(c, i, 1, c.names["kh"], each_kernel_row)
 
-    strided_loop(c, pixel, 1, pixels, each_pixel)
+    def each_row() -> None:
+        c.emit("i32.const", 0).set(x)
+        strided_loop(c, x, 1, c.names["ow"], each_pixel)
+
+    def each_image() -> None:
+        c.emit("i32.const", 0).set(y)
+        strided_loop(c, y, 1, c.names["oh"], each_row)
+
+    c.emit("i32.const", 0).set(image)
+    strided_loop(c, image, 1, c.names["n"], each_image)
     return c
 
 
-def _transpose(spec: KernelSpec) -> Code:
+LOW = bytes(b for k in range(8) for b in (k, 16 + k))
+HIGH = bytes(b for k in range(8, 16) for b in (k, 16 + k))
+"""Byte interleaves of two v128 (their low halves, their high halves): four rounds of them
+between registers r and r + 8 transpose a 16 x 16 block of bytes (a perfect shuffle)."""
+
+
+def _square(c: Code, registers: list[int], source: int, target: int, pointer: int) -> None:
+    """Transpose the 16 x 16 bytes at ``source`` (row stride ``cols``) to ``target`` (row
+    stride ``rows``) through 32 v128 ``registers`` (a round reads 16, writes the others)."""
+    c.get(source).set(pointer)
+    for register in registers[:16]:
+        c.get(pointer).emit("v128.load", 0, 0).set(register)
+        c.get(pointer).get("cols").emit("i32.add").set(pointer)
+    current, spare = registers[:16], registers[16:]
+    for _ in range(4):
+        for k in range(8):
+            for half, pattern in enumerate((LOW, HIGH)):
+                c.get(current[k]).get(current[k + 8]).emit("i8x16.shuffle", pattern)
+                c.set(spare[2 * k + half])
+        current, spare = spare, current
+    c.get(target).set(pointer)
+    for register in current:
+        c.get(pointer).get(register).emit("v128.store", 0, 0)
+        c.get(pointer).get("rows").emit("i32.add").set(pointer)
+
+
+def _transpose(spec: KernelSpec, simd: bool) -> Code:
     c = Code(spec.param_types, names=[p.split(":")[0] for p in spec.params])
     size = 1 if spec.dtypes[0] == "uint8" else 4
     load, store = ("i32.load8_u", "i32.store8") if size == 1 else ("i32.load", "i32.store")
     align = size.bit_length() - 1
-    block, i, j, source, target, count = (c.local("i32") for _ in range(6))
+    block, i, j, source, target, count, pointer = (c.local("i32") for _ in range(7))
+    rows16, cols16, corner, destination = (c.local("i32") for _ in range(4))
+    squares = simd and size == 1
+    registers = [c.local("v128") for _ in range(32)] if squares else []
     c.get("rows", "cols").emit("i32.mul").set(count)
+    for limit, local in (("rows", rows16), ("cols", cols16)):
+        if squares:
+            c.get(limit).emit("i32.const", -16).emit("i32.and").set(local)
+        else:
+            c.emit("i32.const", 0).set(local)
     c.emit("i32.const", 0).set(block)
 
     def element() -> None:
@@ -113,15 +150,32 @@ def _transpose(spec: KernelSpec) -> Code:
         c.emit(load, align, 0).emit(store, align, 0)
 
     def each_row() -> None:
-        c.emit("i32.const", 0).set(j)
+        # the columns the 16 x 16 squares left: from cols16 in their rows, all below them
+        c.get(cols16).emit("i32.const", 0).get(i).get(rows16).emit("i32.lt_u").emit("select")
+        c.set(j)
         strided_loop(c, j, 1, c.names["cols"], element)
         c.get(source).get("cols").emit("i32.const", size).emit("i32.mul").emit("i32.add")
         c.set(source)
+
+    def each_square() -> None:
+        # x + i * cols + j -> y + j * rows + i
+        c.get(source).get(i).get("cols").emit("i32.mul").emit("i32.add").get(j)
+        c.emit("i32.add").set(corner)
+        c.get(target).get(j).get("rows").emit("i32.mul").emit("i32.add").get(i)
+        c.emit("i32.add").set(destination)
+        _square(c, registers, corner, destination, pointer)
+
+    def each_band() -> None:
+        c.emit("i32.const", 0).set(j)
+        strided_loop(c, j, 16, cols16, each_square)
 
     def each_block() -> None:
         c.get(block).get(count).emit("i32.mul").emit("i32.const", size).emit("i32.mul")
         c.tee(source).get("y").emit("i32.add").set(target)
         c.get(source).get("x").emit("i32.add").set(source)
+        if squares:
+            c.emit("i32.const", 0).set(i)
+            strided_loop(c, i, 16, rows16, each_band)
         c.emit("i32.const", 0).set(i)
         strided_loop(c, i, 1, c.names["rows"], each_row)
 
@@ -130,7 +184,7 @@ def _transpose(spec: KernelSpec) -> Code:
 
 
 def emit(spec: KernelSpec, isa_name: str) -> tuple[FuncType, Code]:
-    """Generate qconv kernel ``spec``; the same code for every ISA."""
-    code = (_im2col(spec, isa_name != "scalar") if spec.op == "im2col" else
-            _transpose(spec))
+    """Generate qconv kernel ``spec`` for ``isa_name`` (``scalar``: no SIMD)."""
+    simd = isa_name != "scalar"
+    code = _im2col(spec, simd) if spec.op == "im2col" else _transpose(spec, simd)
     return FuncType(spec.param_types, spec.results), code
