@@ -27,6 +27,7 @@ from wasm_kernels.wasm.text import module_text
 
 WASM_PROVIDERS = wasm_kernels.ISA_NAMES
 ROUNDS = 25
+MAX_ROUNDS_FOR_WORKER_TIME = 400
 
 
 class Block(nn.Module):
@@ -126,7 +127,14 @@ def test_parallel_kernels_equal_one_thread_bit_for_bit(case, kernels, threads, r
         for _ in range(ROUNDS):
             np.testing.assert_array_equal(many.run(inputs)["output0"], want)
         if before is not None:
-            assert _worker_ticks() > before  # the workers did compute parts
+            # The workers did compute parts. Ticks are 10 ms and parts are taken by whoever
+            # is free, so on a busy machine the caller may take most of them: run on, up to
+            # a bound, until the workers' time shows.
+            for _ in range(MAX_ROUNDS_FOR_WORKER_TIME):
+                if _worker_ticks() > before:
+                    break
+                np.testing.assert_array_equal(many.run(inputs)["output0"], want)
+            assert _worker_ticks() > before
 
 
 def test_workers_entering_wasm_per_call_under_limits_stay_exact(block):
