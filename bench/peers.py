@@ -445,8 +445,8 @@ def main() -> int:
                         help=f"comma-separated models ({', '.join(MODELS)}) or groups of "
                         f"them ({', '.join(sorted(GROUPS))}); default: %(default)s")
     parser.add_argument("--runtimes", default=",".join(RUNTIMES),
-                        help="comma-separated runtimes (wasmnn: the nn model compiled; "
-                        "wasmnn-onnx: its ONNX export imported; ort: onnxruntime native; "
+                        help="comma-separated runtimes (wasmnn: the model written with nn; "
+                        "wasmnn-onnx: torch's ONNX export of it; ort: onnxruntime native; "
                         "ortweb: ONNX Runtime Web's wasm backend in Node; torch: eager "
                         "PyTorch); default: %(default)s")
     parser.add_argument("--threads", default="1,2",
