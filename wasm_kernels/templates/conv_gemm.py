@@ -24,7 +24,7 @@ from __future__ import annotations
 from ..abi import KernelSpec
 from ..pack_im2col import ROWS
 from ..wasm import Code, FuncType
-from . import im2col, linear
+from . import im2col, linear, padded_copy
 from .isa import ISAS
 
 _LOCALS = ("cg", "og", "first0", "end", "oplane", "iplane", "cols", "image", "group", "xg",
@@ -82,7 +82,7 @@ def _group(c: Code, f: linear._Frame) -> None:
             # base + (image * o + group * og) * oplane
             c.get(out, "image", "o").emit("i32.mul").get("group", "og").emit("i32.mul")
             c.emit("i32.add").get("oplane").emit("i32.mul").emit("i32.add").set(pointer)
-    im2col.pad(c, f.isa)
+    padded_copy.pad(c, f.isa)
     c.get("first0").set("first")
     c.get("ws").set("cols")
     with c.loop():

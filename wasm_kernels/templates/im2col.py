@@ -5,10 +5,9 @@ panels of ``PANEL`` pixels: step ``kk = (ci, i, j)`` of panel ``q``'s pixel ``v`
 real pixels (the tile that reads them stores no column there).
 
 A padded conv first copies the group's input planes into the scratch ``xp`` with their zero
-borders (``pad``), so that every tap of every pixel is a plain load: no bounds checks, no
-masks, no border cases. At stride 2 a padded row is copied phased, its even columns then its
-odd ones, so a tap's adjacent output pixels are adjacent floats as at stride 1. Then per
-panel:
+borders (``padded_copy``), so that every tap of every pixel is a plain load: no bounds
+checks, no masks, no border cases; at stride 2 phased, so a tap's adjacent output pixels are
+adjacent floats as at stride 1. Then per panel:
 
 - each half of it (pixels 0..3 and 4..7) in one output row, at stride 1, phased, or 2
   unpadded (vector ISAs): each step is a load and a store per half (2 loads and a shuffle
@@ -30,8 +29,8 @@ from collections.abc import Callable
 
 from ..pack import PANEL
 from ..wasm import Code
-from .conv_tiles import EVEN_LANES, ODD_LANES
 from .isa import Isa
+from .padded_copy import column_bytes
 
 STRIDE2_HALF = bytes(4 * lane + byte for lane in (0, 2, 5, 7) for byte in range(4))
 """The shuffle taking floats 0, 2, 4, 6 of a stride-2 row from the registers at floats 0..3
@@ -39,12 +38,13 @@ and 3..6 (the second starts one float early, so no load passes float 6)."""
 
 _LOCALS = ("hp", "wp", "plane", "row", "steps", "panel_bytes", "padded", "phased", "odd_bytes",
            "pair_bytes", "ox_bytes", "q", "pixel", "oy", "ox", "oy2", "ox2", "halves", "ci", "ki",
-           "kj", "col", "i", "src", "src2", "dst", "at", "tap", "t", "tap_ci", "tap_ki", "tap_dh",
-           "tap_j1", "tap_j2")
+           "kj", "col", "i", "src", "src2", "dst", "at", "even", "odd", "tap", "t", "tap_ci",
+           "tap_ki", "tap_dh", "tap_j1", "tap_j2")
 
 
 def declare(c: Code, isa: Isa) -> None:
-    """Declare the locals the packing uses (i32, and two v128 for a vector ISA)."""
+    """Declare the locals the packing and ``padded_copy`` use (i32, and two v128 for a vector
+    ISA)."""
     for name in _LOCALS:
         c.local("i32", name)
     for v in range(PANEL):
@@ -82,108 +82,10 @@ def sizes(c: Code) -> None:
     c.emit("select").set("ox_bytes")
     for kj, tap in ((1, "tap_j1"), (2, "tap_j2")):
         c.get("dw").emit("i32.const", kj).emit("i32.mul").set("col")
-        _column_bytes(c)
+        column_bytes(c)
         c.set(tap)
     c.get("cg", "kh").emit("i32.mul").get("kw").emit("i32.mul").tee("steps")
     c.emit("i32.const", 4 * PANEL).emit("i32.mul").set("panel_bytes")
-
-
-def pad(c: Code, isa: Isa) -> None:
-    """With padding, copy the group's ``cg`` input planes from ``xg`` into ``xp`` inside their
-    zero borders and point ``xg`` there; without, nothing. Every byte is written once with
-    its final value (threads that each pad the same planes write the same bytes). A row is
-    copied by loads and stores (``_padded_row``), a border row is one ``memory.fill``: per
-    row, three calls of ``memory.fill`` and ``memory.copy`` out of wasm cost ResNet-18's 3x3
-    stride-2 conv as much as its packing."""
-    c.get("padded")
-    with c.if_():
-        c.emit("i32.const", 0).set("t")
-        with c.loop():
-            # padded rows of all planes in turn: t = ci * hp + y; dst = xp + t * row
-            c.get("t", "cg", "hp").emit("i32.mul").emit("i32.ge_u").emit("br_if", 1)
-            c.get("xp", "t", "row").emit("i32.mul").emit("i32.add").set("dst")
-            # oy = y - ph: the input row, inside when oy < h (unsigned)
-            c.get("t", "hp").emit("i32.rem_u").get("ph").emit("i32.sub").tee("oy")
-            c.get("h").emit("i32.lt_u")
-            with c.if_():
-                c.get("xg", "t", "hp").emit("i32.div_u").get("h").emit("i32.mul").get("oy")
-                c.emit("i32.add").get("w").emit("i32.mul").emit("i32.const", 2)
-                c.emit("i32.shl").emit("i32.add").set("src")
-                _padded_row(c, isa)
-                c.emit("else")
-                c.get("dst").emit("i32.const", 0).get("row").emit("memory.fill")
-            c.get("t").emit("i32.const", 1).emit("i32.add").set("t")
-        c.get("xp").set("xg")
-
-
-def _column_bytes(c: Code) -> None:
-    """Push the byte offset of column ``col`` in a padded row: ``col * 4``, or in a phased
-    row (stride 2: the even columns, then the odd ones, so a stride-2 tap of adjacent output
-    pixels reads adjacent floats) ``odd_bytes`` for an odd column plus ``col / 2 * 4``."""
-    c.get("col").emit("i32.const", 1).emit("i32.and").get("odd_bytes").emit("i32.mul")
-    c.get("col").emit("i32.const", 1).emit("i32.shr_u").get("pair_bytes").emit("i32.mul")
-    c.emit("i32.add")
-
-
-def _padded_row(c: Code, isa: Isa) -> None:
-    """Input row ``src`` into the padded row ``dst``: its columns 0 .. pw and pw + w .. wp
-    zero, the w floats between copied (8 a time for a vector ISA, split into even and odd
-    columns in a phased row), then the rest one by one."""
-
-    def columns(first: Callable[[], object], end: Callable[[], object],
-                value: Callable[[], object]) -> None:
-        # for col in first() .. end(): store value() (i = col - pw) at column col
-        first()
-        c.set("col")
-        with c.loop():
-            c.get("col")
-            end()
-            c.emit("i32.ge_u").emit("br_if", 1)
-            c.get("dst")
-            _column_bytes(c)
-            c.emit("i32.add")
-            value()
-            c.emit("f32.store", 2, 0)
-            c.get("col").emit("i32.const", 1).emit("i32.add").set("col")
-
-    def zero() -> object:
-        return c.emit("f32.const", 0.0)
-
-    columns(lambda: c.emit("i32.const", 0), lambda: c.get("pw"), zero)
-    columns(lambda: c.get("pw", "w").emit("i32.add"), lambda: c.get("wp"), zero)
-    c.emit("i32.const", 0).set("i")
-    if isa.vector:
-        c.get("phased")
-        with c.if_():
-            _vector_columns(c, phased=True)
-            c.emit("else")
-            _vector_columns(c, phased=False)
-    columns(lambda: c.get("pw", "i").emit("i32.add"), lambda: c.get("pw", "w").emit("i32.add"),
-            lambda: c.get("src", "col", "pw").emit("i32.sub").emit("i32.const", 2)
-            .emit("i32.shl").emit("i32.add").emit("f32.load", 2, 0))
-
-
-def _vector_columns(c: Code, phased: bool) -> None:
-    """Input floats ``i`` .. on of ``src`` into the padded row, 8 a time while they last."""
-    with c.loop():
-        c.get("i").emit("i32.const", PANEL).emit("i32.add").get("w").emit("i32.gt_u")
-        c.emit("br_if", 1)
-        c.get("src", "i").emit("i32.const", 2).emit("i32.shl").emit("i32.add").tee("at")
-        c.emit("v128.load", 2, 0).set("va")
-        c.get("at").emit("v128.load", 2, 16).set("vb")
-        for second, lanes in enumerate((EVEN_LANES, ODD_LANES) if phased else (None, None)):
-            # column pw + i (+ 1: the odd floats of a phased row; + 4: the second register)
-            c.get("pw", "i").emit("i32.add")
-            c.emit("i32.const", second if phased else 4 * second).emit("i32.add").set("col")
-            c.get("dst")
-            _column_bytes(c)
-            c.emit("i32.add")
-            if lanes is None:
-                c.get("vb" if second else "va")
-            else:
-                c.get("va", "vb").emit("i8x16.shuffle", lanes)
-            c.emit("v128.store", 2, 0)
-        c.get("i").emit("i32.const", PANEL).emit("i32.add").set("i")
 
 
 def pack(c: Code, isa: Isa) -> None:
@@ -273,7 +175,7 @@ def _steps(c: Code, step: Callable[[], None]) -> None:
                 c.get("kj", "kw").emit("i32.ge_u").emit("br_if", 1)
                 c.get("kj", "dw").emit("i32.mul").set("col")
                 c.get("tap_ki")
-                _column_bytes(c)
+                column_bytes(c)
                 c.emit("i32.add")
                 tap_step()
                 c.get("kj").emit("i32.const", 1).emit("i32.add").set("kj")
