@@ -12,8 +12,9 @@ rows and a single row read the same array, at ``row * K`` floats.
 The kernel packs ``cols`` itself (``templates/im2col.py``), ``columns`` output pixels at a time
 into its scratch, in panels of ``PANEL`` pixels, a step's 8 pixels adjacent (the layout
 ``f32_linear`` reads its weight in): ``columns_per_chunk`` is how many, ``scratch_floats``
-the scratch for all of them (a chunk packs into its own region of it); a padded conv first
-copies the input inside its zero borders into a second scratch of ``padded_floats``.
+the scratch for all of them (every chunk of a thread's part packs at the part's start); a
+padded conv first copies the input inside its zero borders into a second scratch of
+``padded_floats``.
 
     >>> import numpy as np
     >>> w = np.arange(10, dtype=np.float32).reshape(5, 2, 1, 1)
@@ -107,7 +108,8 @@ def runs_as_gemm(cg: int, og: int, kernel: tuple[int, int], stride: tuple[int, i
 
 def scratch_floats(k: int, pixels: int) -> int:
     """The scratch ``ws`` where ``f32_conv2d_gemm`` packs ``pixels`` output pixels of ``k``
-    steps, each chunk into its own region (threads that split the pixels share none of it)."""
+    steps: a thread's part of the pixels packs its chunks in turn at the part's place in it,
+    so threads that split the pixels share none of it."""
     return k * -(-pixels // PANEL) * PANEL
 
 

@@ -1,7 +1,9 @@
-"""Every f32_conv2d_gemm row against nn.functional.conv2d (and torch): whole panels copied a
-register at a time at stride 1 and 2, panels crossing output rows or touching the padding
-packed pixel by pixel, other strides, dilation, groups, batch > 1, output channels in groups
-of 4 and left over, pixels in several chunks and a last panel shorter than 8."""
+"""Every f32_conv2d_gemm row against nn.functional.conv2d (and torch): panels copied half a
+panel (4 pixels) a register at a time at stride 1, at stride 2 from a phased padded copy
+(even and odd pad, dilated, rows shorter than a vector) or unpadded, halves crossing output
+rows packed pixel by pixel, a second half past the last pixel, other strides, dilation,
+groups, batch > 1, output channels in groups of 4 and left over, pixels in several chunks
+and a last panel shorter than 8."""
 
 import numpy as np
 import pytest
@@ -34,6 +36,12 @@ CASES = {
     "kernel>input": ((1, 2, 3, 3), 3, (5, 5), (1, 1), (2, 2), (1, 1), 1, 16),
     "narrow": ((1, 5, 3, 2), 6, (3, 3), (1, 1), (1, 1), (1, 1), 1, 8),
     "stem-7x7-stride2": ((1, 3, 20, 22), 8, (7, 7), (2, 2), (3, 3), (1, 1), 1, 16),
+    "halves": ((1, 3, 5, 12), 6, (3, 3), (1, 1), (1, 1), (1, 1), 1, 16),
+    "stride2-halves": ((1, 5, 11, 24), 7, (3, 3), (2, 2), (1, 1), (1, 1), 1, 24),
+    "stride2-pad2": ((1, 3, 10, 29), 5, (3, 3), (2, 2), (2, 2), (1, 1), 1, 16),
+    "stride2-dilated": ((1, 4, 13, 26), 6, (3, 3), (2, 2), (2, 2), (2, 2), 1, 16),
+    "stride2-unpadded": ((1, 4, 9, 35), 5, (3, 3), (2, 2), (0, 0), (1, 1), 1, 16),
+    "stride2-narrow": ((1, 3, 6, 5), 4, (3, 3), (2, 2), (1, 1), (1, 1), 1, 8),
 }
 GEMMS = [k for k in abi.KERNELS if k.family == "conv_gemm"]
 
