@@ -18,14 +18,17 @@ compiler's choice (``modelc/ops/conv2d.py``).
 
 from __future__ import annotations
 
+import dataclasses
+
 from ..abi import KernelSpec
+from ..pack import PANEL
 from ..pack_im2col import ROWS
 from ..wasm import Code, FuncType
 from . import im2col, linear
 from .isa import ISAS
 
 _LOCALS = ("cg", "og", "first0", "end", "oplane", "iplane", "cols", "image", "group", "xg",
-           "wg", "bg", "yg", "rg", "first", "count", "out", "res")
+           "wg", "bg", "yg", "rg", "first", "count", "out", "res", "flat")
 
 
 def emit(spec: KernelSpec, isa_name: str) -> tuple[FuncType, Code]:
@@ -53,20 +56,23 @@ def emit(spec: KernelSpec, isa_name: str) -> tuple[FuncType, Code]:
     f = linear.frame(c, isa_name, arg, spec.activations, mr=ROWS)
     # C's rows are the output planes of the group's channels
     c.get("oplane").set(f.ldc)
+    # a flattened pointwise conv's whole panels: B read in place, the input planes its rows
+    in_place = dataclasses.replace(f, ldb=c.names["iplane"])
     c.emit("i32.const", 0).set("image")
     with c.loop():
         c.get("image", "n").emit("i32.ge_u").emit("br_if", 1)
         c.emit("i32.const", 0).set("group")
         with c.loop():
             c.get("group", "groups").emit("i32.ge_u").emit("br_if", 1)
-            _group(c, f)
+            _group(c, f, in_place)
             c.get("group").emit("i32.const", 1).emit("i32.add").set("group")
         c.get("image").emit("i32.const", 1).emit("i32.add").set("image")
     return FuncType(spec.param_types, spec.results), c
 
 
-def _group(c: Code, f: linear._Frame) -> None:
-    """Pointers to this image's group, then its pixels chunk by chunk: pack, multiply."""
+def _group(c: Code, f: linear._Frame, in_place: linear._Frame) -> None:
+    """Pointers to this image's group, then its pixels chunk by chunk: pack, multiply (a
+    flattened pointwise conv multiplies its whole panels in place first)."""
     # xg = x + (image * c + group * cg) * iplane; wg = weight + group * og * steps * 4
     c.get("x", "image", "c").emit("i32.mul").get("group", "cg").emit("i32.mul")
     c.emit("i32.add").get("iplane").emit("i32.mul").emit("i32.add").set("xg")
@@ -81,6 +87,18 @@ def _group(c: Code, f: linear._Frame) -> None:
             c.emit("i32.add").get("oplane").emit("i32.mul").emit("i32.add").set(pointer)
     im2col.pad(c)
     c.get("first0").set("first")
+    c.get("flat")
+    with c.if_():
+        with c.loop():
+            c.get("end", "first").emit("i32.sub").emit("i32.const", PANEL).emit("i32.lt_u")
+            c.emit("br_if", 1)
+            # count = min(columns, whole panels left); cols = xg + first * 4: B in place
+            c.get("end", "first").emit("i32.sub").emit("i32.const", -PANEL).emit("i32.and")
+            c.set("count")
+            c.get("columns", "count", "columns", "count").emit("i32.lt_u").emit("select")
+            c.set("count")
+            c.get("xg", "first").emit("i32.const", 2).emit("i32.shl").emit("i32.add").set("cols")
+            _multiply(c, in_place)
     with c.loop():
         c.get("first", "end").emit("i32.ge_u").emit("br_if", 1)
         # count = min(columns, end - first); cols = ws + (first - first0) * steps * 4
@@ -90,20 +108,27 @@ def _group(c: Code, f: linear._Frame) -> None:
         c.get("ws", "first", "first0").emit("i32.sub").get("steps").emit("i32.mul")
         c.emit("i32.const", 2).emit("i32.shl").emit("i32.add").set("cols")
         im2col.pack(c, f.isa)
-        # Y and R arrive moved to pixel first0 (a thread's part), so their offset is relative
-        for base, pointer in (("yg", "out"), ("rg", "res")):
-            c.get(base, "first", "first0").emit("i32.sub").emit("i32.const", 2)
-            c.emit("i32.shl").emit("i32.add").set(pointer)
-        linear.row_blocks(f, edge=True, prepacked=True)
-        c.get("first", "columns").emit("i32.add").set("first")
+        _multiply(c, f)
+
+
+def _multiply(c: Code, f: linear._Frame) -> None:
+    """The linear driver on the ``count`` columns at ``cols``, C at pixel ``first`` of the
+    group's output planes; then ``first`` moves past them."""
+    # Y and R arrive moved to pixel first0 (a thread's part), so their offset is relative
+    for base, pointer in (("yg", "out"), ("rg", "res")):
+        c.get(base, "first", "first0").emit("i32.sub").emit("i32.const", 2)
+        c.emit("i32.shl").emit("i32.add").set(pointer)
+    linear.row_blocks(f, edge=f.ldb is None, prepacked=True)
+    c.get("first", "count").emit("i32.add").set("first")
 
 
 def _flatten_pointwise(c: Code) -> None:
-    """A 1x1 conv with stride 1 and no padding is one row of h * w pixels (oh = 1, ow = h *
-    w): every panel then lies in one row and is copied a register at a time."""
+    """A 1x1 conv with stride 1 and no padding (``flat``) is one row of h * w pixels (oh = 1,
+    ow = h * w) and a gemm ``W @ X``: its input planes are B, read in place (the last ``h * w
+    % PANEL`` pixels are packed, so that no load passes the input's end)."""
     c.get("kh", "kw").emit("i32.or").get("sh").emit("i32.or").get("sw").emit("i32.or")
     c.emit("i32.const", 1).emit("i32.eq").get("ph", "pw").emit("i32.or").emit("i32.eqz")
-    c.emit("i32.and")
+    c.emit("i32.and").tee("flat")
     with c.if_():
         for rows, columns in (("h", "w"), ("oh", "ow")):
             c.get(rows, columns).emit("i32.mul").set(columns)
