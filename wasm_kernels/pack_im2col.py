@@ -13,7 +13,8 @@ The kernel packs ``cols`` itself (``templates/im2col.py``), ``columns`` output p
 into its scratch, in panels of ``PANEL`` pixels, a step's 8 pixels adjacent (the layout
 ``f32_linear`` reads its weight in): ``columns_per_chunk`` is how many, ``scratch_floats``
 the scratch for all of them (a chunk packs into its own region of it); a padded conv first
-copies the input inside its zero borders into a second scratch of ``padded_floats``.
+copies the input inside its zero borders into a second scratch of ``padded_floats`` (where a
+strided 1x1 conv subsamples it).
 
     >>> import numpy as np
     >>> w = np.arange(10, dtype=np.float32).reshape(5, 2, 1, 1)
@@ -123,8 +124,10 @@ def padded_floats(cg: int, size: tuple[int, int], out: tuple[int, int],
                   kernel: tuple[int, int], stride: tuple[int, int], pad: tuple[int, int],
                   dilation: tuple[int, int]) -> int:
     """The scratch ``xp`` where ``f32_conv2d_gemm`` copies a group's ``cg`` input planes of
-    ``size`` inside their zero borders: 0 without padding (it reads the input in place)."""
+    ``size`` inside their zero borders, or a strided 1x1 conv's subsampled planes
+    (``templates/conv_pointwise.py``): 0 otherwise (it reads the input in place)."""
     if pad == (0, 0):
-        return 0
+        strided_pointwise = kernel == (1, 1) and stride != (1, 1)
+        return cg * out[0] * out[1] if strided_pointwise else 0
     hp, wp = (padded_size(*dims) for dims in zip(size, out, kernel, stride, pad, dilation))
     return cg * hp * wp
