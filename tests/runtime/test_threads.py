@@ -52,7 +52,7 @@ class Block(nn.Module):
 class Convs(nn.Module):
     """conv2d over its threshold with one image: 42 output channels (10 blocks of 4 and 2
     single ones) with a fused relu, then one with a residual add; a depthwise conv and a
-    batch of 2 stay on one thread."""
+    batch of 2 stay on one thread; max and average pools over the 42 planes."""
 
     def __init__(self):
         super().__init__()
@@ -62,8 +62,9 @@ class Convs(nn.Module):
 
     def forward(self, x):
         h = nn.functional.relu(self.first(x))
-        h = self.second(h) + h
-        return self.depthwise(h)
+        h = self.depthwise(self.second(h) + h)
+        return (nn.functional.max_pool2d(h, 3, 2, 1)
+                + nn.functional.avg_pool2d(h, 3, 2, 1, count_include_pad=False))
 
 
 @pytest.fixture(scope="module")
@@ -111,6 +112,7 @@ def test_the_convs_use_conv_kernels_that_split(convs):
     assert {abi.BY_NAME[n].epilogue for n in split
             if abi.BY_NAME[n].op in ("conv2d", "conv2d_gemm")} >= {
         ("relu",), ("add",)}, sorted(imported)
+    assert {"f32_max_pool2d", "f32_avg_pool2d"} <= split, sorted(imported)
 
 
 @pytest.mark.parametrize("kernels", WASM_PROVIDERS)
