@@ -79,7 +79,7 @@ def _group(c: Code, f: linear._Frame) -> None:
             # base + (image * o + group * og) * oplane
             c.get(out, "image", "o").emit("i32.mul").get("group", "og").emit("i32.mul")
             c.emit("i32.add").get("oplane").emit("i32.mul").emit("i32.add").set(pointer)
-    im2col.pad(c)
+    im2col.pad(c, "first0", "end")
     c.get("first0").set("first")
     with c.loop():
         c.get("first", "end").emit("i32.ge_u").emit("br_if", 1)

@@ -36,7 +36,7 @@ SECOND_HALF = bytes(4 * lane + byte for lane in (0, 2, 5, 7) for byte in range(4
 
 _LOCALS = ("hp", "wp", "plane", "row", "steps", "panel_bytes", "padded", "q", "pixel", "oy",
            "ox", "ci", "ki", "kj", "src", "dst", "tap", "t", "tap_ci", "tap_ki", "tap_dh",
-           "tap_dw")
+           "tap_dw", "row_lo", "row_hi")
 
 
 def declare(c: Code, isa: Isa) -> None:
@@ -69,16 +69,27 @@ def sizes(c: Code) -> None:
     c.emit("i32.const", 4 * PANEL).emit("i32.mul").set("panel_bytes")
 
 
-def pad(c: Code) -> None:
+def pad(c: Code, first: str, end: str) -> None:
     """With padding, copy the group's ``cg`` input planes from ``xg`` into ``xp`` inside their
-    zero borders and point ``xg`` there; without, nothing. Every byte is written once with
-    its final value (threads that each pad the same planes write the same bytes)."""
+    zero borders and point ``xg`` there; without, nothing. Only the padded rows that output
+    pixels ``first .. end`` (locals; ``end > first``) read are written, each byte once with
+    its final value: threads that split the pixels write their own rows, and the same bytes
+    where their rows overlap."""
     c.get("padded")
     with c.if_():
+        # row_lo = first // ow * sh; row_hi = (end - 1) // ow * sh + (kh - 1) * dh
+        c.get(first, "ow").emit("i32.div_u").get("sh").emit("i32.mul").set("row_lo")
+        c.get(end).emit("i32.const", 1).emit("i32.sub").get("ow").emit("i32.div_u")
+        c.get("sh").emit("i32.mul").get("kh").emit("i32.const", 1).emit("i32.sub")
+        c.get("dh").emit("i32.mul").emit("i32.add").set("row_hi")
         c.emit("i32.const", 0).set("t")
         with c.loop():
             # padded rows of all planes in turn: t = ci * hp + y; dst = xp + t * row
             c.get("t", "cg", "hp").emit("i32.mul").emit("i32.ge_u").emit("br_if", 1)
+            c.get("t", "hp").emit("i32.rem_u").get("row_lo").emit("i32.sub")
+            c.get("row_hi", "row_lo").emit("i32.sub").emit("i32.gt_u")
+            with c.if_():  # a row no pixel here reads
+                c.get("t").emit("i32.const", 1).emit("i32.add").set("t").emit("br", 1)
             c.get("xp", "t", "row").emit("i32.mul").emit("i32.add").set("dst")
             # oy = y - ph: the input row, inside when oy < h (unsigned)
             c.get("t", "hp").emit("i32.rem_u").get("ph").emit("i32.sub").tee("oy")
