@@ -25,7 +25,6 @@ the call failed after its worker trapped; the caller then traps ``unreachable``)
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -90,12 +89,15 @@ def splits(isa: str) -> dict[str, Split]:
     """The kernels that run on several threads, by name, for ``isa``'s tile sizes."""
     # NOTE: the dense kernels pack A's rows into wa where they lie in A, so parts pack
     # disjoint bytes; every part packs all of gemm's B into ws, the same bytes.
+    # Each splits at its own row tile: MiniLM's 128 rows in whole tiles of 12 (3 and 4 in
+    # common) left 2 threads 68 and 60 rows.
     rows: dict[str, tuple[str, ...]] = {"a": ("k",), "wa": ("k",), "r": ("n",), "c": ("n",)}
-    dense_grain = math.lcm(gemm.TILES[isa][0], linear.MR[isa])
+    row_tile = {"gemm": gemm.TILES[isa][0], "linear": linear.MR[isa]}
     table: dict[str, Split] = {}
     for spec in abi.KERNELS:
         if spec.family in ("gemm", "linear") and spec.op in ("gemm", "linear"):
-            table[spec.name] = Split("m", rows, ("k", "n"), DENSE_THRESHOLD, dense_grain)
+            table[spec.name] = Split("m", rows, ("k", "n"), DENSE_THRESHOLD,
+                                     row_tile[spec.family])
         elif spec.op == "bmm":
             bias = {"bias": ("n",)} if "bias" in spec.params else {}
             table[spec.name] = Split(
@@ -117,6 +119,10 @@ def splits(isa: str) -> dict[str, Split]:
             table[spec.name] = Split(
                 "pixels", {"ws": ("c", "kh", "kw"), "y": (), "r": (), "first_bytes": ()},
                 ("c", "kh", "kw", "o"), DENSE_THRESHOLD, PANEL, only={"n": 1, "groups": 1})
+        elif spec.op in ("max_pool2d", "avg_pool2d"):
+            # NOTE: planes are independent; avg_pool2d's scale is one (oh, ow) plane for all.
+            table[spec.name] = Split("planes", {"x": ("h", "w"), "y": ("oh", "ow")},
+                                     ("oh", "ow", "kh", "kw"), STREAM_THRESHOLD)
         elif spec.family == "rowwise":
             table[spec.name] = Split("rows", {"x": ("n",), "y": ("n",)}, ("n",),
                                      STREAM_THRESHOLD)

@@ -121,7 +121,8 @@ def test_conv2d_gemm_matches_torch(kernels) -> None:  # type: ignore[no-untyped-
                                   "1x1-stride2-odd", "7x7-small"])
 def test_conv2d_gemm_computes_only_its_part_of_the_pixels(kernels, case: str) -> None:  # type: ignore[no-untyped-def]
     """A thread's part: pixels first .. first + count of each plane, with Y, R and ws moved
-    there by the caller; the other pixels of Y stay as they were."""
+    there by the caller; the other pixels of Y stay as they were. xp starts as NaN: the part
+    pads every row its pixels read (and may leave the others)."""
     shape, o, k, s, p, d, g, columns = CASES[case]
     shape = (1,) + shape[1:]
     rng = np.random.default_rng(9)
@@ -139,7 +140,7 @@ def test_conv2d_gemm_computes_only_its_part_of_the_pixels(kernels, case: str) ->
     padded = padded_floats(shape[1], shape[2:], expected.shape[2:], k, s, p, d)
     for key, array in (("x", x), ("weight", pack_im2col_weight(w, 1)), ("bias", bias),
                        ("r", r), ("ws", np.zeros(scratch_floats(steps, plane), np.float32)),
-                       ("xp", np.zeros(max(padded, 1), np.float32)), ("y", before)):
+                       ("xp", np.full(max(padded, 1), np.nan, np.float32)), ("y", before)):
         memory[cursor:cursor + array.nbytes] = array.view(np.uint8).ravel()
         placed[key], cursor = cursor, (cursor + array.nbytes + 127) // 64 * 64
     moved = {"r": 4 * first, "y": 4 * first, "ws": 4 * first * steps}

@@ -88,7 +88,7 @@ def _group(c: Code, f: linear._Frame, in_place: linear._Frame, isa: Isa) -> None
             # base + (image * o + group * og) * oplane
             c.get(out, "image", "o").emit("i32.mul").get("group", "og").emit("i32.mul")
             c.emit("i32.add").get("oplane").emit("i32.mul").emit("i32.add").set(pointer)
-    padded_copy.pad(c, f.isa)
+    padded_copy.pad(c, f.isa, "first0", "end")
     conv_pointwise.subsample(c, isa)
     c.get("first0").set("first")
     conv_pointwise.whole_panels(c, lambda: _multiply(c, in_place))

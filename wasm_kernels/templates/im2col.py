@@ -39,7 +39,7 @@ and 3..6 (the second starts one float early, so no load passes float 6)."""
 _LOCALS = ("hp", "wp", "plane", "row", "steps", "panel_bytes", "padded", "phased", "odd_bytes",
            "pair_bytes", "ox_bytes", "q", "pixel", "oy", "ox", "oy2", "ox2", "halves", "ci", "ki",
            "kj", "col", "i", "src", "src2", "dst", "at", "even", "odd", "tap", "t", "tap_ci",
-           "tap_ki", "tap_dh", "tap_j1", "tap_j2")
+           "tap_ki", "tap_dh", "tap_j1", "tap_j2", "row_lo", "row_hi")
 
 
 def declare(c: Code, isa: Isa) -> None:

@@ -4,8 +4,8 @@ is a plain load. At stride 2 a row is copied phased: its even columns, then its 
 (``column_bytes``), so the taps of adjacent output pixels are adjacent floats as at stride 1
 and the packing copies them a register at a time without shuffles.
 
-Every byte of ``xp`` is written once with its final value, so threads that each pad the same
-planes write the same bytes. Rows are copied by loads and stores, 16 floats per loop
+Every byte of ``xp`` is written once with its final value, so threads that each pad the rows
+their pixels read write the same bytes where those overlap. Rows are copied by loads and stores, 16 floats per loop
 iteration: a ``memory.copy`` and two ``memory.fill`` per row (calls out of wasm) cost
 ResNet-18's 3x3 stride-2 conv as much as its packing. The functions read the conv's
 arguments and ``im2col``'s locals by name from the ``Code``.
@@ -32,37 +32,41 @@ def column_bytes(c: Code) -> None:
     c.emit("i32.add")
 
 
-def pad(c: Code, isa: Isa) -> None:
+def pad(c: Code, isa: Isa, first: str, end: str) -> None:
     """With padding, copy the group's input planes into ``xp`` and point ``xg`` there;
-    without, nothing. Per plane: its ``ph`` top rows zero (one ``memory.fill``), its rows,
-    its bottom rows zero."""
+    without, nothing. Only the padded rows that output pixels ``first .. end`` (locals;
+    ``end > first``) read are written, so threads that split the pixels each write their
+    own rows (and the same bytes where their rows overlap): per plane, a row above or below
+    the input is zeroed (one ``memory.fill``), an input row copied."""
     c.get("padded")
     with c.if_():
-        c.get("xg").set("src")
-        c.get("xp").set("dst")
+        # row_lo = first // ow * sh; row_hi = min((end - 1) // ow * sh + (kh - 1) * dh, hp - 1)
+        c.get(first, "ow").emit("i32.div_u").get("sh").emit("i32.mul").set("row_lo")
+        c.get(end).emit("i32.const", 1).emit("i32.sub").get("ow").emit("i32.div_u")
+        c.get("sh").emit("i32.mul").get("kh").emit("i32.const", 1).emit("i32.sub")
+        c.get("dh").emit("i32.mul").emit("i32.add").tee("row_hi")
+        c.get("hp").emit("i32.const", 1).emit("i32.sub").tee("t")
+        c.get("row_hi", "t").emit("i32.lt_u").emit("select").set("row_hi")
         c.emit("i32.const", 0).set("ci")
         with c.loop():
             c.get("ci", "cg").emit("i32.ge_u").emit("br_if", 1)
-            _zero_rows(c, lambda: c.get("ph"))
-            c.emit("i32.const", 0).set("oy")
+            c.get("row_lo").set("oy")
             with c.loop():
-                c.get("oy", "h").emit("i32.ge_u").emit("br_if", 1)
-                _row(c, isa)
-                c.get("src", "w").emit("i32.const", 2).emit("i32.shl").emit("i32.add")
-                c.set("src")
-                c.get("dst", "row").emit("i32.add").set("dst")
+                c.get("oy", "row_hi").emit("i32.gt_u").emit("br_if", 1)
+                # dst = xp + (ci * hp + oy) * row; src = xg + (ci * h + oy - ph) * w * 4
+                c.get("xp", "ci", "hp").emit("i32.mul").get("oy").emit("i32.add")
+                c.get("row").emit("i32.mul").emit("i32.add").set("dst")
+                c.get("oy", "ph").emit("i32.sub").get("h").emit("i32.lt_u")
+                with c.if_():  # an input row (unsigned: rows above it wrap past h)
+                    c.get("xg", "ci", "h").emit("i32.mul").get("oy").emit("i32.add")
+                    c.get("ph").emit("i32.sub").get("w").emit("i32.mul")
+                    c.emit("i32.const", 2).emit("i32.shl").emit("i32.add").set("src")
+                    _row(c, isa)
+                    c.emit("else")
+                    c.get("dst").emit("i32.const", 0).get("row").emit("memory.fill")
                 c.get("oy").emit("i32.const", 1).emit("i32.add").set("oy")
-            _zero_rows(c, lambda: c.get("hp", "ph").emit("i32.sub").get("h").emit("i32.sub"))
             c.get("ci").emit("i32.const", 1).emit("i32.add").set("ci")
         c.get("xp").set("xg")
-
-
-def _zero_rows(c: Code, rows: Callable[[], object]) -> None:
-    """Zero ``rows()`` padded rows at ``dst`` and move ``dst`` past them."""
-    rows()
-    c.get("row").emit("i32.mul").set("t")
-    c.get("dst").emit("i32.const", 0).get("t").emit("memory.fill")
-    c.get("dst", "t").emit("i32.add").set("dst")
 
 
 def _row(c: Code, isa: Isa) -> None:
