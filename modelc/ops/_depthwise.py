@@ -1,10 +1,12 @@
 """The depthwise form of conv2d: a conv with one input channel per group (``groups == c``,
 ``o / c`` output channels each) lowers to the ``depthwise`` family, which pads each input
 plane once into a scratch plane and runs unmasked register tiles over it, with its bias
-and activation fused; a fused residual ``add`` stays on the general conv kernel."""
+and activation fused; a fused residual ``add`` stays on the general conv kernel. ``qconv2d``
+calls the same kernel on its dequantized input (``call``)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -16,23 +18,24 @@ from ._shapes import pair
 
 if TYPE_CHECKING:
     from ..codegen import LowerContext
-    from ..graph import Node, Shape
+    from ..graph import Node, Shape, Value
+
+Push = Callable[[], None]
+"""Pushes one address (``partial(ctx.address, value)``, ``partial(ctx.scratch, node, i)``)."""
 
 
-def _kernel(node: Node) -> abi.KernelSpec | None:
-    """The depthwise kernel of ``node`` (a conv2d), or None when it is not depthwise or its
-    epilogue has no depthwise row."""
-    x, weight = node.inputs[0], node.inputs[1]
-    groups = node.attrs.get("groups", 1)
+def spec(x: Value, weight: Value, groups: int, epilogue: tuple[str, ...]
+         ) -> abi.KernelSpec | None:
+    """The depthwise kernel of a conv of ``x`` by ``weight`` (o, c / groups, kh, kw) with
+    ``epilogue`` fused, or None when the conv is not depthwise or has no such row."""
     if groups != x.shape[1] or weight.shape[1] != 1 or weight.shape[0] % groups:
         return None
-    epilogue = tuple(node.attrs.get("epilogue", ()))
     return abi.BY_OP.get(("depthwise", "depthwise_conv2d", epilogue, "float32"))
 
 
-def _geometry(node: Node) -> tuple[int, ...]:
-    """(n, c, o, h, w, oh, ow, kh, kw, sh, sw, ph, pw, dh, dw) of a depthwise conv2d."""
-    x, weight = node.inputs[0], node.inputs[1]
+def geometry(node: Node, x: Value, weight: Value) -> tuple[int, ...]:
+    """(n, c, o, h, w, oh, ow, kh, kw, sh, sw, ph, pw, dh, dw) of ``node``, a depthwise conv
+    of ``x`` by ``weight``."""
     kh, kw = weight.shape[2:]
     stride, dilation = pair(node.attrs.get("stride", 1)), pair(node.attrs.get("dilation", 1))
     (top, _), (left, _) = conv_padding(node.attrs.get("padding", 0), (kh, kw), stride,
@@ -41,33 +44,59 @@ def _geometry(node: Node) -> tuple[int, ...]:
             *stride, top, left, *dilation)
 
 
+def scratch_floats(sizes: tuple[int, ...]) -> int:
+    """The scratch floats of a depthwise conv of ``geometry`` ``sizes``."""
+    return abi.depthwise_scratch_floats(*sizes[3:])
+
+
+def call(ctx: LowerContext, kernel: abi.KernelSpec, sizes: tuple[int, ...],
+         operands: tuple[Push, np.ndarray, Push, Push, Push]) -> None:
+    """Call ``kernel`` on ``geometry`` ``sizes`` with ``operands`` = (input, constant weight
+    (o, 1, kh, kw), bias, scratch, output), the pushers pushing addresses."""
+    x, weight, bias, scratch_plane, y = operands
+    x()
+    ctx.constant(np.ascontiguousarray(weight, np.float32))
+    bias()
+    scratch_plane()
+    y()
+    n, *rest = sizes
+    ctx.numel((n,))
+    for number in rest:
+        ctx.push(number)
+    ctx.call(kernel.name)
+
+
+def _kernel(node: Node) -> abi.KernelSpec | None:
+    """The depthwise kernel of ``node`` (a conv2d), or None when it is not depthwise or its
+    epilogue has no depthwise row."""
+    return spec(node.inputs[0], node.inputs[1], node.attrs.get("groups", 1),
+                tuple(node.attrs.get("epilogue", ())))
+
+
 def scratch(node: Node) -> tuple[Shape, ...]:
     """The padded plane a depthwise conv2d's kernel needs (none for another conv)."""
     if _kernel(node) is None:
         return ()
-    _, _, _, *sizes = _geometry(node)
-    return ((abi.depthwise_scratch_floats(*sizes),),)
+    return ((scratch_floats(geometry(node, node.inputs[0], node.inputs[1])),),)
 
 
 def lower(node: Node, ctx: LowerContext) -> bool:
     """Emit ``node`` (a conv2d with a constant weight) as one depthwise kernel call; False
     (nothing emitted) when it is not a depthwise conv with a depthwise row."""
-    spec = _kernel(node)
-    if spec is None:
+    kernel = _kernel(node)
+    if kernel is None:
         return False
     named = dict(zip(node.input_names, node.inputs))
     weight = named["weight"]
-    ctx.address(node.inputs[0])
-    ctx.constant(np.ascontiguousarray(weight.data, np.float32))
     if "bias" in named:
-        ctx.address(named["bias"])
+        bias = named["bias"]
+
+        def push_bias() -> None:
+            ctx.address(bias)
     else:
-        ctx.constant(np.zeros(weight.shape[0], np.float32))
-    ctx.scratch(node)
-    ctx.address(node.output)
-    n, *sizes = _geometry(node)
-    ctx.numel((n,))
-    for number in sizes:
-        ctx.push(number)
-    ctx.call(spec.name)
+        def push_bias() -> None:
+            ctx.constant(np.zeros(weight.shape[0], np.float32))
+    call(ctx, kernel, geometry(node, node.inputs[0], weight),
+         (lambda: ctx.address(node.inputs[0]), weight.data, push_bias,
+          lambda: ctx.scratch(node), lambda: ctx.address(node.output)))
     return True

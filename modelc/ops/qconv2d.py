@@ -12,7 +12,8 @@ conv without padding needs no im2col: its channels-last input is the rows. The p
 * kw <= ``abi_quantized.QLINEAR_MAX_K`` (longer ones take the float path).
 
 Other forms (grouped and depthwise convs, asymmetric weights) run through float32: the input
-is dequantized into scratch, the f32 conv kernel runs on the dequantized constant weight
+is dequantized into scratch, the f32 conv kernel (the ``depthwise`` family's for a depthwise
+conv, ``_depthwise``) runs on the dequantized constant weight
 (an int32 bias becomes ``bias * input_scale * weight_scale``, so the input scale must be
 constant), with relu / relu6 fused, and a requantized output is quantized from a second
 scratch. That result may differ from the integer reference by one quantization step where
@@ -22,6 +23,7 @@ float rounding moves a value across a rounding boundary.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
@@ -33,7 +35,7 @@ from wasm_kernels.abi_quantized import QLINEAR_MAX_K
 from wasm_kernels.pack import pack_conv_weight
 
 from ..errors import CompileError
-from . import OpDef
+from . import OpDef, _depthwise
 from ._qgemm import call_qlinear, symmetric
 from ._qproduct import check_operands, optional, result_dtype
 from ._quantized import FLOAT, QUANTIZED, dequantize, per_channel, quantize, real
@@ -65,7 +67,10 @@ class QConv2d(OpDef):
 
     def scratch(self, node: Node) -> tuple[Shape, ...]:
         if not self._integer(node):
-            return (node.inputs[0].shape, node.output.shape)
+            depthwise = self._depthwise(node)
+            planes = ((_depthwise.scratch_floats(_depthwise.geometry(
+                node, node.inputs[0], node.inputs[3])),),) if depthwise else ()
+            return (node.inputs[0].shape, node.output.shape, *planes)
         x, (o, per_group, kh, kw) = node.inputs[0], node.inputs[3].shape
         pixels = math.prod(node.output.shape[2:])
         size = 1 if node.output.dtype in QUANTIZED else 4
@@ -82,6 +87,12 @@ class QConv2d(OpDef):
                 and math.prod(weight.shape[1:]) <= QLINEAR_MAX_K
                 and symmetric(weight, named["weight_zero_point"], weight.shape[0], self.name)
                 and node.output.dtype in (named["input"].dtype, FLOAT))
+
+    def _depthwise(self, node: Node) -> abi.KernelSpec | None:
+        """The depthwise kernel of a float-path ``node`` (None: not depthwise)."""
+        activation = node.attrs.get("activation", "")
+        return _depthwise.spec(node.inputs[0], node.inputs[3], node.attrs.get("groups", 1),
+                               (activation,) if activation else ())
 
     def lower(self, node: Node, ctx: LowerContext) -> None:
         require_constant_weight(node.inputs[3], self.name)
@@ -129,22 +140,42 @@ class QConv2d(OpDef):
     def _lower_float(self, node: Node, ctx: LowerContext) -> None:
         named = dict(zip(node.input_names, node.inputs))
         x, weight = named["input"], named["weight"]
-        o, per_group, kh, kw = weight.shape
+        o = weight.shape[0]
         w_scale = per_channel(named["weight_scale"], o, "float32", self.name)
         w_real = real(np.asarray(weight.data), w_scale,
                       per_channel(named["weight_zero_point"], o, "int32", self.name))
         dequantize(ctx, x, partial(ctx.address, named["input_scale"]),
                    partial(ctx.address, named["input_zero_point"]),
                    partial(ctx.scratch, node, 0), None)
-        bias = named.get("bias")
+        real_bias = self._real_bias(named.get("bias"), named["input_scale"], w_scale, o)
+        requantize = "output_scale" in named
+        target = partial(ctx.scratch, node, 1) if requantize else partial(ctx.address,
+                                                                          node.output)
+        depthwise = self._depthwise(node)
+        if depthwise is not None:
+            _depthwise.call(ctx, depthwise, _depthwise.geometry(node, x, weight),
+                            (partial(ctx.scratch, node, 0), w_real,
+                             partial(ctx.constant, real_bias), partial(ctx.scratch, node, 2),
+                             target))
+        else:
+            self._call_conv(node, ctx, (w_real, real_bias), target)
+        if requantize:
+            quantize(ctx, partial(ctx.scratch, node, 1),
+                     partial(ctx.address, named["output_scale"]),
+                     partial(ctx.address, named["output_zero_point"]), node.output,
+                     node.output.shape, None)
+
+    def _call_conv(self, node: Node, ctx: LowerContext, weights: tuple[np.ndarray, np.ndarray],
+                   target: Callable[[], None]) -> None:
+        """The general f32 conv kernel on the dequantized input (scratch 0) with the real
+        ``weights`` (weight, bias), into ``target``."""
+        x = node.inputs[0]
+        w_real, real_bias = weights
+        o, _, kh, kw = w_real.shape
         ctx.scratch(node, 0)
         ctx.constant(pack_conv_weight(w_real, node.attrs.get("groups", 1)))
-        ctx.constant(self._real_bias(bias, named["input_scale"], w_scale, o))
-        requantize = "output_scale" in named
-        if requantize:
-            ctx.scratch(node, 1)
-        else:
-            ctx.address(node.output)
+        ctx.constant(real_bias)
+        target()
         stride, dilation = pair(node.attrs.get("stride", 1)), pair(node.attrs.get("dilation", 1))
         (top, _), (left, _) = conv_padding(node.attrs.get("padding", 0), (kh, kw), stride,
                                            dilation)
@@ -154,11 +185,6 @@ class QConv2d(OpDef):
             ctx.push(number)
         activation = node.attrs.get("activation", "")
         ctx.call(abi.find("conv", "conv2d", (activation,) if activation else ()).name)
-        if requantize:
-            quantize(ctx, partial(ctx.scratch, node, 1),
-                     partial(ctx.address, named["output_scale"]),
-                     partial(ctx.address, named["output_zero_point"]), node.output,
-                     node.output.shape, None)
 
     def _real_bias(self, bias: Any, input_scale: Any, w_scale: np.ndarray,
                    channels: int) -> np.ndarray:
