@@ -54,6 +54,22 @@ def test_unrolled_kernels_over_plane_sizes(kernels, size: int, k: int, s: int) -
     np.testing.assert_allclose(out, expected, rtol=1e-4, atol=1e-4, err_msg=f"{size}")
 
 
+STRIDE2 = [(h, w, pad, k) for k in (3, 5) for pad in (0, 1, 2)
+           for h, w in ((1, 1), (2, 2), (3, 3), (4, 5), (5, 4), (7, 8), (8, 9), (9, 16),
+                        (10, 17), (11, 24), (12, 31), (13, 33))
+           if min(h, w) + 2 * pad >= k]
+
+
+@pytest.mark.parametrize("h, w, pad, k", STRIDE2)
+def test_stride2_even_and_odd_planes(kernels, h: int, w: int, pad: int, k: int) -> None:  # type: ignore[no-untyped-def]
+    """The unrolled stride-2 kernels on odd and even heights and widths (around a register
+    pair, 8 columns, and the tiles' widths), tiny planes 1x1..3x3 and padding 0..2 (odd
+    padding moves the even input columns to the odd taps)."""
+    out, expected = _run(kernels, PLAIN, (1, 3, h, w), 1, (k, k), (2, 2), (pad, pad),
+                         seed=h * 7 + w + pad)
+    np.testing.assert_allclose(out, expected, rtol=1e-4, atol=1e-4)
+
+
 # (input shape, multiplier, kernel, stride, padding, dilation)
 CASES = {
     "batch2": ((2, 5, 9, 13), 1, (3, 3), (1, 1), (1, 1), (1, 1)),
