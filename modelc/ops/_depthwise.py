@@ -2,11 +2,12 @@
 ``o / c`` output channels each) lowers to the ``depthwise`` family, which pads each input
 plane once into a scratch plane and runs unmasked register tiles over it, with its bias
 and activation fused; a fused residual ``add`` stays on the general conv kernel. ``qconv2d``
-calls the same kernel on its dequantized input (``call``)."""
+calls it too (``call``), or its quantized rows."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -50,15 +51,15 @@ def scratch_floats(sizes: tuple[int, ...]) -> int:
 
 
 def call(ctx: LowerContext, kernel: abi.KernelSpec, sizes: tuple[int, ...],
-         operands: tuple[Push, np.ndarray, Push, Push, Push]) -> None:
-    """Call ``kernel`` on ``geometry`` ``sizes`` with ``operands`` = (input, constant weight
-    (o, 1, kh, kw), bias, scratch, output), the pushers pushing addresses."""
-    x, weight, bias, scratch_plane, y = operands
-    x()
-    ctx.constant(np.ascontiguousarray(weight, np.float32))
-    bias()
-    scratch_plane()
-    y()
+         weight: np.ndarray, operands: dict[str, Push]) -> None:
+    """Call ``kernel`` on ``geometry`` ``sizes`` with the constant ``weight`` (o, 1, kh, kw)
+    and ``operands`` pushing the addresses of its other pointer parameters, by name."""
+    pointers = kernel.params[:-len(sizes)]
+    for name in pointers:
+        if name == "weight":
+            ctx.constant(np.ascontiguousarray(weight, np.float32))
+        else:
+            operands[name]()
     n, *rest = sizes
     ctx.numel((n,))
     for number in rest:
@@ -88,15 +89,9 @@ def lower(node: Node, ctx: LowerContext) -> bool:
         return False
     named = dict(zip(node.input_names, node.inputs))
     weight = named["weight"]
-    if "bias" in named:
-        bias = named["bias"]
-
-        def push_bias() -> None:
-            ctx.address(bias)
-    else:
-        def push_bias() -> None:
-            ctx.constant(np.zeros(weight.shape[0], np.float32))
-    call(ctx, kernel, geometry(node, node.inputs[0], weight),
-         (lambda: ctx.address(node.inputs[0]), weight.data, push_bias,
-          lambda: ctx.scratch(node), lambda: ctx.address(node.output)))
+    bias = (partial(ctx.address, named["bias"]) if "bias" in named
+            else partial(ctx.constant, np.zeros(weight.shape[0], np.float32)))
+    call(ctx, kernel, geometry(node, node.inputs[0], weight), weight.data,
+         {"x": partial(ctx.address, node.inputs[0]), "bias": bias,
+          "scratch": partial(ctx.scratch, node), "y": partial(ctx.address, node.output)})
     return True

@@ -11,9 +11,15 @@ conv without padding needs no im2col: its channels-last input is the rows. The p
 (n, oh * ow, o) rows are transposed into the NCHW output. Accumulation is exact for c * kh
 * kw <= ``abi_quantized.QLINEAR_MAX_K`` (longer ones take the float path).
 
-Other forms (grouped and depthwise convs, asymmetric weights) run through float32: the input
-is dequantized into scratch, the f32 conv kernel (the ``depthwise`` family's for a depthwise
-conv, ``_depthwise``) runs on the dequantized constant weight
+A depthwise conv (``groups == c``) requantized into its input's dtype is one call of the
+depthwise family's quantized row (``q{u,s}8_depthwise_conv2d``, ``_depthwise``): it
+dequantizes each input plane into its scratch plane, runs the f32 depthwise tiles on the
+dequantized constant weight and bias, and quantizes their outputs as it stores them, which
+is what the float path below computes, in one pass.
+
+Other forms (grouped convs, asymmetric weights, a float or other-dtype output) run through
+float32: the input is dequantized into scratch, the f32 conv kernel (the ``depthwise``
+family's for a depthwise conv) runs on the dequantized constant weight
 (an int32 bias becomes ``bias * input_scale * weight_scale``, so the input scale must be
 constant), with relu / relu6 fused, and a requantized output is quantized from a second
 scratch. That result may differ from the integer reference by one quantization step where
@@ -66,6 +72,9 @@ class QConv2d(OpDef):
         return [((x[0], w[0]) + out, dtype)]
 
     def scratch(self, node: Node) -> tuple[Shape, ...]:
+        if not self._integer(node) and self._fused(node) is not None:
+            return ((_depthwise.scratch_floats(_depthwise.geometry(
+                node, node.inputs[0], node.inputs[3])),),)
         if not self._integer(node):
             depthwise = self._depthwise(node)
             planes = ((_depthwise.scratch_floats(_depthwise.geometry(
@@ -94,12 +103,47 @@ class QConv2d(OpDef):
         return _depthwise.spec(node.inputs[0], node.inputs[3], node.attrs.get("groups", 1),
                                (activation,) if activation else ())
 
+    def _fused(self, node: Node) -> abi.KernelSpec | None:
+        """The quantized depthwise row of ``node`` (None: not a depthwise conv requantized
+        into its input's dtype)."""
+        x = node.inputs[0]
+        if self._depthwise(node) is None or node.output.dtype != x.dtype:
+            return None
+        activation = node.attrs.get("activation", "")
+        return abi.BY_OP.get(("depthwise", "depthwise_conv2d",
+                              (activation,) if activation else (), x.dtype))
+
     def lower(self, node: Node, ctx: LowerContext) -> None:
         require_constant_weight(node.inputs[3], self.name)
+        fused = self._fused(node)
         if self._integer(node):
             self._lower_integer(node, ctx)
+        elif fused is not None:
+            self._lower_fused(node, ctx, fused)
         else:
             self._lower_float(node, ctx)
+
+    def _lower_fused(self, node: Node, ctx: LowerContext, kernel: abi.KernelSpec) -> None:
+        named = dict(zip(node.input_names, node.inputs))
+        weight, w_real, w_scale = self._real_weight(named)
+        pushers = {name: partial(ctx.address, named[value]) for name, value in (
+            ("x", "input"), ("x_scale", "input_scale"), ("x_zero", "input_zero_point"),
+            ("y_scale", "output_scale"), ("y_zero", "output_zero_point"))}
+        real_bias = self._real_bias(named.get("bias"), named["input_scale"], w_scale,
+                                    weight.shape[0])
+        pushers.update(bias=partial(ctx.constant, real_bias),
+                       scratch=partial(ctx.scratch, node, 0),
+                       y=partial(ctx.address, node.output))
+        _depthwise.call(ctx, kernel, _depthwise.geometry(node, named["input"], weight), w_real,
+                        pushers)
+
+    def _real_weight(self, named: dict[str, Any]) -> tuple[Any, np.ndarray, np.ndarray]:
+        """(the weight value, its float32 values, its per-channel scales)."""
+        weight = named["weight"]
+        o = weight.shape[0]
+        w_scale = per_channel(named["weight_scale"], o, "float32", self.name)
+        return weight, real(np.asarray(weight.data), w_scale, per_channel(
+            named["weight_zero_point"], o, "int32", self.name)), w_scale
 
     def _lower_integer(self, node: Node, ctx: LowerContext) -> None:
         named = dict(zip(node.input_names, node.inputs))
@@ -139,11 +183,9 @@ class QConv2d(OpDef):
 
     def _lower_float(self, node: Node, ctx: LowerContext) -> None:
         named = dict(zip(node.input_names, node.inputs))
-        x, weight = named["input"], named["weight"]
+        x = named["input"]
+        weight, w_real, w_scale = self._real_weight(named)
         o = weight.shape[0]
-        w_scale = per_channel(named["weight_scale"], o, "float32", self.name)
-        w_real = real(np.asarray(weight.data), w_scale,
-                      per_channel(named["weight_zero_point"], o, "int32", self.name))
         dequantize(ctx, x, partial(ctx.address, named["input_scale"]),
                    partial(ctx.address, named["input_zero_point"]),
                    partial(ctx.scratch, node, 0), None)
@@ -153,10 +195,10 @@ class QConv2d(OpDef):
                                                                           node.output)
         depthwise = self._depthwise(node)
         if depthwise is not None:
-            _depthwise.call(ctx, depthwise, _depthwise.geometry(node, x, weight),
-                            (partial(ctx.scratch, node, 0), w_real,
-                             partial(ctx.constant, real_bias), partial(ctx.scratch, node, 2),
-                             target))
+            _depthwise.call(ctx, depthwise, _depthwise.geometry(node, x, weight), w_real,
+                            {"x": partial(ctx.scratch, node, 0),
+                             "bias": partial(ctx.constant, real_bias),
+                             "scratch": partial(ctx.scratch, node, 2), "y": target})
         else:
             self._call_conv(node, ctx, (w_real, real_bias), target)
         if requantize:

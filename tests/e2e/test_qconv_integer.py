@@ -159,9 +159,10 @@ DEPTHWISE = [
 
 @pytest.mark.parametrize("case", DEPTHWISE, ids=lambda c: "-".join(map(str, c)))
 def test_depthwise_runs_the_depthwise_kernel_within_one_step(case: tuple) -> None:
-    """A depthwise qconv2d (groups == c) runs dequantize -> the f32 depthwise kernel ->
-    quantize: within one output step of the integer reference (float rounding may move a
-    value across a rounding boundary), exact when not requantized but for float error."""
+    """A depthwise qconv2d (groups == c) runs the depthwise family: requantized, its
+    quantized row (dequantize, f32 tiles, quantize in one call), else dequantize -> the f32
+    depthwise kernel. Within one output step of the integer reference (float rounding may
+    move a value across a rounding boundary); not requantized, equal but for float error."""
     dtype, n, c, multiplier, h, width, k, stride, padding, activation, requantized = case
     rng = np.random.default_rng(c * 10 + k)
     x = rng.integers(*RANGE[dtype], (n, c, h, width), endpoint=True).astype(dtype)
@@ -172,7 +173,8 @@ def test_depthwise_runs_the_depthwise_kernel_within_one_step(case: tuple) -> Non
     out = (0.05, int(rng.integers(*RANGE[dtype])) // 2) if requantized else None
     attrs = {"stride": stride, "padding": padding, "groups": c, "activation": activation}
     wasm = modelc.export(_model(w, w_scale, bias, x_pair, out, dtype, **attrs), (x,))
-    kernel = "_".join(("f32_depthwise_conv2d", *([activation] if activation else [])))
+    prefix = {"uint8": "qu8", "int8": "qs8"}[dtype] if requantized else "f32"
+    kernel = "_".join((f"{prefix}_depthwise_conv2d", *([activation] if activation else [])))
     assert {kernel, "f32_conv2d", "qu8_im2col"} & _imports(wasm) == {kernel}
     expected = np.concatenate([_reference(
         x[:, g:g + 1], *x_pair, w[g * multiplier:(g + 1) * multiplier],
