@@ -12,7 +12,8 @@ row's end, recomputing a few columns), then one-register tiles; a row narrower t
 register is one register stored lane by lane. A tile keeps its accumulators in locals
 and runs the taps (``depthwise_tile``): unrolled, with constant load offsets, for the
 common kernels (``UNROLLED``: 3x3 and 5x5 at column stride 1 or 2, no column dilation),
-as runtime loops otherwise. Work is independent per output channel: a caller may split a
+as runtime loops otherwise. The quantized rows dequantize in the plane copy and quantize in
+the tiles' store (``depthwise_quant``). Work is independent per output channel: a caller may split a
 call by images or by ranges of input channels (each part with its own scratch).
 """
 
@@ -20,7 +21,7 @@ from __future__ import annotations
 
 from ..abi import KernelSpec
 from ..wasm import Code, FuncType
-from . import depthwise_tile
+from . import depthwise_quant, depthwise_tile
 from .depthwise_tile import REGS, ROWS, UNROLLED, Frame
 from .isa import ISAS, Isa
 from .loops import strided_loop
@@ -41,15 +42,17 @@ _LOCALS = ("mult", "taps", "hp", "wp", "prow", "row", "plane", "oplane", "orow",
 
 
 def emit(spec: KernelSpec, isa_name: str) -> tuple[FuncType, Code]:
-    """Generate depthwise kernel ``spec`` (``f32_depthwise_conv2d[_<activation>]``) for
-    ``isa_name``."""
+    """Generate depthwise kernel ``spec`` (``f32_depthwise_conv2d[_<activation>]``, or a
+    quantized row ``q{u,s}8_depthwise_conv2d[_<activation>]``) for ``isa_name``."""
     isa = ISAS[isa_name]
     c = Code(spec.param_types)
     arg = {p: i for i, p in enumerate(spec.params)}
     v = {name: c.local("i32") for name in _LOCALS}
     columns = REGS * isa.lanes
+    quant = (depthwise_quant.setup(c, isa, arg, spec.dtypes[0] == "int8")
+             if spec.dtypes[0] != "float32" else None)
     f = Frame(c, isa, arg, spec.activations, v, [c.local("i32") for _ in range(columns)],
-              c.local(isa.valtype))
+              c.local(isa.valtype), quant)
     _check(f)
     _sizes(f)
     f.count("image", "n", 1, lambda: f.count("ic", "c", 1, lambda: _plane(f)))
@@ -122,7 +125,8 @@ def _sizes(f: Frame) -> None:
     f.get("wp").emit("i32.const", 2).emit("i32.shl")
     f.set("prow")
     for row, plane, width, height in (("row", "plane", "w", "h"), ("orow", "oplane", "ow", "oh")):
-        f.get(width).emit("i32.const", 2).emit("i32.shl")
+        f.get(width).emit("i32.const", f.shift)
+        c.emit("i32.shl")
         f.set(row)
         f.get(row, height).emit("i32.mul")
         f.set(plane)
@@ -166,24 +170,29 @@ def _plane(f: Frame) -> None:
 
 
 def _copy_row(f: Frame) -> None:
-    """Copy the ``w`` floats at ``src`` to ``dst``: one ``memory.copy`` for a row of at least
-    ``COPY_CALL`` floats, else whole registers, the last one moved left to end at ``w`` (a
+    """Copy the ``w`` floats at ``src`` to ``dst`` (for a quantized row: dequantize ``w``
+    bytes): one ``memory.copy`` for a row of at least ``COPY_CALL`` floats, else whole
+    registers, the last one moved left to end at ``w`` (a
     row narrower than a register goes float by float). NOTE: ``memory.copy`` is a runtime
     call: one per row cost more than a 14x14 plane's conv."""
-    c, isa = f.c, f.isa
+    c, isa, quant = f.c, f.isa, f.quant
     scalar = ISAS["scalar"]
-    f.get("w").emit("i32.const", COPY_CALL).emit("i32.ge_u").emit("if")
-    f.get("dst", "src", "row").emit("memory.copy")
-    c.emit("else")
+    if quant is None:
+        f.get("w").emit("i32.const", COPY_CALL).emit("i32.ge_u").emit("if")
+        f.get("dst", "src", "row").emit("memory.copy")
+        c.emit("else")
 
     def move(register: Isa, column: str, count: int = 1) -> None:
         f.get("dst", column).emit("i32.const", 2).emit("i32.shl").emit("i32.add")
         f.set("pj")
-        f.get("src", column).emit("i32.const", 2).emit("i32.shl").emit("i32.add")
+        f.get("src", column).emit("i32.const", f.shift).emit("i32.shl").emit("i32.add")
         f.set("wi")
         for k in range(count):
             f.get("pj", "wi")
-            register.load(c, 4 * register.lanes * k)
+            if quant is None:
+                register.load(c, 4 * register.lanes * k)
+            else:
+                depthwise_quant.load(quant, register, register.lanes * k)
             register.store(c, 4 * register.lanes * k)
 
     f.count("j", "w", COPY_UNROLL * isa.lanes, lambda: move(isa, "j", COPY_UNROLL))
@@ -197,7 +206,8 @@ def _copy_row(f: Frame) -> None:
         f.set("j")
         move(isa, "j")
         c.emit("end").emit("end")
-    c.emit("end")
+    if quant is None:
+        c.emit("end")
 
 
 def _channel(f: Frame) -> None:
