@@ -1,4 +1,4 @@
-"""The comparison family: y = a <op> b (float32, int32 or int64) as numpy bool bytes, with
+"""The comparison family: y = a <op> b (any element dtype) as numpy bool bytes, with
 numpy broadcasting over a rank-4 output, one element at a time for every ISA (comparisons
 build masks, which are small and computed once per run, never in a hot loop).
 
@@ -9,12 +9,13 @@ from __future__ import annotations
 
 from ..abi import BROADCAST_RANK, KernelSpec
 from ..wasm import Code, FuncType
+from .cast import ACCESS
 from .loops import strided_loop
 
-LOADS: dict[str, tuple[str, str, int]] = {"float32": ("f32", "f32.load", 2),
-                                          "int32": ("i32", "i32.load", 2),
-                                          "int64": ("i64", "i64.load", 3)}
-"""Per operand dtype: the wasm value type, its load and log2 of the element size."""
+LOADS: dict[str, tuple[str, str, int]] = {
+    dtype: (value, load, log2_size) for dtype, (value, load, _, log2_size) in ACCESS.items()}
+"""Per operand dtype: the wasm value type, its load and log2 of the element size (a narrow
+integer or bool byte loads sign- or zero-extended into an i32, so i32 compares it)."""
 
 
 def emit(spec: KernelSpec, isa_name: str) -> tuple[FuncType, Code]:
