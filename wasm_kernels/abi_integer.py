@@ -62,8 +62,10 @@ def _compare(dtype: str, op: str, math: str) -> KernelSpec:
 COMPARES: tuple[KernelSpec, ...] = tuple(
     _compare(dtype, op, math) for dtype in COMPARE_TYPES for op, math in COMPARE_OPS.items())
 
-INTEGER_OPS: dict[str, str] = {"add": "a + b", "sub": "a - b", "mul": "a * b"}
-"""Integer arithmetic by name (issue #19: positions and indices computed at run time)."""
+INTEGER_OPS: dict[str, str] = {"add": "a + b", "sub": "a - b", "mul": "a * b",
+                               "maximum": "max(a, b)", "minimum": "min(a, b)"}
+"""Integer arithmetic by name (issue #19: positions and indices computed at run time, Clip
+and Min / Max of integers)."""
 
 INTEGER_TYPES: tuple[str, ...] = ("int32", "int64", *NARROW)
 """The dtypes of the integer arithmetic kernels."""

@@ -104,6 +104,12 @@ def _cases(dtype: str) -> dict[str, tuple]:
 
 CASES = {f"{name}_{dtype}": case for dtype in (*NARROW, "bool")
          for name, case in _cases(dtype).items()}
+CASES.update({f"{name}_{dtype}": case for dtype in ("int8", "uint8", "int32", "int64")
+              for name, case in {
+                  "max": ("Max", [Run(values(dtype, 2, 3)), Run(values(dtype, 3))], {}, 13),
+                  "min": ("Min", [Run(values(dtype, 2, 3)), values(dtype, 2, 1)], {}, 13),
+                  "clip": ("Clip", [Run(values(dtype, 3, 4)), np.array(0, dtype),
+                                    np.array(5, dtype)], {}, 13)}.items()})
 CASTS = {f"cast_{s}_to_{t}": ("Cast", [Run(_cast_source(s, t))], {"to": _to(t)}, 13)
          for s in DTYPES for t in DTYPES if s != t and "float32" != s != t != "float32"
          or (s != t and (s in (*NARROW, "bool") or t in (*NARROW, "bool")))}

@@ -111,5 +111,6 @@ def test_integer_arithmetic_broadcasting_wraps(kernels, op: str, dtype: str) -> 
         y = kernels.call(abi.find("integer", op, dtype=dtype).name, offset=8, a=a, b=b,
                          y=kernels.output(out_shape, np_dtype), **args)["y"]
         with np.errstate(over="ignore"):
-            want = {"add": np.add, "sub": np.subtract, "mul": np.multiply}[op](a, b)
+            want = {"add": np.add, "sub": np.subtract, "mul": np.multiply,
+                    "maximum": np.maximum, "minimum": np.minimum}[op](a, b)
         np.testing.assert_array_equal(y, want, err_msg=f"{op} {out_shape}")

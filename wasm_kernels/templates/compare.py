@@ -7,6 +7,8 @@ family uses it too."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from ..abi import BROADCAST_RANK, KernelSpec
 from ..wasm import Code, FuncType
 from .cast import ACCESS
@@ -25,11 +27,12 @@ def emit(spec: KernelSpec, isa_name: str) -> tuple[FuncType, Code]:
     return scalar_broadcast(spec, f"{value}.{spec.op}{signed}", ("i32.store8", 0))
 
 
-def scalar_broadcast(spec: KernelSpec, instruction: str, store: tuple[str, int]
-                     ) -> tuple[FuncType, Code]:
+def scalar_broadcast(spec: KernelSpec, instruction: str | Callable[[Code], None],
+                     store: tuple[str, int]) -> tuple[FuncType, Code]:
     """``y = instruction(a, b)`` over the dense rank-4 output, one element at a time: the
     operands (of ``spec.dtypes[0]``) read through their strides, each result stored by
-    ``store`` (the instruction and log2 of the result's size)."""
+    ``store`` (the instruction and log2 of the result's size). ``instruction`` may be a
+    function emitting code that turns ``a, b`` on the stack into the result."""
     _, load, log2_size = LOADS[spec.dtypes[0]]
     c = Code(spec.param_types)
     arg = {p: i for i, p in enumerate(spec.params)}
@@ -49,7 +52,11 @@ def scalar_broadcast(spec: KernelSpec, instruction: str, store: tuple[str, int]
         c.emit("local.get", out)
         element("a")
         element("b")
-        c.emit(instruction).emit(*store)
+        if callable(instruction):
+            instruction(c)
+        else:
+            c.emit(instruction)
+        c.emit(*store)
         c.emit("local.get", out).emit("i32.const", 1 << store[1]).emit("i32.add")
         c.emit("local.set", out)
 
