@@ -155,19 +155,27 @@ ROWWISE: dict[str, Callable[..., None]] = {"softmax": _softmax, "layer_norm": _l
 
 def _cast(spec: abi.KernelSpec) -> Callable[..., None]:
     source, target = (element_dtype(d) for d in spec.dtypes)
+    bool_source, bool_target = (d == "bool" for d in spec.dtypes)
 
     def cast(ctx: HostContext, x: int, y: int, n: int) -> None:
         values = operand(ctx.memory, x, (n,), source)
-        if source.kind == "u" or target.kind == "u":  # a bool byte on either side
+        if bool_source or bool_target:  # a bool byte on either side: any nonzero is true
             values = values != 0
-        elif source.kind == "f" and target.kind == "i":
+        elif source.kind == "f" and target.itemsize >= 4 and target.kind == "i":
             # toward zero, saturating, NaN -> 0, as i64.trunc_sat_f32_s / i32.trunc_sat_f32_s
             info = np.iinfo(target)
             wide = np.nan_to_num(np.trunc(values.astype(np.float64)), nan=0.0)
             clipped = np.clip(wide, info.min, np.nextafter(float(info.max) + 1, 0))
             values = np.where(wide >= float(info.max) + 1, info.max, clipped.astype(target))
-        elif source.kind == target.kind == "i":
-            values = values.astype(target)  # sign-extends, or wraps to the low bits
+        elif source.kind == "f":
+            # toward zero to int32, the smallest one outside its range or for NaN (x86's
+            # conversion), then the low bits
+            wide = np.trunc(values.astype(np.float64))
+            inside = np.abs(wide) < 2.0 ** 31
+            values = np.where(inside, np.where(inside, wide, 0).astype(np.int32),
+                              np.int32(-(2 ** 31))).astype(target)
+        elif target.kind != "f":
+            values = values.astype(target)  # sign- or zero-extends, or wraps to the low bits
         operand(ctx.memory, y, (n,), target)[...] = values
 
     return cast
@@ -176,14 +184,20 @@ def _cast(spec: abi.KernelSpec) -> Callable[..., None]:
 _BAD_INDEX = "unreachable"  # NOTE: the code the wasm f32_gather traps with (its bounds check)
 
 
-def _gather(ctx: HostContext, table: int, index: int, y: int, count: int, rows: int,
-            dim: int) -> None:
-    indices = operand(ctx.memory, index, (count,), np.dtype("<i8"))
-    bad = (indices < 0) | (indices >= rows)
-    if bad.any():
-        raise OperandFault(_BAD_INDEX, f"index {int(indices[bad][0])} is outside [0, {rows})")
-    out = operand(ctx.memory, y, (count, dim))  # NOTE: checked before the rows are copied
-    out[...] = operand(ctx.memory, table, (rows, dim))[indices]
+def _gather(spec: abi.KernelSpec) -> Callable[..., None]:
+    element = element_dtype(spec.dtypes[0])
+
+    def gather(ctx: HostContext, table: int, index: int, y: int, count: int, rows: int,
+               dim: int) -> None:
+        indices = operand(ctx.memory, index, (count,), np.dtype("<i8"))
+        bad = (indices < 0) | (indices >= rows)
+        if bad.any():
+            raise OperandFault(_BAD_INDEX, f"index {int(indices[bad][0])} is outside "
+                                           f"[0, {rows})")
+        out = operand(ctx.memory, y, (count, dim), element)  # NOTE: checked before the copy
+        out[...] = operand(ctx.memory, table, (rows, dim), element)[indices]
+
+    return gather
 
 
 def _resample(ctx: HostContext, x: int, index: int, weight: int, y: int, outer: int, n: int,
@@ -365,13 +379,15 @@ def _pool(spec: abi.KernelSpec) -> Callable[..., None]:
 
 def _copy(spec: abi.KernelSpec) -> Callable[..., None]:
     rank = abi.BROADCAST_RANK
+    element = np.dtype(f"<u{element_dtype(spec.dtypes[0]).itemsize}")  # NOTE: bit for bit
 
     def copy(ctx: HostContext, *args: int) -> None:
         arg = dict(zip(spec.params, args))
         dims = tuple(arg[f"d{i}"] for i in range(rank))
-        source = strided_operand(ctx, arg["x"], dims, tuple(arg[f"xs{i}"] for i in range(rank)))
+        source = strided_operand(ctx, arg["x"], dims, tuple(arg[f"xs{i}"] for i in range(rank)),
+                                 element)
         target = strided_operand(ctx, arg["y"], dims, tuple(arg[f"ys{i}"] for i in range(rank)),
-                          writeable=True)
+                                 element, writeable=True)
         target[...] = source.copy()
 
     return copy
@@ -476,7 +492,7 @@ def _topk(spec: abi.KernelSpec) -> Callable[..., None]:
 FAMILIES: dict[str, Callable[[abi.KernelSpec], Callable[..., None]]] = {
     "gemm": _gemm, "linear": _gemm, "unary": _unary, "binary": _broadcast, "reduce": _reduce,
     "rowwise": lambda spec: ROWWISE[spec.op],
-    "cast": _cast, "gather": lambda spec: _gather, "conv": _conv, "conv_gemm": _conv,
+    "cast": _cast, "gather": _gather, "conv": _conv, "conv_gemm": _conv,
     "pool": _pool, "depthwise": _depthwise,
     "movement": lambda spec: _copy(spec) if spec.op == "copy" else _where(spec),
     "norm": lambda spec: _group_norm, "conv_transpose": lambda spec: _conv_transpose,

@@ -74,7 +74,7 @@ _MEMORY = {
     **_rows(None, 0x29, "i64.load", "i32 -> i64", MEMARG),
     **_rows(None, 0x2A, "f32.load", "i32 -> f32", MEMARG),
     **_rows(None, 0x2B, "f64.load", "i32 -> f64", MEMARG),
-    **_rows(None, 0x2C, "i32.load8_s i32.load8_u - i32.load16_u", "i32 -> i32", MEMARG),
+    **_rows(None, 0x2C, "i32.load8_s i32.load8_u i32.load16_s i32.load16_u", "i32 -> i32", MEMARG),
     **_rows(None, 0x34, "i64.load32_s", "i32 -> i64", MEMARG),
     **_rows(None, 0x36, "i32.store", "i32 i32 ->", MEMARG),
     **_rows(None, 0x37, "i64.store", "i32 i64 ->", MEMARG),
