@@ -16,7 +16,7 @@ from __future__ import annotations
 from .abi_quantized import QCONV, QLINEARS, QRESCALE, QUANTIZE
 from .kernel_spec import UNARY_OPS, KernelSpec
 
-VERSION = 4
+VERSION = 5
 MODULE = f"wasmnn_kernels_v{VERSION}"
 
 

@@ -24,9 +24,15 @@ def symmetric(weight: Value, zero_point: Value, channels: int, op: str) -> bool:
     return weight.dtype == "int8" and not np.any(per_channel(zero_point, channels, "int32", op))
 
 
-def call_qlinear(ctx: LowerContext, named: dict[str, Value], a: Push, c: Push, rows: Shape,
-                 weight: np.ndarray, activation: str, dtype: str, op: str) -> None:
-    """``c = finish((a - input_zero_point) @ weight.T + bias)`` over ``rows`` rows: ``named``
+def scratch_shape(rows: Shape, k: int) -> Shape:
+    """The kernel's scratch ``wa`` (float32 units) for ``rows`` rows of A of length ``k``."""
+    return (*rows, -(-k // 4) * 4)
+
+
+def call_qlinear(ctx: LowerContext, named: dict[str, Value], a: Push, c: Push, wa: Push,
+                 rows: Shape, weight: np.ndarray, activation: str, dtype: str, op: str) -> None:
+    """``c = finish((a - input_zero_point) @ weight.T + bias)`` over ``rows`` rows, ``wa``
+    the kernel's scratch of ``scratch_shape(rows, k)``: ``named``
     holds the op's input scale and zero point, weight scale, optional bias and optional
     output pair (requantized when present, else dequantized to float32); ``dtype`` is
     ``a``'s, ``op`` the op lowered (``qconv2d`` calls the ``qconv`` rows) and named in
@@ -55,6 +61,7 @@ def call_qlinear(ctx: LowerContext, named: dict[str, Value], a: Push, c: Push, r
     else:
         ctx.constant(np.zeros(n, np.float32))
     c()
+    wa()
     ctx.numel(rows)
     ctx.push(k)
     ctx.push(n)

@@ -19,7 +19,7 @@ from ..wasm import Code, FuncType
 from .isa import ISAS
 from .loops import strided_loop
 from .qlinear_frame import frame, scalar_element
-from .qlinear_tile import Tile
+from .qlinear_tile import Tile, pack_rows
 
 MR = {"relaxed": 4, "simd128": 2}
 """Rows of A per SIMD tile. simd128: 2 rows by 8 columns keep 8 i32x4 accumulators, W's 4
@@ -36,8 +36,10 @@ of A needs two of them per 16 products, where the simd128 tile's widening i16 do
 (``pmaddwd``, ``paddd``) per 8: the simd128 tile ran MiniLM's linear shapes 1.14-1.23x
 faster than the relaxed one (``bench/kernels.py --only int8``), MiniLM b1 int8's qlinear
 nodes 1.18x (``bench/op_profile.py``), and a conv's product (ResNet-18 int8 end to end) 15%
-faster. The relaxed tile stays for engines that lower the relaxed dot to one instruction
-(VNNI, Arm's dot product): ``emit(..., tile_isa="relaxed")`` builds it, and its tests keep it
+faster. wasmtime 50's cranelift emits the same three on an Intel CPU with AVX-VNNI and
+AVX512-VNNI (no ``vpdpbusd``; nor ``vpdpwssd`` for ``i32x4.dot_i16x8_s`` and an add). The
+relaxed tile stays for engines that lower the relaxed dot to one instruction (VNNI, Arm's
+dot product): ``emit(..., tile_isa="relaxed")`` builds it, and its tests keep it
 exact."""
 
 
@@ -65,7 +67,9 @@ def emit(spec: KernelSpec, isa_name: str, tile_isa: str | None = None
     for rows in (MR[isa_name], 1):
         tile = Tile(f, isa, rows, i, j)
 
-        def columns(tile: Tile = tile) -> None:
+        def columns(tile: Tile = tile, rows: int = rows) -> None:
+            if tile.packed:
+                pack_rows(f, rows, i)
             c.emit("i32.const", 0).emit("local.set", j)
             strided_loop(c, j, QPANEL, f.arg["n"], lambda: tile.emit(edge=False))
             c.emit("local.get", j).emit("local.get", f.arg["n"]).emit("i32.lt_u").emit("if")
