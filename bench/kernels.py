@@ -339,7 +339,8 @@ def bench_int8(repeat: int) -> None:
                 qa, np.array([0.02], np.float32), np.array([128], np.uint8),
                 pack_qlinear_weight(qw), np.full(n, 0.01, np.float32), np.zeros(n, np.int32),
                 np.zeros(n, np.float32), np.zeros((m, n), np.float32),
-                np.zeros((m, -(-k // 4) * 4), np.float32)])
+                np.zeros((m, -(-k // 4) * 4), np.float32),
+                np.zeros((4, -(-k // 4) * 4), np.float32)])
             runs[f"{isa} int8"] = partial(variant.exports["qu8_qlinear_dequantize"],
                                           variant.store, *addresses, m, k, n)
         times = interleaved_seconds(runs, repeat)
@@ -358,11 +359,12 @@ def _int8_conv_calls(variant: Variant, shape: tuple[int, ...], out: int, k: int,
     oh, ow = (h + 2 * pad - k) // stride + 1, (w + 2 * pad - k) // stride + 1
     rng = np.random.default_rng(0)
     weight = rng.integers(-127, 128, (out, k, k, c)).astype(np.int8)
-    x, last, a, y, result, scratch = variant.place([
+    x, last, a, y, result, *scratch = variant.place([
         rng.integers(0, 256, shape).astype(np.uint8), np.zeros(shape, np.uint8),
         np.zeros((n * oh * ow, k * k * c), np.uint8), np.zeros((n * oh * ow, out), np.uint8),
         np.zeros((n, out, oh, ow), np.uint8),
-        np.zeros((n * oh * ow, -(-k * k * c // 4) * 4), np.float32)])
+        np.zeros((n * oh * ow, -(-k * k * c // 4) * 4), np.float32),
+        np.zeros((4, -(-k * k * c // 4) * 4), np.float32)])
     params = variant.place([np.array([0.02], np.float32), np.array([128], np.uint8),
                             pack_qlinear_weight(weight.reshape(out, -1)),
                             np.full(out, 0.001, np.float32), np.zeros(out, np.int32),
@@ -385,7 +387,7 @@ def _int8_conv_calls(variant: Variant, shape: tuple[int, ...], out: int, k: int,
 
     def whole() -> None:
         rows()
-        kernel["qu8_qconv_requantize"](store, a, *params, y, scratch, n * oh * ow, k * k * c,
+        kernel["qu8_qconv_requantize"](store, a, *params, y, *scratch, n * oh * ow, k * k * c,
                                        out)
         back()
 

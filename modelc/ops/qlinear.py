@@ -14,7 +14,7 @@ import numpy as np
 
 from ..errors import CompileError
 from . import OpDef
-from ._qgemm import call_qlinear, scratch_shape, symmetric
+from ._qgemm import call_qlinear, scratch_shapes, symmetric
 from ._qproduct import check_operands, optional, result_dtype
 from ._shapes import require_constant_weight
 
@@ -38,7 +38,7 @@ class QLinear(OpDef):
 
     def scratch(self, node: Node) -> tuple[Shape, ...]:
         x, weight = node.inputs[0], node.inputs[3]
-        return (scratch_shape(x.shape[:-1], weight.shape[1]),)
+        return scratch_shapes(x.shape[:-1], weight.shape[1])
 
     def lower(self, node: Node, ctx: LowerContext) -> None:
         named = dict(zip(node.input_names, node.inputs))
@@ -52,8 +52,9 @@ class QLinear(OpDef):
             raise CompileError(f"qlinear: a requantized output lowers in the input's dtype "
                                f"({x.dtype}), got {node.output.dtype}")
         call_qlinear(ctx, named, partial(ctx.address, x), partial(ctx.address, node.output),
-                     partial(ctx.scratch, node), x.shape[:-1], np.asarray(weight.data),
-                     node.attrs.get("activation", ""), x.dtype, self.name)
+                     (partial(ctx.scratch, node, 0), partial(ctx.scratch, node, 1)),
+                     x.shape[:-1], np.asarray(weight.data), node.attrs.get("activation", ""),
+                     x.dtype, self.name)
 
 
 OP = QLinear()

@@ -48,10 +48,11 @@ def _reference(spec: abi.KernelSpec, ops: dict) -> np.ndarray:
             q(0, np.int8), ops["bias"], activation=activation) + 0 * ops["fbias"]
 
 
-def _scratch(m: int, k: int) -> np.ndarray:
-    """The kernels' scratch ``wa`` (m * round_up(k, 4) floats), filled with garbage: the
-    kernel must not read what it did not write there."""
-    return np.full((m, -(-k // 4) * 4), np.nan, np.float32)
+def _scratch(m: int, k: int) -> dict[str, np.ndarray]:
+    """The kernels' scratch ``wa`` and ``ws`` (m and 4 times round_up(k, 4) floats), filled
+    with garbage: the kernel must not read what it did not write there."""
+    return {name: np.full((rows, -(-k // 4) * 4), np.nan, np.float32)
+            for name, rows in (("wa", m), ("ws", 4))}
 
 
 def _call(kernels, spec: abi.KernelSpec, ops: dict, offset: int = 0) -> np.ndarray:  # type: ignore[no-untyped-def]
@@ -59,7 +60,7 @@ def _call(kernels, spec: abi.KernelSpec, ops: dict, offset: int = 0) -> np.ndarr
     n = ops["w"].shape[0]
     dtype = np.dtype(spec.dtypes[1])
     args = dict(ops, w=pack_qlinear_weight(ops["w"]), c=kernels.output((m, n), dtype),
-                wa=_scratch(m, k), m=m, k=k, n=n)
+                **_scratch(m, k), m=m, k=k, n=n)
     if "fbias" in spec.params:
         args["fbias"] = np.zeros(n, np.float32)
     return kernels.call(spec.name, offset=offset, **args)["c"]
@@ -95,7 +96,7 @@ def test_qlinear_is_exact_at_the_accumulation_bound(kernels, dtype, a_value, zer
     got = kernels.call(spec.name, a=a, a_scale=q([1.0]), a_zero_point=q([zero], dtype),
                        w=pack_qlinear_weight(w), w_scale=np.ones(9, np.float32),
                        bias=np.zeros(9, np.int32), fbias=np.zeros(9, np.float32),
-                       c=(3, 9), wa=_scratch(3, k), m=3, k=k, n=9)["c"]
+                       c=(3, 9), **_scratch(3, k), m=3, k=k, n=9)["c"]
     exact = k * (a_value - zero) * w_value
     assert abs(exact) < 2 ** 31 <= (k + 1) * 255 * 128  # the bound is tight
     np.testing.assert_array_equal(got, np.full((3, 9), np.float32(exact)))

@@ -13,13 +13,16 @@ are the same product built with the tile ``TILE_ISA`` names.
 
 from __future__ import annotations
 
+from functools import partial
+
 from ..abi import KernelSpec
 from ..pack_quantized import QPANEL
 from ..wasm import Code, FuncType
 from .isa import ISAS
 from .loops import strided_loop
 from .qlinear_frame import frame, scalar_element
-from .qlinear_tile import Tile, pack_rows
+from .qlinear_pack import pack_rows, widen_panel
+from .qlinear_tile import Tile
 
 MR = {"relaxed": 4, "simd128": 2}
 """Rows of A per SIMD tile. simd128: 2 rows by 8 columns keep 8 i32x4 accumulators, W's 4
@@ -64,12 +67,26 @@ def emit(spec: KernelSpec, isa_name: str, tile_isa: str | None = None
         # NOTE: the relaxed tile reads int8 A as uint8 A + 128 (its sign bit flipped).
         c.emit("local.get", f.a_zero).emit("i32.const", 128).emit("i32.add")
         c.emit("local.set", f.a_zero)
-    for rows in (MR[isa_name], 1):
-        tile = Tile(f, isa, rows, i, j)
+    tiles = [(rows, Tile(f, isa, rows, i, j)) for rows in (MR[isa_name], 1)]
+    if tiles[0][1].packed:
+        # NOTE: A widened once; per column panel, W's panel widened once, then every row.
+        pack_rows(f)
 
-        def columns(tile: Tile = tile, rows: int = rows) -> None:
-            if tile.packed:
-                pack_rows(f, rows, i)
+        def panel(edge: bool) -> None:
+            widen_panel(f, j)
+            c.emit("i32.const", 0).emit("local.set", i)
+            for rows, tile in tiles:
+                strided_loop(c, i, rows, f.arg["m"], partial(tile.emit, edge))
+
+        c.emit("i32.const", 0).emit("local.set", j)
+        strided_loop(c, j, QPANEL, f.arg["n"], partial(panel, False))
+        c.emit("local.get", j).emit("local.get", f.arg["n"]).emit("i32.lt_u").emit("if")
+        panel(True)
+        c.emit("end")
+        return FuncType(spec.param_types, spec.results), c
+    for rows, tile in tiles:
+
+        def columns(tile: Tile = tile) -> None:
             c.emit("i32.const", 0).emit("local.set", j)
             strided_loop(c, j, QPANEL, f.arg["n"], lambda: tile.emit(edge=False))
             c.emit("local.get", j).emit("local.get", f.arg["n"]).emit("i32.lt_u").emit("if")

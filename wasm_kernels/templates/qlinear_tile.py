@@ -36,6 +36,7 @@ from .conv_tiles import LANE_BROADCAST
 from .isa import Isa
 from .loops import strided_loop
 from .qlinear_frame import QFrame, column_start, finish_scalar
+from .qlinear_pack import PACKED_SHIFT, PACKED_STEP_BYTES, WIDE_STEP_BYTES
 
 EVEN = bytes(b for lane in (0, 2, 4, 6) for b in range(4 * lane, 4 * lane + 4))
 ODD = bytes(b for lane in (1, 3, 5, 7) for b in range(4 * lane, 4 * lane + 4))
@@ -49,11 +50,6 @@ widened W loads of the iteration first and spilled them: 2 ran MiniLM's linear s
 bench/README.md)."""
 A_LOAD = {2: "v128.load64_zero", 4: "v128.load"}
 """The load of one row's ``4 * UNROLL`` bytes of A."""
-PACKED_STEP_BYTES = 16
-"""Bytes of one step of A packed by ``pack_rows``: four i16, twice."""
-PACKED_SHIFT = 1
-"""A packed row's bytes are ``round_up(k, 4) * 4``: the frame's ``panel_bytes`` (``round_up(k,
-4) * QPANEL``) shifted right by this."""
 
 
 def _splat_i8(c: Code, value: int) -> None:
@@ -92,9 +88,12 @@ class Tile:
             else:
                 c.emit("local.get", f.arg["k"])
             c.emit("i32.mul").emit("i32.add").emit("local.set", pointer)
-        c.emit("local.get", f.arg["w"]).emit("local.get", self.j)
-        c.emit("i32.const", QPANEL.bit_length() - 1).emit("i32.shr_u")
-        c.emit("local.get", f.panel_bytes).emit("i32.mul").emit("i32.add")
+        if self.packed:
+            c.emit("local.get", f.arg["ws"])
+        else:
+            c.emit("local.get", f.arg["w"]).emit("local.get", self.j)
+            c.emit("i32.const", QPANEL.bit_length() - 1).emit("i32.shr_u")
+            c.emit("local.get", f.panel_bytes).emit("i32.mul").emit("i32.add")
         c.emit("local.set", self.pw)
         for row in self.acc:
             for group in row:
@@ -129,8 +128,8 @@ class Tile:
             self._step(self._packed_load if self.packed else
                        self._quad_lane(u) if unroll > 1 else self._splat_load, STEP_BYTES * u)
         a_bytes = PACKED_STEP_BYTES if self.packed else 4 * unroll
-        for pointer, amount in [(p, a_bytes) for p in self.pa] + [
-                (self.pw, STEP_BYTES * unroll)]:
+        w_bytes = WIDE_STEP_BYTES if self.packed else STEP_BYTES * unroll
+        for pointer, amount in [(p, a_bytes) for p in self.pa] + [(self.pw, w_bytes)]:
             c.emit("local.get", pointer).emit("i32.const", amount).emit("i32.add")
             c.emit("local.set", pointer)
         c.emit("local.get", self.steps).emit("i32.const", 1).emit("i32.sub")
@@ -185,7 +184,7 @@ class Tile:
         c, f = self.f.c, self.f
         for g, register in enumerate(self.w):
             c.emit("local.get", self.pw)
-            if self.relaxed:
+            if self.relaxed or self.packed:
                 c.emit("v128.load", 0, w_offset + 16 * g)
             else:
                 c.emit("v128.load8x8_s", 0, w_offset + 8 * g)
@@ -258,54 +257,6 @@ class Tile:
             c.emit("i32.add").emit("local.set", acc)
             finish_scalar(f, acc, row, column)
             c.emit("end")
-
-
-def pack_rows(f: QFrame, rows: int, i: int) -> None:
-    """Widen rows ``i .. i + rows`` of A to i16 into ``wa``, where the simd128 tile reads them:
-    row r's step s of four k at ``wa + r * round_up(k, 4) * 4 + 16 * s``, its four values
-    twice (zeros past k)."""
-    c, arg = f.c, f.arg
-    signed = f.spec.dtypes[0] == "int8"
-    src, dst, end, word, count = (c.local("i32") for _ in range(5))
-
-    def store(push_word: Callable[[], object]) -> None:
-        c.emit("local.get", dst)
-        push_word()
-        c.emit("i32x4.splat")
-        c.emit("i16x8.extend_low_i8x16_s" if signed else "i16x8.extend_low_i8x16_u")
-        c.emit("v128.store", 0, 0)
-        c.emit("local.get", dst).emit("i32.const", PACKED_STEP_BYTES).emit("i32.add")
-        c.emit("local.set", dst)
-
-    def step() -> None:
-        store(lambda: c.emit("local.get", src).emit("i32.load", 0, 0))
-
-    def tail_byte() -> None:
-        # word |= A[src + count] << 8 * count
-        c.emit("local.get", word).emit("local.get", src).emit("local.get", count)
-        c.emit("i32.add").emit("i32.load8_u", 0, 0).emit("local.get", count)
-        c.emit("i32.const", 3).emit("i32.shl").emit("i32.shl").emit("i32.or")
-        c.emit("local.set", word)
-
-    # src = a + i * k; dst = wa + i * row_bytes; rows are contiguous in both
-    c.emit("local.get", arg["a"]).emit("local.get", i).emit("local.get", arg["k"])
-    c.emit("i32.mul").emit("i32.add").emit("local.set", src)
-    c.emit("local.get", arg["wa"]).emit("local.get", i).emit("local.get", f.panel_bytes)
-    c.emit("i32.const", PACKED_SHIFT).emit("i32.shr_u").emit("i32.mul").emit("i32.add")
-    c.emit("local.set", dst)
-    for _ in range(rows):
-        # end = src + (k & ~3): the row's whole steps
-        c.emit("local.get", src).emit("local.get", arg["k"]).emit("i32.const", -4)
-        c.emit("i32.and").emit("i32.add").emit("local.set", end)
-        strided_loop(c, src, 4, end, step)
-        c.emit("local.get", arg["k"]).emit("i32.const", 3).emit("i32.and").emit("if")
-        c.emit("i32.const", 0).emit("local.set", word)
-        c.emit("i32.const", 0).emit("local.set", count)
-        c.emit("local.get", arg["k"]).emit("i32.const", 3).emit("i32.and").emit("local.set", end)
-        strided_loop(c, count, 1, end, tail_byte)
-        store(lambda: c.emit("local.get", word))
-        c.emit("local.get", src).emit("local.get", end).emit("i32.add").emit("local.set", src)
-        c.emit("end")
 
 
 def _column_vector(f: QFrame, base: int, j: int, half: int) -> None:
