@@ -63,7 +63,7 @@ class Tile:
         c = f.c
         self.f, self.isa, self.rows, self.i, self.j = f, isa, rows, i, j
         self.relaxed = isa.fma
-        self.packed = not self.relaxed
+        self.packed = not self.relaxed  # simd128 reads A and W widened (qlinear_pack)
         groups = 2 if self.relaxed else 4  # v128 of W per step
         parts = 2 if self.relaxed else 1  # lo and hi accumulators
         self.acc = [[[c.local("v128") for _ in range(parts)] for _ in range(groups)]
@@ -183,11 +183,7 @@ class Tile:
         row's products."""
         c, f = self.f.c, self.f
         for g, register in enumerate(self.w):
-            c.emit("local.get", self.pw)
-            if self.relaxed or self.packed:
-                c.emit("v128.load", 0, w_offset + 16 * g)
-            else:
-                c.emit("v128.load8x8_s", 0, w_offset + 8 * g)
+            c.emit("local.get", self.pw).emit("v128.load", 0, w_offset + 16 * g)
             c.emit("local.set", register)
         signed = f.spec.dtypes[0] == "int8"
         for r in range(self.rows):
@@ -208,8 +204,6 @@ class Tile:
                         c.emit("local.get", acc)
                         c.emit("i32x4.relaxed_dot_i8x16_i7x16_add_s").emit("local.set", acc)
             else:
-                if not self.packed:
-                    c.emit("i16x8.extend_low_i8x16_s" if signed else "i16x8.extend_low_i8x16_u")
                 c.emit("local.set", self.a)
                 for g, register in enumerate(self.w):
                     acc = self.acc[r][g][0]
