@@ -121,9 +121,12 @@ def test_quantize_and_dequantize_per_channel(kernels, signed) -> None:  # type: 
     np.testing.assert_array_equal(back, F.dequantize_linear(y, scale, zero, axis=1))
 
 
-@pytest.mark.parametrize("values", [[-1.0, 0.0, 1.0], [0.0] * 9, [2.0, 5.0], [-2.0, -5.0],
-                                    list(np.linspace(-3, 7, 37)), list(np.linspace(-9, -1, 8)),
-                                    list(np.linspace(0.5, 4, 13))])
+@pytest.mark.parametrize("values", [
+    [-1.0, 0.0, 1.0], [0.0] * 9, [2.0, 5.0], [-2.0, -5.0], list(np.linspace(-3, 7, 37)),
+    list(np.linspace(-9, -1, 8)), list(np.linspace(0.5, 4, 13)),
+    # scale 1: every other x / scale a tie (half to even), in the 16-wide SIMD loop and after
+    list(np.arange(511) * 0.5), list(np.arange(-510, 1) * 0.5),
+    list(np.random.default_rng(3).standard_normal(1000) * 7), [0.0] * 31 + [3.0]])
 def test_dynamic_quantize(kernels, values) -> None:  # type: ignore[no-untyped-def]
     x = np.array(values, np.float32)
     got = kernels.call("f32_dynamic_quantize_linear", x=x, y=kernels.output(x.shape, np.uint8),
