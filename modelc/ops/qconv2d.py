@@ -42,7 +42,7 @@ from wasm_kernels.pack import pack_conv_weight
 
 from ..errors import CompileError
 from . import OpDef, _depthwise
-from ._qgemm import call_qlinear, symmetric
+from ._qgemm import call_qlinear, scratch_shapes, symmetric
 from ._qproduct import check_operands, optional, result_dtype
 from ._quantized import FLOAT, QUANTIZED, dequantize, per_channel, quantize, real
 from ._shapes import pair, require_constant_weight, require_static, window_out
@@ -83,10 +83,12 @@ class QConv2d(OpDef):
         x, (o, per_group, kh, kw) = node.inputs[0], node.inputs[3].shape
         pixels = math.prod(node.output.shape[2:])
         size = 1 if node.output.dtype in QUANTIZED else 4
-        # in 4-byte units: the window rows (bytes), the product rows, the channels-last input
+        # in 4-byte units: the window rows (bytes), the product rows, the channels-last
+        # input, the product's two scratch buffers
         return ((x.shape[0], -(-pixels * per_group * kh * kw // 4)),
                 (x.shape[0], -(-pixels * o * size // 4)),
-                (x.shape[0], -(-math.prod(x.shape[1:]) // 4)))
+                (x.shape[0], -(-math.prod(x.shape[1:]) // 4)),
+                *scratch_shapes((x.shape[0], pixels), per_group * kh * kw))
 
     def _integer(self, node: Node) -> bool:
         """Whether ``node`` lowers to the integer kernels (the module docstring's forms)."""
@@ -172,8 +174,9 @@ class QConv2d(OpDef):
             ctx.call("qu8_im2col")
         rows = np.asarray(weight.data).transpose(0, 2, 3, 1).reshape(o, -1)  # (o, kh kw c)
         call_qlinear(ctx, named, partial(ctx.scratch, node, 0), partial(ctx.scratch, node, 1),
-                     (*batch, pixels), rows, node.attrs.get("activation", ""), x.dtype,
-                     self.name)
+                     (partial(ctx.scratch, node, 3), partial(ctx.scratch, node, 4)),
+                     (*batch, pixels), rows,
+                     node.attrs.get("activation", ""), x.dtype, self.name)
         ctx.scratch(node, 1)
         ctx.address(node.output)
         ctx.numel(batch)

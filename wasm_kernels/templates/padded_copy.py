@@ -5,8 +5,9 @@ is a plain load. At stride 2 a row is copied phased: its even columns, then its 
 and the packing copies them a register at a time without shuffles.
 
 Every byte of ``xp`` is written once with its final value, so threads that each pad the rows
-their pixels read write the same bytes where those overlap. Rows are copied by loads and stores, 16 floats per loop
-iteration: a ``memory.copy`` and two ``memory.fill`` per row (calls out of wasm) cost
+their pixels read write the same bytes where those overlap. Rows are copied by loads and
+stores, 16 floats per loop iteration: a ``memory.copy`` and two ``memory.fill`` per row
+(calls out of wasm) cost
 ResNet-18's 3x3 stride-2 conv as much as its packing. The functions read the conv's
 arguments and ``im2col``'s locals by name from the ``Code``.
 """
