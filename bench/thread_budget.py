@@ -108,6 +108,8 @@ def _session_runs(wasm: bytes, inputs: dict[str, Any], threads: int
     single = runtime.load(wasm, threads=1, instances=1)
     team_session = runtime.load(wasm, threads=threads, instances=1)
     alone = runtime.load(wasm, threads=threads, instances=1)
+    # NOTE: the sessions' own instance and team, reached through private attributes: a
+    # measurement of the runtime's internals, not an API.
     team = team_session._pool._idle[0]._team
     told = alone._pool._idle[0]._team
     assert team is not None and told is not None, "the model did not merge"
