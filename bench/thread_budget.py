@@ -58,9 +58,10 @@ def _makespan(units: list[int], threads: int) -> int:
     return max(busy)
 
 
-def _parts(split: parallel.Split, count: int, threads: int) -> list[int]:
-    """The units of each part a stand-in cuts ``count`` into (as ``parallel._bound``)."""
-    parts = threads * parallel.CHUNKS_PER_THREAD
+def _parts(split: parallel.Split, count: int, threads: int, few: bool = False) -> list[int]:
+    """The units of each part a stand-in cuts ``count`` into (as ``parallel._bound``), with
+    one part a thread when ``few``."""
+    parts = threads * (1 if few else parallel.CHUNKS_PER_THREAD)
     bounds = [count * p // parts // split.grain * split.grain for p in range(parts)] + [count]
     return [hi - lo for lo, hi in zip(bounds, bounds[1:]) if hi > lo]
 
@@ -90,7 +91,9 @@ def calls(records: list[tuple[Any, ...]], isa: str, threads: int
             for factor in split.work:
                 work *= args[factor] or 0
             goes = work >= split.threshold and all(args[p] == v for p, v in split.only.items())
-            units = _parts(split, count, threads)
+            few = split.one_part_when is not None and (
+                (args[split.one_part_when[0]] or 0) > (args[split.one_part_when[1]] or 0))
+            units = _parts(split, count, threads, few)
             out.append((spec.name, goes, _makespan(units, threads) * threads / count))
         elif record[0] in ("weight", "arena", "f32.const", "local.get"):
             stack.append(None)
@@ -105,6 +108,8 @@ def _session_runs(wasm: bytes, inputs: dict[str, Any], threads: int
     single = runtime.load(wasm, threads=1, instances=1)
     team_session = runtime.load(wasm, threads=threads, instances=1)
     alone = runtime.load(wasm, threads=threads, instances=1)
+    # NOTE: the sessions' own instance and team, reached through private attributes: a
+    # measurement of the runtime's internals, not an API.
     team = team_session._pool._idle[0]._team
     told = alone._pool._idle[0]._team
     assert team is not None and told is not None, "the model did not merge"
