@@ -265,9 +265,9 @@ def _rows(f: Frame, kernel: tuple[int, int] | None, mode: str = "") -> None:
 
 
 def _columns(f: Frame, tile: depthwise_tile.TileAt) -> None:
-    """Tiles of REGS registers from column 0 while they fit, then one-register tiles moved
-    left to end at ``ow``; a row narrower than one register is one tile stored lane by
-    lane."""
+    """Tiles of REGS registers from column 0 while they fit, then (more than one register's
+    columns left) one such tile moved left to end at ``ow``, else one-register tiles moved
+    left to end there; a row narrower than one register is one tile stored lane by lane."""
     c, lanes = f.c, f.isa.lanes
     c.emit("i32.const", 0)
     f.set("ox")
@@ -279,6 +279,18 @@ def _columns(f: Frame, tile: depthwise_tile.TileAt) -> None:
     tile(REGS, False)
     f.add("ox", REGS * lanes)
     c.emit("br", 0).emit("end").emit("end")
+    if lanes > 1:
+        # more than one register's columns left, and a full tile fits the row: one full
+        # tile moved left to end at ow
+        f.get("ow", "ox").emit("i32.sub").emit("i32.const", lanes).emit("i32.gt_u")
+        f.get("ow").emit("i32.const", REGS * lanes).emit("i32.ge_u").emit("i32.and")
+        c.emit("if")
+        f.get("ow").emit("i32.const", REGS * lanes).emit("i32.sub")
+        f.set("tx")
+        tile(REGS, False)
+        f.get("ow")
+        f.set("ox")
+        c.emit("end")
     if lanes > 1:
         f.get("ow").emit("i32.const", lanes).emit("i32.lt_u").emit("if")
         c.emit("i32.const", 0)
