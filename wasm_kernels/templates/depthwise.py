@@ -7,14 +7,15 @@ Each input plane is first copied into the scratch plane, whose zero border is th
 lies inside it), so no tile masks a lane or clips a tap. The scratch is zeroed once per
 call; the planes copied into it all cover the same interior, so the border stays zero.
 
-Every output row is covered by tiles of ``REGS`` registers (moved left to end at the
-row's end, recomputing a few columns), then one-register tiles; a row narrower than a
-register is one register stored lane by lane. A tile keeps its accumulators in locals
-and runs the taps (``depthwise_tile``): unrolled, with constant load offsets, for the
-common kernels (``UNROLLED``: 3x3 and 5x5 at column stride 1 or 2, no column dilation),
-as runtime loops otherwise. The quantized rows dequantize in the plane copy and quantize in
-the tiles' store (``depthwise_quant``). Work is independent per output channel: a caller may split a
-call by images or by ranges of input channels (each part with its own scratch).
+Every output row is covered by tiles of ``REGS`` registers (the last one moved left to end
+at the row's end, recomputing a few columns, when more than one register's columns are
+left), then one-register tiles; a row narrower than a register is one register stored lane
+by lane. A tile keeps its accumulators in locals and runs the taps (``depthwise_tile``):
+unrolled, with constant load offsets, for the common kernels (``UNROLLED``: 3x3 and 5x5 at
+column stride 1 or 2, no column dilation), as runtime loops otherwise. The quantized rows
+dequantize in the plane copy and quantize in the tiles' store (``depthwise_quant``). Work
+is independent per output channel: a caller may split a call by images or by ranges of
+input channels (each part with its own scratch).
 """
 
 from __future__ import annotations
