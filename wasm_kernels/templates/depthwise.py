@@ -171,11 +171,11 @@ def _plane(f: Frame) -> None:
 
 
 def _copy_row(f: Frame) -> None:
-    """Copy the ``w`` floats at ``src`` to ``dst`` (for a quantized row: dequantize ``w``
-    bytes): one ``memory.copy`` for a row of at least ``COPY_CALL`` floats, else whole
-    registers, the last one moved left to end at ``w`` (a
-    row narrower than a register goes float by float). NOTE: ``memory.copy`` is a runtime
-    call: one per row cost more than a 14x14 plane's conv."""
+    """Copy the ``w`` floats at ``src`` to ``dst``: one ``memory.copy`` for a row of at least
+    ``COPY_CALL`` floats, else whole registers, the last one moved left to end at ``w`` (a
+    row narrower than a register goes float by float); a quantized row dequantizes its
+    ``w`` bytes by registers at any width. NOTE: ``memory.copy`` is a runtime call: one per
+    row cost more than a 14x14 plane's conv."""
     c, isa, quant = f.c, f.isa, f.quant
     scalar = ISAS["scalar"]
     if quant is None:
