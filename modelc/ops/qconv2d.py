@@ -72,14 +72,14 @@ class QConv2d(OpDef):
         return [((x[0], w[0]) + out, dtype)]
 
     def scratch(self, node: Node) -> tuple[Shape, ...]:
-        if not self._integer(node) and self._fused(node) is not None:
-            return ((_depthwise.scratch_floats(_depthwise.geometry(
-                node, node.inputs[0], node.inputs[3])),),)
         if not self._integer(node):
-            depthwise = self._depthwise(node)
-            planes = ((_depthwise.scratch_floats(_depthwise.geometry(
-                node, node.inputs[0], node.inputs[3])),),) if depthwise else ()
-            return (node.inputs[0].shape, node.output.shape, *planes)
+            # the depthwise kernels' padded plane; the float path's dequantized input and
+            # f32 output before it
+            plane = ((_depthwise.scratch_floats(_depthwise.geometry(
+                node, node.inputs[0], node.inputs[3])),),) if self._depthwise(node) else ()
+            if self._fused(node) is not None:
+                return plane
+            return (node.inputs[0].shape, node.output.shape, *plane)
         x, (o, per_group, kh, kw) = node.inputs[0], node.inputs[3].shape
         pixels = math.prod(node.output.shape[2:])
         size = 1 if node.output.dtype in QUANTIZED else 4

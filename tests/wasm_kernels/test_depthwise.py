@@ -80,6 +80,7 @@ CASES = {
     "3x5": ((1, 2, 9, 11), 1, (3, 5), (1, 1), (1, 2), (1, 1)),
     "1x1": ((1, 3, 5, 7), 2, (1, 1), (1, 1), (0, 0), (1, 1)),
     "no-padding": ((1, 3, 9, 9), 1, (3, 3), (1, 1), (0, 0), (1, 1)),
+    "5x5-stride2": ((1, 4, 17, 26), 1, (5, 5), (2, 2), (2, 2), (1, 1)),
     "odd-narrow": ((2, 3, 5, 3), 1, (3, 3), (2, 2), (1, 1), (1, 1)),
     "padding-wider-than-input": ((1, 2, 2, 2), 1, (3, 3), (1, 1), (2, 2), (1, 1)),
 }
@@ -143,14 +144,16 @@ QUANTIZED = [k for k in abi.KERNELS if k.family == "depthwise" and k.dtypes[0] !
 RANGE = {"uint8": (0, 255), "int8": (-128, 127)}
 
 @pytest.mark.parametrize("spec", QUANTIZED, ids=lambda s: s.name)
-@pytest.mark.parametrize("case", ["batch2-stride2", "multiplier2", "7x7", "odd-narrow",
-                                  "no-padding", "dilated"])
+@pytest.mark.parametrize("case, y_scale", [
+    ("batch2-stride2", 0.02), ("multiplier2", 0.02), ("7x7", 0.02), ("odd-narrow", 0.02),
+    ("no-padding", 0.02), ("dilated", 0.02), ("batch2", 0.002), ("5x5-stride2", 0.003)])
 def test_quantized_rows_dequantize_convolve_quantize(kernels, spec: abi.KernelSpec,  # type: ignore[no-untyped-def]
-                                                     case: str) -> None:
+                                                     case: str, y_scale: float) -> None:
     """float32(x - x_zero) * x_scale through the f32 depthwise conv, then saturate(rint(v /
     y_scale) + y_zero), against numpy in float64: within one step (float rounding may move
     a value across a rounding boundary), nearly always equal; rows narrower than a register
-    and wider than 4 of them (the plane copy's paths) and every tile."""
+    and wider than 4 of them (the plane copy's paths) and every tile; a small y_scale
+    saturates many outputs at both ends of the range."""
 
     shape, mult, kernel, stride, pad, dilation = CASES[case]
     dtype = spec.dtypes[0]
@@ -161,7 +164,8 @@ def test_quantized_rows_dequantize_convolve_quantize(kernels, spec: abi.KernelSp
     weight = rng.uniform(-0.1, 0.1, (c * mult, 1) + kernel).astype(np.float32)
     bias = rng.uniform(-1, 1, c * mult).astype(np.float32)
     x_scale, x_zero = np.float32(0.03), np.array([rng.integers(low, high)], dtype)
-    y_scale, y_zero = np.float32(0.02), np.array([rng.integers(low // 2, high // 2)], dtype)
+    y_zero = np.array([rng.integers(low // 2, high // 2)], dtype)
+    y_scale = np.float32(y_scale)
     real = (x.astype(np.int32) - x_zero.astype(np.int32)).astype(np.float32) * x_scale
     conv = F.conv2d(real.astype(np.float64), weight.astype(np.float64),
                     bias.astype(np.float64), stride, pad, dilation, c)
@@ -179,3 +183,5 @@ def test_quantized_rows_dequantize_convolve_quantize(kernels, spec: abi.KernelSp
     steps = np.abs(out.astype(np.int32) - expected.astype(np.int32))
     assert steps.max() <= 1 and steps.mean() < 0.01, (steps.max(), steps.mean())
     assert len(np.unique(out)) > 5  # the scales spread the outputs over the range
+    if y_scale < 0.01 and not spec.activations:
+        assert (out == low).any() and (out == high).any()

@@ -7,14 +7,15 @@ Each input plane is first copied into the scratch plane, whose zero border is th
 lies inside it), so no tile masks a lane or clips a tap. The scratch is zeroed once per
 call; the planes copied into it all cover the same interior, so the border stays zero.
 
-Every output row is covered by tiles of ``REGS`` registers (moved left to end at the
-row's end, recomputing a few columns), then one-register tiles; a row narrower than a
-register is one register stored lane by lane. A tile keeps its accumulators in locals
-and runs the taps (``depthwise_tile``): unrolled, with constant load offsets, for the
-common kernels (``UNROLLED``: 3x3 and 5x5 at column stride 1 or 2, no column dilation),
-as runtime loops otherwise. The quantized rows dequantize in the plane copy and quantize in
-the tiles' store (``depthwise_quant``). Work is independent per output channel: a caller may split a
-call by images or by ranges of input channels (each part with its own scratch).
+Every output row is covered by tiles of ``REGS`` registers (the last one moved left to end
+at the row's end, recomputing a few columns, when more than one register's columns are
+left), then one-register tiles; a row narrower than a register is one register stored lane
+by lane. A tile keeps its accumulators in locals and runs the taps (``depthwise_tile``):
+unrolled, with constant load offsets, for the common kernels (``UNROLLED``: 3x3 and 5x5 at
+column stride 1 or 2, no column dilation), as runtime loops otherwise. The quantized rows
+dequantize in the plane copy and quantize in the tiles' store (``depthwise_quant``). Work
+is independent per output channel: a caller may split a call by images or by ranges of
+input channels (each part with its own scratch).
 """
 
 from __future__ import annotations
@@ -170,11 +171,11 @@ def _plane(f: Frame) -> None:
 
 
 def _copy_row(f: Frame) -> None:
-    """Copy the ``w`` floats at ``src`` to ``dst`` (for a quantized row: dequantize ``w``
-    bytes): one ``memory.copy`` for a row of at least ``COPY_CALL`` floats, else whole
-    registers, the last one moved left to end at ``w`` (a
-    row narrower than a register goes float by float). NOTE: ``memory.copy`` is a runtime
-    call: one per row cost more than a 14x14 plane's conv."""
+    """Copy the ``w`` floats at ``src`` to ``dst``: one ``memory.copy`` for a row of at least
+    ``COPY_CALL`` floats, else whole registers, the last one moved left to end at ``w`` (a
+    row narrower than a register goes float by float); a quantized row dequantizes its
+    ``w`` bytes by registers at any width. NOTE: ``memory.copy`` is a runtime call: one per
+    row cost more than a 14x14 plane's conv."""
     c, isa, quant = f.c, f.isa, f.quant
     scalar = ISAS["scalar"]
     if quant is None:
@@ -265,9 +266,9 @@ def _rows(f: Frame, kernel: tuple[int, int] | None, mode: str = "") -> None:
 
 
 def _columns(f: Frame, tile: depthwise_tile.TileAt) -> None:
-    """Tiles of REGS registers from column 0 while they fit, then one-register tiles moved
-    left to end at ``ow``; a row narrower than one register is one tile stored lane by
-    lane."""
+    """Tiles of REGS registers from column 0 while they fit, then (more than one register's
+    columns left) one such tile moved left to end at ``ow``, else one-register tiles moved
+    left to end there; a row narrower than one register is one tile stored lane by lane."""
     c, lanes = f.c, f.isa.lanes
     c.emit("i32.const", 0)
     f.set("ox")
@@ -279,6 +280,18 @@ def _columns(f: Frame, tile: depthwise_tile.TileAt) -> None:
     tile(REGS, False)
     f.add("ox", REGS * lanes)
     c.emit("br", 0).emit("end").emit("end")
+    if lanes > 1:
+        # more than one register's columns left, and a full tile fits the row: one full
+        # tile moved left to end at ow
+        f.get("ow", "ox").emit("i32.sub").emit("i32.const", lanes).emit("i32.gt_u")
+        f.get("ow").emit("i32.const", REGS * lanes).emit("i32.ge_u").emit("i32.and")
+        c.emit("if")
+        f.get("ow").emit("i32.const", REGS * lanes).emit("i32.sub")
+        f.set("tx")
+        tile(REGS, False)
+        f.get("ow")
+        f.set("ox")
+        c.emit("end")
     if lanes > 1:
         f.get("ow").emit("i32.const", lanes).emit("i32.lt_u").emit("if")
         c.emit("i32.const", 0)

@@ -23,7 +23,8 @@ class Quant:
     c: Code
     signed: bool
     scalar: dict[str, int]
-    """``x_scale``, ``y_scale``, ``y_zero``, ``low``, ``high`` (f32) and ``x_zero`` (i32)."""
+    """``x_scale``, ``y_scale``, ``y_zero``, ``low``, ``high`` (f32) and ``x_zero`` (i32);
+    ``below``, ``above``: ``low - y_zero`` and ``high - y_zero`` (f32)."""
     lanes: dict[str, int]
     """The same in every lane (``x_zero`` as i32x4)."""
 
@@ -50,6 +51,10 @@ def setup(c: Code, isa: Isa, arg: dict[str, int], signed: bool) -> Quant:
     for name, value in (("low", low), ("high", high)):
         scalar[name] = c.local("f32")
         c.emit("f32.const", value).emit("local.set", scalar[name])
+    for name, bound in (("below", "low"), ("above", "high")):
+        scalar[name] = c.local("f32")
+        c.emit("local.get", scalar[bound]).emit("local.get", scalar["y_zero"]).emit("f32.sub")
+        c.emit("local.set", scalar[name])
     lanes = scalar
     if isa.vector:
         lanes = {}
@@ -77,25 +82,45 @@ def load(q: Quant, register: Isa, offset: int = 0) -> None:
     register.op(c, "mul")
 
 
+MAGIC = 12582912.0
+"""1.5 * 2 ** 23: ``v + MAGIC`` rounds a float ``|v| < 2 ** 22`` half to even to an integer
+``n`` and holds ``n`` in its low mantissa bits (the bits are ``0x4B400000 + n``)."""
+
+LOW_BYTES = bytes([0, 4, 8, 12] * 4)
+"""The ``i8x16.shuffle`` gathering each lane's low byte into the first four."""
+
+
 def store(q: Quant, register: Isa, offset: int = 0) -> None:
     """Store the f32 ``register`` on top of the stack as bytes at the address below it:
-    ``saturate(round_half_even(v / y_scale) + y_zero)``, clamped in f32 before the
-    saturating truncation (which sends NaN to 0)."""
+    ``saturate(round_half_even(v / y_scale) + y_zero)``.
+
+    One lane at a time: clamped in f32 after adding the zero point, then the saturating
+    truncation (which sends NaN to 0). A vector: ``t = v / y_scale`` clamped first to
+    ``[low - y_zero, high - y_zero]`` (integers, so clamping commutes with rounding) by
+    ``pmax`` / ``pmin`` (one instruction each; they pass NaN through), rounded by adding
+    ``MAGIC``, ``y_zero`` added exactly, and each lane's low byte kept (NaN, from a zero
+    ``y_scale`` only, keeps the low byte of x86's default NaN, 0)."""
     c = q.c
     q.get(register, "y_scale")
     register.op(c, "div")
-    register.op(c, "nearest")
-    q.get(register, "y_zero")
-    register.op(c, "add")
-    q.get(register, "low")
-    register.op(c, "max")
-    q.get(register, "high")
-    register.op(c, "min")
     if not register.vector:
+        register.op(c, "nearest")
+        q.get(register, "y_zero")
+        register.op(c, "add")
+        q.get(register, "low")
+        register.op(c, "max")
+        q.get(register, "high")
+        register.op(c, "min")
         c.emit("i32.trunc_sat_f32_s").emit("i32.store8", 0, offset)
         return
-    words = c.local("v128")
-    c.emit("i32x4.trunc_sat_f32x4_s").emit("local.tee", words).emit("local.get", words)
-    c.emit("i16x8.narrow_i32x4_s").emit("local.tee", words).emit("local.get", words)
-    c.emit("i8x16.narrow_i16x8_s" if q.signed else "i8x16.narrow_i16x8_u")
+    q.get(register, "below")
+    c.emit("f32x4.pmax")
+    q.get(register, "above")
+    c.emit("f32x4.pmin")
+    register.const(c, MAGIC)
+    c.emit("f32x4.add")
+    q.get(register, "y_zero")
+    c.emit("f32x4.add")
+    bits = c.local("v128")
+    c.emit("local.tee", bits).emit("local.get", bits).emit("i8x16.shuffle", LOW_BYTES)
     c.emit("i32x4.extract_lane", 0).emit("i32.store", 0, offset)
