@@ -10,7 +10,11 @@ costs three), out of one of two layouts of A:
   step-major into scratch, so one ``v128.load`` brings a step of all 4 rows: a 4 x 8 tile
   in 8 accumulators, with 2 registers of B, the step's A, a broadcast and the copy
   ``vfmadd213ps`` needs (13 of the 16 XMM registers). Eight independent chains of
-  multiply-adds is what the FMA pipes need (2 per cycle, 4 cycles of latency);
+  multiply-adds is exactly what the FMA pipes need (2 per cycle, 4 cycles of latency), with
+  nothing to spare. The relaxed ``f32_linear`` tile adds a fifth row read in place, one
+  ``f32.load`` + ``f32x4.splat`` per step (``vmovss`` + ``vbroadcastss``): 10 chains in 15
+  registers (a few stack slots at the loop's edges), 12-19% faster on an Intel Xeon
+  (bench/README.md, Issue #12 on the Intel machine).
   The scalar ISA reads the same packed steps float by float (``f32_conv2d_gemm``'s weight);
 - in place (``f32_bmm``, and rows left over): one ``v128.load`` brings four steps of one
   row, each row keeps its own register of A, so 3 rows are what fits (6 accumulators, which
@@ -47,6 +51,9 @@ from .isa import ISAS, Isa, KernelFrame
 UNROLL = 32
 """Steps of k per loop iteration (a power of two); the ``k % UNROLL`` last run one by one."""
 
+GROUP = 4
+"""Rows of A a packed panel holds per step of k: one register of a SIMD ISA."""
+
 
 @dataclass
 class DenseFrame(KernelFrame):
@@ -63,26 +70,29 @@ class DenseFrame(KernelFrame):
 
 def tile(f: DenseFrame, isa: Isa, rows: int, width: int, b_start: Callable[[], None],
          edge: bool = False, a_panel: Callable[[], None] | None = None,
-         touch: Callable[[], None] | None = None) -> None:
+         touch: Callable[[], None] | None = None, unroll: int = UNROLL) -> None:
     """C[i:i+rows, j:j+width] = epilogue(A[i:i+rows] @ B[:, j:j+width] [+ bias] [+ R]).
 
     ``b_start`` pushes the address of B's first step for column ``j``. An ``edge`` tile
     stores only the columns before ``n``, one by one (its B panel is padded). ``a_panel``
-    pushes the address of the tile's rows of A packed step-major (``rows == isa.lanes``: a
-    step's A is one register); without it, A's rows are read in place. ``touch`` emits code
-    run once per unrolled iteration (the driver's reads ahead of what later tiles need).
+    pushes the address of the tile's first ``GROUP`` rows of A packed step-major (a step's A
+    is one register); the rows past them, and without it every row, are read in place.
+    ``touch`` emits code run once per unrolled iteration (the driver's reads ahead of what
+    later tiles need). ``unroll`` (a power of two) is the steps of k per loop iteration.
     """
     c, arg = f.c, f.arg
     regs = width // isa.lanes
     acc = [[c.local(isa.valtype) for _ in range(regs)] for _ in range(rows)]
-    pa = [c.local("i32") for _ in range(1 if a_panel else rows)]
+    first = GROUP if a_panel else 0
+    # pa: the packed group's pointer (with a_panel), then one per row read in place
+    pa = [c.local("i32") for _ in range((1 if a_panel else 0) + rows - first)]
     pb, steps = c.local("i32"), c.local("i32")
     if a_panel:
         a_panel()
         c.emit("local.set", pa[0])
-    for r in range(0 if a_panel else rows):
+    for pointer, r in zip(pa[1 if a_panel else 0:], range(first, rows)):
         row_address(c, arg["a"], f.i, r, f.lda)
-        c.emit("local.set", pa[r])
+        c.emit("local.set", pointer)
     b_start()
     c.emit("local.set", pb)
     for row in acc:
@@ -91,16 +101,16 @@ def tile(f: DenseFrame, isa: Isa, rows: int, width: int, b_start: Callable[[], N
             c.emit("local.set", register)
     step = _Step(f, isa, acc, pa, pb, packed=a_panel is not None)
     # Entered if the count is not 0, tested at the bottom: one branch per iteration.
-    c.emit("local.get", arg["k"]).emit("i32.const", UNROLL.bit_length() - 1).emit("i32.shr_u")
+    c.emit("local.get", arg["k"]).emit("i32.const", unroll.bit_length() - 1).emit("i32.shr_u")
     c.emit("local.tee", steps).emit("if").emit("loop")
-    for u in range(UNROLL):
+    for u in range(unroll):
         step.emit(u, unrolled=True)
     if touch:
         touch()
-    step.advance(UNROLL)
+    step.advance(unroll)
     c.emit("local.get", steps).emit("i32.const", 1).emit("i32.sub").emit("local.tee", steps)
     c.emit("br_if", 0).emit("end").emit("end")
-    c.emit("local.get", arg["k"]).emit("i32.const", UNROLL - 1).emit("i32.and")
+    c.emit("local.get", arg["k"]).emit("i32.const", unroll - 1).emit("i32.and")
     c.emit("local.tee", steps).emit("if").emit("loop")
     step.emit(0, unrolled=False)
     step.advance(1)
@@ -127,10 +137,11 @@ class _Step:
         self.b = [c.local(isa.valtype) for _ in acc[0]]
         # NOTE: mul + add (no FMA) with packed A and B runs column-major: every row's broadcast
         # first, then per register of B one load and its rows' updates (below).
-        self.by_column = packed and f.ldb is None and isa.vector and not isa.fma
+        self.by_column = (packed and len(acc) == GROUP and f.ldb is None and isa.vector
+                          and not isa.fma)
         self.a = c.local(isa.valtype)
         self.broadcasts = [c.local("v128") for _ in acc] if self.by_column else []
-        self.quads = [c.local("v128") for _ in pa] if isa.vector else []
+        self.quads = [c.local("v128") for _ in (pa[:1] if packed else pa)] if isa.vector else []
         self.width_bytes = 4 * isa.lanes * len(acc[0])
 
     def emit(self, u: int, unrolled: bool) -> None:
@@ -139,7 +150,7 @@ class _Step:
         c, isa, f = self.f.c, self.isa, self.f
         if self.packed and isa.vector:
             # one register holds this step's A of every row; each row broadcasts its lane
-            c.emit("local.get", self.pa[0]).emit("v128.load", 2, 4 * len(self.acc) * u)
+            c.emit("local.get", self.pa[0]).emit("v128.load", 2, 4 * GROUP * u)
             c.emit("local.set", self.quads[0])
         if self.by_column:
             self._by_column(u)
@@ -158,12 +169,16 @@ class _Step:
             c.emit("local.get", self.pb).emit("local.get", f.ldb).emit("i32.add")
             c.emit("local.set", self.pb)
         for r, row in enumerate(self.acc):
-            if self.packed and isa.vector:
+            if self.packed and r >= GROUP:
+                # a row past the packed group, read in place: one broadcast load per step
+                c.emit("local.get", self.pa[r - GROUP + 1])
+                isa.load_splat(c, 4 * u)
+            elif self.packed and isa.vector:
                 c.emit("local.get", self.quads[0]).emit("local.get", self.quads[0])
                 c.emit("i8x16.shuffle", LANE_BROADCAST[r])
             elif self.packed:
                 c.emit("local.get", self.pa[0])
-                isa.load_splat(c, 4 * (len(self.acc) * u + r))
+                isa.load_splat(c, 4 * (GROUP * u + r))
             elif quad:
                 c.emit("local.get", self.quads[r]).emit("local.get", self.quads[r])
                 c.emit("i8x16.shuffle", LANE_BROADCAST[u % 4])
@@ -195,8 +210,9 @@ class _Step:
     def advance(self, steps: int) -> None:
         """Move A's pointers, and a packed B's, past ``steps`` steps of k."""
         c = self.f.c
-        step_bytes = 4 * len(self.acc) if self.packed else 4
-        pointers = [(p, step_bytes * steps) for p in self.pa]
+        pointers = [(p, 4 * steps) for p in self.pa]
+        if self.packed:
+            pointers[0] = (self.pa[0], 4 * GROUP * steps)
         if self.f.ldb is None:
             pointers.append((self.pb, steps * self.width_bytes))
         for pointer, amount in pointers:
