@@ -17,8 +17,10 @@ costs three), out of one of two layouts of A:
   (bench/README.md, Issue #12 on the Intel machine).
   The scalar ISA reads the same packed steps float by float (``f32_conv2d_gemm``'s weight);
 - in place (``f32_bmm``, and rows left over): one ``v128.load`` brings four steps of one
-  row, each row keeps its own register of A, so 3 rows are what fits (6 accumulators, which
-  the FMA latency bounds at 75% of the peak; 4 rows spilled).
+  row, which keeps its register of A across them (``QUAD_ROWS`` rows), and the rows past
+  those broadcast one ``f32.load`` per step: a 4 x 8 tile, 8 accumulators, no spill (3 x 8,
+  every row by quads, had 6 accumulators, which the FMA latency bounds at 75% of the peak;
+  f32_bmm 4 x 8 over 3 x 8: relaxed 1.12-1.25, simd128 0.99-1.07 on attention shapes).
 
 B is either a panel packed at compile time or by ``f32_gemm`` (a step's ``width`` floats
 adjacent, so steps are constant offsets) or a row-major activation (each step one row stride
@@ -53,6 +55,13 @@ UNROLL = 32
 
 GROUP = 4
 """Rows of A a packed panel holds per step of k: one register of a SIMD ISA."""
+
+QUAD_ROWS = 2
+"""Rows of A read in place that load four steps at once (a register each, broadcast lane by
+lane); the rows past them broadcast one ``f32.load`` per step, which holds no register
+across steps. A 4x8 tile in place so keeps 8 accumulators, 2 registers of B, 2 of A and a
+broadcast with its copy: no spill, where 3 rows of quads spilled 68 times per 256 FMAs (and
+4 rows more), and 3x8's 6 accumulators left the FMA pipes idle a quarter of the time."""
 
 
 @dataclass
@@ -141,7 +150,8 @@ class _Step:
                           and not isa.fma)
         self.a = c.local(isa.valtype)
         self.broadcasts = [c.local("v128") for _ in acc] if self.by_column else []
-        self.quads = [c.local("v128") for _ in (pa[:1] if packed else pa)] if isa.vector else []
+        self.quads = ([c.local("v128") for _ in (pa[:1] if packed else pa[:QUAD_ROWS])]
+                      if isa.vector else [])
         self.width_bytes = 4 * isa.lanes * len(acc[0])
 
     def emit(self, u: int, unrolled: bool) -> None:
@@ -157,7 +167,7 @@ class _Step:
             return
         quad = unrolled and isa.vector and not self.packed
         if quad and u % 4 == 0:
-            for pointer, register in zip(self.pa, self.quads):
+            for pointer, register in zip(self.pa[:QUAD_ROWS], self.quads):
                 c.emit("local.get", pointer).emit("v128.load", 2, 4 * u)
                 c.emit("local.set", register)
         offset = u * self.width_bytes if f.ldb is None else 0
@@ -179,7 +189,7 @@ class _Step:
             elif self.packed:
                 c.emit("local.get", self.pa[0])
                 isa.load_splat(c, 4 * (GROUP * u + r))
-            elif quad:
+            elif quad and r < QUAD_ROWS:
                 c.emit("local.get", self.quads[r]).emit("local.get", self.quads[r])
                 c.emit("i8x16.shuffle", LANE_BROADCAST[u % 4])
             else:
