@@ -11,7 +11,7 @@ from wasm_kernels.pack import pack_linear_weight
 # (m, k, n): size 1, below the 4x8 tile, one tile and a row (k once the 32 unrolled steps),
 # n % 8 and m % 4 remainders, a 4-column and a scalar column tail, k % 32 tails after whole
 # unrolled iterations, several tiles; every way linear's relaxed driver covers a block's rows
-# with tiles of 5 and 4 rows and 3, 2 or 1 left over (m = 2, 3, 6, 7, 8, 11, 12, 13, 32, 37);
+# with tiles of 5 and 4 rows and single rows left over (m = 2, 3, 6, 7, 8, 11, 12, 13, 32, 37);
 # and larger cases with k % 32 == 17 and A rows of 8004 bytes, so linear's L2 blocks of A are
 # 15 or 16 rows and m = 44 spans three (the relaxed driver's last one 5 + 5 + 4 rows).
 SHAPES = [(1, 1, 1), (3, 5, 7), (4, 3, 8), (4, 32, 8), (5, 17, 13), (8, 16, 16), (9, 33, 30),

@@ -79,7 +79,7 @@ class DenseFrame(KernelFrame):
 
 def tile(f: DenseFrame, isa: Isa, rows: int, width: int, b_start: Callable[[], None],
          edge: bool = False, a_panel: Callable[[], None] | None = None,
-         touch: Callable[[], None] | None = None, unroll: int = UNROLL) -> None:
+         touch: Callable[[], None] | None = None) -> None:
     """C[i:i+rows, j:j+width] = epilogue(A[i:i+rows] @ B[:, j:j+width] [+ bias] [+ R]).
 
     ``b_start`` pushes the address of B's first step for column ``j``. An ``edge`` tile
@@ -87,7 +87,7 @@ def tile(f: DenseFrame, isa: Isa, rows: int, width: int, b_start: Callable[[], N
     pushes the address of the tile's first ``GROUP`` rows of A packed step-major (a step's A
     is one register); the rows past them, and without it every row, are read in place.
     ``touch`` emits code run once per unrolled iteration (the driver's reads ahead of what
-    later tiles need). ``unroll`` (a power of two) is the steps of k per loop iteration.
+    later tiles need).
     """
     c, arg = f.c, f.arg
     regs = width // isa.lanes
@@ -110,16 +110,16 @@ def tile(f: DenseFrame, isa: Isa, rows: int, width: int, b_start: Callable[[], N
             c.emit("local.set", register)
     step = _Step(f, isa, acc, pa, pb, packed=a_panel is not None)
     # Entered if the count is not 0, tested at the bottom: one branch per iteration.
-    c.emit("local.get", arg["k"]).emit("i32.const", unroll.bit_length() - 1).emit("i32.shr_u")
+    c.emit("local.get", arg["k"]).emit("i32.const", UNROLL.bit_length() - 1).emit("i32.shr_u")
     c.emit("local.tee", steps).emit("if").emit("loop")
-    for u in range(unroll):
+    for u in range(UNROLL):
         step.emit(u, unrolled=True)
     if touch:
         touch()
-    step.advance(unroll)
+    step.advance(UNROLL)
     c.emit("local.get", steps).emit("i32.const", 1).emit("i32.sub").emit("local.tee", steps)
     c.emit("br_if", 0).emit("end").emit("end")
-    c.emit("local.get", arg["k"]).emit("i32.const", unroll - 1).emit("i32.and")
+    c.emit("local.get", arg["k"]).emit("i32.const", UNROLL - 1).emit("i32.and")
     c.emit("local.tee", steps).emit("if").emit("loop")
     step.emit(0, unrolled=False)
     step.advance(1)

@@ -30,7 +30,7 @@ from functools import partial
 from ..abi import KernelSpec
 from ..pack import PANEL
 from ..wasm import Code, FuncType
-from .dense_tile import GROUP, UNROLL, DenseFrame, row_address, tile
+from .dense_tile import GROUP, DenseFrame, row_address, tile
 from .isa import ISAS
 from .loops import strided_loop
 
@@ -40,9 +40,6 @@ of k, see ``dense_tile``). The relaxed tile reads a fifth row in place (10 accum
 FMA chains to spare over the 8 that two FMA pipes of 4 cycles' latency need); with mul + add
 the FP pipes are the bound and 5 rows run no faster than 4. The scalar reference keeps its
 ``PANEL`` accumulators in registers with one row and reads A in place."""
-
-REMAINDER_UNROLL = 8
-"""Steps of k per loop iteration of the tiles of the rows left over below ``MR``."""
 
 AHEAD_LINES = 4
 """Cache lines of the next panel of W a tile reads ahead per unrolled iteration of k."""
@@ -141,8 +138,8 @@ def row_blocks(f: _Frame, edge: bool, prepacked: bool = False) -> None:
 def _split(f: _Frame) -> None:
     """``split``: the block's ``r = iend - ib`` rows as ``a`` tiles of ``mr = GROUP + 1`` rows
     then ``b`` of ``GROUP`` (``r = 5a + 4b`` with ``b = -r mod 5``, which every ``r >= 12``
-    has), else (``4b > r``) none of ``mr`` rows: the rows left over to the small tiles are then
-    at most 3, and only in blocks of fewer than 12 rows."""
+    has), else (``4b > r``) none of ``mr`` rows: then tiles of ``GROUP`` rows and at most 3
+    single rows, only in blocks of fewer than 12 rows."""
     c = f.c
     b = c.local("i32")
     # b * GROUP = (mr - r % mr) % mr * GROUP
@@ -155,13 +152,16 @@ def _split(f: _Frame) -> None:
     c.emit("i32.le_u").emit("select").emit("local.set", f.split)
 
 
-def _tile_runs(f: _Frame) -> list[tuple[int, int]]:
+def _tile_runs(f: _Frame, edge: bool = False) -> list[tuple[int, int]]:
     """(rows, end): the tiles of the block, tallest first, each run while its rows fit before
-    the local ``end``. With ``mr > GROUP``: ``mr`` rows up to ``split``, ``GROUP`` rows, then
-    the rows left over (at most 3, see ``_split``) in tiles of 3, 2 or 1 rows read in place;
-    otherwise ``mr`` rows, then single rows."""
+    the local ``end``: ``mr`` rows (with ``mr > GROUP`` up to ``split``, then ``GROUP`` rows),
+    then single rows read in place. An ``edge`` panel (past ``n``: once per block) runs
+    single rows only: every tile stores its columns one by one, with the epilogue on each,
+    and those tiles were half of a kernel's code."""
+    if edge and f.mr > GROUP:
+        return [(1, f.iend)]
     if f.mr > GROUP:
-        return [(f.mr, f.split)] + [(rows, f.iend) for rows in range(GROUP, 0, -1)]
+        return [(f.mr, f.split), (GROUP, f.iend), (1, f.iend)]
     return [(rows, f.iend) for rows in sorted({f.mr, 1}, reverse=True)]
 
 
@@ -171,17 +171,14 @@ def _column_tiles(f: _Frame, edge: bool) -> None:
     c = f.c
     _next_panel(f)
     c.emit("local.get", f.ib).emit("local.set", f.i)
-    for rows, end in _tile_runs(f):
+    for rows, end in _tile_runs(f, edge):
         # NOTE: single rows (m < MR, or the rows past the packed ones) only stream W; reading
-        # ahead there measured 5-7% slower at m = 1. Tiles of fewer than GROUP rows run once
-        # per panel, on rows left over, so they are unrolled less: the kernel's code grows
-        # less.
+        # ahead there measured 5-7% slower at m = 1.
         packed = partial(_packed_rows, f) if rows >= GROUP else None
         ahead = partial(_read_ahead, f) if rows >= GROUP else None
-        unroll = UNROLL if rows >= GROUP or rows == 1 else REMAINDER_UNROLL
         strided_loop(c, f.i, rows, end,
                      partial(tile, f, f.isa, rows, PANEL, partial(_panel, f), edge, packed,
-                             ahead, unroll))
+                             ahead))
 
 
 def _next_panel(f: _Frame) -> None:
