@@ -91,7 +91,9 @@ def _quantized(a: np.ndarray, pair: tuple[np.ndarray, np.ndarray]) -> np.ndarray
 CASES: dict[str, Case] = {
     # elementwise unary ops, each its own kernel
     **{op: _unary(op, 2, 3, 5) for op in ("abs", "neg", "relu", "relu6", "exp", "tanh", "erf",
-                                          "sigmoid", "silu", "gelu", "hardswish")},
+                                          "sigmoid", "silu", "gelu", "gelu_tanh",
+                                          "hardswish")},
+    "gelu_tanh_tails": Case(F.gelu_tanh, (x(4, 9, scale=30.0),)),
     "round_ties": Case(F.round, (np.arange(-12, 12, dtype=np.float32).reshape(3, 8) / 4,),
                        BATCH),
     "sin_range": Case(F.sin, (x(3, 7, scale=100.0),), rtol=0, atol=1e-5),
