@@ -18,6 +18,7 @@ from .frame_strided_convs import frame_strided_convs
 from .fuse_epilogues import fuse_epilogues
 from .gather_one_hot import gather_one_hot
 from .infer_shapes import infer_shapes
+from .linear_point_convs import linear_point_convs
 from .plan_memory import plan_memory
 from .recognize_composites import recognize_composites
 from .remove_no_ops import remove_no_ops
@@ -39,6 +40,7 @@ PIPELINE: tuple[Pass, ...] = (
     fold_affine,           # constant scale and shift beside a conv/linear: into its weights
     gather_one_hot,        # a linear over a one-hot encoding: a gather of the weight's rows
     frame_strided_convs,   # a 1-channel 1-D conv with a long stride: frames and a linear
+    linear_point_convs,    # a conv over 1x1 planes (heads, squeeze-excite): a linear
     softmax_last_axis,     # softmax along an inner axis: permuted to the last and back
     expand_powers,         # pow by a constant, rsqrt: into mul, sqrt, div, exp and log
     compose_permutes,      # permute chains into one permute; identities removed
@@ -59,5 +61,5 @@ def optimize(graph: Graph, pipeline: tuple[Pass, ...] = PIPELINE) -> Graph:
 __all__ = ["PIPELINE", "compose_permutes", "eliminate_dead_code", "expand_powers",
            "fold_affine", "fold_batchnorm", "fold_constants", "fold_dequantize_scales",
            "fold_linear_bias", "fold_scales", "frame_strided_convs", "fuse_epilogues",
-           "gather_one_hot", "infer_shapes", "optimize", "plan_memory", "recognize_composites",
-           "remove_no_ops", "softmax_last_axis", "split_permutes"]
+           "gather_one_hot", "infer_shapes", "linear_point_convs", "optimize", "plan_memory",
+           "recognize_composites", "remove_no_ops", "softmax_last_axis", "split_permutes"]
