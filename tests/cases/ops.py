@@ -173,7 +173,7 @@ CASES: dict[str, Case] = {
     "max_pool2d": Case(lambda a: F.max_pool2d(a, 3, 2, 1), (x(2, 2, 9, 9),)),
     # separable (rows, then columns): SPPF's 5x5 and SPP's 13x13 at stride 1; an uneven
     # dilated window with ceil_mode's partial windows
-    "max_pool2d_sppf": Case(lambda a: F.max_pool2d(a, 5, 1, 2), (x(1, 3, 10, 11),)),
+    "max_pool2d_sppf": Case(lambda a: F.max_pool2d(a, 5, 1, 2), (x(2, 3, 10, 11),), BATCH),
     "max_pool2d_spp_13": Case(lambda a: F.max_pool2d(a, 13, 1, 6), (x(1, 2, 13, 13),)),
     "max_pool2d_separable_dilated_ceil": Case(lambda a: F.max_pool2d(
         a, (3, 4), (2, 1), (1, 2), dilation=(1, 2), ceil_mode=True), (x(2, 2, 8, 9),)),
