@@ -44,6 +44,8 @@ UNARY_OPS: dict[str, str] = {
     "sqrt": "sqrt(x)", "exp": "exp(x)", "log": "log(x)", "tanh": "tanh(x)", "erf": "erf(x)",
     "sigmoid": "1 / (1 + exp(-x))", "silu": "x / (1 + exp(-x))",
     "gelu": "x / 2 * erfc(-x / sqrt(2))",
+    # NOTE: gelu_tanh's (1 + tanh(u)) / 2 is written as sigmoid(2u): one exp, no tanh.
+    "gelu_tanh": "x / (1 + exp(-1.5957691216057308 * (x + 0.044715 * x * x * x)))",
     "hardswish": "x * min(max(x + 3, 0), 6) / 6",
     "floor": "floor(x)", "ceil": "ceil(x)", "round": "round(x)",
     "sin": "sin(x)", "cos": "cos(x)",

@@ -14,9 +14,11 @@ from .fold_constants import fold_constants
 from .fold_dequantize_scales import fold_dequantize_scales
 from .fold_linear_bias import fold_linear_bias
 from .fold_scales import fold_scales
+from .frame_strided_convs import frame_strided_convs
 from .fuse_epilogues import fuse_epilogues
 from .gather_one_hot import gather_one_hot
 from .infer_shapes import infer_shapes
+from .linear_point_convs import linear_point_convs
 from .plan_memory import plan_memory
 from .recognize_composites import recognize_composites
 from .remove_no_ops import remove_no_ops
@@ -37,6 +39,8 @@ PIPELINE: tuple[Pass, ...] = (
     recognize_composites,  # gelu, silu, relu6, hardswish expansions back into one node each
     fold_affine,           # constant scale and shift beside a conv/linear: into its weights
     gather_one_hot,        # a linear over a one-hot encoding: a gather of the weight's rows
+    frame_strided_convs,   # a 1-channel 1-D conv with a long stride: frames and a linear
+    linear_point_convs,    # a conv over 1x1 planes (heads, squeeze-excite): a linear
     softmax_last_axis,     # softmax along an inner axis: permuted to the last and back
     expand_powers,         # pow by a constant, rsqrt: into mul, sqrt, div, exp and log
     compose_permutes,      # permute chains into one permute; identities removed
@@ -56,6 +60,6 @@ def optimize(graph: Graph, pipeline: tuple[Pass, ...] = PIPELINE) -> Graph:
 
 __all__ = ["PIPELINE", "compose_permutes", "eliminate_dead_code", "expand_powers",
            "fold_affine", "fold_batchnorm", "fold_constants", "fold_dequantize_scales",
-           "fold_linear_bias", "fold_scales", "fuse_epilogues", "gather_one_hot",
-           "infer_shapes", "optimize", "plan_memory", "recognize_composites", "remove_no_ops",
-           "softmax_last_axis", "split_permutes"]
+           "fold_linear_bias", "fold_scales", "frame_strided_convs", "fuse_epilogues",
+           "gather_one_hot", "infer_shapes", "linear_point_convs", "optimize", "plan_memory",
+           "recognize_composites", "remove_no_ops", "softmax_last_axis", "split_permutes"]

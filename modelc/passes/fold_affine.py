@@ -174,9 +174,12 @@ def _shift_first(graph: Graph, node: Node, x: Value, affine: Affine) -> bool:
     shift_node = node.output.users[0]
     found = _affine(shift_node)
     after = _scalars(found[1]) if found is not None else None
-    if after is None or after[0] != 1.0 or not _single_use(graph, shift_node.output) \
-            or shift_node.output.users[0].op not in PRODUCERS:
+    if after is None or after[0] != 1.0 or not _single_use(graph, shift_node.output):
         return False
+    consumer = shift_node.output.users[0]
+    if consumer.op not in PRODUCERS or consumer.attrs.get("epilogue") \
+            or _parameters(consumer) is None:
+        return False  # the scale would not fold there either
     scale, shift = scalars[0], after[1]
     position = graph.nodes.index(node)
     output = shift_node.output

@@ -8,9 +8,9 @@ and the gemm does ``n`` times the work of the copy, on an ``n`` times larger ope
 
 It becomes ``embedding(where(0 <= i < n, i, n), table)``, where ``table`` is ``w.T + b``
 with ``b`` appended as row ``n``, so the result is the same to the bit. It applies when the
-compared constant is ``arange(n)`` along the last axis, ``i`` is an integer tensor whose
-last axis is 1, the linear's weight and bias are constant and it has no epilogue, and the
-comparison and the cast have no other user.
+compared constant is ``arange(n)`` along the last axis, ``i`` is an int32 or int64 tensor
+of static shape whose last axis is 1, the linear's weight and bias are constant and it has
+no epilogue, and the comparison and the cast have no other user.
 """
 
 from __future__ import annotations
@@ -31,7 +31,8 @@ def _one_hot(graph: Graph, linear: Node) -> tuple[Value, list[Node]] | None:
     for indices, values in (eq.inputs, eq.inputs[::-1]):
         n = linear.inputs[1].shape[1]
         if (values.data is None or indices.data is not None
-                or not indices.dtype.startswith(("int", "uint"))
+                or indices.dtype not in ("int32", "int64")
+                or not all(isinstance(d, int) for d in indices.shape)
                 or not indices.shape or indices.shape[-1] != 1
                 or values.data.shape[-1:] != (n,) or any(d != 1 for d in values.data.shape[:-1])
                 or len(values.data.shape) > len(indices.shape)

@@ -91,7 +91,9 @@ def _quantized(a: np.ndarray, pair: tuple[np.ndarray, np.ndarray]) -> np.ndarray
 CASES: dict[str, Case] = {
     # elementwise unary ops, each its own kernel
     **{op: _unary(op, 2, 3, 5) for op in ("abs", "neg", "relu", "relu6", "exp", "tanh", "erf",
-                                          "sigmoid", "silu", "gelu", "hardswish")},
+                                          "sigmoid", "silu", "gelu", "gelu_tanh",
+                                          "hardswish")},
+    "gelu_tanh_tails": Case(F.gelu_tanh, (x(4, 9, scale=30.0),)),
     "round_ties": Case(F.round, (np.arange(-12, 12, dtype=np.float32).reshape(3, 8) / 4,),
                        BATCH),
     "sin_range": Case(F.sin, (x(3, 7, scale=100.0),), rtol=0, atol=1e-5),
@@ -169,6 +171,12 @@ CASES: dict[str, Case] = {
     "avg_pool2d": Case(lambda a: F.avg_pool2d(a, 3, 2, 1, ceil_mode=True,
                                               count_include_pad=False), (x(1, 2, 7, 8),)),
     "max_pool2d": Case(lambda a: F.max_pool2d(a, 3, 2, 1), (x(2, 2, 9, 9),)),
+    # separable (rows, then columns): SPPF's 5x5 and SPP's 13x13 at stride 1; an uneven
+    # dilated window with ceil_mode's partial windows
+    "max_pool2d_sppf": Case(lambda a: F.max_pool2d(a, 5, 1, 2), (x(2, 3, 10, 11),), BATCH),
+    "max_pool2d_spp_13": Case(lambda a: F.max_pool2d(a, 13, 1, 6), (x(1, 2, 13, 13),)),
+    "max_pool2d_separable_dilated_ceil": Case(lambda a: F.max_pool2d(
+        a, (3, 4), (2, 1), (1, 2), dilation=(1, 2), ceil_mode=True), (x(2, 2, 8, 9),)),
     "adaptive_avg_pool2d": Case(lambda a: F.adaptive_avg_pool2d(a, (2, 3)), (x(1, 2, 4, 9),)),
     # resizing
     "resample_bilinear": Case(lambda a: F.interpolate(a, scale_factor=2, mode="bilinear"),

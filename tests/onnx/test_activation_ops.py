@@ -6,6 +6,7 @@ documented 2e-7 absolute error on |x| <= 8192 (the inputs here stay within 30)."
 from __future__ import annotations
 
 import sys
+from typing import Any
 from pathlib import Path
 
 import numpy as np
@@ -70,3 +71,39 @@ def test_float_mod_without_fmod_is_refused():
     model, _ = single_node("Mod", [Run(X), r(3, 1, 5)], {"fmod": 0}, 13)
     with pytest.raises(CompileError, match="the_mod.*fmod=0 .* needs fmod=1"):
         modelc.from_onnx(model)
+
+
+def _gelu_tanh_as_jax2tf_exports_it() -> Any:
+    """magika's GELU: Mul, Mul, Mul, Add, Mul, Tanh, Add, Mul, Mul with float32 constants."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    def const(name: str, value: float) -> Any:
+        return numpy_helper.from_array(np.array(value, np.float32), name)
+
+    nodes = [helper.make_node("Mul", ["cubic", "x"], ["m1"]),
+             helper.make_node("Mul", ["x", "m1"], ["m2"]),
+             helper.make_node("Mul", ["x", "m2"], ["m3"]),
+             helper.make_node("Add", ["x", "m3"], ["a1"]),
+             helper.make_node("Mul", ["scale", "a1"], ["m4"]),
+             helper.make_node("Tanh", ["m4"], ["t"]),
+             helper.make_node("Add", ["one", "t"], ["a2"]),
+             helper.make_node("Mul", ["half", "a2"], ["m5"]),
+             helper.make_node("Mul", ["x", "m5"], ["y"])]
+    graph = helper.make_graph(
+        nodes, "gelu", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3, 4, 5])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        [const("cubic", 0.044715), const("scale", np.sqrt(2 / np.pi)), const("one", 1.0),
+         const("half", 0.5)])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+
+
+@pytest.mark.parametrize("build", ["jax2tf", "Gelu_20"])
+def test_gelu_tanh_is_one_node_and_matches_onnxruntime(build, check_against_ort,
+                                                       check_wasm_against_ort):
+    if build == "jax2tf":
+        model, feeds = _gelu_tanh_as_jax2tf_exports_it(), {"x": X * 4}
+    else:
+        model, feeds = single_node("Gelu", [Run(X * 4)], {"approximate": "tanh"}, 20)
+    graph = check_against_ort(model, [feeds])
+    assert [n.op for n in graph.nodes] == ["gelu_tanh"]
+    check_wasm_against_ort(model, feeds)
