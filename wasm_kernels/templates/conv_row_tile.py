@@ -1,0 +1,91 @@
+"""The conv family's row tile (see ``conv``): for a conv with few input channels and a kernel
+row of 3 taps (kw == 3, dw == 1), typically a model's first conv on RGB.
+
+``conv_tiles.vector_tile`` runs a channel loop per tap: with 3 input channels that is 9 loops
+of 3 iterations per tile, and their setup cost about as much as the multiply-adds (a 4th
+channel ran in the same time). The row tile runs one channel loop per kernel row instead,
+each iteration the 3 taps of one channel: 24 multiply-adds of the 4 x 2 tile per iteration.
+Its weights for tap ``j`` are ``j * tapw`` bytes on from tap 0's, kept in one pointer per
+tap.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from .conv_tiles import CHANNEL_BYTES, LANE_BROADCAST, _load_pixels, _mask, _store_tile
+
+if TYPE_CHECKING:
+    from .conv import Frame
+
+TAPS = 3
+"""Taps of a kernel row the tile runs at once (kw, with dw == 1)."""
+
+
+def row_tile(f: Frame, rows: int, regs: int, mode: str, masked: bool) -> None:
+    """Y[oc:oc+rows, oy, tx:tx+regs*lanes] of a conv with kw == TAPS and dw == 1, as
+    ``conv_tiles.vector_tile`` computes it (``mode`` ``unit`` or ``pair``, ``masked`` to the
+    row), with the kernel row's taps inside the channel loop; ``rows`` is the 4 of a packed
+    block."""
+    c, isa = f.c, f.isa
+    acc = [[c.local(isa.valtype) for _ in range(regs)] for _ in range(rows)]
+    pixels = [c.local(isa.valtype) for _ in range(regs)]
+    weight, block = c.local(isa.valtype), c.local(isa.valtype)
+    tap_weights = [c.local("i32") for _ in range(TAPS)]
+    masks = [[c.local("v128") for _ in range(regs)] for _ in range(TAPS)] if masked else []
+    for r in range(rows):
+        f.get("bg", "oc").emit("i32.const", 2).emit("i32.shl").emit("i32.add")
+        isa.load_splat(c, 4 * r)
+        for reg in range(regs):
+            c.emit("local.tee" if reg + 1 < regs else "local.set", acc[r][reg])
+    # jcol = tx * sw - pw: the input column of the first lane at tap 0
+    f.get("tx", "sw").emit("i32.mul").emit("local.get", f.arg["pw"]).emit("i32.sub")
+    f.set("jcol")
+    if masked:
+        scratch = c.local("v128")
+        for j in range(TAPS):
+            for reg in range(regs):
+                _mask(f, "jcol", reg, j, scratch)
+                c.emit("local.set", masks[j][reg])
+    f.get("wb")
+    f.set("wp")
+    f.get("rows_in")
+    f.set("t")
+    f.get("xrow", "jcol").emit("i32.const", 2).emit("i32.shl").emit("i32.add")
+    f.set("prow")
+    c.emit("block").emit("loop")
+    f.get("t").emit("i32.eqz").emit("br_if", 1)
+    f.get("prow")
+    f.set("pp")
+    # tap_weights[j] = wp + (j + 1) * tapw, with kk = -tapw counting up to 0 by channel
+    f.get("wp")
+    for j, local in enumerate(tap_weights):
+        f.get("tapw").emit("i32.add").emit("local.tee" if j + 1 < TAPS else "local.set", local)
+    c.emit("i32.const", 0).emit("local.get", f.v["tapw"]).emit("i32.sub")
+    f.set("kk")
+    c.emit("loop")
+    for j in range(TAPS):
+        for reg in range(regs):
+            _load_pixels(f, isa, mode, reg, 4 * j)
+            if masked:
+                c.emit("local.get", masks[j][reg]).emit("v128.and")
+            c.emit("local.set", pixels[reg])
+        c.emit("local.get", tap_weights[j])
+        f.get("kk").emit("i32.add")
+        isa.load(c)
+        c.emit("local.set", block)
+        for r in range(rows):
+            c.emit("local.get", block).emit("local.get", block)
+            c.emit("i8x16.shuffle", LANE_BROADCAST[r]).emit("local.set", weight)
+            for reg in range(regs):
+                c.emit("local.get", weight).emit("local.get", pixels[reg])
+                isa.madd_into(c, acc[r][reg])
+    f.add("pp", "plane")
+    f.get("kk").emit("i32.const", CHANNEL_BYTES).emit("i32.add").emit("local.tee", f.v["kk"])
+    c.emit("br_if", 0).emit("end")
+    f.get("wp", "tapw").emit("i32.const", TAPS).emit("i32.mul").emit("i32.add")
+    f.set("wp")
+    f.add("prow", "dh_row")
+    f.add("t", -1)
+    c.emit("br", 0).emit("end").emit("end")
+    _store_tile(f, rows, regs, acc, masked)
