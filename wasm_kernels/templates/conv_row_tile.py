@@ -13,7 +13,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .conv_tiles import CHANNEL_BYTES, LANE_BROADCAST, _load_pixels, _mask, _store_tile
+from .conv_tiles import (
+    CHANNEL_BYTES,
+    EVEN_LANES,
+    LANE_BROADCAST,
+    ODD_LANES,
+    _load_pixels,
+    _mask,
+    _store_tile,
+)
 
 if TYPE_CHECKING:
     from .conv import Frame
@@ -64,9 +72,20 @@ def row_tile(f: Frame, rows: int, regs: int, mode: str, masked: bool) -> None:
     c.emit("i32.const", 0).emit("local.get", f.v["tapw"]).emit("i32.sub")
     f.set("kk")
     c.emit("loop")
+    halves = [[c.local("v128") for _ in range(2)] for _ in range(regs)]
     for j in range(TAPS):
         for reg in range(regs):
-            _load_pixels(f, isa, mode, reg, 4 * j)
+            if mode == "pair" and j < 2:
+                # taps 0 and 1 read the even and the odd lanes of the same two registers
+                if j == 0:
+                    for half, local in enumerate(halves[reg]):
+                        f.get("pp")
+                        isa.load(c, (2 * reg + half) * 4 * isa.lanes)
+                        c.emit("local.set", local)
+                c.emit("local.get", halves[reg][0]).emit("local.get", halves[reg][1])
+                c.emit("i8x16.shuffle", ODD_LANES if j else EVEN_LANES)
+            else:
+                _load_pixels(f, isa, mode, reg, 4 * j)
             if masked:
                 c.emit("local.get", masks[j][reg]).emit("v128.and")
             c.emit("local.set", pixels[reg])
