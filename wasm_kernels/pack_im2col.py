@@ -29,6 +29,7 @@ from __future__ import annotations
 import numpy as np
 
 from .pack import PANEL
+from .templates.conv import ROW_TILE_CHANNELS
 
 ROWS = 4
 """Output channels per step-major group of the packed weight: the rows of the dense tile."""
@@ -87,7 +88,7 @@ def columns_per_chunk(k: int, pixels: int, rows: int) -> int:
 
 
 def runs_as_gemm(cg: int, og: int, kernel: tuple[int, int], stride: tuple[int, int],
-                 out: tuple[int, int]) -> bool:
+                 out: tuple[int, int], dilation: tuple[int, int] = (1, 1)) -> bool:
     """Whether a conv with ``cg`` input and ``og`` output channels per group runs faster as
     ``f32_conv2d_gemm`` than as the direct ``f32_conv2d`` (measured against each other and
     ``f32_linear``: bench/README.md, "conv as a gemm"). The gemm wins at stride 2 (the direct
@@ -98,8 +99,14 @@ def runs_as_gemm(cg: int, og: int, kernel: tuple[int, int], stride: tuple[int, i
     1.2x the gemm). A pointwise conv at stride 1 reads its input in place (no packing) and
     runs 1.1-1.27x the direct kernel at every plane size, except an expansion from fewer
     channels than the tile unrolls (k < 32: 16 -> 96 @112, 24 -> 144 @56 ran 0.78-0.88x).
-    Depthwise convs (one channel in and out per group) are no gemm."""
+    Depthwise convs (one channel in and out per group) are no gemm, nor is a conv with few
+    input channels and 3 adjacent taps per kernel row (a first conv on RGB) at stride 1 or 2
+    with up to 32 output channels: the direct kernel's row tile ran it 1.1-1.3x the gemm (K = 27 is
+    too short a k loop for the tile; ``templates/conv_row_tile.py``)."""
     if cg == 1 and og == 1:
+        return False
+    if cg <= ROW_TILE_CHANNELS and kernel[1] == 3 and dilation[1] == 1 and stride[1] <= 2 \
+            and og <= 32:
         return False
     if kernel == (1, 1) and stride == (1, 1):
         return cg >= 32 or og <= cg

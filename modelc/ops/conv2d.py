@@ -138,7 +138,8 @@ class _Geometry:
     @property
     def as_gemm(self) -> bool:
         o, cg, kh, kw = self.data.shape
-        return runs_as_gemm(cg, o // self.groups, (kh, kw), self.stride, (self.oh, self.ow))
+        return runs_as_gemm(cg, o // self.groups, (kh, kw), self.stride, (self.oh, self.ow),
+                            self.dilation)
 
     @property
     def steps(self) -> int:
