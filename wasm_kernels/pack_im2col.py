@@ -101,12 +101,13 @@ def runs_as_gemm(cg: int, og: int, kernel: tuple[int, int], stride: tuple[int, i
     channels than the tile unrolls (k < 32: 16 -> 96 @112, 24 -> 144 @56 ran 0.78-0.88x).
     Depthwise convs (one channel in and out per group) are no gemm, nor is a conv with few
     input channels and 3 adjacent taps per kernel row (a first conv on RGB) at stride 1 or 2
-    with up to 32 output channels: the direct kernel's row tile ran it 1.1-1.3x the gemm (K = 27 is
-    too short a k loop for the tile; ``templates/conv_row_tile.py``)."""
+    with up to 32 output channels and rows of 16 or more: the direct kernel's row tile ran it
+    1.1-1.3x the gemm on relaxed (K = 27 is too short a k loop for the tile;
+    ``templates/conv_row_tile.py``); at 64 channels, or rows of 10, it was even or slower."""
     if cg == 1 and og == 1:
         return False
     if cg <= ROW_TILE_CHANNELS and kernel[1] == 3 and dilation[1] == 1 and stride[1] <= 2 \
-            and og <= 32:
+            and og <= 32 and out[1] >= 16:
         return False
     if kernel == (1, 1) and stride == (1, 1):
         return cg >= 32 or og <= cg

@@ -108,6 +108,7 @@ def test_the_rule_on_resnet_and_detector_layers() -> None:
     assert not runs_as_gemm(1, 1, (3, 3), (2, 2), (28, 28))
     # a first conv on RGB runs on the direct kernel's row tile, but not its 7x7 or dilated form
     assert not runs_as_gemm(3, 16, (3, 3), (2, 2), (112, 112))
-    assert not runs_as_gemm(3, 32, (3, 3), (2, 2), (7, 7))
+    assert not runs_as_gemm(3, 32, (3, 3), (1, 1), (56, 16))
+    assert runs_as_gemm(3, 32, (3, 3), (2, 2), (7, 7))
     assert runs_as_gemm(3, 64, (7, 7), (2, 2), (112, 112))
     assert runs_as_gemm(4, 6, (3, 3), (1, 1), (5, 5), (2, 2))
