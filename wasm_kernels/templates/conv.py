@@ -403,9 +403,10 @@ def _safe(f: Frame) -> None:
     """``safe`` = every load of a vector tile in this output row stays inside linear memory
     (masked lanes may read outside the row, even outside X; a stride-2 register reads one
     float past its last lane, the depthwise tile's register after its last one two floats
-    past its last tap). A tile starts at tx >= 0 and ends before max(ow, widest), so:
-    rows_in == 0, or lo_read - pw * 4 >= 0 and hi_read + ((max(ow, widest) - 1) * sw - pw +
-    (kw - 1) * dw + 4) * 4 <= memory_end."""
+    past its last tap, the row tile's at stride 2 three, the most the bound allows). A tile
+    starts at tx >= 0 and ends before max(ow, widest), so: rows_in == 0, or lo_read - pw * 4
+    >= 0 and hi_read + ((max(ow, widest) - 1) * sw - pw + (kw - 1) * dw + 4) * 4 <=
+    memory_end."""
     c = f.c
     widest = max(NR, WIDE, DEPTHWISE) * f.isa.lanes
     f.get("rows_in").emit("i32.eqz")

@@ -29,6 +29,10 @@ if TYPE_CHECKING:
 TAPS = 3
 """Taps of a kernel row the tile runs at once (kw, with dw == 1)."""
 
+NEXT_LANE = bytes(range(4, 20))
+"""The ``i8x16.shuffle`` of two registers that takes lanes 1-3 of the first and lane 0 of the
+second."""
+
 
 def row_tile(f: Frame, rows: int, regs: int, mode: str, masked: bool) -> None:
     """Y[oc:oc+rows, oy, tx:tx+regs*lanes] of a conv with kw == TAPS and dw == 1, as
@@ -73,6 +77,7 @@ def row_tile(f: Frame, rows: int, regs: int, mode: str, masked: bool) -> None:
     f.set("kk")
     c.emit("loop")
     halves = [[c.local("v128") for _ in range(2)] for _ in range(regs)]
+    evens = [c.local("v128") for _ in range(regs)]
     for j in range(TAPS):
         for reg in range(regs):
             if mode == "pair" and j < 2:
@@ -84,6 +89,18 @@ def row_tile(f: Frame, rows: int, regs: int, mode: str, masked: bool) -> None:
                         c.emit("local.set", local)
                 c.emit("local.get", halves[reg][0]).emit("local.get", halves[reg][1])
                 c.emit("i8x16.shuffle", ODD_LANES if j else EVEN_LANES)
+                if j == 0:
+                    c.emit("local.tee", evens[reg])
+            elif mode == "pair":
+                # tap 2: tap 0's lanes one on, the last from the next register's tap 0 (past
+                # the tile: the first float of one more load)
+                c.emit("local.get", evens[reg])
+                if reg + 1 < regs:
+                    c.emit("local.get", evens[reg + 1])
+                else:
+                    f.get("pp")
+                    isa.load(c, 2 * regs * 4 * isa.lanes)
+                c.emit("i8x16.shuffle", NEXT_LANE)
             else:
                 _load_pixels(f, isa, mode, reg, 4 * j)
             if masked:
