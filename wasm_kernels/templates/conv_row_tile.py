@@ -6,7 +6,10 @@ of 3 iterations per tile, and their setup cost about as much as the multiply-add
 channel ran in the same time). The row tile runs one channel loop per kernel row instead,
 each iteration the 3 taps of one channel: 24 multiply-adds of the 4 x 2 tile per iteration.
 Its weights for tap ``j`` are ``j * tapw`` bytes on from tap 0's, kept in one pointer per
-tap.
+tap. At stride 2 taps 0 and 1 are the even and odd lanes of the same two loads, and tap 2
+is tap 0's lanes one on (the last register's from one more load past the tile). An interior
+tile with the 4 channels in lanes and the pixels broadcast ran 1.5x slower: at cranelift's
+opt level ``"none"`` a broadcast load is a load and a register broadcast.
 """
 
 from __future__ import annotations
