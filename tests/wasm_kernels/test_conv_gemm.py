@@ -3,7 +3,8 @@ panel (4 pixels) a register at a time at stride 1, at stride 2 from a phased pad
 (even and odd pad, dilated, rows shorter than a vector) or unpadded, halves crossing output
 rows packed pixel by pixel, a second half past the last pixel, other strides, dilation,
 groups, batch > 1, output channels in groups of 4 and left over, pixels in several chunks
-and a last panel shorter than 8."""
+(each padding the rows it reads first, down to one panel a chunk) and a last panel shorter
+than 8."""
 
 import numpy as np
 import pytest
@@ -44,6 +45,7 @@ CASES = {
     "stride2-narrow": ((1, 3, 6, 5), 4, (3, 3), (2, 2), (1, 1), (1, 1), 1, 8),
     "3x7-stride2": ((1, 3, 9, 20), 5, (3, 7), (1, 2), (1, 3), (1, 1), 1, 16),
     "7x7-dilated": ((1, 2, 15, 17), 3, (7, 7), (1, 1), (3, 3), (2, 2), 1, 24),
+    "stride2-panel-chunks": ((2, 3, 13, 18), 5, (3, 3), (2, 2), (1, 1), (1, 1), 1, 8),
 }
 GEMMS = [k for k in abi.KERNELS if k.family == "conv_gemm"]
 

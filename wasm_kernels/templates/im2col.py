@@ -4,10 +4,10 @@ panels of ``PANEL`` pixels: step ``kk = (ci, i, j)`` of panel ``q``'s pixel ``v`
 ``q * PANEL * K + kk * PANEL + v``. The last panel's pixels past ``count`` hold copies of
 real pixels (the tile that reads them stores no column there).
 
-A padded conv first copies the group's input planes into the scratch ``xp`` with their zero
-borders (``padded_copy``), so that every tap of every pixel is a plain load: no bounds
-checks, no masks, no border cases; at stride 2 phased, so a tap's adjacent output pixels are
-adjacent floats as at stride 1. Then per panel:
+A padded conv copies the group's input planes into the scratch ``xp`` with their zero borders
+(``padded_copy``, the rows a chunk reads before packing it), so that every tap of every pixel
+is a plain load: no bounds checks, no masks, no border cases; at stride 2 phased, so a tap's
+adjacent output pixels are adjacent floats as at stride 1. Then per panel:
 
 - each half of it (pixels 0..3 and 4..7) in one output row, at stride 1, phased, or 2
   unpadded (vector ISAs): each step is a load and a store per half (2 loads and a shuffle
@@ -42,7 +42,7 @@ STEM = 7
 _LOCALS = ("hp", "wp", "plane", "row", "steps", "panel_bytes", "padded", "phased", "odd_bytes",
            "pair_bytes", "ox_bytes", "q", "pixel", "oy", "ox", "oy2", "ox2", "halves", "ci", "ki",
            "kj", "col", "i", "src", "src2", "dst", "at", "even", "odd", "tap", "t", "tap_ci",
-           "tap_ki", "tap_dh", "tap_j1", "tap_j2")
+           "tap_ki", "tap_dh", "tap_j1", "tap_j2", "xin", "prow", "next_row", "last_row")
 
 
 def declare(c: Code, isa: Isa) -> None:
