@@ -344,7 +344,9 @@ def bench_int8(repeat: int) -> None:
             addresses = variant.place([
                 qa, np.array([0.02], np.float32), np.array([128], np.uint8),
                 pack_qlinear_weight(qw), np.full(n, 0.01, np.float32), np.zeros(n, np.int32),
-                np.zeros(n, np.float32), np.zeros((m, n), np.float32)])
+                np.zeros(n, np.float32), np.zeros((m, n), np.float32),
+                np.zeros((m, -(-k // 4) * 4), np.float32),
+                np.zeros((4, -(-k // 4) * 4), np.float32)])
             runs[f"{isa} int8"] = variant.call("qu8_qlinear_dequantize", *addresses, m, k, n)
         times = interleaved_seconds(runs, repeat)
         ops = 2 * m * k * n
@@ -362,10 +364,12 @@ def _int8_conv_calls(variant: Variant, shape: tuple[int, ...], out: int, k: int,
     oh, ow = (h + 2 * pad - k) // stride + 1, (w + 2 * pad - k) // stride + 1
     rng = np.random.default_rng(0)
     weight = rng.integers(-127, 128, (out, k, k, c)).astype(np.int8)
-    x, last, a, y, result = variant.place([
+    x, last, a, y, result, *scratch = variant.place([
         rng.integers(0, 256, shape).astype(np.uint8), np.zeros(shape, np.uint8),
         np.zeros((n * oh * ow, k * k * c), np.uint8), np.zeros((n * oh * ow, out), np.uint8),
-        np.zeros((n, out, oh, ow), np.uint8)])
+        np.zeros((n, out, oh, ow), np.uint8),
+        np.zeros((n * oh * ow, -(-k * k * c // 4) * 4), np.float32),
+        np.zeros((4, -(-k * k * c // 4) * 4), np.float32)])
     params = variant.place([np.array([0.02], np.float32), np.array([128], np.uint8),
                             pack_qlinear_weight(weight.reshape(out, -1)),
                             np.full(out, 0.001, np.float32), np.zeros(out, np.int32),
@@ -375,7 +379,8 @@ def _int8_conv_calls(variant: Variant, shape: tuple[int, ...], out: int, k: int,
     im2col = variant.call("qu8_im2col", last, params[1], a, n, c, h, w, oh, ow, k, k, stride,
                           stride, pad, pad, 1, 1)
     back = variant.call("qu8_transpose", y, result, n, oh * ow, out)
-    product = variant.call("qu8_qconv_requantize", a, *params, y, n * oh * ow, k * k * c, out)
+    product = variant.call("qu8_qconv_requantize", a, *params, y, *scratch, n * oh * ow,
+                           k * k * c, out)
 
     def rows() -> None:
         to_rows()
