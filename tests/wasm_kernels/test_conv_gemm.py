@@ -3,10 +3,11 @@ panel (4 pixels) a register at a time at stride 1, at stride 2 from a phased pad
 (even and odd pad, dilated, rows shorter than a vector) or unpadded, halves crossing output
 rows packed pixel by pixel, a second half past the last pixel, other strides, dilation,
 groups, batch > 1, output channels in groups of 4 and left over, pixels in several chunks
-and a last panel shorter than 8. A 1x1 stride-1 conv reads its whole panels in place: planes
-of fewer than 8 pixels (none), of a multiple of 8 (no packed tail), and input channels past
-the tile's unroll of 32; at a larger stride the same after subsampling, 4 pixels at a time
-at stride 2 and one by one otherwise."""
+(each padding the rows it reads first, down to one panel a chunk) and a last panel shorter
+than 8. A 1x1 stride-1 conv reads its whole panels in place: planes of fewer than 8 pixels
+(none), of a multiple of 8 (no packed tail), and input channels past the tile's unroll of 32;
+at a larger stride the same after subsampling, 4 pixels at a time at stride 2 and one by one
+otherwise."""
 
 import numpy as np
 import pytest
@@ -53,6 +54,9 @@ CASES = {
     "stride2-dilated": ((1, 4, 13, 26), 6, (3, 3), (2, 2), (2, 2), (2, 2), 1, 16),
     "stride2-unpadded": ((1, 4, 9, 35), 5, (3, 3), (2, 2), (0, 0), (1, 1), 1, 16),
     "stride2-narrow": ((1, 3, 6, 5), 4, (3, 3), (2, 2), (1, 1), (1, 1), 1, 8),
+    "3x7-stride2": ((1, 3, 9, 20), 5, (3, 7), (1, 2), (1, 3), (1, 1), 1, 16),
+    "7x7-dilated": ((1, 2, 15, 17), 3, (7, 7), (1, 1), (3, 3), (2, 2), 1, 24),
+    "stride2-panel-chunks": ((2, 3, 13, 18), 5, (3, 3), (2, 2), (1, 1), (1, 1), 1, 8),
 }
 GEMMS = [k for k in abi.KERNELS if k.family == "conv_gemm"]
 
