@@ -15,6 +15,7 @@ from .fold_linear_bias import fold_linear_bias
 from .fold_scales import fold_scales
 from .fuse_epilogues import fuse_epilogues
 from .infer_shapes import infer_shapes
+from .materialize_outputs import materialize_outputs
 from .plan_memory import plan_memory
 from .recognize_composites import recognize_composites
 from .remove_no_ops import remove_no_ops
@@ -38,6 +39,7 @@ PIPELINE: tuple[Pass, ...] = (
     compose_permutes,      # permute chains into one permute; identities removed
     split_permutes,        # a permute of over 4 unmergeable axes: block moves of <= 4 each
     fuse_epilogues,        # relu & co. into the producing gemm
+    materialize_outputs,   # a constant graph output copied into the arena
     plan_memory,           # one activation arena by liveness, symbolic in the dims (last)
 )
 
@@ -53,5 +55,5 @@ def optimize(graph: Graph, pipeline: tuple[Pass, ...] = PIPELINE) -> Graph:
 __all__ = ["PIPELINE", "compose_permutes", "eliminate_dead_code", "expand_powers",
            "fold_batchnorm", "fold_constants", "fold_dequantize_scales", "fold_linear_bias",
            "fold_scales",
-           "fuse_epilogues", "infer_shapes", "optimize", "plan_memory", "recognize_composites",
-           "remove_no_ops", "softmax_last_axis", "split_permutes"]
+           "fuse_epilogues", "infer_shapes", "materialize_outputs", "optimize", "plan_memory",
+           "recognize_composites", "remove_no_ops", "softmax_last_axis", "split_permutes"]
