@@ -35,6 +35,7 @@ import wasm_kernels
 from runtime.compartment import Compartment
 from runtime.linker import RegistryResolver
 from runtime.pool import link_kernels
+from runtime.raw_call import I32Call
 from runtime.session import compile_kernels
 from wasm_kernels.pack import pack_conv_weight, pack_linear_weight
 from wasm_kernels.pack_im2col import (
@@ -79,6 +80,13 @@ class Variant:
         self.store = compartment.store
         self.memory, self.exports = kernel_exports(compartment, isa, pages)
 
+    def call(self, kernel: str, *args: int) -> Callable[[], object]:
+        """``kernel(*args)``, prepared (``I32Call``): wasmtime-py's ``Func.__call__`` converts
+        and type-checks every argument on every call, ~6 us each here, which charged a conv
+        (25 arguments) ~0.1 ms per call more than a linear (7); a model calls its kernels
+        from wasm and pays neither."""
+        return partial(I32Call(self.store, self.exports[kernel], len(args), results=0), args)
+
     def place(self, arrays: list[np.ndarray]) -> list[int]:
         """Copy ``arrays`` into memory, 64-byte aligned; return their addresses."""
         view = np.ctypeslib.as_array(self.memory.data_ptr(self.store),
@@ -101,7 +109,7 @@ def dense_call(variant: Variant, kernel: str, a: np.ndarray, right: np.ndarray,
               "ws": np.zeros((n, k), np.float32), "wa": np.zeros((m, k), np.float32)}
     pointers = [p for p in spec.params if p in arrays]
     values = dict(zip(pointers, variant.place([arrays[p] for p in pointers])), m=m, k=k, n=n)
-    return partial(variant.exports[kernel], variant.store, *(values[p] for p in spec.params))
+    return variant.call(kernel, *(values[p] for p in spec.params))
 
 
 def native_linear() -> Callable[..., None] | None:
@@ -207,8 +215,7 @@ def bench_bmm(repeat: int) -> None:
         runs: dict[str, Callable[[], object]] = {}
         for isa, variant in variants.items():
             pa, pb, pc = variant.place([a, b, np.zeros((batch, m, n), np.float32)])
-            runs[isa] = partial(variant.exports["f32_bmm"], variant.store, pa, pb, pc, batch,
-                                m, k, n, m * k, k * n)
+            runs[isa] = variant.call("f32_bmm", pa, pb, pc, batch, m, k, n, m * k, k * n)
         runs["numpy"] = partial(np.matmul, a, b)
         times = interleaved_seconds(runs, repeat)
         flops = 2 * batch * m * k * n
@@ -252,16 +259,15 @@ def conv_call(variant: Variant, x: np.ndarray, weight: np.ndarray, stride: int, 
     y, bias = np.zeros((n, out, oh, ow), np.float32), np.zeros(out, np.float32)
     if not runs_as_gemm(cg, out // groups, (k, k), (stride, stride), (oh, ow)):
         px, pw, pb, py = variant.place([x, pack_conv_weight(weight, groups), bias, y])
-        return "direct", partial(variant.exports["f32_conv2d"], variant.store, px, pw, pb, py,
-                                 *sizes)
+        return "direct", variant.call("f32_conv2d", px, pw, pb, py, *sizes)
     columns = columns_per_chunk(cg * k * k, oh * ow, out // groups)
     padded = padded_floats(cg, (h, w), (oh, ow), (k, k), (stride,) * 2, (pad,) * 2, (1, 1))
     px, pw, pb, pws, pxp, py = variant.place([
         x, pack_im2col_weight(weight, groups), bias,
         np.zeros(scratch_floats(cg * k * k, oh * ow), np.float32),
         np.zeros(max(padded, 1), np.float32), y])
-    return "gemm", partial(variant.exports["f32_conv2d_gemm"], variant.store, px, pw, pb, pws,
-                           pxp, py, *sizes, columns, oh * ow, 0)
+    return "gemm", variant.call("f32_conv2d_gemm", px, pw, pb, pws, pxp, py, *sizes, columns,
+                                oh * ow, 0)
 
 
 def bench_conv(repeat: int) -> None:
@@ -338,9 +344,10 @@ def bench_int8(repeat: int) -> None:
             addresses = variant.place([
                 qa, np.array([0.02], np.float32), np.array([128], np.uint8),
                 pack_qlinear_weight(qw), np.full(n, 0.01, np.float32), np.zeros(n, np.int32),
-                np.zeros(n, np.float32), np.zeros((m, n), np.float32)])
-            runs[f"{isa} int8"] = partial(variant.exports["qu8_qlinear_dequantize"],
-                                          variant.store, *addresses, m, k, n)
+                np.zeros(n, np.float32), np.zeros((m, n), np.float32),
+                np.zeros((m, -(-k // 4) * 4), np.float32),
+                np.zeros((4, -(-k // 4) * 4), np.float32)])
+            runs[f"{isa} int8"] = variant.call("qu8_qlinear_dequantize", *addresses, m, k, n)
         times = interleaved_seconds(runs, repeat)
         ops = 2 * m * k * n
         row = "".join(f"{ops / statistics.median(times[x]) / 1e9:>16.1f}" for x in runs)
@@ -357,25 +364,28 @@ def _int8_conv_calls(variant: Variant, shape: tuple[int, ...], out: int, k: int,
     oh, ow = (h + 2 * pad - k) // stride + 1, (w + 2 * pad - k) // stride + 1
     rng = np.random.default_rng(0)
     weight = rng.integers(-127, 128, (out, k, k, c)).astype(np.int8)
-    x, last, a, y, result = variant.place([
+    x, last, a, y, result, *scratch = variant.place([
         rng.integers(0, 256, shape).astype(np.uint8), np.zeros(shape, np.uint8),
         np.zeros((n * oh * ow, k * k * c), np.uint8), np.zeros((n * oh * ow, out), np.uint8),
-        np.zeros((n, out, oh, ow), np.uint8)])
+        np.zeros((n, out, oh, ow), np.uint8),
+        np.zeros((n * oh * ow, -(-k * k * c // 4) * 4), np.float32),
+        np.zeros((4, -(-k * k * c // 4) * 4), np.float32)])
     params = variant.place([np.array([0.02], np.float32), np.array([128], np.uint8),
                             pack_qlinear_weight(weight.reshape(out, -1)),
                             np.full(out, 0.001, np.float32), np.zeros(out, np.int32),
                             np.array([0.05], np.float32), np.array([100], np.uint8)])
-    store, kernel = variant.store, variant.exports
     pointwise = (k, stride, pad) == (1, 1, 0)
+    to_rows = variant.call("qu8_transpose", x, a if pointwise else last, n, c, h * w)
+    im2col = variant.call("qu8_im2col", last, params[1], a, n, c, h, w, oh, ow, k, k, stride,
+                          stride, pad, pad, 1, 1)
+    back = variant.call("qu8_transpose", y, result, n, oh * ow, out)
+    product = variant.call("qu8_qconv_requantize", a, *params, y, *scratch, n * oh * ow,
+                           k * k * c, out)
 
     def rows() -> None:
-        kernel["qu8_transpose"](store, x, a if pointwise else last, n, c, h * w)
+        to_rows()
         if not pointwise:
-            kernel["qu8_im2col"](store, last, params[1], a, n, c, h, w, oh, ow, k, k, stride,
-                                 stride, pad, pad, 1, 1)
-
-    def back() -> None:
-        kernel["qu8_transpose"](store, y, result, n, oh * ow, out)
+            im2col()
 
     def layout() -> None:
         rows()
@@ -383,7 +393,7 @@ def _int8_conv_calls(variant: Variant, shape: tuple[int, ...], out: int, k: int,
 
     def whole() -> None:
         rows()
-        kernel["qu8_qconv_requantize"](store, a, *params, y, n * oh * ow, k * k * c, out)
+        product()
         back()
 
     return whole, layout
@@ -410,9 +420,8 @@ def bench_int8_conv(repeat: int) -> None:
                 rng.standard_normal(shape, np.float32),
                 pack_conv_weight(rng.standard_normal((out, c, k, k), np.float32), 1),
                 np.zeros(out, np.float32), np.zeros((n, out, oh, ow), np.float32)])
-            runs[f"{isa} f32"] = partial(variant.exports["f32_conv2d"], variant.store, px, pw,
-                                         pb, py, n, c, h, w, out, oh, ow, k, k, stride, stride,
-                                         pad, pad, 1, 1, 1)
+            runs[f"{isa} f32"] = variant.call("f32_conv2d", px, pw, pb, py, n, c, h, w, out,
+                                              oh, ow, k, k, stride, stride, pad, pad, 1, 1, 1)
             runs[f"{isa} int8"], runs[f"{isa} layout"] = _int8_conv_calls(
                 variant, shape, out, k, stride, pad)
         times = interleaved_seconds(runs, repeat)

@@ -28,8 +28,9 @@ from wasm_kernels.wasm import FuncType
 
 from .intrinsic import HostContext, IntrinsicModule
 from .kernel_limits import OperandFault, check_bytes, guarded
-from .kernel_operands import element_dtype, operand, strided_operand
+from .kernel_operands import F32, element_dtype, operand, strided_operand
 from .kernel_qrescale import qrescale
+from .kernels_quantized import BYTES, saturate
 from .kernels_quantized import FAMILIES as QUANTIZED_FAMILIES
 
 
@@ -267,6 +268,9 @@ def _conv(spec: abi.KernelSpec) -> Callable[..., None]:
 
 
 def _depthwise(spec: abi.KernelSpec) -> Callable[..., None]:
+    quantized = spec.dtypes[0] != "float32"
+    element = BYTES[spec.dtypes[0]] if quantized else F32
+
     def depthwise(ctx: HostContext, *args: int) -> None:
         arg = dict(zip(spec.params, args))
         memory = ctx.memory
@@ -274,16 +278,24 @@ def _depthwise(spec: abi.KernelSpec) -> Callable[..., None]:
         kernel, stride, pad, dilation = ((arg[a], arg[b]) for a, b in (
             ("kh", "kw"), ("sh", "sw"), ("ph", "pw"), ("dh", "dw")))
         _check_depthwise(arg)
-        x = operand(memory, arg["x"], (n, c, 1, arg["h"], arg["w"]))
-        y = operand(memory, arg["y"], (n, c, o // c, oh, ow))  # NOTE: checked before computing
+        x = operand(memory, arg["x"], (n, c, 1, arg["h"], arg["w"]), element)
+        y = operand(memory, arg["y"], (n, c, o // c, oh, ow), element)  # NOTE: checked first
         operand(memory, arg["scratch"], (abi.depthwise_scratch_floats(
             arg["h"], arg["w"], oh, ow, *kernel, *stride, *pad, *dilation),))
         weight = operand(memory, arg["weight"], (c, o // c) + kernel)
+        if quantized:  # dequantize_linear's float32(x - x_zero) * x_scale
+            zero = operand(memory, arg["x_zero"], (1,), element).astype(np.int32)
+            x = (x.astype(np.int32) - zero).astype(np.float32) * operand(
+                memory, arg["x_scale"], (1,))
         views = _windows(ctx, x, kernel, stride, pad, dilation, (oh, ow), 0.0)
         out = np.einsum("nczhwij,cmij->ncmhw", views, weight, optimize=True)
         out = out + operand(memory, arg["bias"], (c, o // c))[:, :, None, None]
         for op in spec.activations:
             out = _activate(out, op)
+        if quantized:  # quantize_linear's saturate(rint(out / y_scale) + y_zero)
+            zero = operand(memory, arg["y_zero"], (1,), element).astype(np.float32)
+            out = saturate(np.rint(out.astype(np.float32) / operand(
+                memory, arg["y_scale"], (1,))) + zero, spec.dtypes[0])
         y[...] = out
 
     return depthwise

@@ -19,7 +19,7 @@ from .abi_integer import INTEGER_OPS as INTEGER_OPS
 from .abi_quantized import QCONV, QLINEARS, QRESCALE, QUANTIZE
 from .kernel_spec import BROADCAST_RANK, UNARY_OPS, KernelSpec, broadcast_params, short
 
-VERSION = 4
+VERSION = 5
 MODULE = f"wasmnn_kernels_v{VERSION}"
 
 
@@ -168,6 +168,30 @@ def _depthwise(activation: str) -> KernelSpec:
                       "Traps (unreachable) on a zero size, stride, dilation or c, o not a "
                       "multiple of c, or oh, ow other than torch's output size",
                       epilogue=epilogue)
+
+
+QDEPTHWISE_PARAMS = ("x", "x_scale", "x_zero", "weight", "bias", "scratch", "y", "y_scale",
+                     "y_zero", *DEPTHWISE_PARAMS[5:])
+
+
+def _qdepthwise(dtype: str, activation: str) -> KernelSpec:
+    short = {"uint8": "qu8", "int8": "qs8"}[dtype]
+    epilogue = _epilogue(False, False, activation)
+    math = f"{activation}(conv)" if activation else "conv"
+    return KernelSpec("_".join((f"{short}_depthwise_conv2d",) + epilogue), "depthwise",
+                      "depthwise_conv2d", QDEPTHWISE_PARAMS,
+                      f"y = saturate(round_half_even({math} / y_scale) + y_zero) for {dtype} "
+                      "x and y (n, c, h, w) and (n, o, oh, ow), y_scale one f32, y_zero one "
+                      "byte (saturate clamps to the dtype's range; NaN gives 0), with conv = "
+                      "f32_depthwise_conv2d's on float32(x - x_zero) * x_scale (x_scale one "
+                      "f32, x_zero one byte), weight(o, 1, kh, kw) and bias(o,) f32: what "
+                      "dequantize_linear, f32_depthwise_conv2d and quantize_linear compute "
+                      "one after another; scratch and traps as f32_depthwise_conv2d's",
+                      epilogue=epilogue, dtypes=(dtype, dtype))
+
+
+QUANTIZED_ACTIVATIONS = ("relu", "relu6")
+"""The activations a quantized depthwise row fuses (those of ``qconv2d``)."""
 
 
 def depthwise_scratch_floats(h: int, w: int, oh: int, ow: int, kh: int, kw: int, sh: int,
@@ -319,6 +343,8 @@ KERNELS: tuple[KernelSpec, ...] = (
     *(_conv_gemm(residual, act) for residual in (False, True)
       for act in ("", *FUSED_ACTIVATIONS)),
     *(_depthwise(act) for act in ("", *FUSED_ACTIVATIONS)),
+    *(_qdepthwise(dtype, act) for dtype in ("uint8", "int8")
+      for act in ("", *QUANTIZED_ACTIVATIONS)),
     *POOLS,
     *MOVEMENT,
     GROUP_NORM,

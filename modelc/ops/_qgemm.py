@@ -24,9 +24,18 @@ def symmetric(weight: Value, zero_point: Value, channels: int, op: str) -> bool:
     return weight.dtype == "int8" and not np.any(per_channel(zero_point, channels, "int32", op))
 
 
-def call_qlinear(ctx: LowerContext, named: dict[str, Value], a: Push, c: Push, rows: Shape,
-                 weight: np.ndarray, activation: str, dtype: str, op: str) -> None:
-    """``c = finish((a - input_zero_point) @ weight.T + bias)`` over ``rows`` rows: ``named``
+def scratch_shapes(rows: Shape, k: int) -> tuple[Shape, Shape]:
+    """The kernel's scratch ``wa`` and ``ws`` (float32 units) for ``rows`` rows of A of
+    length ``k``."""
+    steps = -(-k // 4) * 4
+    return (*rows, steps), (4, steps)
+
+
+def call_qlinear(ctx: LowerContext, named: dict[str, Value], a: Push, c: Push,
+                 scratch: tuple[Push, Push], rows: Shape, weight: np.ndarray, activation: str,
+                 dtype: str, op: str) -> None:
+    """``c = finish((a - input_zero_point) @ weight.T + bias)`` over ``rows`` rows, with the
+    kernel's scratch (of ``scratch_shapes(rows, k)``): ``named``
     holds the op's input scale and zero point, weight scale, optional bias and optional
     output pair (requantized when present, else dequantized to float32); ``dtype`` is
     ``a``'s, ``op`` the op lowered (``qconv2d`` calls the ``qconv`` rows) and named in
@@ -55,6 +64,8 @@ def call_qlinear(ctx: LowerContext, named: dict[str, Value], a: Push, c: Push, r
     else:
         ctx.constant(np.zeros(n, np.float32))
     c()
+    for push in scratch:
+        push()
     ctx.numel(rows)
     ctx.push(k)
     ctx.push(n)

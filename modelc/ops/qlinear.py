@@ -14,13 +14,13 @@ import numpy as np
 
 from ..errors import CompileError
 from . import OpDef
-from ._qgemm import call_qlinear, symmetric
+from ._qgemm import call_qlinear, scratch_shapes, symmetric
 from ._qproduct import check_operands, optional, result_dtype
 from ._shapes import require_constant_weight
 
 if TYPE_CHECKING:
     from ..codegen import LowerContext
-    from ..graph import Node
+    from ..graph import Node, Shape
 
 
 class QLinear(OpDef):
@@ -36,6 +36,10 @@ class QLinear(OpDef):
         dtype = result_dtype(self.name, bias, output, weight[0], attrs)
         return [(tuple(x[:-1]) + (weight[0],), dtype)]
 
+    def scratch(self, node: Node) -> tuple[Shape, ...]:
+        x, weight = node.inputs[0], node.inputs[3]
+        return scratch_shapes(x.shape[:-1], weight.shape[1])
+
     def lower(self, node: Node, ctx: LowerContext) -> None:
         named = dict(zip(node.input_names, node.inputs))
         x, weight = named["input"], named["weight"]
@@ -48,6 +52,7 @@ class QLinear(OpDef):
             raise CompileError(f"qlinear: a requantized output lowers in the input's dtype "
                                f"({x.dtype}), got {node.output.dtype}")
         call_qlinear(ctx, named, partial(ctx.address, x), partial(ctx.address, node.output),
+                     (partial(ctx.scratch, node, 0), partial(ctx.scratch, node, 1)),
                      x.shape[:-1], np.asarray(weight.data), node.attrs.get("activation", ""),
                      x.dtype, self.name)
 

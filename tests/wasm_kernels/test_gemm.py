@@ -8,13 +8,15 @@ from nn import functional as F
 from wasm_kernels import abi
 from wasm_kernels.pack import pack_linear_weight
 
-# (m, k, n): size 1, below the 3x8 tile, one tile and a row (k once the 32 unrolled steps),
-# n % 8 and m % 3 remainders, a 4-column and a scalar column tail, k % 32 tails after whole
-# unrolled iterations, several tiles, and larger cases with k % 32 == 17 and A rows of 8004
-# bytes, so linear's L2 blocks of A are 15 rows and m = 40 spans three (the last ends in a row
-# that is not a whole tile).
+# (m, k, n): size 1, below the 4x8 tile, one tile and a row (k once the 32 unrolled steps),
+# n % 8 and m % 4 remainders, a 4-column and a scalar column tail, k % 32 tails after whole
+# unrolled iterations, several tiles; every way linear's relaxed driver covers a block's rows
+# with tiles of 5 and 4 rows and single rows left over (m = 2, 3, 6, 7, 8, 11, 12, 13, 32, 37);
+# and larger cases with k % 32 == 17 and A rows of 8004 bytes, so linear's L2 blocks of A are
+# 15 or 16 rows and m = 44 spans three (the relaxed driver's last one 5 + 5 + 4 rows).
 SHAPES = [(1, 1, 1), (3, 5, 7), (4, 3, 8), (4, 32, 8), (5, 17, 13), (8, 16, 16), (9, 33, 30),
-          (12, 24, 36), (37, 64, 70), (5, 2001, 70), (40, 2001, 12)]
+          (2, 40, 9), (6, 35, 17), (7, 64, 8), (11, 33, 16), (13, 40, 9), (32, 70, 24),
+          (12, 24, 36), (37, 64, 70), (5, 2001, 70), (44, 2001, 12)]
 GEMMS = [k for k in abi.KERNELS if k.family in ("gemm", "linear") and "batch" not in k.params]
 
 

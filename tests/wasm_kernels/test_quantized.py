@@ -48,12 +48,19 @@ def _reference(spec: abi.KernelSpec, ops: dict) -> np.ndarray:
             q(0, np.int8), ops["bias"], activation=activation) + 0 * ops["fbias"]
 
 
+def _scratch(m: int, k: int) -> dict[str, np.ndarray]:
+    """The kernels' scratch ``wa`` and ``ws`` (m and 4 times round_up(k, 4) floats), filled
+    with garbage: the kernel must not read what it did not write there."""
+    return {name: np.full((rows, -(-k // 4) * 4), np.nan, np.float32)
+            for name, rows in (("wa", m), ("ws", 4))}
+
+
 def _call(kernels, spec: abi.KernelSpec, ops: dict, offset: int = 0) -> np.ndarray:  # type: ignore[no-untyped-def]
     m, k = ops["a"].shape
     n = ops["w"].shape[0]
     dtype = np.dtype(spec.dtypes[1])
-    args = dict(ops, w=pack_qlinear_weight(ops["w"]), c=kernels.output((m, n), dtype), m=m,
-                k=k, n=n)
+    args = dict(ops, w=pack_qlinear_weight(ops["w"]), c=kernels.output((m, n), dtype),
+                **_scratch(m, k), m=m, k=k, n=n)
     if "fbias" in spec.params:
         args["fbias"] = np.zeros(n, np.float32)
     return kernels.call(spec.name, offset=offset, **args)["c"]
@@ -89,7 +96,7 @@ def test_qlinear_is_exact_at_the_accumulation_bound(kernels, dtype, a_value, zer
     got = kernels.call(spec.name, a=a, a_scale=q([1.0]), a_zero_point=q([zero], dtype),
                        w=pack_qlinear_weight(w), w_scale=np.ones(9, np.float32),
                        bias=np.zeros(9, np.int32), fbias=np.zeros(9, np.float32),
-                       c=(3, 9), m=3, k=k, n=9)["c"]
+                       c=(3, 9), **_scratch(3, k), m=3, k=k, n=9)["c"]
     exact = k * (a_value - zero) * w_value
     assert abs(exact) < 2 ** 31 <= (k + 1) * 255 * 128  # the bound is tight
     np.testing.assert_array_equal(got, np.full((3, 9), np.float32(exact)))
@@ -114,9 +121,12 @@ def test_quantize_and_dequantize_per_channel(kernels, signed) -> None:  # type: 
     np.testing.assert_array_equal(back, F.dequantize_linear(y, scale, zero, axis=1))
 
 
-@pytest.mark.parametrize("values", [[-1.0, 0.0, 1.0], [0.0] * 9, [2.0, 5.0], [-2.0, -5.0],
-                                    list(np.linspace(-3, 7, 37)), list(np.linspace(-9, -1, 8)),
-                                    list(np.linspace(0.5, 4, 13))])
+@pytest.mark.parametrize("values", [
+    [-1.0, 0.0, 1.0], [0.0] * 9, [2.0, 5.0], [-2.0, -5.0], list(np.linspace(-3, 7, 37)),
+    list(np.linspace(-9, -1, 8)), list(np.linspace(0.5, 4, 13)),
+    # scale 1: every other x / scale a tie (half to even), in the 16-wide SIMD loop and after
+    list(np.arange(511) * 0.5), list(np.arange(-510, 1) * 0.5),
+    list(np.random.default_rng(3).standard_normal(1000) * 7), [0.0] * 31 + [3.0]])
 def test_dynamic_quantize(kernels, values) -> None:  # type: ignore[no-untyped-def]
     x = np.array(values, np.float32)
     got = kernels.call("f32_dynamic_quantize_linear", x=x, y=kernels.output(x.shape, np.uint8),

@@ -10,11 +10,17 @@ costs three), out of one of two layouts of A:
   step-major into scratch, so one ``v128.load`` brings a step of all 4 rows: a 4 x 8 tile
   in 8 accumulators, with 2 registers of B, the step's A, a broadcast and the copy
   ``vfmadd213ps`` needs (13 of the 16 XMM registers). Eight independent chains of
-  multiply-adds is what the FMA pipes need (2 per cycle, 4 cycles of latency);
+  multiply-adds is exactly what the FMA pipes need (2 per cycle, 4 cycles of latency), with
+  nothing to spare. The relaxed ``f32_linear`` tile adds a fifth row read in place, one
+  ``f32.load`` + ``f32x4.splat`` per step (``vmovss`` + ``vbroadcastss``): 10 chains in 15
+  registers (a few stack slots at the loop's edges), 12-19% faster on an Intel Xeon
+  (bench/README.md, Issue #12 on the Intel machine).
   The scalar ISA reads the same packed steps float by float (``f32_conv2d_gemm``'s weight);
 - in place (``f32_bmm``, and rows left over): one ``v128.load`` brings four steps of one
-  row, each row keeps its own register of A, so 3 rows are what fits (6 accumulators, which
-  the FMA latency bounds at 75% of the peak; 4 rows spilled).
+  row, which keeps its register of A across them (``QUAD_ROWS`` rows), and the rows past
+  those broadcast one ``f32.load`` per step: a 4 x 8 tile, 8 accumulators, no spill (3 x 8,
+  every row by quads, had 6 accumulators, which the FMA latency bounds at 75% of the peak;
+  f32_bmm 4 x 8 over 3 x 8: relaxed 1.12-1.25, simd128 0.99-1.07 on attention shapes).
 
 B is either a panel packed at compile time or by ``f32_gemm`` (a step's ``width`` floats
 adjacent, so steps are constant offsets) or a row-major activation (each step one row stride
@@ -47,6 +53,16 @@ from .isa import ISAS, Isa, KernelFrame
 UNROLL = 32
 """Steps of k per loop iteration (a power of two); the ``k % UNROLL`` last run one by one."""
 
+GROUP = 4
+"""Rows of A a packed panel holds per step of k: one register of a SIMD ISA."""
+
+QUAD_ROWS = 2
+"""Rows of A read in place that load four steps at once (a register each, broadcast lane by
+lane); the rows past them broadcast one ``f32.load`` per step, which holds no register
+across steps. A 4x8 tile in place so keeps 8 accumulators, 2 registers of B, 2 of A and a
+broadcast with its copy: no spill, where 3 rows of quads spilled 68 times per 256 FMAs (and
+4 rows more), and 3x8's 6 accumulators left the FMA pipes idle a quarter of the time."""
+
 
 @dataclass
 class DenseFrame(KernelFrame):
@@ -68,21 +84,24 @@ def tile(f: DenseFrame, isa: Isa, rows: int, width: int, b_start: Callable[[], N
 
     ``b_start`` pushes the address of B's first step for column ``j``. An ``edge`` tile
     stores only the columns before ``n``, one by one (its B panel is padded). ``a_panel``
-    pushes the address of the tile's rows of A packed step-major (``rows == isa.lanes``: a
-    step's A is one register); without it, A's rows are read in place. ``touch`` emits code
-    run once per unrolled iteration (the driver's reads ahead of what later tiles need).
+    pushes the address of the tile's first ``GROUP`` rows of A packed step-major (a step's A
+    is one register); the rows past them, and without it every row, are read in place.
+    ``touch`` emits code run once per unrolled iteration (the driver's reads ahead of what
+    later tiles need).
     """
     c, arg = f.c, f.arg
     regs = width // isa.lanes
     acc = [[c.local(isa.valtype) for _ in range(regs)] for _ in range(rows)]
-    pa = [c.local("i32") for _ in range(1 if a_panel else rows)]
+    first = GROUP if a_panel else 0
+    # pa: the packed group's pointer (with a_panel), then one per row read in place
+    pa = [c.local("i32") for _ in range((1 if a_panel else 0) + rows - first)]
     pb, steps = c.local("i32"), c.local("i32")
     if a_panel:
         a_panel()
         c.emit("local.set", pa[0])
-    for r in range(0 if a_panel else rows):
+    for pointer, r in zip(pa[1 if a_panel else 0:], range(first, rows)):
         row_address(c, arg["a"], f.i, r, f.lda)
-        c.emit("local.set", pa[r])
+        c.emit("local.set", pointer)
     b_start()
     c.emit("local.set", pb)
     for row in acc:
@@ -127,10 +146,12 @@ class _Step:
         self.b = [c.local(isa.valtype) for _ in acc[0]]
         # NOTE: mul + add (no FMA) with packed A and B runs column-major: every row's broadcast
         # first, then per register of B one load and its rows' updates (below).
-        self.by_column = packed and f.ldb is None and isa.vector and not isa.fma
+        self.by_column = (packed and len(acc) == GROUP and f.ldb is None and isa.vector
+                          and not isa.fma)
         self.a = c.local(isa.valtype)
         self.broadcasts = [c.local("v128") for _ in acc] if self.by_column else []
-        self.quads = [c.local("v128") for _ in pa] if isa.vector else []
+        self.quads = ([c.local("v128") for _ in (pa[:1] if packed else pa[:QUAD_ROWS])]
+                      if isa.vector else [])
         self.width_bytes = 4 * isa.lanes * len(acc[0])
 
     def emit(self, u: int, unrolled: bool) -> None:
@@ -139,14 +160,14 @@ class _Step:
         c, isa, f = self.f.c, self.isa, self.f
         if self.packed and isa.vector:
             # one register holds this step's A of every row; each row broadcasts its lane
-            c.emit("local.get", self.pa[0]).emit("v128.load", 2, 4 * len(self.acc) * u)
+            c.emit("local.get", self.pa[0]).emit("v128.load", 2, 4 * GROUP * u)
             c.emit("local.set", self.quads[0])
         if self.by_column:
             self._by_column(u)
             return
         quad = unrolled and isa.vector and not self.packed
         if quad and u % 4 == 0:
-            for pointer, register in zip(self.pa, self.quads):
+            for pointer, register in zip(self.pa[:QUAD_ROWS], self.quads):
                 c.emit("local.get", pointer).emit("v128.load", 2, 4 * u)
                 c.emit("local.set", register)
         offset = u * self.width_bytes if f.ldb is None else 0
@@ -158,13 +179,17 @@ class _Step:
             c.emit("local.get", self.pb).emit("local.get", f.ldb).emit("i32.add")
             c.emit("local.set", self.pb)
         for r, row in enumerate(self.acc):
-            if self.packed and isa.vector:
+            if self.packed and r >= GROUP:
+                # a row past the packed group, read in place: one broadcast load per step
+                c.emit("local.get", self.pa[r - GROUP + 1])
+                isa.load_splat(c, 4 * u)
+            elif self.packed and isa.vector:
                 c.emit("local.get", self.quads[0]).emit("local.get", self.quads[0])
                 c.emit("i8x16.shuffle", LANE_BROADCAST[r])
             elif self.packed:
                 c.emit("local.get", self.pa[0])
-                isa.load_splat(c, 4 * (len(self.acc) * u + r))
-            elif quad:
+                isa.load_splat(c, 4 * (GROUP * u + r))
+            elif quad and r < QUAD_ROWS:
                 c.emit("local.get", self.quads[r]).emit("local.get", self.quads[r])
                 c.emit("i8x16.shuffle", LANE_BROADCAST[u % 4])
             else:
@@ -195,8 +220,9 @@ class _Step:
     def advance(self, steps: int) -> None:
         """Move A's pointers, and a packed B's, past ``steps`` steps of k."""
         c = self.f.c
-        step_bytes = 4 * len(self.acc) if self.packed else 4
-        pointers = [(p, step_bytes * steps) for p in self.pa]
+        pointers = [(p, 4 * steps) for p in self.pa]
+        if self.packed:
+            pointers[0] = (self.pa[0], 4 * GROUP * steps)
         if self.f.ldb is None:
             pointers.append((self.pb, steps * self.width_bytes))
         for pointer, amount in pointers:

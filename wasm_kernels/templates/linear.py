@@ -6,15 +6,16 @@ outer-product tile of ``dense_tile`` reads at constant offsets. The last panel i
 with zero rows, so every tile is ``PANEL`` columns wide; the one past ``n`` stores only its
 columns before ``n``.
 
-The driver blocks A by rows so a block stays in L2 (``BLOCK_BYTES``): it first packs the
-block's groups of ``MR`` rows into the scratch ``wa``, each group step-major where it lies in
-A (so callers that split rows across threads pack disjoint bytes), then each panel of W stays
-in L1 (for k up to ~1000) while the block's row tiles (``MR`` packed rows, then single rows
-read in place) stream past it. Blocking W instead (panels innermost) measured ~10% slower;
-blocking k as well (256 steps) and blocks of 64 or 256 KiB measured no faster. While a
-panel's packed tiles run, they read one float per cache line of the next panel, a few lines
-per unrolled iteration (``_read_ahead``): wasm has no prefetch instruction, and a panel that
-only ``m / 4`` tiles reuse (8 in the MLP) otherwise waits on memory in its first tile.
+The driver blocks A by rows so a block stays in L2 (``BLOCK_BYTES``): it first packs each
+tile's group of 4 rows into the scratch ``wa``, step-major where it lies in A (so callers
+that split rows across threads pack disjoint bytes), then each panel of W stays in L1 (for k
+up to ~1000) while the block's row tiles stream past it: ``MR`` rows (the relaxed tile's
+fifth row read in place), and the rows left over (``_tile_runs``). Blocking W instead
+(panels innermost) measured ~10% slower; blocking k as well (256 steps) and blocks of 64 or
+256 KiB measured no faster. While a panel's packed tiles run, they read one float per cache
+line of the next panel, a few lines per unrolled iteration (``_read_ahead``): wasm has no
+prefetch instruction, and a panel that only ``m / 4`` tiles reuse (8 in the MLP) otherwise
+waits on memory in its first tile.
 
 Rows of the family: ``f32_linear[_bias][_add][_<activation>]``.
 """
@@ -29,14 +30,16 @@ from functools import partial
 from ..abi import KernelSpec
 from ..pack import PANEL
 from ..wasm import Code, FuncType
-from .dense_tile import DenseFrame, row_address, tile
+from .dense_tile import GROUP, DenseFrame, row_address, tile
 from .isa import ISAS
 from .loops import strided_loop
 
-MR = {"relaxed": 4, "simd128": 4, "scalar": 1}
-"""Rows of A per tile, by ISA: a SIMD tile's rows are packed (one register per step of k,
-see ``dense_tile``); the scalar reference keeps its ``PANEL`` accumulators in registers with
-one row and reads A in place."""
+MR = {"relaxed": 5, "simd128": 4, "scalar": 1}
+"""Rows of A per tile, by ISA: a SIMD tile's first 4 rows are packed (one register per step
+of k, see ``dense_tile``). The relaxed tile reads a fifth row in place (10 accumulators:
+FMA chains to spare over the 8 that two FMA pipes of 4 cycles' latency need); with mul + add
+the FP pipes are the bound and 5 rows run no faster than 4. The scalar reference keeps its
+``PANEL`` accumulators in registers with one row and reads A in place."""
 
 AHEAD_LINES = 4
 """Cache lines of the next panel of W a tile reads ahead per unrolled iteration of k."""
@@ -58,6 +61,9 @@ class _Frame(DenseFrame):
     ahead_end: int
     mr: int
     """Rows per tile of packed A."""
+    split: int
+    """With ``mr > GROUP``: where the block's tiles of ``mr`` rows end and those of ``GROUP``
+    begin (``_split``)."""
 
 
 def variant(isa: str) -> str:
@@ -78,10 +84,12 @@ def frame(c: Code, isa_name: str, arg: dict[str, int], epilogue: tuple[str, ...]
     """The frame of a linear driver over ``arg``'s ``a``, ``w`` (packed panels), ``c``,
     ``m``, ``k`` and ``n``, with its strides and block height computed; tiles of ``mr``
     packed rows (by default ``MR`` of the ISA)."""
-    i, j, lda, ldc, ib, iend, mb, ahead, ahead_end = (c.local("i32") for _ in range(9))
+    i, j, lda, ldc, ib, iend, mb, ahead, ahead_end, split = (c.local("i32") for _ in range(10))
     mr = MR[isa_name] if mr is None else mr
+    if mr > GROUP + 1:
+        raise ValueError(f"tiles of {mr} rows: at most {GROUP + 1} (a packed group and a row)")
     f = _Frame(c, ISAS[isa_name], arg, epilogue, i, j, lda, ldc, None, ib, iend, mb, ahead,
-               ahead_end, mr)
+               ahead_end, mr, split)
     # lda = k * 4, ldc = n * 4: the byte strides of A's and C's rows.
     c.emit("local.get", arg["k"]).emit("i32.const", 2).emit("i32.shl").emit("local.set", f.lda)
     c.emit("local.get", arg["n"]).emit("i32.const", 2).emit("i32.shl").emit("local.set", f.ldc)
@@ -97,7 +105,9 @@ def frame(c: Code, isa_name: str, arg: dict[str, int], epilogue: tuple[str, ...]
 def row_blocks(f: _Frame, edge: bool, prepacked: bool = False) -> None:
     """C's columns in whole panels (and with ``edge`` the padded last one) against A's row
     blocks; ``f.j`` ends at the first column not computed. A ``prepacked`` A is already in
-    ``wa``'s layout, its whole groups of ``mr`` rows step-major (``pack_im2col``)."""
+    ``wa``'s layout, its whole groups of ``mr`` rows step-major (``pack_im2col``). With
+    ``f.ldb`` set, W is read in place as a row-major (k, n) B of that row stride in bytes
+    (a pointwise conv's input planes) instead of packed panels."""
     c, arg = f.c, f.arg
 
     def block() -> None:
@@ -105,9 +115,13 @@ def row_blocks(f: _Frame, edge: bool, prepacked: bool = False) -> None:
         c.emit("local.get", f.ib).emit("local.get", f.mb).emit("i32.add").emit("local.tee", f.iend)
         c.emit("local.get", arg["m"]).emit("local.get", f.iend).emit("local.get", arg["m"])
         c.emit("i32.lt_u").emit("select").emit("local.set", f.iend)
+        if f.mr > GROUP:
+            _split(f)
         if f.mr > 1 and not prepacked:
+            # each tile's group of GROUP rows, packed where it lies in A
             c.emit("local.get", f.ib).emit("local.set", f.i)
-            strided_loop(c, f.i, f.mr, f.iend, partial(_pack_rows, f))
+            for rows, end in _tile_runs(f)[:2 if f.mr > GROUP else 1]:
+                strided_loop(c, f.i, rows, end, partial(_pack_rows, f))
         c.emit("i32.const", 0).emit("local.set", f.j)
         strided_loop(c, f.j, PANEL, arg["n"], partial(_column_tiles, f, False))
         if edge:
@@ -123,18 +137,51 @@ def row_blocks(f: _Frame, edge: bool, prepacked: bool = False) -> None:
     c.emit("br", 0).emit("end").emit("end")
 
 
+def _split(f: _Frame) -> None:
+    """``split``: the block's ``r = iend - ib`` rows as ``a`` tiles of ``mr = GROUP + 1`` rows
+    then ``b`` of ``GROUP`` (``r = 5a + 4b`` with ``b = -r mod 5``, which every ``r >= 12``
+    has), else (``4b > r``) none of ``mr`` rows: then tiles of ``GROUP`` rows and at most 3
+    single rows, only in blocks of fewer than 12 rows."""
+    c = f.c
+    b = c.local("i32")
+    # b * GROUP = (mr - r % mr) % mr * GROUP
+    c.emit("i32.const", f.mr).emit("local.get", f.iend).emit("local.get", f.ib).emit("i32.sub")
+    c.emit("i32.const", f.mr).emit("i32.rem_u").emit("i32.sub").emit("i32.const", f.mr)
+    c.emit("i32.rem_u").emit("i32.const", GROUP).emit("i32.mul").emit("local.set", b)
+    # split = b * GROUP <= r ? iend - b * GROUP : ib
+    c.emit("local.get", f.iend).emit("local.get", b).emit("i32.sub").emit("local.get", f.ib)
+    c.emit("local.get", b).emit("local.get", f.iend).emit("local.get", f.ib).emit("i32.sub")
+    c.emit("i32.le_u").emit("select").emit("local.set", f.split)
+
+
+def _tile_runs(f: _Frame, edge: bool = False) -> list[tuple[int, int]]:
+    """(rows, end): the tiles of the block, tallest first, each run while its rows fit before
+    the local ``end``: ``mr`` rows (with ``mr > GROUP`` up to ``split``, then ``GROUP`` rows),
+    then single rows read in place. An ``edge`` panel (past ``n``: once per block) runs
+    single rows only: every tile stores its columns one by one, with the epilogue on each,
+    and those tiles were half of a kernel's code."""
+    if edge and f.mr > GROUP:
+        return [(1, f.iend)]
+    if f.mr > GROUP:
+        return [(f.mr, f.split), (GROUP, f.iend), (1, f.iend)]
+    return [(rows, f.iend) for rows in sorted({f.mr, 1}, reverse=True)]
+
+
 def _column_tiles(f: _Frame, edge: bool) -> None:
     """Columns ``j .. j+PANEL`` of C (an ``edge`` panel ends past ``n``) against the block's
-    rows: tiles of ``MR`` packed rows, then single rows read in place."""
+    rows (``_tile_runs``)."""
     c = f.c
-    _next_panel(f)
+    # NOTE: W in place: a panel's next columns are in the cache lines it reads already.
+    packed_w = f.ldb is None
+    if packed_w:
+        _next_panel(f)
     c.emit("local.get", f.ib).emit("local.set", f.i)
-    for rows in sorted({f.mr, 1}, reverse=True):
+    for rows, end in _tile_runs(f, edge):
         # NOTE: single rows (m < MR, or the rows past the packed ones) only stream W; reading
         # ahead there measured 5-7% slower at m = 1.
-        packed = partial(_packed_rows, f) if rows > 1 else None
-        ahead = partial(_read_ahead, f) if rows > 1 else None
-        strided_loop(c, f.i, rows, f.iend,
+        packed = partial(_packed_rows, f) if rows >= GROUP else None
+        ahead = partial(_read_ahead, f) if rows >= GROUP and packed_w else None
+        strided_loop(c, f.i, rows, end,
                      partial(tile, f, f.isa, rows, PANEL, partial(_panel, f), edge, packed,
                              ahead))
 
@@ -242,6 +289,11 @@ def _pack_rows(f: _Frame) -> None:
 
 
 def _panel(f: _Frame) -> None:
-    """Push the address of the packed panel of column ``j``: ``w + j * k * 4``."""
-    f.c.emit("local.get", f.arg["w"]).emit("local.get", f.j).emit("local.get", f.lda)
-    f.c.emit("i32.mul").emit("i32.add")
+    """Push the address of the packed panel of column ``j``: ``w + j * k * 4`` (in place,
+    ``w + j * 4``)."""
+    f.c.emit("local.get", f.arg["w"]).emit("local.get", f.j)
+    if f.ldb is None:
+        f.c.emit("local.get", f.lda).emit("i32.mul")
+    else:
+        f.c.emit("i32.const", 2).emit("i32.shl")
+    f.c.emit("i32.add")

@@ -13,12 +13,15 @@ are the same product built with the tile ``TILE_ISA`` names.
 
 from __future__ import annotations
 
+from functools import partial
+
 from ..abi import KernelSpec
 from ..pack_quantized import QPANEL
 from ..wasm import Code, FuncType
 from .isa import ISAS
 from .loops import strided_loop
 from .qlinear_frame import frame, scalar_element
+from .qlinear_pack import pack_rows, widen_panel
 from .qlinear_tile import Tile
 
 MR = {"relaxed": 4, "simd128": 2}
@@ -36,8 +39,10 @@ of A needs two of them per 16 products, where the simd128 tile's widening i16 do
 (``pmaddwd``, ``paddd``) per 8: the simd128 tile ran MiniLM's linear shapes 1.14-1.23x
 faster than the relaxed one (``bench/kernels.py --only int8``), MiniLM b1 int8's qlinear
 nodes 1.18x (``bench/op_profile.py``), and a conv's product (ResNet-18 int8 end to end) 15%
-faster. The relaxed tile stays for engines that lower the relaxed dot to one instruction
-(VNNI, Arm's dot product): ``emit(..., tile_isa="relaxed")`` builds it, and its tests keep it
+faster. wasmtime 50's cranelift emits the same three on an Intel CPU with AVX-VNNI and
+AVX512-VNNI (no ``vpdpbusd``; nor ``vpdpwssd`` for ``i32x4.dot_i16x8_s`` and an add). The
+relaxed tile stays for engines that lower the relaxed dot to one instruction (VNNI, Arm's
+dot product): ``emit(..., tile_isa="relaxed")`` builds it, and its tests keep it
 exact."""
 
 
@@ -62,8 +67,24 @@ def emit(spec: KernelSpec, isa_name: str, tile_isa: str | None = None
         # NOTE: the relaxed tile reads int8 A as uint8 A + 128 (its sign bit flipped).
         c.emit("local.get", f.a_zero).emit("i32.const", 128).emit("i32.add")
         c.emit("local.set", f.a_zero)
-    for rows in (MR[isa_name], 1):
-        tile = Tile(f, isa, rows, i, j)
+    tiles = [(rows, Tile(f, isa, rows, i, j)) for rows in (MR[isa_name], 1)]
+    if tiles[0][1].packed:
+        # NOTE: A widened once; per column panel, W's panel widened once, then every row.
+        pack_rows(f)
+
+        def panel(edge: bool) -> None:
+            widen_panel(f, j)
+            c.emit("i32.const", 0).emit("local.set", i)
+            for rows, tile in tiles:
+                strided_loop(c, i, rows, f.arg["m"], partial(tile.emit, edge))
+
+        c.emit("i32.const", 0).emit("local.set", j)
+        strided_loop(c, j, QPANEL, f.arg["n"], partial(panel, False))
+        c.emit("local.get", j).emit("local.get", f.arg["n"]).emit("i32.lt_u").emit("if")
+        panel(True)
+        c.emit("end")
+        return FuncType(spec.param_types, spec.results), c
+    for rows, tile in tiles:
 
         def columns(tile: Tile = tile) -> None:
             c.emit("i32.const", 0).emit("local.set", j)

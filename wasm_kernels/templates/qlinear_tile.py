@@ -1,20 +1,24 @@
 """The SIMD tile of the qlinear family: ``rows`` rows of A by one ``QPANEL``-column panel of
 the packed W, accumulated in i32x4 registers four steps of k at a time.
 
-Each step splats four bytes of A's row (``v128.load32_splat``) against a panel step (32
-bytes: columns 0-3 then 4-7, each column's four weights adjacent). The products are exact on
-every engine:
+Each step multiplies four bytes of A's row, in every lane, by a panel step (32 bytes:
+columns 0-3 then 4-7, each column's four weights adjacent). The products are exact on every
+engine:
 
-- ``simd128``: A and W widened to i16 (``i16x8.extend_low_i8x16``, ``v128.load8x8_s``), then
-  ``i32x4.dot_i16x8_s``: each lane sums two products of one column, so a column's four
-  steps land in two lanes, added pairwise at the end;
+- ``simd128``: W widened to i16 as it is loaded (``v128.load8x8_s``: two columns by four
+  steps of k), A widened to i16 once per row panel by ``pack_rows`` into the scratch ``wa``
+  (each step's four values twice, the v128 the step multiplies by, so the k loop loads it
+  with one plain ``v128.load``: cranelift lowers a splat load to a scalar load, a move and
+  a broadcast, two shuffle-port instructions per row and step), then ``i32x4.dot_i16x8_s``:
+  each lane sums two products of one column, so a column's four steps land in two lanes,
+  added pairwise at the end;
 - ``relaxed``: ``i32x4.relaxed_dot_i8x16_i7x16_add_s`` sums four products of one column per
   lane, but its second operand is only defined on 7-bit values: A (uint8, or int8 moved to
   uint8 by flipping its sign bit, its zero point raised by 128 to match) is split as ``lo +
   128 * hi`` with ``lo = a & 127`` and ``hi = a >> 7``, both 7-bit, and W (int8) is the
   first operand; two accumulators per register, ``acc_lo + (acc_hi << 7)`` at the end.
   Every intermediate pair sum stays within i16 (at most 2 * 128 * 127), so no engine
-  saturates.
+  saturates. It reads A in place.
 
 Accumulation: every product is at most 255 * 128 in magnitude, so k up to
 ``abi_quantized.QLINEAR_MAX_K`` stays within int32 (wrapping arithmetic keeps the A zero point's
@@ -32,15 +36,18 @@ from .conv_tiles import LANE_BROADCAST
 from .isa import Isa
 from .loops import strided_loop
 from .qlinear_frame import QFrame, column_start, finish_scalar
+from .qlinear_pack import PACKED_SHIFT, PACKED_STEP_BYTES, WIDE_STEP_BYTES
 
 EVEN = bytes(b for lane in (0, 2, 4, 6) for b in range(4 * lane, 4 * lane + 4))
 ODD = bytes(b for lane in (1, 3, 5, 7) for b in range(4 * lane, 4 * lane + 4))
 STEP_BYTES = 4 * QPANEL
 """Bytes of one packed panel step: QPANEL columns by four steps of k."""
 UNROLL = 2
-"""Steps of four k per loop iteration: the 8 bytes of A one v128.load64_zero brings. At 4 (a v128
-of A) cranelift's opt level ``speed`` issues all 16 widened W loads of the iteration first
-and spills them: 2 ran MiniLM's linear shapes 1.10-1.24x faster (bench/README.md)."""
+"""The relaxed tile's steps of four k per loop iteration: the 8 bytes of A one
+v128.load64_zero brings. At 4 (a v128 of A) cranelift's opt level ``speed`` issued all 16
+widened W loads of the iteration first and spilled them: 2 ran MiniLM's linear shapes
+1.10-1.24x faster (measured on the simd128 tile when it still read A in place,
+bench/README.md)."""
 A_LOAD = {2: "v128.load64_zero", 4: "v128.load"}
 """The load of one row's ``4 * UNROLL`` bytes of A."""
 
@@ -56,6 +63,7 @@ class Tile:
         c = f.c
         self.f, self.isa, self.rows, self.i, self.j = f, isa, rows, i, j
         self.relaxed = isa.fma
+        self.packed = not self.relaxed  # simd128 reads A and W widened (qlinear_pack)
         groups = 2 if self.relaxed else 4  # v128 of W per step
         parts = 2 if self.relaxed else 1  # lo and hi accumulators
         self.acc = [[[c.local("v128") for _ in range(parts)] for _ in range(groups)]
@@ -70,45 +78,66 @@ class Tile:
         """The whole tile at (i, j); an ``edge`` tile stores only its columns before n."""
         c, f = self.f.c, self.f
         for r, pointer in enumerate(self.pa):
-            # pa = a + (i + r) * k
-            c.emit("local.get", f.arg["a"]).emit("local.get", self.i)
+            # pa = a + (i + r) * k, or wa + (i + r) * row_bytes (packed)
+            c.emit("local.get", f.arg["wa" if self.packed else "a"]).emit("local.get", self.i)
             if r:
                 c.emit("i32.const", r).emit("i32.add")
-            c.emit("local.get", f.arg["k"]).emit("i32.mul").emit("i32.add")
-            c.emit("local.set", pointer)
-        c.emit("local.get", f.arg["w"]).emit("local.get", self.j)
-        c.emit("i32.const", QPANEL.bit_length() - 1).emit("i32.shr_u")
-        c.emit("local.get", f.panel_bytes).emit("i32.mul").emit("i32.add")
+            if self.packed:
+                c.emit("local.get", f.panel_bytes).emit("i32.const", PACKED_SHIFT)
+                c.emit("i32.shr_u")
+            else:
+                c.emit("local.get", f.arg["k"])
+            c.emit("i32.mul").emit("i32.add").emit("local.set", pointer)
+        if self.packed:
+            c.emit("local.get", f.arg["ws"])
+        else:
+            c.emit("local.get", f.arg["w"]).emit("local.get", self.j)
+            c.emit("i32.const", QPANEL.bit_length() - 1).emit("i32.shr_u")
+            c.emit("local.get", f.panel_bytes).emit("i32.mul").emit("i32.add")
         c.emit("local.set", self.pw)
         for row in self.acc:
             for group in row:
                 for register in group:
                     c.emit("v128.const", bytes(16)).emit("local.set", register)
-        # UNROLL steps per iteration, then single steps, then the k % 4 tail.
-        for count, unroll in ((lambda: self._count(UNROLL.bit_length() + 1, None), UNROLL),
-                              (lambda: self._count(2, UNROLL - 1), 1)):
-            count()
-            c.emit("local.tee", self.steps).emit("if").emit("loop")
-            if unroll > 1:
-                # NOTE: one load of UNROLL steps' bytes per row, each step's 4 broadcast by a
-                # shuffle (pshufd), instead of a splat load per step.
-                for pointer, quad in zip(self.pa, self.quads):
-                    c.emit("local.get", pointer).emit(A_LOAD[UNROLL], 0, 0)
-                    c.emit("local.set", quad)
-            for u in range(unroll):
-                self._step(self._quad_lane(u) if unroll > 1 else self._splat_load,
-                           STEP_BYTES * u)
-            for pointer, amount in [(p, 4 * unroll) for p in self.pa] + [
-                    (self.pw, STEP_BYTES * unroll)]:
-                c.emit("local.get", pointer).emit("i32.const", amount).emit("i32.add")
-                c.emit("local.set", pointer)
-            c.emit("local.get", self.steps).emit("i32.const", 1).emit("i32.sub")
-            c.emit("local.tee", self.steps).emit("br_if", 0).emit("end").emit("end")
-        c.emit("local.get", f.arg["k"]).emit("i32.const", 3).emit("i32.and").emit("if")
-        self._step(self._tail_word, 0)
-        c.emit("end")
+        if self.packed:
+            # every step of four k, the last one zero-padded in wa (W is zero there)
+            c.emit("local.get", f.arg["k"]).emit("i32.const", 3).emit("i32.add")
+            self._loop(lambda: c.emit("i32.const", 2).emit("i32.shr_u"), 1)
+        else:
+            # UNROLL steps per iteration, then single steps, then the k % 4 tail.
+            self._loop(lambda: self._count(UNROLL.bit_length() + 1, None), UNROLL)
+            self._loop(lambda: self._count(2, UNROLL - 1), 1)
+            c.emit("local.get", f.arg["k"]).emit("i32.const", 3).emit("i32.and").emit("if")
+            self._step(self._tail_word, 0)
+            c.emit("end")
         for r in range(self.rows):
             self._store_row(r, edge)
+
+    def _loop(self, count: Callable[[], object], unroll: int) -> None:
+        """A loop of ``unroll`` steps per iteration, as many iterations as ``count`` pushes."""
+        c = self.f.c
+        count()
+        c.emit("local.tee", self.steps).emit("if").emit("loop")
+        if unroll > 1:
+            # NOTE: one load of UNROLL steps' bytes per row, each step's 4 broadcast by a
+            # shuffle (pshufd), instead of a splat load per step.
+            for pointer, quad in zip(self.pa, self.quads):
+                c.emit("local.get", pointer).emit(A_LOAD[UNROLL], 0, 0)
+                c.emit("local.set", quad)
+        for u in range(unroll):
+            self._step(self._packed_load if self.packed else
+                       self._quad_lane(u) if unroll > 1 else self._splat_load, STEP_BYTES * u)
+        a_bytes = PACKED_STEP_BYTES if self.packed else 4 * unroll
+        w_bytes = WIDE_STEP_BYTES if self.packed else STEP_BYTES * unroll
+        for pointer, amount in [(p, a_bytes) for p in self.pa] + [(self.pw, w_bytes)]:
+            c.emit("local.get", pointer).emit("i32.const", amount).emit("i32.add")
+            c.emit("local.set", pointer)
+        c.emit("local.get", self.steps).emit("i32.const", 1).emit("i32.sub")
+        c.emit("local.tee", self.steps).emit("br_if", 0).emit("end").emit("end")
+
+    def _packed_load(self, r: int) -> None:
+        """Push row r's next step of A, widened and doubled by ``pack_rows``."""
+        self.f.c.emit("local.get", self.pa[r]).emit("v128.load", 0, 0)
 
     def _splat_load(self, r: int) -> None:
         """Push row r's next four bytes of A in every lane."""
@@ -154,11 +183,7 @@ class Tile:
         row's products."""
         c, f = self.f.c, self.f
         for g, register in enumerate(self.w):
-            c.emit("local.get", self.pw)
-            if self.relaxed:
-                c.emit("v128.load", 0, w_offset + 16 * g)
-            else:
-                c.emit("v128.load8x8_s", 0, w_offset + 8 * g)
+            c.emit("local.get", self.pw).emit("v128.load", 0, w_offset + 16 * g)
             c.emit("local.set", register)
         signed = f.spec.dtypes[0] == "int8"
         for r in range(self.rows):
@@ -179,7 +204,6 @@ class Tile:
                         c.emit("local.get", acc)
                         c.emit("i32x4.relaxed_dot_i8x16_i7x16_add_s").emit("local.set", acc)
             else:
-                c.emit("i16x8.extend_low_i8x16_s" if signed else "i16x8.extend_low_i8x16_u")
                 c.emit("local.set", self.a)
                 for g, register in enumerate(self.w):
                     acc = self.acc[r][g][0]

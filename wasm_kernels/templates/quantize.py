@@ -1,12 +1,13 @@
 """The quantize family: f32 <-> int8/uint8 with a scale and zero point per channel, one
 element at a time (these run once per quantized op's input or output, beside products k
-times longer), and ONNX's dynamic quantization of a whole tensor, four at a time in SIMD.
+times longer), and ONNX's dynamic quantization of a whole tensor, 16 at a time in SIMD.
 
 Rounding is ``f32.nearest`` (half to even, as ``numpy.rint``); saturation clamps in f32
 before ``i32.trunc_sat_f32_s``, which also sends NaN to 0."""
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Callable
 
 from ..abi import KernelSpec
@@ -96,52 +97,81 @@ def _dequantize(c: Code, arg: dict[str, int], signed: bool) -> None:
     _channels(c, arg, signed, element)
 
 
+VECTORS = 4
+"""f32x4 vectors of x per iteration of the dynamic quantization's SIMD loops: independent
+min and max chains, and one 16-byte store of y."""
+MAGIC = 12582912.0
+"""1.5 * 2 ** 23: ``v + MAGIC`` rounds v half to even to an integer in the low bits of the
+float (for ``|v| < 2 ** 22``; here ``|x / scale| <= 255``), read back by an integer subtract
+of its bits: rounding and conversion in two instructions, where ``f32x4.nearest`` and
+``i32x4.trunc_sat_f32x4_s`` take eight (cranelift's saturating conversion is seven)."""
+
+
 def _vector_extremes(c: Code, x: int, n: int, i: int, low: int, high: int) -> None:
-    """``low``, ``high`` = min and max of 0 and x[0 .. n rounded down to 4], four lanes at a
-    time, leaving ``i`` at the first element not read."""
-    lanes = [c.local("v128") for _ in range(2)]
-    for register in lanes:
+    """``low``, ``high`` = min and max of 0 and x[0 .. n rounded down to 16], leaving ``i`` at
+    the first element not read; NaN in x makes both NaN, as ``f32.min`` would. The lanes use
+    ``f32x4.pmin`` / ``pmax`` (one ``minps``: ``f32x4.min``'s NaN and signed-zero rules take
+    seven) and track NaN apart."""
+    lows, highs = [c.local("v128") for _ in range(2)], [c.local("v128") for _ in range(2)]
+    nan, value = c.local("v128"), c.local("v128")
+    for register in lows + highs + [nan]:
         c.emit("v128.const", bytes(16)).emit("local.set", register)
 
     def step() -> None:
-        for register, op in zip(lanes, ("f32x4.min", "f32x4.max")):
-            c.emit("local.get", register).emit("local.get", x).emit("local.get", i)
-            c.emit("i32.const", 2).emit("i32.shl").emit("i32.add").emit("v128.load", 0, 0)
-            c.emit(op).emit("local.set", register)
+        for v in range(VECTORS):
+            c.emit("local.get", x).emit("local.get", i).emit("i32.const", 2).emit("i32.shl")
+            c.emit("i32.add").emit("v128.load", 0, 16 * v).emit("local.set", value)
+            for registers, op in ((lows, "f32x4.pmin"), (highs, "f32x4.pmax")):
+                c.emit("local.get", registers[v % 2]).emit("local.get", value).emit(op)
+                c.emit("local.set", registers[v % 2])
+            c.emit("local.get", nan).emit("local.get", value).emit("local.get", value)
+            c.emit("f32x4.ne").emit("v128.or").emit("local.set", nan)
 
-    strided_loop(c, i, 4, n, step)
-    for register, local, op in zip(lanes, (low, high), ("f32.min", "f32.max")):
-        c.emit("local.get", register).emit("f32x4.extract_lane", 0)
+    strided_loop(c, i, 4 * VECTORS, n, step)
+    for registers, local, op, scalar in ((lows, low, "f32x4.pmin", "f32.min"),
+                                         (highs, high, "f32x4.pmax", "f32.max")):
+        c.emit("local.get", registers[0]).emit("local.get", registers[1]).emit(op)
+        c.emit("local.set", value)
+        c.emit("local.get", value).emit("f32x4.extract_lane", 0)
         for lane in range(1, 4):
-            c.emit("local.get", register).emit("f32x4.extract_lane", lane).emit(op)
-        c.emit("local.set", local)
+            c.emit("local.get", value).emit("f32x4.extract_lane", lane).emit(scalar)
+        c.emit("f32.const", float("nan")).emit("local.get", nan).emit("v128.any_true")
+        c.emit("i32.eqz").emit("select").emit("local.set", local)
 
 
 def _vector_quantize(c: Code, arg: dict[str, int], i: int, scale: int, zero: int) -> None:
-    """y[i .. i + 4] for x[i .. i + 4], four at a time while four remain: the scalar
-    element's operations lane by lane, then narrowed to bytes (already in range)."""
+    """y[i .. i + 16] for x[i .. i + 16] while 16 remain: ``x / scale`` rounded half to even
+    by ``MAGIC``, plus the zero point, in i32, saturated to [0, 255] by the two narrows (what
+    the scalar element's f32 clamp does to these integers); NaN lanes give 0."""
     x, y = arg["x"], arg["y"]
+    divisor, offset, value = (c.local("v128") for _ in range(3))
+    ints = [c.local("v128") for _ in range(VECTORS)]
+    c.emit("local.get", scale).emit("f32x4.splat").emit("local.set", divisor)
+    # offset = zero - bits(MAGIC), so that bits(v + MAGIC) + offset = round(v) + zero
+    c.emit("local.get", zero).emit("i32.const", struct.unpack("<i", struct.pack("<f", MAGIC))[0])
+    c.emit("i32.sub").emit("i32x4.splat").emit("local.set", offset)
 
     def step() -> None:
-        c.emit("local.get", y).emit("local.get", x).emit("v128.load", 0, 0)
-        c.emit("local.get", scale).emit("f32x4.splat").emit("f32x4.div").emit("f32x4.nearest")
-        c.emit("local.get", zero).emit("f32.convert_i32_s").emit("f32x4.splat").emit("f32x4.add")
-        c.emit("v128.const", bytes(16)).emit("f32x4.max")
-        c.emit("f32.const", 255.0).emit("f32x4.splat").emit("f32x4.min")
-        c.emit("i32x4.trunc_sat_f32x4_s").emit("local.tee", lanes)
-        c.emit("local.get", lanes).emit("i16x8.narrow_i32x4_s").emit("local.tee", lanes)
-        c.emit("local.get", lanes).emit("i8x16.narrow_i16x8_u")
-        c.emit("i32x4.extract_lane", 0).emit("i32.store", 0, 0)
-        _advance(c, x, 16)
-        _advance(c, y, 4)
+        for v, register in enumerate(ints):
+            c.emit("local.get", x).emit("v128.load", 0, 16 * v)
+            c.emit("local.get", divisor).emit("f32x4.div").emit("local.tee", value)
+            c.emit("f32.const", MAGIC).emit("f32x4.splat").emit("f32x4.add")
+            c.emit("local.get", offset).emit("i32x4.add")
+            c.emit("local.get", value).emit("local.get", value).emit("f32x4.eq")
+            c.emit("v128.and").emit("local.set", register)
+        c.emit("local.get", y)
+        for pair in (ints[:2], ints[2:]):
+            c.emit("local.get", pair[0]).emit("local.get", pair[1]).emit("i16x8.narrow_i32x4_s")
+        c.emit("i8x16.narrow_i16x8_u").emit("v128.store", 0, 0)
+        _advance(c, x, 16 * VECTORS)
+        _advance(c, y, 4 * VECTORS)
 
-    lanes = c.local("v128")
-    strided_loop(c, i, 4, arg["n"], step)
+    strided_loop(c, i, 4 * VECTORS, arg["n"], step)
 
 
 def _dynamic(c: Code, arg: dict[str, int], vector: bool) -> None:
     """min and max (with 0), scale, zero point, then quantize every element; a ``vector``
-    ISA reads four elements at a time, then the rest one by one."""
+    ISA reads 16 elements at a time, then the rest one by one."""
     i, low, high, scale, zero = (c.local(t) for t in ("i32", "f32", "f32", "f32", "i32"))
     x, n = arg["x"], arg["n"]
     c.emit("f32.const", 0.0).emit("local.set", low).emit("f32.const", 0.0).emit("local.set", high)
@@ -182,7 +212,7 @@ def _dynamic(c: Code, arg: dict[str, int], vector: bool) -> None:
 
 def emit(spec: KernelSpec, isa_name: str) -> tuple[FuncType, Code]:
     """Generate quantize kernel ``spec``: the same code for every ISA but dynamic
-    quantization, which the SIMD ISAs run four elements at a time (it runs before every
+    quantization, which the SIMD ISAs run 16 elements at a time (it runs before every
     dynamically quantized product)."""
     c = Code(spec.param_types)
     arg = {p: i for i, p in enumerate(spec.params)}

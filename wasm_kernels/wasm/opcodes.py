@@ -151,6 +151,8 @@ _SIMD = {
     **_rows(0xFD, 0x85, "i16x8.narrow_i32x4_s", "v128 v128 -> v128"),
     **_rows(0xFD, 0x87, "i16x8.extend_low_i8x16_s i16x8.extend_high_i8x16_s "
                         "i16x8.extend_low_i8x16_u i16x8.extend_high_i8x16_u", "v128 -> v128"),
+    **_rows(0xFD, 0xA7, "i32x4.extend_low_i16x8_s i32x4.extend_high_i16x8_s "
+                        "i32x4.extend_low_i16x8_u i32x4.extend_high_i16x8_u", "v128 -> v128"),
     **_rows(0xFD, 0xAB, "i32x4.shl i32x4.shr_s i32x4.shr_u", "v128 i32 -> v128"),
     **_rows(0xFD, 0xAE, "i32x4.add", "v128 v128 -> v128"),
     **_rows(0xFD, 0xB1, "i32x4.sub", "v128 v128 -> v128"),

@@ -1,0 +1,93 @@
+"""The simd128 qlinear tile's operands widened to i16 in scratch, so that its k loop issues
+only plain ``v128.load`` s beside its dot products: cranelift lowers a splat load to a
+scalar load, a move and a broadcast, and ``v128.load8x8_s`` to a ``pmovsxbw``, all on the
+shuffle port that the adds also need.
+
+- ``pack_rows``: every row of A once, into ``wa``: row r's step s of four k at ``wa + r *
+  round_up(k, 4) * 4 + 16 * s``, its four values as i16 twice (the v128 a step multiplies
+  by), zeros past k;
+- ``widen_panel``: one ``QPANEL``-column panel of the packed W, into ``ws``: each 8 bytes (two
+  columns by four steps of k) as eight i16, in order, so step s's four registers are the 64
+  bytes at ``ws + 64 * s``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from ..pack_quantized import QPANEL
+from .loops import strided_loop
+from .qlinear_frame import QFrame
+
+PACKED_STEP_BYTES = 16
+"""Bytes of one step of A packed by ``pack_rows``: four i16, twice."""
+PACKED_SHIFT = 1
+"""A packed row's bytes are ``round_up(k, 4) * 4``: the frame's ``panel_bytes`` (``round_up(k,
+4) * QPANEL``) shifted right by this."""
+WIDE_STEP_BYTES = 8 * QPANEL
+"""Bytes of one step of a W panel widened by ``widen_panel``: QPANEL columns by four i16."""
+
+
+def pack_rows(f: QFrame) -> None:
+    """Widen all m rows of A to i16 into ``wa`` (the module docstring's layout)."""
+    c, arg = f.c, f.arg
+    signed = f.spec.dtypes[0] == "int8"
+    src, dst, end, word, count, row = (c.local("i32") for _ in range(6))
+
+    def store(push_word: Callable[[], object]) -> None:
+        c.emit("local.get", dst)
+        push_word()
+        c.emit("i32x4.splat")
+        c.emit("i16x8.extend_low_i8x16_s" if signed else "i16x8.extend_low_i8x16_u")
+        c.emit("v128.store", 0, 0)
+        c.emit("local.get", dst).emit("i32.const", PACKED_STEP_BYTES).emit("i32.add")
+        c.emit("local.set", dst)
+
+    def tail_byte() -> None:
+        # word |= A[src + count] << 8 * count
+        c.emit("local.get", word).emit("local.get", src).emit("local.get", count)
+        c.emit("i32.add").emit("i32.load8_u", 0, 0).emit("local.get", count)
+        c.emit("i32.const", 3).emit("i32.shl").emit("i32.shl").emit("i32.or")
+        c.emit("local.set", word)
+
+    def one_row() -> None:
+        # end = src + (k & ~3): the row's whole steps, then the k % 4 tail
+        c.emit("local.get", src).emit("local.get", arg["k"]).emit("i32.const", -4)
+        c.emit("i32.and").emit("i32.add").emit("local.set", end)
+        strided_loop(c, src, 4, end,
+                     lambda: store(lambda: c.emit("local.get", src).emit("i32.load", 0, 0)))
+        c.emit("local.get", arg["k"]).emit("i32.const", 3).emit("i32.and").emit("if")
+        c.emit("i32.const", 0).emit("local.set", word)
+        c.emit("i32.const", 0).emit("local.set", count)
+        c.emit("local.get", arg["k"]).emit("i32.const", 3).emit("i32.and").emit("local.set", end)
+        strided_loop(c, count, 1, end, tail_byte)
+        store(lambda: c.emit("local.get", word))
+        c.emit("local.get", src).emit("local.get", end).emit("i32.add").emit("local.set", src)
+        c.emit("end")
+
+    # rows are contiguous in both: A's k bytes apart, wa's round_up(k, 4) * 4
+    c.emit("local.get", arg["a"]).emit("local.set", src)
+    c.emit("local.get", arg["wa"]).emit("local.set", dst)
+    c.emit("i32.const", 0).emit("local.set", row)
+    strided_loop(c, row, 1, arg["m"], one_row)
+
+
+def widen_panel(f: QFrame, j: int) -> None:
+    """Widen the packed W's panel of columns ``j .. j + QPANEL`` to i16 into ``ws``."""
+    c, arg = f.c, f.arg
+    src, dst, end = (c.local("i32") for _ in range(3))
+
+    def step() -> None:
+        for half in range(WIDE_STEP_BYTES // 16):
+            c.emit("local.get", dst).emit("local.get", src).emit("v128.load8x8_s", 0, 8 * half)
+            c.emit("v128.store", 0, 16 * half)
+        c.emit("local.get", dst).emit("i32.const", WIDE_STEP_BYTES).emit("i32.add")
+        c.emit("local.set", dst)
+
+    # src = w + (j / QPANEL) * panel_bytes, end = src + panel_bytes; dst = ws
+    c.emit("local.get", arg["w"]).emit("local.get", j)
+    c.emit("i32.const", QPANEL.bit_length() - 1).emit("i32.shr_u")
+    c.emit("local.get", f.panel_bytes).emit("i32.mul").emit("i32.add").emit("local.tee", src)
+    c.emit("local.get", f.panel_bytes).emit("i32.add").emit("local.set", end)
+    c.emit("local.get", arg["ws"]).emit("local.set", dst)
+    strided_loop(c, src, WIDE_STEP_BYTES // 2, end, step)
