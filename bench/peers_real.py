@@ -57,10 +57,13 @@ def prepare(name: str, workdir: Path, feeds: dict[str, np.ndarray]) -> dict[str,
     import modelc
 
     try:
-        shutil.copyfile(path(name), workdir / "model.onnx")
+        source = path(name)
     except ModelUnavailable as error:
         reason = str(error).splitlines()[0][:160]
         return dict.fromkeys(("wasmnn", "wasmnn-onnx", "ort", "ortweb", "torch"), reason)
+    shutil.copyfile(source, workdir / "model.onnx")
+    for data in source.parent.glob(f"{source.name}.*"):  # external data, by its own name
+        shutil.copyfile(data, workdir / data.name)
     options = ort.SessionOptions()
     options.intra_op_num_threads = 1
     session = ort.InferenceSession(str(workdir / "model.onnx"), options,
