@@ -44,7 +44,7 @@ from wasm_kernels.pack_im2col import (
     runs_as_gemm,
     scratch_floats,
 )
-from wasm_kernels.pack_quantized import pack_qlinear_weight
+from wasm_kernels.pack_quantized import pack_qlinear_weight, qlinear_scratch_floats
 
 TARGETS = "targets (issue #4): relaxed/np >= 0.40, simd128/np >= 0.32, every SIMD/sc >= 3.5"
 
@@ -339,8 +339,7 @@ def bench_int8(repeat: int) -> None:
                 qa, np.array([0.02], np.float32), np.array([128], np.uint8),
                 pack_qlinear_weight(qw), np.full(n, 0.01, np.float32), np.zeros(n, np.int32),
                 np.zeros(n, np.float32), np.zeros((m, n), np.float32),
-                np.zeros((m, -(-k // 4) * 4), np.float32),
-                np.zeros((4, -(-k // 4) * 4), np.float32)])
+                *(np.zeros(size, np.float32) for size in qlinear_scratch_floats(m, k))])
             runs[f"{isa} int8"] = partial(variant.exports["qu8_qlinear_dequantize"],
                                           variant.store, *addresses, m, k, n)
         times = interleaved_seconds(runs, repeat)
@@ -363,8 +362,7 @@ def _int8_conv_calls(variant: Variant, shape: tuple[int, ...], out: int, k: int,
         rng.integers(0, 256, shape).astype(np.uint8), np.zeros(shape, np.uint8),
         np.zeros((n * oh * ow, k * k * c), np.uint8), np.zeros((n * oh * ow, out), np.uint8),
         np.zeros((n, out, oh, ow), np.uint8),
-        np.zeros((n * oh * ow, -(-k * k * c // 4) * 4), np.float32),
-        np.zeros((4, -(-k * k * c // 4) * 4), np.float32)])
+        *(np.zeros(size, np.float32) for size in qlinear_scratch_floats(n * oh * ow, k * k * c))])
     params = variant.place([np.array([0.02], np.float32), np.array([128], np.uint8),
                             pack_qlinear_weight(weight.reshape(out, -1)),
                             np.full(out, 0.001, np.float32), np.zeros(out, np.int32),
@@ -399,7 +397,7 @@ def bench_int8_conv(repeat: int) -> None:
     ``f32_conv2d`` per SIMD variant, on the dense conv shapes of ResNet-18 and MobileNetV2;
     int8/f32 is the median of per-round ratios of f32 time to int8 time (a speed-up), layout
     the share of the int8 time in the transposes and im2col."""
-    variants = {isa: Variant(isa, pages=400) for isa in wasm_kernels.ISA_NAMES if isa != "scalar"}
+    variants = {isa: Variant(isa, pages=800) for isa in wasm_kernels.ISA_NAMES if isa != "scalar"}
     print(f"int8 conv GOPS (median of {repeat} interleaved rounds), batch 1")
     print(f"{'shape':>24}" + "".join(f"{isa + ' ' + kind:>14}" for isa in variants
                                      for kind in ("f32", "int8", "int8/f32", "layout")))

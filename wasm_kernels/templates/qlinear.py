@@ -16,12 +16,12 @@ from __future__ import annotations
 from functools import partial
 
 from ..abi import KernelSpec
-from ..pack_quantized import QPANEL
+from ..pack_quantized import QBLOCK_BYTES, QPANEL
 from ..wasm import Code, FuncType
 from .isa import ISAS
 from .loops import strided_loop
-from .qlinear_frame import frame, scalar_element
-from .qlinear_pack import pack_rows, widen_panel
+from .qlinear_frame import QFrame, frame, scalar_element
+from .qlinear_pack import PACKED_SHIFT, pack_rows, widen_panel
 from .qlinear_tile import Tile
 
 MR = {"relaxed": 4, "simd128": 2}
@@ -69,20 +69,7 @@ def emit(spec: KernelSpec, isa_name: str, tile_isa: str | None = None
         c.emit("local.set", f.a_zero)
     tiles = [(rows, Tile(f, isa, rows, i, j)) for rows in (MR[isa_name], 1)]
     if tiles[0][1].packed:
-        # NOTE: A widened once; per column panel, W's panel widened once, then every row.
-        pack_rows(f)
-
-        def panel(edge: bool) -> None:
-            widen_panel(f, j)
-            c.emit("i32.const", 0).emit("local.set", i)
-            for rows, tile in tiles:
-                strided_loop(c, i, rows, f.arg["m"], partial(tile.emit, edge))
-
-        c.emit("i32.const", 0).emit("local.set", j)
-        strided_loop(c, j, QPANEL, f.arg["n"], partial(panel, False))
-        c.emit("local.get", j).emit("local.get", f.arg["n"]).emit("i32.lt_u").emit("if")
-        panel(True)
-        c.emit("end")
+        _blocks(f, tiles, i, j)
         return FuncType(spec.param_types, spec.results), c
     for rows, tile in tiles:
 
@@ -95,3 +82,46 @@ def emit(spec: KernelSpec, isa_name: str, tile_isa: str | None = None
 
         strided_loop(c, i, rows, f.arg["m"], columns)
     return FuncType(spec.param_types, spec.results), c
+
+
+def _blocks(f: QFrame, tiles: list[tuple[int, Tile]], i: int, j: int) -> None:
+    """The simd128 product, a block of A's rows at a time (``pack_quantized.qblock_rows``):
+    the block widened into ``wa``, then per column panel of W, the panel widened into ``ws``
+    and every row of the block; then a, c and m move past the block."""
+    c, arg = f.c, f.arg
+    most, count = c.local("i32"), c.local("i32")
+    # most = max(2, (QBLOCK_BYTES / row_bytes) & ~1), row_bytes = panel_bytes >> 1
+    c.emit("i32.const", QBLOCK_BYTES).emit("local.get", f.panel_bytes)
+    c.emit("i32.const", PACKED_SHIFT).emit("i32.shr_u").emit("i32.div_u")
+    c.emit("i32.const", -2).emit("i32.and").emit("local.tee", most)
+    c.emit("i32.const", 2).emit("local.get", most).emit("i32.const", 2).emit("i32.gt_u")
+    c.emit("select").emit("local.set", most)
+    c.emit("block").emit("loop")
+    c.emit("local.get", arg["m"]).emit("i32.eqz").emit("br_if", 1)
+    c.emit("local.get", most).emit("local.get", arg["m"]).emit("local.get", most)
+    c.emit("local.get", arg["m"]).emit("i32.lt_u").emit("select").emit("local.set", count)
+    pack_rows(f, count)
+
+    def panel(edge: bool) -> None:
+        widen_panel(f, j)
+        c.emit("i32.const", 0).emit("local.set", i)
+        for rows, tile in tiles:
+            strided_loop(c, i, rows, count, partial(tile.emit, edge))
+
+    c.emit("i32.const", 0).emit("local.set", j)
+    strided_loop(c, j, QPANEL, arg["n"], partial(panel, False))
+    c.emit("local.get", j).emit("local.get", arg["n"]).emit("i32.lt_u").emit("if")
+    panel(True)
+    c.emit("end")
+    for pointer, size in (("a", arg["k"]), ("c", None)):
+        c.emit("local.get", arg[pointer]).emit("local.get", count)
+        if size is None:
+            c.emit("local.get", arg["n"]).emit("i32.mul")
+            if not f.requantize:
+                c.emit("i32.const", 2).emit("i32.shl")
+        else:
+            c.emit("local.get", size).emit("i32.mul")
+        c.emit("i32.add").emit("local.set", arg[pointer])
+    c.emit("local.get", arg["m"]).emit("local.get", count).emit("i32.sub")
+    c.emit("local.set", arg["m"])
+    c.emit("br", 0).emit("end").emit("end")
