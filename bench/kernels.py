@@ -78,16 +78,20 @@ class Variant:
         compartment = Compartment()
         self.store = compartment.store
         self.memory, self.exports = kernel_exports(compartment, isa, pages)
+        self.end = 64
 
-    def place(self, arrays: list[np.ndarray]) -> list[int]:
-        """Copy ``arrays`` into memory, 64-byte aligned; return their addresses."""
+    def place(self, arrays: list[np.ndarray], after: bool = False) -> list[int]:
+        """Copy ``arrays`` into memory, 64-byte aligned, from its start, or ``after`` the
+        arrays placed last (so that one kernel's outputs and scratch cannot overwrite the
+        other's inputs); return their addresses."""
         view = np.ctypeslib.as_array(self.memory.data_ptr(self.store),
                                      shape=(self.memory.data_len(self.store),))
-        addresses, cursor = [], 64
+        addresses, cursor = [], self.end if after else 64
         for array in arrays:
             view[cursor:cursor + array.nbytes] = array.view(np.uint8).ravel()
             addresses.append(cursor)
             cursor = (cursor + array.nbytes + 63) // 64 * 64
+        self.end = cursor
         return addresses
 
 
@@ -339,7 +343,8 @@ def bench_int8(repeat: int) -> None:
                 qa, np.array([0.02], np.float32), np.array([128], np.uint8),
                 pack_qlinear_weight(qw), np.full(n, 0.01, np.float32), np.zeros(n, np.int32),
                 np.zeros(n, np.float32), np.zeros((m, n), np.float32),
-                *(np.zeros(size, np.float32) for size in qlinear_scratch_floats(m, k))])
+                *(np.zeros(size, np.float32) for size in qlinear_scratch_floats(m, k))],
+                after=True)
             runs[f"{isa} int8"] = partial(variant.exports["qu8_qlinear_dequantize"],
                                           variant.store, *addresses, m, k, n)
         times = interleaved_seconds(runs, repeat)
@@ -362,11 +367,13 @@ def _int8_conv_calls(variant: Variant, shape: tuple[int, ...], out: int, k: int,
         rng.integers(0, 256, shape).astype(np.uint8), np.zeros(shape, np.uint8),
         np.zeros((n * oh * ow, k * k * c), np.uint8), np.zeros((n * oh * ow, out), np.uint8),
         np.zeros((n, out, oh, ow), np.uint8),
-        *(np.zeros(size, np.float32) for size in qlinear_scratch_floats(n * oh * ow, k * k * c))])
+        *(np.zeros(size, np.float32) for size in qlinear_scratch_floats(n * oh * ow, k * k * c))],
+        after=True)
     params = variant.place([np.array([0.02], np.float32), np.array([128], np.uint8),
                             pack_qlinear_weight(weight.reshape(out, -1)),
                             np.full(out, 0.001, np.float32), np.zeros(out, np.int32),
-                            np.array([0.05], np.float32), np.array([100], np.uint8)])
+                            np.array([0.05], np.float32), np.array([100], np.uint8)],
+                           after=True)
     store, kernel = variant.store, variant.exports
     pointwise = (k, stride, pad) == (1, 1, 0)
 
