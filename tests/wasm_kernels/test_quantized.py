@@ -1,7 +1,7 @@
 """The quantize and qlinear rows on every provider against ``nn.functional``'s quantized ops
 (eager numpy): bit-exact, at the tile edges of the SIMD qlinear (2 rows by 8 columns, k in
-steps of 4, blocks of rows widened in scratch) and at the accumulation bound; the relaxed tile, which ``TILE_ISA`` leaves out
-of the relaxed module, the same way."""
+steps of 4, blocks of rows widened in scratch) and at the accumulation bound; the relaxed
+tile, which ``TILE_ISA`` leaves out of the relaxed module, the same way."""
 
 import numpy as np
 import pytest
