@@ -1,5 +1,6 @@
-"""GFLOPS of the depthwise kernels (``f32_depthwise_conv2d``, each SIMD variant) beside the
-general conv kernel on the same layer and torch's single-thread conv2d; run by
+"""GFLOPS of the depthwise kernels (``f32_depthwise_conv2d``, each SIMD variant, and the
+quantized row ``qu8_depthwise_conv2d`` in the relaxed variant) beside the general conv
+kernel on the same layer and torch's single-thread conv2d; run by
 ``bench/kernels.py --only conv`` (or alone: ``.venv/bin/python bench/depthwise.py``).
 
 Rows are every depthwise layer shape of MobileNetV2 at 224 (3x3, stride 1 and 2) and 5x5 /
@@ -68,11 +69,24 @@ def _calls(variants: dict[str, Variant], c: int, size: int, k: int, stride: int
         x = rng.standard_normal((n, c, size, size), np.float32)
         y = np.zeros((n, c, out, out), np.float32)
         for isa, variant in variants.items():
+            if isa == "qu8":
+                continue
             px, pw, pb, ps, py = variant.place([x, weight, np.zeros(c, np.float32),
                                                 np.zeros(scratch, np.float32), y])
             runs[f"{isa}@{n}"] = partial(variant.exports["f32_depthwise_conv2d"],
                                          variant.store, px, pw, pb, ps, py, n, c, c, size,
                                          size, *window)
+        # NOTE: place() fills a variant's memory from its start, so each contender whose
+        # operands differ in type has a variant of its own (bytes read as floats would be
+        # denormals, and slow)
+        quantized = variants["qu8"]
+        pair = [np.array([0.02], np.float32), np.array([128], np.uint8)]
+        px, ps_, pz, pw, pb, ps, py = quantized.place(
+            [rng.integers(0, 256, x.shape).astype(np.uint8), *pair, weight,
+             np.zeros(c, np.float32), np.zeros(scratch, np.float32), np.zeros(y.shape, np.uint8)])
+        runs[f"qu8@{n}"] = partial(quantized.exports["qu8_depthwise_conv2d"], quantized.store,
+                                   px, ps_, pz, pw, pb, ps, py, ps_, pz, n, c, c, size, size,
+                                   *window)
         relaxed = variants["relaxed"]
         px, pw, pb, py = relaxed.place([x, pack_conv_weight(weight, c),
                                         np.zeros(c, np.float32), y])
@@ -92,10 +106,12 @@ def bench_depthwise(repeat: int) -> None:
     torch.set_num_threads(1)
     variants = {isa: Variant(isa, pages=1200) for isa in wasm_kernels.ISA_NAMES
                 if isa != "scalar"}
+    variants["qu8"] = Variant("relaxed", pages=1200)
     contenders = (*variants, "conv2d", "torch")
     print(f"depthwise conv GFLOPS per image (marginal over a batch of {BATCH}, median of "
           f"{repeat} interleaved rounds); target (issue #12) >= {TARGET:g} on every SIMD "
-          "variant; dw/conv: relaxed depthwise over the general conv kernel")
+          "variant; qu8: the uint8 row (relaxed), dw/conv: relaxed depthwise over the general "
+          "conv kernel")
     print(f"{'shape':>22}" + "".join(f"{name:>9}" for name in contenders)
           + f"{'dw/conv':>9}{'target':>8}")
     for name, (c, size, k, stride) in SHAPES.items():
@@ -107,7 +123,7 @@ def bench_depthwise(repeat: int) -> None:
             for key in contenders}
         flops = 2 * c * out * out * k * k
         gflops = {key: flops / max(t, 1e-9) / 1e9 for key, t in marginal.items()}
-        met = all(gflops[isa] >= TARGET for isa in variants)
+        met = all(gflops[isa] >= TARGET for isa in variants if isa != "qu8")
         row = "".join(f"{gflops[key]:>9.1f}" for key in contenders)
         print(f"{name:>22}{row}{marginal['conv2d'] / marginal['relaxed']:>9.2f}"
               f"{'met' if met else 'MISSED':>8}")

@@ -35,6 +35,7 @@ import wasm_kernels
 from runtime.compartment import Compartment
 from runtime.linker import RegistryResolver
 from runtime.pool import link_kernels
+from runtime.raw_call import I32Call
 from runtime.session import compile_kernels
 from wasm_kernels.pack import pack_conv_weight, pack_linear_weight
 from wasm_kernels.pack_im2col import (
@@ -80,6 +81,13 @@ class Variant:
         self.memory, self.exports = kernel_exports(compartment, isa, pages)
         self.end = 64
 
+    def call(self, kernel: str, *args: int) -> Callable[[], object]:
+        """``kernel(*args)``, prepared (``I32Call``): wasmtime-py's ``Func.__call__`` converts
+        and type-checks every argument on every call, ~6 us each here, which charged a conv
+        (25 arguments) ~0.1 ms per call more than a linear (7); a model calls its kernels
+        from wasm and pays neither."""
+        return partial(I32Call(self.store, self.exports[kernel], len(args), results=0), args)
+
     def place(self, arrays: list[np.ndarray], after: bool = False) -> list[int]:
         """Copy ``arrays`` into memory, 64-byte aligned, from its start, or ``after`` the
         arrays placed last (so that one kernel's outputs and scratch cannot overwrite the
@@ -105,7 +113,7 @@ def dense_call(variant: Variant, kernel: str, a: np.ndarray, right: np.ndarray,
               "ws": np.zeros((n, k), np.float32), "wa": np.zeros((m, k), np.float32)}
     pointers = [p for p in spec.params if p in arrays]
     values = dict(zip(pointers, variant.place([arrays[p] for p in pointers])), m=m, k=k, n=n)
-    return partial(variant.exports[kernel], variant.store, *(values[p] for p in spec.params))
+    return variant.call(kernel, *(values[p] for p in spec.params))
 
 
 def native_linear() -> Callable[..., None] | None:
@@ -211,8 +219,7 @@ def bench_bmm(repeat: int) -> None:
         runs: dict[str, Callable[[], object]] = {}
         for isa, variant in variants.items():
             pa, pb, pc = variant.place([a, b, np.zeros((batch, m, n), np.float32)])
-            runs[isa] = partial(variant.exports["f32_bmm"], variant.store, pa, pb, pc, batch,
-                                m, k, n, m * k, k * n)
+            runs[isa] = variant.call("f32_bmm", pa, pb, pc, batch, m, k, n, m * k, k * n)
         runs["numpy"] = partial(np.matmul, a, b)
         times = interleaved_seconds(runs, repeat)
         flops = 2 * batch * m * k * n
@@ -256,16 +263,15 @@ def conv_call(variant: Variant, x: np.ndarray, weight: np.ndarray, stride: int, 
     y, bias = np.zeros((n, out, oh, ow), np.float32), np.zeros(out, np.float32)
     if not runs_as_gemm(cg, out // groups, (k, k), (stride, stride), (oh, ow)):
         px, pw, pb, py = variant.place([x, pack_conv_weight(weight, groups), bias, y])
-        return "direct", partial(variant.exports["f32_conv2d"], variant.store, px, pw, pb, py,
-                                 *sizes)
+        return "direct", variant.call("f32_conv2d", px, pw, pb, py, *sizes)
     columns = columns_per_chunk(cg * k * k, oh * ow, out // groups)
     padded = padded_floats(cg, (h, w), (oh, ow), (k, k), (stride,) * 2, (pad,) * 2, (1, 1))
     px, pw, pb, pws, pxp, py = variant.place([
         x, pack_im2col_weight(weight, groups), bias,
         np.zeros(scratch_floats(cg * k * k, oh * ow), np.float32),
         np.zeros(max(padded, 1), np.float32), y])
-    return "gemm", partial(variant.exports["f32_conv2d_gemm"], variant.store, px, pw, pb, pws,
-                           pxp, py, *sizes, columns, oh * ow, 0)
+    return "gemm", variant.call("f32_conv2d_gemm", px, pw, pb, pws, pxp, py, *sizes, columns,
+                                oh * ow, 0)
 
 
 def bench_conv(repeat: int) -> None:
@@ -345,8 +351,7 @@ def bench_int8(repeat: int) -> None:
                 np.zeros(n, np.float32), np.zeros((m, n), np.float32),
                 *(np.zeros(size, np.float32) for size in qlinear_scratch_floats(m, k))],
                 after=True)
-            runs[f"{isa} int8"] = partial(variant.exports["qu8_qlinear_dequantize"],
-                                          variant.store, *addresses, m, k, n)
+            runs[f"{isa} int8"] = variant.call("qu8_qlinear_dequantize", *addresses, m, k, n)
         times = interleaved_seconds(runs, repeat)
         ops = 2 * m * k * n
         row = "".join(f"{ops / statistics.median(times[x]) / 1e9:>16.1f}" for x in runs)
@@ -374,17 +379,18 @@ def _int8_conv_calls(variant: Variant, shape: tuple[int, ...], out: int, k: int,
                             np.full(out, 0.001, np.float32), np.zeros(out, np.int32),
                             np.array([0.05], np.float32), np.array([100], np.uint8)],
                            after=True)
-    store, kernel = variant.store, variant.exports
     pointwise = (k, stride, pad) == (1, 1, 0)
+    to_rows = variant.call("qu8_transpose", x, a if pointwise else last, n, c, h * w)
+    im2col = variant.call("qu8_im2col", last, params[1], a, n, c, h, w, oh, ow, k, k, stride,
+                          stride, pad, pad, 1, 1)
+    back = variant.call("qu8_transpose", y, result, n, oh * ow, out)
+    product = variant.call("qu8_qconv_requantize", a, *params, y, *scratch, n * oh * ow,
+                           k * k * c, out)
 
     def rows() -> None:
-        kernel["qu8_transpose"](store, x, a if pointwise else last, n, c, h * w)
+        to_rows()
         if not pointwise:
-            kernel["qu8_im2col"](store, last, params[1], a, n, c, h, w, oh, ow, k, k, stride,
-                                 stride, pad, pad, 1, 1)
-
-    def back() -> None:
-        kernel["qu8_transpose"](store, y, result, n, oh * ow, out)
+            im2col()
 
     def layout() -> None:
         rows()
@@ -392,8 +398,7 @@ def _int8_conv_calls(variant: Variant, shape: tuple[int, ...], out: int, k: int,
 
     def whole() -> None:
         rows()
-        kernel["qu8_qconv_requantize"](store, a, *params, y, *scratch, n * oh * ow, k * k * c,
-                                       out)
+        product()
         back()
 
     return whole, layout
@@ -420,9 +425,8 @@ def bench_int8_conv(repeat: int) -> None:
                 rng.standard_normal(shape, np.float32),
                 pack_conv_weight(rng.standard_normal((out, c, k, k), np.float32), 1),
                 np.zeros(out, np.float32), np.zeros((n, out, oh, ow), np.float32)])
-            runs[f"{isa} f32"] = partial(variant.exports["f32_conv2d"], variant.store, px, pw,
-                                         pb, py, n, c, h, w, out, oh, ow, k, k, stride, stride,
-                                         pad, pad, 1, 1, 1)
+            runs[f"{isa} f32"] = variant.call("f32_conv2d", px, pw, pb, py, n, c, h, w, out,
+                                              oh, ow, k, k, stride, stride, pad, pad, 1, 1, 1)
             runs[f"{isa} int8"], runs[f"{isa} layout"] = _int8_conv_calls(
                 variant, shape, out, k, stride, pad)
         times = interleaved_seconds(runs, repeat)

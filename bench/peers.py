@@ -442,9 +442,15 @@ def print_table(results: dict[str, dict[str, dict[int, dict[str, Any]]]],
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--models", default=",".join(DEFAULT_MODELS),
-                        help=f"models, or groups of them: {sorted(GROUPS)}")
-    parser.add_argument("--runtimes", default=",".join(RUNTIMES))
-    parser.add_argument("--threads", default="1,2")
+                        help=f"comma-separated models ({', '.join(MODELS)}) or groups of "
+                        f"them ({', '.join(sorted(GROUPS))}); default: %(default)s")
+    parser.add_argument("--runtimes", default=",".join(RUNTIMES),
+                        help="comma-separated runtimes (wasmnn: the model written with nn; "
+                        "wasmnn-onnx: torch's ONNX export of it; ort: onnxruntime native; "
+                        "ortweb: ONNX Runtime Web's wasm backend in Node; torch: eager "
+                        "PyTorch); default: %(default)s")
+    parser.add_argument("--threads", default="1,2",
+                        help="comma-separated thread counts per cell; default: %(default)s")
     parser.add_argument("--warmup", type=int, default=2)
     parser.add_argument("--repeat", type=int, default=20)
     parser.add_argument("--budget", type=float, default=8.0, help="seconds of timed runs "

@@ -6,7 +6,8 @@ only those; the portable ``simd128`` variant unless told otherwise), and its ``_
 1. reads all of stdin (growing memory as needed) to the end of the arena at the dims'
    smallest values;
 2. parses one ``.npy`` array per model input, concatenated in the metadata's input order
-   (version 1-3 headers, ``'<f4'``, C order), checking shapes against the model and
+   (version 1-3 headers, each in its input's dtype as numpy writes it: ``'<f4'``,
+   ``'<i8'``, ``'|u1'``, ``'|b1'``...; C order), checking shapes against the model and
    binding the symbolic dims;
 3. lays out the arena for those dims (``layout``: memory grows to what they need), moves
    the stdin bytes above it when it reaches them, and copies the inputs in;
@@ -20,6 +21,8 @@ output stream reads the results back.
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+import numpy as np
 
 from wasm_kernels import abi
 from wasm_kernels.build import generate as generate_kernel
@@ -176,6 +179,15 @@ def _read_dim(s: _Start, graph: Graph, dim: int | str, bad_shape: bytes) -> None
         s.fail(bad_shape)
 
 
+def _descr(value: Value) -> bytes:
+    """The ``.npy`` header's ``descr`` of ``value``'s dtype, as numpy writes it."""
+    return np.dtype(value.dtype).str.encode()
+
+
+def _itemsize(value: Value) -> int:
+    return np.dtype(value.dtype).itemsize
+
+
 def _read_input(s: _Start, graph: Graph, name: str, value: Value, data: int) -> None:
     """Parse one .npy at p, check its dtype, order and shape; local ``data`` = where its
     data starts."""
@@ -183,7 +195,9 @@ def _read_input(s: _Start, graph: Graph, name: str, value: Value, data: int) -> 
     shape_text = ", ".join(str(d) for d in value.shape).encode()
     bad_shape = b"input '%s' must have shape (%s)" % (encoded, shape_text)
     _read_header(s, encoded)
-    for needle, problem in ((b"'descr': '<f4'", b"must be float32 ('<f4')"),
+    descr = _descr(value)
+    for needle, problem in ((b"'descr': '%s'" % descr,
+                             b"must be %s ('%s')" % (value.dtype.encode(), descr)),
                             (b"'fortran_order': False", b"must be in C order")):
         s.find(needle)
         c.emit("i32.const", -1).emit("i32.eq")
@@ -200,7 +214,7 @@ def _read_input(s: _Start, graph: Graph, name: str, value: Value, data: int) -> 
     with c.if_():
         s.fail(bad_shape)
     _emit_numel(s, value)
-    c.emit("i32.const", 4).emit("i32.mul").set("value")
+    c.emit("i32.const", _itemsize(value)).emit("i32.mul").set("value")
     c.get("p", "value").emit("i32.add").get("end").emit("i32.gt_u")
     with c.if_():
         s.fail(b"input '%s' has fewer data bytes than its shape needs" % encoded)
@@ -244,7 +258,7 @@ def _place_inputs(s: _Start, graph: Graph, layout: Layout, in_base: int, data: l
         s.layout.push_value(c, graph, value)
         c.get(local)
         _emit_numel(s, value)
-        c.emit("i32.const", 4).emit("i32.mul").emit("memory.copy")
+        c.emit("i32.const", _itemsize(value)).emit("i32.mul").emit("memory.copy")
 
 
 def _push(c: Code, *values: int) -> None:
@@ -255,8 +269,8 @@ def _push(c: Code, *values: int) -> None:
 def _write_output(s: _Start, graph: Graph, layout: Layout, value: Value, header: int) -> None:
     """Build the .npy header at ``header`` and write it, then the output's data."""
     c = s.c
-    pointer, size = s.strings(b"\x93NUMPY\x01\x00\x00\x00{'descr': '<f4', "
-                              b"'fortran_order': False, 'shape': (")
+    pointer, size = s.strings(b"\x93NUMPY\x01\x00\x00\x00{'descr': '%s', "
+                              b"'fortran_order': False, 'shape': (" % _descr(value))
     _push(c, header, pointer, size)
     c.emit("memory.copy")
     c.emit("i32.const", header + size).set("q")
@@ -285,7 +299,7 @@ def _write_output(s: _Start, graph: Graph, layout: Layout, value: Value, header:
     c.emit("i32.const", 1)
     layout.push_value(c, graph, value)
     _emit_numel(s, value)
-    c.emit("i32.const", 4).emit("i32.mul").emit("call", s.fn["write_all"])
+    c.emit("i32.const", _itemsize(value)).emit("i32.mul").emit("call", s.fn["write_all"])
     with c.if_():
         s.fail(b"cannot write stdout")
 

@@ -10,6 +10,10 @@ rename, safe under concurrent writers) and checked before anything reads them, b
 deserializing corrupt machine code is not safe; a bad entry is deleted and rebuilt. Compiled
 code is then memory-mapped by wasmtime (``Module.deserialize_file``), not copied.
 
+The directory is bounded (``$WASMNN_CACHE_MAX_BYTES``, default 2 GiB): at most once an hour
+(a stamp file's age, one ``stat`` per write, tells), a write prunes the least recently used
+entries (a hit touches its ``.sum``) until the rest fits, and leftover temp files.
+
 NOTE: the checksum catches corruption (truncation, flipped bits), not tampering: whoever can
 write the cache directory can plant machine code whatever the checksum, so the directory
 must be as trusted as the runtime itself.
@@ -22,6 +26,7 @@ import mmap
 import os
 import tempfile
 import threading
+import time
 import zlib
 from collections.abc import Callable
 from importlib.metadata import PackageNotFoundError, version
@@ -30,6 +35,10 @@ from pathlib import Path
 import wasmtime
 
 MAGIC = b"wasmnn-cache-2\n"
+DEFAULT_MAX_BYTES = 2 << 30
+PRUNE_INTERVAL_S = 3600.0
+_PRUNE_STAMP = ".last-prune"
+_ENTRY_SUFFIXES = (".cwasm", ".wasm")
 _memory: dict[tuple[int, str], wasmtime.Module] = {}
 _lock = threading.Lock()
 
@@ -46,14 +55,74 @@ _WASMTIME_VERSION = _wasmtime_version()
 
 def cache_dir() -> Path | None:
     """``$WASMNN_CACHE_DIR``, else ``$XDG_CACHE_HOME/wasmnn``, else ``~/.cache/wasmnn``;
-    ``WASMNN_CACHE_DIR=off`` disables the disk cache."""
+    ``WASMNN_CACHE_DIR=off`` disables the disk cache.
+
+    Raises:
+        ValueError: ``$WASMNN_CACHE_MAX_BYTES`` is malformed (see ``max_bytes``).
+    """
     configured = os.environ.get("WASMNN_CACHE_DIR")
     if configured == "off":
         return None
+    max_bytes()
     if configured:
         return Path(configured)
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     return Path(base) / "wasmnn"
+
+
+def max_bytes() -> int:
+    """The disk cache's bound in bytes: ``$WASMNN_CACHE_MAX_BYTES``, else ``DEFAULT_MAX_BYTES``.
+
+    Raises:
+        ValueError: the variable is set to something other than a non-negative integer.
+    """
+    configured = os.environ.get("WASMNN_CACHE_MAX_BYTES")
+    if configured is None:
+        return DEFAULT_MAX_BYTES
+    if not configured.strip().isdigit():
+        raise ValueError(f"WASMNN_CACHE_MAX_BYTES={configured!r}: expected a number of bytes")
+    return int(configured)
+
+
+def prune(directory: Path, limit: int) -> int:
+    """Delete the least recently used entries of ``directory`` (and temp files older than
+    ``PRUNE_INTERVAL_S``) until its entries take at most ``limit`` bytes; return the bytes
+    freed. Concurrent readers are safe: a deleted entry is a miss, and a mapped one stays
+    readable until unmapped."""
+    now = time.time()
+    entries: list[tuple[float, int, Path]] = []
+    freed = 0
+    for path in directory.iterdir():
+        try:
+            if path.name.startswith(".tmp-"):
+                stat = path.stat()
+                if now - stat.st_mtime > PRUNE_INTERVAL_S:
+                    path.unlink()
+                    freed += stat.st_size
+            elif path.suffix in _ENTRY_SUFFIXES:
+                size = path.stat().st_size + _sum_path(path).stat().st_size
+                entries.append((_sum_path(path).stat().st_mtime, size, path))
+        except OSError:
+            continue
+    total = sum(size for _, size, _ in entries)
+    for _, size, path in sorted(entries, key=lambda entry: entry[0]):
+        if total <= limit:
+            break
+        _discard(path)
+        total -= size
+        freed += size
+    return freed
+
+
+def _prune_if_due(directory: Path) -> None:
+    stamp = directory / _PRUNE_STAMP
+    try:
+        if time.time() - stamp.stat().st_mtime < PRUNE_INTERVAL_S:
+            return
+    except FileNotFoundError:
+        pass
+    stamp.touch()
+    prune(directory, max_bytes())
 
 
 def _key(wasm: bytes, engine_key: str) -> str:
@@ -78,6 +147,8 @@ def _verified(path: Path) -> bool:
         with open(path, "rb") as file, mmap.mmap(file.fileno(), 0,
                                                  access=mmap.ACCESS_READ) as data:
             good = _checksum(data) == expected
+        if good:
+            os.utime(_sum_path(path))
     except (OSError, ValueError):  # NOTE: mmap raises ValueError for an empty file.
         good = False
     if not good:
@@ -107,6 +178,7 @@ def _write_entry(path: Path, payload: bytes | bytearray) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         _atomic_write(path, payload)
         _atomic_write(_sum_path(path), _checksum(payload))
+        _prune_if_due(path.parent)
     except OSError:
         pass  # NOTE: the cache is an optimisation; a read-only disk must not break loading.
 

@@ -36,7 +36,7 @@ from .errors import ModelFormatError
 
 SECTION = "wasmnn.model"
 FORMAT = 1
-DTYPES = ("float32", "int64", "int32", "bool", "int8", "uint8")
+DTYPES = ("float32", "int64", "int32", "int16", "uint16", "int8", "uint8", "bool")
 MAX_RANK = 8
 
 

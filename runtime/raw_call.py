@@ -60,16 +60,17 @@ def call_bits(store: wasmtime.Store, func: wasmtime.Func, ty: FuncType, args: li
 
 class I32Call:
     """A prepared call of one function taking ``params`` ``i32`` values and returning one
-    ``i32``: the argument, result and trap slots are allocated once and the store's context
-    read once, so a call costs a few microseconds instead of ``Func.__call__``'s type queries
-    and value conversions (about 10 us plus 10 us per argument, as much as a small model's
-    whole inference).
+    ``i32`` (or, with ``results=0``, nothing: a kernel): the argument, result and trap slots
+    are allocated once and the store's context read once, so a call costs a few microseconds
+    instead of ``Func.__call__``'s type queries and value conversions (about 10 us plus 10 us
+    per argument, as much as a small model's whole inference).
 
     The caller must have checked the signature (from the binary, ``FuncType``) and keep
     ``store`` alive.
     """
 
-    def __init__(self, store: wasmtime.Store, func: wasmtime.Func, params: int):
+    def __init__(self, store: wasmtime.Store, func: wasmtime.Func, params: int,
+                 results: int = 1):
         self._store = store
         self._context = store._context()  # NOTE: fixed for the store's life
         self._func = ctypes.byref(func._func)  # NOTE: wasmtime-py's handle, as in call_bits
@@ -77,11 +78,13 @@ class I32Call:
         for slot in self._params:
             slot.kind = _KINDS["i32"]  # type: ignore[assignment]
         self._count = params
-        self._results = (ffi.wasmtime_val_t * 1)()
+        self._results = (ffi.wasmtime_val_t * results)()
+        self._result_count = results
         self._trap = ctypes.POINTER(ffi.wasm_trap_t)()
 
     def __call__(self, args: Sequence[int]) -> int:
-        """Call with ``args`` (one ``int`` per parameter, each within ``i32``).
+        """Call with ``args`` (one ``int`` per parameter, each within ``i32``); the result
+        (0 for a function without one).
 
         Raises:
             wasmtime.Trap, wasmtime.WasmtimeError: as ``Func.__call__`` does, or what a host
@@ -92,7 +95,7 @@ class I32Call:
             params[index].of.i32 = value
         trap = self._trap
         error = ffi.wasmtime_func_call(self._context, self._func, params, self._count,
-                                       self._results, 1, ctypes.byref(trap))
+                                       self._results, self._result_count, ctypes.byref(trap))
         # NOTE: what wasmtime-py's ``enter_wasm`` does: a host function's own exception wins
         # over the trap it caused.
         if trap:
@@ -103,4 +106,4 @@ class I32Call:
         if error:
             maybe_raise_last_exn()
             raise wasmtime.WasmtimeError._from_ptr(error)
-        return int(self._results[0].of.i32)
+        return int(self._results[0].of.i32) if self._result_count else 0

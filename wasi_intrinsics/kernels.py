@@ -28,8 +28,9 @@ from wasm_kernels.wasm import FuncType
 
 from .intrinsic import HostContext, IntrinsicModule
 from .kernel_limits import OperandFault, check_bytes, guarded
-from .kernel_operands import element_dtype, operand, strided_operand
+from .kernel_operands import F32, element_dtype, operand, strided_operand
 from .kernel_qrescale import qrescale
+from .kernels_quantized import BYTES, saturate
 from .kernels_quantized import FAMILIES as QUANTIZED_FAMILIES
 
 
@@ -154,19 +155,27 @@ ROWWISE: dict[str, Callable[..., None]] = {"softmax": _softmax, "layer_norm": _l
 
 def _cast(spec: abi.KernelSpec) -> Callable[..., None]:
     source, target = (element_dtype(d) for d in spec.dtypes)
+    bool_source, bool_target = (d == "bool" for d in spec.dtypes)
 
     def cast(ctx: HostContext, x: int, y: int, n: int) -> None:
         values = operand(ctx.memory, x, (n,), source)
-        if source.kind == "u" or target.kind == "u":  # a bool byte on either side
+        if bool_source or bool_target:  # a bool byte on either side: any nonzero is true
             values = values != 0
-        elif source.kind == "f" and target.kind == "i":
+        elif source.kind == "f" and target.itemsize >= 4 and target.kind == "i":
             # toward zero, saturating, NaN -> 0, as i64.trunc_sat_f32_s / i32.trunc_sat_f32_s
             info = np.iinfo(target)
             wide = np.nan_to_num(np.trunc(values.astype(np.float64)), nan=0.0)
             clipped = np.clip(wide, info.min, np.nextafter(float(info.max) + 1, 0))
             values = np.where(wide >= float(info.max) + 1, info.max, clipped.astype(target))
-        elif source.kind == target.kind == "i":
-            values = values.astype(target)  # sign-extends, or wraps to the low bits
+        elif source.kind == "f":
+            # toward zero to int32, the smallest one outside its range or for NaN (x86's
+            # conversion), then the low bits
+            wide = np.trunc(values.astype(np.float64))
+            inside = np.abs(wide) < 2.0 ** 31
+            values = np.where(inside, np.where(inside, wide, 0).astype(np.int32),
+                              np.int32(-(2 ** 31))).astype(target)
+        elif target.kind != "f":
+            values = values.astype(target)  # sign- or zero-extends, or wraps to the low bits
         operand(ctx.memory, y, (n,), target)[...] = values
 
     return cast
@@ -175,14 +184,20 @@ def _cast(spec: abi.KernelSpec) -> Callable[..., None]:
 _BAD_INDEX = "unreachable"  # NOTE: the code the wasm f32_gather traps with (its bounds check)
 
 
-def _gather(ctx: HostContext, table: int, index: int, y: int, count: int, rows: int,
-            dim: int) -> None:
-    indices = operand(ctx.memory, index, (count,), np.dtype("<i8"))
-    bad = (indices < 0) | (indices >= rows)
-    if bad.any():
-        raise OperandFault(_BAD_INDEX, f"index {int(indices[bad][0])} is outside [0, {rows})")
-    out = operand(ctx.memory, y, (count, dim))  # NOTE: checked before the rows are copied
-    out[...] = operand(ctx.memory, table, (rows, dim))[indices]
+def _gather(spec: abi.KernelSpec) -> Callable[..., None]:
+    element = element_dtype(spec.dtypes[0])
+
+    def gather(ctx: HostContext, table: int, index: int, y: int, count: int, rows: int,
+               dim: int) -> None:
+        indices = operand(ctx.memory, index, (count,), np.dtype("<i8"))
+        bad = (indices < 0) | (indices >= rows)
+        if bad.any():
+            raise OperandFault(_BAD_INDEX, f"index {int(indices[bad][0])} is outside "
+                                           f"[0, {rows})")
+        out = operand(ctx.memory, y, (count, dim), element)  # NOTE: checked before the copy
+        out[...] = operand(ctx.memory, table, (rows, dim), element)[indices]
+
+    return gather
 
 
 def _resample(ctx: HostContext, x: int, index: int, weight: int, y: int, outer: int, n: int,
@@ -253,6 +268,9 @@ def _conv(spec: abi.KernelSpec) -> Callable[..., None]:
 
 
 def _depthwise(spec: abi.KernelSpec) -> Callable[..., None]:
+    quantized = spec.dtypes[0] != "float32"
+    element = BYTES[spec.dtypes[0]] if quantized else F32
+
     def depthwise(ctx: HostContext, *args: int) -> None:
         arg = dict(zip(spec.params, args))
         memory = ctx.memory
@@ -260,16 +278,24 @@ def _depthwise(spec: abi.KernelSpec) -> Callable[..., None]:
         kernel, stride, pad, dilation = ((arg[a], arg[b]) for a, b in (
             ("kh", "kw"), ("sh", "sw"), ("ph", "pw"), ("dh", "dw")))
         _check_depthwise(arg)
-        x = operand(memory, arg["x"], (n, c, 1, arg["h"], arg["w"]))
-        y = operand(memory, arg["y"], (n, c, o // c, oh, ow))  # NOTE: checked before computing
+        x = operand(memory, arg["x"], (n, c, 1, arg["h"], arg["w"]), element)
+        y = operand(memory, arg["y"], (n, c, o // c, oh, ow), element)  # NOTE: checked first
         operand(memory, arg["scratch"], (abi.depthwise_scratch_floats(
             arg["h"], arg["w"], oh, ow, *kernel, *stride, *pad, *dilation),))
         weight = operand(memory, arg["weight"], (c, o // c) + kernel)
+        if quantized:  # dequantize_linear's float32(x - x_zero) * x_scale
+            zero = operand(memory, arg["x_zero"], (1,), element).astype(np.int32)
+            x = (x.astype(np.int32) - zero).astype(np.float32) * operand(
+                memory, arg["x_scale"], (1,))
         views = _windows(ctx, x, kernel, stride, pad, dilation, (oh, ow), 0.0)
         out = np.einsum("nczhwij,cmij->ncmhw", views, weight, optimize=True)
         out = out + operand(memory, arg["bias"], (c, o // c))[:, :, None, None]
         for op in spec.activations:
             out = _activate(out, op)
+        if quantized:  # quantize_linear's saturate(rint(out / y_scale) + y_zero)
+            zero = operand(memory, arg["y_zero"], (1,), element).astype(np.float32)
+            out = saturate(np.rint(out.astype(np.float32) / operand(
+                memory, arg["y_scale"], (1,))) + zero, spec.dtypes[0])
         y[...] = out
 
     return depthwise
@@ -353,13 +379,15 @@ def _pool(spec: abi.KernelSpec) -> Callable[..., None]:
 
 def _copy(spec: abi.KernelSpec) -> Callable[..., None]:
     rank = abi.BROADCAST_RANK
+    element = np.dtype(f"<u{element_dtype(spec.dtypes[0]).itemsize}")  # NOTE: bit for bit
 
     def copy(ctx: HostContext, *args: int) -> None:
         arg = dict(zip(spec.params, args))
         dims = tuple(arg[f"d{i}"] for i in range(rank))
-        source = strided_operand(ctx, arg["x"], dims, tuple(arg[f"xs{i}"] for i in range(rank)))
+        source = strided_operand(ctx, arg["x"], dims, tuple(arg[f"xs{i}"] for i in range(rank)),
+                                 element)
         target = strided_operand(ctx, arg["y"], dims, tuple(arg[f"ys{i}"] for i in range(rank)),
-                          writeable=True)
+                                 element, writeable=True)
         target[...] = source.copy()
 
     return copy
@@ -464,7 +492,7 @@ def _topk(spec: abi.KernelSpec) -> Callable[..., None]:
 FAMILIES: dict[str, Callable[[abi.KernelSpec], Callable[..., None]]] = {
     "gemm": _gemm, "linear": _gemm, "unary": _unary, "binary": _broadcast, "reduce": _reduce,
     "rowwise": lambda spec: ROWWISE[spec.op],
-    "cast": _cast, "gather": lambda spec: _gather, "conv": _conv, "conv_gemm": _conv,
+    "cast": _cast, "gather": _gather, "conv": _conv, "conv_gemm": _conv,
     "pool": _pool, "depthwise": _depthwise,
     "movement": lambda spec: _copy(spec) if spec.op == "copy" else _where(spec),
     "norm": lambda spec: _group_norm, "conv_transpose": lambda spec: _conv_transpose,

@@ -19,7 +19,7 @@ BYTES = {"uint8": np.dtype("u1"), "int8": np.dtype("i1")}
 RANGES = {"uint8": (0, 255), "int8": (-128, 127)}
 
 
-def _saturate(values: np.ndarray, dtype: str) -> np.ndarray:
+def saturate(values: np.ndarray, dtype: str) -> np.ndarray:
     low, high = RANGES[dtype]
     return np.clip(np.nan_to_num(values, nan=0.0), low, high).astype(BYTES[dtype])
 
@@ -31,7 +31,7 @@ def _quantize(ctx: HostContext, x: int, scale: int, zero_point: int, y: int, out
     values = operand(memory, x, (outer, channels, inner))
     scales = operand(memory, scale, (channels, 1))
     zeros = operand(memory, zero_point, (channels, 1), BYTES[dtype]).astype(np.float32)
-    operand(memory, y, (outer, channels, inner), BYTES[dtype])[...] = _saturate(
+    operand(memory, y, (outer, channels, inner), BYTES[dtype])[...] = saturate(
         np.rint(values / scales) + zeros, dtype)
 
 
@@ -55,10 +55,10 @@ def _dynamic(ctx: HostContext, x: int, y: int, scale: int, zero_point: int, n: i
     low = min(np.float32(0), values.min(initial=np.float32(0)))
     high = max(np.float32(0), values.max(initial=np.float32(0)))
     step = np.float32((high - low) / np.float32(255)) if high > low else np.float32(1)
-    zero = _saturate(np.rint(np.float32(0) - low / step), "uint8")
+    zero = saturate(np.rint(np.float32(0) - low / step), "uint8")
     operand(memory, scale, (1,))[0] = step
     operand(memory, zero_point, (1,), BYTES["uint8"])[0] = zero
-    operand(memory, y, (n,), BYTES["uint8"])[...] = _saturate(
+    operand(memory, y, (n,), BYTES["uint8"])[...] = saturate(
         np.rint(values / step) + np.float32(zero), "uint8")
 
 

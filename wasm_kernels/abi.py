@@ -13,8 +13,11 @@ these back out of kernel names; ``find`` looks a kernel up by them.
 
 from __future__ import annotations
 
+from .abi_integer import CASTS, COMPARES, INTEGERS
+from .abi_integer import COMPARE_OPS as COMPARE_OPS
+from .abi_integer import INTEGER_OPS as INTEGER_OPS
 from .abi_quantized import QCONV, QLINEARS, QRESCALE, QUANTIZE
-from .kernel_spec import UNARY_OPS, KernelSpec
+from .kernel_spec import BROADCAST_RANK, UNARY_OPS, KernelSpec, broadcast_params, short
 
 VERSION = 5
 MODULE = f"wasmnn_kernels_v{VERSION}"
@@ -75,17 +78,8 @@ def _unary(op: str, math: str) -> KernelSpec:
 BINARY_OPS: dict[str, str] = {"add": "a + b", "sub": "a - b", "mul": "a * b", "div": "a / b",
                               "max": "max(a, b)", "min": "min(a, b)"}
 """Elementwise binary ops by name: ``y`` as a formula in ``a`` and ``b``."""
-BROADCAST_RANK = 4
-
-
-def _broadcast_params() -> tuple[str, ...]:
-    """``a, b, y``, the output's dims ``d0..d3`` and each operand's strides ``as0..bs3``."""
-    dims = tuple(f"d{i}" for i in range(BROADCAST_RANK))
-    return ("a", "b", "y") + dims + tuple(f"{t}s{i}" for t in "ab" for i in range(BROADCAST_RANK))
-
-
 def _binary(op: str, math: str) -> KernelSpec:
-    return KernelSpec(f"f32_{op}", "binary", op, _broadcast_params(),
+    return KernelSpec(f"f32_{op}", "binary", op, broadcast_params(),
                       f"y[i0, i1, i2, i3] = {math} over the dense (d0, d1, d2, d3) output, "
                       "reading a[sum(ik * ask)] and b[sum(ik * bsk)]: strides in floats, 0 "
                       "broadcasts a dimension (numpy broadcasting after padding shapes to "
@@ -111,37 +105,14 @@ ROWWISE: tuple[KernelSpec, ...] = (
                "the biased variance; gamma, beta are (n,); y may alias x"),
 )
 
-CASTS: dict[tuple[str, str], str] = {
-    ("int64", "float32"): "float32(x[i]) for int64 x (rounded to nearest)",
-    ("float32", "int64"): "int64(x[i]) truncated toward zero, saturating at the int64 range; "
-                          "NaN gives 0",
-    ("bool", "float32"): "1.0 if the byte x[i] is nonzero else 0.0 (numpy bool)",
-    # Integer tensors (issue #19): int32 inputs and indices, masks turned into numbers.
-    ("int32", "float32"): "float32(x[i]) for int32 x (rounded to nearest)",
-    ("float32", "int32"): "int32(x[i]) truncated toward zero, saturating at the int32 range; "
-                          "NaN gives 0",
-    ("int32", "int64"): "int64(x[i]) for int32 x (sign-extended)",
-    ("int64", "int32"): "int32(x[i]) for int64 x, wrapping (the low 32 bits, as numpy's astype)",
-    ("bool", "int32"): "1 if the byte x[i] is nonzero else 0, as int32",
-    ("bool", "int64"): "1 if the byte x[i] is nonzero else 0, as int64",
-    ("int32", "bool"): "x[i] != 0 as a numpy bool byte, for int32 x",
-    ("float32", "bool"): "x[i] != 0 as a numpy bool byte, for float32 x (NaN is true)",
-}
-"""Casts by (source, target) numpy dtype: what each element becomes."""
-
-_SHORT = {"float32": "f32", "int32": "i32", "int64": "i64", "bool": "bool"}
-
-
-def _cast(dtypes: tuple[str, str], math: str) -> KernelSpec:
-    op = f"{_SHORT[dtypes[0]]}_to_{_SHORT[dtypes[1]]}"
-    return KernelSpec(op, "cast", op, ("x", "y", "n"), f"y[i] = {math} for i < n",
-                      dtypes=dtypes)
-
-
 GATHER = KernelSpec(
     "f32_gather", "gather", "gather", ("table", "index", "y", "count", "rows", "dim"),
     "y(count, dim) = table[index[i], :] for i < count: table is (rows, dim) f32, index is "
     "(count,) int64; an index outside [0, rows) traps (unreachable) and is never read through")
+GATHER_BYTES = KernelSpec(
+    "u8_gather", "gather", "gather", ("table", "index", "y", "count", "rows", "dim"),
+    "as f32_gather with rows of dim bytes: y(count, dim) = table[index[i], :] of a (rows, dim) "
+    "table of bytes (any dtype, dim counting its bytes)", dtypes=("uint8", "uint8"))
 
 CONV_PARAMS = ("y", "n", "c", "h", "w", "o", "oh", "ow", "kh", "kw", "sh", "sw", "ph", "pw",
                "dh", "dw", "groups")
@@ -199,6 +170,30 @@ def _depthwise(activation: str) -> KernelSpec:
                       epilogue=epilogue)
 
 
+QDEPTHWISE_PARAMS = ("x", "x_scale", "x_zero", "weight", "bias", "scratch", "y", "y_scale",
+                     "y_zero", *DEPTHWISE_PARAMS[5:])
+
+
+def _qdepthwise(dtype: str, activation: str) -> KernelSpec:
+    short = {"uint8": "qu8", "int8": "qs8"}[dtype]
+    epilogue = _epilogue(False, False, activation)
+    math = f"{activation}(conv)" if activation else "conv"
+    return KernelSpec("_".join((f"{short}_depthwise_conv2d",) + epilogue), "depthwise",
+                      "depthwise_conv2d", QDEPTHWISE_PARAMS,
+                      f"y = saturate(round_half_even({math} / y_scale) + y_zero) for {dtype} "
+                      "x and y (n, c, h, w) and (n, o, oh, ow), y_scale one f32, y_zero one "
+                      "byte (saturate clamps to the dtype's range; NaN gives 0), with conv = "
+                      "f32_depthwise_conv2d's on float32(x - x_zero) * x_scale (x_scale one "
+                      "f32, x_zero one byte), weight(o, 1, kh, kw) and bias(o,) f32: what "
+                      "dequantize_linear, f32_depthwise_conv2d and quantize_linear compute "
+                      "one after another; scratch and traps as f32_depthwise_conv2d's",
+                      epilogue=epilogue, dtypes=(dtype, dtype))
+
+
+QUANTIZED_ACTIVATIONS = ("relu", "relu6")
+"""The activations a quantized depthwise row fuses (those of ``qconv2d``)."""
+
+
 def depthwise_scratch_floats(h: int, w: int, oh: int, ow: int, kh: int, kw: int, sh: int,
                              sw: int, ph: int, pw: int, dh: int, dw: int) -> int:
     """The floats of a depthwise kernel's scratch: one zero-padded input plane, tall and wide
@@ -221,22 +216,28 @@ POOLS: tuple[KernelSpec, ...] = (
                "divisor"),
 )
 
+MOVED: dict[int, str] = {1: "uint8", 2: "uint16", 4: "float32", 8: "int64"}
+"""Per element size in bytes: the dtype of the movement kernels that move such elements bit
+for bit, whatever dtype they hold (``f32_copy`` moves 8-byte ones as two words)."""
+
 MOVEMENT: tuple[KernelSpec, ...] = (
-    KernelSpec("f32_copy", "movement", "copy",
-               ("x", "y") + tuple(f"d{i}" for i in range(BROADCAST_RANK))
-               + tuple(f"{t}s{i}" for t in "xy" for i in range(BROADCAST_RANK)),
-               "y[sum(ik * ysk)] = x[sum(ik * xsk)] over (d0, d1, d2, d3): strides in floats "
-               "for both sides (x strides 0 broadcast, e.g. a fill from one float; negative "
-               "ones read backwards, e.g. a reflection); writes "
-               "into a region of a larger y (pad, concat)"),
-    *(KernelSpec(f"{_SHORT[dtype]}_where", "movement", "where",
+    *(KernelSpec(f"{short(dtype)}_copy", "movement", "copy",
+                 ("x", "y") + tuple(f"d{i}" for i in range(BROADCAST_RANK))
+                 + tuple(f"{t}s{i}" for t in "xy" for i in range(BROADCAST_RANK)),
+                 "y[sum(ik * ysk)] = x[sum(ik * xsk)] over (d0, d1, d2, d3): strides in "
+                 f"{size}-byte elements for both sides (x strides 0 broadcast, e.g. a fill "
+                 "from one element; negative ones read backwards, e.g. a reflection); writes "
+                 "into a region of a larger y (pad, concat)", dtypes=(dtype, dtype))
+      for size, dtype in MOVED.items() if size <= 4),
+    *(KernelSpec(f"{short(dtype)}_where", "movement", "where",
                  ("cond", "a", "b", "y") + tuple(f"d{i}" for i in range(BROADCAST_RANK))
                  + tuple(f"{t}s{i}" for t in "cab" for i in range(BROADCAST_RANK)),
                  "y[i0, i1, i2, i3] = a if cond else b over the dense (d0, d1, d2, d3) output, "
                  "reading the bool bytes cond[sum(ik * csk)] (nonzero is true) and the "
                  f"{size}-byte elements a[sum(ik * ask)], b[sum(ik * bsk)], moved bit for bit "
-                 f"({what}); strides in elements, 0 broadcasts", dtypes=(dtype, dtype))
-      for dtype, size, what in (("float32", 4, "float32 or int32"), ("int64", 8, "int64"))),
+                 "(any dtype of that size); strides in elements, 0 broadcasts",
+                 dtypes=(dtype, dtype))
+      for size, dtype in MOVED.items()),
 )
 
 GROUP_NORM = KernelSpec(
@@ -262,52 +263,15 @@ ADAPTIVE_AVG_POOL = KernelSpec(
     "y(planes, oh, ow) = mean of x(planes, h, w) over rows [i * h // oh, ceil((i + 1) * h / "
     "oh)) and columns [j * w // ow, ceil((j + 1) * w / ow)) (torch's adaptive windows)")
 
-# Run-time masks (issue #8): comparisons with bool results, and int64 -> bool.
-COMPARE_OPS: dict[str, str] = {"eq": "a == b", "ne": "a != b", "lt": "a < b", "le": "a <= b",
-                               "gt": "a > b", "ge": "a >= b"}
-"""Comparisons by name: ``y`` as a formula in ``a`` and ``b``."""
-
-
-COMPARE_TYPES: tuple[str, ...] = ("float32", "int32", "int64")
-"""The operand dtypes of the comparisons (integers compare signed)."""
-
-
-def _compare(dtype: str, op: str, math: str) -> KernelSpec:
-    return KernelSpec(f"{_SHORT[dtype]}_cmp_{op}", "compare", op, _broadcast_params(),
-                      f"y[i0, i1, i2, i3] = {math} as a numpy bool byte (1 or 0) over the "
-                      f"dense (d0, d1, d2, d3) output, reading the {dtype} elements "
-                      "a[sum(ik * ask)] and b[sum(ik * bsk)]: strides in elements, 0 "
-                      "broadcasts" + ("; a NaN operand makes every comparison but != false"
-                                      if dtype == "float32" else " (signed)"),
-                      dtypes=(dtype, "bool"), formula=math)
-
-
-MASKS: tuple[KernelSpec, ...] = (
-    *(_compare(dtype, op, math) for dtype in COMPARE_TYPES for op, math in COMPARE_OPS.items()),
-    _cast(("int64", "bool"), "x[i] != 0 as a numpy bool byte, for int64 x"),
-)
-
 TOPK_TYPES: tuple[str, ...] = ("float32", "int32", "int64")
 """The element dtypes of the top-k kernels (integers compare signed)."""
 TOPKS: tuple[KernelSpec, ...] = tuple(KernelSpec(
-    f"{_SHORT[dtype]}_topk", "topk", "topk",
+    f"{short(dtype)}_topk", "topk", "topk",
     ("x", "values", "indices", "outer", "n", "inner", "k", "largest"),
     f"values(outer, k, inner), indices(outer, k, inner) = the k largest (smallest when "
     f"largest is 0) of the {dtype} x(outer, n, inner) along its middle axis, sorted, and "
     "their int64 indices; equal values keep their order (the lower index first); k <= n",
     dtypes=(dtype, dtype)) for dtype in TOPK_TYPES)
-
-INTEGER_OPS: dict[str, str] = {"add": "a + b", "sub": "a - b", "mul": "a * b"}
-"""Integer arithmetic by name (issue #19: positions and indices computed at run time)."""
-
-
-def _integer(dtype: str, op: str, math: str) -> KernelSpec:
-    return KernelSpec(f"{_SHORT[dtype]}_{op}", "integer", op, _broadcast_params(),
-                      f"y[i0, i1, i2, i3] = {math} over the dense (d0, d1, d2, d3) {dtype} "
-                      "output, wrapping on overflow, reading a[sum(ik * ask)] and "
-                      "b[sum(ik * bsk)]: strides in elements, 0 broadcasts",
-                      dtypes=(dtype, dtype), formula=math)
-
 
 BMM_BIAS = KernelSpec(
     "f32_bmm_bias", "gemm", "bmm",
@@ -372,18 +336,21 @@ KERNELS: tuple[KernelSpec, ...] = (
     *(_binary(op, math) for op, math in BINARY_OPS.items()),
     *(_reduce(op, math) for op, math in REDUCE_OPS.items()),
     *ROWWISE,
-    *(_cast(dtypes, math) for dtypes, math in CASTS.items()),
+    *CASTS,
     GATHER,
+    GATHER_BYTES,
     *(_conv(residual, act) for residual in (False, True) for act in ("", *FUSED_ACTIVATIONS)),
     *(_conv_gemm(residual, act) for residual in (False, True)
       for act in ("", *FUSED_ACTIVATIONS)),
     *(_depthwise(act) for act in ("", *FUSED_ACTIVATIONS)),
+    *(_qdepthwise(dtype, act) for dtype in ("uint8", "int8")
+      for act in ("", *QUANTIZED_ACTIVATIONS)),
     *POOLS,
     *MOVEMENT,
     GROUP_NORM,
     CONV_TRANSPOSE,
     ADAPTIVE_AVG_POOL,
-    *MASKS,
+    *COMPARES,
     BMM_BIAS,
     _cell("lstm_cell"),
     _cell("gru_cell"),
@@ -391,8 +358,7 @@ KERNELS: tuple[KernelSpec, ...] = (
     _cell("gru_update"),
     *(_cell("rnn_cell", (act,)) for act in RNN_ACTIVATIONS),
     RESAMPLE,
-    *(_integer(dtype, op, math) for dtype in ("int32", "int64") for op, math in
-      INTEGER_OPS.items()),
+    *INTEGERS,
     *TOPKS,
     *QRESCALE,
     *QUANTIZE,

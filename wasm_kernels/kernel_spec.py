@@ -49,3 +49,25 @@ UNARY_OPS: dict[str, str] = {
     "sin": "sin(x)", "cos": "cos(x)",
 }
 """Elementwise unary ops by name: ``y`` as a formula in ``x`` (``wasm_kernels.formula``)."""
+
+
+BROADCAST_RANK = 4
+"""The rank of the strided elementwise kernels' index space."""
+
+
+def broadcast_params() -> tuple[str, ...]:
+    """``a, b, y``, the output's dims ``d0..d3`` and each operand's strides ``as0..bs3``."""
+    dims = tuple(f"d{i}" for i in range(BROADCAST_RANK))
+    return ("a", "b", "y") + dims + tuple(f"{t}s{i}" for t in "ab" for i in range(BROADCAST_RANK))
+
+
+ELEMENTS: dict[str, tuple[str, int]] = {
+    "float32": ("f32", 4), "int64": ("i64", 8), "int32": ("i32", 4), "int16": ("i16", 2),
+    "uint16": ("u16", 2), "int8": ("i8", 1), "uint8": ("u8", 1), "bool": ("bool", 1)}
+"""The element dtypes of the ABI's tensors outside the quantized ops: the short name a
+kernel's name starts with, and the size in bytes (a bool is one byte, as numpy stores it)."""
+
+
+def short(dtype: str) -> str:
+    """The short name of element dtype ``dtype`` (``f32``, ``i64``, ``u8``, ``bool``...)."""
+    return ELEMENTS[dtype][0]

@@ -25,7 +25,6 @@ the call failed after its worker trapped; the caller then traps ``unreachable``)
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -62,7 +61,9 @@ class Split:
     ``advance`` by ``lo * 4 * product(factors)`` bytes (``lo // per[p]`` units for a
     pointer listed in ``per``, which then runs one unit at a time with that parameter set to
     1). ``work`` times ``count`` estimates the work; below ``threshold``, or unless each
-    parameter of ``only`` has its value there, one thread runs it."""
+    parameter of ``only`` has its value there, one thread runs it. A call whose parameter
+    ``one_part_when[0]`` exceeds ``one_part_when[1]`` is cut into one part a thread, not
+    ``CHUNKS_PER_THREAD``: every part re-reads an operand larger than its own work."""
 
     count: str
     advance: dict[str, tuple[str, ...]]
@@ -71,6 +72,7 @@ class Split:
     grain: int = 1
     per: dict[str, str] = field(default_factory=dict)
     only: dict[str, int] = field(default_factory=dict)
+    one_part_when: tuple[str, str] | None = None
 
 
 DENSE_THRESHOLD = 1 << 18
@@ -90,12 +92,15 @@ def splits(isa: str) -> dict[str, Split]:
     """The kernels that run on several threads, by name, for ``isa``'s tile sizes."""
     # NOTE: the dense kernels pack A's rows into wa where they lie in A, so parts pack
     # disjoint bytes; every part packs all of gemm's B into ws, the same bytes.
+    # Each splits at its own row tile: MiniLM's 128 rows in whole tiles of 12 (3 and 4 in
+    # common) left 2 threads 68 and 60 rows.
     rows: dict[str, tuple[str, ...]] = {"a": ("k",), "wa": ("k",), "r": ("n",), "c": ("n",)}
-    dense_grain = math.lcm(gemm.TILES[isa][0], linear.MR[isa])
+    row_tile = {"gemm": gemm.TILES[isa][0], "linear": linear.MR[isa]}
     table: dict[str, Split] = {}
     for spec in abi.KERNELS:
         if spec.family in ("gemm", "linear") and spec.op in ("gemm", "linear"):
-            table[spec.name] = Split("m", rows, ("k", "n"), DENSE_THRESHOLD, dense_grain)
+            table[spec.name] = Split("m", rows, ("k", "n"), DENSE_THRESHOLD,
+                                     row_tile[spec.family])
         elif spec.op == "bmm":
             bias = {"bias": ("n",)} if "bias" in spec.params else {}
             table[spec.name] = Split(
@@ -112,11 +117,19 @@ def splits(isa: str) -> dict[str, Split]:
                 only={"n": 1, "groups": 1})
         elif spec.family == "conv_gemm":
             # NOTE: parts are ranges of output pixels (whole panels): each packs its own
-            # columns into its own region of ws, and all pad the input into xp with the
-            # same bytes.
+            # columns into its own region of ws and pads the input rows they read into xp
+            # (the same bytes where parts overlap). Each reads the whole weight: with more
+            # output channels than pixels (512 -> 512 at 7x7: 9.4 MB against 49 pixels),
+            # 4 parts a thread cost 1.28-1.31x the CPU time of one core, 1 part 1.09-1.10x
+            # (bench/README, Threads).
             table[spec.name] = Split(
                 "pixels", {"ws": ("c", "kh", "kw"), "y": (), "r": (), "first_bytes": ()},
-                ("c", "kh", "kw", "o"), DENSE_THRESHOLD, PANEL, only={"n": 1, "groups": 1})
+                ("c", "kh", "kw", "o"), DENSE_THRESHOLD, PANEL, only={"n": 1, "groups": 1},
+                one_part_when=("o", "pixels"))
+        elif spec.op in ("max_pool2d", "avg_pool2d"):
+            # NOTE: planes are independent; avg_pool2d's scale is one (oh, ow) plane for all.
+            table[spec.name] = Split("planes", {"x": ("h", "w"), "y": ("oh", "ow")},
+                                     ("oh", "ow", "kh", "kw"), STREAM_THRESHOLD)
         elif spec.family == "rowwise":
             table[spec.name] = Split("rows", {"x": ("n",), "y": ("n",)}, ("n",),
                                      STREAM_THRESHOLD)
@@ -273,7 +286,7 @@ def _call_range(c: Code, spec: abi.KernelSpec, split: Split, lo: int, hi: int | 
 def _dispatch(b: Bodies, spec: abi.KernelSpec, split: Split, index: int, serial: int,
               work: int, awaiting: int) -> Code:
     """The kernel's stand-in: small work or one thread calls it as is; otherwise post the
-    job (a new generation, ``CHUNKS_PER_THREAD`` parts a thread), take parts with the
+    job (a new generation, ``CHUNKS_PER_THREAD`` parts a thread, or one), take parts with the
     workers, wait for the last, and trap if a worker failed."""
     c = b.code(FuncType(spec.param_types, spec.results))
     arg = {name: i for i, name in enumerate(_names(spec))}
@@ -294,7 +307,14 @@ def _dispatch(b: Bodies, spec: abi.KernelSpec, split: Split, index: int, serial:
     for i, kind in enumerate(spec.param_types):
         c.emit("i32.const", 0).emit("local.get", i).emit(f"{kind}.store", 2, _ARGS + 4 * i, _CTL)
     c.emit("i32.const", 0).emit("i32.const", index).emit("i32.store", 2, _KERNEL, _CTL)
-    c.emit("i32.const", 0).emit("local.get", threads).emit("i32.const", CHUNKS_PER_THREAD)
+    c.emit("i32.const", 0).emit("local.get", threads)
+    if split.one_part_when is None:
+        c.emit("i32.const", CHUNKS_PER_THREAD)
+    else:
+        wide, narrow = split.one_part_when
+        c.emit("i32.const", 1).emit("i32.const", CHUNKS_PER_THREAD)
+        c.emit("local.get", arg[wide]).emit("local.get", arg[narrow]).emit("i32.gt_u")
+        c.emit("select")
     c.emit("i32.mul").emit("i32.store", 2, _CHUNKS, _CTL)
     c.emit("i32.const", 0).emit("i32.const", 0).emit("i32.atomic.store", 2, _DONE, _CTL)
     # NEXT = gen << 32 (no part taken), then GEN = gen: a worker reads them in that order

@@ -192,6 +192,9 @@ def top_k(n: OnnxNode) -> tuple[Any, Any]:
     k = int(n.known(1, "k").reshape(-1)[0]) if n.opset >= 10 else int(n.attr("k"))
     dim = n.axis(n.attr("axis", -1))
     largest = bool(n.attr("largest", 1))
+    if not is_known(x) and x.dtype.kind in "iu" and x.dtype.itemsize < 4:
+        values, indices = F.topk(F.cast(x, np.int32), k, dim, largest)  # widened exactly
+        return F.cast(values, x.dtype), indices
     if not is_known(x) and x.dtype not in abi.TOPK_TYPES:
         raise n.error(f"TopK of a run-time {x.dtype} tensor is not supported; "
                       f"{list(abi.TOPK_TYPES)} are")

@@ -95,6 +95,24 @@ def logical_and(n: OnnxNode) -> Any:
     return F.ne(F.mul(*operands(a, b)), 0.0)
 
 
+def logical_or(n: OnnxNode) -> Any:
+    """Or: numpy on known operands; otherwise ``cast(a) + cast(b) != 0`` in float32, as
+    ``And``."""
+    a, b = n.input(0), n.input(1)
+    if is_known(a, b):
+        return np.logical_or(a, b)
+    a, b = (F.cast(v, np.float32) for v in (a, b))
+    return F.ne(F.add(*operands(a, b)), 0.0)
+
+
+def logical_xor(n: OnnxNode) -> Any:
+    """Xor: numpy on known operands; otherwise ``a != b`` on the bools."""
+    a, b = n.input(0), n.input(1)
+    if is_known(a, b):
+        return np.logical_xor(a, b)
+    return F.ne(*operands(a, b))
+
+
 def clip(n: OnnxNode) -> Any:
     """Clip: bounds are attributes before opset 11 and optional inputs from it."""
     out = n.input(0)
@@ -159,6 +177,7 @@ OPS: dict[str, OpFn] = {
     **{op: _binary(fn) for op, fn in _BINARY.items()},
     **{op: _variadic(fn) for op, fn in _VARIADIC.items()},
     **{op: _reduce(fn) for op, fn in _REDUCE.items()},
-    "Div": div, "And": logical_and, "Clip": clip, "Where": where, "Cast": cast,
+    "Div": div, "And": logical_and, "Or": logical_or, "Xor": logical_xor, "Clip": clip,
+    "Where": where, "Cast": cast,
     "MatMul": matmul, "Gemm": gemm,
 }

@@ -207,8 +207,8 @@ def constant_of_shape(n: OnnxNode) -> Any:
 
 
 def expand(n: OnnxNode) -> Any:
-    """Expand (bidirectional broadcast): adding zeros of the target shape; a symbolic
-    target dim must already be the input's."""
+    """Expand (bidirectional broadcast): adding zeros of the target shape (bools: ``!=
+    False``); a symbolic target dim must already be the input's."""
     x, target = n.input(0), dims(n.known(1, "shape"))
     if is_known(x) and all(isinstance(d, int) for d in target):
         return x * np.ones(target, dtype=x.dtype)
@@ -219,7 +219,9 @@ def expand(n: OnnxNode) -> Any:
         raise n.error(f"cannot expand {list(x.shape)} to {target}: a symbolic target dim "
                       "must already be the input's")
     zeros = np.zeros([w if isinstance(w, int) else 1 for w in want], dtype=x.dtype)
-    return x if zeros.size == 1 and zeros.ndim <= len(x.shape) else F.add(x, zeros)
+    if zeros.size == 1 and zeros.ndim <= len(x.shape):
+        return x
+    return F.ne(x, zeros) if x.dtype == bool else F.add(x, zeros)  # NOTE: bools do not add
 
 
 def pad(n: OnnxNode) -> Any:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from wasm_kernels import abi
+from wasm_kernels import abi, abi_integer
 
 from ..errors import CompileError
 from . import OpDef
@@ -90,13 +90,13 @@ class Binary(OpDef):
         return [(broadcast(*shapes), self.result_dtype or dtypes[0])]
 
 
-COMPARED = ("float32", "int32", "int64")
+COMPARED = abi_integer.COMPARE_TYPES
 """The operand dtypes comparisons lower for."""
 
 
 class Compare(Binary):
     """Elementwise comparisons: bool results (one byte each, as numpy stores them), lowered
-    for float32, int32 or int64 operands (one dtype) to the strided compare kernel."""
+    for operands of one dtype in ``COMPARED`` to the strided compare kernel."""
 
     result_dtype = "bool"
 

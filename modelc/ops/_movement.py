@@ -1,7 +1,7 @@
 """Lowering helpers for the data-movement ops (slice, split, concat, pad): strided copies
-through ``f32_copy``, whose source and target both take per-axis strides, so a region of
-either side is a base offset plus the dense strides of the whole tensor. Elements of any
-dtype in ``_strided.WORDS`` move (as whole 4-byte words)."""
+through the copy kernels, whose source and target both take per-axis strides, so a region of
+either side is a base offset plus the dense strides of the whole tensor. Elements of every
+element dtype of the ABI move, bit for bit."""
 
 from __future__ import annotations
 
@@ -12,14 +12,14 @@ import numpy as np
 
 from ..errors import CompileError
 from ..graph import Dim, Value
-from ._strided import Factors, dense_strides, emit_copy, emit_strided, words
+from ._strided import Factors, dense_strides, element_size, emit_copy
 
 if TYPE_CHECKING:
     from ..codegen import LowerContext
 
 
 def require_float(op: str, *values: Value) -> None:
-    """Raises CompileError unless every value is float32 (the copy kernels move floats)."""
+    """Raises CompileError unless every value is float32."""
     dtypes = [v.dtype for v in values]
     if any(d != "float32" for d in dtypes):
         raise CompileError(f"{op}: only float32 lowers to wasm, got {dtypes}")
@@ -42,16 +42,17 @@ def copy_region(ctx: LowerContext, index_shape: Sequence[Dim],
                 target: Value, target_offset: Factors) -> None:
     """``target[region] = source[region']`` over ``index_shape``: the target region starts
     ``target_offset`` elements in and has the target's dense strides."""
-    count = words("copy", source, target)
+    size = element_size("copy", source, target)
     address_at(ctx, source, source_offset)
     address_at(ctx, target, target_offset)
     emit_copy(ctx, index_shape, [list(source_strides), list(dense_strides(target.shape))],
-              count)
+              size)
 
 
 def fill(ctx: LowerContext, target: Value, number: float) -> None:
-    """Every element of ``target`` = ``number`` (a copy from one float, strides 0)."""
-    ctx.scalar(number)
+    """Every element of ``target`` = ``number`` (a copy from one element of its dtype,
+    strides 0)."""
+    ctx.scalar(number, target.dtype)
     ctx.address(target)
-    emit_strided(ctx, "f32_copy", target.shape,
-                 [[None] * len(target.shape), list(dense_strides(target.shape))])
+    emit_copy(ctx, target.shape, [[None] * len(target.shape), list(dense_strides(target.shape))],
+              element_size("fill", target))

@@ -11,6 +11,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from wasm_kernels import abi
+from wasm_kernels.kernel_spec import ELEMENTS
+
 from ..errors import CompileError
 from ..graph import Dim, Value
 
@@ -85,46 +88,45 @@ def emit_strided(ctx: LowerContext, kernel: str, out_shape: Sequence[Dim],
     ctx.call(kernel)
 
 
-WORDS = {"float32": 1, "int32": 1, "int64": 2}
-"""The dtypes the copy kernels move, as 4-byte words per element."""
-
-
-def words(op: str, *values: Value) -> int:
-    """The 4-byte words per element of ``values``, which must share a dtype in ``WORDS``.
+def element_size(op: str, *values: Value) -> int:
+    """The bytes per element of ``values``, which must share an element dtype of the ABI.
 
     Raises:
         CompileError: naming the dtypes met.
     """
     dtypes = [v.dtype for v in values]
-    if len(set(dtypes)) != 1 or dtypes[0] not in WORDS:
-        raise CompileError(f"{op}: only tensors of one dtype among {sorted(WORDS)} lower to "
+    if len(set(dtypes)) != 1 or dtypes[0] not in ELEMENTS:
+        raise CompileError(f"{op}: only tensors of one dtype among {sorted(ELEMENTS)} lower to "
                            f"wasm, got {dtypes}")
-    return WORDS[dtypes[0]]
+    return ELEMENTS[dtypes[0]][1]
 
 
 def emit_copy(ctx: LowerContext, index_shape: Sequence[Dim],
-              operands: list[list[Factors | None]], count: int) -> None:
-    """``f32_copy`` over ``index_shape`` (addresses pushed) of elements of ``count`` words:
-    a trailing axis of ``count`` words, the others' strides scaled by it. The kernel moves
-    words bit for bit, so ints travel through it unchanged."""
-    if count > 1:
-        index_shape = (*index_shape, count)
-        operands = [[None if s is None else (*s, count) for s in op] + [(1,)]
+              operands: list[list[Factors | None]], size: int) -> None:
+    """A copy kernel over ``index_shape`` (addresses pushed) of elements of ``size`` bytes:
+    ``u8_copy``, ``u16_copy`` or ``f32_copy``; 8-byte elements as two 4-byte words (a
+    trailing axis of 2, the others' strides scaled by it). The kernels move elements bit
+    for bit, so any dtype of that size travels through them unchanged."""
+    words = size // 4
+    if words > 1:
+        index_shape = (*index_shape, words)
+        operands = [[None if s is None else (*s, words) for s in op] + [(1,)]
                     for op in operands]
-    emit_strided(ctx, "f32_copy", index_shape, operands)
+    kernel = abi.find("movement", "copy", dtype=abi.MOVED[min(size, 4)]).name
+    emit_strided(ctx, kernel, index_shape, operands)
 
 
 def copy(ctx: LowerContext, source: Value, target: Value,
          source_strides: list[Factors | None]) -> None:
     """Write ``target`` (dense) by reading ``source`` through ``source_strides`` (one per
     target axis): floats as ``target = source * 1.0`` (the fast strided kernel, exact for
-    every float including -0 and NaN), ints through ``f32_copy``."""
-    count = words("copy", source, target)
+    every float including -0 and NaN), other dtypes through the copy kernel of their size."""
+    size = element_size("copy", source, target)
     ctx.address(source)
     if target.dtype != "float32":
         ctx.address(target)
         target_strides: list[Factors | None] = list(dense_strides(target.shape))
-        emit_copy(ctx, target.shape, [source_strides, target_strides], count)
+        emit_copy(ctx, target.shape, [source_strides, target_strides], size)
         return
     ctx.scalar(1.0)
     ctx.address(target)

@@ -1,7 +1,10 @@
 """cast: elementwise conversion to ``dtype``.
 
-Lowered between float32, int32, int64 and bool by the cast kernels (float -> int truncates
-and saturates; int64 -> int32 wraps, as numpy does), and to its own dtype as a copy.
+Lowered between every pair of the ABI's element dtypes (float32, int64, int32, int16,
+uint16, int8, uint8, bool) by the cast kernels, whose rows say what each element becomes
+(onnxruntime's and numpy's rules: integers wrap to their low bits; float -> int32 / int64
+truncates and saturates, float -> a narrower integer goes through int32), and to its own
+dtype as a copy.
 """
 
 from __future__ import annotations
@@ -11,21 +14,18 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from wasm_kernels import abi
+from wasm_kernels.kernel_spec import ELEMENTS
 
 from ..errors import CompileError
 from . import OpDef
-from ._strided import WORDS, copy, dense_strides
+from ._strided import copy, dense_strides
 
 if TYPE_CHECKING:
     from ..codegen import LowerContext
     from ..graph import Node
 
-_SHORT = {"float32": "f32", "int32": "i32", "int64": "i64", "bool": "bool"}
 KERNELS: dict[tuple[str, str], str] = {
-    (source, target): f"{_SHORT[source]}_to_{_SHORT[target]}"
-    for source in _SHORT for target in _SHORT
-    if f"{_SHORT[source]}_to_{_SHORT[target]}" in abi.BY_NAME
-}
+    (spec.dtypes[0], spec.dtypes[1]): spec.name for spec in abi.KERNELS if spec.family == "cast"}
 """Every (source, target) dtype pair with a cast kernel."""
 
 
@@ -37,7 +37,7 @@ class Cast(OpDef):
 
     def lower(self, node: Node, ctx: LowerContext) -> None:
         source, target = node.inputs[0], node.output
-        if source.dtype == target.dtype and source.dtype in WORDS:
+        if source.dtype == target.dtype and source.dtype in ELEMENTS:
             copy(ctx, source, target, dense_strides(target.shape))
             return
         kernel = KERNELS.get((source.dtype, target.dtype))

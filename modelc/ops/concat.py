@@ -9,7 +9,7 @@ from ..errors import CompileError
 from . import OpDef
 from ._movement import axis_offset, copy_region
 from ._shapes import axis, require_static
-from ._strided import dense_strides, words
+from ._strided import dense_strides, element_size
 
 if TYPE_CHECKING:
     from ..codegen import LowerContext
@@ -33,7 +33,7 @@ class Concat(OpDef):
 
     def lower(self, node: Node, ctx: LowerContext) -> None:
         out = node.output
-        words(self.name, out, *node.inputs)
+        element_size(self.name, out, *node.inputs)
         dim = axis(node.attrs.get("dim", 0), len(out.shape))
         start = 0
         for part in node.inputs:

@@ -1,14 +1,18 @@
 """embedding: rows of ``weight`` gathered by integer indices: ``input.shape + (dim,)``.
 
 Lowered to ``f32_gather``, which traps on an index outside the table instead of reading
-whatever memory lies beyond it. It copies rows as bytes (``memory.copy``), so a quantized
-(int8 / uint8) table whose rows are a whole number of 4-byte words gathers through it too,
-each row as ``dim / 4`` words.
+whatever memory lies beyond it. It copies rows as bytes (``memory.copy``), so a table of any
+element dtype whose rows are a whole number of 4-byte words gathers through it, each row as
+that many words; other rows go through ``u8_gather``, whose rows are counted in bytes.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from wasm_kernels.kernel_spec import ELEMENTS
 
 from ..errors import CompileError
 from . import OpDef
@@ -30,22 +34,21 @@ class Embedding(OpDef):
         named = dict(zip(node.input_names, node.inputs))
         indices, table = named["input"], named["weight"]
         rows, dim = table.shape
-        words = dim // 4 if table.dtype in ("int8", "uint8") and isinstance(dim, int) \
-            and dim % 4 == 0 else dim
-        if indices.dtype != "int64" or table.dtype != "float32" and words == dim:
-            raise CompileError(f"embedding lowers int64 indices into a float32 table (or an "
-                               f"int8/uint8 one of rows a multiple of 4 wide), got "
-                               f"{indices.dtype} indices and a {table.dtype} table of "
-                               f"shape {list(table.shape)}")
+        if indices.dtype != "int64" or table.dtype not in ELEMENTS:
+            raise CompileError(f"embedding lowers int64 indices into a table of one of "
+                               f"{sorted(ELEMENTS)}, got {indices.dtype} indices and a "
+                               f"{table.dtype} table")
         if not isinstance(rows, int) or not isinstance(dim, int):
             raise CompileError(f"embedding table shape {list(table.shape)} must be fixed")
+        row_bytes = dim * np.dtype(table.dtype).itemsize
         ctx.address(table)
         ctx.address(indices)
         ctx.address(node.output)
         ctx.numel(indices.shape)
         ctx.push(rows)
-        ctx.push(words)
-        ctx.call("f32_gather")
+        # NOTE: rows of whole 4-byte words go through the word gather
+        ctx.push(row_bytes // 4 if row_bytes % 4 == 0 else row_bytes)
+        ctx.call("f32_gather" if row_bytes % 4 == 0 else "u8_gather")
 
 
 OP = Embedding()

@@ -1,5 +1,5 @@
 """full: a tensor of a (possibly symbolic) shape holding one value, lowered to a copy from
-one placed float with strides 0."""
+one placed element with strides 0."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import numpy as np
 
 from ..errors import CompileError
 from . import OpDef
-from ._movement import fill, require_float
+from ._movement import fill
 
 if TYPE_CHECKING:
     from ..codegen import LowerContext
@@ -27,8 +27,7 @@ class Full(OpDef):
         return [(size, np.dtype(attrs.get("dtype", np.float32)).name)]
 
     def lower(self, node: Node, ctx: LowerContext) -> None:
-        require_float(self.name, node.output)
-        fill(ctx, node.output, float(node.attrs["fill_value"]))
+        fill(ctx, node.output, node.attrs["fill_value"])
 
 
 OP = Full()

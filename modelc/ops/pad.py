@@ -14,9 +14,9 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import CompileError
 from . import OpDef
-from ._movement import copy_region, fill, require_float
+from ._movement import copy_region, fill
 from ._shapes import require_static
-from ._strided import Factors, dense_strides
+from ._strided import Factors, dense_strides, element_size
 
 if TYPE_CHECKING:
     from ..codegen import LowerContext
@@ -73,7 +73,7 @@ class Pad(OpDef):
 
     def lower(self, node: Node, ctx: LowerContext) -> None:
         source, out = node.inputs[0], node.output
-        require_float(self.name, source, out)
+        element_size(self.name, source, out)
         amounts = list(node.attrs["pad"])
         region, source_at, target_at = list(source.shape), 0, 0
         source_strides, target_strides = dense_strides(source.shape), dense_strides(out.shape)

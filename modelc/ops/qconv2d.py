@@ -11,8 +11,15 @@ conv without padding needs no im2col: its channels-last input is the rows. The p
 (n, oh * ow, o) rows are transposed into the NCHW output. Accumulation is exact for c * kh
 * kw <= ``abi_quantized.QLINEAR_MAX_K`` (longer ones take the float path).
 
-Other forms (grouped and depthwise convs, asymmetric weights) run through float32: the input
-is dequantized into scratch, the f32 conv kernel runs on the dequantized constant weight
+A depthwise conv (``groups == c``) requantized into its input's dtype is one call of the
+depthwise family's quantized row (``q{u,s}8_depthwise_conv2d``, ``_depthwise``): it
+dequantizes each input plane into its scratch plane, runs the f32 depthwise tiles on the
+dequantized constant weight and bias, and quantizes their outputs as it stores them, which
+is what the float path below computes, in one pass.
+
+Other forms (grouped convs, asymmetric weights, a float or other-dtype output) run through
+float32: the input is dequantized into scratch, the f32 conv kernel (the ``depthwise``
+family's for a depthwise conv) runs on the dequantized constant weight
 (an int32 bias becomes ``bias * input_scale * weight_scale``, so the input scale must be
 constant), with relu / relu6 fused, and a requantized output is quantized from a second
 scratch. That result may differ from the integer reference by one quantization step where
@@ -22,6 +29,7 @@ float rounding moves a value across a rounding boundary.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
@@ -33,7 +41,7 @@ from wasm_kernels.abi_quantized import QLINEAR_MAX_K
 from wasm_kernels.pack import pack_conv_weight
 
 from ..errors import CompileError
-from . import OpDef
+from . import OpDef, _depthwise
 from ._qgemm import call_qlinear, scratch_shapes, symmetric
 from ._qproduct import check_operands, optional, result_dtype
 from ._quantized import FLOAT, QUANTIZED, dequantize, per_channel, quantize, real
@@ -65,7 +73,13 @@ class QConv2d(OpDef):
 
     def scratch(self, node: Node) -> tuple[Shape, ...]:
         if not self._integer(node):
-            return (node.inputs[0].shape, node.output.shape)
+            # the depthwise kernels' padded plane; the float path's dequantized input and
+            # f32 output before it
+            plane = ((_depthwise.scratch_floats(_depthwise.geometry(
+                node, node.inputs[0], node.inputs[3])),),) if self._depthwise(node) else ()
+            if self._fused(node) is not None:
+                return plane
+            return (node.inputs[0].shape, node.output.shape, *plane)
         x, (o, per_group, kh, kw) = node.inputs[0], node.inputs[3].shape
         pixels = math.prod(node.output.shape[2:])
         size = 1 if node.output.dtype in QUANTIZED else 4
@@ -85,12 +99,53 @@ class QConv2d(OpDef):
                 and symmetric(weight, named["weight_zero_point"], weight.shape[0], self.name)
                 and node.output.dtype in (named["input"].dtype, FLOAT))
 
+    def _depthwise(self, node: Node) -> abi.KernelSpec | None:
+        """The depthwise kernel of a float-path ``node`` (None: not depthwise)."""
+        activation = node.attrs.get("activation", "")
+        return _depthwise.spec(node.inputs[0], node.inputs[3], node.attrs.get("groups", 1),
+                               (activation,) if activation else ())
+
+    def _fused(self, node: Node) -> abi.KernelSpec | None:
+        """The quantized depthwise row of ``node`` (None: not a depthwise conv requantized
+        into its input's dtype)."""
+        x = node.inputs[0]
+        if self._depthwise(node) is None or node.output.dtype != x.dtype:
+            return None
+        activation = node.attrs.get("activation", "")
+        return abi.BY_OP.get(("depthwise", "depthwise_conv2d",
+                              (activation,) if activation else (), x.dtype))
+
     def lower(self, node: Node, ctx: LowerContext) -> None:
         require_constant_weight(node.inputs[3], self.name)
+        fused = self._fused(node)
         if self._integer(node):
             self._lower_integer(node, ctx)
+        elif fused is not None:
+            self._lower_fused(node, ctx, fused)
         else:
             self._lower_float(node, ctx)
+
+    def _lower_fused(self, node: Node, ctx: LowerContext, kernel: abi.KernelSpec) -> None:
+        named = dict(zip(node.input_names, node.inputs))
+        weight, w_real, w_scale = self._real_weight(named)
+        pushers = {name: partial(ctx.address, named[value]) for name, value in (
+            ("x", "input"), ("x_scale", "input_scale"), ("x_zero", "input_zero_point"),
+            ("y_scale", "output_scale"), ("y_zero", "output_zero_point"))}
+        real_bias = self._real_bias(named.get("bias"), named["input_scale"], w_scale,
+                                    weight.shape[0])
+        pushers.update(bias=partial(ctx.constant, real_bias),
+                       scratch=partial(ctx.scratch, node, 0),
+                       y=partial(ctx.address, node.output))
+        _depthwise.call(ctx, kernel, _depthwise.geometry(node, named["input"], weight), w_real,
+                        pushers)
+
+    def _real_weight(self, named: dict[str, Any]) -> tuple[Any, np.ndarray, np.ndarray]:
+        """(the weight value, its float32 values, its per-channel scales)."""
+        weight = named["weight"]
+        o = weight.shape[0]
+        w_scale = per_channel(named["weight_scale"], o, "float32", self.name)
+        return weight, real(np.asarray(weight.data), w_scale, per_channel(
+            named["weight_zero_point"], o, "int32", self.name)), w_scale
 
     def _lower_integer(self, node: Node, ctx: LowerContext) -> None:
         named = dict(zip(node.input_names, node.inputs))
@@ -131,23 +186,41 @@ class QConv2d(OpDef):
 
     def _lower_float(self, node: Node, ctx: LowerContext) -> None:
         named = dict(zip(node.input_names, node.inputs))
-        x, weight = named["input"], named["weight"]
-        o, per_group, kh, kw = weight.shape
-        w_scale = per_channel(named["weight_scale"], o, "float32", self.name)
-        w_real = real(np.asarray(weight.data), w_scale,
-                      per_channel(named["weight_zero_point"], o, "int32", self.name))
+        x = named["input"]
+        weight, w_real, w_scale = self._real_weight(named)
+        o = weight.shape[0]
         dequantize(ctx, x, partial(ctx.address, named["input_scale"]),
                    partial(ctx.address, named["input_zero_point"]),
                    partial(ctx.scratch, node, 0), None)
-        bias = named.get("bias")
+        real_bias = self._real_bias(named.get("bias"), named["input_scale"], w_scale, o)
+        requantize = "output_scale" in named
+        target = partial(ctx.scratch, node, 1) if requantize else partial(ctx.address,
+                                                                          node.output)
+        depthwise = self._depthwise(node)
+        if depthwise is not None:
+            _depthwise.call(ctx, depthwise, _depthwise.geometry(node, x, weight), w_real,
+                            {"x": partial(ctx.scratch, node, 0),
+                             "bias": partial(ctx.constant, real_bias),
+                             "scratch": partial(ctx.scratch, node, 2), "y": target})
+        else:
+            self._call_conv(node, ctx, (w_real, real_bias), target)
+        if requantize:
+            quantize(ctx, partial(ctx.scratch, node, 1),
+                     partial(ctx.address, named["output_scale"]),
+                     partial(ctx.address, named["output_zero_point"]), node.output,
+                     node.output.shape, None)
+
+    def _call_conv(self, node: Node, ctx: LowerContext, weights: tuple[np.ndarray, np.ndarray],
+                   target: Callable[[], None]) -> None:
+        """The general f32 conv kernel on the dequantized input (scratch 0) with the real
+        ``weights`` (weight, bias), into ``target``."""
+        x = node.inputs[0]
+        w_real, real_bias = weights
+        o, _, kh, kw = w_real.shape
         ctx.scratch(node, 0)
         ctx.constant(pack_conv_weight(w_real, node.attrs.get("groups", 1)))
-        ctx.constant(self._real_bias(bias, named["input_scale"], w_scale, o))
-        requantize = "output_scale" in named
-        if requantize:
-            ctx.scratch(node, 1)
-        else:
-            ctx.address(node.output)
+        ctx.constant(real_bias)
+        target()
         stride, dilation = pair(node.attrs.get("stride", 1)), pair(node.attrs.get("dilation", 1))
         (top, _), (left, _) = conv_padding(node.attrs.get("padding", 0), (kh, kw), stride,
                                            dilation)
@@ -157,11 +230,6 @@ class QConv2d(OpDef):
             ctx.push(number)
         activation = node.attrs.get("activation", "")
         ctx.call(abi.find("conv", "conv2d", (activation,) if activation else ()).name)
-        if requantize:
-            quantize(ctx, partial(ctx.scratch, node, 1),
-                     partial(ctx.address, named["output_scale"]),
-                     partial(ctx.address, named["output_zero_point"]), node.output,
-                     node.output.shape, None)
 
     def _real_bias(self, bias: Any, input_scale: Any, w_scale: np.ndarray,
                    channels: int) -> np.ndarray:

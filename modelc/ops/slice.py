@@ -12,7 +12,7 @@ from ..errors import CompileError
 from . import OpDef
 from ._movement import axis_offset, copy_region
 from ._shapes import axis, require_static
-from ._strided import dense_strides, words
+from ._strided import dense_strides, element_size
 
 if TYPE_CHECKING:
     from ..codegen import LowerContext
@@ -40,7 +40,7 @@ class Slice(OpDef):
 
     def lower(self, node: Node, ctx: LowerContext) -> None:
         source = node.inputs[0]
-        words(self.name, source, node.output)
+        element_size(self.name, source, node.output)
         shape = source.shape
         dim = axis(node.attrs["dim"], len(shape))
         start, end = node.attrs.get("start"), node.attrs.get("end")

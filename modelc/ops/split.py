@@ -9,7 +9,7 @@ from ..errors import CompileError
 from . import OpDef
 from ._movement import axis_offset, copy_region
 from ._shapes import axis, require_static
-from ._strided import dense_strides, words
+from ._strided import dense_strides, element_size
 
 if TYPE_CHECKING:
     from ..codegen import LowerContext
@@ -32,7 +32,7 @@ class Split(OpDef):
 
     def lower(self, node: Node, ctx: LowerContext) -> None:
         source = node.inputs[0]
-        words(self.name, source, *node.outputs)
+        element_size(self.name, source, *node.outputs)
         dim = axis(node.attrs.get("dim", 0), len(source.shape))
         start = 0
         for part in node.outputs:

@@ -1,7 +1,7 @@
 """where: ``input`` where ``condition`` is true, else ``other``, with broadcasting.
 
-Lowered to the strided ``f32_where`` (float32 or int32 values) or ``i64_where`` (int64),
-with a bool condition; a Python scalar operand is placed as one element and broadcast.
+Lowered to the strided where kernel of the values' element size, with a bool condition; a
+Python scalar operand is placed as one element and broadcast.
 """
 
 from __future__ import annotations
@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from wasm_kernels import abi
+from wasm_kernels.kernel_spec import ELEMENTS
 
 from ..errors import CompileError
 from ._families import Binary
@@ -20,11 +21,10 @@ if TYPE_CHECKING:
     from ..graph import Node
 
 
-KERNELS = {"float32": abi.find("movement", "where").name,
-           "int32": abi.find("movement", "where").name,
-           "int64": abi.find("movement", "where", dtype="int64").name}
-"""The value dtypes ``where`` lowers for: the kernels move 4- or 8-byte elements bit for bit,
-so int32 goes through the float32 one."""
+KERNELS = {dtype: abi.find("movement", "where", dtype=abi.MOVED[size]).name
+           for dtype, (_, size) in ELEMENTS.items()}
+"""The value dtypes ``where`` lowers for: the kernels move 1-, 2-, 4- or 8-byte elements bit
+for bit, so each dtype goes through the one of its size."""
 
 
 class Where(Binary):

@@ -8,12 +8,14 @@ from ..graph import Graph
 from .compose_permutes import compose_permutes
 from .eliminate_dead_code import eliminate_dead_code
 from .expand_powers import expand_powers
+from .fold_affine import fold_affine
 from .fold_batchnorm import fold_batchnorm
 from .fold_constants import fold_constants
 from .fold_dequantize_scales import fold_dequantize_scales
 from .fold_linear_bias import fold_linear_bias
 from .fold_scales import fold_scales
 from .fuse_epilogues import fuse_epilogues
+from .gather_one_hot import gather_one_hot
 from .infer_shapes import infer_shapes
 from .plan_memory import plan_memory
 from .recognize_composites import recognize_composites
@@ -33,6 +35,8 @@ PIPELINE: tuple[Pass, ...] = (
     fold_linear_bias,      # linear(x, w) + b (ONNX's MatMul, Add) into linear(x, w, b)
     fold_scales,           # matmul(linear(x) ...) * s: s moves into the linear's weights
     recognize_composites,  # gelu, silu, relu6, hardswish expansions back into one node each
+    fold_affine,           # constant scale and shift beside a conv/linear: into its weights
+    gather_one_hot,        # a linear over a one-hot encoding: a gather of the weight's rows
     softmax_last_axis,     # softmax along an inner axis: permuted to the last and back
     expand_powers,         # pow by a constant, rsqrt: into mul, sqrt, div, exp and log
     compose_permutes,      # permute chains into one permute; identities removed
@@ -51,7 +55,7 @@ def optimize(graph: Graph, pipeline: tuple[Pass, ...] = PIPELINE) -> Graph:
 
 
 __all__ = ["PIPELINE", "compose_permutes", "eliminate_dead_code", "expand_powers",
-           "fold_batchnorm", "fold_constants", "fold_dequantize_scales", "fold_linear_bias",
-           "fold_scales",
-           "fuse_epilogues", "infer_shapes", "optimize", "plan_memory", "recognize_composites",
-           "remove_no_ops", "softmax_last_axis", "split_permutes"]
+           "fold_affine", "fold_batchnorm", "fold_constants", "fold_dequantize_scales",
+           "fold_linear_bias", "fold_scales", "fuse_epilogues", "gather_one_hot",
+           "infer_shapes", "optimize", "plan_memory", "recognize_composites", "remove_no_ops",
+           "softmax_last_axis", "split_permutes"]

@@ -20,6 +20,8 @@ def _integer_arg(input: Any, dim: int, keepdim: bool, last: bool, largest: bool)
     """The index of the first (or ``last``) extreme of integers along ``dim``, from the
     ``topk`` of one (whose ties keep the lower index) of the axis, reversed for ``last``."""
     n = input.shape[dim]
+    if np.dtype(input.dtype).itemsize < 4:  # NOTE: widened exactly, for topk's kernels
+        input = cast(input, np.int32)
     _, index = topk(slice(input, dim, None, None, -1) if last else input, 1, dim, largest)
     if last:
         index = add(mul(index, -1), n - 1)

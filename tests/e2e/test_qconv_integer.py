@@ -146,3 +146,47 @@ def test_other_forms_stay_in_float(what: str, groups: int, w_zero: int,
     with runtime.load(wasm, kernels="host") as session:
         got = session.run({"input0": x})["output0"]
     np.testing.assert_allclose(got, model(x), rtol=1e-5, atol=1e-4)
+
+
+# (dtype, n, c, multiplier, h, w, kernel, stride, padding, activation, requantized)
+DEPTHWISE = [
+    ("uint8", 1, 8, 1, 7, 9, 3, 1, 1, "relu6", True),
+    ("int8", 2, 5, 1, 10, 11, 3, 2, 1, "relu", True),
+    ("uint8", 1, 4, 2, 9, 8, 5, 2, 2, "", True),
+    ("uint8", 1, 6, 1, 5, 5, 3, 2, 0, "relu6", False),
+]
+
+
+@pytest.mark.parametrize("case", DEPTHWISE, ids=lambda c: "-".join(map(str, c)))
+def test_depthwise_runs_the_depthwise_kernel_within_one_step(case: tuple) -> None:
+    """A depthwise qconv2d (groups == c) runs the depthwise family: requantized, its
+    quantized row (dequantize, f32 tiles, quantize in one call), else dequantize -> the f32
+    depthwise kernel. Within one output step of the integer reference (float rounding may
+    move a value across a rounding boundary); not requantized, equal but for float error."""
+    dtype, n, c, multiplier, h, width, k, stride, padding, activation, requantized = case
+    rng = np.random.default_rng(c * 10 + k)
+    x = rng.integers(*RANGE[dtype], (n, c, h, width), endpoint=True).astype(dtype)
+    w = rng.integers(-128, 127, (c * multiplier, 1, k, k), endpoint=True).astype(np.int8)
+    w_scale = rng.uniform(0.001, 0.01, c * multiplier).astype(np.float32)
+    bias = rng.integers(-3000, 3000, c * multiplier).astype(np.int32)
+    x_pair = (0.02, int(rng.integers(*RANGE[dtype])))
+    out = (0.05, int(rng.integers(*RANGE[dtype])) // 2) if requantized else None
+    attrs = {"stride": stride, "padding": padding, "groups": c, "activation": activation}
+    wasm = modelc.export(_model(w, w_scale, bias, x_pair, out, dtype, **attrs), (x,))
+    prefix = {"uint8": "qu8", "int8": "qs8"}[dtype] if requantized else "f32"
+    kernel = "_".join((f"{prefix}_depthwise_conv2d", *([activation] if activation else [])))
+    assert {kernel, "f32_conv2d", "qu8_im2col"} & _imports(wasm) == {kernel}
+    expected = np.concatenate([_reference(
+        x[:, g:g + 1], *x_pair, w[g * multiplier:(g + 1) * multiplier],
+        w_scale[g * multiplier:(g + 1) * multiplier],
+        bias[g * multiplier:(g + 1) * multiplier], out, stride, padding, 1, activation)
+        for g in range(c)], axis=1)
+    for provider in PROVIDERS:
+        with runtime.load(wasm, kernels=provider) as session:
+            got = session.run({"input0": x})["output0"]
+        if requantized:
+            steps = np.abs(got.astype(np.int32) - expected.astype(np.int32))
+            assert steps.max() <= 1, provider
+            assert np.mean(steps) < 0.05, provider
+        else:
+            np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-3, err_msg=provider)

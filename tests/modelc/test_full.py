@@ -30,14 +30,22 @@ def test_full_over_symbolic_dims_runs_in_wasm(kernels: str) -> None:
             np.testing.assert_array_equal(session.run(data)["output0"], data - 1.5)
 
 
-def test_full_of_known_shape_folds_and_int_full_refuses_to_lower() -> None:
+def test_full_of_known_shape_folds() -> None:
     graph = modelc.trace(ShiftBy(), (np.zeros((2, 3, 5), np.float32),))
     assert "full" not in graph.ops()
 
+
+@pytest.mark.parametrize("kernels", PROVIDERS)
+@pytest.mark.parametrize("dtype, value", [(np.int64, 7), (np.int16, -300), (np.uint8, 200),
+                                          (np.bool_, True)])
+def test_integer_full_over_a_symbolic_dim_runs_in_wasm(kernels: str, dtype: type,
+                                                       value: object) -> None:
     class Ints(nn.Module):
         def forward(self, x: object) -> object:
-            return F.full((x.shape[0],), 7, np.int64)  # type: ignore[attr-defined]
+            return F.full((x.shape[0], 3), value, dtype)  # type: ignore[attr-defined]
 
-    with pytest.raises(modelc.CompileError, match=r"full: only float32 lowers to wasm, got "
-                                                  r"\['int64'\]"):
-        modelc.export(Ints(), (np.zeros(3, np.float32),), dynamic={"input0": {0: ("b", 1, 4)}})
+    wasm = modelc.export(Ints(), (np.zeros(3, np.float32),), dynamic={"input0": {0: ("b", 1, 4)}})
+    with runtime.load(wasm, kernels=kernels) as session:
+        got = session.run(np.zeros(2, np.float32))["output0"]
+    np.testing.assert_array_equal(got, np.full((2, 3), value, dtype))
+    assert got.dtype == np.dtype(dtype)

@@ -23,9 +23,14 @@ def _gelu_as_onnx_exports_it(h):  # torch's exporter: Div, Erf, Add, Mul, Mul
     return h * (F.erf(h / float(np.float32(np.sqrt(2.0)))) + 1.0) * 0.5
 
 
+def _hardswish_as_paddle_exports_it(h):  # paddle2onnx: Add, Clip, Mul, Div
+    return h * F.relu6(h + 3.0) / 6.0
+
+
 @pytest.mark.parametrize("name, fn", [("gelu", F.gelu), ("gelu", _gelu_as_onnx_exports_it),
                                       ("silu", F.silu), ("relu6", F.relu6),
-                                      ("hardswish", F.hardswish)])
+                                      ("hardswish", F.hardswish),
+                                      ("hardswish", _hardswish_as_paddle_exports_it)])
 def test_composite_becomes_one_node_then_fuses_into_the_gemm(name, fn):
     model = Act(fn).eval()
     graph = recognize_composites(modelc.trace(model, (np.zeros((2, 6), np.float32),)))

@@ -121,3 +121,39 @@ def test_int8_dynamic_relaxed_export_gives_the_same_bits_under_node(tmp_path):
     np.testing.assert_array_equal(node, np.load(io.BytesIO(ours)))
     (eager,) = modelc.interpret(graph, dict.fromkeys(graph.inputs, x)).values()
     np.testing.assert_allclose(node, eager, rtol=1e-5, atol=1e-5)
+
+
+def test_integer_and_bool_inputs_and_outputs_go_through_stdin_and_stdout():
+    """uint8 pixels and an int16 input in, a bool mask, the int16 sum and an int64 out,
+    against onnxruntime; a wrong input dtype is named with numpy's descr."""
+    onnx = pytest.importorskip("onnx")
+    ort = pytest.importorskip("onnxruntime")
+    from onnx import TensorProto, helper
+
+    nodes = [helper.make_node("Cast", ["pixels"], ["wide"], to=TensorProto.INT16),
+             helper.make_node("Add", ["wide", "offset"], ["sum"]),
+             helper.make_node("Greater", ["sum", "offset"], ["mask"]),
+             helper.make_node("Cast", ["sum"], ["long"], to=TensorProto.INT64)]
+    graph = helper.make_graph(nodes, "ints", [
+        helper.make_tensor_value_info("pixels", TensorProto.UINT8, ["n", 5]),
+        helper.make_tensor_value_info("offset", TensorProto.INT16, [5])], [
+        helper.make_tensor_value_info(name, dtype, ["n", 5]) for name, dtype in
+        (("mask", TensorProto.BOOL), ("sum", TensorProto.INT16), ("long", TensorProto.INT64))])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+    onnx.checker.check_model(model)
+    wasm = modelc.export(modelc.from_onnx(model, dynamic={"pixels": {0: ("n", 1, 8)}}),
+                         standalone=True)
+    rng = np.random.default_rng(5)
+    feeds = {"pixels": rng.integers(0, 256, (3, 5)).astype(np.uint8),
+             "offset": np.array([-300, 0, 7, 32767, -32768], np.int16)}
+    code, stdout, stderr = run_wasi(wasm, npy(feeds["pixels"]) + npy(feeds["offset"]))
+    assert code == 0, stderr
+    stream = io.BytesIO(stdout)
+    got = [np.load(stream) for _ in range(3)]
+    want = ort.InferenceSession(model.SerializeToString(),
+                                providers=["CPUExecutionProvider"]).run(None, feeds)
+    for g, w in zip(got, want, strict=True):
+        assert g.dtype == w.dtype
+        np.testing.assert_array_equal(g, w)
+    code, _, stderr = run_wasi(wasm, npy(feeds["pixels"].astype(np.int8)) + npy(feeds["offset"]))
+    assert code == 1 and "input 'pixels' must be uint8 ('|u1')" in stderr

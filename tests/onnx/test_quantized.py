@@ -187,9 +187,12 @@ def test_qdq_products_fold_into_quantized_operators(tmp_path, torch_to_onnx) -> 
 
 @pytest.mark.parametrize("how", ["qoperator", "qdq"])
 def test_residual_depthwise_net_matches_onnxruntime(tmp_path, torch_to_onnx, how) -> None:  # type: ignore[no-untyped-def]
+    """Its depthwise qconv2d runs the depthwise family's quantized row (int8 in and out)."""
     torch.manual_seed(0)
-    _check(_quantized(tmp_path, torch_to_onnx, _ResidualNet().eval(), (1, 3, 16, 16), how),
-           _input((1, 3, 16, 16)), literal=how == "qdq")
+    wasm = _check(_quantized(tmp_path, torch_to_onnx, _ResidualNet().eval(), (1, 3, 16, 16),
+                             how), _input((1, 3, 16, 16)), literal=how == "qdq")
+    kernels = _kernels(wasm)
+    assert "qs8_depthwise_conv2d" in kernels and "f32_conv2d" not in kernels, sorted(kernels)
 
 
 def test_full_range_dynamic_follows_the_onnx_specification(tmp_path, torch_to_onnx) -> None:  # type: ignore[no-untyped-def]

@@ -5,10 +5,10 @@ Each graph takes X (batch, 6, 8) or (batch, 3, 11, 12) with a symbolic batch and
 steps of default-domain ops (MatMul, broadcasting arithmetic, activations of the Elu family
 and Sin/Cos, Softmax and LogSoftmax on any axis, CumSum, LayerNormalization, Transpose,
 reductions, Concat, Slice, Reshape, Clip, Pow, Sqrt, Unsqueeze/Squeeze, attention-like
-products, LSTM/GRU/RNN, Einsum, int32 masks, a run-time If, GatherND at run-time indices,
-a Scan down the batch (a wasm loop); on images convolutions, pools, pads, Resize of every
-mode, antialiased or cropped by roi, DepthToSpace and SpaceToDepth), so the importer and
-the compiler meet combinations no hand-written case has.
+products, LSTM/GRU/RNN, Einsum, masks from int32/int8/uint8/int16/uint16, a run-time If,
+GatherND at run-time indices, a Scan down the batch (a wasm loop); on images convolutions,
+pools, pads, Resize of every mode, antialiased or cropped by roi, DepthToSpace and
+SpaceToDepth), so the importer and the compiler meet combinations no hand-written case has.
 """
 
 from __future__ import annotations
@@ -163,14 +163,29 @@ class SequenceGraph(RandomGraph):
                                      self.const(np.array([0, s, dirs * hidden], np.int64))])
 
     def _integer_mask(self) -> str:
-        """``x * (int32(4x) >= k)``: a float -> int32 cast, an int32 comparison, a bool ->
-        float cast (values away from the cast's rounding edges do not matter: both sides
+        """``x * (n >= k) + 0.01 * where(n >= k, n, 3)`` (16-bit: ``+ 0.01 * n``) for ``n``
+        the integers ``int(4x) + 1`` of a random dtype among int32 and the narrow ones,
+        moved through a Concat and a Slice: a float -> integer cast (wrapping into uint8,
+        uint16), wrapping integer arithmetic, data movement, a comparison and a Where on that
+        dtype, and casts back to float (values away from the cast's rounding edges do not matter: both sides
         truncate)."""
+        rng, d = self.rng, self.shape[-1]
+        dtype = np.dtype(str(rng.choice(["int32", "int8", "uint8", "int16", "uint16"])))
         scaled = self.node("Mul", [self.x, self.const(np.float32(4.0))])
-        ints = self.node("Cast", [scaled], to=TensorProto.INT32)
-        mask = self.node(str(self.rng.choice(["GreaterOrEqual", "Less", "Equal"])),
-                         [ints, self.const(np.int32(self.rng.integers(-1, 2)))])
-        return self.node("Mul", [self.x, self.node("Cast", [mask], to=TensorProto.FLOAT)])
+        ints = self.node("Add", [self.node("Cast", [scaled], to=helper.np_dtype_to_tensor_dtype(
+            dtype)), self.const(np.array(1).astype(dtype))])
+        moved = self.node("Slice", [self.node("Concat", [ints, ints], axis=-1),
+                                    self.const(np.array([d], np.int64)),
+                                    self.const(np.array([2 * d], np.int64)),
+                                    self.const(np.array([-1], np.int64))])
+        mask = self.node(str(rng.choice(["GreaterOrEqual", "Less", "Equal"])),
+                         [moved, self.const(np.array(rng.integers(-1, 2)).astype(dtype))])
+        values = (moved if dtype.itemsize == 2  # NOTE: onnxruntime has no 16-bit Where
+                  else self.node("Where", [mask, moved, self.const(np.array(3).astype(dtype))]))
+        return self.node("Add", [
+            self.node("Mul", [self.x, self.node("Cast", [mask], to=TensorProto.FLOAT)]),
+            self.node("Mul", [self.node("Cast", [values], to=TensorProto.FLOAT),
+                              self.const(np.float32(0.01))])])
 
     def _gather_nd(self) -> str:
         """``x + GatherND(table, int64(clip(2x + 2, 0, 4.5))[..., None])``: a constant (5,)

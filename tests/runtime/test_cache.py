@@ -1,9 +1,11 @@
 """The code cache, on the one-thread path (with threads the kernels import a shared memory
 and a dispatch module is cached beside them; tests/runtime/test_threads.py)."""
 
+import os
 import subprocess
 import sys
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -147,3 +149,67 @@ def test_the_kernel_module_holds_only_what_the_model_imports(cache_dir, mlp_wasm
     for kernels in cache_dir.glob("kernels-*.wasm"):  # one module per opt level used
         exported |= {e.name for e in read_module(kernels.read_bytes()).exports}
     assert exported == imported | {wasm_kernels.MEMORY}
+
+
+def _entry(directory, name: str, size: int, used: float) -> None:
+    """An entry of ``size`` bytes whose last use was at time ``used``."""
+    path = directory / name
+    cache._write_entry(path, b"x" * size)
+    os.utime(path.with_name(path.name + ".sum"), (used, used))
+
+
+def test_prune_drops_least_recently_used_entries_first(cache_dir):
+    (cache_dir / cache._PRUNE_STAMP).touch()
+    sum_bytes = len(cache._checksum(b""))
+    for age, name in enumerate(["newest.cwasm", "middle.wasm", "oldest.cwasm"]):
+        _entry(cache_dir, name, 1000, time.time() - 100 * (age + 1))
+    freed = cache.prune(cache_dir, 2 * (1000 + sum_bytes))
+    assert freed == 1000 + sum_bytes
+    assert sorted(p.name for p in cache_dir.glob("*wasm")) == ["middle.wasm", "newest.cwasm"]
+    assert cache.prune(cache_dir, 0) == 2 * (1000 + sum_bytes)
+    assert not list(cache_dir.glob("*wasm*"))
+
+
+def test_a_hit_counts_as_a_use(cache_dir, mlp_wasm):
+    (cache_dir / cache._PRUNE_STAMP).touch()
+    _cold()
+    runtime.load(mlp_wasm, threads=1)
+    entries = list(cache_dir.glob("*wasm"))
+    for entry in entries:
+        os.utime(entry.with_name(entry.name + ".sum"), (1.0, 1.0))
+    _entry(cache_dir, "unrelated.cwasm", 10, time.time() - 10)
+    _cold()
+    runtime.load(mlp_wasm, threads=1)
+    total = sum(e.stat().st_size + e.with_name(e.name + ".sum").stat().st_size for e in entries)
+    cache.prune(cache_dir, total)
+    assert sorted(cache_dir.glob("*wasm")) == sorted(entries)
+
+
+def test_writes_prune_at_most_once_an_interval(cache_dir, monkeypatch):
+    monkeypatch.setenv("WASMNN_CACHE_MAX_BYTES", "0")
+    cache._write_entry(cache_dir / "first.cwasm", b"x" * 10)
+    assert not (cache_dir / "first.cwasm").exists()  # no stamp yet: the write pruned
+    cache._write_entry(cache_dir / "second.cwasm", b"x" * 10)
+    assert (cache_dir / "second.cwasm").exists()  # pruned a moment ago: not again
+    stamp = cache_dir / cache._PRUNE_STAMP
+    old = time.time() - cache.PRUNE_INTERVAL_S - 1
+    os.utime(stamp, (old, old))
+    cache._write_entry(cache_dir / "third.cwasm", b"x" * 10)
+    assert not list(cache_dir.glob("*.cwasm"))
+
+
+def test_stale_temp_files_are_removed(cache_dir):
+    stale, fresh = cache_dir / ".tmp-stale", cache_dir / ".tmp-fresh"
+    stale.write_bytes(b"half")
+    fresh.write_bytes(b"being written")
+    old = time.time() - cache.PRUNE_INTERVAL_S - 1
+    os.utime(stale, (old, old))
+    cache.prune(cache_dir, 1 << 30)
+    assert not stale.exists() and fresh.exists()
+
+
+@pytest.mark.parametrize("value", ["2GiB", "-1", "lots"])
+def test_a_malformed_bound_is_named(cache_dir, monkeypatch, value):
+    monkeypatch.setenv("WASMNN_CACHE_MAX_BYTES", value)
+    with pytest.raises(ValueError, match="WASMNN_CACHE_MAX_BYTES"):
+        cache.cache_dir()

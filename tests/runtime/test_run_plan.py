@@ -131,3 +131,19 @@ def test_a_dropped_session_frees_its_instances(mlp_wasm):
     del session
     gc.collect()
     assert instance() is None
+
+
+def test_prepared_call_of_a_function_without_result():
+    import wasmtime
+
+    from runtime.compartment import Compartment
+
+    compartment = Compartment()
+    wat = """(module (global $g (export "g") (mut i32) (i32.const 0))
+               (func (export "f") (param i32 i32)
+                 (global.set $g (i32.sub (local.get 0) (local.get 1)))))"""
+    module = wasmtime.Module(compartment.engine, wat)
+    exports = wasmtime.Instance(compartment.store, module, []).exports(compartment.store)
+    call = I32Call(compartment.store, exports["f"], 2, results=0)
+    assert call([5, 7]) == 0
+    assert exports["g"].value(compartment.store) == -2

@@ -52,18 +52,22 @@ class Block(nn.Module):
 class Convs(nn.Module):
     """conv2d over its threshold with one image: 42 output channels (10 blocks of 4 and 2
     single ones) with a fused relu, then one with a residual add; a depthwise conv and a
-    batch of 2 stay on one thread."""
+    batch of 2 stay on one thread; max and average pools over the 42 planes; a stride-2 conv
+    to 90 channels (22 blocks of 4 and 2 single ones) on 8x8 pixels (8 panels)."""
 
     def __init__(self):
         super().__init__()
         self.first = nn.Conv2d(8, 42, 3, padding=1)
         self.second = nn.Conv2d(42, 42, 3, padding=1)
         self.depthwise = nn.Conv2d(42, 42, 3, padding=1, groups=42)
+        self.deep = nn.Conv2d(42, 90, 3, stride=2, padding=1)
 
     def forward(self, x):
         h = nn.functional.relu(self.first(x))
-        h = self.second(h) + h
-        return self.depthwise(h)
+        h = self.depthwise(self.second(h) + h)
+        h = (nn.functional.max_pool2d(h, 3, 2, 1)
+             + nn.functional.avg_pool2d(h, 3, 2, 1, count_include_pad=False))
+        return self.deep(h)
 
 
 @pytest.fixture(scope="module")
@@ -111,6 +115,7 @@ def test_the_convs_use_conv_kernels_that_split(convs):
     assert {abi.BY_NAME[n].epilogue for n in split
             if abi.BY_NAME[n].op in ("conv2d", "conv2d_gemm")} >= {
         ("relu",), ("add",)}, sorted(imported)
+    assert {"f32_max_pool2d", "f32_avg_pool2d"} <= split, sorted(imported)
 
 
 @pytest.mark.parametrize("kernels", WASM_PROVIDERS)

@@ -78,9 +78,18 @@ def test_an_unknown_epilogue_is_named_with_what_the_family_has() -> None:
 
 
 def test_names_follow_the_fields() -> None:
-    short = {"float32": "f32", "int32": "i32", "int64": "i64", "bool": "bool", "uint8": "qu8",
-             "int8": "qs8"}
+    from wasm_kernels import abi_quantized
+    from wasm_kernels.kernel_spec import ELEMENTS
+
+    quantized = {spec.name for table in (abi_quantized.QRESCALE, abi_quantized.QUANTIZE,
+                                         abi_quantized.QLINEARS, abi_quantized.QCONV)
+                 for spec in table}
+    quantized |= {spec.name for spec in abi.KERNELS
+                  if spec.family == "depthwise" and spec.dtypes[0] != "float32"}
     for spec in abi.KERNELS:
+        short = {d: s for d, (s, _) in ELEMENTS.items()}
+        if spec.name in quantized:
+            short.update({"uint8": "qu8", "int8": "qs8"})
         if spec.family == "cast":
             expected = f"{short[spec.dtypes[0]]}_to_{short[spec.dtypes[1]]}"
         else:
@@ -110,7 +119,8 @@ def test_op_keyed_tables_of_the_templates_and_the_host_match_the_abi() -> None:
     assert set(vmath.FUNCTIONS) <= set(abi.UNARY_OPS)
     assert set(reduce.COMBINE) == ops("reduce") == set(abi.REDUCE_OPS)
     assert set(rowwise.ROWS) == set(host.ROWWISE) == ops("rowwise")
-    assert set(cast.CONVERSIONS) == ops("cast")
+    assert {tuple(k.dtypes) for k in abi.KERNELS if k.family == "cast"} == {
+        (s, t) for s in cast.ACCESS for t in cast.ACCESS if s != t}
     assert set(host.FAMILIES) == {k.family for k in abi.KERNELS}
 
 

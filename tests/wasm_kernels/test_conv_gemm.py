@@ -1,7 +1,12 @@
-"""Every f32_conv2d_gemm row against nn.functional.conv2d (and torch): whole panels copied a
-register at a time at stride 1 and 2, panels crossing output rows or touching the padding
-packed pixel by pixel, other strides, dilation, groups, batch > 1, output channels in groups
-of 4 and left over, pixels in several chunks and a last panel shorter than 8."""
+"""Every f32_conv2d_gemm row against nn.functional.conv2d (and torch): panels copied half a
+panel (4 pixels) a register at a time at stride 1, at stride 2 from a phased padded copy
+(even and odd pad, dilated, rows shorter than a vector) or unpadded, halves crossing output
+rows packed pixel by pixel, a second half past the last pixel, other strides, dilation,
+groups, batch > 1, output channels in groups of 4 and left over, pixels in several chunks
+and a last panel shorter than 8. A 1x1 stride-1 conv reads its whole panels in place: planes
+of fewer than 8 pixels (none), of a multiple of 8 (no packed tail), and input channels past
+the tile's unroll of 32; at a larger stride the same after subsampling, 4 pixels at a time
+at stride 2 and one by one otherwise."""
 
 import numpy as np
 import pytest
@@ -24,7 +29,15 @@ CASES = {
     "stride2": ((2, 4, 8, 36), 8, (3, 3), (2, 2), (1, 1), (1, 1), 1, 32),
     "stride2-odd": ((1, 6, 9, 41), 7, (3, 3), (2, 2), (1, 1), (1, 1), 1, 16),
     "1x1": ((1, 16, 5, 21), 13, (1, 1), (1, 1), (0, 0), (1, 1), 1, 40),
+    "1x1-tiny": ((2, 5, 1, 7), 6, (1, 1), (1, 1), (0, 0), (1, 1), 1, 8),
+    "1x1-exact": ((1, 33, 4, 8), 6, (1, 1), (1, 1), (0, 0), (1, 1), 1, 16),
+    "1x1-grouped": ((2, 8, 3, 7), 10, (1, 1), (1, 1), (0, 0), (1, 1), 2, 8),
+    "1x1-batch": ((3, 70, 3, 5), 9, (1, 1), (1, 1), (0, 0), (1, 1), 1, 64),
     "1x1-stride2": ((1, 4, 8, 40), 6, (1, 1), (2, 2), (0, 0), (1, 1), 1, 8),
+    "1x1-stride2-odd": ((2, 9, 7, 23), 6, (1, 1), (2, 2), (0, 0), (1, 1), 1, 16),
+    "1x1-stride2-tiny": ((1, 3, 3, 5), 5, (1, 1), (2, 2), (0, 0), (1, 1), 1, 8),
+    "1x1-stride3": ((1, 5, 10, 19), 7, (1, 1), (3, 3), (0, 0), (1, 1), 1, 8),
+    "1x1-stride2x1": ((1, 4, 6, 11), 4, (1, 1), (2, 1), (0, 0), (1, 1), 2, 16),
     "1x1-padded": ((1, 3, 4, 6), 4, (1, 1), (1, 1), (1, 1), (1, 1), 1, 48),
     "7x7-small": ((1, 12, 7, 7), 10, (3, 3), (1, 1), (1, 1), (1, 1), 1, 56),
     "stride3": ((1, 4, 10, 19), 5, (3, 3), (3, 3), (1, 1), (1, 1), 1, 16),
@@ -34,6 +47,12 @@ CASES = {
     "kernel>input": ((1, 2, 3, 3), 3, (5, 5), (1, 1), (2, 2), (1, 1), 1, 16),
     "narrow": ((1, 5, 3, 2), 6, (3, 3), (1, 1), (1, 1), (1, 1), 1, 8),
     "stem-7x7-stride2": ((1, 3, 20, 22), 8, (7, 7), (2, 2), (3, 3), (1, 1), 1, 16),
+    "halves": ((1, 3, 5, 12), 6, (3, 3), (1, 1), (1, 1), (1, 1), 1, 16),
+    "stride2-halves": ((1, 5, 11, 24), 7, (3, 3), (2, 2), (1, 1), (1, 1), 1, 24),
+    "stride2-pad2": ((1, 3, 10, 29), 5, (3, 3), (2, 2), (2, 2), (1, 1), 1, 16),
+    "stride2-dilated": ((1, 4, 13, 26), 6, (3, 3), (2, 2), (2, 2), (2, 2), 1, 16),
+    "stride2-unpadded": ((1, 4, 9, 35), 5, (3, 3), (2, 2), (0, 0), (1, 1), 1, 16),
+    "stride2-narrow": ((1, 3, 6, 5), 4, (3, 3), (2, 2), (1, 1), (1, 1), 1, 8),
 }
 GEMMS = [k for k in abi.KERNELS if k.family == "conv_gemm"]
 
@@ -71,7 +90,8 @@ def test_conv2d_gemm_shapes(kernels, case: str) -> None:  # type: ignore[no-unty
 
 @pytest.mark.parametrize("spec", GEMMS, ids=lambda s: s.name)
 def test_conv2d_gemm_epilogues(kernels, spec: abi.KernelSpec) -> None:  # type: ignore[no-untyped-def]
-    for seed, case in enumerate(("3x3-chunks", "stride2-odd", "1x1", "7x7-small", "grouped")):
+    for seed, case in enumerate(("3x3-chunks", "stride2-odd", "1x1", "7x7-small", "grouped",
+                                 "1x1-grouped", "1x1-exact", "1x1-stride2-odd")):
         out, expected = _run(kernels, spec, CASES[case], seed)
         np.testing.assert_allclose(out, expected, rtol=1e-4, atol=1e-4,
                                    err_msg=f"{spec.name} {case}")
@@ -97,10 +117,12 @@ def test_conv2d_gemm_matches_torch(kernels) -> None:  # type: ignore[no-untyped-
     np.testing.assert_allclose(out, expected, rtol=1e-4, atol=1e-4)
 
 
-@pytest.mark.parametrize("case", ["3x3-chunks", "stride2-odd", "1x1", "7x7-small"])
+@pytest.mark.parametrize("case", ["3x3-chunks", "stride2-odd", "1x1", "1x1-exact",
+                                  "1x1-stride2-odd", "7x7-small"])
 def test_conv2d_gemm_computes_only_its_part_of_the_pixels(kernels, case: str) -> None:  # type: ignore[no-untyped-def]
     """A thread's part: pixels first .. first + count of each plane, with Y, R and ws moved
-    there by the caller; the other pixels of Y stay as they were."""
+    there by the caller; the other pixels of Y stay as they were. xp starts as NaN: the part
+    pads every row its pixels read (and may leave the others)."""
     shape, o, k, s, p, d, g, columns = CASES[case]
     shape = (1,) + shape[1:]
     rng = np.random.default_rng(9)
@@ -118,7 +140,7 @@ def test_conv2d_gemm_computes_only_its_part_of_the_pixels(kernels, case: str) ->
     padded = padded_floats(shape[1], shape[2:], expected.shape[2:], k, s, p, d)
     for key, array in (("x", x), ("weight", pack_im2col_weight(w, 1)), ("bias", bias),
                        ("r", r), ("ws", np.zeros(scratch_floats(steps, plane), np.float32)),
-                       ("xp", np.zeros(max(padded, 1), np.float32)), ("y", before)):
+                       ("xp", np.full(max(padded, 1), np.nan, np.float32)), ("y", before)):
         memory[cursor:cursor + array.nbytes] = array.view(np.uint8).ravel()
         placed[key], cursor = cursor, (cursor + array.nbytes + 127) // 64 * 64
     moved = {"r": 4 * first, "y": 4 * first, "ws": 4 * first * steps}

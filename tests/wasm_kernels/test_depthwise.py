@@ -14,13 +14,11 @@ from runtime.compartment import translate
 from wasi_intrinsics.kernel_limits import KernelFault
 from wasm_kernels import abi
 
-DEPTHWISE = [k for k in abi.KERNELS if k.family == "depthwise"]
+DEPTHWISE = [k for k in abi.KERNELS if k.family == "depthwise" and k.dtypes[0] == "float32"]
 PLAIN = abi.find("depthwise", "depthwise_conv2d")
-
 
 def _output_size(size: int, k: int, s: int, p: int, d: int) -> int:
     return (size + 2 * p - d * (k - 1) - 1) // s + 1
-
 
 def _run(kernels, spec: abi.KernelSpec, shape: tuple[int, int, int, int], mult: int,  # type: ignore[no-untyped-def]
          kernel: tuple[int, int], stride: tuple[int, int], pad: tuple[int, int],
@@ -41,7 +39,6 @@ def _run(kernels, spec: abi.KernelSpec, shape: tuple[int, int, int, int], mult: 
                        ph=pad[0], pw=pad[1], dh=dilation[0], dw=dilation[1])["y"]
     return out, expected
 
-
 @pytest.mark.parametrize("k, s", [(3, 1), (3, 2), (5, 1), (5, 2)])
 @pytest.mark.parametrize("size", [*range(1, 18), 56])
 def test_unrolled_kernels_over_plane_sizes(kernels, size: int, k: int, s: int) -> None:  # type: ignore[no-untyped-def]
@@ -53,6 +50,19 @@ def test_unrolled_kernels_over_plane_sizes(kernels, size: int, k: int, s: int) -
                          (pad, pad), seed=size)
     np.testing.assert_allclose(out, expected, rtol=1e-4, atol=1e-4, err_msg=f"{size}")
 
+STRIDE2 = [(h, w, pad, k) for k in (3, 5) for pad in (0, 1, 2)
+           for h, w in ((1, 1), (2, 2), (3, 3), (4, 5), (5, 4), (7, 8), (8, 9), (9, 16),
+                        (10, 17), (11, 24), (12, 31), (13, 33))
+           if min(h, w) + 2 * pad >= k]
+
+@pytest.mark.parametrize("h, w, pad, k", STRIDE2)
+def test_stride2_even_and_odd_planes(kernels, h: int, w: int, pad: int, k: int) -> None:  # type: ignore[no-untyped-def]
+    """The unrolled stride-2 kernels on odd and even heights and widths (around a register
+    pair, 8 columns, and the tiles' widths), tiny planes 1x1..3x3 and padding 0..2 (odd
+    padding moves the even input columns to the odd taps)."""
+    out, expected = _run(kernels, PLAIN, (1, 3, h, w), 1, (k, k), (2, 2), (pad, pad),
+                         seed=h * 7 + w + pad)
+    np.testing.assert_allclose(out, expected, rtol=1e-4, atol=1e-4)
 
 # (input shape, multiplier, kernel, stride, padding, dilation)
 CASES = {
@@ -70,16 +80,15 @@ CASES = {
     "3x5": ((1, 2, 9, 11), 1, (3, 5), (1, 1), (1, 2), (1, 1)),
     "1x1": ((1, 3, 5, 7), 2, (1, 1), (1, 1), (0, 0), (1, 1)),
     "no-padding": ((1, 3, 9, 9), 1, (3, 3), (1, 1), (0, 0), (1, 1)),
+    "5x5-stride2": ((1, 4, 17, 26), 1, (5, 5), (2, 2), (2, 2), (1, 1)),
     "odd-narrow": ((2, 3, 5, 3), 1, (3, 3), (2, 2), (1, 1), (1, 1)),
     "padding-wider-than-input": ((1, 2, 2, 2), 1, (3, 3), (1, 1), (2, 2), (1, 1)),
 }
-
 
 @pytest.mark.parametrize("case", list(CASES))
 def test_depthwise_shapes(kernels, case: str) -> None:  # type: ignore[no-untyped-def]
     out, expected = _run(kernels, PLAIN, *CASES[case])
     np.testing.assert_allclose(out, expected, rtol=1e-4, atol=1e-4, err_msg=case)
-
 
 @pytest.mark.parametrize("spec", DEPTHWISE, ids=lambda s: s.name)
 def test_depthwise_epilogues(kernels, spec: abi.KernelSpec) -> None:  # type: ignore[no-untyped-def]
@@ -88,7 +97,6 @@ def test_depthwise_epilogues(kernels, spec: abi.KernelSpec) -> None:  # type: ig
         out, expected = _run(kernels, spec, *CASES[case], seed=seed)
         np.testing.assert_allclose(out, expected, rtol=1e-4, atol=1e-4,
                                    err_msg=f"{spec.name} {case}")
-
 
 @pytest.mark.parametrize("size, stride", [(56, 1), (56, 2), (14, 1), (7, 1)])
 def test_mobilenet_layers_against_torch(kernels, size: int, stride: int) -> None:  # type: ignore[no-untyped-def]
@@ -109,7 +117,6 @@ def test_mobilenet_layers_against_torch(kernels, size: int, stride: int) -> None
                        kw=3, sh=stride, sw=stride, ph=1, pw=1, dh=1, dw=1)["y"]
     np.testing.assert_allclose(out, expected, rtol=1e-4, atol=1e-4)
 
-
 BAD = {
     "zero-stride": dict(sh=0),
     "zero-kernel": dict(kw=0),
@@ -120,7 +127,6 @@ BAD = {
     "wrong-ow": dict(ow=7),
     "kernel-larger-than-padded-input": dict(kh=9, oh=1),
 }
-
 
 @pytest.mark.parametrize("bad", list(BAD))
 def test_depthwise_traps_on_bad_geometry(kernels, bad: str) -> None:  # type: ignore[no-untyped-def]
@@ -133,3 +139,49 @@ def test_depthwise_traps_on_bad_geometry(kernels, bad: str) -> None:  # type: ig
                      scratch=(200,), y=(6, 6, 6), **args)
     trap = translate(info.value, ResourceLimits())  # NOTE: what the runtime raises for both
     assert isinstance(trap, Trap) and trap.code == "unreachable"
+
+QUANTIZED = [k for k in abi.KERNELS if k.family == "depthwise" and k.dtypes[0] != "float32"]
+RANGE = {"uint8": (0, 255), "int8": (-128, 127)}
+
+@pytest.mark.parametrize("spec", QUANTIZED, ids=lambda s: s.name)
+@pytest.mark.parametrize("case, y_scale", [
+    ("batch2-stride2", 0.02), ("multiplier2", 0.02), ("7x7", 0.02), ("odd-narrow", 0.02),
+    ("no-padding", 0.02), ("dilated", 0.02), ("batch2", 0.002), ("5x5-stride2", 0.003)])
+def test_quantized_rows_dequantize_convolve_quantize(kernels, spec: abi.KernelSpec,  # type: ignore[no-untyped-def]
+                                                     case: str, y_scale: float) -> None:
+    """float32(x - x_zero) * x_scale through the f32 depthwise conv, then saturate(rint(v /
+    y_scale) + y_zero), against numpy in float64: within one step (float rounding may move
+    a value across a rounding boundary), nearly always equal; rows narrower than a register
+    and wider than 4 of them (the plane copy's paths) and every tile; a small y_scale
+    saturates many outputs at both ends of the range."""
+
+    shape, mult, kernel, stride, pad, dilation = CASES[case]
+    dtype = spec.dtypes[0]
+    low, high = RANGE[dtype]
+    n, c, h, w = shape
+    rng = np.random.default_rng(len(case))
+    x = rng.integers(low, high, shape, endpoint=True).astype(dtype)
+    weight = rng.uniform(-0.1, 0.1, (c * mult, 1) + kernel).astype(np.float32)
+    bias = rng.uniform(-1, 1, c * mult).astype(np.float32)
+    x_scale, x_zero = np.float32(0.03), np.array([rng.integers(low, high)], dtype)
+    y_zero = np.array([rng.integers(low // 2, high // 2)], dtype)
+    y_scale = np.float32(y_scale)
+    real = (x.astype(np.int32) - x_zero.astype(np.int32)).astype(np.float32) * x_scale
+    conv = F.conv2d(real.astype(np.float64), weight.astype(np.float64),
+                    bias.astype(np.float64), stride, pad, dilation, c)
+    for op in spec.activations:
+        conv = getattr(F, op)(conv)
+    expected = np.clip(np.rint(conv / y_scale) + y_zero.astype(np.float64), low, high)
+    oh, ow = expected.shape[2:]
+    scratch = abi.depthwise_scratch_floats(h, w, oh, ow, *kernel, *stride, *pad, *dilation)
+    out = kernels.call(spec.name, x=x, x_scale=np.array([x_scale]), x_zero=x_zero,
+                       weight=weight, bias=bias, scratch=(scratch,),
+                       y=kernels.output(expected.shape, dtype), y_scale=np.array([y_scale]),
+                       y_zero=y_zero, n=n, c=c, o=c * mult, h=h, w=w, oh=oh, ow=ow,
+                       kh=kernel[0], kw=kernel[1], sh=stride[0], sw=stride[1], ph=pad[0],
+                       pw=pad[1], dh=dilation[0], dw=dilation[1])["y"]
+    steps = np.abs(out.astype(np.int32) - expected.astype(np.int32))
+    assert steps.max() <= 1 and steps.mean() < 0.01, (steps.max(), steps.mean())
+    assert len(np.unique(out)) > 5  # the scales spread the outputs over the range
+    if y_scale < 0.01 and not spec.activations:
+        assert (out == low).any() and (out == high).any()

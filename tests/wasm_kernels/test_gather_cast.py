@@ -81,3 +81,54 @@ def test_integer_casts(kernels, name: str) -> None:  # type: ignore[no-untyped-d
     want = want.astype(np.uint8) if want.dtype == bool else want
     y = kernels.call(name, offset=8, x=x, y=kernels.output(x.shape, want.dtype), n=x.size)["y"]
     np.testing.assert_array_equal(y, want)
+
+
+_ELEMENTS = ("float32", "int64", "int32", "int16", "uint16", "int8", "uint8", "bool")
+_SAMPLES = {
+    "float32": np.array([0.0, -0.0, 0.5, -0.5, 1.9, -1.9, 127.9, 128.0, 200.7, 255.5, 256.0,
+                         -129.0, -300.0, 40000.0, 70000.0, -40000.0, 3e9, -3e9, 1e20, np.nan,
+                         np.inf, -np.inf], np.float32),
+    "int64": np.array([0, 1, -1, 127, 128, 255, 256, -129, 40000, -40000, 70000, 2 ** 31,
+                       -(2 ** 31) - 1, 2 ** 40 + 5, -(2 ** 63), 2 ** 63 - 1], np.int64),
+    "int32": np.array([0, 1, -1, 127, 128, 255, 256, -129, 40000, -40000, 70000, 2 ** 24 + 1,
+                       2 ** 31 - 1, -(2 ** 31)], np.int32),
+    "int16": np.array([0, 1, -1, 127, 128, 255, 256, -129, 32767, -32768], np.int16),
+    "uint16": np.array([0, 1, 127, 128, 255, 256, 32767, 32768, 65535], np.uint16),
+    "int8": np.array([0, 1, -1, 127, -128, 5], np.int8),
+    "uint8": np.array([0, 1, 127, 128, 255, 5], np.uint8),
+    "bool": np.array([True, False, True, True, False], bool),
+}
+
+
+@pytest.mark.parametrize("source, target", [
+    (s, t) for s in _ELEMENTS for t in _ELEMENTS if s != t
+    and not (s == "float32" and t in ("int32", "int64"))], ids=lambda d: d)
+def test_every_cast_is_numpys(kernels, source: str, target: str) -> None:  # type: ignore[no-untyped-def]
+    """numpy's astype on x86 is onnxruntime's Cast: float -> narrow integer goes through a
+    truncated int32 (the smallest one when out of range or NaN) and keeps its low bits."""
+    from wasm_kernels.abi import find
+
+    x = _SAMPLES[source]
+    with np.errstate(invalid="ignore", over="ignore"):
+        want = x.astype(target)
+    want = want.view(np.uint8) if target == "bool" else want
+    y = kernels.call(find("cast", f"{_short(source)}_to_{_short(target)}", dtype=source).name,
+                     offset=8, x=x, y=kernels.output(x.shape, want.dtype), n=x.size)["y"]
+    np.testing.assert_array_equal(y, want)
+
+
+def _short(dtype: str) -> str:
+    from wasm_kernels.kernel_spec import short
+
+    return short(dtype)
+
+
+@pytest.mark.parametrize("dtype", ["uint8", "int16", "int64"])
+def test_byte_gather_moves_rows_of_any_width(kernels, dtype: str) -> None:  # type: ignore[no-untyped-def]
+    rng = np.random.default_rng(3)
+    table = rng.integers(0, 200, (7, 3)).astype(dtype)
+    index = rng.integers(0, 7, 9).astype(np.int64)
+    row = table.itemsize * 3
+    y = kernels.call("u8_gather", offset=1, table=table.view(np.uint8), index=index,
+                     y=kernels.output((9, row), np.uint8), count=9, rows=7, dim=row)["y"]
+    np.testing.assert_array_equal(y.view(dtype), table[index])

@@ -59,7 +59,8 @@ def test_group_norm(kernels, shape: tuple[int, ...], groups: int) -> None:  # ty
 
 
 @pytest.mark.parametrize("name, dtype", [("f32_where", np.int32), ("f32_where", np.float32),
-                                         ("i64_where", np.int64)])
+                                         ("i64_where", np.int64), ("u8_where", np.int8),
+                                         ("u8_where", np.uint8), ("u16_where", np.int16)])
 def test_where_moves_elements_bit_for_bit(kernels, name: str, dtype: type) -> None:  # type: ignore[no-untyped-def]
     rng = np.random.default_rng(2)
     out_shape = (2, 1, 3, 5)
@@ -69,9 +70,23 @@ def test_where_moves_elements_bit_for_bit(kernels, name: str, dtype: type) -> No
     else:
         info = np.iinfo(dtype)
         a = rng.integers(info.min, info.max, out_shape, dtype=dtype)
-    b = np.array([[[[-(2 ** 31) + 5]]]], dtype)
+    b = np.array([[[[np.iinfo(dtype).min + 5 if dtype is not np.float32 else 5]]]], dtype)
     strides = {"c": (0, 0, 5, 1), "a": _dense(out_shape), "b": (0, 0, 0, 0)}
     y = kernels.call(name, offset=8, cond=cond, a=a, b=b, y=kernels.output(out_shape, dtype),
                      **{f"d{i}": d for i, d in enumerate(out_shape)},
                      **{f"{t}s{i}": s for t, st in strides.items() for i, s in enumerate(st)})["y"]
     np.testing.assert_array_equal(y.view(np.uint8), np.where(cond, a, b).view(np.uint8))
+
+
+@pytest.mark.parametrize("name, dtype", [("u8_copy", np.uint8), ("u16_copy", np.int16)])
+@pytest.mark.parametrize("inner", [1, 3], ids=["contiguous", "strided"])
+def test_narrow_copy_into_a_region(kernels, name: str, dtype: type, inner: int) -> None:  # type: ignore[no-untyped-def]
+    x = np.random.default_rng(4).integers(-100, 100, (2, 3, 4, 5 * inner)).astype(dtype)
+    big = (2, 3, 6, 9)
+    dims = {f"d{i}": d for i, d in enumerate((2, 3, 4, 5))}
+    xs = _dense(x.shape)[:3] + (inner,)
+    fill = np.full(big, 7, dtype)
+    out = kernels.call(name, offset=1, x=x, y=kernels.inout(fill), **dims, **_dims(x.shape, "xs", xs),
+                       **_dims(big, "ys", _dense(big)))["y"]
+    np.testing.assert_array_equal(out[:, :, :4, :5], x[..., ::inner])
+    assert (out[:, :, 4:] == 7).all() and (out[..., 5:] == 7).all()

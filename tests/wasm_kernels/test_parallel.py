@@ -36,9 +36,8 @@ def test_every_kernel_that_splits_has_a_valid_worker_module(isa):
 
 @pytest.mark.parametrize("isa", ["relaxed", "simd128", "scalar"])
 def test_parts_start_at_multiples_of_the_dense_tiles(isa):
-    for name in ("f32_linear", "f32_gemm"):
-        grain = parallel.splits(isa)[name].grain
-        assert grain % linear.MR[isa] == 0 and grain % gemm.TILES[isa][0] == 0
+    for name, tile in (("f32_linear", linear.MR[isa]), ("f32_gemm", gemm.TILES[isa][0])):
+        assert parallel.splits(isa)[name].grain % tile == 0
         assert set(parallel.splits(isa)[name].advance) >= {"a", "wa", "c", "r"}
     assert parallel.splits("relaxed")["f32_conv2d"].only == {"n": 1, "groups": 1}
 

@@ -121,7 +121,7 @@ def test_show_names_an_unknown_kernel(capsys: pytest.CaptureFixture[str]) -> Non
     with pytest.raises(SystemExit) as info:
         show(["f32_nope"])
     assert info.value.code == 2
-    assert "unknown kernel 'f32_nope'; available: ['bool_to_f32'" in capsys.readouterr().err
+    assert "unknown kernel 'f32_nope'; available: ['bool_" in capsys.readouterr().err
 
 
 def test_the_printer_names_what_it_cannot_show() -> None:

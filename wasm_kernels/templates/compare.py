@@ -1,4 +1,4 @@
-"""The comparison family: y = a <op> b (float32, int32 or int64) as numpy bool bytes, with
+"""The comparison family: y = a <op> b (any element dtype) as numpy bool bytes, with
 numpy broadcasting over a rank-4 output, one element at a time for every ISA (comparisons
 build masks, which are small and computed once per run, never in a hot loop).
 
@@ -7,14 +7,17 @@ family uses it too."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from ..abi import BROADCAST_RANK, KernelSpec
 from ..wasm import Code, FuncType
+from .cast import ACCESS
 from .loops import strided_loop
 
-LOADS: dict[str, tuple[str, str, int]] = {"float32": ("f32", "f32.load", 2),
-                                          "int32": ("i32", "i32.load", 2),
-                                          "int64": ("i64", "i64.load", 3)}
-"""Per operand dtype: the wasm value type, its load and log2 of the element size."""
+LOADS: dict[str, tuple[str, str, int]] = {
+    dtype: (value, load, log2_size) for dtype, (value, load, _, log2_size) in ACCESS.items()}
+"""Per operand dtype: the wasm value type, its load and log2 of the element size (a narrow
+integer or bool byte loads sign- or zero-extended into an i32, so i32 compares it)."""
 
 
 def emit(spec: KernelSpec, isa_name: str) -> tuple[FuncType, Code]:
@@ -24,11 +27,12 @@ def emit(spec: KernelSpec, isa_name: str) -> tuple[FuncType, Code]:
     return scalar_broadcast(spec, f"{value}.{spec.op}{signed}", ("i32.store8", 0))
 
 
-def scalar_broadcast(spec: KernelSpec, instruction: str, store: tuple[str, int]
-                     ) -> tuple[FuncType, Code]:
+def scalar_broadcast(spec: KernelSpec, instruction: str | Callable[[Code], None],
+                     store: tuple[str, int]) -> tuple[FuncType, Code]:
     """``y = instruction(a, b)`` over the dense rank-4 output, one element at a time: the
     operands (of ``spec.dtypes[0]``) read through their strides, each result stored by
-    ``store`` (the instruction and log2 of the result's size)."""
+    ``store`` (the instruction and log2 of the result's size). ``instruction`` may be a
+    function emitting code that turns ``a, b`` on the stack into the result."""
     _, load, log2_size = LOADS[spec.dtypes[0]]
     c = Code(spec.param_types)
     arg = {p: i for i, p in enumerate(spec.params)}
@@ -48,7 +52,11 @@ def scalar_broadcast(spec: KernelSpec, instruction: str, store: tuple[str, int]
         c.emit("local.get", out)
         element("a")
         element("b")
-        c.emit(instruction).emit(*store)
+        if callable(instruction):
+            instruction(c)
+        else:
+            c.emit(instruction)
+        c.emit(*store)
         c.emit("local.get", out).emit("i32.const", 1 << store[1]).emit("i32.add")
         c.emit("local.set", out)
 

@@ -7,20 +7,22 @@ Each input plane is first copied into the scratch plane, whose zero border is th
 lies inside it), so no tile masks a lane or clips a tap. The scratch is zeroed once per
 call; the planes copied into it all cover the same interior, so the border stays zero.
 
-Every output row is covered by tiles of ``REGS`` registers (moved left to end at the
-row's end, recomputing a few columns), then one-register tiles; a row narrower than a
-register is one register stored lane by lane. A tile keeps its accumulators in locals
-and runs the taps (``depthwise_tile``): unrolled, with constant load offsets, for the
-common kernels (``UNROLLED``: 3x3 and 5x5 at column stride 1 or 2, no column dilation),
-as runtime loops otherwise. Work is independent per output channel: a caller may split a
-call by images or by ranges of input channels (each part with its own scratch).
+Every output row is covered by tiles of ``REGS`` registers (the last one moved left to end
+at the row's end, recomputing a few columns, when more than one register's columns are
+left), then one-register tiles; a row narrower than a register is one register stored lane
+by lane. A tile keeps its accumulators in locals and runs the taps (``depthwise_tile``):
+unrolled, with constant load offsets, for the common kernels (``UNROLLED``: 3x3 and 5x5 at
+column stride 1 or 2, no column dilation), as runtime loops otherwise. The quantized rows
+dequantize in the plane copy and quantize in the tiles' store (``depthwise_quant``). Work
+is independent per output channel: a caller may split a call by images or by ranges of
+input channels (each part with its own scratch).
 """
 
 from __future__ import annotations
 
 from ..abi import KernelSpec
 from ..wasm import Code, FuncType
-from . import depthwise_tile
+from . import depthwise_quant, depthwise_tile
 from .depthwise_tile import REGS, ROWS, UNROLLED, Frame
 from .isa import ISAS, Isa
 from .loops import strided_loop
@@ -41,15 +43,17 @@ _LOCALS = ("mult", "taps", "hp", "wp", "prow", "row", "plane", "oplane", "orow",
 
 
 def emit(spec: KernelSpec, isa_name: str) -> tuple[FuncType, Code]:
-    """Generate depthwise kernel ``spec`` (``f32_depthwise_conv2d[_<activation>]``) for
-    ``isa_name``."""
+    """Generate depthwise kernel ``spec`` (``f32_depthwise_conv2d[_<activation>]``, or a
+    quantized row ``q{u,s}8_depthwise_conv2d[_<activation>]``) for ``isa_name``."""
     isa = ISAS[isa_name]
     c = Code(spec.param_types)
     arg = {p: i for i, p in enumerate(spec.params)}
     v = {name: c.local("i32") for name in _LOCALS}
     columns = REGS * isa.lanes
+    quant = (depthwise_quant.setup(c, isa, arg, spec.dtypes[0] == "int8")
+             if spec.dtypes[0] != "float32" else None)
     f = Frame(c, isa, arg, spec.activations, v, [c.local("i32") for _ in range(columns)],
-              c.local(isa.valtype))
+              c.local(isa.valtype), quant)
     _check(f)
     _sizes(f)
     f.count("image", "n", 1, lambda: f.count("ic", "c", 1, lambda: _plane(f)))
@@ -122,7 +126,8 @@ def _sizes(f: Frame) -> None:
     f.get("wp").emit("i32.const", 2).emit("i32.shl")
     f.set("prow")
     for row, plane, width, height in (("row", "plane", "w", "h"), ("orow", "oplane", "ow", "oh")):
-        f.get(width).emit("i32.const", 2).emit("i32.shl")
+        f.get(width).emit("i32.const", f.shift)
+        c.emit("i32.shl")
         f.set(row)
         f.get(row, height).emit("i32.mul")
         f.set(plane)
@@ -168,22 +173,27 @@ def _plane(f: Frame) -> None:
 def _copy_row(f: Frame) -> None:
     """Copy the ``w`` floats at ``src`` to ``dst``: one ``memory.copy`` for a row of at least
     ``COPY_CALL`` floats, else whole registers, the last one moved left to end at ``w`` (a
-    row narrower than a register goes float by float). NOTE: ``memory.copy`` is a runtime
-    call: one per row cost more than a 14x14 plane's conv."""
-    c, isa = f.c, f.isa
+    row narrower than a register goes float by float); a quantized row dequantizes its
+    ``w`` bytes by registers at any width. NOTE: ``memory.copy`` is a runtime call: one per
+    row cost more than a 14x14 plane's conv."""
+    c, isa, quant = f.c, f.isa, f.quant
     scalar = ISAS["scalar"]
-    f.get("w").emit("i32.const", COPY_CALL).emit("i32.ge_u").emit("if")
-    f.get("dst", "src", "row").emit("memory.copy")
-    c.emit("else")
+    if quant is None:
+        f.get("w").emit("i32.const", COPY_CALL).emit("i32.ge_u").emit("if")
+        f.get("dst", "src", "row").emit("memory.copy")
+        c.emit("else")
 
     def move(register: Isa, column: str, count: int = 1) -> None:
         f.get("dst", column).emit("i32.const", 2).emit("i32.shl").emit("i32.add")
         f.set("pj")
-        f.get("src", column).emit("i32.const", 2).emit("i32.shl").emit("i32.add")
+        f.get("src", column).emit("i32.const", f.shift).emit("i32.shl").emit("i32.add")
         f.set("wi")
         for k in range(count):
             f.get("pj", "wi")
-            register.load(c, 4 * register.lanes * k)
+            if quant is None:
+                register.load(c, 4 * register.lanes * k)
+            else:
+                depthwise_quant.load(quant, register, register.lanes * k)
             register.store(c, 4 * register.lanes * k)
 
     f.count("j", "w", COPY_UNROLL * isa.lanes, lambda: move(isa, "j", COPY_UNROLL))
@@ -197,7 +207,8 @@ def _copy_row(f: Frame) -> None:
         f.set("j")
         move(isa, "j")
         c.emit("end").emit("end")
-    c.emit("end")
+    if quant is None:
+        c.emit("end")
 
 
 def _channel(f: Frame) -> None:
@@ -255,9 +266,9 @@ def _rows(f: Frame, kernel: tuple[int, int] | None, mode: str = "") -> None:
 
 
 def _columns(f: Frame, tile: depthwise_tile.TileAt) -> None:
-    """Tiles of REGS registers from column 0 while they fit, then one-register tiles moved
-    left to end at ``ow``; a row narrower than one register is one tile stored lane by
-    lane."""
+    """Tiles of REGS registers from column 0 while they fit, then (more than one register's
+    columns left) one such tile moved left to end at ``ow``, else one-register tiles moved
+    left to end there; a row narrower than one register is one tile stored lane by lane."""
     c, lanes = f.c, f.isa.lanes
     c.emit("i32.const", 0)
     f.set("ox")
@@ -269,6 +280,18 @@ def _columns(f: Frame, tile: depthwise_tile.TileAt) -> None:
     tile(REGS, False)
     f.add("ox", REGS * lanes)
     c.emit("br", 0).emit("end").emit("end")
+    if lanes > 1:
+        # more than one register's columns left, and a full tile fits the row: one full
+        # tile moved left to end at ow
+        f.get("ow", "ox").emit("i32.sub").emit("i32.const", lanes).emit("i32.gt_u")
+        f.get("ow").emit("i32.const", REGS * lanes).emit("i32.ge_u").emit("i32.and")
+        c.emit("if")
+        f.get("ow").emit("i32.const", REGS * lanes).emit("i32.sub")
+        f.set("tx")
+        tile(REGS, False)
+        f.get("ow")
+        f.set("ox")
+        c.emit("end")
     if lanes > 1:
         f.get("ow").emit("i32.const", lanes).emit("i32.lt_u").emit("if")
         c.emit("i32.const", 0)

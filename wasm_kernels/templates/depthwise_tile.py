@@ -15,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TypeAlias
 
+from . import depthwise_quant
 from .activations import apply
 from .conv_tiles import EVEN_LANES, ODD_LANES
 from .isa import ISAS, NamedFrame
@@ -51,6 +52,13 @@ class Frame(NamedFrame):
     """Locals holding ``k * sw * 4``: the byte offset of a row's k-th output column."""
     bias: int
     """The channel's bias in every lane."""
+    quant: depthwise_quant.Quant | None = None
+    """A quantized row's scales and zero points (None: f32 in and out)."""
+
+    @property
+    def shift(self) -> int:
+        """log2 of the bytes of an input or output element."""
+        return 0 if self.quant is not None else 2
 
 
 def hoist_weights(f: Frame, kernel: tuple[int, int] | None) -> list[int]:
@@ -90,13 +98,16 @@ def tile(f: Frame, kernel: tuple[int, int] | None, mode: str, weights: list[int]
             _store_lanes(f, row[0], q)
             continue
         for r, local in enumerate(row):
-            f.get("yrow", "tx").emit("i32.const", 2).emit("i32.shl").emit("i32.add")
+            f.get("yrow", "tx").emit("i32.const", f.shift).emit("i32.shl").emit("i32.add")
             if q:
                 f.get("orow").emit("i32.add")
             c.emit("local.get", local)
             for op in f.epilogue:
                 apply(c, isa, op)
-            isa.store(c, 4 * isa.lanes * r)
+            if f.quant is None:
+                isa.store(c, 4 * isa.lanes * r)
+            else:
+                depthwise_quant.store(f.quant, isa, isa.lanes * r)
 
 
 def _weight(f: Frame, weights: list[int], tap: int) -> None:
@@ -257,6 +268,9 @@ def _store_lanes(f: Frame, acc: int, row: int) -> None:
         c.emit("local.get", acc).emit("f32x4.extract_lane", lane)
         for op in f.epilogue:
             apply(c, scalar, op)
-        scalar.store(c, 4 * lane)
+        if f.quant is None:
+            scalar.store(c, 4 * lane)
+        else:
+            depthwise_quant.store(f.quant, scalar, lane)
         if lane:
             c.emit("end")

@@ -1,4 +1,5 @@
-"""The gather family: rows of a (rows, dim) float table picked by int64 indices.
+"""The gather family: rows of a (rows, dim) table of floats (``f32_gather``) or bytes
+(``u8_gather``) picked by int64 indices.
 
 Each index is checked against ``rows`` as an unsigned 64-bit number (so negative indices
 fail too) before its row is touched; a bad index traps with ``unreachable``. A row is one
@@ -13,11 +14,13 @@ from .loops import strided_loop
 
 
 def emit(spec: KernelSpec, isa_name: str) -> tuple[FuncType, Code]:
-    """Generate ``f32_gather`` (the same code for every ISA)."""
+    """Generate gather kernel ``spec`` (the same code for every ISA)."""
     c = Code(spec.param_types)
     arg = {p: i for i, p in enumerate(spec.params)}
     i, row_bytes, index = c.local("i32"), c.local("i32"), c.local("i64")
-    c.emit("local.get", arg["dim"]).emit("i32.const", 2).emit("i32.shl")
+    c.emit("local.get", arg["dim"])
+    if spec.dtypes[0] == "float32":
+        c.emit("i32.const", 2).emit("i32.shl")
     c.emit("local.set", row_bytes)
     c.emit("i32.const", 0).emit("local.set", i)
 

@@ -5,12 +5,14 @@ panels of ``PANEL`` pixels: step ``kk = (ci, i, j)`` of panel ``q``'s pixel ``v`
 real pixels (the tile that reads them stores no column there).
 
 A padded conv first copies the group's input planes into the scratch ``xp`` with their zero
-borders (``pad``: one ``memory.fill`` and a ``memory.copy`` per row), so that every tap of
-every pixel is a plain load: no bounds checks, no masks, no border cases. Then per panel:
+borders (``padded_copy``), so that every tap of every pixel is a plain load: no bounds
+checks, no masks, no border cases; at stride 2 phased, so a tap's adjacent output pixels are
+adjacent floats as at stride 1. Then per panel:
 
-- its 8 pixels in one output row at stride 1 or 2 (vector ISAs): each step's 8 pixels are 2
-  loads (4 and 2 shuffles at stride 2) and 2 stores;
-- otherwise (a panel across output rows, as most are on 7x7 and 14x14 planes; other strides;
+- each half of it (pixels 0..3 and 4..7) in one output row, at stride 1, phased, or 2
+  unpadded (vector ISAs): each step is a load and a store per half (2 loads and a shuffle
+  unpadded at stride 2). Every panel of a plane whose width is a multiple of 4 goes so;
+- otherwise (halves across output rows, as many are on 7x7 and 14x14 planes; other strides;
   the scalar ISA): the 8 pixels' addresses are computed once per panel and each step adds
   the same tap offset to all of them: 8 loads and stores.
 
@@ -27,24 +29,29 @@ from collections.abc import Callable
 
 from ..pack import PANEL
 from ..wasm import Code
-from .conv_tiles import EVEN_LANES
 from .isa import Isa
+from .padded_copy import column_bytes
 
-SECOND_HALF = bytes(4 * lane + byte for lane in (0, 2, 5, 7) for byte in range(4))
-"""The shuffle taking pixels 8, 10, 12, 14 of a stride-2 row from the registers at pixels
-8..11 and 11..14 (the last register starts one float early, so no load passes pixel 14)."""
+STRIDE2_HALF = bytes(4 * lane + byte for lane in (0, 2, 5, 7) for byte in range(4))
+"""The shuffle taking floats 0, 2, 4, 6 of a stride-2 row from the registers at floats 0..3
+and 3..6 (the second starts one float early, so no load passes float 6)."""
 
-_LOCALS = ("hp", "wp", "plane", "row", "steps", "panel_bytes", "padded", "q", "pixel", "oy",
-           "ox", "ci", "ki", "kj", "src", "dst", "tap", "t", "tap_ci", "tap_ki", "tap_dh",
-           "tap_dw")
+_LOCALS = ("hp", "wp", "plane", "row", "steps", "panel_bytes", "padded", "phased", "odd_bytes",
+           "pair_bytes", "ox_bytes", "q", "pixel", "oy", "ox", "oy2", "ox2", "halves", "ci", "ki",
+           "kj", "col", "i", "src", "src2", "dst", "at", "even", "odd", "tap", "t", "tap_ci",
+           "tap_ki", "tap_dh", "tap_j1", "tap_j2", "row_lo", "row_hi")
 
 
 def declare(c: Code, isa: Isa) -> None:
-    """Declare the locals the packing uses (all i32)."""
+    """Declare the locals the packing and ``padded_copy`` use (i32, and two v128 for a vector
+    ISA)."""
     for name in _LOCALS:
         c.local("i32", name)
     for v in range(PANEL):
         c.local("i32", f"base{v}")
+    if isa.vector:
+        c.local("v128", "va")
+        c.local("v128", "vb")
 
 
 def sizes(c: Code) -> None:
@@ -64,50 +71,21 @@ def sizes(c: Code) -> None:
     c.get("wp").emit("i32.const", 2).emit("i32.shl").tee("row")
     c.get("hp").emit("i32.mul").set("plane")
     c.get("dh", "row").emit("i32.mul").set("tap_dh")
-    c.get("dw").emit("i32.const", 2).emit("i32.shl").set("tap_dw")
+    # phased = padded and sw == 2; where column X of a padded row lies (_column_bytes)
+    c.get("padded").emit("i32.const", 0).emit("i32.ne").get("sw").emit("i32.const", 2)
+    c.emit("i32.eq").emit("i32.and").set("phased")
+    c.get("wp").emit("i32.const", 1).emit("i32.add").emit("i32.const", 1).emit("i32.shr_u")
+    c.emit("i32.const", 2).emit("i32.shl").emit("i32.const", 4).get("phased").emit("select")
+    c.set("odd_bytes")
+    c.emit("i32.const", 4).emit("i32.const", 8).get("phased").emit("select").set("pair_bytes")
+    c.emit("i32.const", 4).get("sw").emit("i32.const", 2).emit("i32.shl").get("phased")
+    c.emit("select").set("ox_bytes")
+    for kj, tap in ((1, "tap_j1"), (2, "tap_j2")):
+        c.get("dw").emit("i32.const", kj).emit("i32.mul").set("col")
+        column_bytes(c)
+        c.set(tap)
     c.get("cg", "kh").emit("i32.mul").get("kw").emit("i32.mul").tee("steps")
     c.emit("i32.const", 4 * PANEL).emit("i32.mul").set("panel_bytes")
-
-
-def pad(c: Code) -> None:
-    """With padding, copy the group's ``cg`` input planes from ``xg`` into ``xp`` inside their
-    zero borders and point ``xg`` there; without, nothing. Every byte is written once with
-    its final value (threads that each pad the same planes write the same bytes)."""
-    c.get("padded")
-    with c.if_():
-        c.emit("i32.const", 0).set("t")
-        with c.loop():
-            # padded rows of all planes in turn: t = ci * hp + y; dst = xp + t * row
-            c.get("t", "cg", "hp").emit("i32.mul").emit("i32.ge_u").emit("br_if", 1)
-            c.get("xp", "t", "row").emit("i32.mul").emit("i32.add").set("dst")
-            # oy = y - ph: the input row, inside when oy < h (unsigned)
-            c.get("t", "hp").emit("i32.rem_u").get("ph").emit("i32.sub").tee("oy")
-            c.get("h").emit("i32.lt_u")
-            with c.if_():
-                _fill(c, lambda: c.get("dst"), lambda: c.get("pw").emit("i32.const", 2)
-                      .emit("i32.shl"))
-                c.get("dst", "pw").emit("i32.const", 2).emit("i32.shl").emit("i32.add")
-                c.get("xg", "t", "hp").emit("i32.div_u").get("h").emit("i32.mul").get("oy")
-                c.emit("i32.add").get("w").emit("i32.mul").emit("i32.const", 2)
-                c.emit("i32.shl").emit("i32.add")
-                c.get("w").emit("i32.const", 2).emit("i32.shl").emit("memory.copy")
-                # the right border: wp - pw - w floats after the row
-                _fill(c, lambda: c.get("dst", "pw", "w").emit("i32.add").emit("i32.const", 2)
-                      .emit("i32.shl").emit("i32.add"),
-                      lambda: c.get("wp", "pw").emit("i32.sub").get("w").emit("i32.sub")
-                      .emit("i32.const", 2).emit("i32.shl"))
-                c.emit("else")
-                _fill(c, lambda: c.get("dst"), lambda: c.get("row"))
-            c.get("t").emit("i32.const", 1).emit("i32.add").set("t")
-        c.get("xp").set("xg")
-
-
-def _fill(c: Code, at: Callable[[], object], size: Callable[[], object]) -> None:
-    """Zero ``size()`` bytes at ``at()``."""
-    at()
-    c.emit("i32.const", 0)
-    size()
-    c.emit("memory.fill")
 
 
 def pack(c: Code, isa: Isa) -> None:
@@ -123,13 +101,10 @@ def pack(c: Code, isa: Isa) -> None:
         c.tee("pixel").get("ow").emit("i32.div_u").set("oy")
         c.get("pixel", "ow").emit("i32.rem_u").set("ox")
         if isa.vector:
-            # one row: ox + PANEL <= ow and sw in (1, 2)
-            c.get("ox").emit("i32.const", PANEL).emit("i32.add").get("ow").emit("i32.le_u")
-            c.get("sw").emit("i32.const", 1).emit("i32.sub").emit("i32.const", 2)
-            c.emit("i32.lt_u").emit("i32.and")
+            _halves(c)
+            c.get("halves")
             with c.if_():
-                _pixel_address(c, "oy", "ox", "src")
-                c.get("sw").emit("i32.const", 1).emit("i32.eq")
+                c.get("ox_bytes").emit("i32.const", 4).emit("i32.eq")
                 with c.if_():
                     _steps(c, lambda: _copy_step(c, isa, 1))
                     c.emit("else")
@@ -141,35 +116,67 @@ def pack(c: Code, isa: Isa) -> None:
         c.get("q").emit("i32.const", 1).emit("i32.add").set("q")
 
 
+def _halves(c: Code) -> None:
+    """``halves``: whether each half of the panel (pixels 0..3 and 4..7) lies in one output row
+    with adjacent pixels 4 or 8 bytes apart, then ``src`` and ``src2`` are their first
+    pixels' tap (0, 0). A second half wholly past ``count`` copies the first. Every panel of
+    a plane whose width is a multiple of 4 (28, 52, 56 ...) goes by halves."""
+    c.emit("i32.const", 0).set("halves")
+    c.get("ox").emit("i32.const", PANEL // 2).emit("i32.add").get("ow").emit("i32.le_u")
+    c.get("ox_bytes").emit("i32.const", 4).emit("i32.eq")
+    c.get("ox_bytes").emit("i32.const", 8).emit("i32.eq").emit("i32.or")
+    c.emit("i32.and")
+    with c.if_():
+        _pixel_address(c, "oy", "ox", "src")
+        c.get("src").set("src2")
+        c.emit("i32.const", 1).set("halves")
+        c.get("q").emit("i32.const", PANEL).emit("i32.mul").emit("i32.const", PANEL // 2)
+        c.emit("i32.add").get("count").emit("i32.lt_u")
+        with c.if_():
+            c.get("pixel").emit("i32.const", PANEL // 2).emit("i32.add").tee("t")
+            c.get("ow").emit("i32.div_u").set("oy2")
+            c.get("t", "ow").emit("i32.rem_u").tee("ox2")
+            c.emit("i32.const", PANEL // 2).emit("i32.add").get("ow").emit("i32.le_u")
+            c.set("halves")
+            _pixel_address(c, "oy2", "ox2", "src2")
+
+
 def _pixel_address(c: Code, oy: str, ox: str, into: str) -> None:
-    """``into = xg + oy * sh * row + ox * sw * 4``: the pixel's tap (0, 0) in the padded
-    input."""
+    """``into = xg + oy * sh * row + ox * ox_bytes``: the pixel's tap (0, 0) in the (padded)
+    input, ``ox_bytes`` being ``sw * 4``, or 4 in a phased row."""
     c.get("xg", oy, "sh").emit("i32.mul").get("row").emit("i32.mul").emit("i32.add")
-    c.get(ox, "sw").emit("i32.mul").emit("i32.const", 2).emit("i32.shl").emit("i32.add")
+    c.get(ox, "ox_bytes").emit("i32.mul").emit("i32.add")
     c.set(into)
 
 
 def _steps(c: Code, step: Callable[[], None]) -> None:
     """``step()`` with ``tap`` the byte offset of step ``(ci, ki, kj)`` from a pixel's tap
-    (0, 0) (``ci * plane + ki * dh * row + kj * dw * 4``, kept by adds), for every step in
-    order, ``dst`` one step on after each. A 3x3 kernel's 9 taps (and any kernel row of 3)
-    are straight-line code: fewer loop back-edges, each an interruption check under a
-    timeout (ResNet-18 under a timeout: 1.14x -> 1.10x the run without)."""
+    (0, 0) (``ci * plane + ki * dh * row`` kept by adds, plus column ``kj * dw``'s bytes:
+    ``_column_bytes``, ``tap_j1`` and ``tap_j2``), for every step in order, ``dst`` one step
+    on after each. A 3x3 kernel's 9 taps (and any kernel row of 3) are straight-line code:
+    fewer loop back-edges, each an interruption check under a timeout (ResNet-18 under a
+    timeout: 1.14x -> 1.10x the run without)."""
 
     def tap_step() -> None:
+        c.set("tap")
         step()
         c.get("dst").emit("i32.const", 4 * PANEL).emit("i32.add").set("dst")
-        c.get("tap", "tap_dw").emit("i32.add").set("tap")
 
     def kernel_row(unrolled: bool) -> None:
-        c.get("tap_ki").set("tap")
         if unrolled:
-            for _ in range(3):
+            for column in (None, "tap_j1", "tap_j2"):
+                c.get("tap_ki")
+                if column:
+                    c.get(column).emit("i32.add")
                 tap_step()
         else:
             c.emit("i32.const", 0).set("kj")
             with c.loop():
                 c.get("kj", "kw").emit("i32.ge_u").emit("br_if", 1)
+                c.get("kj", "dw").emit("i32.mul").set("col")
+                c.get("tap_ki")
+                column_bytes(c)
+                c.emit("i32.add")
                 tap_step()
                 c.get("kj").emit("i32.const", 1).emit("i32.add").set("kj")
         c.get("tap_ki", "tap_dh").emit("i32.add").set("tap_ki")
@@ -217,19 +224,16 @@ def _steps(c: Code, step: Callable[[], None]) -> None:
 
 
 def _copy_step(c: Code, isa: Isa, stride: int) -> None:
-    """Copy the 8 pixels of one output row from ``src + tap`` (every ``stride``-th float) to
-    ``dst``."""
-    c.get("src", "tap").emit("i32.add").set("t")
-    if stride == 1:
-        for v in range(2):
-            c.get("dst", "t")
-            isa.load(c, 16 * v)
-            isa.store(c, 16 * v)
-        return
-    c.get("dst", "t").emit("v128.load", 2, 0).get("t").emit("v128.load", 2, 16)
-    c.emit("i8x16.shuffle", EVEN_LANES).emit("v128.store", 2, 0)
-    c.get("dst", "t").emit("v128.load", 2, 32).get("t").emit("v128.load", 2, 44)
-    c.emit("i8x16.shuffle", SECOND_HALF).emit("v128.store", 2, 16)
+    """Copy the 4 pixels of each half from ``src + tap`` and ``src2 + tap`` (every
+    ``stride``-th float) to ``dst``."""
+    for half, src in enumerate(("src", "src2")):
+        c.get("dst", src, "tap").emit("i32.add")
+        if stride == 1:
+            isa.load(c)
+        else:
+            c.tee("t").emit("v128.load", 2, 0).get("t").emit("v128.load", 2, 12)
+            c.emit("i8x16.shuffle", STRIDE2_HALF)
+        isa.store(c, 16 * half)
 
 
 def _gather_panel(c: Code) -> None:

@@ -97,7 +97,9 @@ def frame(c: Code, isa_name: str, arg: dict[str, int], epilogue: tuple[str, ...]
 def row_blocks(f: _Frame, edge: bool, prepacked: bool = False) -> None:
     """C's columns in whole panels (and with ``edge`` the padded last one) against A's row
     blocks; ``f.j`` ends at the first column not computed. A ``prepacked`` A is already in
-    ``wa``'s layout, its whole groups of ``mr`` rows step-major (``pack_im2col``)."""
+    ``wa``'s layout, its whole groups of ``mr`` rows step-major (``pack_im2col``). With
+    ``f.ldb`` set, W is read in place as a row-major (k, n) B of that row stride in bytes
+    (a pointwise conv's input planes) instead of packed panels."""
     c, arg = f.c, f.arg
 
     def block() -> None:
@@ -127,13 +129,16 @@ def _column_tiles(f: _Frame, edge: bool) -> None:
     """Columns ``j .. j+PANEL`` of C (an ``edge`` panel ends past ``n``) against the block's
     rows: tiles of ``MR`` packed rows, then single rows read in place."""
     c = f.c
-    _next_panel(f)
+    # NOTE: W in place: a panel's next columns are in the cache lines it reads already.
+    packed_w = f.ldb is None
+    if packed_w:
+        _next_panel(f)
     c.emit("local.get", f.ib).emit("local.set", f.i)
     for rows in sorted({f.mr, 1}, reverse=True):
         # NOTE: single rows (m < MR, or the rows past the packed ones) only stream W; reading
         # ahead there measured 5-7% slower at m = 1.
         packed = partial(_packed_rows, f) if rows > 1 else None
-        ahead = partial(_read_ahead, f) if rows > 1 else None
+        ahead = partial(_read_ahead, f) if rows > 1 and packed_w else None
         strided_loop(c, f.i, rows, f.iend,
                      partial(tile, f, f.isa, rows, PANEL, partial(_panel, f), edge, packed,
                              ahead))
@@ -242,6 +247,11 @@ def _pack_rows(f: _Frame) -> None:
 
 
 def _panel(f: _Frame) -> None:
-    """Push the address of the packed panel of column ``j``: ``w + j * k * 4``."""
-    f.c.emit("local.get", f.arg["w"]).emit("local.get", f.j).emit("local.get", f.lda)
-    f.c.emit("i32.mul").emit("i32.add")
+    """Push the address of the packed panel of column ``j``: ``w + j * k * 4`` (in place,
+    ``w + j * 4``)."""
+    f.c.emit("local.get", f.arg["w"]).emit("local.get", f.j)
+    if f.ldb is None:
+        f.c.emit("local.get", f.lda).emit("i32.mul")
+    else:
+        f.c.emit("i32.const", 2).emit("i32.shl")
+    f.c.emit("i32.add")

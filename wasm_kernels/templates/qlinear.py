@@ -27,23 +27,23 @@ from .qlinear_tile import Tile
 MR = {"relaxed": 4, "simd128": 2}
 """Rows of A per SIMD tile. simd128: 2 rows by 8 columns keep 8 i32x4 accumulators, W's 4
 widened registers and A's in the 16 XMM registers (3 rows ran MiniLM's shapes 0.80-0.96x as
-fast, 4 with W reloaded per row 0.71-0.86x: cranelift spills). relaxed: 4 rows (16 accumulators, lo and
-hi parts: some spill) measured 1.04-1.21x the relaxed f32 linear against 1.00-1.21x at 3
-rows and 0.93-1.00x at 2 (bench/kernels.py --only int8, load 10-12): W's registers and A's
-split then serve more rows."""
+fast, 4 with W reloaded per row 0.71-0.86x: cranelift spills). relaxed: 4 rows (16
+accumulators, lo and hi parts: some spill) measured 1.04-1.21x the relaxed f32 linear
+against 1.00-1.21x at 3 rows and 0.93-1.00x at 2 (bench/kernels.py --only int8, load
+10-12): W's registers and A's split then serve more rows."""
 
 
 TILE_ISA = {("qconv", "relaxed"): "simd128", ("qlinear", "relaxed"): "simd128"}
-"""The tile a row builds in another ISA's module. On an x86 CPU without VNNI the relaxed dot
-lowers to three instructions (``pmaddubsw``, ``pmaddwd``, ``paddd``) and the exact 7-bit split
-of A needs two of them per 16 products, where the simd128 tile's widening i16 dot needs two
-(``pmaddwd``, ``paddd``) per 8 (its operands widened in scratch beforehand): on MiniLM's
-linear shapes the simd128 tile ran 1.45-1.64x the relaxed f32 linear, the relaxed tile
-0.90-0.93x (``bench/kernels.py --only int8``, Intel Xeon). wasmtime 50's cranelift emits the same three on an Intel CPU with AVX-VNNI and
-AVX512-VNNI (no ``vpdpbusd``; nor ``vpdpwssd`` for ``i32x4.dot_i16x8_s`` and an add). The
-relaxed tile stays for engines that lower the relaxed dot to one instruction (VNNI, Arm's
-dot product): ``emit(..., tile_isa="relaxed")`` builds it, and its tests keep it
-exact."""
+"""The tile a row builds in another ISA's module. On x86 the relaxed dot lowers to three
+instructions (``pmaddubsw``, ``pmaddwd``, ``paddd``; wasmtime 50's cranelift emits them on an
+Intel CPU with AVX-VNNI and AVX512-VNNI too: no ``vpdpbusd``, nor ``vpdpwssd`` for
+``i32x4.dot_i16x8_s`` and an add) and the exact 7-bit split of A needs two of them per 16
+products, where the simd128 tile's widening i16 dot needs two (``pmaddwd``, ``paddd``) per 8
+(its operands widened in scratch beforehand): on MiniLM's linear shapes the simd128 tile ran
+1.45-1.64x the relaxed f32 linear, the relaxed tile 0.90-0.93x (``bench/kernels.py --only
+int8``, Intel Xeon). The relaxed tile stays for engines that lower the relaxed dot to one
+instruction (VNNI, Arm's dot product): ``emit(..., tile_isa="relaxed")`` builds it, and its
+tests keep it exact."""
 
 
 def emit(spec: KernelSpec, isa_name: str, tile_isa: str | None = None

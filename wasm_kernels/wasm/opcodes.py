@@ -74,7 +74,7 @@ _MEMORY = {
     **_rows(None, 0x29, "i64.load", "i32 -> i64", MEMARG),
     **_rows(None, 0x2A, "f32.load", "i32 -> f32", MEMARG),
     **_rows(None, 0x2B, "f64.load", "i32 -> f64", MEMARG),
-    **_rows(None, 0x2C, "i32.load8_s i32.load8_u - i32.load16_u", "i32 -> i32", MEMARG),
+    **_rows(None, 0x2C, "i32.load8_s i32.load8_u i32.load16_s i32.load16_u", "i32 -> i32", MEMARG),
     **_rows(None, 0x34, "i64.load32_s", "i32 -> i64", MEMARG),
     **_rows(None, 0x36, "i32.store", "i32 i32 ->", MEMARG),
     **_rows(None, 0x37, "i64.store", "i32 i64 ->", MEMARG),
@@ -151,6 +151,8 @@ _SIMD = {
     **_rows(0xFD, 0x85, "i16x8.narrow_i32x4_s", "v128 v128 -> v128"),
     **_rows(0xFD, 0x87, "i16x8.extend_low_i8x16_s i16x8.extend_high_i8x16_s "
                         "i16x8.extend_low_i8x16_u i16x8.extend_high_i8x16_u", "v128 -> v128"),
+    **_rows(0xFD, 0xA7, "i32x4.extend_low_i16x8_s i32x4.extend_high_i16x8_s "
+                        "i32x4.extend_low_i16x8_u i32x4.extend_high_i16x8_u", "v128 -> v128"),
     **_rows(0xFD, 0xAB, "i32x4.shl i32x4.shr_s i32x4.shr_u", "v128 i32 -> v128"),
     **_rows(0xFD, 0xAE, "i32x4.add", "v128 v128 -> v128"),
     **_rows(0xFD, 0xB1, "i32x4.sub", "v128 v128 -> v128"),

@@ -1,0 +1,100 @@
+"""gather_one_hot: a linear over a one-hot encoding becomes a row gather.
+
+``linear(cast(eq(i[..., None], arange(n)), float32), w, b)`` multiplies a matrix that is
+zero but for one 1 per row: the result is row ``i`` of ``w.T + b``, or ``b`` where ``i`` is
+outside ``[0, n)`` (an all-zero one-hot row). Exporters write categorical inputs this way
+(magika's byte embedding: 2048 bytes one-hot over 257 values, then a 257 -> 64 matmul),
+and the gemm does ``n`` times the work of the copy, on an ``n`` times larger operand.
+
+It becomes ``embedding(where(0 <= i < n, i, n), table)``, where ``table`` is ``w.T + b``
+with ``b`` appended as row ``n``, so the result is the same to the bit. It applies when the
+compared constant is ``arange(n)`` along the last axis, ``i`` is an integer tensor whose
+last axis is 1, the linear's weight and bias are constant and it has no epilogue, and the
+comparison and the cast have no other user.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..graph import Graph, Node, Value
+
+
+def _one_hot(graph: Graph, linear: Node) -> tuple[Value, list[Node]] | None:
+    """The index tensor one-hot encoded into ``linear``'s input, and the eq and cast."""
+    cast = linear.inputs[0].producer
+    if cast is None or cast.op != "cast" or not _single_use(graph, cast.output):
+        return None
+    eq = cast.inputs[0].producer
+    if eq is None or eq.op != "eq" or len(eq.inputs) != 2 or not _single_use(graph, eq.output):
+        return None
+    for indices, values in (eq.inputs, eq.inputs[::-1]):
+        n = linear.inputs[1].shape[1]
+        if (values.data is None or indices.data is not None
+                or not indices.dtype.startswith(("int", "uint"))
+                or not indices.shape or indices.shape[-1] != 1
+                or values.data.shape[-1:] != (n,) or any(d != 1 for d in values.data.shape[:-1])
+                or len(values.data.shape) > len(indices.shape)
+                or not np.array_equal(values.data.reshape(-1), np.arange(n))):
+            continue
+        return indices, [eq, cast]
+    return None
+
+
+def _single_use(graph: Graph, value: Value) -> bool:
+    return len(value.users) == 1 and value not in graph.outputs.values()
+
+
+def _table(linear: Node) -> np.ndarray | None:
+    """``w.T + b`` with the row ``b`` appended, for a constant weight and bias."""
+    named = dict(zip(linear.input_names, linear.inputs))
+    weight = named["weight"].data
+    if weight is None or weight.dtype != np.float32 or linear.attrs.get("epilogue"):
+        return None
+    if "bias" in named:
+        bias = named["bias"].data
+        if bias is None:
+            return None
+    else:
+        bias = np.zeros(weight.shape[0], np.float32)
+    return np.concatenate([weight.T + bias, bias[None]]).astype(np.float32)
+
+
+def _rewrite(graph: Graph, linear: Node, indices: Value, matched: list[Node],
+             table: np.ndarray) -> None:
+    n = table.shape[0] - 1
+    position = graph.nodes.index(matched[0])
+    for node in [linear, *matched[::-1]]:
+        graph.remove(node)
+    name, meta = linear.name, linear.meta
+    shape = indices.shape[:-1]
+
+    def add(op: str, inputs: list[Value], input_names: tuple[str, ...], attrs: dict,
+            dtype: str, suffix: str) -> Value:
+        nonlocal position
+        out = Value(f"{name}_{suffix}", shape, dtype)
+        graph.insert(position, f"{name}_{suffix}", op, inputs, input_names, attrs, meta, out)
+        position += 1
+        return out
+
+    flat = add("reshape", [indices], ("input",), {"shape": shape}, indices.dtype, "index")
+    if indices.dtype != "int64":
+        flat = add("cast", [flat], ("input",), {"dtype": np.int64}, "int64", "index64")
+    below = add("lt", [flat], ("input",), {"other": n}, "bool", "below")
+    inside = add("where", [below, flat], ("condition", "input"), {"other": n}, "int64",
+                 "inside")
+    nonnegative = add("ge", [flat], ("input",), {"other": 0}, "bool", "nonnegative")
+    row = add("where", [nonnegative, inside], ("condition", "input"), {"other": n}, "int64",
+              "row")
+    weight = Value(f"{name}_table", table.shape, "float32", data=table)
+    graph.insert(position, name, "embedding", [row, weight], ("input", "weight"), {}, meta,
+                 linear.output)
+
+
+def gather_one_hot(graph: Graph) -> Graph:
+    for linear in [n for n in graph.nodes if n.op == "linear"]:
+        found = _one_hot(graph, linear)
+        table = _table(linear) if found is not None else None
+        if found is not None and table is not None:
+            _rewrite(graph, linear, found[0], found[1], table)
+    return graph

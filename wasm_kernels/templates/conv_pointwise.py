@@ -1,0 +1,135 @@
+"""The pointwise convs of ``f32_conv2d_gemm``: a 1x1 conv without padding is a gemm ``Y[o, p]
+= W[o, ci] @ X[ci, p]`` whose B needs no packing. At stride 1 the input planes are B as they
+are: one row of ``h * w`` pixels (``flatten``), read in place by the linear driver with the
+plane as B's row stride (``whole_panels``). At a larger stride the kernel first copies the
+pixels it computes (``first0 .. end``) of each of the group's planes, subsampled, into the
+scratch ``xp`` (``subsample``), then multiplies those planes the same way. The last pixels
+of a plane short of a whole panel of ``PANEL`` go through ``im2col``'s packing, so no load
+passes the input's end.
+
+The functions read the conv's arguments and the locals of ``conv_gemm`` and ``im2col`` by
+name from the ``Code``; ``declare`` adds the locals they use.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from ..pack import PANEL
+from ..wasm import Code
+from .conv_tiles import EVEN_LANES
+from .isa import Isa
+
+_LOCALS = ("flat", "sub", "bplane", "src_row", "src_col", "sub_ow", "sub_ci", "sub_p",
+           "sub_src", "sub_dst", "sub_run")
+
+
+def declare(c: Code) -> None:
+    """Declare the locals the pointwise path uses (all i32)."""
+    for name in _LOCALS:
+        c.local("i32", name)
+
+
+def flatten(c: Code) -> None:
+    """A 1x1 conv without padding (``flat``) becomes one row of ``oh * ow`` pixels at stride 1
+    (oh = 1, ow = oh * ow, and likewise h and w); ``bplane`` is B's row stride in bytes: the
+    input plane, or at a larger stride (``sub``) the subsampled plane in ``xp``, whose input
+    row and pixel strides ``subsample`` keeps in ``src_row`` and ``src_col``."""
+    c.get("kh", "kw").emit("i32.or").emit("i32.const", 1).emit("i32.eq")
+    c.get("ph", "pw").emit("i32.or").emit("i32.eqz").emit("i32.and").tee("flat")
+    with c.if_():
+        c.get("sh", "sw").emit("i32.or").emit("i32.const", 1).emit("i32.ne").tee("sub")
+        with c.if_():
+            c.get("sh", "w").emit("i32.mul").emit("i32.const", 2).emit("i32.shl").set("src_row")
+            c.get("sw").emit("i32.const", 2).emit("i32.shl").set("src_col")
+            c.get("ow").set("sub_ow")
+            c.get("oh").set("h")
+            c.get("ow").set("w")
+            c.emit("i32.const", 1).tee("sh").set("sw")
+        for rows, columns in (("h", "w"), ("oh", "ow")):
+            c.get(rows, columns).emit("i32.mul").set(columns)
+            c.emit("i32.const", 1).set(rows)
+    c.get("w").emit("i32.const", 2).emit("i32.shl").set("bplane")
+
+
+def subsample(c: Code, isa: Isa) -> None:
+    """With ``sub``, copy pixels ``first0 .. end`` of the group's ``cg`` input planes at
+    ``xg`` (``iplane`` bytes each), every ``src_col / 4``-th pixel of every ``src_row / 4``-th
+    row, to ``xp`` (planes of ``bplane`` bytes, each pixel at its own index, so parts of the
+    pixels write disjoint bytes) and point ``xg`` there. At stride 2 four pixels are two
+    loads and a shuffle while the row has five more (so the loads stay inside it)."""
+    c.get("sub")
+    with c.if_():
+        c.emit("i32.const", 0).set("sub_ci")
+        with c.loop():
+            c.get("sub_ci", "cg").emit("i32.ge_u").emit("br_if", 1)
+            c.get("first0").set("sub_p")
+            with c.loop():
+                c.get("sub_p", "end").emit("i32.ge_u").emit("br_if", 1)
+                _row_run(c, isa)
+            c.get("sub_ci").emit("i32.const", 1).emit("i32.add").set("sub_ci")
+        c.get("xp").set("xg")
+
+
+def _row_run(c: Code, isa: Isa) -> None:
+    """Copy the pixels from ``sub_p`` to the end of its output row (or to ``end``) of plane
+    ``sub_ci``; ``sub_p`` moves past them."""
+    # src = xg + sub_ci * iplane + (p / sub_ow) * src_row + (p % sub_ow) * src_col
+    c.get("xg", "sub_ci", "iplane").emit("i32.mul").emit("i32.add")
+    c.get("sub_p", "sub_ow").emit("i32.div_u").get("src_row").emit("i32.mul").emit("i32.add")
+    c.get("sub_p", "sub_ow").emit("i32.rem_u").tee("sub_run").get("src_col").emit("i32.mul")
+    c.emit("i32.add").set("sub_src")
+    # dst = xp + sub_ci * bplane + p * 4; run = min(sub_ow - p % sub_ow, end - p)
+    c.get("xp", "sub_ci", "bplane").emit("i32.mul").emit("i32.add")
+    c.get("sub_p").emit("i32.const", 2).emit("i32.shl").emit("i32.add").set("sub_dst")
+    c.get("sub_ow", "sub_run").emit("i32.sub").set("sub_run")
+    c.get("end", "sub_p").emit("i32.sub").get("sub_run", "end", "sub_p").emit("i32.sub")
+    c.get("sub_run").emit("i32.lt_u").emit("select").set("sub_run")
+    c.get("sub_p", "sub_run").emit("i32.add").set("sub_p")
+
+    def advance(pixels: int) -> None:
+        c.get("sub_run").emit("i32.const", pixels).emit("i32.sub").set("sub_run")
+        c.get("sub_dst").emit("i32.const", 4 * pixels).emit("i32.add").set("sub_dst")
+        c.get("sub_src").emit("i32.const", pixels).get("src_col").emit("i32.mul")
+        c.emit("i32.add").set("sub_src")
+
+    def four() -> None:
+        c.get("sub_dst", "sub_src").emit("v128.load", 2, 0).get("sub_src")
+        c.emit("v128.load", 2, 16).emit("i8x16.shuffle", EVEN_LANES).emit("v128.store", 2, 0)
+        advance(4)
+
+    def one() -> None:
+        c.get("sub_dst", "sub_src").emit("f32.load", 2, 0).emit("f32.store", 2, 0)
+        advance(1)
+
+    if isa.vector:
+        c.get("src_col").emit("i32.const", 8).emit("i32.eq")
+        with c.if_():
+            _while(c, lambda: c.get("sub_run").emit("i32.const", 4).emit("i32.le_u"), four)
+    _while(c, lambda: c.get("sub_run").emit("i32.eqz"), one)
+
+
+def _while(c: Code, done: Callable[[], object], body: Callable[[], None]) -> None:
+    """``while not done(): body()``."""
+    with c.loop():
+        done()
+        c.emit("br_if", 1)
+        body()
+
+
+def whole_panels(c: Code, multiply: Callable[[], None]) -> None:
+    """With ``flat``, ``multiply()`` the whole panels of pixels ``first .. end``, at most
+    ``columns`` at a time, with ``cols`` pointing at their first pixel in the input planes at
+    ``xg`` (B in place); ``multiply`` moves ``first`` past the ``count`` pixels."""
+    c.get("flat")
+    with c.if_():
+        with c.loop():
+            c.get("end", "first").emit("i32.sub").emit("i32.const", PANEL).emit("i32.lt_u")
+            c.emit("br_if", 1)
+            # count = min(columns, whole panels left); cols = xg + first * 4
+            c.get("end", "first").emit("i32.sub").emit("i32.const", -PANEL).emit("i32.and")
+            c.set("count")
+            c.get("columns", "count", "columns", "count").emit("i32.lt_u").emit("select")
+            c.set("count")
+            c.get("xg", "first").emit("i32.const", 2).emit("i32.shl").emit("i32.add").set("cols")
+            multiply()
