@@ -40,7 +40,7 @@ Intel CPU with AVX-VNNI and AVX512-VNNI too: no ``vpdpbusd``, nor ``vpdpwssd`` f
 ``i32x4.dot_i16x8_s`` and an add) and the exact 7-bit split of A needs two of them per 16
 products, where the simd128 tile's widening i16 dot needs two (``pmaddwd``, ``paddd``) per 8
 (its operands widened in scratch beforehand): on MiniLM's linear shapes the simd128 tile ran
-1.45-1.64x the relaxed f32 linear, the relaxed tile 0.90-0.93x (``bench/kernels.py --only
+1.68-1.76x the relaxed f32 linear, the relaxed tile 0.90-0.93x (``bench/kernels.py --only
 int8``, Intel Xeon). The relaxed tile stays for engines that lower the relaxed dot to one
 instruction (VNNI, Arm's dot product): ``emit(..., tile_isa="relaxed")`` builds it, and its
 tests keep it exact."""
