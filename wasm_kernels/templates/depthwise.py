@@ -20,6 +20,8 @@ input channels (each part with its own scratch).
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from ..abi import KernelSpec
 from ..wasm import Code, FuncType
 from . import depthwise_quant, depthwise_tile
@@ -39,7 +41,11 @@ opt level none)."""
 # Locals of the whole call (all i32).
 _LOCALS = ("mult", "taps", "hp", "wp", "prow", "row", "plane", "oplane", "orow", "path",
            "image", "ic", "k", "oc", "src", "dst", "r", "wc", "ybase", "oy", "ox", "tx",
-           "pbase", "pi", "pj", "yrow", "i", "j", "wi", "span")
+           "pbase", "pi", "pj", "yrow", "i", "j", "wi", "span", "inplace", "xplane", "ostart",
+           "iend", "left", "rend")
+
+IN_PLACE = (3, 2)
+"""The unrolled kernel whose interior rows read the input plane in place (``_in_place``)."""
 
 
 def emit(spec: KernelSpec, isa_name: str) -> tuple[FuncType, Code]:
@@ -148,6 +154,44 @@ def _sizes(f: Frame) -> None:
         c.emit("end")
     for k, local in enumerate(f.column_offset):
         f.get("sw").emit("i32.const", 4 * k).emit("i32.mul").emit("local.set", local)
+    if _reads_in_place(f):
+        _in_place_sizes(f)
+
+
+def _reads_in_place(f: Frame) -> bool:
+    """Whether this variant has the in-place path (f32 rows with vector tiles)."""
+    return f.quant is None and f.isa.vector
+
+
+def _in_place_sizes(f: Frame) -> None:
+    """``inplace``: the call takes the ``IN_PLACE`` kernel with ``ph``, ``pw`` <= 1, rows of
+    at least a register, and no padding right of the plane (``2 ow - pw < w``). Its output
+    rows ``ostart <= oy < iend`` read input rows 0 <= ``2 oy - ph`` .. ``h - 2`` in place
+    (each register a tile loads then lies inside the plane, or one row before it for the
+    zeroed left lane); the other rows go through the scratch plane, which gets only their
+    input rows."""
+    c = f.c
+    k, s = IN_PLACE
+    f.get("path").emit("i32.const", UNROLLED.index(IN_PLACE) + 1).emit("i32.eq")
+    f.get("ph").emit("i32.const", 1).emit("i32.le_u").emit("i32.and")
+    f.get("pw").emit("i32.const", 1).emit("i32.le_u").emit("i32.and")
+    f.get("ow").emit("i32.const", f.isa.lanes).emit("i32.ge_u").emit("i32.and")
+    # (ow - 1) * s - pw + k - 1 < w: the last output column's taps lie in the plane
+    f.get("ow").emit("i32.const", s).emit("i32.mul").emit("i32.const", k - 1 - s).emit("i32.add")
+    f.get("pw").emit("i32.sub").emit("local.get", f.arg["w"]).emit("i32.lt_s").emit("i32.and")
+    f.set("inplace")
+    f.get("ph")
+    f.set("ostart")
+    f.get("pw")
+    _max(f, "ostart")
+    # iend = max(ostart, min(oh, (h - 2 + ph - (k - 1)) / s + 1)): the rows whose taps end
+    # at input row h - 2 or above (signed, rounded toward zero)
+    f.get("h", "ph").emit("i32.add").emit("i32.const", k + 1 - s).emit("i32.sub")
+    c.emit("i32.const", s).emit("i32.div_s").emit("local.tee", f.v["iend"])
+    f.get("oh", "iend", "oh").emit("i32.lt_s").emit("select")
+    f.set("iend")
+    f.get("ostart")
+    _max(f, "iend")
 
 
 def _plane(f: Frame) -> None:
@@ -156,8 +200,40 @@ def _plane(f: Frame) -> None:
     # src = x + (image * c + ic) * plane; dst = scratch + ph * prow + pw * 4
     f.get("x", "image", "c").emit("i32.mul").emit("local.get", f.v["ic"]).emit("i32.add")
     f.get("plane").emit("i32.mul").emit("i32.add")
+    f.set("xplane")
+    if _reads_in_place(f):
+        f.get("inplace").emit("if")
+        # the rows of output rows < ostart: rend = min(h, (ostart - 1) s - ph + k)
+        f.get("ostart").emit("i32.const", IN_PLACE[1]).emit("i32.mul")
+        f.get("ph").emit("i32.sub").emit("i32.const", IN_PLACE[0] - IN_PLACE[1])
+        f.c.emit("i32.add").emit("local.tee", f.v["rend"])
+        f.get("h", "rend", "h").emit("i32.lt_u").emit("select")
+        f.set("rend")
+        _copy_rows(f, lambda: f.c.emit("i32.const", 0))
+        # the rows of output rows >= iend: from iend s - ph (>= 0 as iend >= ph)
+        f.get("h")
+        f.set("rend")
+        _copy_rows(f, lambda: f.get("iend").emit("i32.const", IN_PLACE[1]).emit("i32.mul")
+                   .emit("local.get", f.arg["ph"]).emit("i32.sub"))
+        f.c.emit("else")
+    f.get("h")
+    f.set("rend")
+    _copy_rows(f, lambda: f.c.emit("i32.const", 0))
+    if _reads_in_place(f):
+        f.c.emit("end")
+    f.count("k", "mult", 1, lambda: _channel(f))
+
+
+def _copy_rows(f: Frame, first: Callable[[], object]) -> None:
+    """Copy input rows ``first()`` .. ``rend`` - 1 of the plane at ``xplane`` into their
+    place in the scratch plane."""
+    first()
+    f.set("r")
+    # src = xplane + r * row; dst = scratch + (ph + r) * prow + pw * 4
+    f.get("xplane", "r", "row").emit("i32.mul").emit("i32.add")
     f.set("src")
-    f.get("scratch", "ph", "prow").emit("i32.mul").emit("i32.add")
+    f.get("scratch", "ph", "r").emit("i32.add").emit("local.get", f.v["prow"])
+    f.c.emit("i32.mul").emit("i32.add")
     f.get("pw").emit("i32.const", 2).emit("i32.shl").emit("i32.add")
     f.set("dst")
 
@@ -166,8 +242,7 @@ def _plane(f: Frame) -> None:
         f.add("dst", "prow")
         f.add("src", "row")
 
-    f.count("r", "h", 1, copy_row)
-    f.count("k", "mult", 1, lambda: _channel(f))
+    strided_loop(f.c, f.v["r"], 1, f.v["rend"], copy_row)
 
 
 def _copy_row(f: Frame) -> None:
@@ -228,7 +303,14 @@ def _channel(f: Frame) -> None:
     c.emit("local.set", f.bias)
     for index, kernel in enumerate(UNROLLED):
         f.get("path").emit("i32.const", index + 1).emit("i32.eq").emit("if")
-        _rows(f, kernel)
+        if kernel == IN_PLACE and _reads_in_place(f):
+            f.get("inplace").emit("if")
+            _in_place(f)
+            c.emit("else")
+            _rows(f, kernel)
+            c.emit("end")
+        else:
+            _rows(f, kernel)
         c.emit("else")
     if f.isa.vector:
         f.get("sw").emit("i32.const", 1).emit("i32.eq").emit("if")
@@ -263,6 +345,48 @@ def _rows(f: Frame, kernel: tuple[int, int] | None, mode: str = "") -> None:
     if kernel is not None:
         strided_loop(f.c, f.v["oy"], ROWS, f.arg["oh"], lambda: rows(ROWS))
     strided_loop(f.c, f.v["oy"], 1, f.arg["oh"], lambda: rows(1))
+
+
+def _in_place(f: Frame) -> None:
+    """Every output row of the channel with the ``IN_PLACE`` kernel: rows ``ostart`` ..
+    ``iend`` - 1 from the input plane, ``ROWS`` at a time while they last, the others from
+    the scratch plane."""
+    c = f.c
+    weights = depthwise_tile.hoist_weights(f, IN_PLACE)
+    stride = IN_PLACE[1]
+
+    def rows(count: int, in_place: bool) -> None:
+        if in_place:
+            # pbase = xplane + (oy * s - ph) * row - pw * 4
+            f.get("xplane", "oy").emit("i32.const", stride).emit("i32.mul")
+            f.get("ph").emit("i32.sub").emit("local.get", f.v["row"]).emit("i32.mul")
+            c.emit("i32.add")
+            f.get("pw").emit("i32.const", 2).emit("i32.shl").emit("i32.sub")
+        else:
+            f.get("scratch", "oy").emit("i32.const", stride).emit("i32.mul")
+            f.get("prow").emit("i32.mul").emit("i32.add")
+        f.set("pbase")
+        f.get("ybase", "oy", "orow").emit("i32.mul").emit("i32.add")
+        f.set("yrow")
+        _columns(f, lambda regs, lanes_store: depthwise_tile.tile(
+            f, IN_PLACE, "", weights, (count, regs), lanes_store, in_place))
+        f.add("oy", count)
+
+    c.emit("i32.const", 0)
+    f.set("oy")
+    c.emit("block").emit("loop")
+    f.get("oy", "oh").emit("i32.ge_u").emit("br_if", 1)
+    f.get("oy", "ostart").emit("i32.lt_u").emit("local.get", f.v["oy"])
+    f.get("iend").emit("i32.ge_u").emit("i32.or").emit("if")
+    rows(1, False)
+    c.emit("else")
+    f.get("oy").emit("i32.const", ROWS).emit("i32.add").emit("local.get", f.v["iend"])
+    c.emit("i32.le_u").emit("if")
+    rows(ROWS, True)
+    c.emit("else")
+    rows(1, True)
+    c.emit("end").emit("end")
+    c.emit("br", 0).emit("end").emit("end")
 
 
 def _columns(f: Frame, tile: depthwise_tile.TileAt) -> None:
