@@ -42,7 +42,7 @@ opt level none)."""
 _LOCALS = ("mult", "taps", "hp", "wp", "prow", "row", "plane", "oplane", "orow", "path",
            "image", "ic", "k", "oc", "src", "dst", "r", "wc", "ybase", "oy", "ox", "tx",
            "pbase", "pi", "pj", "yrow", "i", "j", "wi", "span", "inplace", "xplane", "ostart",
-           "iend", "left", "rend")
+           "iend", "left", "rend", "ahead", "aend", "xend")
 
 IN_PLACE = (3, 2)
 """The unrolled kernel whose interior rows read the input plane in place (``_in_place``)."""
@@ -192,6 +192,10 @@ def _in_place_sizes(f: Frame) -> None:
     f.set("iend")
     f.get("ostart")
     _max(f, "iend")
+    # xend = x + n * c * plane: the end of the input
+    f.get("x", "n", "c").emit("i32.mul").emit("local.get", f.v["plane"]).emit("i32.mul")
+    c.emit("i32.add")
+    f.set("xend")
 
 
 def _plane(f: Frame) -> None:
@@ -202,6 +206,12 @@ def _plane(f: Frame) -> None:
     f.get("plane").emit("i32.mul").emit("i32.add")
     f.set("xplane")
     if _reads_in_place(f):
+        # ahead .. aend: the next input plane, which the in-place tiles read ahead
+        # (depthwise_tile._read_ahead); empty after the last one
+        f.get("xplane", "plane").emit("i32.add").emit("local.tee", f.v["ahead"])
+        f.get("plane").emit("i32.add").emit("local.tee", f.v["aend"])
+        f.get("xend", "aend", "xend").emit("i32.lt_u").emit("select")
+        f.set("aend")
         f.get("inplace").emit("if")
         # the rows of output rows < ostart: rend = min(h, (ostart - 1) s - ph + k)
         f.get("ostart").emit("i32.const", IN_PLACE[1]).emit("i32.mul")

@@ -32,6 +32,10 @@ NEXT_LANE = [bytes(range(4, 16)) + bytes(range(16 + 4 * lane, 20 + 4 * lane))
 """The ``i8x16.shuffle`` of registers (a, b) giving a's lanes 1..3 then b's lane 0 (1): the
 stride-2 pixels of tap j + 2 from tap j's and the next register's."""
 
+AHEAD_LINES = 4
+"""Cache lines of the next input plane an in-place tile of several rows reads ahead: a
+112-wide plane's 784 lines over its 196 such tiles at stride 2."""
+
 HOISTED_TAPS = 9
 """Kernels of at most this many taps keep their weights in registers across a channel."""
 
@@ -98,6 +102,8 @@ def tile(f: Frame, kernel: tuple[int, int] | None, mode: str, weights: list[int]
         _runtime_taps(f, mode, acc[0])
     else:
         _unrolled_taps(f, kernel, weights, acc, in_place)
+        if in_place and rows > 1:
+            _read_ahead(f)
     for q, row in enumerate(acc):
         if lanes_store:
             _store_lanes(f, row[0], q)
@@ -155,6 +161,20 @@ def _unrolled_taps(f: Frame, kernel: tuple[int, int], weights: list[int],
                     isa.madd_into(c, acc[q][r])
         if t < span - 1:
             f.add("pi", "row" if in_place else "prow")
+
+
+def _read_ahead(f: Frame) -> None:
+    """Read one word of each of the next ``AHEAD_LINES`` cache lines at ``ahead`` while they
+    lie before ``aend`` (the next input plane), and move ``ahead`` past them: WebAssembly has
+    no prefetch instruction, and a plane streaming from memory otherwise waits in the
+    tiles' loads."""
+    c = f.c
+    f.get("ahead").emit("i32.const", 64 * AHEAD_LINES).emit("i32.add")
+    f.get("aend").emit("i32.le_u").emit("if")
+    for line in range(AHEAD_LINES):
+        f.get("ahead").emit("i32.load", 2, 64 * line).emit("drop")
+    f.add("ahead", 64 * AHEAD_LINES)
+    c.emit("end")
 
 
 def _load_once(f: Frame, column: int, loaded: dict[int, int]) -> int:
