@@ -42,7 +42,8 @@ opt level none)."""
 _LOCALS = ("mult", "taps", "hp", "wp", "prow", "row", "plane", "oplane", "orow", "path",
            "image", "ic", "k", "oc", "src", "dst", "r", "wc", "ybase", "oy", "ox", "tx",
            "pbase", "pi", "pj", "yrow", "i", "j", "wi", "span", "inplace", "xplane", "ostart",
-           "iend", "left", "rend", "ahead", "aend", "xend")
+           "iend", "left", "rend", "ahead", "aend", "xend",
+           "istrict", "iloose")
 
 IN_PLACE = (3, 2)
 """The unrolled kernel whose interior rows read the input plane in place (``_in_place``)."""
@@ -166,10 +167,11 @@ def _reads_in_place(f: Frame) -> bool:
 def _in_place_sizes(f: Frame) -> None:
     """``inplace``: the call takes the ``IN_PLACE`` kernel with ``ph``, ``pw`` <= 1, rows of
     at least a register, and no padding right of the plane (``2 ow - pw < w``). Its output
-    rows ``ostart <= oy < iend`` read input rows 0 <= ``2 oy - ph`` .. ``h - 2`` in place
-    (each register a tile loads then lies inside the plane, or one row before it for the
-    zeroed left lane); the other rows go through the scratch plane, which gets only their
-    input rows."""
+    rows ``ostart <= oy < iend`` read input rows 0 <= ``2 oy - ph`` .. ``h - 1`` in place
+    (``istrict``: .. ``h - 2`` in the input's last plane, as a tile's registers reach up to
+    3 floats past its row's end; ``iloose`` in the others), each register a tile loads then
+    inside the input, or one row before the plane for the zeroed left lane; the other rows
+    go through the scratch plane, which gets only their input rows."""
     c = f.c
     k, s = IN_PLACE
     f.get("path").emit("i32.const", UNROLLED.index(IN_PLACE) + 1).emit("i32.eq")
@@ -184,14 +186,15 @@ def _in_place_sizes(f: Frame) -> None:
     f.set("ostart")
     f.get("pw")
     _max(f, "ostart")
-    # iend = max(ostart, min(oh, (h - 2 + ph - (k - 1)) / s + 1)): the rows whose taps end
-    # at input row h - 2 or above (signed, rounded toward zero)
-    f.get("h", "ph").emit("i32.add").emit("i32.const", k + 1 - s).emit("i32.sub")
-    c.emit("i32.const", s).emit("i32.div_s").emit("local.tee", f.v["iend"])
-    f.get("oh", "iend", "oh").emit("i32.lt_s").emit("select")
-    f.set("iend")
-    f.get("ostart")
-    _max(f, "iend")
+    for name, last in (("istrict", 2), ("iloose", 1)):
+        # name = max(ostart, min(oh, (h - last + ph - (k - 1)) / s + 1)): the rows whose
+        # taps end at input row h - last or above (signed, rounded toward zero)
+        f.get("h", "ph").emit("i32.add").emit("i32.const", last + k - 1 - s).emit("i32.sub")
+        c.emit("i32.const", s).emit("i32.div_s").emit("local.tee", f.v[name])
+        f.get("oh", name, "oh").emit("i32.lt_s").emit("select")
+        f.set(name)
+        f.get("ostart")
+        _max(f, name)
     # xend = x + n * c * plane: the end of the input
     f.get("x", "n", "c").emit("i32.mul").emit("local.get", f.v["plane"]).emit("i32.mul")
     c.emit("i32.add")
@@ -213,6 +216,9 @@ def _plane(f: Frame) -> None:
         f.get("xend", "aend", "xend").emit("i32.lt_u").emit("select")
         f.set("aend")
         f.get("inplace").emit("if")
+        # iend = iloose unless this is the input's last plane
+        f.get("iloose", "istrict", "ahead", "xend").emit("i32.lt_u").emit("select")
+        f.set("iend")
         # the rows of output rows < ostart: rend = min(h, (ostart - 1) s - ph + k)
         f.get("ostart").emit("i32.const", IN_PLACE[1]).emit("i32.mul")
         f.get("ph").emit("i32.sub").emit("i32.const", IN_PLACE[0] - IN_PLACE[1])
