@@ -6,6 +6,10 @@ Each input plane is first copied into the scratch plane, whose zero border is th
 (``abi.depthwise_scratch_floats``: wide and tall enough that every register a tile loads
 lies inside it), so no tile masks a lane or clips a tap. The scratch is zeroed once per
 call; the planes copied into it all cover the same interior, so the border stays zero.
+The ``IN_PLACE`` kernel (3x3, stride 2) reads the interior output rows' input rows where
+they lie, when the padding allows (``_in_place_sizes``): only the border rows' input rows
+are copied, and those tiles read the next input plane ahead (``depthwise_tile``); the
+results are bit for bit those of the copy.
 
 Every output row is covered by tiles of ``REGS`` registers (the last one moved left to end
 at the row's end, recomputing a few columns, when more than one register's columns are

@@ -1,5 +1,6 @@
 """The tiles of the depthwise family (see ``depthwise``): one output channel x ``regs``
-registers of one output row, read from the zero-padded scratch plane, so no load is masked.
+registers of one output row, read from the zero-padded scratch plane, so no load is masked
+(or, ``in_place``, from the input plane, the padding left of it zeroed in the register).
 
 An unrolled kernel (``UNROLLED``) addresses every pixel register with a constant offset
 from the kernel row's first pixel, each register of a row loaded once: at stride 1 a tap's
