@@ -11,15 +11,15 @@ they lie, when the padding allows (``_in_place_sizes``): only the border rows' i
 are copied, and those tiles read the next input plane ahead (``depthwise_tile``); the
 results are bit for bit those of the copy.
 
-Every output row is covered by tiles of ``REGS`` registers (the last one moved left to end
-at the row's end, recomputing a few columns, when more than one register's columns are
-left), then one-register tiles; a row narrower than a register is one register stored lane
-by lane. A tile keeps its accumulators in locals and runs the taps (``depthwise_tile``):
-unrolled, with constant load offsets, for the common kernels (``UNROLLED``: 3x3 and 5x5 at
-column stride 1 or 2, no column dilation), as runtime loops otherwise. The quantized rows
-dequantize in the plane copy and quantize in the tiles' store (``depthwise_quant``). Work
-is independent per output channel: a caller may split a call by images or by ranges of
-input channels (each part with its own scratch).
+Every output row (``depthwise_rows``) is covered by tiles of ``REGS`` registers (the last
+one moved left to end at the row's end, recomputing a few columns, when more than one
+register's columns are left), then one-register tiles; a row narrower than a register is
+one register stored lane by lane. A tile keeps its accumulators in locals and runs the
+taps (``depthwise_tile``): unrolled, with constant load offsets, for the common kernels
+(``UNROLLED``: 3x3 and 5x5 at column stride 1 or 2, no column dilation), as runtime loops
+otherwise. The quantized rows dequantize in the plane copy and quantize in the tiles'
+store (``depthwise_quant``). Work is independent per output channel: a caller may split a
+call by images or by ranges of input channels (each part with its own scratch).
 """
 
 from __future__ import annotations
@@ -28,8 +28,9 @@ from collections.abc import Callable
 
 from ..abi import KernelSpec
 from ..wasm import Code, FuncType
-from . import depthwise_quant, depthwise_tile
-from .depthwise_tile import REGS, ROWS, UNROLLED, Frame
+from . import depthwise_quant
+from .depthwise_rows import IN_PLACE, in_place_rows, rows
+from .depthwise_tile import REGS, UNROLLED, Frame
 from .isa import ISAS, Isa
 from .loops import strided_loop
 
@@ -48,9 +49,6 @@ _LOCALS = ("mult", "taps", "hp", "wp", "prow", "row", "plane", "oplane", "orow",
            "pbase", "pi", "pj", "yrow", "i", "j", "wi", "span", "inplace", "xplane", "ostart",
            "iend", "left", "rend", "ahead", "aend", "xend",
            "istrict", "iloose")
-
-IN_PLACE = (3, 2)
-"""The unrolled kernel whose interior rows read the input plane in place (``_in_place``)."""
 
 
 def emit(spec: KernelSpec, isa_name: str) -> tuple[FuncType, Code]:
@@ -325,131 +323,20 @@ def _channel(f: Frame) -> None:
         f.get("path").emit("i32.const", index + 1).emit("i32.eq").emit("if")
         if kernel == IN_PLACE and _reads_in_place(f):
             f.get("inplace").emit("if")
-            _in_place(f)
+            in_place_rows(f)
             c.emit("else")
-            _rows(f, kernel)
+            rows(f, kernel)
             c.emit("end")
         else:
-            _rows(f, kernel)
+            rows(f, kernel)
         c.emit("else")
     if f.isa.vector:
         f.get("sw").emit("i32.const", 1).emit("i32.eq").emit("if")
-        _rows(f, None, "unit")
+        rows(f, None, "unit")
         c.emit("else")
-        _rows(f, None, "gather")
+        rows(f, None, "gather")
         c.emit("end")
     else:
-        _rows(f, None, "gather")
+        rows(f, None, "gather")
     for _ in UNROLLED:
-        c.emit("end")
-
-
-def _rows(f: Frame, kernel: tuple[int, int] | None, mode: str = "") -> None:
-    """Every output row of the channel with ``kernel``'s unrolled taps, ``ROWS`` rows per
-    tile while they last (None: runtime loops over the taps, one row per tile, pixels
-    loaded per ``mode``)."""
-    weights = depthwise_tile.hoist_weights(f, kernel)
-
-    def rows(count: int) -> None:
-        # pbase = scratch + oy * sh * prow; yrow = ybase + oy * orow
-        f.get("scratch", "oy", "sh").emit("i32.mul").emit("local.get", f.v["prow"])
-        f.c.emit("i32.mul").emit("i32.add")
-        f.set("pbase")
-        f.get("ybase", "oy", "orow").emit("i32.mul").emit("i32.add")
-        f.set("yrow")
-        _columns(f, lambda regs, lanes_store: depthwise_tile.tile(
-            f, kernel, mode, weights, (count, regs), lanes_store))
-
-    f.c.emit("i32.const", 0)
-    f.set("oy")
-    if kernel is not None:
-        strided_loop(f.c, f.v["oy"], ROWS, f.arg["oh"], lambda: rows(ROWS))
-    strided_loop(f.c, f.v["oy"], 1, f.arg["oh"], lambda: rows(1))
-
-
-def _in_place(f: Frame) -> None:
-    """Every output row of the channel with the ``IN_PLACE`` kernel: rows ``ostart`` ..
-    ``iend`` - 1 from the input plane, ``ROWS`` at a time while they last, the others from
-    the scratch plane."""
-    c = f.c
-    weights = depthwise_tile.hoist_weights(f, IN_PLACE)
-    stride = IN_PLACE[1]
-
-    def rows(count: int, in_place: bool) -> None:
-        if in_place:
-            # pbase = xplane + (oy * s - ph) * row - pw * 4
-            f.get("xplane", "oy").emit("i32.const", stride).emit("i32.mul")
-            f.get("ph").emit("i32.sub").emit("local.get", f.v["row"]).emit("i32.mul")
-            c.emit("i32.add")
-            f.get("pw").emit("i32.const", 2).emit("i32.shl").emit("i32.sub")
-        else:
-            f.get("scratch", "oy").emit("i32.const", stride).emit("i32.mul")
-            f.get("prow").emit("i32.mul").emit("i32.add")
-        f.set("pbase")
-        f.get("ybase", "oy", "orow").emit("i32.mul").emit("i32.add")
-        f.set("yrow")
-        _columns(f, lambda regs, lanes_store: depthwise_tile.tile(
-            f, IN_PLACE, "", weights, (count, regs), lanes_store, in_place))
-        f.add("oy", count)
-
-    c.emit("i32.const", 0)
-    f.set("oy")
-    c.emit("block").emit("loop")
-    f.get("oy", "oh").emit("i32.ge_u").emit("br_if", 1)
-    f.get("oy", "ostart").emit("i32.lt_u").emit("local.get", f.v["oy"])
-    f.get("iend").emit("i32.ge_u").emit("i32.or").emit("if")
-    rows(1, False)
-    c.emit("else")
-    f.get("oy").emit("i32.const", ROWS).emit("i32.add").emit("local.get", f.v["iend"])
-    c.emit("i32.le_u").emit("if")
-    rows(ROWS, True)
-    c.emit("else")
-    rows(1, True)
-    c.emit("end").emit("end")
-    c.emit("br", 0).emit("end").emit("end")
-
-
-def _columns(f: Frame, tile: depthwise_tile.TileAt) -> None:
-    """Tiles of REGS registers from column 0 while they fit, then (more than one register's
-    columns left) one such tile moved left to end at ``ow``, else one-register tiles moved
-    left to end there; a row narrower than one register is one tile stored lane by lane."""
-    c, lanes = f.c, f.isa.lanes
-    c.emit("i32.const", 0)
-    f.set("ox")
-    c.emit("block").emit("loop")
-    f.get("ox").emit("i32.const", REGS * lanes).emit("i32.add").emit("local.get", f.arg["ow"])
-    c.emit("i32.gt_u").emit("br_if", 1)
-    f.get("ox")
-    f.set("tx")
-    tile(REGS, False)
-    f.add("ox", REGS * lanes)
-    c.emit("br", 0).emit("end").emit("end")
-    if lanes > 1:
-        # more than one register's columns left, and a full tile fits the row: one full
-        # tile moved left to end at ow
-        f.get("ow", "ox").emit("i32.sub").emit("i32.const", lanes).emit("i32.gt_u")
-        f.get("ow").emit("i32.const", REGS * lanes).emit("i32.ge_u").emit("i32.and")
-        c.emit("if")
-        f.get("ow").emit("i32.const", REGS * lanes).emit("i32.sub")
-        f.set("tx")
-        tile(REGS, False)
-        f.get("ow")
-        f.set("ox")
-        c.emit("end")
-    if lanes > 1:
-        f.get("ow").emit("i32.const", lanes).emit("i32.lt_u").emit("if")
-        c.emit("i32.const", 0)
-        f.set("tx")
-        tile(1, True)
-        c.emit("else")
-    c.emit("block").emit("loop")
-    f.get("ox", "ow").emit("i32.ge_u").emit("br_if", 1)
-    # tx = min(ox, ow - lanes)
-    f.get("ox", "ow").emit("i32.const", lanes).emit("i32.sub").emit("local.tee", f.v["tx"])
-    f.get("ox", "tx").emit("i32.lt_u").emit("select")
-    f.set("tx")
-    tile(1, False)
-    f.add("ox", lanes)
-    c.emit("br", 0).emit("end").emit("end")
-    if lanes > 1:
         c.emit("end")
