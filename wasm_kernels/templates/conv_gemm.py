@@ -2,9 +2,10 @@
 group, ``Y[o, p] = W[o, kk] @ cols[kk, p]`` (``wasm_kernels.pack_im2col``), with the dense
 tile of ``f32_linear`` (``dense_tile``), the conv's epilogue fused into its stores.
 
-The weight is packed at compile time as the tile's A (groups of 4 output channels
-step-major). A padded input is first copied inside its zero borders into the scratch ``xp``
-(per image and group); the columns are packed at run time by ``im2col`` into the scratch
+The weight is packed at compile time as the tile's A, in the tiles the driver runs on it
+(``pack_im2col.tiles``: 5 output channels, 4 step-major and a fifth read in place, then 4).
+A padded input is first copied inside its zero borders into the scratch ``xp`` (per image
+and group); the columns are packed at run time by ``im2col`` into the scratch
 ``ws``, ``columns`` output pixels at a time, in the panel layout ``f32_linear`` reads its
 weight in, every chunk at ``ws``: the region of a thread's part of the pixels (``ws`` is sized
 for every pixel and arrives moved to the part, so threads never share a byte of it), which
