@@ -31,7 +31,7 @@ import numpy as np
 
 from .pack import PANEL
 from .templates.dense_tile import GROUP
-from .templates.linear import BLOCK_BYTES
+from .templates.linear import BLOCK_BYTES, SPLIT_ROWS
 
 ROWS = GROUP + 1
 """Output channels per tile of ``f32_conv2d_gemm`` (every ISA: the weight is packed once):
@@ -86,20 +86,26 @@ def unpack_im2col_weight(packed: np.ndarray, o: int, cg: int, kh: int, kw: int,
 def tiles(og: int, k: int) -> list[tuple[int, int]]:
     """(first row, rows) of each tile the linear driver (``templates/linear.py``) runs on
     ``og`` output channels of ``k`` steps with tiles of ``ROWS``: blocks of ``mb`` rows
-    (``BLOCK_BYTES`` of weight rounded down to ``ROWS``, ``ROWS`` at least), each ``r`` rows
-    as tiles of ``ROWS`` up to its split, then of ``GROUP``, then single rows (``_split``:
+    (``BLOCK_BYTES`` of weight rounded down to ``ROWS``, ``ROWS`` at least; the last block
+    takes the rest when fewer than ``mb + SPLIT_ROWS`` rows are left), each ``r`` rows as
+    tiles of ``ROWS`` up to its split, then of ``GROUP``, then single rows (``_split``:
     ``r = 5a + 4b`` with ``b = -r mod 5`` if ``4b <= r``, else no tile of 5).
 
         >>> tiles(13, 8)
         [(0, 5), (5, 4), (9, 4)]
         >>> tiles(7, 8)
         [(0, 4), (4, 1), (5, 1), (6, 1)]
+        >>> tiles(20, 4608)
+        [(0, 5), (5, 5), (10, 5), (15, 5)]
+        >>> tiles(22, 4608)
+        [(0, 5), (5, 5), (10, 4), (14, 4), (18, 4)]
     """
     mb = BLOCK_BYTES // (4 * k | 1)
     mb = max(mb - mb % ROWS, ROWS)
     out = []
-    for ib in range(0, og, mb):
-        iend = min(ib + mb, og)
+    ib = 0
+    while ib < og:
+        iend = og if og - ib < mb + SPLIT_ROWS else ib + mb
         b = (ROWS - (iend - ib) % ROWS) % ROWS
         split = iend - GROUP * b if GROUP * b <= iend - ib else ib
         i = ib
@@ -107,6 +113,7 @@ def tiles(og: int, k: int) -> list[tuple[int, int]]:
             while i + rows <= end:
                 out.append((i, rows))
                 i += rows
+        ib = iend
     return out
 
 

@@ -47,6 +47,10 @@ AHEAD_LINES = 4
 BLOCK_BYTES = 1 << 17
 """Bytes of A per block: a quarter of a 512 KiB L2, so it stays there while W streams by."""
 
+SPLIT_ROWS = 12
+"""Rows from which every count is tiles of 5 and 4 (``_split``); under it a block of the
+5-row tile may leave single rows, a quarter as fast (2 FMA chains)."""
+
 
 @dataclass
 class _Frame(DenseFrame):
@@ -111,12 +115,20 @@ def row_blocks(f: _Frame, edge: bool, prepacked: bool = False) -> None:
     c, arg = f.c, f.arg
 
     def block() -> None:
-        # iend = min(ib + mb, m): the block's rows end
-        c.emit("local.get", f.ib).emit("local.get", f.mb).emit("i32.add").emit("local.tee", f.iend)
-        c.emit("local.get", arg["m"]).emit("local.get", f.iend).emit("local.get", arg["m"])
-        c.emit("i32.lt_u").emit("select").emit("local.set", f.iend)
         if f.mr > GROUP:
+            # iend = m - ib < mb + SPLIT_ROWS ? m : ib + mb: the last rows join the block
+            # before them, so no block but a lone one has fewer than SPLIT_ROWS rows
+            c.emit("local.get", arg["m"])
+            c.emit("local.get", f.ib).emit("local.get", f.mb).emit("i32.add")
+            c.emit("local.get", arg["m"]).emit("local.get", f.ib).emit("i32.sub")
+            c.emit("local.get", f.mb).emit("i32.const", SPLIT_ROWS).emit("i32.add")
+            c.emit("i32.lt_u").emit("select").emit("local.set", f.iend)
             _split(f)
+        else:
+            # iend = min(ib + mb, m): the block's rows end
+            c.emit("local.get", f.ib).emit("local.get", f.mb).emit("i32.add")
+            c.emit("local.tee", f.iend).emit("local.get", arg["m"]).emit("local.get", f.iend)
+            c.emit("local.get", arg["m"]).emit("i32.lt_u").emit("select").emit("local.set", f.iend)
         if f.mr > 1 and not prepacked:
             # each tile's group of GROUP rows, packed where it lies in A
             c.emit("local.get", f.ib).emit("local.set", f.i)
@@ -128,7 +140,7 @@ def row_blocks(f: _Frame, edge: bool, prepacked: bool = False) -> None:
             c.emit("local.get", f.j).emit("local.get", arg["n"]).emit("i32.lt_u").emit("if")
             _column_tiles(f, True, prepacked)
             c.emit("end")
-        c.emit("local.get", f.ib).emit("local.get", f.mb).emit("i32.add").emit("local.set", f.ib)
+        c.emit("local.get", f.iend).emit("local.set", f.ib)
 
     c.emit("i32.const", 0).emit("local.set", f.ib)
     c.emit("block").emit("loop")
@@ -139,9 +151,10 @@ def row_blocks(f: _Frame, edge: bool, prepacked: bool = False) -> None:
 
 def _split(f: _Frame) -> None:
     """``split``: the block's ``r = iend - ib`` rows as ``a`` tiles of ``mr = GROUP + 1`` rows
-    then ``b`` of ``GROUP`` (``r = 5a + 4b`` with ``b = -r mod 5``, which every ``r >= 12``
-    has), else (``4b > r``) none of ``mr`` rows: then tiles of ``GROUP`` rows and at most 3
-    single rows, only in blocks of fewer than 12 rows."""
+    then ``b`` of ``GROUP`` (``r = 5a + 4b`` with ``b = -r mod 5``, which every ``r >=
+    SPLIT_ROWS`` has), else (``4b > r``) none of ``mr`` rows: then tiles of ``GROUP`` rows and
+    at most 3 single rows, only when ``m`` is under ``SPLIT_ROWS`` (a block of ``mb`` rows
+    is whole tiles of 5, and the last rows join the block before them)."""
     c = f.c
     b = c.local("i32")
     # b * GROUP = (mr - r % mr) % mr * GROUP
