@@ -2,7 +2,8 @@
 group, ``Y[o, p] = W[o, kk] @ cols[kk, p]`` (``wasm_kernels.pack_im2col``), with the dense
 tile of ``f32_linear`` (``dense_tile``), the conv's epilogue fused into its stores.
 
-The weight is packed at compile time as the tile's A (groups of 4 output channels step-major).
+The weight is packed at compile time as the tile's A, in the tiles the driver runs on it
+(``pack_im2col.tiles``: 5 output channels, 4 step-major and a fifth read in place, then 4).
 A padded input is copied inside its zero borders into the scratch ``xp`` (per image and group,
 the rows a chunk reads just before it packs them); the columns are packed at run time by
 ``im2col`` into the scratch ``ws``, ``columns`` output pixels at a time, in the panel layout
