@@ -4,10 +4,11 @@ panel (4 pixels) a register at a time at stride 1, at stride 2 from a phased pad
 rows packed pixel by pixel, a second half past the last pixel, other strides, dilation,
 groups, batch > 1, output channels in tiles of 5 and 4 and left over, in one block or several
 (a deep weight), pixels in several chunks (each padding the rows it reads first, down to one
-panel a chunk) and a last panel shorter than 8. A 1x1 stride-1 conv reads its whole panels in
-place: planes of fewer than 8 pixels (none), of a multiple of 8 (no packed tail), and input
-channels past the tile's unroll of 32; at a larger stride the same after subsampling, 4 pixels
-at a time at stride 2 and one by one otherwise."""
+panel a chunk) and a last panel shorter than 8. A 1x1 stride-1 conv reads its input in place,
+ending on a 4- or 8-pixel tile that overlaps the last panel (105, 33 and 28 pixels; 15):
+planes of fewer than 8 pixels (packed), of a multiple of 8 (no end tile), and input channels
+past the tile's unroll of 32; at a larger stride the same after subsampling, 4 pixels at a
+time at stride 2 and one by one otherwise."""
 
 import numpy as np
 import pytest

@@ -92,7 +92,7 @@ def _group(c: Code, f: linear._Frame, in_place: linear._Frame, isa: Isa) -> None
     padded_copy.start(c)
     conv_pointwise.subsample(c, isa)
     c.get("first0").set("first")
-    conv_pointwise.whole_panels(c, lambda: _multiply(c, in_place))
+    conv_pointwise.in_place(c, lambda: _multiply(c, in_place))
     c.get("ws").set("cols")
     with c.loop():
         c.get("first", "end").emit("i32.ge_u").emit("br_if", 1)

@@ -1,11 +1,12 @@
 """The pointwise convs of ``f32_conv2d_gemm``: a 1x1 conv without padding is a gemm ``Y[o, p]
 = W[o, ci] @ X[ci, p]`` whose B needs no packing. At stride 1 the input planes are B as they
 are: one row of ``h * w`` pixels (``flatten``), read in place by the linear driver with the
-plane as B's row stride (``whole_panels``). At a larger stride the kernel first copies the
+plane as B's row stride (``in_place``). At a larger stride the kernel first copies the
 pixels it computes (``first0 .. end``) of each of the group's planes, subsampled, into the
-scratch ``xp`` (``subsample``), then multiplies those planes the same way. The last pixels
-of a plane short of a whole panel of ``PANEL`` go through ``im2col``'s packing, so no load
-passes the input's end.
+scratch ``xp`` (``subsample``), then multiplies those planes the same way. The pixels past
+the last whole panel of ``PANEL`` are one more tile ending at the last pixel (``TAIL`` or
+``PANEL`` wide, see ``linear.row_blocks``), so no load passes the input's end; only planes
+(or a thread's part) of fewer than ``PANEL`` pixels go through ``im2col``'s packing.
 
 The functions read the conv's arguments and the locals of ``conv_gemm`` and ``im2col`` by
 name from the ``Code``; ``declare`` adds the locals they use.
@@ -117,19 +118,19 @@ def _while(c: Code, done: Callable[[], object], body: Callable[[], None]) -> Non
         body()
 
 
-def whole_panels(c: Code, multiply: Callable[[], None]) -> None:
-    """With ``flat``, ``multiply()`` the whole panels of pixels ``first .. end``, at most
-    ``columns`` at a time, with ``cols`` pointing at their first pixel in the input planes at
-    ``xg`` (B in place); ``multiply`` moves ``first`` past the ``count`` pixels."""
-    c.get("flat")
+def in_place(c: Code, multiply: Callable[[], None]) -> None:
+    """With ``flat`` and a panel of pixels or more, ``multiply()`` pixels ``first .. end``,
+    at most ``columns`` at a time (the last chunk at least a panel: the driver ends it with a
+    tile of its last pixels), with ``cols`` pointing at their first pixel in the input planes
+    at ``xg`` (B in place); ``multiply`` moves ``first`` past the ``count`` pixels."""
+    c.get("flat", "end", "first").emit("i32.sub").emit("i32.const", PANEL).emit("i32.ge_u")
+    c.emit("i32.and")
     with c.if_():
         with c.loop():
-            c.get("end", "first").emit("i32.sub").emit("i32.const", PANEL).emit("i32.lt_u")
-            c.emit("br_if", 1)
-            # count = min(columns, whole panels left); cols = xg + first * 4
-            c.get("end", "first").emit("i32.sub").emit("i32.const", -PANEL).emit("i32.and")
-            c.set("count")
-            c.get("columns", "count", "columns", "count").emit("i32.lt_u").emit("select")
-            c.set("count")
+            c.get("first", "end").emit("i32.ge_u").emit("br_if", 1)
+            # count = columns if columns + PANEL <= end - first, else end - first
+            c.get("columns", "end", "first").emit("i32.sub").tee("count")
+            c.get("columns").emit("i32.const", PANEL).emit("i32.add").get("count")
+            c.emit("i32.le_u").emit("select").set("count")
             c.get("xg", "first").emit("i32.const", 2).emit("i32.shl").emit("i32.add").set("cols")
             multiply()

@@ -44,6 +44,11 @@ the FP pipes are the bound and 5 rows run no faster than 4. The scalar reference
 AHEAD_LINES = 4
 """Cache lines of the next panel of W a tile reads ahead per unrolled iteration of k."""
 
+TAIL = 4
+"""Columns of the narrower tile that ends a W read in place (``row_blocks``): one register,
+half a panel's multiply-adds for the last ``n % PANEL <= TAIL`` columns (a 7x7 conv's 49th
+pixel)."""
+
 BLOCK_BYTES = 1 << 17
 """Bytes of A per block: a quarter of a 512 KiB L2, so it stays there while W streams by."""
 
@@ -111,7 +116,10 @@ def row_blocks(f: _Frame, edge: bool, prepacked: bool = False) -> None:
     blocks; ``f.j`` ends at the first column not computed. A ``prepacked`` A is already in
     ``wa``'s layout for the tiles this driver runs (``pack_im2col.tiles``). With
     ``f.ldb`` set, W is read in place as a row-major (k, n) B of that row stride in bytes
-    (a pointwise conv's input planes) instead of packed panels."""
+    (a pointwise conv's input planes) instead of packed panels, ``n >= PANEL``: columns past
+    the whole panels are computed by one more tile ending at ``n``, ``TAIL`` columns wide
+    when that covers them, else ``PANEL``; it stores again the columns before them it
+    overlaps, the same values as long as C overlaps neither A, W nor R."""
     c, arg = f.c, f.arg
 
     def block() -> None:
@@ -140,6 +148,8 @@ def row_blocks(f: _Frame, edge: bool, prepacked: bool = False) -> None:
             c.emit("local.get", f.j).emit("local.get", arg["n"]).emit("i32.lt_u").emit("if")
             _column_tiles(f, True, prepacked)
             c.emit("end")
+        elif f.ldb is not None:
+            _end_tile(f, prepacked)
         c.emit("local.get", f.iend).emit("local.set", f.ib)
 
     c.emit("i32.const", 0).emit("local.set", f.ib)
@@ -181,8 +191,23 @@ def _tile_runs(f: _Frame, edge: bool = False, prepacked: bool = False) -> list[t
     return [(rows, f.iend) for rows in sorted({f.mr, 1}, reverse=True)]
 
 
-def _column_tiles(f: _Frame, edge: bool, prepacked: bool) -> None:
-    """Columns ``j .. j+PANEL`` of C (an ``edge`` panel ends past ``n``) against the block's
+def _end_tile(f: _Frame, prepacked: bool) -> None:
+    """With W in place, the columns ``j .. n`` short of a panel: the tile of ``TAIL`` or
+    ``PANEL`` columns ending at ``n`` (``j`` set to its first)."""
+    c, n = f.c, f.arg["n"]
+    c.emit("local.get", f.j).emit("local.get", n).emit("i32.lt_u").emit("if")
+    c.emit("local.get", n).emit("local.get", f.j).emit("i32.sub").emit("i32.const", TAIL)
+    c.emit("i32.le_u").emit("if")
+    c.emit("local.get", n).emit("i32.const", TAIL).emit("i32.sub").emit("local.set", f.j)
+    _column_tiles(f, False, prepacked, TAIL)
+    c.emit("else")
+    c.emit("local.get", n).emit("i32.const", PANEL).emit("i32.sub").emit("local.set", f.j)
+    _column_tiles(f, False, prepacked)
+    c.emit("end").emit("end")
+
+
+def _column_tiles(f: _Frame, edge: bool, prepacked: bool, width: int = PANEL) -> None:
+    """Columns ``j .. j+width`` of C (an ``edge`` panel ends past ``n``) against the block's
     rows (``_tile_runs``; A ``prepacked`` or not)."""
     c = f.c
     # NOTE: W in place: a panel's next columns are in the cache lines it reads already.
@@ -196,7 +221,7 @@ def _column_tiles(f: _Frame, edge: bool, prepacked: bool) -> None:
         packed = partial(_packed_rows, f) if rows >= GROUP else None
         ahead = partial(_read_ahead, f) if rows >= GROUP and packed_w else None
         strided_loop(c, f.i, rows, end,
-                     partial(tile, f, f.isa, rows, PANEL, partial(_panel, f), edge, packed,
+                     partial(tile, f, f.isa, rows, width, partial(_panel, f), edge, packed,
                              ahead))
 
 
