@@ -13,6 +13,8 @@ calling thread (numpy's OpenBLAS pinned to one), so each call is timed in that t
 time (``time.thread_time``: time spent preempted by other jobs does not count, time shared
 with a busy sibling hyperthread still does); the contenders of a shape are timed in
 interleaved rounds, ratios are medians of per-round ratios, and no result is asserted.
+Kernels are called as a model calls them, without wasmtime-py's conversion of each argument
+(``Variant.call``).
 """
 
 from __future__ import annotations

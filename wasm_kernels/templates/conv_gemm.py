@@ -16,7 +16,9 @@ group's output channels, ``n`` = the chunk's pixels and C's row stride the outpu
 block of channels stays in L2 while the chunk's panels stream past it, the tile storing each
 channel's pixels in place in NCHW. The kernel computes pixels ``first .. first + pixels`` of
 each plane (``parallel.splits`` cuts that range into a thread's parts). Every stride, padding,
-dilation and group count goes the same way; where it pays is the compiler's choice
+dilation and group count goes the same way, except a 1x1 conv without padding, whose input
+planes (subsampled first at a larger stride) are B as they are: the driver reads them in
+place, nothing is packed (``conv_pointwise``). Where the gemm pays is the compiler's choice
 (``modelc/ops/conv2d.py``).
 """
 
