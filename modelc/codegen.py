@@ -69,6 +69,7 @@ class LowerContext:
         self.kernels: list[str] = []
         self.locals = 0
         self._constant_offsets: dict[int, int] = {}
+        self._placed: dict[tuple[int, bytes], int] = {}
         self._callees: list[tuple[str | None, FuncType]] = []
         self.check = Code(("i32",) * len(graph.dims), ("i32",), funcs=self._callees)
 
@@ -81,9 +82,17 @@ class LowerContext:
         self._add("i32.const", number)
 
     def _place(self, array: np.ndarray) -> int:
+        """The offset of ``array``'s bytes among the weights, placed once: bytes equal to
+        ones already placed share them (an exporter's unrolled LSTM uses one weight at every
+        step, each use packed alike)."""
         raw = np.ascontiguousarray(array).tobytes()
+        key = (len(raw), hashlib.blake2b(raw, digest_size=16).digest())
+        offset = self._placed.get(key)
+        if offset is not None and self.weights[offset:offset + len(raw)] == raw:
+            return offset
         offset = _aligned(len(self.weights))
         self.weights.extend(bytes(offset - len(self.weights)) + raw)
+        self._placed[key] = offset
         return offset
 
     def constant(self, array: np.ndarray) -> None:

@@ -4,10 +4,11 @@ numpy only, so compiler, host provider and tests share them.
 Per image and group a conv is ``Y[o, p] = W[o, kk] @ cols[kk, p]`` with ``kk = (ci, i, j)``
 over the input channels and taps and ``p`` over the output pixels. The weight, (o, c / groups,
 kh, kw) flattened to ``W`` (og, K) per group, is packed at compile time for the dense tile's
-A operand: rows in groups of ``ROWS`` stored step-major (step ``kk`` of row ``r`` of the group
-at float ``kk * ROWS + r``, one load per step brings the group's 4 rows), each group where its
-first row would start in ``W``; the last ``og % ROWS`` rows stay row-major. So a tile of 4
-rows and a single row read the same array, at ``row * K`` floats.
+A operand, in the tiles the linear driver runs on it (``tiles``: ``ROWS`` rows, then
+``GROUP``, then single rows, per block of rows): a tile's first ``GROUP`` rows step-major
+(step ``kk`` of row ``r`` at float ``kk * GROUP + r``, one load per step brings the 4 rows),
+where its first row would start in ``W``; its fifth row, and single rows, row-major where
+they are in ``W``. So every tile reads the same array, its rows at ``row * K`` floats.
 
 The kernel packs ``cols`` itself (``templates/im2col.py``), ``columns`` output pixels at a time
 into its scratch, in panels of ``PANEL`` pixels, a step's 8 pixels adjacent (the layout
@@ -30,9 +31,13 @@ import numpy as np
 
 from .pack import PANEL
 from .templates.conv import ROW_TILE_CHANNELS
+from .templates.dense_tile import GROUP
+from .templates.linear import BLOCK_BYTES, SPLIT_ROWS
 
-ROWS = 4
-"""Output channels per step-major group of the packed weight: the rows of the dense tile."""
+ROWS = GROUP + 1
+"""Output channels per tile of ``f32_conv2d_gemm`` (every ISA: the weight is packed once):
+a step-major group of ``GROUP`` and a fifth row read in place, the relaxed ``f32_linear``
+tile (10 FMA chains)."""
 
 CHUNK_BYTES = 1 << 18
 """Bytes of packed columns per chunk, at least: half of a 512 KiB L2, where the tile reads
@@ -41,8 +46,8 @@ them back (256 KiB measured 1.0-1.05x 2 MiB on ResNet-18's 3x3 @56)."""
 
 def pack_im2col_weight(w: np.ndarray, groups: int) -> np.ndarray:
     """A conv weight (o, c / groups, kh, kw) as the flat float32 array ``f32_conv2d_gemm``
-    reads: per group its (o / groups, c / groups * kh * kw) matrix, rows in step-major groups
-    of ``ROWS``, the last ``o / groups % ROWS`` rows row-major.
+    reads: per group its (o / groups, c / groups * kh * kw) matrix, each tile's (``tiles``)
+    first ``GROUP`` rows step-major, the other rows row-major.
 
     Raises:
         ValueError: ``w`` is not four-dimensional, or its channels do not split into
@@ -57,12 +62,13 @@ def pack_im2col_weight(w: np.ndarray, groups: int) -> np.ndarray:
                          f"groups={groups}")
     og = o // groups
     matrices = np.asarray(w, np.float32).reshape(groups, og, -1)  # (groups, og, K)
-    whole = og - og % ROWS
-    packed = matrices.copy()
     k = matrices.shape[2]
-    # (groups, og / ROWS, ROWS, K) -> (groups, og / ROWS, K, ROWS)
-    steps = matrices[:, :whole].reshape(groups, whole // ROWS, ROWS, k).transpose(0, 1, 3, 2)
-    packed[:, :whole] = steps.reshape(groups, whole, k)
+    packed = matrices.copy()
+    for first, rows in tiles(og, k):
+        if rows >= GROUP:
+            # (groups, GROUP, K) -> (groups, K, GROUP): step-major
+            group = matrices[:, first:first + GROUP].transpose(0, 2, 1)
+            packed[:, first:first + GROUP] = group.reshape(groups, GROUP, k)
     return packed.ravel()
 
 
@@ -70,11 +76,46 @@ def unpack_im2col_weight(packed: np.ndarray, o: int, cg: int, kh: int, kw: int,
                          groups: int) -> np.ndarray:
     """The (o, cg, kh, kw) weight that ``pack_im2col_weight`` packed into ``packed``."""
     og, k = o // groups, cg * kh * kw
-    whole = og - og % ROWS
     matrices = packed[:groups * og * k].reshape(groups, og, k).copy()
-    steps = matrices[:, :whole].reshape(groups, whole // ROWS, k, ROWS).transpose(0, 1, 3, 2)
-    matrices[:, :whole] = steps.reshape(groups, whole, k)
+    for first, rows in tiles(og, k):
+        if rows >= GROUP:
+            group = matrices[:, first:first + GROUP].reshape(groups, k, GROUP)
+            matrices[:, first:first + GROUP] = group.transpose(0, 2, 1)
     return matrices.reshape(o, cg, kh, kw)
+
+
+def tiles(og: int, k: int) -> list[tuple[int, int]]:
+    """(first row, rows) of each tile the linear driver (``templates/linear.py``) runs on
+    ``og`` output channels of ``k`` steps with tiles of ``ROWS``: blocks of ``mb`` rows
+    (``BLOCK_BYTES`` of weight rounded down to ``ROWS``, ``ROWS`` at least; the last block
+    takes the rest when fewer than ``mb + SPLIT_ROWS`` rows are left), each ``r`` rows as
+    tiles of ``ROWS`` up to its split, then of ``GROUP``, then single rows (``_split``:
+    ``r = 5a + 4b`` with ``b = -r mod 5`` if ``4b <= r``, else no tile of 5).
+
+        >>> tiles(13, 8)
+        [(0, 5), (5, 4), (9, 4)]
+        >>> tiles(7, 8)
+        [(0, 4), (4, 1), (5, 1), (6, 1)]
+        >>> tiles(20, 4608)
+        [(0, 5), (5, 5), (10, 5), (15, 5)]
+        >>> tiles(22, 4608)
+        [(0, 5), (5, 5), (10, 4), (14, 4), (18, 4)]
+    """
+    mb = BLOCK_BYTES // (4 * k | 1)
+    mb = max(mb - mb % ROWS, ROWS)
+    out = []
+    ib = 0
+    while ib < og:
+        iend = og if og - ib < mb + SPLIT_ROWS else ib + mb
+        b = (ROWS - (iend - ib) % ROWS) % ROWS
+        split = iend - GROUP * b if GROUP * b <= iend - ib else ib
+        i = ib
+        for rows, end in ((ROWS, split), (GROUP, iend), (1, iend)):
+            while i + rows <= end:
+                out.append((i, rows))
+                i += rows
+        ib = iend
+    return out
 
 
 def columns_per_chunk(k: int, pixels: int, rows: int) -> int:

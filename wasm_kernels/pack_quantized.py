@@ -17,6 +17,23 @@ QPANEL = 8
 """Columns of W per packed panel (two v128 of four columns by four steps of k)."""
 
 
+QBLOCK_BYTES = 1 << 19
+"""Bytes of A's rows the simd128 qlinear tile widens at a time (``templates/qlinear_pack.py``):
+a block that stays in L2 while every column panel of W passes over it."""
+
+
+def qblock_rows(k: int) -> int:
+    """Rows of A per widened block: as many as ``QBLOCK_BYTES`` hold at ``round_up(k, 4) *
+    4`` bytes a row, even (the tile's 2 rows), at least 2."""
+    return max(2, QBLOCK_BYTES // (_round_up(k, 4) * 4) & ~1)
+
+
+def qlinear_scratch_floats(m: int, k: int) -> tuple[int, int]:
+    """The floats of a qlinear kernel's scratch ``wa`` (a block of A's rows widened) and
+    ``ws`` (one column panel of W widened)."""
+    return min(m, qblock_rows(k)) * _round_up(k, 4), 4 * _round_up(k, 4)
+
+
 def _round_up(value: int, step: int) -> int:
     return -(-value // step) * step
 

@@ -39,7 +39,7 @@ def if_(n: OnnxNode) -> tuple[Any, ...]:
         if cond.size != 1:
             raise n.error(f"the condition must hold one element, got shape {list(cond.shape)}")
         return tuple(n.subgraph("then_branch" if cond.reshape(-1)[0] else "else_branch"))
-    if cond.dtype != np.bool_ or len(cond.shape) > 1 or cond.shape not in ((), (1,)):
+    if cond.dtype != np.bool_ or any(d != 1 for d in cond.shape):  # NOTE: (1, 1) as ORT
         raise n.error(f"the condition must be one bool, got {cond.dtype} of shape "
                       f"{list(cond.shape)}")
     flag: Any = F.reshape(cond, ())  # a SymbolicTensor (cond is traced)

@@ -39,8 +39,33 @@ def _l2(x: Any, dim: Any = None, keepdim: bool = False) -> Any:
     return F.sqrt(F.sum(F.mul(x, x), dim=dim, keepdim=keepdim))
 
 
+def _sum_square(x: Any, dim: Any = None, keepdim: bool = False) -> Any:
+    return F.sum(F.mul(x, x), dim=dim, keepdim=keepdim)
+
+
+def _prod(x: Any, dim: Any = None, keepdim: bool = False) -> Any:
+    """numpy's on a known tensor (a shape, typically); at run time the product of the
+    slices of each axis (fixed, and at most ``MAX_PROD`` long)."""
+    if is_known(x):
+        return np.asarray(np.prod(x, axis=dim, keepdims=keepdim), dtype=x.dtype)
+    for axis in sorted(range(len(x.shape)) if dim is None else dim, reverse=True):
+        size = x.shape[axis]
+        if not isinstance(size, int) or size > MAX_PROD:
+            raise ValueError(f"ReduceProd over axis {axis} of size {size!r}: a run-time "
+                             f"product needs a fixed axis of at most {MAX_PROD}")
+        product = F.slice(x, axis, 0, 1)
+        for i in range(1, size):
+            product = F.mul(product, F.slice(x, axis, i, i + 1))
+        x = product if keepdim else F.squeeze(product, axis)
+    return x
+
+
+MAX_PROD = 64
+"""The longest axis a run-time ReduceProd multiplies out, slice by slice."""
+
 _REDUCE: dict[str, Callable[..., Any]] = {
     "ReduceMean": F.mean, "ReduceSum": F.sum, "ReduceMax": F.amax, "ReduceL2": _l2,
+    "ReduceSumSquare": _sum_square, "ReduceProd": _prod,
 }
 _AXES_AS_INPUT = {"ReduceSum": 13}
 """Opset from which a reduction takes ``axes`` as input 1 instead of an attribute (18 for
@@ -113,11 +138,19 @@ def logical_xor(n: OnnxNode) -> Any:
     return F.ne(*operands(a, b))
 
 
+def _clip_bound(n: OnnxNode, index: int, attr: str) -> Any:
+    """A bound of Clip: an attribute before opset 11, then an optional input, known (a
+    float) or computed at run time (a tensor, e.g. a log-mel front end's max - 80 dB)."""
+    if n.opset < 11:
+        return n.attr(attr)
+    bound = n.optional(index)
+    return n.scalar(index, attr, None) if bound is None or is_known(bound) else bound
+
+
 def clip(n: OnnxNode) -> Any:
     """Clip: bounds are attributes before opset 11 and optional inputs from it."""
     out = n.input(0)
-    low, high = ((n.scalar(1, "min", None), n.scalar(2, "max", None)) if n.opset >= 11
-                 else (n.attr("min"), n.attr("max")))
+    low, high = _clip_bound(n, 1, "min"), _clip_bound(n, 2, "max")
     if low is not None:
         out = F.maximum(out, low)
     if high is not None:

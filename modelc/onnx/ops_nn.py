@@ -16,6 +16,7 @@ import numpy as np
 
 from nn import functional as F
 
+from .fold import is_known, operands
 from .node import OnnxNode
 
 OpFn = Callable[[OnnxNode], Any]
@@ -211,7 +212,18 @@ def batch_normalization(n: OnnxNode) -> Any:
     if n.attr("training_mode", 0) or n.outputs > 1:
         raise n.error("training-mode BatchNormalization is not supported")
     x, scale, bias, mean, var = (n.input(i) for i in range(5))
-    return F.batch_norm(x, mean, var, scale, bias, eps=n.attr("epsilon", 1e-5))
+    eps = n.attr("epsilon", 1e-5)
+    if is_known(scale, bias, mean, var):
+        return F.batch_norm(x, mean, var, scale, bias, eps=eps)
+    # NOTE: statistics computed at run time (tf2onnx's layer norm): the formula, each
+    # parameter (C,) broadcast over the axes after the channels.
+    def channels(value: Any) -> Any:
+        shape = (-1,) + (1,) * (len(x.shape) - 2)
+        return value.reshape(shape) if is_known(value) else F.reshape(value, shape)
+
+    scale, bias, mean, var = (channels(v) for v in (scale, bias, mean, var))
+    inverse = F.div(*operands(scale, F.sqrt(F.add(var, float(eps)))))
+    return F.add(*operands(F.mul(*operands(F.sub(*operands(x, mean)), inverse)), bias))
 
 
 def layer_normalization(n: OnnxNode) -> Any:

@@ -126,7 +126,10 @@ class Reduce(OpDef):
     def lower(self, node: Node, ctx: LowerContext) -> None:
         shape = node.inputs[0].shape
         axes = self._axes(shape, node.attrs.get("dim"))
-        if axes != list(range(axes[0], axes[-1] + 1)):
+        # NOTE: an axis of size 1 moves no element, reduced or not: only the others must be
+        # adjacent (a batch of 1 reduced with the spatial axes around the channels).
+        axes = [a for a in axes if shape[a] != 1] or axes[:1]
+        if any(shape[a] != 1 and a not in axes for a in range(axes[0], axes[-1] + 1)):
             raise CompileError(f"{self.name} over non-adjacent axes {axes} is not lowered")
         if node.inputs[0].dtype != FLOAT:  # NOTE: the kernels would read integers as floats
             raise CompileError(f"{self.name} lowers float32 only, got {node.inputs[0].dtype}")

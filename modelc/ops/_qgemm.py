@@ -4,12 +4,17 @@ order, the weight packed at compile time by ``wasm_kernels.pack_quantized``."""
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from wasm_kernels import abi
-from wasm_kernels.pack_quantized import pack_qlinear_weight
+from wasm_kernels.pack_quantized import (
+    pack_qlinear_weight,
+    qblock_rows,
+    qlinear_scratch_floats,
+)
 
 from ._quantized import Push, per_channel
 
@@ -26,9 +31,11 @@ def symmetric(weight: Value, zero_point: Value, channels: int, op: str) -> bool:
 
 def scratch_shapes(rows: Shape, k: int) -> tuple[Shape, Shape]:
     """The kernel's scratch ``wa`` and ``ws`` (float32 units) for ``rows`` rows of A of
-    length ``k``."""
-    steps = -(-k // 4) * 4
-    return (*rows, steps), (4, steps)
+    length ``k`` (at most a block of rows: ``wa`` is sized for all of them when the rows
+    are symbolic)."""
+    count = math.prod(rows) if all(isinstance(d, int) for d in rows) else qblock_rows(k)
+    wa, ws = qlinear_scratch_floats(count, k)
+    return (wa,), (ws,)
 
 
 def call_qlinear(ctx: LowerContext, named: dict[str, Value], a: Push, c: Push,

@@ -19,6 +19,7 @@ from .fuse_epilogues import fuse_epilogues
 from .gather_one_hot import gather_one_hot
 from .infer_shapes import infer_shapes
 from .linear_point_convs import linear_point_convs
+from .materialize_outputs import materialize_outputs
 from .plan_memory import plan_memory
 from .recognize_composites import recognize_composites
 from .remove_no_ops import remove_no_ops
@@ -46,6 +47,7 @@ PIPELINE: tuple[Pass, ...] = (
     compose_permutes,      # permute chains into one permute; identities removed
     split_permutes,        # a permute of over 4 unmergeable axes: block moves of <= 4 each
     fuse_epilogues,        # relu & co. into the producing gemm
+    materialize_outputs,   # a constant graph output copied into the arena
     plan_memory,           # one activation arena by liveness, symbolic in the dims (last)
 )
 
@@ -61,5 +63,6 @@ def optimize(graph: Graph, pipeline: tuple[Pass, ...] = PIPELINE) -> Graph:
 __all__ = ["PIPELINE", "compose_permutes", "eliminate_dead_code", "expand_powers",
            "fold_affine", "fold_batchnorm", "fold_constants", "fold_dequantize_scales",
            "fold_linear_bias", "fold_scales", "frame_strided_convs", "fuse_epilogues",
-           "gather_one_hot", "infer_shapes", "linear_point_convs", "optimize", "plan_memory",
+           "gather_one_hot", "infer_shapes", "linear_point_convs", "materialize_outputs",
+           "optimize", "plan_memory",
            "recognize_composites", "remove_no_ops", "softmax_last_axis", "split_permutes"]

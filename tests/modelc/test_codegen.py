@@ -121,3 +121,26 @@ def test_export_of_something_not_a_model_is_named(model):
     with pytest.raises(TypeError, match=rf"expected an nn.Module, a Graph or a path to an "
                                         rf"\.onnx file, got {model!r}"):
         modelc.export(model, (np.zeros(2, np.float32),))
+
+
+def test_a_weight_used_at_every_step_is_placed_once():
+    """An exporter's unrolled recurrence: one (64, 64) weight in five linears is one copy in
+    the module (the packed bytes are equal), and the result is eager's."""
+    import nn
+    from nn import functional as F
+
+    weight = np.random.default_rng(3).standard_normal((64, 64)).astype(np.float32) / 8
+
+    class Unrolled(nn.Module):
+        def forward(self, x):  # type: ignore[no-untyped-def]
+            for _ in range(5):
+                x = F.tanh(F.linear(x, weight.copy()))
+            return x
+
+    x = np.random.default_rng(4).standard_normal((2, 64)).astype(np.float32)
+    wasm = modelc.export(Unrolled(), (x,))
+    assert weight.nbytes < len(wasm) < 2 * weight.nbytes
+    runtime = pytest.importorskip("runtime")
+    with runtime.load(wasm) as session:
+        np.testing.assert_allclose(session.run(x)["output0"], Unrolled()(x), rtol=1e-5,
+                                   atol=1e-6)

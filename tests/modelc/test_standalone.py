@@ -101,6 +101,28 @@ def test_transformer_with_two_symbolic_dims_runs_under_node(tmp_path):
         assert np.abs(y - ref).max() <= 1e-4 * np.abs(ref).max()
 
 
+@pytest.mark.skipif(shutil.which("node") is None, reason="Node.js is not installed")
+def test_int8_dynamic_relaxed_export_gives_the_same_bits_under_node(tmp_path):
+    """The integer product and dynamic quantization (relaxed kernels: the i16 tile over
+    widened operands, SIMD rounding of the quantization) compute the same bits in V8 as in
+    wasmtime, and match the quantized graph's eager result."""
+    import nn
+    np.random.seed(3)
+    model = nn.Sequential(nn.Linear(37, 24), nn.ReLU(), nn.Linear(24, 9)).eval()
+    example = np.zeros((5, 37), np.float32)
+    graph = modelc.quantize(model, [example], activations="dynamic")
+    wasm = modelc.export(graph, (example,), standalone=True, isa="relaxed")
+    assert abi.find("qlinear", "qlinear", ("dequantize",), "uint8").name.encode() in wasm
+    path = tmp_path / "model.wasm"
+    path.write_bytes(wasm)
+    x = np.random.default_rng(8).standard_normal((5, 37)).astype(np.float32) * 3
+    node = np.load(io.BytesIO(run_node(path, npy(x))))
+    _, ours, _ = run_wasi(wasm, npy(x))
+    np.testing.assert_array_equal(node, np.load(io.BytesIO(ours)))
+    (eager,) = modelc.interpret(graph, dict.fromkeys(graph.inputs, x)).values()
+    np.testing.assert_allclose(node, eager, rtol=1e-5, atol=1e-5)
+
+
 def test_integer_and_bool_inputs_and_outputs_go_through_stdin_and_stdout():
     """uint8 pixels and an int16 input in, a bool mask, the int16 sum and an int64 out,
     against onnxruntime; a wrong input dtype is named with numpy's descr."""

@@ -37,9 +37,10 @@ def branch(name: str, nodes: list, outputs: list[str], inits: list | None = None
                                                for o in outputs], inits or [])
 
 
-def if_model(cond_from: str = "input") -> onnx.ModelProto:
+def if_model(cond_from: str = "input", cond_shape: tuple[int, ...] = (1,)) -> onnx.ModelProto:
     """``y = If(cond) then relu(x @ w1) * 2 else sigmoid(x @ w2) - x``; a nested If inside
-    the then branch on ``t > 0``; the condition is ``sum(x) > 0`` or the input ``flag``."""
+    the then branch on ``t > 0``; the condition is ``sum(x) > 0`` or the input ``flag`` of
+    ``cond_shape``."""
     rng = np.random.default_rng(0)
     w1, w2 = (numpy_helper.from_array(rng.standard_normal((4, 4)).astype(np.float32), n)
               for n in ("w1", "w2"))
@@ -65,7 +66,7 @@ def if_model(cond_from: str = "input") -> onnx.ModelProto:
         nodes.insert(0, helper.make_node("ReduceSum", ["x"], ["total"], keepdims=0))
         nodes.insert(1, helper.make_node("Greater", ["total", "zero"], ["cond"]))
     else:
-        inputs.append(info("cond", TensorProto.BOOL, [1]))
+        inputs.append(info("cond", TensorProto.BOOL, list(cond_shape)))
     return model(nodes, inputs, [info("y", F, [3, 4])], [w1, w2, zero])
 
 
@@ -96,12 +97,15 @@ def test_runtime_if_runs_the_branch_the_condition_picks(kernels: str) -> None:
                                        atol=1e-6)
 
 
-def test_if_on_a_bool_input_is_lowered_to_a_wasm_if() -> None:
-    proto = if_model(cond_from="flag")
+@pytest.mark.parametrize("shape", [(1,), (1, 1)], ids=str)
+def test_if_on_a_bool_input_is_lowered_to_a_wasm_if(shape: tuple[int, ...]) -> None:
+    """A condition of one element in any shape, as onnxruntime takes it (openWakeWord's
+    classifiers test a (1, 1) one)."""
+    proto = if_model(cond_from="flag", cond_shape=shape)
     wasm = modelc.export(modelc.from_onnx(proto))
     with runtime.load(wasm) as session:
         for flag in (True, False):
-            inputs = {**feeds(1.0, -2.0), "cond": np.array([flag])}
+            inputs = {**feeds(1.0, -2.0), "cond": np.full(shape, flag)}
             (want,) = ort_run(proto, inputs)
             np.testing.assert_allclose(session.run(inputs)["y"], want, rtol=1e-5, atol=1e-6)
 

@@ -390,6 +390,18 @@ WASM_CASES: dict[str, tuple] = {
         [-1.0, 0.0, 2.5, np.inf], np.float32), (2, 6, 3))), i64(6)],
                                    {"axis": 1, "largest": 0}, 11, 2),
     "top_k_attr_opset9": ("TopK", [Run(r(5, 4))], {"k": 2, "axis": 0}, 9, 2),
+    # Met in real models: a log-mel front end's floor at max - 80 dB, tf2onnx's layer norm
+    # through BatchNormalization with statistics computed at run time, around the channels.
+    "clip_run_time_min": ("Clip", [Run(r(3, 4)), Run(f32(-0.2))], {}, 13),
+    "batch_normalization_run_time_statistics": ("BatchNormalization", [
+        Run(r(1, 3, 4, 4)), r(3), r(3), Run(r(3)), Run(np.abs(r(3)) + 0.5)],
+        {"epsilon": 1e-3}, 15),
+    "reduce_mean_around_the_channels": ("ReduceMean", [Run(r(1, 3, 4, 5))],
+                                        {"axes": [0, 2, 3]}, 13),
+    "reduce_sum_square_around_the_channels": ("ReduceSumSquare", [Run(r(1, 3, 4, 5))],
+                                              {"axes": [0, 2, 3], "keepdims": 0}, 13),
+    "reduce_prod_run_time": ("ReduceProd", [Run(r(2, 3, 4))], {"axes": [1], "keepdims": 0},
+                             13),
 }
 
 

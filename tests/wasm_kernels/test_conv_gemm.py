@@ -2,11 +2,13 @@
 panel (4 pixels) a register at a time at stride 1, at stride 2 from a phased padded copy
 (even and odd pad, dilated, rows shorter than a vector) or unpadded, halves crossing output
 rows packed pixel by pixel, a second half past the last pixel, other strides, dilation,
-groups, batch > 1, output channels in groups of 4 and left over, pixels in several chunks
-and a last panel shorter than 8. A 1x1 stride-1 conv reads its whole panels in place: planes
-of fewer than 8 pixels (none), of a multiple of 8 (no packed tail), and input channels past
-the tile's unroll of 32; at a larger stride the same after subsampling, 4 pixels at a time
-at stride 2 and one by one otherwise."""
+groups, batch > 1, output channels in tiles of 5 and 4 and left over, in one block or several
+(a deep weight), pixels in several chunks (each padding the rows it reads first, down to one
+panel a chunk) and a last panel shorter than 8. A 1x1 stride-1 conv reads its input in place,
+ending on a 4- or 8-pixel tile that overlaps the last panel (105, 33 and 28 pixels; 15):
+planes of fewer than 8 pixels (packed), of a multiple of 8 (no end tile), and input channels
+past the tile's unroll of 32; at a larger stride the same after subsampling, 4 pixels at a
+time at stride 2 and one by one otherwise."""
 
 import numpy as np
 import pytest
@@ -53,6 +55,10 @@ CASES = {
     "stride2-dilated": ((1, 4, 13, 26), 6, (3, 3), (2, 2), (2, 2), (2, 2), 1, 16),
     "stride2-unpadded": ((1, 4, 9, 35), 5, (3, 3), (2, 2), (0, 0), (1, 1), 1, 16),
     "stride2-narrow": ((1, 3, 6, 5), 4, (3, 3), (2, 2), (1, 1), (1, 1), 1, 8),
+    "3x7-stride2": ((1, 3, 9, 20), 5, (3, 7), (1, 2), (1, 3), (1, 1), 1, 16),
+    "7x7-dilated": ((1, 2, 15, 17), 3, (7, 7), (1, 1), (3, 3), (2, 2), 1, 24),
+    "stride2-panel-chunks": ((2, 3, 13, 18), 5, (3, 3), (2, 2), (1, 1), (1, 1), 1, 8),
+    "blocks": ((1, 130, 4, 5), 62, (3, 3), (1, 1), (1, 1), (1, 1), 1, 16),
 }
 GEMMS = [k for k in abi.KERNELS if k.family == "conv_gemm"]
 
@@ -157,15 +163,19 @@ def test_conv2d_gemm_computes_only_its_part_of_the_pixels(kernels, case: str) ->
 
 def test_pack_im2col_weight_round_trip_chunks_and_errors() -> None:
     rng = np.random.default_rng(7)
-    for o, groups in ((6, 3), (5, 1), (8, 2), (13, 1)):
-        w = rng.standard_normal((o, 2, 3, 1), np.float32)
+    for o, groups, cg in ((6, 3, 2), (5, 1, 2), (8, 2, 2), (13, 1, 2), (9, 1, 2), (62, 1, 130)):
+        w = rng.standard_normal((o, cg, 3, 1), np.float32)
         packed = pack_im2col_weight(w, groups)
         assert packed.size == w.size
-        np.testing.assert_array_equal(unpack_im2col_weight(packed, o, 2, 3, 1, groups), w)
+        np.testing.assert_array_equal(unpack_im2col_weight(packed, o, cg, 3, 1, groups), w)
     # rows 0..3 step-major: step 1 (input channel 0, tap (1, 0)) of the 4 rows
     w = rng.standard_normal((5, 2, 3, 1), np.float32)
     np.testing.assert_array_equal(pack_im2col_weight(w, 1)[4:8], w[:4, 0, 1, 0])
     np.testing.assert_array_equal(pack_im2col_weight(w, 1)[24:], w[4].ravel())
+    # 9 rows: a tile of 5 (rows 0..3 step-major, row 4 row-major), then rows 5..8 step-major
+    w = rng.standard_normal((9, 2, 3, 1), np.float32)
+    np.testing.assert_array_equal(pack_im2col_weight(w, 1)[24:30], w[4].ravel())
+    np.testing.assert_array_equal(pack_im2col_weight(w, 1)[30:34], w[5:, 0, 0, 0])
     assert columns_per_chunk(4608, 49, 512) == 56  # one chunk: the weight is the larger
     assert columns_per_chunk(576, 3136, 64) == 112  # CHUNK_BYTES of columns
     assert columns_per_chunk(1152, 784, 128) == 128  # as many columns as weight rows

@@ -1,4 +1,5 @@
-"""max_pool2d and avg_pool2d rows against nn.functional: padding, dilation, ceil_mode."""
+"""max_pool2d and avg_pool2d rows against nn.functional: padding, dilation, ceil_mode; 3x3
+windows (straight-line taps) and others (loops)."""
 
 import numpy as np
 import pytest
@@ -11,6 +12,8 @@ CASES = {
     "3x3-s2-p1": ((1, 4, 9, 10), 3, 2, 1, 1, False),
     "ceil": ((1, 2, 7, 7), 3, 2, 0, 1, True),
     "dilated": ((1, 2, 9, 9), 2, 1, 1, 2, False),
+    "3x3-dilated": ((1, 3, 11, 10), 3, 1, 2, 2, False),
+    "5x5": ((1, 2, 9, 8), 5, 2, 2, 1, True),
 }
 
 

@@ -1,14 +1,14 @@
 """The quantize and qlinear rows on every provider against ``nn.functional``'s quantized ops
 (eager numpy): bit-exact, at the tile edges of the SIMD qlinear (2 rows by 8 columns, k in
-steps of 4) and at the accumulation bound; the relaxed tile, which ``TILE_ISA`` leaves out
-of the relaxed module, the same way."""
+steps of 4, blocks of rows widened in scratch) and at the accumulation bound; the relaxed
+tile, which ``TILE_ISA`` leaves out of the relaxed module, the same way."""
 
 import numpy as np
 import pytest
 
 from nn import functional as F
 from wasm_kernels import abi, abi_quantized
-from wasm_kernels.pack_quantized import pack_qlinear_weight
+from wasm_kernels.pack_quantized import pack_qlinear_weight, qblock_rows, qlinear_scratch_floats
 
 # (m, k, n): size 1, k % 4 tails of 1-3, n below, at and past the 8-column panel, m % 2
 # remainders, several tiles, a long k, and k past the unrolled steps of 8 by one step of 4
@@ -49,10 +49,10 @@ def _reference(spec: abi.KernelSpec, ops: dict) -> np.ndarray:
 
 
 def _scratch(m: int, k: int) -> dict[str, np.ndarray]:
-    """The kernels' scratch ``wa`` and ``ws`` (m and 4 times round_up(k, 4) floats), filled
-    with garbage: the kernel must not read what it did not write there."""
-    return {name: np.full((rows, -(-k // 4) * 4), np.nan, np.float32)
-            for name, rows in (("wa", m), ("ws", 4))}
+    """The kernels' scratch ``wa`` and ``ws``, of the ABI's size, filled with garbage: the
+    kernel must not read what it did not write there."""
+    return {name: np.full(size, np.nan, np.float32)
+            for name, size in zip(("wa", "ws"), qlinear_scratch_floats(m, k))}
 
 
 def _call(kernels, spec: abi.KernelSpec, ops: dict, offset: int = 0) -> np.ndarray:  # type: ignore[no-untyped-def]
@@ -82,6 +82,17 @@ def test_relaxed_tile_is_exact(relaxed_tile, shape) -> None:  # type: ignore[no-
         ops = _operands(spec, m, k, n, seed=m * 1000 + k * 10 + n)
         got = _call(relaxed_tile, spec, ops, offset=index % 3)
         np.testing.assert_array_equal(got, _reference(spec, ops), err_msg=spec.name)
+
+
+@pytest.mark.parametrize("k", [20000, 20003])
+def test_qlinear_rows_are_exact_over_several_blocks(kernels, k) -> None:  # type: ignore[no-untyped-def]
+    """A long k: the simd128 tile widens A a few rows at a time (``qblock_rows``), here 6,
+    so 13 rows take two whole blocks and a 1-row one."""
+    assert qblock_rows(k) == 6
+    for spec in (QLINEAR[0], QLINEAR[-1]):
+        ops = _operands(spec, 13, k, 17, seed=k)
+        np.testing.assert_array_equal(_call(kernels, spec, ops), _reference(spec, ops),
+                                      err_msg=spec.name)
 
 
 @pytest.mark.parametrize("dtype, a_value, zero, w_value", [

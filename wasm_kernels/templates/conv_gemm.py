@@ -2,21 +2,24 @@
 group, ``Y[o, p] = W[o, kk] @ cols[kk, p]`` (``wasm_kernels.pack_im2col``), with the dense
 tile of ``f32_linear`` (``dense_tile``), the conv's epilogue fused into its stores.
 
-The weight is packed at compile time as the tile's A (groups of 4 output channels
-step-major). A padded input is first copied inside its zero borders into the scratch ``xp``
-(per image and group); the columns are packed at run time by ``im2col`` into the scratch
-``ws``, ``columns`` output pixels at a time, in the panel layout ``f32_linear`` reads its
-weight in, every chunk at ``ws``: the region of a thread's part of the pixels (``ws`` is sized
-for every pixel and arrives moved to the part, so threads never share a byte of it), which
-the next chunk overwrites while it is still in cache (a region per chunk, the whole of ``ws``
-written once per call, ran ResNet-18's 3x3 @56 and ddddocr's 3x3/2 @104 1.07-1.13x slower:
-the stores missed L2); then the linear driver runs on them with ``m`` =
-the group's output channels, ``n`` = the chunk's pixels and C's row stride the output plane:
-A's block of channels stays in L2 while the chunk's panels stream past it, the tile storing
-each channel's pixels in place in NCHW. The kernel computes pixels ``first .. first +
-pixels`` of each plane (``parallel.splits`` cuts that range into a thread's parts).
-Every stride, padding, dilation and group count goes the same way; where it pays is the
-compiler's choice (``modelc/ops/conv2d.py``).
+The weight is packed at compile time as the tile's A, in the tiles the driver runs on it
+(``pack_im2col.tiles``: 5 output channels, 4 step-major and a fifth read in place, then 4).
+A padded input is copied inside its zero borders into the scratch ``xp`` (per image and group,
+the rows a chunk reads just before it packs them); the columns are packed at run time by
+``im2col`` into the scratch ``ws``, ``columns`` output pixels at a time, in the panel layout
+``f32_linear`` reads its weight in, every chunk at ``ws``: the region of a thread's part of the
+pixels (``ws`` is sized for every pixel and arrives moved to the part, so threads never share a
+byte of it), which the next chunk overwrites while it is still in cache (a region per chunk,
+the whole of ``ws`` written once per call, ran ResNet-18's 3x3 @56 and ddddocr's 3x3/2 @104
+1.07-1.13x slower: the stores missed L2); then the linear driver runs on them with ``m`` = the
+group's output channels, ``n`` = the chunk's pixels and C's row stride the output plane: A's
+block of channels stays in L2 while the chunk's panels stream past it, the tile storing each
+channel's pixels in place in NCHW. The kernel computes pixels ``first .. first + pixels`` of
+each plane (``parallel.splits`` cuts that range into a thread's parts). Every stride, padding,
+dilation and group count goes the same way, except a 1x1 conv without padding, whose input
+planes (subsampled first at a larger stride) are B as they are: the driver reads them in
+place, nothing is packed (``conv_pointwise``). Where the gemm pays is the compiler's choice
+(``modelc/ops/conv2d.py``).
 """
 
 from __future__ import annotations
@@ -88,10 +91,10 @@ def _group(c: Code, f: linear._Frame, in_place: linear._Frame, isa: Isa) -> None
             # base + (image * o + group * og) * oplane
             c.get(out, "image", "o").emit("i32.mul").get("group", "og").emit("i32.mul")
             c.emit("i32.add").get("oplane").emit("i32.mul").emit("i32.add").set(pointer)
-    padded_copy.pad(c, f.isa, "first0", "end")
+    padded_copy.start(c)
     conv_pointwise.subsample(c, isa)
     c.get("first0").set("first")
-    conv_pointwise.whole_panels(c, lambda: _multiply(c, in_place))
+    conv_pointwise.in_place(c, lambda: _multiply(c, in_place))
     c.get("ws").set("cols")
     with c.loop():
         c.get("first", "end").emit("i32.ge_u").emit("br_if", 1)
@@ -99,6 +102,7 @@ def _group(c: Code, f: linear._Frame, in_place: linear._Frame, isa: Isa) -> None
         c.get("end", "first").emit("i32.sub").set("count")
         c.get("columns", "count", "columns", "count").emit("i32.lt_u").emit("select")
         c.set("count")
+        padded_copy.rows(c, f.isa)
         im2col.pack(c, f.isa)
         _multiply(c, f)
 

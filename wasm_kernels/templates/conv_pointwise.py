@@ -1,11 +1,12 @@
 """The pointwise convs of ``f32_conv2d_gemm``: a 1x1 conv without padding is a gemm ``Y[o, p]
 = W[o, ci] @ X[ci, p]`` whose B needs no packing. At stride 1 the input planes are B as they
 are: one row of ``h * w`` pixels (``flatten``), read in place by the linear driver with the
-plane as B's row stride (``whole_panels``). At a larger stride the kernel first copies the
+plane as B's row stride (``in_place``). At a larger stride the kernel first copies the
 pixels it computes (``first0 .. end``) of each of the group's planes, subsampled, into the
-scratch ``xp`` (``subsample``), then multiplies those planes the same way. The last pixels
-of a plane short of a whole panel of ``PANEL`` go through ``im2col``'s packing, so no load
-passes the input's end.
+scratch ``xp`` (``subsample``), then multiplies those planes the same way. The pixels past
+the last whole panel of ``PANEL`` are one more tile ending at the last pixel (``TAIL`` or
+``PANEL`` wide, see ``linear.row_blocks``), so no load passes the input's end; only planes
+(or a thread's part) of fewer than ``PANEL`` pixels go through ``im2col``'s packing.
 
 The functions read the conv's arguments and the locals of ``conv_gemm`` and ``im2col`` by
 name from the ``Code``; ``declare`` adds the locals they use.
@@ -21,7 +22,7 @@ from .conv_tiles import EVEN_LANES
 from .isa import Isa
 
 _LOCALS = ("flat", "sub", "bplane", "src_row", "src_col", "sub_ow", "sub_ci", "sub_p",
-           "sub_src", "sub_dst", "sub_run")
+           "sub_src", "sub_dst", "sub_run", "sub_sbase", "sub_dbase", "sub_len")
 
 
 def declare(c: Code) -> None:
@@ -60,53 +61,58 @@ def subsample(c: Code, isa: Isa) -> None:
     loads and a shuffle while the row has five more (so the loads stay inside it)."""
     c.get("sub")
     with c.if_():
-        c.emit("i32.const", 0).set("sub_ci")
+        c.get("first0").set("sub_p")
         with c.loop():
-            c.get("sub_ci", "cg").emit("i32.ge_u").emit("br_if", 1)
-            c.get("first0").set("sub_p")
-            with c.loop():
-                c.get("sub_p", "end").emit("i32.ge_u").emit("br_if", 1)
-                _row_run(c, isa)
-            c.get("sub_ci").emit("i32.const", 1).emit("i32.add").set("sub_ci")
+            c.get("sub_p", "end").emit("i32.ge_u").emit("br_if", 1)
+            _row_run(c, isa)
         c.get("xp").set("xg")
 
 
 def _row_run(c: Code, isa: Isa) -> None:
-    """Copy the pixels from ``sub_p`` to the end of its output row (or to ``end``) of plane
-    ``sub_ci``; ``sub_p`` moves past them."""
-    # src = xg + sub_ci * iplane + (p / sub_ow) * src_row + (p % sub_ow) * src_col
-    c.get("xg", "sub_ci", "iplane").emit("i32.mul").emit("i32.add")
-    c.get("sub_p", "sub_ow").emit("i32.div_u").get("src_row").emit("i32.mul").emit("i32.add")
-    c.get("sub_p", "sub_ow").emit("i32.rem_u").tee("sub_run").get("src_col").emit("i32.mul")
-    c.emit("i32.add").set("sub_src")
-    # dst = xp + sub_ci * bplane + p * 4; run = min(sub_ow - p % sub_ow, end - p)
-    c.get("xp", "sub_ci", "bplane").emit("i32.mul").emit("i32.add")
-    c.get("sub_p").emit("i32.const", 2).emit("i32.shl").emit("i32.add").set("sub_dst")
-    c.get("sub_ow", "sub_run").emit("i32.sub").set("sub_run")
-    c.get("end", "sub_p").emit("i32.sub").get("sub_run", "end", "sub_p").emit("i32.sub")
-    c.get("sub_run").emit("i32.lt_u").emit("select").set("sub_run")
-    c.get("sub_p", "sub_run").emit("i32.add").set("sub_p")
+    """Copy the pixels from ``sub_p`` to the end of its output row (or to ``end``) in every
+    plane, their offsets found once (a division per row, not per row and plane); ``sub_p``
+    moves past them."""
+    # sub_sbase = xg + (p / sub_ow) * src_row + (p % sub_ow) * src_col; sub_dbase = xp + p * 4
+    c.get("xg", "sub_p", "sub_ow").emit("i32.div_u").get("src_row").emit("i32.mul")
+    c.emit("i32.add").get("sub_p", "sub_ow").emit("i32.rem_u").tee("sub_len")
+    c.get("src_col").emit("i32.mul").emit("i32.add").set("sub_sbase")
+    c.get("xp", "sub_p").emit("i32.const", 2).emit("i32.shl").emit("i32.add").set("sub_dbase")
+    # sub_len = min(sub_ow - p % sub_ow, end - p)
+    c.get("sub_ow", "sub_len").emit("i32.sub").set("sub_len")
+    c.get("end", "sub_p").emit("i32.sub").get("sub_len", "end", "sub_p").emit("i32.sub")
+    c.get("sub_len").emit("i32.lt_u").emit("select").set("sub_len")
+    c.get("sub_p", "sub_len").emit("i32.add").set("sub_p")
 
-    def advance(pixels: int) -> None:
+    def advance(pixels: int, src_bytes: Callable[[], object]) -> None:
         c.get("sub_run").emit("i32.const", pixels).emit("i32.sub").set("sub_run")
         c.get("sub_dst").emit("i32.const", 4 * pixels).emit("i32.add").set("sub_dst")
-        c.get("sub_src").emit("i32.const", pixels).get("src_col").emit("i32.mul")
+        c.get("sub_src")
+        src_bytes()
         c.emit("i32.add").set("sub_src")
 
     def four() -> None:
         c.get("sub_dst", "sub_src").emit("v128.load", 2, 0).get("sub_src")
         c.emit("v128.load", 2, 16).emit("i8x16.shuffle", EVEN_LANES).emit("v128.store", 2, 0)
-        advance(4)
+        advance(4, lambda: c.emit("i32.const", 32))
 
     def one() -> None:
         c.get("sub_dst", "sub_src").emit("f32.load", 2, 0).emit("f32.store", 2, 0)
-        advance(1)
+        advance(1, lambda: c.get("src_col"))
 
-    if isa.vector:
-        c.get("src_col").emit("i32.const", 8).emit("i32.eq")
-        with c.if_():
-            _while(c, lambda: c.get("sub_run").emit("i32.const", 4).emit("i32.le_u"), four)
-    _while(c, lambda: c.get("sub_run").emit("i32.eqz"), one)
+    c.emit("i32.const", 0).set("sub_ci")
+    with c.loop():
+        c.get("sub_ci", "cg").emit("i32.ge_u").emit("br_if", 1)
+        c.get("sub_sbase").set("sub_src")
+        c.get("sub_dbase").set("sub_dst")
+        c.get("sub_len").set("sub_run")
+        if isa.vector:
+            c.get("src_col").emit("i32.const", 8).emit("i32.eq")
+            with c.if_():
+                _while(c, lambda: c.get("sub_run").emit("i32.const", 4).emit("i32.le_u"), four)
+        _while(c, lambda: c.get("sub_run").emit("i32.eqz"), one)
+        c.get("sub_sbase", "iplane").emit("i32.add").set("sub_sbase")
+        c.get("sub_dbase", "bplane").emit("i32.add").set("sub_dbase")
+        c.get("sub_ci").emit("i32.const", 1).emit("i32.add").set("sub_ci")
 
 
 def _while(c: Code, done: Callable[[], object], body: Callable[[], None]) -> None:
@@ -117,19 +123,19 @@ def _while(c: Code, done: Callable[[], object], body: Callable[[], None]) -> Non
         body()
 
 
-def whole_panels(c: Code, multiply: Callable[[], None]) -> None:
-    """With ``flat``, ``multiply()`` the whole panels of pixels ``first .. end``, at most
-    ``columns`` at a time, with ``cols`` pointing at their first pixel in the input planes at
-    ``xg`` (B in place); ``multiply`` moves ``first`` past the ``count`` pixels."""
-    c.get("flat")
+def in_place(c: Code, multiply: Callable[[], None]) -> None:
+    """With ``flat`` and a panel of pixels or more, ``multiply()`` pixels ``first .. end``,
+    at most ``columns`` at a time (the last chunk at least a panel: the driver ends it with a
+    tile of its last pixels), with ``cols`` pointing at their first pixel in the input planes
+    at ``xg`` (B in place); ``multiply`` moves ``first`` past the ``count`` pixels."""
+    c.get("flat", "end", "first").emit("i32.sub").emit("i32.const", PANEL).emit("i32.ge_u")
+    c.emit("i32.and")
     with c.if_():
         with c.loop():
-            c.get("end", "first").emit("i32.sub").emit("i32.const", PANEL).emit("i32.lt_u")
-            c.emit("br_if", 1)
-            # count = min(columns, whole panels left); cols = xg + first * 4
-            c.get("end", "first").emit("i32.sub").emit("i32.const", -PANEL).emit("i32.and")
-            c.set("count")
-            c.get("columns", "count", "columns", "count").emit("i32.lt_u").emit("select")
-            c.set("count")
+            c.get("first", "end").emit("i32.ge_u").emit("br_if", 1)
+            # count = columns if columns + PANEL <= end - first, else end - first
+            c.get("columns", "end", "first").emit("i32.sub").tee("count")
+            c.get("columns").emit("i32.const", PANEL).emit("i32.add").get("count")
+            c.emit("i32.le_u").emit("select").set("count")
             c.get("xg", "first").emit("i32.const", 2).emit("i32.shl").emit("i32.add").set("cols")
             multiply()

@@ -6,24 +6,31 @@ Each input plane is first copied into the scratch plane, whose zero border is th
 (``abi.depthwise_scratch_floats``: wide and tall enough that every register a tile loads
 lies inside it), so no tile masks a lane or clips a tap. The scratch is zeroed once per
 call; the planes copied into it all cover the same interior, so the border stays zero.
+The ``IN_PLACE`` kernel (3x3, stride 2) reads the interior output rows' input rows where
+they lie, when the padding allows (``_in_place_sizes``): only the border rows' input rows
+are copied, and those tiles read the next input plane ahead (``depthwise_tile``); the
+results are bit for bit those of the copy.
 
-Every output row is covered by tiles of ``REGS`` registers (the last one moved left to end
-at the row's end, recomputing a few columns, when more than one register's columns are
-left), then one-register tiles; a row narrower than a register is one register stored lane
-by lane. A tile keeps its accumulators in locals and runs the taps (``depthwise_tile``):
-unrolled, with constant load offsets, for the common kernels (``UNROLLED``: 3x3 and 5x5 at
-column stride 1 or 2, no column dilation), as runtime loops otherwise. The quantized rows
-dequantize in the plane copy and quantize in the tiles' store (``depthwise_quant``). Work
-is independent per output channel: a caller may split a call by images or by ranges of
-input channels (each part with its own scratch).
+Every output row (``depthwise_rows``) is covered by tiles of ``REGS`` registers (the last
+one moved left to end at the row's end, recomputing a few columns, when more than one
+register's columns are left), then one-register tiles; a row narrower than a register is
+one register stored lane by lane. A tile keeps its accumulators in locals and runs the
+taps (``depthwise_tile``): unrolled, with constant load offsets, for the common kernels
+(``UNROLLED``: 3x3 and 5x5 at column stride 1 or 2, no column dilation), as runtime loops
+otherwise. The quantized rows dequantize in the plane copy and quantize in the tiles'
+store (``depthwise_quant``). Work is independent per output channel: a caller may split a
+call by images or by ranges of input channels (each part with its own scratch).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from ..abi import KernelSpec
 from ..wasm import Code, FuncType
-from . import depthwise_quant, depthwise_tile
-from .depthwise_tile import REGS, ROWS, UNROLLED, Frame
+from . import depthwise_quant
+from .depthwise_rows import IN_PLACE, in_place_rows, rows
+from .depthwise_tile import REGS, UNROLLED, Frame
 from .isa import ISAS, Isa
 from .loops import strided_loop
 
@@ -39,7 +46,9 @@ opt level none)."""
 # Locals of the whole call (all i32).
 _LOCALS = ("mult", "taps", "hp", "wp", "prow", "row", "plane", "oplane", "orow", "path",
            "image", "ic", "k", "oc", "src", "dst", "r", "wc", "ybase", "oy", "ox", "tx",
-           "pbase", "pi", "pj", "yrow", "i", "j", "wi", "span")
+           "pbase", "pi", "pj", "yrow", "i", "j", "wi", "span", "inplace", "xplane", "ostart",
+           "iend", "left", "rend", "ahead", "aend", "xend",
+           "istrict", "iloose")
 
 
 def emit(spec: KernelSpec, isa_name: str) -> tuple[FuncType, Code]:
@@ -148,6 +157,50 @@ def _sizes(f: Frame) -> None:
         c.emit("end")
     for k, local in enumerate(f.column_offset):
         f.get("sw").emit("i32.const", 4 * k).emit("i32.mul").emit("local.set", local)
+    if _reads_in_place(f):
+        _in_place_sizes(f)
+
+
+def _reads_in_place(f: Frame) -> bool:
+    """Whether this variant has the in-place path (f32 rows with vector tiles)."""
+    return f.quant is None and f.isa.vector
+
+
+def _in_place_sizes(f: Frame) -> None:
+    """``inplace``: the call takes the ``IN_PLACE`` kernel with ``ph``, ``pw`` <= 1, rows of
+    at least a register, and no padding right of the plane (``2 ow - pw < w``). Its output
+    rows ``ostart <= oy < iend`` read input rows 0 <= ``2 oy - ph`` .. ``h - 1`` in place
+    (``istrict``: .. ``h - 2`` in the input's last plane, as a tile's registers reach up to
+    3 floats past its row's end; ``iloose`` in the others), each register a tile loads then
+    inside the input, or one row before the plane for the zeroed left lane; the other rows
+    go through the scratch plane, which gets only their input rows."""
+    c = f.c
+    k, s = IN_PLACE
+    f.get("path").emit("i32.const", UNROLLED.index(IN_PLACE) + 1).emit("i32.eq")
+    f.get("ph").emit("i32.const", 1).emit("i32.le_u").emit("i32.and")
+    f.get("pw").emit("i32.const", 1).emit("i32.le_u").emit("i32.and")
+    f.get("ow").emit("i32.const", f.isa.lanes).emit("i32.ge_u").emit("i32.and")
+    # (ow - 1) * s - pw + k - 1 < w: the last output column's taps lie in the plane
+    f.get("ow").emit("i32.const", s).emit("i32.mul").emit("i32.const", k - 1 - s).emit("i32.add")
+    f.get("pw").emit("i32.sub").emit("local.get", f.arg["w"]).emit("i32.lt_s").emit("i32.and")
+    f.set("inplace")
+    f.get("ph")
+    f.set("ostart")
+    f.get("pw")
+    _max(f, "ostart")
+    for name, last in (("istrict", 2), ("iloose", 1)):
+        # name = max(ostart, min(oh, (h - last + ph - (k - 1)) / s + 1)): the rows whose
+        # taps end at input row h - last or above (signed, rounded toward zero)
+        f.get("h", "ph").emit("i32.add").emit("i32.const", last + k - 1 - s).emit("i32.sub")
+        c.emit("i32.const", s).emit("i32.div_s").emit("local.tee", f.v[name])
+        f.get("oh", name, "oh").emit("i32.lt_s").emit("select")
+        f.set(name)
+        f.get("ostart")
+        _max(f, name)
+    # xend = x + n * c * plane: the end of the input
+    f.get("x", "n", "c").emit("i32.mul").emit("local.get", f.v["plane"]).emit("i32.mul")
+    c.emit("i32.add")
+    f.set("xend")
 
 
 def _plane(f: Frame) -> None:
@@ -156,8 +209,49 @@ def _plane(f: Frame) -> None:
     # src = x + (image * c + ic) * plane; dst = scratch + ph * prow + pw * 4
     f.get("x", "image", "c").emit("i32.mul").emit("local.get", f.v["ic"]).emit("i32.add")
     f.get("plane").emit("i32.mul").emit("i32.add")
+    f.set("xplane")
+    if _reads_in_place(f):
+        # ahead .. aend: the next input plane, which the in-place tiles read ahead
+        # (depthwise_tile._read_ahead); empty after the last one
+        f.get("xplane", "plane").emit("i32.add").emit("local.tee", f.v["ahead"])
+        f.get("plane").emit("i32.add").emit("local.tee", f.v["aend"])
+        f.get("xend", "aend", "xend").emit("i32.lt_u").emit("select")
+        f.set("aend")
+        f.get("inplace").emit("if")
+        # iend = iloose unless this is the input's last plane
+        f.get("iloose", "istrict", "ahead", "xend").emit("i32.lt_u").emit("select")
+        f.set("iend")
+        # the rows of output rows < ostart: rend = min(h, (ostart - 1) s - ph + k)
+        f.get("ostart").emit("i32.const", IN_PLACE[1]).emit("i32.mul")
+        f.get("ph").emit("i32.sub").emit("i32.const", IN_PLACE[0] - IN_PLACE[1])
+        f.c.emit("i32.add").emit("local.tee", f.v["rend"])
+        f.get("h", "rend", "h").emit("i32.lt_u").emit("select")
+        f.set("rend")
+        _copy_rows(f, lambda: f.c.emit("i32.const", 0))
+        # the rows of output rows >= iend: from iend s - ph (>= 0 as iend >= ph)
+        f.get("h")
+        f.set("rend")
+        _copy_rows(f, lambda: f.get("iend").emit("i32.const", IN_PLACE[1]).emit("i32.mul")
+                   .emit("local.get", f.arg["ph"]).emit("i32.sub"))
+        f.c.emit("else")
+    f.get("h")
+    f.set("rend")
+    _copy_rows(f, lambda: f.c.emit("i32.const", 0))
+    if _reads_in_place(f):
+        f.c.emit("end")
+    f.count("k", "mult", 1, lambda: _channel(f))
+
+
+def _copy_rows(f: Frame, first: Callable[[], object]) -> None:
+    """Copy input rows ``first()`` .. ``rend`` - 1 of the plane at ``xplane`` into their
+    place in the scratch plane."""
+    first()
+    f.set("r")
+    # src = xplane + r * row; dst = scratch + (ph + r) * prow + pw * 4
+    f.get("xplane", "r", "row").emit("i32.mul").emit("i32.add")
     f.set("src")
-    f.get("scratch", "ph", "prow").emit("i32.mul").emit("i32.add")
+    f.get("scratch", "ph", "r").emit("i32.add").emit("local.get", f.v["prow"])
+    f.c.emit("i32.mul").emit("i32.add")
     f.get("pw").emit("i32.const", 2).emit("i32.shl").emit("i32.add")
     f.set("dst")
 
@@ -166,8 +260,7 @@ def _plane(f: Frame) -> None:
         f.add("dst", "prow")
         f.add("src", "row")
 
-    f.count("r", "h", 1, copy_row)
-    f.count("k", "mult", 1, lambda: _channel(f))
+    strided_loop(f.c, f.v["r"], 1, f.v["rend"], copy_row)
 
 
 def _copy_row(f: Frame) -> None:
@@ -228,84 +321,22 @@ def _channel(f: Frame) -> None:
     c.emit("local.set", f.bias)
     for index, kernel in enumerate(UNROLLED):
         f.get("path").emit("i32.const", index + 1).emit("i32.eq").emit("if")
-        _rows(f, kernel)
+        if kernel == IN_PLACE and _reads_in_place(f):
+            f.get("inplace").emit("if")
+            in_place_rows(f)
+            c.emit("else")
+            rows(f, kernel)
+            c.emit("end")
+        else:
+            rows(f, kernel)
         c.emit("else")
     if f.isa.vector:
         f.get("sw").emit("i32.const", 1).emit("i32.eq").emit("if")
-        _rows(f, None, "unit")
+        rows(f, None, "unit")
         c.emit("else")
-        _rows(f, None, "gather")
+        rows(f, None, "gather")
         c.emit("end")
     else:
-        _rows(f, None, "gather")
+        rows(f, None, "gather")
     for _ in UNROLLED:
-        c.emit("end")
-
-
-def _rows(f: Frame, kernel: tuple[int, int] | None, mode: str = "") -> None:
-    """Every output row of the channel with ``kernel``'s unrolled taps, ``ROWS`` rows per
-    tile while they last (None: runtime loops over the taps, one row per tile, pixels
-    loaded per ``mode``)."""
-    weights = depthwise_tile.hoist_weights(f, kernel)
-
-    def rows(count: int) -> None:
-        # pbase = scratch + oy * sh * prow; yrow = ybase + oy * orow
-        f.get("scratch", "oy", "sh").emit("i32.mul").emit("local.get", f.v["prow"])
-        f.c.emit("i32.mul").emit("i32.add")
-        f.set("pbase")
-        f.get("ybase", "oy", "orow").emit("i32.mul").emit("i32.add")
-        f.set("yrow")
-        _columns(f, lambda regs, lanes_store: depthwise_tile.tile(
-            f, kernel, mode, weights, (count, regs), lanes_store))
-
-    f.c.emit("i32.const", 0)
-    f.set("oy")
-    if kernel is not None:
-        strided_loop(f.c, f.v["oy"], ROWS, f.arg["oh"], lambda: rows(ROWS))
-    strided_loop(f.c, f.v["oy"], 1, f.arg["oh"], lambda: rows(1))
-
-
-def _columns(f: Frame, tile: depthwise_tile.TileAt) -> None:
-    """Tiles of REGS registers from column 0 while they fit, then (more than one register's
-    columns left) one such tile moved left to end at ``ow``, else one-register tiles moved
-    left to end there; a row narrower than one register is one tile stored lane by lane."""
-    c, lanes = f.c, f.isa.lanes
-    c.emit("i32.const", 0)
-    f.set("ox")
-    c.emit("block").emit("loop")
-    f.get("ox").emit("i32.const", REGS * lanes).emit("i32.add").emit("local.get", f.arg["ow"])
-    c.emit("i32.gt_u").emit("br_if", 1)
-    f.get("ox")
-    f.set("tx")
-    tile(REGS, False)
-    f.add("ox", REGS * lanes)
-    c.emit("br", 0).emit("end").emit("end")
-    if lanes > 1:
-        # more than one register's columns left, and a full tile fits the row: one full
-        # tile moved left to end at ow
-        f.get("ow", "ox").emit("i32.sub").emit("i32.const", lanes).emit("i32.gt_u")
-        f.get("ow").emit("i32.const", REGS * lanes).emit("i32.ge_u").emit("i32.and")
-        c.emit("if")
-        f.get("ow").emit("i32.const", REGS * lanes).emit("i32.sub")
-        f.set("tx")
-        tile(REGS, False)
-        f.get("ow")
-        f.set("ox")
-        c.emit("end")
-    if lanes > 1:
-        f.get("ow").emit("i32.const", lanes).emit("i32.lt_u").emit("if")
-        c.emit("i32.const", 0)
-        f.set("tx")
-        tile(1, True)
-        c.emit("else")
-    c.emit("block").emit("loop")
-    f.get("ox", "ow").emit("i32.ge_u").emit("br_if", 1)
-    # tx = min(ox, ow - lanes)
-    f.get("ox", "ow").emit("i32.const", lanes).emit("i32.sub").emit("local.tee", f.v["tx"])
-    f.get("ox", "tx").emit("i32.lt_u").emit("select")
-    f.set("tx")
-    tile(1, False)
-    f.add("ox", lanes)
-    c.emit("br", 0).emit("end").emit("end")
-    if lanes > 1:
         c.emit("end")

@@ -1,5 +1,6 @@
 """The tiles of the depthwise family (see ``depthwise``): one output channel x ``regs``
-registers of one output row, read from the zero-padded scratch plane, so no load is masked.
+registers of one output row, read from the zero-padded scratch plane, so no load is masked
+(or, ``in_place``, from the input plane, the padding left of it zeroed in the register).
 
 An unrolled kernel (``UNROLLED``) addresses every pixel register with a constant offset
 from the kernel row's first pixel, each register of a row loaded once: at stride 1 a tap's
@@ -31,6 +32,10 @@ NEXT_LANE = [bytes(range(4, 16)) + bytes(range(16 + 4 * lane, 20 + 4 * lane))
              for lane in (0, 1)]
 """The ``i8x16.shuffle`` of registers (a, b) giving a's lanes 1..3 then b's lane 0 (1): the
 stride-2 pixels of tap j + 2 from tap j's and the next register's."""
+
+AHEAD_LINES = 4
+"""Cache lines of the next input plane an in-place tile of several rows reads ahead: a
+112-wide plane's 784 lines over its 196 such tiles at stride 2."""
 
 HOISTED_TAPS = 9
 """Kernels of at most this many taps keep their weights in registers across a channel."""
@@ -76,15 +81,20 @@ def hoist_weights(f: Frame, kernel: tuple[int, int] | None) -> list[int]:
 
 
 def tile(f: Frame, kernel: tuple[int, int] | None, mode: str, weights: list[int],
-         shape: tuple[int, int], lanes_store: bool) -> None:
+         shape: tuple[int, int], lanes_store: bool, in_place: bool = False) -> None:
     """The tile of ``shape`` = (output rows, registers) at column ``tx`` of rows ``oy``...:
     accumulators from the bias, the taps, then the activations and the store (lane by lane,
-    left of ``ow``, if ``lanes_store``)."""
+    left of ``ow``, if ``lanes_store``). ``in_place``: ``pbase`` is in the input plane
+    itself (rows ``row`` bytes apart, starting ``pw`` <= 1 columns left of the plane), and a
+    tile at column 0 zeroes the lane left of the plane (``pw`` == 1), the padding."""
     c, isa = f.c, f.isa
     rows, regs = shape
     acc = [[c.local(isa.valtype) for _ in range(regs)] for _ in range(rows)]
     for local in (a for row in acc for a in row):
         c.emit("local.get", f.bias).emit("local.set", local)
+    if in_place:
+        f.get("tx").emit("i32.eqz").emit("local.get", f.arg["pw"]).emit("i32.and")
+        f.set("left")
     # pi = pbase + tx * sw * 4: the tile's first pixel in the first kernel row
     f.get("pbase", "tx")
     c.emit("local.get", f.column_offset[1]).emit("i32.mul").emit("i32.add")
@@ -92,7 +102,9 @@ def tile(f: Frame, kernel: tuple[int, int] | None, mode: str, weights: list[int]
     if kernel is None:
         _runtime_taps(f, mode, acc[0])
     else:
-        _unrolled_taps(f, kernel, weights, acc)
+        _unrolled_taps(f, kernel, weights, acc, in_place)
+        if in_place and rows > 1:
+            _read_ahead(f)
     for q, row in enumerate(acc):
         if lanes_store:
             _store_lanes(f, row[0], q)
@@ -120,10 +132,11 @@ def _weight(f: Frame, weights: list[int], tap: int) -> None:
 
 
 def _unrolled_taps(f: Frame, kernel: tuple[int, int], weights: list[int],
-                   acc: list[list[int]]) -> None:
+                   acc: list[list[int]], in_place: bool) -> None:
     """Every tap with constant offsets, input row by input row (``pi`` steps one row of
-    the scratch plane): each pixel register loaded once and multiplied into every output
-    row of the tile that reads it (rows ``stride`` apart, no row dilation)."""
+    the scratch plane, or of the input plane ``in_place``): each pixel register loaded once
+    and multiplied into every output row of the tile that reads it (rows ``stride`` apart,
+    no row dilation)."""
     c, isa = f.c, f.isa
     k, stride = kernel
     pixel = c.local(isa.valtype)
@@ -134,7 +147,8 @@ def _unrolled_taps(f: Frame, kernel: tuple[int, int], weights: list[int],
         for r in range(len(acc[0])):
             pixels = None
             if isa.vector:
-                pixels = (_pair_taps if stride == 2 else _shifted_taps)(f, r, k, loaded)
+                pixels = (_pair_taps(f, r, k, loaded, in_place) if stride == 2
+                          else _shifted_taps(f, r, k, loaded))
             for j in range(k):
                 if pixels is not None:
                     pixels[j]()
@@ -147,7 +161,21 @@ def _unrolled_taps(f: Frame, kernel: tuple[int, int], weights: list[int],
                     _weight(f, weights, i * k + j)
                     isa.madd_into(c, acc[q][r])
         if t < span - 1:
-            f.add("pi", "prow")
+            f.add("pi", "row" if in_place else "prow")
+
+
+def _read_ahead(f: Frame) -> None:
+    """Read one word of each of the next ``AHEAD_LINES`` cache lines at ``ahead`` while they
+    lie before ``aend`` (the next input plane), and move ``ahead`` past them: WebAssembly has
+    no prefetch instruction, and a plane streaming from memory otherwise waits in the
+    tiles' loads."""
+    c = f.c
+    f.get("ahead").emit("i32.const", 64 * AHEAD_LINES).emit("i32.add")
+    f.get("aend").emit("i32.le_u").emit("if")
+    for line in range(AHEAD_LINES):
+        f.get("ahead").emit("i32.load", 2, 64 * line).emit("drop")
+    f.add("ahead", 64 * AHEAD_LINES)
+    c.emit("end")
 
 
 def _load_once(f: Frame, column: int, loaded: dict[int, int]) -> int:
@@ -185,15 +213,21 @@ def _shifted_taps(f: Frame, r: int, k: int, loaded: dict[int, int]
     return [tap(j) for j in range(k)]
 
 
-def _pair_taps(f: Frame, r: int, k: int, loaded: dict[int, int]
+def _pair_taps(f: Frame, r: int, k: int, loaded: dict[int, int], in_place: bool
                ) -> list[Callable[[], None]]:
     """At stride 2, register ``r``'s pixels of taps 0..k-1 from the three registers at
     columns 8r, 8r + 4 and 8r + 8 of the row (A, B, C; C is register r + 1's A, loaded
     once): tap 0 the even lanes of A, B, tap 1 the odd ones, tap 2 (4) those shifted one
     lane on with C's first (second) lane, tap 4 the even lanes of B, C. Each pusher
-    pushes one tap's register."""
+    pushes one tap's register. ``in_place``: register 0's A has lane 0 zeroed when ``left``
+    (it lies left of the input plane)."""
     c, isa = f.c, f.isa
+    fresh = 8 * r not in loaded
     a, b, next_a = (_load_once(f, column, loaded) for column in (8 * r, 8 * r + 4, 8 * r + 8))
+    if in_place and r == 0 and fresh:
+        c.emit("local.get", a).emit("f32.const", 0.0).emit("f32x4.replace_lane", 0)
+        c.emit("local.get", a).emit("local.get", f.v["left"]).emit("select")
+        c.emit("local.set", a)
     even, odd = c.local(isa.valtype), c.local(isa.valtype)
 
     def lanes(first: int, second: int, pattern: bytes, keep: int = -1) -> Callable[[], None]:

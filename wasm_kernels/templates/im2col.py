@@ -4,10 +4,10 @@ panels of ``PANEL`` pixels: step ``kk = (ci, i, j)`` of panel ``q``'s pixel ``v`
 ``q * PANEL * K + kk * PANEL + v``. The last panel's pixels past ``count`` hold copies of
 real pixels (the tile that reads them stores no column there).
 
-A padded conv first copies the group's input planes into the scratch ``xp`` with their zero
-borders (``padded_copy``), so that every tap of every pixel is a plain load: no bounds
-checks, no masks, no border cases; at stride 2 phased, so a tap's adjacent output pixels are
-adjacent floats as at stride 1. Then per panel:
+A padded conv copies the group's input planes into the scratch ``xp`` with their zero borders
+(``padded_copy``, the rows a chunk reads before packing it), so that every tap of every pixel
+is a plain load: no bounds checks, no masks, no border cases; at stride 2 phased, so a tap's
+adjacent output pixels are adjacent floats as at stride 1. Then per panel:
 
 - each half of it (pixels 0..3 and 4..7) in one output row, at stride 1, phased, or 2
   unpadded (vector ISAs): each step is a load and a store per half (2 loads and a shuffle
@@ -36,10 +36,13 @@ STRIDE2_HALF = bytes(4 * lane + byte for lane in (0, 2, 5, 7) for byte in range(
 """The shuffle taking floats 0, 2, 4, 6 of a stride-2 row from the registers at floats 0..3
 and 3..6 (the second starts one float early, so no load passes float 6)."""
 
+STEM = 7
+"""A kernel width whose rows are straight-line too besides 3 (ResNet's 7x7 stride-2 stem)."""
+
 _LOCALS = ("hp", "wp", "plane", "row", "steps", "panel_bytes", "padded", "phased", "odd_bytes",
            "pair_bytes", "ox_bytes", "q", "pixel", "oy", "ox", "oy2", "ox2", "halves", "ci", "ki",
            "kj", "col", "i", "src", "src2", "dst", "at", "even", "odd", "tap", "t", "tap_ci",
-           "tap_ki", "tap_dh", "tap_j1", "tap_j2", "row_lo", "row_hi")
+           "tap_ki", "tap_dh", "tap_j1", "tap_j2", "xin", "prow", "next_row", "last_row")
 
 
 def declare(c: Code, isa: Isa) -> None:
@@ -152,22 +155,30 @@ def _pixel_address(c: Code, oy: str, ox: str, into: str) -> None:
 def _steps(c: Code, step: Callable[[], None]) -> None:
     """``step()`` with ``tap`` the byte offset of step ``(ci, ki, kj)`` from a pixel's tap
     (0, 0) (``ci * plane + ki * dh * row`` kept by adds, plus column ``kj * dw``'s bytes:
-    ``_column_bytes``, ``tap_j1`` and ``tap_j2``), for every step in order, ``dst`` one step
-    on after each. A 3x3 kernel's 9 taps (and any kernel row of 3) are straight-line code:
-    fewer loop back-edges, each an interruption check under a timeout (ResNet-18 under a
-    timeout: 1.14x -> 1.10x the run without)."""
+    ``column_bytes``, ``tap_j1`` and ``tap_j2``), for every step in order, ``dst`` one step
+    on after each. A 3x3 kernel's 9 taps (and any kernel row of 3 or ``STEM``) are
+    straight-line code: fewer loop back-edges, each an interruption check under a timeout
+    (ResNet-18 under a timeout: 1.14x -> 1.10x the run without)."""
 
     def tap_step() -> None:
         c.set("tap")
         step()
         c.get("dst").emit("i32.const", 4 * PANEL).emit("i32.add").set("dst")
 
-    def kernel_row(unrolled: bool) -> None:
-        if unrolled:
+    def kernel_row(unrolled: int) -> None:
+        # kw = unrolled taps straight-line (3: their offsets precomputed), or a loop (0)
+        if unrolled == 3:
             for column in (None, "tap_j1", "tap_j2"):
                 c.get("tap_ki")
                 if column:
                     c.get(column).emit("i32.add")
+                tap_step()
+        elif unrolled:
+            for kj in range(unrolled):
+                c.get("dw").emit("i32.const", kj).emit("i32.mul").set("col")
+                c.get("tap_ki")
+                column_bytes(c)
+                c.emit("i32.add")
                 tap_step()
         else:
             c.emit("i32.const", 0).set("kj")
@@ -181,7 +192,7 @@ def _steps(c: Code, step: Callable[[], None]) -> None:
                 c.get("kj").emit("i32.const", 1).emit("i32.add").set("kj")
         c.get("tap_ki", "tap_dh").emit("i32.add").set("tap_ki")
 
-    def kernel_rows(unrolled: bool) -> None:
+    def kernel_rows(unrolled: int) -> None:
         c.emit("i32.const", 0).set("ki")
         with c.loop():
             c.get("ki", "kh").emit("i32.ge_u").emit("br_if", 1)
@@ -209,11 +220,15 @@ def _steps(c: Code, step: Callable[[], None]) -> None:
             c.get("kh").emit("i32.const", 3).emit("i32.eq")
             with c.if_():
                 for _ in range(3):
-                    kernel_row(True)
+                    kernel_row(3)
                 c.emit("else")
-                kernel_rows(True)
+                kernel_rows(3)
             c.emit("else")
-            kernel_rows(False)
+            c.get("kw").emit("i32.const", STEM).emit("i32.eq")
+            with c.if_():
+                kernel_rows(STEM)
+                c.emit("else")
+                kernel_rows(0)
 
     # a 1x1 kernel: one step per channel, nothing else to loop over
     c.get("kh", "kw").emit("i32.mul").emit("i32.const", 1).emit("i32.eq")

@@ -44,8 +44,17 @@ the FP pipes are the bound and 5 rows run no faster than 4. The scalar reference
 AHEAD_LINES = 4
 """Cache lines of the next panel of W a tile reads ahead per unrolled iteration of k."""
 
+TAIL = 4
+"""Columns of the narrower tile that ends a W read in place (``row_blocks``): one register,
+half a panel's multiply-adds for the last ``n % PANEL <= TAIL`` columns (a 7x7 conv's 49th
+pixel)."""
+
 BLOCK_BYTES = 1 << 17
 """Bytes of A per block: a quarter of a 512 KiB L2, so it stays there while W streams by."""
+
+SPLIT_ROWS = 12
+"""Rows from which every count is tiles of 5 and 4 (``_split``); under it a block of the
+5-row tile may leave single rows, a quarter as fast (2 FMA chains)."""
 
 
 @dataclass
@@ -105,30 +114,43 @@ def frame(c: Code, isa_name: str, arg: dict[str, int], epilogue: tuple[str, ...]
 def row_blocks(f: _Frame, edge: bool, prepacked: bool = False) -> None:
     """C's columns in whole panels (and with ``edge`` the padded last one) against A's row
     blocks; ``f.j`` ends at the first column not computed. A ``prepacked`` A is already in
-    ``wa``'s layout, its whole groups of ``mr`` rows step-major (``pack_im2col``). With
+    ``wa``'s layout for the tiles this driver runs (``pack_im2col.tiles``). With
     ``f.ldb`` set, W is read in place as a row-major (k, n) B of that row stride in bytes
-    (a pointwise conv's input planes) instead of packed panels."""
+    (a pointwise conv's input planes) instead of packed panels, ``n >= PANEL``: columns past
+    the whole panels are computed by one more tile ending at ``n``, ``TAIL`` columns wide
+    when that covers them, else ``PANEL``; it stores again the columns before them it
+    overlaps, the same values as long as C overlaps neither A, W nor R."""
     c, arg = f.c, f.arg
 
     def block() -> None:
-        # iend = min(ib + mb, m): the block's rows end
-        c.emit("local.get", f.ib).emit("local.get", f.mb).emit("i32.add").emit("local.tee", f.iend)
-        c.emit("local.get", arg["m"]).emit("local.get", f.iend).emit("local.get", arg["m"])
-        c.emit("i32.lt_u").emit("select").emit("local.set", f.iend)
         if f.mr > GROUP:
+            # iend = m - ib < mb + SPLIT_ROWS ? m : ib + mb: the last rows join the block
+            # before them, so no block but a lone one has fewer than SPLIT_ROWS rows
+            c.emit("local.get", arg["m"])
+            c.emit("local.get", f.ib).emit("local.get", f.mb).emit("i32.add")
+            c.emit("local.get", arg["m"]).emit("local.get", f.ib).emit("i32.sub")
+            c.emit("local.get", f.mb).emit("i32.const", SPLIT_ROWS).emit("i32.add")
+            c.emit("i32.lt_u").emit("select").emit("local.set", f.iend)
             _split(f)
+        else:
+            # iend = min(ib + mb, m): the block's rows end
+            c.emit("local.get", f.ib).emit("local.get", f.mb).emit("i32.add")
+            c.emit("local.tee", f.iend).emit("local.get", arg["m"]).emit("local.get", f.iend)
+            c.emit("local.get", arg["m"]).emit("i32.lt_u").emit("select").emit("local.set", f.iend)
         if f.mr > 1 and not prepacked:
             # each tile's group of GROUP rows, packed where it lies in A
             c.emit("local.get", f.ib).emit("local.set", f.i)
             for rows, end in _tile_runs(f)[:2 if f.mr > GROUP else 1]:
                 strided_loop(c, f.i, rows, end, partial(_pack_rows, f))
         c.emit("i32.const", 0).emit("local.set", f.j)
-        strided_loop(c, f.j, PANEL, arg["n"], partial(_column_tiles, f, False))
+        strided_loop(c, f.j, PANEL, arg["n"], partial(_column_tiles, f, False, prepacked))
         if edge:
             c.emit("local.get", f.j).emit("local.get", arg["n"]).emit("i32.lt_u").emit("if")
-            _column_tiles(f, True)
+            _column_tiles(f, True, prepacked)
             c.emit("end")
-        c.emit("local.get", f.ib).emit("local.get", f.mb).emit("i32.add").emit("local.set", f.ib)
+        elif f.ldb is not None:
+            _end_tile(f, prepacked)
+        c.emit("local.get", f.iend).emit("local.set", f.ib)
 
     c.emit("i32.const", 0).emit("local.set", f.ib)
     c.emit("block").emit("loop")
@@ -139,9 +161,10 @@ def row_blocks(f: _Frame, edge: bool, prepacked: bool = False) -> None:
 
 def _split(f: _Frame) -> None:
     """``split``: the block's ``r = iend - ib`` rows as ``a`` tiles of ``mr = GROUP + 1`` rows
-    then ``b`` of ``GROUP`` (``r = 5a + 4b`` with ``b = -r mod 5``, which every ``r >= 12``
-    has), else (``4b > r``) none of ``mr`` rows: then tiles of ``GROUP`` rows and at most 3
-    single rows, only in blocks of fewer than 12 rows."""
+    then ``b`` of ``GROUP`` (``r = 5a + 4b`` with ``b = -r mod 5``, which every ``r >=
+    SPLIT_ROWS`` has), else (``4b > r``) none of ``mr`` rows: then tiles of ``GROUP`` rows and
+    at most 3 single rows, only when ``m`` is under ``SPLIT_ROWS`` (a block of ``mb`` rows
+    is whole tiles of 5, and the last rows join the block before them)."""
     c = f.c
     b = c.local("i32")
     # b * GROUP = (mr - r % mr) % mr * GROUP
@@ -154,35 +177,51 @@ def _split(f: _Frame) -> None:
     c.emit("i32.le_u").emit("select").emit("local.set", f.split)
 
 
-def _tile_runs(f: _Frame, edge: bool = False) -> list[tuple[int, int]]:
+def _tile_runs(f: _Frame, edge: bool = False, prepacked: bool = False) -> list[tuple[int, int]]:
     """(rows, end): the tiles of the block, tallest first, each run while its rows fit before
     the local ``end``: ``mr`` rows (with ``mr > GROUP`` up to ``split``, then ``GROUP`` rows),
     then single rows read in place. An ``edge`` panel (past ``n``: once per block) runs
-    single rows only: every tile stores its columns one by one, with the epilogue on each,
-    and those tiles were half of a kernel's code."""
-    if edge and f.mr > GROUP:
+    single rows only (every tile stores its columns one by one, with the epilogue on each,
+    and those tiles were half of a kernel's code), unless A is ``prepacked``: then only the
+    tiles it is packed for can read it."""
+    if edge and f.mr > GROUP and not prepacked:
         return [(1, f.iend)]
     if f.mr > GROUP:
         return [(f.mr, f.split), (GROUP, f.iend), (1, f.iend)]
     return [(rows, f.iend) for rows in sorted({f.mr, 1}, reverse=True)]
 
 
-def _column_tiles(f: _Frame, edge: bool) -> None:
-    """Columns ``j .. j+PANEL`` of C (an ``edge`` panel ends past ``n``) against the block's
-    rows (``_tile_runs``)."""
+def _end_tile(f: _Frame, prepacked: bool) -> None:
+    """With W in place, the columns ``j .. n`` short of a panel: the tile of ``TAIL`` or
+    ``PANEL`` columns ending at ``n`` (``j`` set to its first)."""
+    c, n = f.c, f.arg["n"]
+    c.emit("local.get", f.j).emit("local.get", n).emit("i32.lt_u").emit("if")
+    c.emit("local.get", n).emit("local.get", f.j).emit("i32.sub").emit("i32.const", TAIL)
+    c.emit("i32.le_u").emit("if")
+    c.emit("local.get", n).emit("i32.const", TAIL).emit("i32.sub").emit("local.set", f.j)
+    _column_tiles(f, False, prepacked, TAIL)
+    c.emit("else")
+    c.emit("local.get", n).emit("i32.const", PANEL).emit("i32.sub").emit("local.set", f.j)
+    _column_tiles(f, False, prepacked)
+    c.emit("end").emit("end")
+
+
+def _column_tiles(f: _Frame, edge: bool, prepacked: bool, width: int = PANEL) -> None:
+    """Columns ``j .. j+width`` of C (an ``edge`` panel ends past ``n``) against the block's
+    rows (``_tile_runs``; A ``prepacked`` or not)."""
     c = f.c
     # NOTE: W in place: a panel's next columns are in the cache lines it reads already.
     packed_w = f.ldb is None
     if packed_w:
         _next_panel(f)
     c.emit("local.get", f.ib).emit("local.set", f.i)
-    for rows, end in _tile_runs(f, edge):
+    for rows, end in _tile_runs(f, edge, prepacked):
         # NOTE: single rows (m < MR, or the rows past the packed ones) only stream W; reading
         # ahead there measured 5-7% slower at m = 1.
         packed = partial(_packed_rows, f) if rows >= GROUP else None
         ahead = partial(_read_ahead, f) if rows >= GROUP and packed_w else None
         strided_loop(c, f.i, rows, end,
-                     partial(tile, f, f.isa, rows, PANEL, partial(_panel, f), edge, packed,
+                     partial(tile, f, f.isa, rows, width, partial(_panel, f), edge, packed,
                              ahead))
 
 

@@ -1,13 +1,14 @@
-"""The padded copy of a conv's input (``im2col``): the group's ``cg`` input planes from ``xg``
-into the scratch ``xp`` inside their zero borders, so that every tap of every output pixel
-is a plain load. At stride 2 a row is copied phased: its even columns, then its odd ones
-(``column_bytes``), so the taps of adjacent output pixels are adjacent floats as at stride 1
-and the packing copies them a register at a time without shuffles.
+"""The padded copy of a conv's input (``im2col``): the group's ``cg`` input planes from ``xin``
+into the scratch ``xp`` inside their zero borders, so that every tap of every output pixel is a
+plain load; chunk by chunk, the rows a chunk reads first just before it is packed (``rows``),
+each where it lies in the whole padded plane. At stride 2 a row is copied phased: its even
+columns, then its odd ones (``column_bytes``), so the taps of adjacent output pixels are
+adjacent floats as at stride 1 and the packing copies them a register at a time without
+shuffles.
 
-Every byte of ``xp`` is written once with its final value, so threads that each pad the rows
-their pixels read write the same bytes where those overlap. Rows are copied by loads and
-stores, 16 floats per loop iteration: a ``memory.copy`` and two ``memory.fill`` per row
-(calls out of wasm) cost
+Every byte of ``xp`` is written with its final value, so threads whose parts read the same
+rows write the same bytes there. Rows are copied by loads and stores, 16 floats per loop
+iteration: a ``memory.copy`` and two ``memory.fill`` per row (calls out of wasm) cost
 ResNet-18's 3x3 stride-2 conv as much as its packing. The functions read the conv's
 arguments and ``im2col``'s locals by name from the ``Code``.
 """
@@ -33,41 +34,51 @@ def column_bytes(c: Code) -> None:
     c.emit("i32.add")
 
 
-def pad(c: Code, isa: Isa, first: str, end: str) -> None:
-    """With padding, copy the group's input planes into ``xp`` and point ``xg`` there;
-    without, nothing. Only the padded rows that output pixels ``first .. end`` (locals;
-    ``end > first``) read are written, so threads that split the pixels each write their
-    own rows (and the same bytes where their rows overlap): per plane, a row above or below
-    the input is zeroed (one ``memory.fill``), an input row copied."""
+def start(c: Code) -> None:
+    """With padding, at a group's start: ``xin`` = its input, ``xg`` = ``xp`` (where the
+    packing reads), and ``next_row`` = the first padded row this call's pixels read."""
     c.get("padded")
     with c.if_():
-        # row_lo = first // ow * sh; row_hi = min((end - 1) // ow * sh + (kh - 1) * dh, hp - 1)
-        c.get(first, "ow").emit("i32.div_u").get("sh").emit("i32.mul").set("row_lo")
-        c.get(end).emit("i32.const", 1).emit("i32.sub").get("ow").emit("i32.div_u")
-        c.get("sh").emit("i32.mul").get("kh").emit("i32.const", 1).emit("i32.sub")
-        c.get("dh").emit("i32.mul").emit("i32.add").tee("row_hi")
-        c.get("hp").emit("i32.const", 1).emit("i32.sub").tee("t")
-        c.get("row_hi", "t").emit("i32.lt_u").emit("select").set("row_hi")
+        c.get("xg").set("xin")
+        c.get("xp").set("xg")
+        c.get("first0", "ow").emit("i32.div_u").get("sh").emit("i32.mul").set("next_row")
+
+
+def rows(c: Code, isa: Isa) -> None:
+    """With padding, copy the padded rows the chunk ``first .. first + count`` reads and no
+    earlier chunk did (``next_row`` up to its last output row's window), of every plane,
+    just before they are packed: a copy of the whole input first (2 MiB at ddddocr's 3x3/2
+    @104) was out of L2 again by the time its last rows were packed."""
+    c.get("padded")
+    with c.if_():
+        # last_row = min(hp, (first + count - 1) / ow * sh + (kh - 1) * dh + 1)
+        c.get("first", "count").emit("i32.add").emit("i32.const", 1).emit("i32.sub")
+        c.get("ow").emit("i32.div_u").get("sh").emit("i32.mul")
+        c.get("kh").emit("i32.const", 1).emit("i32.sub").get("dh").emit("i32.mul")
+        c.emit("i32.add").emit("i32.const", 1).emit("i32.add").tee("last_row")
+        c.get("hp", "last_row", "hp").emit("i32.lt_u").emit("select").set("last_row")
         c.emit("i32.const", 0).set("ci")
         with c.loop():
             c.get("ci", "cg").emit("i32.ge_u").emit("br_if", 1)
-            c.get("row_lo").set("oy")
+            c.get("next_row").set("prow")
             with c.loop():
-                c.get("oy", "row_hi").emit("i32.gt_u").emit("br_if", 1)
-                # dst = xp + (ci * hp + oy) * row; src = xg + (ci * h + oy - ph) * w * 4
-                c.get("xp", "ci", "hp").emit("i32.mul").get("oy").emit("i32.add")
-                c.get("row").emit("i32.mul").emit("i32.add").set("dst")
-                c.get("oy", "ph").emit("i32.sub").get("h").emit("i32.lt_u")
-                with c.if_():  # an input row (unsigned: rows above it wrap past h)
-                    c.get("xg", "ci", "h").emit("i32.mul").get("oy").emit("i32.add")
-                    c.get("ph").emit("i32.sub").get("w").emit("i32.mul")
-                    c.emit("i32.const", 2).emit("i32.shl").emit("i32.add").set("src")
+                c.get("prow", "last_row").emit("i32.ge_u").emit("br_if", 1)
+                # dst = xp + ci * plane + prow * row; the input row prow - ph, inside when < h
+                c.get("xp", "ci", "plane").emit("i32.mul").emit("i32.add")
+                c.get("prow", "row").emit("i32.mul").emit("i32.add").set("dst")
+                c.get("prow", "ph").emit("i32.sub").tee("t").get("h").emit("i32.lt_u")
+                with c.if_():
+                    # src = xin + (ci * h + prow - ph) * w * 4
+                    c.get("xin", "ci", "h").emit("i32.mul").get("t").emit("i32.add")
+                    c.get("w").emit("i32.mul").emit("i32.const", 2).emit("i32.shl")
+                    c.emit("i32.add").set("src")
                     _row(c, isa)
                     c.emit("else")
                     c.get("dst").emit("i32.const", 0).get("row").emit("memory.fill")
-                c.get("oy").emit("i32.const", 1).emit("i32.add").set("oy")
+                c.get("prow").emit("i32.const", 1).emit("i32.add").set("prow")
             c.get("ci").emit("i32.const", 1).emit("i32.add").set("ci")
-        c.get("xp").set("xg")
+        c.get("last_row", "next_row", "last_row", "next_row").emit("i32.gt_u")
+        c.emit("select").set("next_row")
 
 
 def _row(c: Code, isa: Isa) -> None:

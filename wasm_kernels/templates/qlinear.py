@@ -16,34 +16,34 @@ from __future__ import annotations
 from functools import partial
 
 from ..abi import KernelSpec
-from ..pack_quantized import QPANEL
+from ..pack_quantized import QBLOCK_BYTES, QPANEL
 from ..wasm import Code, FuncType
 from .isa import ISAS
 from .loops import strided_loop
-from .qlinear_frame import frame, scalar_element
-from .qlinear_pack import pack_rows, widen_panel
+from .qlinear_frame import QFrame, frame, scalar_element
+from .qlinear_pack import PACKED_SHIFT, pack_rows, widen_panel
 from .qlinear_tile import Tile
 
 MR = {"relaxed": 4, "simd128": 2}
 """Rows of A per SIMD tile. simd128: 2 rows by 8 columns keep 8 i32x4 accumulators, W's 4
-widened registers and A's in the 16 XMM registers. relaxed: 4 rows (16 accumulators, lo and
-hi parts: some spill) measured 1.04-1.21x the relaxed f32 linear against 1.00-1.21x at 3
-rows and 0.93-1.00x at 2 (bench/kernels.py --only int8, load 10-12): W's registers and A's
-split then serve more rows."""
+widened registers and A's in the 16 XMM registers (3 rows ran MiniLM's shapes 0.80-0.96x as
+fast, 4 with W reloaded per row 0.71-0.86x: cranelift spills). relaxed: 4 rows (16
+accumulators, lo and hi parts: some spill) measured 1.04-1.21x the relaxed f32 linear
+against 1.00-1.21x at 3 rows and 0.93-1.00x at 2 (bench/kernels.py --only int8, load
+10-12): W's registers and A's split then serve more rows."""
 
 
 TILE_ISA = {("qconv", "relaxed"): "simd128", ("qlinear", "relaxed"): "simd128"}
-"""The tile a row builds in another ISA's module. On an x86 CPU without VNNI the relaxed dot
-lowers to three instructions (``pmaddubsw``, ``pmaddwd``, ``paddd``) and the exact 7-bit split
-of A needs two of them per 16 products, where the simd128 tile's widening i16 dot needs two
-(``pmaddwd``, ``paddd``) per 8: the simd128 tile ran MiniLM's linear shapes 1.14-1.23x
-faster than the relaxed one (``bench/kernels.py --only int8``), MiniLM b1 int8's qlinear
-nodes 1.18x (``bench/op_profile.py``), and a conv's product (ResNet-18 int8 end to end) 15%
-faster. wasmtime 50's cranelift emits the same three on an Intel CPU with AVX-VNNI and
-AVX512-VNNI (no ``vpdpbusd``; nor ``vpdpwssd`` for ``i32x4.dot_i16x8_s`` and an add). The
-relaxed tile stays for engines that lower the relaxed dot to one instruction (VNNI, Arm's
-dot product): ``emit(..., tile_isa="relaxed")`` builds it, and its tests keep it
-exact."""
+"""The tile a row builds in another ISA's module. On x86 the relaxed dot lowers to three
+instructions (``pmaddubsw``, ``pmaddwd``, ``paddd``; wasmtime 50's cranelift emits them on an
+Intel CPU with AVX-VNNI and AVX512-VNNI too: no ``vpdpbusd``, nor ``vpdpwssd`` for
+``i32x4.dot_i16x8_s`` and an add) and the exact 7-bit split of A needs two of them per 16
+products, where the simd128 tile's widening i16 dot needs two (``pmaddwd``, ``paddd``) per 8
+(its operands widened in scratch beforehand): on MiniLM's linear shapes the simd128 tile ran
+1.68-1.76x the relaxed f32 linear, the relaxed tile 0.90-0.93x (``bench/kernels.py --only
+int8``, Intel Xeon). The relaxed tile stays for engines that lower the relaxed dot to one
+instruction (VNNI, Arm's dot product): ``emit(..., tile_isa="relaxed")`` builds it, and its
+tests keep it exact."""
 
 
 def emit(spec: KernelSpec, isa_name: str, tile_isa: str | None = None
@@ -69,20 +69,7 @@ def emit(spec: KernelSpec, isa_name: str, tile_isa: str | None = None
         c.emit("local.set", f.a_zero)
     tiles = [(rows, Tile(f, isa, rows, i, j)) for rows in (MR[isa_name], 1)]
     if tiles[0][1].packed:
-        # NOTE: A widened once; per column panel, W's panel widened once, then every row.
-        pack_rows(f)
-
-        def panel(edge: bool) -> None:
-            widen_panel(f, j)
-            c.emit("i32.const", 0).emit("local.set", i)
-            for rows, tile in tiles:
-                strided_loop(c, i, rows, f.arg["m"], partial(tile.emit, edge))
-
-        c.emit("i32.const", 0).emit("local.set", j)
-        strided_loop(c, j, QPANEL, f.arg["n"], partial(panel, False))
-        c.emit("local.get", j).emit("local.get", f.arg["n"]).emit("i32.lt_u").emit("if")
-        panel(True)
-        c.emit("end")
+        _blocks(f, tiles, i, j)
         return FuncType(spec.param_types, spec.results), c
     for rows, tile in tiles:
 
@@ -95,3 +82,46 @@ def emit(spec: KernelSpec, isa_name: str, tile_isa: str | None = None
 
         strided_loop(c, i, rows, f.arg["m"], columns)
     return FuncType(spec.param_types, spec.results), c
+
+
+def _blocks(f: QFrame, tiles: list[tuple[int, Tile]], i: int, j: int) -> None:
+    """The simd128 product, a block of A's rows at a time (``pack_quantized.qblock_rows``):
+    the block widened into ``wa``, then per column panel of W, the panel widened into ``ws``
+    and every row of the block; then a, c and m move past the block."""
+    c, arg = f.c, f.arg
+    most, count = c.local("i32"), c.local("i32")
+    # most = max(2, (QBLOCK_BYTES / row_bytes) & ~1), row_bytes = panel_bytes >> 1
+    c.emit("i32.const", QBLOCK_BYTES).emit("local.get", f.panel_bytes)
+    c.emit("i32.const", PACKED_SHIFT).emit("i32.shr_u").emit("i32.div_u")
+    c.emit("i32.const", -2).emit("i32.and").emit("local.tee", most)
+    c.emit("i32.const", 2).emit("local.get", most).emit("i32.const", 2).emit("i32.gt_u")
+    c.emit("select").emit("local.set", most)
+    c.emit("block").emit("loop")
+    c.emit("local.get", arg["m"]).emit("i32.eqz").emit("br_if", 1)
+    c.emit("local.get", most).emit("local.get", arg["m"]).emit("local.get", most)
+    c.emit("local.get", arg["m"]).emit("i32.lt_u").emit("select").emit("local.set", count)
+    pack_rows(f, count)
+
+    def panel(edge: bool) -> None:
+        widen_panel(f, j)
+        c.emit("i32.const", 0).emit("local.set", i)
+        for rows, tile in tiles:
+            strided_loop(c, i, rows, count, partial(tile.emit, edge))
+
+    c.emit("i32.const", 0).emit("local.set", j)
+    strided_loop(c, j, QPANEL, arg["n"], partial(panel, False))
+    c.emit("local.get", j).emit("local.get", arg["n"]).emit("i32.lt_u").emit("if")
+    panel(True)
+    c.emit("end")
+    for pointer, size in (("a", arg["k"]), ("c", None)):
+        c.emit("local.get", arg[pointer]).emit("local.get", count)
+        if size is None:
+            c.emit("local.get", arg["n"]).emit("i32.mul")
+            if not f.requantize:
+                c.emit("i32.const", 2).emit("i32.shl")
+        else:
+            c.emit("local.get", size).emit("i32.mul")
+        c.emit("i32.add").emit("local.set", arg[pointer])
+    c.emit("local.get", arg["m"]).emit("local.get", count).emit("i32.sub")
+    c.emit("local.set", arg["m"])
+    c.emit("br", 0).emit("end").emit("end")

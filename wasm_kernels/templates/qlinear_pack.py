@@ -3,9 +3,9 @@ only plain ``v128.load`` s beside its dot products: cranelift lowers a splat loa
 scalar load, a move and a broadcast, and ``v128.load8x8_s`` to a ``pmovsxbw``, all on the
 shuffle port that the adds also need.
 
-- ``pack_rows``: every row of A once, into ``wa``: row r's step s of four k at ``wa + r *
-  round_up(k, 4) * 4 + 16 * s``, its four values as i16 twice (the v128 a step multiplies
-  by), zeros past k;
+- ``pack_rows``: a block of A's rows (``pack_quantized.qblock_rows``), into ``wa``: row r's
+  step s of four k at ``wa + r * round_up(k, 4) * 4 + 16 * s``, its four values as i16 twice
+  (the v128 a step multiplies by), zeros past k;
 - ``widen_panel``: one ``QPANEL``-column panel of the packed W, into ``ws``: each 8 bytes (two
   columns by four steps of k) as eight i16, in order, so step s's four registers are the 64
   bytes at ``ws + 64 * s``.
@@ -28,11 +28,12 @@ WIDE_STEP_BYTES = 8 * QPANEL
 """Bytes of one step of a W panel widened by ``widen_panel``: QPANEL columns by four i16."""
 
 
-def pack_rows(f: QFrame) -> None:
-    """Widen all m rows of A to i16 into ``wa`` (the module docstring's layout)."""
+def pack_rows(f: QFrame, count: int) -> None:
+    """Widen the first ``count`` (a local) rows of A to i16 into ``wa`` (the module
+    docstring's layout)."""
     c, arg = f.c, f.arg
     signed = f.spec.dtypes[0] == "int8"
-    src, dst, end, word, count, row = (c.local("i32") for _ in range(6))
+    src, dst, end, word, byte, row = (c.local("i32") for _ in range(6))
 
     def store(push_word: Callable[[], object]) -> None:
         c.emit("local.get", dst)
@@ -44,9 +45,9 @@ def pack_rows(f: QFrame) -> None:
         c.emit("local.set", dst)
 
     def tail_byte() -> None:
-        # word |= A[src + count] << 8 * count
-        c.emit("local.get", word).emit("local.get", src).emit("local.get", count)
-        c.emit("i32.add").emit("i32.load8_u", 0, 0).emit("local.get", count)
+        # word |= A[src + byte] << 8 * byte
+        c.emit("local.get", word).emit("local.get", src).emit("local.get", byte)
+        c.emit("i32.add").emit("i32.load8_u", 0, 0).emit("local.get", byte)
         c.emit("i32.const", 3).emit("i32.shl").emit("i32.shl").emit("i32.or")
         c.emit("local.set", word)
 
@@ -58,9 +59,9 @@ def pack_rows(f: QFrame) -> None:
                      lambda: store(lambda: c.emit("local.get", src).emit("i32.load", 0, 0)))
         c.emit("local.get", arg["k"]).emit("i32.const", 3).emit("i32.and").emit("if")
         c.emit("i32.const", 0).emit("local.set", word)
-        c.emit("i32.const", 0).emit("local.set", count)
+        c.emit("i32.const", 0).emit("local.set", byte)
         c.emit("local.get", arg["k"]).emit("i32.const", 3).emit("i32.and").emit("local.set", end)
-        strided_loop(c, count, 1, end, tail_byte)
+        strided_loop(c, byte, 1, end, tail_byte)
         store(lambda: c.emit("local.get", word))
         c.emit("local.get", src).emit("local.get", end).emit("i32.add").emit("local.set", src)
         c.emit("end")
@@ -69,7 +70,7 @@ def pack_rows(f: QFrame) -> None:
     c.emit("local.get", arg["a"]).emit("local.set", src)
     c.emit("local.get", arg["wa"]).emit("local.set", dst)
     c.emit("i32.const", 0).emit("local.set", row)
-    strided_loop(c, row, 1, arg["m"], one_row)
+    strided_loop(c, row, 1, count, one_row)
 
 
 def widen_panel(f: QFrame, j: int) -> None:

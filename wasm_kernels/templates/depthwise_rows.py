@@ -1,0 +1,123 @@
+"""The output rows of one depthwise channel (see ``depthwise``): which tiles cover each
+row, and where they read, the scratch plane or (``IN_PLACE``) the input plane itself."""
+
+from __future__ import annotations
+
+from . import depthwise_tile
+from .depthwise_tile import REGS, ROWS, Frame
+from .loops import strided_loop
+
+IN_PLACE = (3, 2)
+"""The unrolled kernel whose interior rows read the input plane in place
+(``in_place_rows``)."""
+
+
+def rows(f: Frame, kernel: tuple[int, int] | None, mode: str = "") -> None:
+    """Every output row of the channel with ``kernel``'s unrolled taps, ``ROWS`` rows per
+    tile while they last (None: runtime loops over the taps, one row per tile, pixels
+    loaded per ``mode``)."""
+    weights = depthwise_tile.hoist_weights(f, kernel)
+
+    def rows(count: int) -> None:
+        # pbase = scratch + oy * sh * prow; yrow = ybase + oy * orow
+        f.get("scratch", "oy", "sh").emit("i32.mul").emit("local.get", f.v["prow"])
+        f.c.emit("i32.mul").emit("i32.add")
+        f.set("pbase")
+        f.get("ybase", "oy", "orow").emit("i32.mul").emit("i32.add")
+        f.set("yrow")
+        columns(f, lambda regs, lanes_store: depthwise_tile.tile(
+            f, kernel, mode, weights, (count, regs), lanes_store))
+
+    f.c.emit("i32.const", 0)
+    f.set("oy")
+    if kernel is not None:
+        strided_loop(f.c, f.v["oy"], ROWS, f.arg["oh"], lambda: rows(ROWS))
+    strided_loop(f.c, f.v["oy"], 1, f.arg["oh"], lambda: rows(1))
+
+
+def in_place_rows(f: Frame) -> None:
+    """Every output row of the channel with the ``IN_PLACE`` kernel: rows ``ostart`` ..
+    ``iend`` - 1 from the input plane, ``ROWS`` at a time while they last, the others from
+    the scratch plane."""
+    c = f.c
+    weights = depthwise_tile.hoist_weights(f, IN_PLACE)
+    stride = IN_PLACE[1]
+
+    def rows(count: int, in_place: bool) -> None:
+        if in_place:
+            # pbase = xplane + (oy * s - ph) * row - pw * 4
+            f.get("xplane", "oy").emit("i32.const", stride).emit("i32.mul")
+            f.get("ph").emit("i32.sub").emit("local.get", f.v["row"]).emit("i32.mul")
+            c.emit("i32.add")
+            f.get("pw").emit("i32.const", 2).emit("i32.shl").emit("i32.sub")
+        else:
+            f.get("scratch", "oy").emit("i32.const", stride).emit("i32.mul")
+            f.get("prow").emit("i32.mul").emit("i32.add")
+        f.set("pbase")
+        f.get("ybase", "oy", "orow").emit("i32.mul").emit("i32.add")
+        f.set("yrow")
+        columns(f, lambda regs, lanes_store: depthwise_tile.tile(
+            f, IN_PLACE, "", weights, (count, regs), lanes_store, in_place))
+        f.add("oy", count)
+
+    c.emit("i32.const", 0)
+    f.set("oy")
+    c.emit("block").emit("loop")
+    f.get("oy", "oh").emit("i32.ge_u").emit("br_if", 1)
+    f.get("oy", "ostart").emit("i32.lt_u").emit("local.get", f.v["oy"])
+    f.get("iend").emit("i32.ge_u").emit("i32.or").emit("if")
+    rows(1, False)
+    c.emit("else")
+    f.get("oy").emit("i32.const", ROWS).emit("i32.add").emit("local.get", f.v["iend"])
+    c.emit("i32.le_u").emit("if")
+    rows(ROWS, True)
+    c.emit("else")
+    rows(1, True)
+    c.emit("end").emit("end")
+    c.emit("br", 0).emit("end").emit("end")
+
+
+def columns(f: Frame, tile: depthwise_tile.TileAt) -> None:
+    """Tiles of REGS registers from column 0 while they fit, then (more than one register's
+    columns left) one such tile moved left to end at ``ow``, else one-register tiles moved
+    left to end there; a row narrower than one register is one tile stored lane by lane."""
+    c, lanes = f.c, f.isa.lanes
+    c.emit("i32.const", 0)
+    f.set("ox")
+    c.emit("block").emit("loop")
+    f.get("ox").emit("i32.const", REGS * lanes).emit("i32.add").emit("local.get", f.arg["ow"])
+    c.emit("i32.gt_u").emit("br_if", 1)
+    f.get("ox")
+    f.set("tx")
+    tile(REGS, False)
+    f.add("ox", REGS * lanes)
+    c.emit("br", 0).emit("end").emit("end")
+    if lanes > 1:
+        # more than one register's columns left, and a full tile fits the row: one full
+        # tile moved left to end at ow
+        f.get("ow", "ox").emit("i32.sub").emit("i32.const", lanes).emit("i32.gt_u")
+        f.get("ow").emit("i32.const", REGS * lanes).emit("i32.ge_u").emit("i32.and")
+        c.emit("if")
+        f.get("ow").emit("i32.const", REGS * lanes).emit("i32.sub")
+        f.set("tx")
+        tile(REGS, False)
+        f.get("ow")
+        f.set("ox")
+        c.emit("end")
+    if lanes > 1:
+        f.get("ow").emit("i32.const", lanes).emit("i32.lt_u").emit("if")
+        c.emit("i32.const", 0)
+        f.set("tx")
+        tile(1, True)
+        c.emit("else")
+    c.emit("block").emit("loop")
+    f.get("ox", "ow").emit("i32.ge_u").emit("br_if", 1)
+    # tx = min(ox, ow - lanes)
+    f.get("ox", "ow").emit("i32.const", lanes).emit("i32.sub").emit("local.tee", f.v["tx"])
+    f.get("ox", "tx").emit("i32.lt_u").emit("select")
+    f.set("tx")
+    tile(1, False)
+    f.add("ox", lanes)
+    c.emit("br", 0).emit("end").emit("end")
+    if lanes > 1:
+        c.emit("end")
