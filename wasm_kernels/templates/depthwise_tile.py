@@ -122,46 +122,59 @@ def tile(f: Frame, kernel: tuple[int, int] | None, mode: str, weights: list[int]
                 depthwise_quant.store(f.quant, isa, isa.lanes * r)
 
 
-def _weight(f: Frame, weights: list[int], tap: int) -> None:
-    """Push the weight of ``tap`` (row-major) in every lane."""
-    if weights:
-        f.c.emit("local.get", weights[tap])
-    else:
-        f.get("wc")
-        f.isa.load_splat(f.c, 4 * tap)
-
-
 def _unrolled_taps(f: Frame, kernel: tuple[int, int], weights: list[int],
                    acc: list[list[int]], in_place: bool) -> None:
     """Every tap with constant offsets, input row by input row (``pi`` steps one row of
     the scratch plane, or of the input plane ``in_place``): each pixel register loaded once
     and multiplied into every output row of the tile that reads it (rows ``stride`` apart,
-    no row dilation)."""
+    no row dilation). Hoisted ``weights`` run register by register; otherwise each weight
+    is loaded once per input row for all the tile's registers (tap by tap). Either way an
+    accumulator takes its taps in the same order."""
     c, isa = f.c, f.isa
     k, stride = kernel
     pixel = c.local(isa.valtype)
+    splat = [] if weights else [c.local(isa.valtype) for _ in acc]
     span = (len(acc) - 1) * stride + k
+    regs = range(len(acc[0]))
+    groups = [[r] for r in regs] if weights else [list(regs)]
     for t in range(span):
         users = [(q, t - q * stride) for q in range(len(acc)) if 0 <= t - q * stride < k]
         loaded: dict[int, int] = {}
-        for r in range(len(acc[0])):
-            pixels = None
-            if isa.vector:
-                pixels = (_pair_taps(f, r, k, loaded, in_place) if stride == 2
-                          else _shifted_taps(f, r, k, loaded))
+        for group in groups:
+            pushers = [_taps(f, kernel, r, loaded, in_place) for r in group]
             for j in range(k):
-                if pixels is not None:
-                    pixels[j]()
-                else:
-                    f.get("pi")
-                    isa.load(c, 4 * (isa.lanes * r * stride + j))
-                c.emit("local.set", pixel)
+                weight = {}
                 for q, i in users:
-                    c.emit("local.get", pixel)
-                    _weight(f, weights, i * k + j)
-                    isa.madd_into(c, acc[q][r])
+                    if weights:
+                        weight[q] = weights[i * k + j]
+                    else:
+                        f.get("wc")
+                        isa.load_splat(c, 4 * (i * k + j))
+                        c.emit("local.set", splat[q])
+                        weight[q] = splat[q]
+                for r, taps in zip(group, pushers):
+                    if taps is not None:
+                        taps[j]()
+                    else:
+                        f.get("pi")
+                        isa.load(c, 4 * (isa.lanes * r * stride + j))
+                    c.emit("local.set", pixel)
+                    for q, _ in users:
+                        c.get(pixel, weight[q])
+                        isa.madd_into(c, acc[q][r])
         if t < span - 1:
             f.add("pi", "row" if in_place else "prow")
+
+
+def _taps(f: Frame, kernel: tuple[int, int], r: int, loaded: dict[int, int], in_place: bool
+          ) -> list[Callable[[], None]] | None:
+    """Register ``r``'s pusher per tap of ``kernel`` (None: no vector ISA, load lane by
+    lane)."""
+    k, stride = kernel
+    if not f.isa.vector:
+        return None
+    return (_pair_taps(f, r, k, loaded, in_place) if stride == 2
+            else _shifted_taps(f, r, k, loaded))
 
 
 def _read_ahead(f: Frame) -> None:
