@@ -1,8 +1,8 @@
 """Every depthwise row against nn.functional.conv2d with groups = c (and torch for the
-MobileNetV2 shapes): unrolled 3x3 and 5x5 kernels at stride 1 and 2, the runtime-tap paths
-(other kernels, dilation, stride 3, unequal strides); tiles of 4 registers, one register and
-lane by lane over planes 1..17 and 56 wide; padding 0..2; channel multipliers; batch > 1;
-traps on a geometry the kernel was not sized for."""
+MobileNetV2 shapes): unrolled 3x3 and 5x5 kernels at stride 1 and 2 and 7x7 at stride 1,
+the runtime-tap paths (other kernels, dilation, stride 3, unequal strides); tiles of 4
+registers, one register and lane by lane over planes 1..17 and 56 wide; padding 0..2;
+channel multipliers; batch > 1; traps on a geometry the kernel was not sized for."""
 
 import numpy as np
 import pytest
@@ -39,7 +39,7 @@ def _run(kernels, spec: abi.KernelSpec, shape: tuple[int, int, int, int], mult: 
                        ph=pad[0], pw=pad[1], dh=dilation[0], dw=dilation[1])["y"]
     return out, expected
 
-@pytest.mark.parametrize("k, s", [(3, 1), (3, 2), (5, 1), (5, 2)])
+@pytest.mark.parametrize("k, s", [(3, 1), (3, 2), (5, 1), (5, 2), (7, 1)])
 @pytest.mark.parametrize("size", [*range(1, 18), 56])
 def test_unrolled_kernels_over_plane_sizes(kernels, size: int, k: int, s: int) -> None:  # type: ignore[no-untyped-def]
     """Every tile shape: 4-register tiles, one-register tiles moved left to the row's end,

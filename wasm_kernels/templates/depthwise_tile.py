@@ -6,8 +6,9 @@ An unrolled kernel (``UNROLLED``) addresses every pixel register with a constant
 from the kernel row's first pixel, each register of a row loaded once: at stride 1 a tap's
 register is one shuffle of the two under it (``_shifted_taps``), at stride 2 of the three
 under it (``_pair_taps``), and
-a 3x3 kernel's weights stay in registers for the whole channel. Other kernels loop over the
-taps at run time, loading a register contiguously at stride 1 and lane by lane otherwise.
+a 3x3 kernel's weights stay in registers for the whole channel (larger ones load each weight
+once per input row of a tile, for all its registers). Other kernels loop over the taps at run
+time, loading a register contiguously at stride 1 and lane by lane otherwise.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ REGS = 2
 """Registers of columns per tile: ``ROWS`` x 2 accumulators, a 3x3 kernel's 9 weights and
 the pixels being loaded fit x86-64's 16 vector registers."""
 
-UNROLLED: tuple[tuple[int, int], ...] = ((3, 1), (3, 2), (5, 1), (5, 2))
+UNROLLED: tuple[tuple[int, int], ...] = ((3, 1), (3, 2), (5, 1), (5, 2), (7, 1))
 """(k, s): the k x k kernels at stride (s, s), no dilation, with unrolled taps."""
 
 NEXT_LANE = [bytes(range(4, 16)) + bytes(range(16 + 4 * lane, 20 + 4 * lane))
@@ -204,23 +205,23 @@ def _load_once(f: Frame, column: int, loaded: dict[int, int]) -> int:
 
 def _shifted_taps(f: Frame, r: int, k: int, loaded: dict[int, int]
                   ) -> list[Callable[[], None]]:
-    """At stride 1, register ``r``'s pixels of taps 0..k-1 from the registers at columns 4r
-    and 4r + 4 (A, B; B is register r + 1's A, loaded once): tap j is A's lanes j.. then B's
-    first lanes, one shuffle (``palignr``), tap 4 is B. Each pusher pushes one tap's
+    """At stride 1, register ``r``'s pixels of taps 0..k-1 from the registers at columns
+    4r, 4r + 4, 4r + 8 (each loaded once, shared with the registers r + 1, r + 2): tap j is
+    the register at 4r + 4 (j // 4) when 4 divides j, else its lanes j % 4.. then the next
+    register's first lanes, one shuffle (``palignr``). Each pusher pushes one tap's
     register."""
     c = f.c
-    a = _load_once(f, 4 * r, loaded)
+    _load_once(f, 4 * r, loaded)
 
     def tap(j: int) -> Callable[[], None]:
         def push() -> None:
-            if j == 0:
+            base, shift = 4 * r + 4 * (j // 4), j % 4
+            a = _load_once(f, base, loaded)
+            if shift == 0:
                 c.emit("local.get", a)
                 return
-            b = _load_once(f, 4 * r + 4, loaded)
-            if j == 4:
-                c.emit("local.get", b)
-                return
-            c.get(a, b).emit("i8x16.shuffle", bytes(range(4 * j, 4 * j + 16)))
+            b = _load_once(f, base + 4, loaded)
+            c.get(a, b).emit("i8x16.shuffle", bytes(range(4 * shift, 4 * shift + 16)))
         return push
 
     return [tap(j) for j in range(k)]
