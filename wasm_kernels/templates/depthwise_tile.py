@@ -60,6 +60,10 @@ class Frame(NamedFrame):
     """The channel's bias in every lane."""
     quant: depthwise_quant.Quant | None = None
     """A quantized row's scales and zero points (None: f32 in and out)."""
+    edges: tuple[int, int] = (-1, -1)
+    """In-place rows: the v128 locals whose set lanes a tile zeroes in its first register
+    at column 0 (left of the plane) and in the register after its last one when that one
+    ends at ``ow`` (right of the plane)."""
 
     @property
     def shift(self) -> int:
@@ -86,16 +90,19 @@ def tile(f: Frame, kernel: tuple[int, int] | None, mode: str, weights: list[int]
     """The tile of ``shape`` = (output rows, registers) at column ``tx`` of rows ``oy``...:
     accumulators from the bias, the taps, then the activations and the store (lane by lane,
     left of ``ow``, if ``lanes_store``). ``in_place``: ``pbase`` is in the input plane
-    itself (rows ``row`` bytes apart, starting ``pw`` <= 1 columns left of the plane), and a
-    tile at column 0 zeroes the lane left of the plane (``pw`` == 1), the padding."""
+    itself (rows ``row`` bytes apart, starting ``pw`` columns left of the plane), and a
+    tile zeroes the lanes left or right of the plane (``edges``), the padding."""
     c, isa = f.c, f.isa
     rows, regs = shape
     acc = [[c.local(isa.valtype) for _ in range(regs)] for _ in range(rows)]
     for local in (a for row in acc for a in row):
         c.emit("local.get", f.bias).emit("local.set", local)
     if in_place:
-        f.get("tx").emit("i32.eqz").emit("local.get", f.arg["pw"]).emit("i32.and")
+        f.get("tx").emit("i32.eqz")
         f.set("left")
+        f.get("tx").emit("i32.const", isa.lanes * regs).emit("i32.add")
+        f.get("ow").emit("i32.eq")
+        f.set("right")
     # pi = pbase + tx * sw * 4: the tile's first pixel in the first kernel row
     f.get("pbase", "tx")
     c.emit("local.get", f.column_offset[1]).emit("i32.mul").emit("i32.add")
@@ -142,7 +149,9 @@ def _unrolled_taps(f: Frame, kernel: tuple[int, int], weights: list[int],
         users = [(q, t - q * stride) for q in range(len(acc)) if 0 <= t - q * stride < k]
         loaded: dict[int, int] = {}
         for group in groups:
-            pushers = [_taps(f, kernel, r, loaded, in_place) for r in group]
+            pushers = [_taps(f, kernel, r, loaded,
+                             (in_place and r == 0, in_place and r == len(regs) - 1))
+                       for r in group]
             for j in range(k):
                 weight = {}
                 for q, i in users:
@@ -167,14 +176,14 @@ def _unrolled_taps(f: Frame, kernel: tuple[int, int], weights: list[int],
             f.add("pi", "row" if in_place else "prow")
 
 
-def _taps(f: Frame, kernel: tuple[int, int], r: int, loaded: dict[int, int], in_place: bool
-          ) -> list[Callable[[], None]] | None:
+def _taps(f: Frame, kernel: tuple[int, int], r: int, loaded: dict[int, int],
+          edges: tuple[bool, bool]) -> list[Callable[[], None]] | None:
     """Register ``r``'s pusher per tap of ``kernel`` (None: no vector ISA, load lane by
-    lane)."""
+    lane); ``edges``: in place, whether it is the tile's first and last register."""
     k, stride = kernel
     if not f.isa.vector:
         return None
-    return (_pair_taps(f, r, k, loaded, in_place) if stride == 2
+    return (_pair_taps(f, r, k, loaded, edges) if stride == 2
             else _shifted_taps(f, r, k, loaded))
 
 
@@ -227,21 +236,24 @@ def _shifted_taps(f: Frame, r: int, k: int, loaded: dict[int, int]
     return [tap(j) for j in range(k)]
 
 
-def _pair_taps(f: Frame, r: int, k: int, loaded: dict[int, int], in_place: bool
+def _pair_taps(f: Frame, r: int, k: int, loaded: dict[int, int], edges: tuple[bool, bool]
                ) -> list[Callable[[], None]]:
     """At stride 2, register ``r``'s pixels of taps 0..k-1 from the three registers at
     columns 8r, 8r + 4 and 8r + 8 of the row (A, B, C; C is register r + 1's A, loaded
     once): tap 0 the even lanes of A, B, tap 1 the odd ones, tap 2 (4) those shifted one
     lane on with C's first (second) lane, tap 4 the even lanes of B, C. Each pusher
-    pushes one tap's register. ``in_place``: register 0's A has lane 0 zeroed when ``left``
-    (it lies left of the input plane)."""
+    pushes one tap's register. ``edges`` (in place, the tile's first and last register):
+    the first one's A has the lanes left of the input plane zeroed when ``left``, the last
+    one's C (a 5x5 kernel's) those right of it when ``right``."""
     c, isa = f.c, f.isa
     fresh = 8 * r not in loaded
     a, b, next_a = (_load_once(f, column, loaded) for column in (8 * r, 8 * r + 4, 8 * r + 8))
-    if in_place and r == 0 and fresh:
-        c.emit("local.get", a).emit("f32.const", 0.0).emit("f32x4.replace_lane", 0)
-        c.emit("local.get", a).emit("local.get", f.v["left"]).emit("select")
-        c.emit("local.set", a)
+    for register, edge, flag in ((a, edges[0] and fresh, "left"),
+                                 (next_a, edges[1] and k > 3, "right")):
+        if edge:
+            mask = f.edges[flag == "right"]
+            c.get(register, mask).emit("v128.andnot").emit("local.get", register)
+            f.get(flag).emit("select").emit("local.set", register)
     even, odd = c.local(isa.valtype), c.local(isa.valtype)
 
     def lanes(first: int, second: int, pattern: bytes, keep: int = -1) -> Callable[[], None]:
