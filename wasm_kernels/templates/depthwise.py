@@ -169,22 +169,22 @@ def _reads_in_place(f: Frame) -> bool:
 
 def _in_place_sizes(f: Frame) -> None:
     """``inplace``: the call takes an ``IN_PLACE`` kernel (k x k, stride s) with ``ph``,
-    ``pw`` <= k // 2, rows of at least a register, and padding right of the plane only
-    where a 5x5 tile zeroes it (the last output column's taps end before column ``w + k -
-    3``). Its output rows ``ostart <= oy < iend`` read input rows 0 <= ``s oy - ph`` .. ``h
-    - 1`` in place (``istrict``: .. ``h - 2`` in the input's last plane, as a tile's
-    registers reach up to 3 floats past its row's end; ``iloose`` in the others), each
-    register a tile loads then inside the input, or one row before the plane for the zeroed
-    left lanes; the other rows go through the scratch plane, which gets only their input
-    rows. ``edges``: the lanes a tile zeroes, ``l < pw`` on the left and ``l >= w - (2 ow
-    - pw)`` right of column ``2 ow - pw``, where a row's last register's C starts."""
+    ``pw`` <= k // 2, rows of at least its ``IN_PLACE`` registers, and padding right of the
+    plane only where a 5x5 tile zeroes it (the last output column's taps end before column
+    ``w + k - 3``). Its output rows ``ostart <= oy < iend`` read input rows 0 <= ``s oy -
+    ph`` .. ``h - 1`` in place (``istrict``: .. ``h - 2`` in the input's last plane, as a
+    tile's registers reach up to 3 floats past its row's end; ``iloose`` in the others),
+    each register a tile loads then inside the input, or one row before the plane for the
+    zeroed left lanes; the other rows go through the scratch plane, which gets only their
+    input rows. ``edges``: the lanes a tile zeroes, ``l < pw`` on the left and ``l >= w -
+    (2 ow - pw)`` right of column ``2 ow - pw``, where a row's last register's C starts."""
     c, s = f.c, IN_PLACE_STRIDE
     c.emit("i32.const", 0)
-    for k, _ in IN_PLACE:
+    for (k, _), registers in IN_PLACE.items():
         f.get("path").emit("i32.const", UNROLLED.index((k, s)) + 1).emit("i32.eq")
         f.get("ph").emit("i32.const", k // 2).emit("i32.le_u").emit("i32.and")
         f.get("pw").emit("i32.const", k // 2).emit("i32.le_u").emit("i32.and")
-        f.get("ow").emit("i32.const", f.isa.lanes).emit("i32.ge_u").emit("i32.and")
+        f.get("ow").emit("i32.const", f.isa.lanes * registers).emit("i32.ge_u").emit("i32.and")
         # (ow - 1) * s - pw + k - 1 < w + k - 3
         f.get("ow").emit("i32.const", s).emit("i32.mul").emit("i32.const", 2 - s).emit("i32.add")
         f.get("pw").emit("i32.sub").emit("local.get", f.arg["w"]).emit("i32.lt_s")
