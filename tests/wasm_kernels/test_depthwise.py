@@ -1,8 +1,8 @@
 """Every depthwise row against nn.functional.conv2d with groups = c (and torch for the
-MobileNetV2 shapes): unrolled 3x3 and 5x5 kernels at stride 1 and 2, the runtime-tap paths
-(other kernels, dilation, stride 3, unequal strides); tiles of 4 registers, one register and
-lane by lane over planes 1..17 and 56 wide; padding 0..2; channel multipliers; batch > 1;
-traps on a geometry the kernel was not sized for."""
+MobileNetV2 shapes): unrolled 3x3 and 5x5 kernels at stride 1 and 2 and 7x7 at stride 1,
+the runtime-tap paths (other kernels, dilation, stride 3, unequal strides); tiles of 4
+registers, one register and lane by lane over planes 1..17 and 56 wide; padding 0..2;
+channel multipliers; batch > 1; traps on a geometry the kernel was not sized for."""
 
 import numpy as np
 import pytest
@@ -39,7 +39,7 @@ def _run(kernels, spec: abi.KernelSpec, shape: tuple[int, int, int, int], mult: 
                        ph=pad[0], pw=pad[1], dh=dilation[0], dw=dilation[1])["y"]
     return out, expected
 
-@pytest.mark.parametrize("k, s", [(3, 1), (3, 2), (5, 1), (5, 2)])
+@pytest.mark.parametrize("k, s", [(3, 1), (3, 2), (5, 1), (5, 2), (7, 1)])
 @pytest.mark.parametrize("size", [*range(1, 18), 56])
 def test_unrolled_kernels_over_plane_sizes(kernels, size: int, k: int, s: int) -> None:  # type: ignore[no-untyped-def]
     """Every tile shape: 4-register tiles, one-register tiles moved left to the row's end,
@@ -64,39 +64,46 @@ def test_stride2_even_and_odd_planes(kernels, h: int, w: int, pad: int, k: int) 
                          seed=h * 7 + w + pad)
     np.testing.assert_allclose(out, expected, rtol=1e-4, atol=1e-4)
 
-# (n, c, h, w, (ph, pw), multiplier): 3x3 stride 2 with padding <= 1 and no padding right
-# of the plane reads the interior rows in place, the border rows from the scratch plane
-IN_PLACE = [(1, 2, h, w, pad, 1) for h in (2, 3, 4, 5, 6, 7, 9, 12) for w, pad in
+# (n, c, h, w, (ph, pw), multiplier, k): k x k stride 2 with padding <= k // 2 (3x3: no
+# padding right of the plane; 5x5: up to 2 columns, zeroed in the register) reads the
+# interior rows in place, the border rows from the scratch plane
+IN_PLACE = [(1, 2, h, w, pad, 1, 3) for h in (2, 3, 4, 5, 6, 7, 9, 12) for w, pad in
             ((8, (1, 1)), (10, (0, 0)), (17, (0, 1)), (16, (1, 0))) if h + 2 * pad[0] >= 3] + [
-    (3, 2, 13, 28, (1, 1), 1), (2, 3, 11, 9, (0, 0), 2), (1, 2, 14, 14, (1, 1), 3),
-    (1, 2, 10, 15, (1, 1), 1), (1, 2, 10, 7, (1, 1), 1), (2, 4, 30, 56, (1, 1), 1)]
+    (3, 2, 13, 28, (1, 1), 1, 3), (2, 3, 11, 9, (0, 0), 2, 3), (1, 2, 14, 14, (1, 1), 3, 3),
+    (1, 2, 10, 15, (1, 1), 1, 3), (1, 2, 10, 7, (1, 1), 1, 3), (2, 4, 30, 56, (1, 1), 1, 3)] + [
+    (1, 2, h, w, pad, 1, 5) for h in (1, 3, 4, 5, 6, 7, 8, 9, 12) for w, pad in
+    ((13, (2, 2)), (15, (2, 2)), (16, (2, 2)), (16, (1, 2)), (17, (2, 2)), (18, (2, 1)),
+     (19, (0, 0)), (20, (1, 1)), (22, (2, 2))) if h + 2 * pad[0] >= 5] + [
+    (3, 2, 14, 28, (2, 2), 1, 5), (2, 3, 13, 27, (2, 2), 2, 5), (2, 4, 29, 56, (2, 2), 1, 5)]
 
 
-@pytest.mark.parametrize("n, c, h, w, pad, mult", IN_PLACE)
+@pytest.mark.parametrize("n, c, h, w, pad, mult, k", IN_PLACE)
 def test_stride2_rows_read_in_place(kernels, n: int, c: int, h: int, w: int,  # type: ignore[no-untyped-def]
-                                    pad: tuple[int, int], mult: int) -> None:
+                                    pad: tuple[int, int], mult: int, k: int) -> None:
     """The in-place rows beside the border rows: heights where every row is a border row
     (2..4) and where single and paired interior rows remain, the left lane zeroed (pw 1) or
     not, unequal padding, batch and channels (the read-ahead crosses into the next plane),
-    multipliers, and widths just outside the path (15: padding right of the plane; 7: rows
-    narrower than a register)."""
-    out, expected = _run(kernels, PLAIN, (n, c, h, w), mult, (3, 3), (2, 2), pad,
+    multipliers, and widths just outside the path (3x3: 15, padding right of the plane, and
+    7, rows narrower than a register; 5x5: 13, rows narrower than a tile); 5x5 rows whose
+    last columns (1 or 2) lie right of the plane, after one and two tiles."""
+    out, expected = _run(kernels, PLAIN, (n, c, h, w), mult, (k, k), (2, 2), pad,
                          seed=h * 31 + w)
     np.testing.assert_allclose(out, expected, rtol=1e-4, atol=1e-4)
 
 
+@pytest.mark.parametrize("k", [3, 5])
 @pytest.mark.parametrize("end", ["start", "end"])
-def test_stride2_in_place_input_at_memory_edge(kernels, end: str) -> None:  # type: ignore[no-untyped-def]
+def test_stride2_in_place_input_at_memory_edge(kernels, end: str, k: int) -> None:  # type: ignore[no-untyped-def]
     """X at address 0 or ending at the last byte of memory: the in-place tiles' loads left
     of a row, past its end and ahead into the next plane stay inside the input (a trap
     would fail the test)."""
     n, c, h, w = 2, 3, 12, 16
     rng = np.random.default_rng(9)
     x = rng.standard_normal((n, c, h, w), np.float32)
-    weight = rng.standard_normal((c, 1, 3, 3), np.float32)
+    weight = rng.standard_normal((c, 1, k, k), np.float32)
     bias = rng.standard_normal(c).astype(np.float32)
-    expected = F.conv2d(x, weight, bias, 2, 1, 1, c)
-    window = (*expected.shape[2:], 3, 3, 2, 2, 1, 1, 1, 1)
+    expected = F.conv2d(x, weight, bias, 2, k // 2, 1, c)
+    window = (*expected.shape[2:], k, k, 2, 2, k // 2, k // 2, 1, 1)
     scratch = 4 * abi.depthwise_scratch_floats(h, w, *window)
     memory = kernels.view()
     x_at = 0 if end == "start" else memory.size - x.nbytes

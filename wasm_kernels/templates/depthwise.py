@@ -6,18 +6,19 @@ Each input plane is first copied into the scratch plane, whose zero border is th
 (``abi.depthwise_scratch_floats``: wide and tall enough that every register a tile loads
 lies inside it), so no tile masks a lane or clips a tap. The scratch is zeroed once per
 call; the planes copied into it all cover the same interior, so the border stays zero.
-The ``IN_PLACE`` kernel (3x3, stride 2) reads the interior output rows' input rows where
-they lie, when the padding allows (``_in_place_sizes``): only the border rows' input rows
-are copied, and those tiles read the next input plane ahead (``depthwise_tile``); the
-results are bit for bit those of the copy.
+The ``IN_PLACE`` kernels (3x3 and 5x5, stride 2) read the interior output rows' input rows
+where they lie, when the padding allows (``_in_place_sizes``): only the border rows' input
+rows are copied, the tiles zero the lanes left or right of the plane, and those tiles read
+the next input plane ahead (``depthwise_tile``); the results are bit for bit those of the
+copy.
 
 Every output row (``depthwise_rows``) is covered by tiles of ``REGS`` registers (the last
 one moved left to end at the row's end, recomputing a few columns, when more than one
 register's columns are left), then one-register tiles; a row narrower than a register is
 one register stored lane by lane. A tile keeps its accumulators in locals and runs the
 taps (``depthwise_tile``): unrolled, with constant load offsets, for the common kernels
-(``UNROLLED``: 3x3 and 5x5 at column stride 1 or 2, no column dilation), as runtime loops
-otherwise. The quantized rows dequantize in the plane copy and quantize in the tiles'
+(``UNROLLED``: 3x3 and 5x5 at column stride 1 or 2, 7x7 at stride 1, no dilation), as
+runtime loops otherwise. The quantized rows dequantize in the plane copy and quantize in the tiles'
 store (``depthwise_quant``). Work is independent per output channel: a caller may split a
 call by images or by ranges of input channels (each part with its own scratch).
 """
@@ -29,7 +30,7 @@ from collections.abc import Callable
 from ..abi import KernelSpec
 from ..wasm import Code, FuncType
 from . import depthwise_quant
-from .depthwise_rows import IN_PLACE, in_place_rows, rows
+from .depthwise_rows import IN_PLACE, IN_PLACE_STRIDE, in_place_rows, rows
 from .depthwise_tile import REGS, UNROLLED, Frame
 from .isa import ISAS, Isa
 from .loops import strided_loop
@@ -47,7 +48,7 @@ opt level none)."""
 _LOCALS = ("mult", "taps", "hp", "wp", "prow", "row", "plane", "oplane", "orow", "path",
            "image", "ic", "k", "oc", "src", "dst", "r", "wc", "ybase", "oy", "ox", "tx",
            "pbase", "pi", "pj", "yrow", "i", "j", "wi", "span", "inplace", "xplane", "ostart",
-           "iend", "left", "rend", "ahead", "aend", "xend",
+           "iend", "left", "right", "rend", "ahead", "aend", "xend",
            "istrict", "iloose")
 
 
@@ -167,31 +168,48 @@ def _reads_in_place(f: Frame) -> bool:
 
 
 def _in_place_sizes(f: Frame) -> None:
-    """``inplace``: the call takes the ``IN_PLACE`` kernel with ``ph``, ``pw`` <= 1, rows of
-    at least a register, and no padding right of the plane (``2 ow - pw < w``). Its output
-    rows ``ostart <= oy < iend`` read input rows 0 <= ``2 oy - ph`` .. ``h - 1`` in place
-    (``istrict``: .. ``h - 2`` in the input's last plane, as a tile's registers reach up to
-    3 floats past its row's end; ``iloose`` in the others), each register a tile loads then
-    inside the input, or one row before the plane for the zeroed left lane; the other rows
-    go through the scratch plane, which gets only their input rows."""
-    c = f.c
-    k, s = IN_PLACE
-    f.get("path").emit("i32.const", UNROLLED.index(IN_PLACE) + 1).emit("i32.eq")
-    f.get("ph").emit("i32.const", 1).emit("i32.le_u").emit("i32.and")
-    f.get("pw").emit("i32.const", 1).emit("i32.le_u").emit("i32.and")
-    f.get("ow").emit("i32.const", f.isa.lanes).emit("i32.ge_u").emit("i32.and")
-    # (ow - 1) * s - pw + k - 1 < w: the last output column's taps lie in the plane
-    f.get("ow").emit("i32.const", s).emit("i32.mul").emit("i32.const", k - 1 - s).emit("i32.add")
-    f.get("pw").emit("i32.sub").emit("local.get", f.arg["w"]).emit("i32.lt_s").emit("i32.and")
+    """``inplace``: the call takes an ``IN_PLACE`` kernel (k x k, stride s) with ``ph``,
+    ``pw`` <= k // 2, rows of at least its ``IN_PLACE`` registers, and padding right of the
+    plane only where a 5x5 tile zeroes it (the last output column's taps end before column
+    ``w + k - 3``). Its output rows ``ostart <= oy < iend`` read input rows 0 <= ``s oy -
+    ph`` .. ``h - 1`` in place (``istrict``: .. ``h - 2`` in the input's last plane, as a
+    tile's registers reach up to 3 floats past its row's end; ``iloose`` in the others),
+    each register a tile loads then inside the input, or one row before the plane for the
+    zeroed left lanes; the other rows go through the scratch plane, which gets only their
+    input rows. ``edges``: the lanes a tile zeroes, ``l < pw`` on the left and ``l >= w -
+    (2 ow - pw)`` right of column ``2 ow - pw``, where a row's last register's C starts."""
+    c, s = f.c, IN_PLACE_STRIDE
+    c.emit("i32.const", 0)
+    for (k, _), registers in IN_PLACE.items():
+        f.get("path").emit("i32.const", UNROLLED.index((k, s)) + 1).emit("i32.eq")
+        f.get("ph").emit("i32.const", k // 2).emit("i32.le_u").emit("i32.and")
+        f.get("pw").emit("i32.const", k // 2).emit("i32.le_u").emit("i32.and")
+        f.get("ow").emit("i32.const", f.isa.lanes * registers).emit("i32.ge_u").emit("i32.and")
+        # (ow - 1) * s - pw + k - 1 < w + k - 3
+        f.get("ow").emit("i32.const", s).emit("i32.mul").emit("i32.const", 2 - s).emit("i32.add")
+        f.get("pw").emit("i32.sub").emit("local.get", f.arg["w"]).emit("i32.lt_s")
+        c.emit("i32.and").emit("i32.or")
     f.set("inplace")
+    iota = b"".join(lane.to_bytes(4, "little") for lane in range(f.isa.lanes))
+    left, right = c.local("v128"), c.local("v128")
+    # left = (iota - pw) >> 31; right = (w - 2 ow + pw - 1 - iota) >> 31 (arithmetic)
+    c.emit("v128.const", iota)
+    f.get("pw").emit("i32x4.splat").emit("i32x4.sub").emit("i32.const", 31).emit("i32x4.shr_s")
+    c.emit("local.set", left)
+    f.get("w", "ow").emit("i32.const", 1).emit("i32.shl").emit("i32.sub")
+    f.get("pw").emit("i32.add").emit("i32.const", 1).emit("i32.sub").emit("i32x4.splat")
+    c.emit("v128.const", iota).emit("i32x4.sub").emit("i32.const", 31).emit("i32x4.shr_s")
+    c.emit("local.set", right)
+    f.edges = (left, right)
     f.get("ph")
     f.set("ostart")
     f.get("pw")
     _max(f, "ostart")
     for name, last in (("istrict", 2), ("iloose", 1)):
-        # name = max(ostart, min(oh, (h - last + ph - (k - 1)) / s + 1)): the rows whose
+        # name = max(ostart, min(oh, (h - last + ph - (kh - 1)) / s + 1)): the rows whose
         # taps end at input row h - last or above (signed, rounded toward zero)
-        f.get("h", "ph").emit("i32.add").emit("i32.const", last + k - 1 - s).emit("i32.sub")
+        f.get("h", "ph").emit("i32.add").emit("i32.const", last - 1 - s).emit("i32.sub")
+        f.get("kh").emit("i32.sub")
         c.emit("i32.const", s).emit("i32.div_s").emit("local.tee", f.v[name])
         f.get("oh", name, "oh").emit("i32.lt_s").emit("select")
         f.set(name)
@@ -221,17 +239,17 @@ def _plane(f: Frame) -> None:
         # iend = iloose unless this is the input's last plane
         f.get("iloose", "istrict", "ahead", "xend").emit("i32.lt_u").emit("select")
         f.set("iend")
-        # the rows of output rows < ostart: rend = min(h, (ostart - 1) s - ph + k)
-        f.get("ostart").emit("i32.const", IN_PLACE[1]).emit("i32.mul")
-        f.get("ph").emit("i32.sub").emit("i32.const", IN_PLACE[0] - IN_PLACE[1])
-        f.c.emit("i32.add").emit("local.tee", f.v["rend"])
+        # the rows of output rows < ostart: rend = min(h, (ostart - 1) s - ph + kh)
+        f.get("ostart").emit("i32.const", IN_PLACE_STRIDE).emit("i32.mul")
+        f.get("ph").emit("i32.sub").emit("i32.const", IN_PLACE_STRIDE).emit("i32.sub")
+        f.get("kh").emit("i32.add").emit("local.tee", f.v["rend"])
         f.get("h", "rend", "h").emit("i32.lt_u").emit("select")
         f.set("rend")
         _copy_rows(f, lambda: f.c.emit("i32.const", 0))
         # the rows of output rows >= iend: from iend s - ph (>= 0 as iend >= ph)
         f.get("h")
         f.set("rend")
-        _copy_rows(f, lambda: f.get("iend").emit("i32.const", IN_PLACE[1]).emit("i32.mul")
+        _copy_rows(f, lambda: f.get("iend").emit("i32.const", IN_PLACE_STRIDE).emit("i32.mul")
                    .emit("local.get", f.arg["ph"]).emit("i32.sub"))
         f.c.emit("else")
     f.get("h")
@@ -321,9 +339,9 @@ def _channel(f: Frame) -> None:
     c.emit("local.set", f.bias)
     for index, kernel in enumerate(UNROLLED):
         f.get("path").emit("i32.const", index + 1).emit("i32.eq").emit("if")
-        if kernel == IN_PLACE and _reads_in_place(f):
+        if kernel in IN_PLACE and _reads_in_place(f):
             f.get("inplace").emit("if")
-            in_place_rows(f)
+            in_place_rows(f, kernel)
             c.emit("else")
             rows(f, kernel)
             c.emit("end")

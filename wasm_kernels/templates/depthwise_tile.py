@@ -6,8 +6,9 @@ An unrolled kernel (``UNROLLED``) addresses every pixel register with a constant
 from the kernel row's first pixel, each register of a row loaded once: at stride 1 a tap's
 register is one shuffle of the two under it (``_shifted_taps``), at stride 2 of the three
 under it (``_pair_taps``), and
-a 3x3 kernel's weights stay in registers for the whole channel. Other kernels loop over the
-taps at run time, loading a register contiguously at stride 1 and lane by lane otherwise.
+a 3x3 kernel's weights stay in registers for the whole channel (larger ones load each weight
+once per input row of a tile, for all its registers). Other kernels loop over the taps at run
+time, loading a register contiguously at stride 1 and lane by lane otherwise.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ REGS = 2
 """Registers of columns per tile: ``ROWS`` x 2 accumulators, a 3x3 kernel's 9 weights and
 the pixels being loaded fit x86-64's 16 vector registers."""
 
-UNROLLED: tuple[tuple[int, int], ...] = ((3, 1), (3, 2), (5, 1), (5, 2))
+UNROLLED: tuple[tuple[int, int], ...] = ((3, 1), (3, 2), (5, 1), (5, 2), (7, 1))
 """(k, s): the k x k kernels at stride (s, s), no dilation, with unrolled taps."""
 
 NEXT_LANE = [bytes(range(4, 16)) + bytes(range(16 + 4 * lane, 20 + 4 * lane))
@@ -59,6 +60,10 @@ class Frame(NamedFrame):
     """The channel's bias in every lane."""
     quant: depthwise_quant.Quant | None = None
     """A quantized row's scales and zero points (None: f32 in and out)."""
+    edges: tuple[int, int] = (-1, -1)
+    """In-place rows: the v128 locals whose set lanes a tile zeroes in its first register
+    at column 0 (left of the plane) and in the register after its last one when that one
+    ends at ``ow`` (right of the plane)."""
 
     @property
     def shift(self) -> int:
@@ -85,16 +90,19 @@ def tile(f: Frame, kernel: tuple[int, int] | None, mode: str, weights: list[int]
     """The tile of ``shape`` = (output rows, registers) at column ``tx`` of rows ``oy``...:
     accumulators from the bias, the taps, then the activations and the store (lane by lane,
     left of ``ow``, if ``lanes_store``). ``in_place``: ``pbase`` is in the input plane
-    itself (rows ``row`` bytes apart, starting ``pw`` <= 1 columns left of the plane), and a
-    tile at column 0 zeroes the lane left of the plane (``pw`` == 1), the padding."""
+    itself (rows ``row`` bytes apart, starting ``pw`` columns left of the plane), and a
+    tile zeroes the lanes left or right of the plane (``edges``), the padding."""
     c, isa = f.c, f.isa
     rows, regs = shape
     acc = [[c.local(isa.valtype) for _ in range(regs)] for _ in range(rows)]
     for local in (a for row in acc for a in row):
         c.emit("local.get", f.bias).emit("local.set", local)
     if in_place:
-        f.get("tx").emit("i32.eqz").emit("local.get", f.arg["pw"]).emit("i32.and")
+        f.get("tx").emit("i32.eqz")
         f.set("left")
+        f.get("tx").emit("i32.const", isa.lanes * regs).emit("i32.add")
+        f.get("ow").emit("i32.eq")
+        f.set("right")
     # pi = pbase + tx * sw * 4: the tile's first pixel in the first kernel row
     f.get("pbase", "tx")
     c.emit("local.get", f.column_offset[1]).emit("i32.mul").emit("i32.add")
@@ -122,46 +130,61 @@ def tile(f: Frame, kernel: tuple[int, int] | None, mode: str, weights: list[int]
                 depthwise_quant.store(f.quant, isa, isa.lanes * r)
 
 
-def _weight(f: Frame, weights: list[int], tap: int) -> None:
-    """Push the weight of ``tap`` (row-major) in every lane."""
-    if weights:
-        f.c.emit("local.get", weights[tap])
-    else:
-        f.get("wc")
-        f.isa.load_splat(f.c, 4 * tap)
-
-
 def _unrolled_taps(f: Frame, kernel: tuple[int, int], weights: list[int],
                    acc: list[list[int]], in_place: bool) -> None:
     """Every tap with constant offsets, input row by input row (``pi`` steps one row of
     the scratch plane, or of the input plane ``in_place``): each pixel register loaded once
     and multiplied into every output row of the tile that reads it (rows ``stride`` apart,
-    no row dilation)."""
+    no row dilation). Hoisted ``weights`` run register by register; otherwise each weight
+    is loaded once per input row for all the tile's registers (tap by tap). Either way an
+    accumulator takes its taps in the same order."""
     c, isa = f.c, f.isa
     k, stride = kernel
     pixel = c.local(isa.valtype)
+    splat = [] if weights else [c.local(isa.valtype) for _ in acc]
     span = (len(acc) - 1) * stride + k
+    regs = range(len(acc[0]))
+    groups = [[r] for r in regs] if weights else [list(regs)]
     for t in range(span):
         users = [(q, t - q * stride) for q in range(len(acc)) if 0 <= t - q * stride < k]
         loaded: dict[int, int] = {}
-        for r in range(len(acc[0])):
-            pixels = None
-            if isa.vector:
-                pixels = (_pair_taps(f, r, k, loaded, in_place) if stride == 2
-                          else _shifted_taps(f, r, k, loaded))
+        for group in groups:
+            pushers = [_taps(f, kernel, r, loaded,
+                             (in_place and r == 0, in_place and r == len(regs) - 1))
+                       for r in group]
             for j in range(k):
-                if pixels is not None:
-                    pixels[j]()
-                else:
-                    f.get("pi")
-                    isa.load(c, 4 * (isa.lanes * r * stride + j))
-                c.emit("local.set", pixel)
+                weight = {}
                 for q, i in users:
-                    c.emit("local.get", pixel)
-                    _weight(f, weights, i * k + j)
-                    isa.madd_into(c, acc[q][r])
+                    if weights:
+                        weight[q] = weights[i * k + j]
+                    else:
+                        f.get("wc")
+                        isa.load_splat(c, 4 * (i * k + j))
+                        c.emit("local.set", splat[q])
+                        weight[q] = splat[q]
+                for r, taps in zip(group, pushers):
+                    if taps is not None:
+                        taps[j]()
+                    else:
+                        f.get("pi")
+                        isa.load(c, 4 * (isa.lanes * r * stride + j))
+                    c.emit("local.set", pixel)
+                    for q, _ in users:
+                        c.get(pixel, weight[q])
+                        isa.madd_into(c, acc[q][r])
         if t < span - 1:
             f.add("pi", "row" if in_place else "prow")
+
+
+def _taps(f: Frame, kernel: tuple[int, int], r: int, loaded: dict[int, int],
+          edges: tuple[bool, bool]) -> list[Callable[[], None]] | None:
+    """Register ``r``'s pusher per tap of ``kernel`` (None: no vector ISA, load lane by
+    lane); ``edges``: in place, whether it is the tile's first and last register."""
+    k, stride = kernel
+    if not f.isa.vector:
+        return None
+    return (_pair_taps(f, r, k, loaded, edges) if stride == 2
+            else _shifted_taps(f, r, k, loaded))
 
 
 def _read_ahead(f: Frame) -> None:
@@ -191,43 +214,46 @@ def _load_once(f: Frame, column: int, loaded: dict[int, int]) -> int:
 
 def _shifted_taps(f: Frame, r: int, k: int, loaded: dict[int, int]
                   ) -> list[Callable[[], None]]:
-    """At stride 1, register ``r``'s pixels of taps 0..k-1 from the registers at columns 4r
-    and 4r + 4 (A, B; B is register r + 1's A, loaded once): tap j is A's lanes j.. then B's
-    first lanes, one shuffle (``palignr``), tap 4 is B. Each pusher pushes one tap's
+    """At stride 1, register ``r``'s pixels of taps 0..k-1 from the registers at columns
+    4r, 4r + 4, 4r + 8 (each loaded once, shared with the registers r + 1, r + 2): tap j is
+    the register at 4r + 4 (j // 4) when 4 divides j, else its lanes j % 4.. then the next
+    register's first lanes, one shuffle (``palignr``). Each pusher pushes one tap's
     register."""
     c = f.c
-    a = _load_once(f, 4 * r, loaded)
+    _load_once(f, 4 * r, loaded)
 
     def tap(j: int) -> Callable[[], None]:
         def push() -> None:
-            if j == 0:
+            base, shift = 4 * r + 4 * (j // 4), j % 4
+            a = _load_once(f, base, loaded)
+            if shift == 0:
                 c.emit("local.get", a)
                 return
-            b = _load_once(f, 4 * r + 4, loaded)
-            if j == 4:
-                c.emit("local.get", b)
-                return
-            c.get(a, b).emit("i8x16.shuffle", bytes(range(4 * j, 4 * j + 16)))
+            b = _load_once(f, base + 4, loaded)
+            c.get(a, b).emit("i8x16.shuffle", bytes(range(4 * shift, 4 * shift + 16)))
         return push
 
     return [tap(j) for j in range(k)]
 
 
-def _pair_taps(f: Frame, r: int, k: int, loaded: dict[int, int], in_place: bool
+def _pair_taps(f: Frame, r: int, k: int, loaded: dict[int, int], edges: tuple[bool, bool]
                ) -> list[Callable[[], None]]:
     """At stride 2, register ``r``'s pixels of taps 0..k-1 from the three registers at
     columns 8r, 8r + 4 and 8r + 8 of the row (A, B, C; C is register r + 1's A, loaded
     once): tap 0 the even lanes of A, B, tap 1 the odd ones, tap 2 (4) those shifted one
     lane on with C's first (second) lane, tap 4 the even lanes of B, C. Each pusher
-    pushes one tap's register. ``in_place``: register 0's A has lane 0 zeroed when ``left``
-    (it lies left of the input plane)."""
+    pushes one tap's register. ``edges`` (in place, the tile's first and last register):
+    the first one's A has the lanes left of the input plane zeroed when ``left``, the last
+    one's C (a 5x5 kernel's) those right of it when ``right``."""
     c, isa = f.c, f.isa
     fresh = 8 * r not in loaded
     a, b, next_a = (_load_once(f, column, loaded) for column in (8 * r, 8 * r + 4, 8 * r + 8))
-    if in_place and r == 0 and fresh:
-        c.emit("local.get", a).emit("f32.const", 0.0).emit("f32x4.replace_lane", 0)
-        c.emit("local.get", a).emit("local.get", f.v["left"]).emit("select")
-        c.emit("local.set", a)
+    for register, edge, flag in ((a, edges[0] and fresh, "left"),
+                                 (next_a, edges[1] and k > 3, "right")):
+        if edge:
+            mask = f.edges[flag == "right"]
+            c.get(register, mask).emit("v128.andnot").emit("local.get", register)
+            f.get(flag).emit("select").emit("local.set", register)
     even, odd = c.local(isa.valtype), c.local(isa.valtype)
 
     def lanes(first: int, second: int, pattern: bytes, keep: int = -1) -> Callable[[], None]:
