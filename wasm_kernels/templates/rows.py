@@ -9,6 +9,7 @@ maps an input index to a pair of locals: the splatted v128 and the f32).
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 
 from ..wasm import Code
 from . import expr
@@ -60,7 +61,12 @@ def row_fold(c: Code, isa: Isa, sources: list[int], n: int, combine: str, fn: El
     """Push the f32 ``combine``-fold of ``fn(elements)`` over ``i < n``: ``add``, ``max``, or
     ``pmax``, a max in one instruction instead of six that may skip a NaN element;
     with ``dst`` (a pointer local), also store each ``fn`` value at ``dst[i]``, so a map and
-    the fold of its results take one pass."""
+    the fold of its results take one pass.
+
+    An ``add`` over the registers runs in blocks of ``BLOCK_STEPS`` registers, each summed
+    on its own and added into the total with Kahan's compensation, so the rounding error
+    grows with the block length, not the row length (the scalar tail of a vector ISA holds
+    fewer than ``lanes`` elements and is added directly)."""
     identity = 0.0 if combine == "add" else float("-inf")
     i = c.local("i32")
     c.emit("i32.const", 0).emit("local.set", i)
@@ -68,13 +74,13 @@ def row_fold(c: Code, isa: Isa, sources: list[int], n: int, combine: str, fn: El
     for each in with_tail(isa):
         acc = c.local(each.valtype)
         accumulators.append(acc)
-        if each.vector:
+        if each.vector or len(accumulators) == 1:
             each.const(c, identity)
         else:
-            _horizontal(c, isa, accumulators[0], combine, identity)
+            _horizontal(c, isa, accumulators[0], combine)
         c.emit("local.set", acc)
 
-        def body(each: Isa = each, acc: int = acc) -> None:
+        def body(acc: int, each: Isa = each) -> None:
             inputs = _element_inputs(c, each, sources, i, scalars or {})
             value = fn([Expr.input(k) for k in range(len(sources) + len(scalars or {}))])
             if dst is not None:
@@ -89,15 +95,55 @@ def row_fold(c: Code, isa: Isa, sources: list[int], n: int, combine: str, fn: El
             expr.emit(c, each, Expr(combine, (Expr.input(-1), value)), inputs)
             c.emit("local.set", acc)
 
-        strided_loop(c, i, each.lanes, n, body)
+        if combine == "add" and len(accumulators) == 1:
+            _blocked_sum(c, each, i, n, acc, body)
+        else:
+            strided_loop(c, i, each.lanes, n, partial(body, acc))
     c.emit("local.get", accumulators[-1])
 
 
-def _horizontal(c: Code, isa: Isa, vector: int, combine: str, identity: float) -> None:
-    """Push the fold of the lanes of local ``vector`` (the identity for the scalar ISA)."""
-    if not isa.vector:
-        c.emit("f32.const", identity)
-        return
+BLOCK_STEPS = 32
+"""Registers summed per block of an ``add`` fold (128 floats on SIMD, 32 on scalar)."""
+
+
+def _blocked_sum(c: Code, isa: Isa, i: int, n: int, total: int,
+                 body: Callable[[int], None]) -> None:
+    """``total`` += the registers from ``i`` while a whole one fits in ``n``: each block of
+    ``BLOCK_STEPS`` registers is summed by ``body(block)`` into its own accumulator, then
+    added into ``total`` with Kahan's compensation, applied once at the end."""
+    block, compensation, twin = (c.local(isa.valtype) for _ in range(3))
+    end = c.local("i32")
+    isa.const(c, 0.0)
+    c.emit("local.set", compensation)
+    c.emit("block").emit("loop")
+    c.emit("local.get", i).emit("i32.const", isa.lanes).emit("i32.add")
+    c.emit("local.get", n).emit("i32.gt_u").emit("br_if", 1)
+    # end = min(i + BLOCK_STEPS * lanes, n); block = 0; sum the block's registers
+    c.emit("local.get", i).emit("i32.const", BLOCK_STEPS * isa.lanes).emit("i32.add")
+    c.emit("local.tee", end).emit("local.get", n).emit("local.get", end)
+    c.emit("local.get", n).emit("i32.lt_u").emit("select").emit("local.set", end)
+    isa.const(c, 0.0)
+    c.emit("local.set", block)
+    strided_loop(c, i, isa.lanes, end, lambda: body(block))
+    # block -= compensation; twin = total + block; compensation = (twin - total) - block
+    c.emit("local.get", block).emit("local.get", compensation)
+    isa.op(c, "sub")
+    c.emit("local.tee", block).emit("local.get", total)
+    isa.op(c, "add")
+    c.emit("local.tee", twin).emit("local.get", total)
+    isa.op(c, "sub")
+    c.emit("local.get", block)
+    isa.op(c, "sub")
+    c.emit("local.set", compensation)
+    c.emit("local.get", twin).emit("local.set", total)
+    c.emit("br", 0).emit("end").emit("end")
+    c.emit("local.get", total).emit("local.get", compensation)
+    isa.op(c, "sub")
+    c.emit("local.set", total)
+
+
+def _horizontal(c: Code, isa: Isa, vector: int, combine: str) -> None:
+    """Push the fold of the lanes of local ``vector``."""
     for lane in range(isa.lanes):
         c.emit("local.get", vector).emit("f32x4.extract_lane", lane)
         if lane:
