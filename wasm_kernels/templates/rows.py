@@ -108,20 +108,27 @@ BLOCK_STEPS = 32
 
 def _blocked_sum(c: Code, isa: Isa, i: int, n: int, total: int,
                  body: Callable[[int], None]) -> None:
-    """``total`` += the registers from ``i`` while a whole one fits in ``n``: each block of
-    ``BLOCK_STEPS`` registers is summed by ``body(block)`` into its own accumulator, then
-    added into ``total`` with Kahan's compensation, applied once at the end."""
+    """``total`` += the registers from ``i`` while a whole one fits in ``n``, a block of
+    ``BLOCK_STEPS`` registers at a time: the first block straight into ``total`` (a short
+    row pays nothing), each later one summed by ``body(block)`` into its own accumulator,
+    then added into ``total`` with Kahan's compensation, applied once at the end."""
     block, compensation, twin = (c.local(isa.valtype) for _ in range(3))
     end = c.local("i32")
+
+    def block_end() -> None:
+        # end = min(i + BLOCK_STEPS * lanes, n)
+        c.emit("local.get", i).emit("i32.const", BLOCK_STEPS * isa.lanes).emit("i32.add")
+        c.emit("local.tee", end).emit("local.get", n).emit("local.get", end)
+        c.emit("local.get", n).emit("i32.lt_u").emit("select").emit("local.set", end)
+
+    block_end()
+    strided_loop(c, i, isa.lanes, end, lambda: body(total))
     isa.const(c, 0.0)
     c.emit("local.set", compensation)
     c.emit("block").emit("loop")
     c.emit("local.get", i).emit("i32.const", isa.lanes).emit("i32.add")
     c.emit("local.get", n).emit("i32.gt_u").emit("br_if", 1)
-    # end = min(i + BLOCK_STEPS * lanes, n); block = 0; sum the block's registers
-    c.emit("local.get", i).emit("i32.const", BLOCK_STEPS * isa.lanes).emit("i32.add")
-    c.emit("local.tee", end).emit("local.get", n).emit("local.get", end)
-    c.emit("local.get", n).emit("i32.lt_u").emit("select").emit("local.set", end)
+    block_end()
     isa.const(c, 0.0)
     c.emit("local.set", block)
     strided_loop(c, i, isa.lanes, end, lambda: body(block))
