@@ -84,3 +84,19 @@ def test_long_rows_sum_as_accurately_as_float64_allows(kernels, n: int) -> None:
     mean = x64.mean(axis=1, keepdims=True)
     expected = (x64 - mean) / np.sqrt(x64.var(axis=1, keepdims=True) + 1e-5)
     np.testing.assert_allclose(y, expected, rtol=0, atol=2e-6)
+
+
+@pytest.mark.parametrize("n", LONG_ROWS)
+def test_long_row_sums_overflow_as_numpy(kernels, n: int) -> None:  # type: ignore[no-untyped-def]
+    """An infinity in a long row, or a sum past float32's range, gives +-inf; both signs of
+    infinity, or a NaN, give NaN; whatever block (or the tail) they fall in."""
+    rng = np.random.default_rng(n)
+    x = rng.random((5, n)).astype(np.float32)
+    x[0, rng.integers(n)] = np.inf
+    x[1, n - 1] = -np.inf
+    x[2, :] = np.float32(3e38)
+    x[3, 1], x[3, n // 2] = np.inf, -np.inf
+    x[4, rng.integers(n)] = np.nan
+    total = kernels.call("f32_reduce_sum", x=x, y=(5, 1), outer=5, n=n, inner=1)["y"].ravel()
+    with np.errstate(invalid="ignore", over="ignore"):
+        np.testing.assert_array_equal(total, x.sum(axis=1, dtype=np.float32))

@@ -123,14 +123,16 @@ def _blocked_sum(c: Code, isa: Isa, i: int, n: int, body: Callable[[int], None])
     c.emit("local.set", block)
     strided_loop(c, i, isa.lanes, end, lambda: body(block))
     # addend = lanes - compensation; twin = total + addend;
-    # compensation = (twin - total) - addend; total = twin
+    # compensation = (twin - total) - addend if twin is finite else 0 (an infinite total
+    # stays infinite, or turns NaN, as a plain sum does); total = twin
     _horizontal(c, isa, block, "add")
     c.emit("local.get", compensation).emit("f32.reinterpret_i32").emit("f32.sub")
     c.emit("local.tee", addend).emit("local.get", total).emit("f32.reinterpret_i32")
     c.emit("f32.add").emit("local.tee", twin)
     c.emit("local.get", total).emit("f32.reinterpret_i32").emit("f32.sub")
-    c.emit("local.get", addend).emit("f32.sub").emit("i32.reinterpret_f32")
-    c.emit("local.set", compensation)
+    c.emit("local.get", addend).emit("f32.sub").emit("f32.const", 0.0)
+    c.emit("local.get", twin).emit("f32.abs").emit("f32.const", float("inf")).emit("f32.lt")
+    c.emit("select").emit("i32.reinterpret_f32").emit("local.set", compensation)
     c.emit("local.get", twin).emit("i32.reinterpret_f32").emit("local.set", total)
     c.emit("br", 0).emit("end").emit("end")
     c.emit("local.get", total).emit("f32.reinterpret_i32")
