@@ -59,3 +59,44 @@ def test_reduce_middle_axis(kernels, op: str, shape: tuple[int, int, int]) -> No
                      inner=inner)["y"]
     expected = getattr(np, op)(x.astype(np.float64), axis=1)
     np.testing.assert_allclose(y, expected, rtol=1e-5, atol=1e-6)
+
+
+LONG_ROWS = [1000, 18710, 100000]  # 18,710: the classes of the PP-OCRv5/v6 recognizers
+
+
+@pytest.mark.parametrize("n", LONG_ROWS)
+def test_long_rows_sum_as_accurately_as_float64_allows(kernels, n: int) -> None:  # type: ignore[no-untyped-def]
+    """Sums over long rows stay within a few float32 roundings of float64, not the ~sqrt(n)
+    of one running accumulator: reduce_sum, softmax's denominator and layer_norm's mean and
+    variance (one running sum per lane drifted to 1e-5 on scalar at n=100000)."""
+    rng = np.random.default_rng(n)
+    x = rng.random((2, n)).astype(np.float32)
+    x64 = x.astype(np.float64)
+    total = kernels.call("f32_reduce_sum", x=x, y=(2, 1), outer=2, n=n, inner=1)["y"].ravel()
+    np.testing.assert_allclose(total, x64.sum(axis=1), rtol=3e-7, atol=0)
+    y = kernels.call("f32_softmax", x=x, y=(2, n), rows=2, n=n)["y"]
+    e = np.exp(x64 - x64.max(axis=1, keepdims=True))
+    np.testing.assert_allclose(y, e / e.sum(axis=1, keepdims=True), rtol=1e-6, atol=0)
+    x = (rng.standard_normal((2, n)) * 4 + 20).astype(np.float32)
+    x64 = x.astype(np.float64)
+    y = kernels.call("f32_layer_norm", x=x, gamma=np.ones(n, np.float32),
+                     beta=np.zeros(n, np.float32), y=(2, n), rows=2, n=n, eps=1e-5)["y"]
+    mean = x64.mean(axis=1, keepdims=True)
+    expected = (x64 - mean) / np.sqrt(x64.var(axis=1, keepdims=True) + 1e-5)
+    np.testing.assert_allclose(y, expected, rtol=0, atol=2e-6)
+
+
+@pytest.mark.parametrize("n", LONG_ROWS)
+def test_long_row_sums_overflow_as_numpy(kernels, n: int) -> None:  # type: ignore[no-untyped-def]
+    """An infinity in a long row, or a sum past float32's range, gives +-inf; both signs of
+    infinity, or a NaN, give NaN; whatever block (or the tail) they fall in."""
+    rng = np.random.default_rng(n)
+    x = rng.random((5, n)).astype(np.float32)
+    x[0, rng.integers(n)] = np.inf
+    x[1, n - 1] = -np.inf
+    x[2, :] = np.float32(3e38)
+    x[3, 1], x[3, n // 2] = np.inf, -np.inf
+    x[4, rng.integers(n)] = np.nan
+    total = kernels.call("f32_reduce_sum", x=x, y=(5, 1), outer=5, n=n, inner=1)["y"].ravel()
+    with np.errstate(invalid="ignore", over="ignore"):
+        np.testing.assert_array_equal(total, x.sum(axis=1, dtype=np.float32))
