@@ -12,10 +12,11 @@ compared constant is ``arange(n)`` along the last axis, ``i`` is an int32 or int
 of static shape whose last axis is 1, the linear's weight and bias are constant and it has
 no epilogue, and the comparison and the cast have no other user.
 
-ONNX's OneHot arrives as an ``embedding`` of a constant table (one row per value, see the
-importer). A linear over such an embedding, directly or behind a reshape that keeps the
-last axis, becomes one embedding of the table ``table @ w.T + b``, gathered by the same
-rows: one row per index instead of a gemm over ``n``-wide one-hot rows.
+ONNX's OneHot arrives as an ``embedding`` of a constant table (one row per value and a row
+for indices out of range, see the importer). A linear over such an embedding, directly or
+behind a reshape that keeps the last axis, becomes one embedding of the table
+``table @ w.T + b``, gathered by the same rows: one row per index instead of a gemm over
+``n``-wide one-hot rows.
 """
 
 from __future__ import annotations
@@ -107,12 +108,23 @@ def _embedded(graph: Graph, linear: Node) -> list[Node] | None:
             table, batch = node.inputs[1], linear.output.shape[:-1]
             reshapes_symbols = len(chain) > 1 and sum(isinstance(d, str) for d in batch) > 1
             return chain if (table.data is not None and table.dtype == "float32"
-                             and not reshapes_symbols) else None
+                             and _is_one_hot_table(table.data) and not reshapes_symbols) \
+                else None
         if node.op != "reshape" or len(chain) > 1 or node.inputs[0].shape[-1:] != \
                 value.shape[-1:]:
             return None
         value = node.inputs[0]
     return None
+
+
+def _is_one_hot_table(table: np.ndarray) -> bool:
+    """Is ``table`` (n + 1, n), ``on`` on the diagonal and ``off`` elsewhere (OneHot's)?"""
+    if table.ndim != 2 or table.shape[0] != table.shape[1] + 1:
+        return False
+    n = table.shape[1]
+    expected = np.full(table.shape, table[-1, 0], table.dtype)
+    expected[np.arange(n), np.arange(n)] = table[0, 0]
+    return bool(np.array_equal(table, expected))
 
 
 def _fold_into_embedding(graph: Graph, linear: Node, chain: list[Node],
