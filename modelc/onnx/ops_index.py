@@ -35,12 +35,30 @@ def one_hot(n: OnnxNode) -> Any:
         picked = np.expand_dims(indices, axis)
         hit = (picked == positions) | (picked == positions - depth)
         return np.where(hit, on, off)
+    if axis == rank - 1 and np.asarray(on).dtype == np.float32:
+        return F.embedding(_one_hot_rows(indices, depth), _one_hot_table(depth, on, off))
     dtype = indices.dtype
     picked = F.reshape(indices, (*indices.shape[:axis], 1, *indices.shape[axis:]))
     hits = [F.cast(F.eq(picked, positions.astype(dtype)), np.float32),
             F.cast(F.eq(picked, (positions - depth).astype(dtype)), np.float32)]
     hit = F.ne(F.add(*hits), 0.0)
     return F.where(hit, np.array(on), np.array(off))
+
+
+def _one_hot_rows(indices: Any, depth: int) -> Any:
+    """Each index as a row of ``_one_hot_table``: a negative one counts from ``depth``, and
+    one outside ``[-depth, depth)`` picks the last row, all ``off``."""
+    wide = F.cast(indices, np.int64)
+    row = F.where(F.lt(wide, 0), F.add(wide, depth), wide)
+    row = F.where(F.lt(row, depth), row, depth)
+    return F.where(F.ge(row, 0), row, depth)
+
+
+def _one_hot_table(depth: int, on: Any, off: Any) -> np.ndarray:
+    """``depth`` one-hot rows of ``on`` among ``off``, and one row all ``off``."""
+    table = np.full((depth + 1, depth), off, np.float32)
+    table[np.arange(depth), np.arange(depth)] = on
+    return table
 
 
 def gather_nd(n: OnnxNode) -> Any:

@@ -143,9 +143,31 @@ def conv_transpose(n: OnnxNode) -> Any:
 def max_pool(n: OnnxNode) -> Any:
     if n.outputs > 1:
         raise n.error("the Indices output of MaxPool is not supported")
+    spatial, window = _spatial(n), _Window.of(n, n.attr("kernel_shape")).planar()
+    x = _planar(n.input(0))
+    if not n.attr("ceil_mode", 0) and _tail_padding_is_ceil_mode(window, x.shape):
+        return _unplanar(F.max_pool2d(x, tuple(window.kernel), tuple(window.strides), 0,
+                                      tuple(window.dilations), True), spatial)
     return _pool(n, -math.inf, lambda x, w: F.max_pool2d(
         x, tuple(w.kernel), tuple(w.strides), w.padding(), tuple(w.dilations),
         bool(n.attr("ceil_mode", 0))))
+
+
+def _tail_padding_is_ceil_mode(window: _Window, shape: Any) -> bool:
+    """Whether padding only after the (N, C, H, W) input (TF's SAME pools: ``pads=[0, 0, 1,
+    1]``) leaves the windows ceil mode makes without padding: then no padded copy is needed."""
+    if not any(tail for _, tail in window.pads):
+        return False
+    for axis, (head, tail) in enumerate(window.pads):
+        size = shape[2 + axis]
+        kernel, stride, dilation = (window.kernel[axis], window.strides[axis],
+                                    window.dilations[axis])
+        if head or not isinstance(size, int):
+            return False
+        padded = (size + tail - dilation * (kernel - 1) - 1) // stride + 1
+        if _ceil_windows(size, kernel, stride, dilation, 0, 0) != padded:
+            return False
+    return True
 
 
 def average_pool(n: OnnxNode) -> Any:

@@ -20,9 +20,16 @@ def _gelu_as_exported(x: Any) -> Any:
                  0.5)
 
 
+def _gelu_as_tf2onnx(x: Any) -> Any:
+    """GELU as tf2onnx writes Keras's: ``(0.5 * x) * (1 + erf(x * (1 / sqrt(2))))``, the
+    factor a float32 constant (magika)."""
+    return F.mul(F.mul(0.5, x),
+                 F.add(1.0, F.erf(F.mul(x, float(np.float32(1.0 / math.sqrt(2.0)))))))
+
+
 class Gelu(Unary):
     name = "gelu"
-    composite_forms = (F.gelu, _gelu_as_exported)
+    composite_forms = (F.gelu, _gelu_as_exported, _gelu_as_tf2onnx)
 
 
 OP = Gelu()

@@ -8,6 +8,7 @@ from ..graph import Graph
 from .compose_permutes import compose_permutes
 from .eliminate_dead_code import eliminate_dead_code
 from .expand_powers import expand_powers
+from .flush_subnormal_weights import flush_subnormal_weights
 from .fold_affine import fold_affine
 from .fold_batchnorm import fold_batchnorm
 from .fold_constants import fold_constants
@@ -20,6 +21,7 @@ from .gather_one_hot import gather_one_hot
 from .infer_shapes import infer_shapes
 from .linear_point_convs import linear_point_convs
 from .materialize_outputs import materialize_outputs
+from .phase_conv_transposes import phase_conv_transposes
 from .plan_memory import plan_memory
 from .recognize_composites import recognize_composites
 from .remove_no_ops import remove_no_ops
@@ -42,6 +44,8 @@ PIPELINE: tuple[Pass, ...] = (
     gather_one_hot,        # a linear over a one-hot encoding: a gather of the weight's rows
     frame_strided_convs,   # a 1-channel 1-D conv with a long stride: frames and a linear
     linear_point_convs,    # a conv over 1x1 planes (heads, squeeze-excite): a linear
+    phase_conv_transposes,  # a strided conv_transpose: one conv2d per phase, interleaved
+    flush_subnormal_weights,  # subnormal gemm weights (a 100x slower multiply): zero
     softmax_last_axis,     # softmax along an inner axis: permuted to the last and back
     expand_powers,         # pow by a constant, rsqrt: into mul, sqrt, div, exp and log
     compose_permutes,      # permute chains into one permute; identities removed
@@ -61,8 +65,9 @@ def optimize(graph: Graph, pipeline: tuple[Pass, ...] = PIPELINE) -> Graph:
 
 
 __all__ = ["PIPELINE", "compose_permutes", "eliminate_dead_code", "expand_powers",
-           "fold_affine", "fold_batchnorm", "fold_constants", "fold_dequantize_scales",
+           "flush_subnormal_weights", "fold_affine", "fold_batchnorm", "fold_constants",
+           "fold_dequantize_scales",
            "fold_linear_bias", "fold_scales", "frame_strided_convs", "fuse_epilogues",
            "gather_one_hot", "infer_shapes", "linear_point_convs", "materialize_outputs",
-           "optimize", "plan_memory",
+           "optimize", "phase_conv_transposes", "plan_memory",
            "recognize_composites", "remove_no_ops", "softmax_last_axis", "split_permutes"]

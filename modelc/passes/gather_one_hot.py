@@ -11,6 +11,12 @@ with ``b`` appended as row ``n``, so the result is the same to the bit. It appli
 compared constant is ``arange(n)`` along the last axis, ``i`` is an int32 or int64 tensor
 of static shape whose last axis is 1, the linear's weight and bias are constant and it has
 no epilogue, and the comparison and the cast have no other user.
+
+ONNX's OneHot arrives as an ``embedding`` of a constant table (one row per value and a row
+for indices out of range, see the importer). A linear over such an embedding, directly or
+behind a reshape that keeps the last axis, becomes one embedding of the table
+``table @ w.T + b``, gathered by the same rows: one row per index instead of a gemm over
+``n``-wide one-hot rows.
 """
 
 from __future__ import annotations
@@ -92,10 +98,67 @@ def _rewrite(graph: Graph, linear: Node, indices: Value, matched: list[Node],
                  linear.output)
 
 
+def _embedded(graph: Graph, linear: Node) -> list[Node] | None:
+    """The embedding of a constant table into ``linear``'s input, and a reshape between."""
+    chain: list[Node] = []
+    value = linear.inputs[0]
+    while (node := value.producer) is not None and _single_use(graph, value):
+        chain.insert(0, node)
+        if node.op == "embedding":
+            table, batch = node.inputs[1], linear.output.shape[:-1]
+            reshapes_symbols = len(chain) > 1 and sum(isinstance(d, str) for d in batch) > 1
+            return chain if (table.data is not None and table.dtype == "float32"
+                             and _is_one_hot_table(table.data) and not reshapes_symbols) \
+                else None
+        if node.op != "reshape" or len(chain) > 1 or node.inputs[0].shape[-1:] != \
+                value.shape[-1:]:
+            return None
+        value = node.inputs[0]
+    return None
+
+
+def _is_one_hot_table(table: np.ndarray) -> bool:
+    """Is ``table`` (n + 1, n), ``on`` on the diagonal and ``off`` elsewhere (OneHot's)?"""
+    if table.ndim != 2 or table.shape[0] != table.shape[1] + 1:
+        return False
+    n = table.shape[1]
+    expected = np.full(table.shape, table[-1, 0], table.dtype)
+    expected[np.arange(n), np.arange(n)] = table[0, 0]
+    return bool(np.array_equal(table, expected))
+
+
+def _fold_into_embedding(graph: Graph, linear: Node, chain: list[Node],
+                         table: np.ndarray) -> None:
+    """``linear(reshape?(embedding(rows, t)))`` as ``embedding(reshape?(rows), t @ w.T + b)``,
+    ``table`` being ``w.T + b`` with ``b`` appended."""
+    embedding = chain[0]
+    rows, data = embedding.inputs[0], embedding.inputs[1].data
+    assert data is not None
+    folded = (data.astype(np.float64) @ table[:-1].astype(np.float64)
+              - (data.sum(axis=1, keepdims=True) - 1.0) * table[-1]).astype(np.float32)
+    position = graph.nodes.index(embedding)
+    for node in [linear, *chain[::-1]]:
+        graph.remove(node)
+    name, meta, shape = linear.name, linear.meta, linear.output.shape[:-1]
+    if len(chain) > 1:
+        rows = graph.insert(position, f"{name}_rows", "reshape", [rows], ("input",),
+                            {"shape": tuple(-1 if isinstance(d, str) else d for d in shape)},
+                            meta, Value(f"{name}_rows", shape, rows.dtype))
+        position += 1
+    weight = Value(f"{name}_table", folded.shape, "float32", data=folded)
+    graph.insert(position, name, "embedding", [rows, weight], ("input", "weight"), {}, meta,
+                 linear.output)
+
+
 def gather_one_hot(graph: Graph) -> Graph:
     for linear in [n for n in graph.nodes if n.op == "linear"]:
         found = _one_hot(graph, linear)
-        table = _table(linear) if found is not None else None
-        if found is not None and table is not None:
+        chain = _embedded(graph, linear) if found is None else None
+        table = _table(linear) if found is not None or chain is not None else None
+        if table is None:
+            continue
+        if found is not None:
             _rewrite(graph, linear, found[0], found[1], table)
+        elif chain is not None:
+            _fold_into_embedding(graph, linear, chain, table)
     return graph

@@ -107,3 +107,31 @@ def test_gelu_tanh_is_one_node_and_matches_onnxruntime(build, check_against_ort,
     graph = check_against_ort(model, [feeds])
     assert [n.op for n in graph.nodes] == ["gelu_tanh"]
     check_wasm_against_ort(model, feeds)
+
+
+def _gelu_as_tf2onnx_exports_it() -> Any:
+    """Keras's exact GELU as tf2onnx writes it (magika): ``(0.5 * x) * (1 + erf(x * c))``,
+    c = float32(1 / sqrt(2))."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    def const(name: str, value: float) -> Any:
+        return numpy_helper.from_array(np.array(value, np.float32), name)
+
+    nodes = [helper.make_node("Mul", ["half", "x"], ["m1"]),
+             helper.make_node("Mul", ["x", "c"], ["m2"]),
+             helper.make_node("Erf", ["m2"], ["e"]),
+             helper.make_node("Add", ["one", "e"], ["a"]),
+             helper.make_node("Mul", ["m1", "a"], ["y"])]
+    graph = helper.make_graph(
+        nodes, "gelu", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3, 4, 5])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        [const("half", 0.5), const("c", 1 / np.sqrt(2)), const("one", 1.0)])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+
+
+def test_gelu_as_tf2onnx_writes_it_is_one_node_and_matches_onnxruntime(
+        check_against_ort, check_wasm_against_ort):
+    model, feeds = _gelu_as_tf2onnx_exports_it(), {"x": X * 2}
+    graph = check_against_ort(model, [feeds])
+    assert [n.op for n in graph.nodes] == ["gelu"]
+    check_wasm_against_ort(model, feeds)

@@ -61,6 +61,14 @@ CASES: dict[str, tuple] = {
     "avg_pool_ceil_window_in_tail_pad": ("AveragePool", [Run(r(1, 2, 11, 12))],
                                          {"kernel_shape": [2, 2], "strides": [2, 2],
                                           "pads": [0, 0, 0, 1], "ceil_mode": 1}, 19),
+    "max_pool_tail_pads_as_ceil_mode": ("MaxPool", [Run(r(1, 2, 8, 8))],
+                                        {"kernel_shape": [3, 3], "strides": [2, 2],
+                                         "pads": [0, 0, 1, 1]}, 12),
+    "max_pool_1d_tail_pad_as_ceil_mode": ("MaxPool", [Run(r(2, 3, 10))],
+                                          {"kernel_shape": [3], "strides": [2],
+                                           "pads": [0, 1]}, 12),
+    "max_pool_tail_pads_past_ceil_mode": ("MaxPool", [Run(r(1, 2, 8, 8))],
+                                          {"kernel_shape": [3, 3], "pads": [0, 0, 2, 2]}, 12),
     "max_pool_dilated": ("MaxPool", [Run(r(1, 2, 9, 9))],
                          {"kernel_shape": [2, 2], "dilations": [2, 2]}, 12),
     "max_pool_1d": ("MaxPool", [Run(r(2, 3, 10))], {"kernel_shape": [3], "strides": [2]}, 9),
@@ -447,3 +455,20 @@ def test_a_dim_stored_as_minus_one_is_symbolic() -> None:
     model.graph.input[0].type.tensor_type.shape.dim[0].dim_value = -1
     assert modelc.from_onnx(model).inputs["in0"].shape == ("in0_0", 3)
     assert modelc.from_onnx(model, input_shapes={"in0": (5, 3)}).inputs["in0"].shape == (5, 3)
+
+
+TAIL_PADDED_POOLS = ("max_pool_tail_pads_as_ceil_mode", "max_pool_1d_tail_pad_as_ceil_mode",
+                     "max_pool_tail_pads_past_ceil_mode")
+
+
+@pytest.mark.parametrize("kernels", PROVIDERS)
+@pytest.mark.parametrize("case", TAIL_PADDED_POOLS)
+def test_tail_padded_max_pool_runs_in_wasm_as_onnxruntime(case: str, kernels: str) -> None:
+    """Padding only after the input pools in ceil mode where that makes the same windows
+    (no padded copy), and through a padded copy where it does not."""
+    import modelc
+
+    model, _ = single_node(*CASES[case])
+    assert ("pad" in modelc.from_onnx(model).ops()) == case.endswith("past_ceil_mode")
+    for got, want in wasm_and_onnxruntime(CASES[case], kernels):
+        np.testing.assert_allclose(got, want, rtol=0, atol=0)
