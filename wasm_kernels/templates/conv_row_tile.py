@@ -22,8 +22,8 @@ from .conv_tiles import (
     LANE_BROADCAST,
     ODD_LANES,
     _load_pixels,
-    _mask,
     _store_tile,
+    start_kernel_rows,
 )
 
 if TYPE_CHECKING:
@@ -47,27 +47,12 @@ def row_tile(f: Frame, rows: int, regs: int, mode: str, masked: bool) -> None:
     pixels = [c.local(isa.valtype) for _ in range(regs)]
     weight, block = c.local(isa.valtype), c.local(isa.valtype)
     tap_weights = [c.local("i32") for _ in range(TAPS)]
-    masks = [[c.local("v128") for _ in range(regs)] for _ in range(TAPS)] if masked else []
     for r in range(rows):
         f.get("bg", "oc").emit("i32.const", 2).emit("i32.shl").emit("i32.add")
         isa.load_splat(c, 4 * r)
         for reg in range(regs):
             c.emit("local.tee" if reg + 1 < regs else "local.set", acc[r][reg])
-    # jcol = tx * sw - pw: the input column of the first lane at tap 0
-    f.get("tx", "sw").emit("i32.mul").emit("local.get", f.arg["pw"]).emit("i32.sub")
-    f.set("jcol")
-    if masked:
-        scratch = c.local("v128")
-        for j in range(TAPS):
-            for reg in range(regs):
-                _mask(f, "jcol", reg, j, scratch)
-                c.emit("local.set", masks[j][reg])
-    f.get("wb")
-    f.set("wp")
-    f.get("rows_in")
-    f.set("t")
-    f.get("xrow", "jcol").emit("i32.const", 2).emit("i32.shl").emit("i32.add")
-    f.set("prow")
+    masks = start_kernel_rows(f, regs, TAPS, masked, "prow")
     c.emit("block").emit("loop")
     f.get("t").emit("i32.eqz").emit("br_if", 1)
     f.get("prow")

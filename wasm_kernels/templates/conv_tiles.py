@@ -212,24 +212,18 @@ def _store_tile(f: Frame, rows: int, regs: int, acc: list[list[int]], masked: bo
     c.emit("end")
 
 
-def depthwise_tile(f: Frame, rows: int, regs: int, mode: str, masked: bool) -> None:
-    """Y[oc, oy, tx:tx+regs*lanes] of a depthwise conv with kw == 3, dw == 1 (one input and
-    one output channel per group): per kernel row, its 3 weights broadcast and the 3 taps of
-    every register multiply-added at once, with no channel loop."""
-    c, isa = f.c, f.isa
-    taps = 3
-    acc = [[c.local(isa.valtype) for _ in range(regs)]]
-    weights = [c.local(isa.valtype) for _ in range(taps)]
-    pixel = c.local(isa.valtype)
-    masks = [[c.local("v128") for _ in range(regs)] for _ in range(taps)] if masked else []
-    f.get("bg", "oc").emit("i32.const", 2).emit("i32.shl").emit("i32.add")
-    isa.load_splat(c)
-    for reg in range(regs):
-        c.emit("local.tee" if reg + 1 < regs else "local.set", acc[0][reg])
-    # jcol = tx * sw - pw: the input column of the first lane at tap 0
+def start_kernel_rows(f: Frame, regs: int, taps: int, masked: bool, pointer: str
+                      ) -> list[list[int]]:
+    """Before a tile's loop over kernel rows: ``jcol = tx * sw - pw`` (the input column of the
+    first lane at tap 0); with ``masked``, the lane masks of every tap and register (v128
+    locals, returned, ``[tap][reg]``); ``wp = wb``, ``t = rows_in`` and ``pointer = xrow +
+    jcol * 4``."""
+    c = f.c
     f.get("tx", "sw").emit("i32.mul").emit("local.get", f.arg["pw"]).emit("i32.sub")
     f.set("jcol")
+    masks: list[list[int]] = []
     if masked:
+        masks = [[c.local("v128") for _ in range(regs)] for _ in range(taps)]
         scratch = c.local("v128")
         for j in range(taps):
             for reg in range(regs):
@@ -240,7 +234,24 @@ def depthwise_tile(f: Frame, rows: int, regs: int, mode: str, masked: bool) -> N
     f.get("rows_in")
     f.set("t")
     f.get("xrow", "jcol").emit("i32.const", 2).emit("i32.shl").emit("i32.add")
-    f.set("pp")
+    f.set(pointer)
+    return masks
+
+
+def depthwise_tile(f: Frame, rows: int, regs: int, mode: str, masked: bool) -> None:
+    """Y[oc, oy, tx:tx+regs*lanes] of a depthwise conv with kw == 3, dw == 1 (one input and
+    one output channel per group): per kernel row, its 3 weights broadcast and the 3 taps of
+    every register multiply-added at once, with no channel loop."""
+    c, isa = f.c, f.isa
+    taps = 3
+    acc = [[c.local(isa.valtype) for _ in range(regs)]]
+    weights = [c.local(isa.valtype) for _ in range(taps)]
+    pixel = c.local(isa.valtype)
+    f.get("bg", "oc").emit("i32.const", 2).emit("i32.shl").emit("i32.add")
+    isa.load_splat(c)
+    for reg in range(regs):
+        c.emit("local.tee" if reg + 1 < regs else "local.set", acc[0][reg])
+    masks = start_kernel_rows(f, regs, taps, masked, "pp")
     c.emit("block").emit("loop")
     f.get("t").emit("i32.eqz").emit("br_if", 1)
     for j in range(taps):
