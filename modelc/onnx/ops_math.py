@@ -110,24 +110,25 @@ def _reduce(fn: Callable[..., Any]) -> OpFn:
     return run
 
 
-def logical_and(n: OnnxNode) -> Any:
-    """And: numpy on known operands; otherwise ``cast(a) * cast(b) != 0`` in float32 (no
-    bool primitive; bool -> float32 casts and ``mul`` lower to wasm)."""
+def _logical(n: OnnxNode, known: Callable[[Any, Any], Any],
+             combine: Callable[[Any, Any], Any]) -> Any:
+    """``known(a, b)`` on known operands; otherwise ``combine(cast(a), cast(b)) != 0`` in
+    float32 (no bool primitive; bool -> float32 casts, ``mul`` and ``add`` lower to wasm)."""
     a, b = n.input(0), n.input(1)
     if is_known(a, b):
-        return np.logical_and(a, b)
+        return known(a, b)
     a, b = (F.cast(v, np.float32) for v in (a, b))
-    return F.ne(F.mul(*operands(a, b)), 0.0)
+    return F.ne(combine(*operands(a, b)), 0.0)
+
+
+def logical_and(n: OnnxNode) -> Any:
+    """And: ``cast(a) * cast(b) != 0`` (``_logical``)."""
+    return _logical(n, np.logical_and, F.mul)
 
 
 def logical_or(n: OnnxNode) -> Any:
-    """Or: numpy on known operands; otherwise ``cast(a) + cast(b) != 0`` in float32, as
-    ``And``."""
-    a, b = n.input(0), n.input(1)
-    if is_known(a, b):
-        return np.logical_or(a, b)
-    a, b = (F.cast(v, np.float32) for v in (a, b))
-    return F.ne(F.add(*operands(a, b)), 0.0)
+    """Or: ``cast(a) + cast(b) != 0`` (``_logical``)."""
+    return _logical(n, np.logical_or, F.add)
 
 
 def logical_xor(n: OnnxNode) -> Any:
