@@ -10,6 +10,7 @@ Rows are every depthwise layer shape of MobileNetV2 at 224 (3x3, stride 1 and 2)
 
 from __future__ import annotations
 
+import argparse
 import os
 import statistics
 import sys
@@ -130,4 +131,8 @@ def bench_depthwise(repeat: int) -> None:
 
 
 if __name__ == "__main__":
-    bench_depthwise(int(sys.argv[1]) if len(sys.argv) > 1 else 7)
+    parser = argparse.ArgumentParser(description="GFLOPS of the depthwise kernels beside the "
+                                     "general conv kernel and torch, one thread")
+    parser.add_argument("repeat", nargs="?", type=int, default=7,
+                        help="interleaved rounds per layer (default: %(default)s)")
+    bench_depthwise(parser.parse_args().repeat)
