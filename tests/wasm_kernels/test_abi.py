@@ -127,7 +127,7 @@ def test_op_keyed_tables_of_the_templates_and_the_host_match_the_abi() -> None:
 def test_every_formula_evaluates_on_expressions_and_on_numpy() -> None:
     import numpy as np
 
-    from wasi_intrinsics.kernels import NUMPY_FUNCTIONS
+    from wasi_intrinsics.kernel_math import NUMPY_FUNCTIONS
     from wasm_kernels import formula
     from wasm_kernels.templates import activations, vmath
     from wasm_kernels.templates.expr import Expr

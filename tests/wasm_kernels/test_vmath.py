@@ -4,7 +4,7 @@ denormals, the overflow edges, and random bit patterns, within ``vmath.MAX_ERROR
 import numpy as np
 import pytest
 
-from wasi_intrinsics.kernels import unary
+from wasi_intrinsics.kernel_math import unary
 from wasm_kernels.templates.vmath import MAX_ERROR, PERIODIC_MAX_ERROR, PERIODIC_RANGE
 
 TINY = np.float32(1.401298464324817e-45)
