@@ -25,6 +25,7 @@ from nn.functional.conv import conv_padding
 
 from ..graph import Graph, Node, Value
 from ..ops._shapes import pair
+from ._conv_to_linear import detach_conv
 
 MAX_SLICES = 8
 """At most this many slices per frame (copies of the signal), so the frames stay small."""
@@ -52,12 +53,9 @@ def _geometry(node: Node) -> tuple[int, int, int, int] | None:
 
 
 def _rewrite(graph: Graph, node: Node, width: int, k: int, s: int, out: int) -> None:
-    named = dict(zip(node.input_names, node.inputs))
-    x, weight = named["input"], named["weight"]
-    assert weight.data is not None
-    n, filters = x.shape[0], weight.data.shape[0]
-    position = graph.nodes.index(node)
-    graph.remove(node)
+    position, named, matrix = detach_conv(graph, node)
+    x = named["input"]
+    n, filters = x.shape[0], matrix.shape[0]
 
     def add(op: str, inputs: list[Value], attrs: dict[str, Any], shape: tuple,
             suffix: str, names: tuple[str, ...] = ("input",), output: Value | None = None
@@ -86,7 +84,6 @@ def _rewrite(graph: Graph, node: Node, width: int, k: int, s: int, out: int) -> 
     if len(rows) * s != k:
         frames = add("slice", [frames], {"dim": 2, "start": 0, "end": k, "step": 1},
                      (n, out, k), "frames")  # (N, OW, K)
-    matrix = weight.data.reshape(filters, k)
     inputs = [frames, Value(f"{node.name}_matrix", matrix.shape, "float32", data=matrix)]
     if "bias" in named:
         inputs.append(named["bias"])

@@ -17,6 +17,7 @@ from nn.functional.conv import conv_padding
 
 from ..graph import Graph, Node, Value
 from ..ops._shapes import pair
+from ._conv_to_linear import detach_conv
 
 
 def _applies(node: Node) -> bool:
@@ -32,16 +33,12 @@ def _applies(node: Node) -> bool:
 
 
 def _rewrite(graph: Graph, node: Node) -> None:
-    named = dict(zip(node.input_names, node.inputs))
-    x, weight = named["input"], named["weight"]
-    assert weight.data is not None
-    n, filters = x.shape[0], weight.data.shape[0]
-    position = graph.nodes.index(node)
-    graph.remove(node)
+    position, named, matrix = detach_conv(graph, node)
+    x = named["input"]
+    n, filters = x.shape[0], matrix.shape[0]
     vector = Value(f"{node.name}_vector", (n, x.shape[1]), "float32")  # (N, C)
     graph.insert(position, f"{node.name}_vector", "reshape", [x], ("input",),
                  {"shape": (-1, x.shape[1])}, node.meta, vector)
-    matrix = weight.data.reshape(filters, -1)
     inputs = [vector, Value(f"{node.name}_matrix", matrix.shape, "float32", data=matrix)]
     if "bias" in named:
         inputs.append(named["bias"])
