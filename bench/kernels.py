@@ -11,13 +11,14 @@ prints each variant's ratio to it: how much of its own design's 128-bit ceiling 
 kernel keeps under wasmtime. Beside the gemm and bmm kernels it times ``native/peak128.c``:
 the CPU's 128-bit peak for the multiply-add of each SIMD variant (an FMA for relaxed, a
 multiply then an add for simd128), which bounds that variant, and prints each variant's rate
-over its peak (``/pk``) and the peak's own ratio to numpy (the most ``/np`` can be). The machine is shared and noisy: every contender runs on the
-calling thread (numpy's OpenBLAS pinned to one), so each call is timed in that thread's CPU
-time (``time.thread_time``: time spent preempted by other jobs does not count, time shared
-with a busy sibling hyperthread still does); the contenders of a shape are timed in
-interleaved rounds, ratios are medians of per-round ratios, and no result is asserted.
-Kernels are called as a model calls them, without wasmtime-py's conversion of each argument
-(``Variant.call``).
+over its peak (``/pk``) and the peak's own ratio to numpy (the most ``/np`` can be). The
+machine is shared and noisy: every contender runs on the calling thread (numpy's OpenBLAS
+pinned to one), so each call is timed in that thread's CPU time (``time.thread_time``: time
+spent preempted by other jobs does not count, time shared with a busy sibling hyperthread
+still does); the contenders of a shape are timed in interleaved rounds (in the gemm and bmm
+sections each after an untimed 128-bit loop: ``interleaved_seconds``' ``settle``), ratios are
+medians of per-round ratios, and no result is asserted. Kernels are called as a model calls
+them, without wasmtime-py's conversion of each argument (``Variant.call``).
 """
 
 from __future__ import annotations
@@ -182,10 +183,13 @@ def native_peaks(flops: int) -> dict[str, Callable[[], object]]:
     return runs
 
 
-def interleaved_seconds(runs: dict[str, Callable[[], object]], repeat: int
-                        ) -> dict[str, list[float]]:
+def interleaved_seconds(runs: dict[str, Callable[[], object]], repeat: int,
+                        settle: Callable[[], object] | None = None) -> dict[str, list[float]]:
     """Each run timed once per round, ``repeat`` rounds, after one warm-up round: a burst
-    of load from other jobs then slows every contender of its round, not one of them."""
+    of load from other jobs then slows every contender of its round, not one of them.
+    ``settle``, if given, runs untimed after each contender: numpy's and torch's 512-bit code
+    leaves the core at a lower clock for a while, which cost whatever came next 2-8%
+    (bench/README.md); a 128-bit loop between them lets each contender start alike."""
     for run in runs.values():
         run()
     times: dict[str, list[float]] = {name: [] for name in runs}
@@ -194,6 +198,8 @@ def interleaved_seconds(runs: dict[str, Callable[[], object]], repeat: int
             start = time.thread_time()
             run()
             times[name].append(time.thread_time() - start)
+            if settle:
+                settle()
     return times
 
 
@@ -265,7 +271,7 @@ def bench_gemm(repeat: int) -> None:
             runs["numpy"] = partial(np.matmul, a, b)
             runs.update(peaks)
             scalar = runs.pop("scalar")
-            times = interleaved_seconds(runs, repeat)
+            times = interleaved_seconds(runs, repeat, peaks.get("fma128"))
             times.update(interleaved_seconds({"scalar": scalar}, max(1, repeat // 3)))
             flops = 2 * m * k * n
             work = dict.fromkeys(times, flops) | dict.fromkeys(peaks, PEAK_CALL_FLOPS)
@@ -304,7 +310,7 @@ def bench_bmm(repeat: int) -> None:
             pa, pb, pc = variant.place([a, b, np.zeros((batch, m, n), np.float32)])
             runs[isa] = variant.call("f32_bmm", pa, pb, pc, batch, m, k, n, m * k, k * n)
         runs["numpy"] = partial(np.matmul, a, b)
-        times = interleaved_seconds(runs | peaks, repeat)
+        times = interleaved_seconds(runs | peaks, repeat, peaks.get("fma128"))
         flops = 2 * batch * m * k * n
         work = dict.fromkeys(runs, flops) | dict.fromkeys(peaks, PEAK_CALL_FLOPS)
         row = "".join(f"{flops / statistics.median(times[x]) / 1e9:>10.1f}" for x in runs)
