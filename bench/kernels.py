@@ -16,7 +16,7 @@ machine is shared and noisy: every contender runs on the calling thread (numpy's
 pinned to one), so each call is timed in that thread's CPU time (``time.thread_time``: time
 spent preempted by other jobs does not count, time shared with a busy sibling hyperthread
 still does); the contenders of a shape are timed in interleaved rounds (in the gemm and bmm
-sections each after an untimed 128-bit loop: ``interleaved_seconds``' ``settle``), ratios are
+sections an untimed 128-bit loop after numpy: ``interleaved_seconds``' ``settle``), ratios are
 medians of per-round ratios, and no result is asserted. Kernels are called as a model calls
 them, without wasmtime-py's conversion of each argument (``Variant.call``).
 """
@@ -184,12 +184,13 @@ def native_peaks(flops: int) -> dict[str, Callable[[], object]]:
 
 
 def interleaved_seconds(runs: dict[str, Callable[[], object]], repeat: int,
-                        settle: Callable[[], object] | None = None) -> dict[str, list[float]]:
+                        settle: dict[str, Callable[[], object]] | None = None
+                        ) -> dict[str, list[float]]:
     """Each run timed once per round, ``repeat`` rounds, after one warm-up round: a burst
     of load from other jobs then slows every contender of its round, not one of them.
-    ``settle``, if given, runs untimed after each contender: numpy's and torch's 512-bit code
-    leaves the core at a lower clock for a while, which cost whatever came next 2-8%
-    (bench/README.md); a 128-bit loop between them lets each contender start alike."""
+    ``settle`` maps a contender to what runs untimed after it: numpy's 512-bit code leaves the
+    core at a lower clock for a while, which cost whatever came next 2-8% (bench/README.md),
+    so a 128-bit loop follows it."""
     for run in runs.values():
         run()
     times: dict[str, list[float]] = {name: [] for name in runs}
@@ -198,8 +199,8 @@ def interleaved_seconds(runs: dict[str, Callable[[], object]], repeat: int,
             start = time.thread_time()
             run()
             times[name].append(time.thread_time() - start)
-            if settle:
-                settle()
+            if settle and name in settle:
+                settle[name]()
     return times
 
 
@@ -241,6 +242,11 @@ PEAK_CALL_FLOPS = 100_000_000
 """Flops per call of a peak loop (~2 ms): its rate does not depend on the shape."""
 
 
+def after_numpy(peaks: dict[str, Callable[[], object]]) -> dict[str, Callable[[], object]]:
+    """``interleaved_seconds``' ``settle``: the FMA peak loop, untimed, after numpy."""
+    return {"numpy": peaks["fma128"]} if "fma128" in peaks else {}
+
+
 def bench_gemm(repeat: int) -> None:
     variants = {isa: Variant(isa, pages=400) for isa in wasm_kernels.ISA_NAMES}
     simd = [isa for isa in variants if isa != "scalar"]
@@ -271,7 +277,7 @@ def bench_gemm(repeat: int) -> None:
             runs["numpy"] = partial(np.matmul, a, b)
             runs.update(peaks)
             scalar = runs.pop("scalar")
-            times = interleaved_seconds(runs, repeat, peaks.get("fma128"))
+            times = interleaved_seconds(runs, repeat, after_numpy(peaks))
             times.update(interleaved_seconds({"scalar": scalar}, max(1, repeat // 3)))
             flops = 2 * m * k * n
             work = dict.fromkeys(times, flops) | dict.fromkeys(peaks, PEAK_CALL_FLOPS)
@@ -310,7 +316,7 @@ def bench_bmm(repeat: int) -> None:
             pa, pb, pc = variant.place([a, b, np.zeros((batch, m, n), np.float32)])
             runs[isa] = variant.call("f32_bmm", pa, pb, pc, batch, m, k, n, m * k, k * n)
         runs["numpy"] = partial(np.matmul, a, b)
-        times = interleaved_seconds(runs | peaks, repeat, peaks.get("fma128"))
+        times = interleaved_seconds(runs | peaks, repeat, after_numpy(peaks))
         flops = 2 * batch * m * k * n
         work = dict.fromkeys(runs, flops) | dict.fromkeys(peaks, PEAK_CALL_FLOPS)
         row = "".join(f"{flops / statistics.median(times[x]) / 1e9:>10.1f}" for x in runs)
