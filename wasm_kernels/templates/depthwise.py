@@ -20,7 +20,8 @@ taps (``depthwise_tile``): unrolled, with constant load offsets, for the common 
 (``UNROLLED``: 3x3 and 5x5 at column stride 1 or 2, 7x7 at stride 1, no dilation), as
 runtime loops otherwise. The quantized rows dequantize in the plane copy and quantize in the tiles'
 store (``depthwise_quant``). Work is independent per output channel: a caller may split a
-call by images or by ranges of input channels (each part with its own scratch).
+call by images or by ranges of input channels, each part with its own scratch plane
+(``plane_bytes`` apart: ``parallel.splits``), and the results are bit for bit one call's.
 """
 
 from __future__ import annotations
@@ -109,6 +110,58 @@ def _max(f: Frame, name: str) -> None:
     f.set(name)
 
 
+def plane_bytes(c: Code, push: Callable[[str], object]) -> None:
+    """Push the bytes of one scratch plane (``abi.depthwise_plane_floats`` x 4) of a call
+    whose i32 parameters ``push`` pushes by name."""
+    _plane_rows(c, push)
+    _plane_columns(c, push)
+    c.emit("i32.mul").emit("i32.const", 2).emit("i32.shl")
+
+
+def _push_max(c: Code, first: Callable[[], object], second: Callable[[], object]) -> None:
+    """Push ``max(first, second)`` (signed) of the two i32 expressions, each pushed twice."""
+    first()
+    second()
+    first()
+    second()
+    c.emit("i32.gt_s").emit("select")
+
+
+def _plane_rows(c: Code, push: Callable[[str], object]) -> None:
+    """Push hp = max(ph + h, (oh - 1) * sh + (kh - 1) * dh + 1), the scratch plane's rows."""
+    def reach() -> None:
+        push("oh")
+        c.emit("i32.const", 1).emit("i32.sub")
+        push("sh")
+        c.emit("i32.mul")
+        push("kh")
+        c.emit("i32.const", 1).emit("i32.sub")
+        push("dh")
+        c.emit("i32.mul").emit("i32.add").emit("i32.const", 1).emit("i32.add")
+
+    _push_max(c, lambda: (push("ph"), push("h"), c.emit("i32.add")), reach)
+
+
+def _plane_columns(c: Code, push: Callable[[str], object]) -> None:
+    """Push wp = max(pw + w, (max(ow, 4) - 1) * sw + (kw - 1) * dw + 1) + 4, the scratch
+    plane's floats per row."""
+    def reach() -> None:
+        push("ow")
+        c.emit("i32.const", 4)
+        push("ow")
+        c.emit("i32.const", 4).emit("i32.gt_u").emit("select").emit("i32.const", 1)
+        c.emit("i32.sub")
+        push("sw")
+        c.emit("i32.mul")
+        push("kw")
+        c.emit("i32.const", 1).emit("i32.sub")
+        push("dw")
+        c.emit("i32.mul").emit("i32.add").emit("i32.const", 1).emit("i32.add")
+
+    _push_max(c, lambda: (push("pw"), push("w"), c.emit("i32.add")), reach)
+    c.emit("i32.const", 4).emit("i32.add")
+
+
 def _sizes(f: Frame) -> None:
     """Sizes (bytes unless named in floats), the path, and the zeroed scratch plane."""
     c = f.c
@@ -116,23 +169,10 @@ def _sizes(f: Frame) -> None:
     f.set("mult")
     f.get("kh", "kw").emit("i32.mul")
     f.set("taps")
-    # hp = max(ph + h, (oh - 1) * sh + (kh - 1) * dh + 1) rows
-    f.get("ph", "h").emit("i32.add")
+    _plane_rows(c, f.get)
     f.set("hp")
-    f.get("oh").emit("i32.const", 1).emit("i32.sub").emit("local.get", f.arg["sh"])
-    c.emit("i32.mul").emit("local.get", f.arg["kh"]).emit("i32.const", 1).emit("i32.sub")
-    f.get("dh").emit("i32.mul").emit("i32.add").emit("i32.const", 1).emit("i32.add")
-    _max(f, "hp")
-    # wp = max(pw + w, (max(ow, 4) - 1) * sw + (kw - 1) * dw + 1) + 4 floats
-    f.get("pw", "w").emit("i32.add")
+    _plane_columns(c, f.get)
     f.set("wp")
-    f.get("ow").emit("i32.const", 4).emit("local.get", f.arg["ow"]).emit("i32.const", 4)
-    c.emit("i32.gt_u").emit("select").emit("i32.const", 1).emit("i32.sub")
-    f.get("sw").emit("i32.mul").emit("local.get", f.arg["kw"]).emit("i32.const", 1)
-    c.emit("i32.sub").emit("local.get", f.arg["dw"]).emit("i32.mul").emit("i32.add")
-    c.emit("i32.const", 1).emit("i32.add")
-    _max(f, "wp")
-    f.add("wp", 4)
     f.get("wp").emit("i32.const", 2).emit("i32.shl")
     f.set("prow")
     for row, plane, width, height in (("row", "plane", "w", "h"), ("orow", "oplane", "ow", "oh")):
