@@ -204,9 +204,9 @@ def depthwise_plane_floats(h: int, w: int, oh: int, ow: int, kh: int, kw: int, s
                            sw: int, ph: int, pw: int, dh: int, dw: int) -> int:
     """The floats of one plane of a depthwise kernel's scratch: a zero-padded input plane, tall
     and wide enough for every register its tiles load (4 lanes, 4 floats of slack for the
-    stride-2 pairs)."""
+    stride-2 pairs; rows of under 8 outputs read as 8 wide)."""
     rows = max(ph + h, (oh - 1) * sh + (kh - 1) * dh + 1)
-    columns = max(pw + w, (max(ow, 4) - 1) * sw + (kw - 1) * dw + 1) + 4
+    columns = max(pw + w, (max(ow, 8) - 1) * sw + (kw - 1) * dw + 1) + 4
     return rows * columns
 
 

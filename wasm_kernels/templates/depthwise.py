@@ -143,13 +143,13 @@ def _plane_rows(c: Code, push: Callable[[str], object]) -> None:
 
 
 def _plane_columns(c: Code, push: Callable[[str], object]) -> None:
-    """Push wp = max(pw + w, (max(ow, 4) - 1) * sw + (kw - 1) * dw + 1) + 4, the scratch
-    plane's floats per row."""
+    """Push wp = max(pw + w, (max(ow, 8) - 1) * sw + (kw - 1) * dw + 1) + 4, the scratch
+    plane's floats per row (a narrow tile reads a row under 8 wide as 8 wide)."""
     def reach() -> None:
         push("ow")
-        c.emit("i32.const", 4)
+        c.emit("i32.const", 8)
         push("ow")
-        c.emit("i32.const", 4).emit("i32.gt_u").emit("select").emit("i32.const", 1)
+        c.emit("i32.const", 8).emit("i32.gt_u").emit("select").emit("i32.const", 1)
         c.emit("i32.sub")
         push("sw")
         c.emit("i32.mul")
