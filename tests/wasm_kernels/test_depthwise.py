@@ -2,8 +2,8 @@
 MobileNetV2 shapes): unrolled 3x3 and 5x5 kernels at stride 1 and 2 and 7x7 at stride 1,
 the runtime-tap paths (other kernels, dilation, stride 3, unequal strides); tiles of 2
 registers (narrow ones on rows 5 to 7 wide), one register and lane by lane over planes
-1..17 and 56 wide; padding 0..2;
-channel multipliers; batch > 1; traps on a geometry the kernel was not sized for."""
+1..17 and 56 wide; padding 0..2; channel multipliers; batch > 1; traps on a geometry the
+kernel was not sized for."""
 
 import numpy as np
 import pytest
