@@ -213,7 +213,8 @@ def _in_place_sizes(f: Frame) -> None:
     plane only where a 5x5 tile zeroes it (the last output column's taps end before column
     ``w + k - 3``). Its output rows ``ostart <= oy < iend`` read input rows 0 <= ``s oy -
     ph`` .. ``h - 1`` in place (``istrict``: .. ``h - 2`` in the input's last plane, as a
-    tile's registers reach up to 3 floats past its row's end; ``iloose`` in the others),
+    tile's registers reach up to 3 floats past its row's end, a narrow tile's up to 9, and
+    such a row is at least 10 wide; ``iloose`` in the others),
     each register a tile loads then inside the input, or one row before the plane for the
     zeroed left lanes; the other rows go through the scratch plane, which gets only their
     input rows. ``edges``: the lanes a tile zeroes, ``l < pw`` on the left and ``l >= w -

@@ -61,7 +61,7 @@ def in_place_rows(f: Frame, kernel: tuple[int, int]) -> None:
         f.get("ybase", "oy", "orow").emit("i32.mul").emit("i32.add")
         f.set("yrow")
         columns(f, lambda regs, store: depthwise_tile.tile(
-            f, kernel, "", weights, (count, regs), store, in_place))
+            f, kernel, "", weights, (count, regs), store, in_place), IN_PLACE[kernel] < REGS)
         f.add("oy", count)
 
     c.emit("i32.const", 0)
@@ -85,7 +85,7 @@ def columns(f: Frame, tile: depthwise_tile.TileAt, narrow: bool = False) -> None
     """Tiles of REGS registers from column 0 while they fit, then (more than one register's
     columns left) one such tile moved left to end at ``ow``, else one-register tiles moved
     left to end there; a row narrower than one register is one tile stored lane by lane.
-    ``narrow`` (unrolled taps from the scratch plane): a row 5 to 7 wide is one tile of 2
+    ``narrow`` (unrolled taps; in place, 3x3 / 2 only): a row 5 to 7 wide is one tile of 2
     registers at column 0 storing its last 4 columns (``depthwise_tile.tile``), not two
     one-register tiles at 0 and ``ow - 4`` (its input rows and weights shared by both)."""
     c, lanes = f.c, f.isa.lanes
