@@ -77,7 +77,8 @@ class Split:
     ``CHUNKS_PER_THREAD``: every part re-reads an operand larger than its own work. Each
     parameter of ``same`` counts the same units as ``count`` (one thread runs a call where
     it differs from ``count``) and is cut with it. A kernel with a ``region`` of scratch is
-    cut into at most ``region.parts`` parts, each with its own region."""
+    cut into at most ``region.parts`` parts, each with its own region. The pointers of
+    ``bytes`` point to 1-byte elements, so they move by ``lo * product(factors)`` bytes."""
 
     count: str
     advance: dict[str, tuple[str, ...]]
@@ -89,6 +90,7 @@ class Split:
     one_part_when: tuple[str, str] | None = None
     same: tuple[str, ...] = ()
     region: Region | None = None
+    bytes: tuple[str, ...] = ()
 
 
 DENSE_THRESHOLD = 1 << 18
@@ -145,13 +147,15 @@ def splits(isa: str) -> dict[str, Split]:
                 "pixels", {"ws": ("c", "kh", "kw"), "y": (), "r": (), "first_bytes": ()},
                 ("c", "kh", "kw", "o"), DENSE_THRESHOLD, PANEL, only={"n": 1, "groups": 1},
                 one_part_when=("o", "pixels"))
-        elif spec.family == "depthwise" and spec.dtypes[0] == "float32":
+        elif spec.family == "depthwise":
             # NOTE: parts are ranges of input channels of one image, with one output channel
-            # each (o == c); each pads its planes into its own plane of the scratch.
+            # each (o == c); each pads its planes into its own plane of the scratch. The
+            # quantized rows' x and y are bytes, their scales and zero points shared.
             table[spec.name] = Split(
                 "c", {"x": ("h", "w"), "weight": ("kh", "kw"), "bias": (), "y": ("oh", "ow")},
                 ("oh", "ow", "kh", "kw"), DEPTHWISE_THRESHOLD, only={"n": 1}, same=("o",),
-                region=Region("scratch", abi.DEPTHWISE_PARTS, depthwise.plane_bytes))
+                region=Region("scratch", abi.DEPTHWISE_PARTS, depthwise.plane_bytes),
+                bytes=("x", "y") if spec.dtypes[0] != "float32" else ())
         elif spec.op in ("max_pool2d", "avg_pool2d"):
             # NOTE: planes are independent; avg_pool2d's scale is one (oh, ow) plane for all.
             table[spec.name] = Split("planes", {"x": ("h", "w"), "y": ("oh", "ow")},
@@ -310,7 +314,9 @@ def _call_range(c: Code, spec: abi.KernelSpec, split: Split,
             for factor in split.advance[param]:
                 _load_arg(c, spec, factor)
                 c.emit("i32.mul")
-            c.emit("i32.const", 2).emit("i32.shl").emit("i32.add")
+            if param not in split.bytes:
+                c.emit("i32.const", 2).emit("i32.shl")
+            c.emit("i32.add")
         else:
             _load_arg(c, spec, param)
     c.emit("call", serial)
