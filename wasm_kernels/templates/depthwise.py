@@ -50,7 +50,7 @@ _LOCALS = ("mult", "taps", "hp", "wp", "prow", "row", "plane", "oplane", "orow",
            "image", "ic", "k", "oc", "src", "dst", "r", "wc", "ybase", "oy", "ox", "tx",
            "pbase", "pi", "pj", "yrow", "i", "j", "wi", "span", "inplace", "xplane", "ostart",
            "iend", "left", "right", "rend", "ahead", "aend", "xend",
-           "istrict", "iloose")
+           "istrict", "iloose", "tail", "mid")
 
 
 def emit(spec: KernelSpec, isa_name: str) -> tuple[FuncType, Code]:
@@ -196,6 +196,12 @@ def _sizes(f: Frame) -> None:
         c.emit("i32.const", index + 1)
         f.set("path")
         c.emit("end")
+    # tail = w - lanes, mid = min(2 lanes, tail): the narrow rows' copy (_copy_row)
+    f.get("w").emit("i32.const", f.isa.lanes).emit("i32.sub")
+    f.set("tail")
+    c.emit("i32.const", 2 * f.isa.lanes).emit("local.get", f.v["tail"])
+    f.get("tail").emit("i32.const", 2 * f.isa.lanes).emit("i32.gt_s").emit("select")
+    f.set("mid")
     for k, local in enumerate(f.column_offset):
         f.get("sw").emit("i32.const", 4 * k).emit("i32.mul").emit("local.set", local)
     if _reads_in_place(f):
@@ -324,10 +330,12 @@ def _copy_rows(f: Frame, first: Callable[[], object]) -> None:
 
 def _copy_row(f: Frame) -> None:
     """Copy the ``w`` floats at ``src`` to ``dst``: one ``memory.copy`` for a row of at least
-    ``COPY_CALL`` floats, else whole registers, the last one moved left to end at ``w`` (a
-    row narrower than a register goes float by float); a quantized row dequantizes its
-    ``w`` bytes by registers at any width. NOTE: ``memory.copy`` is a runtime call: one per
-    row cost more than a 14x14 plane's conv."""
+    ``COPY_CALL`` floats, else whole registers, the last one moved left to end at ``w``
+    (rows of 1 to 4 registers: straight-line registers at 0, ``lanes``, ``mid`` and
+    ``tail``, where they exist; a row narrower than a register goes float by float); a
+    quantized row dequantizes its ``w`` bytes by registers at any width. NOTE:
+    ``memory.copy`` is a runtime call: one per row cost more than a 14x14 plane's conv, and
+    a loop's control per register as much as the register's copy at 7 floats a row."""
     c, isa, quant = f.c, f.isa, f.quant
     scalar = ISAS["scalar"]
     if quant is None:
@@ -335,10 +343,16 @@ def _copy_row(f: Frame) -> None:
         f.get("dst", "src", "row").emit("memory.copy")
         c.emit("else")
 
-    def move(register: Isa, column: str, count: int = 1) -> None:
-        f.get("dst", column).emit("i32.const", 2).emit("i32.shl").emit("i32.add")
+    def move(register: Isa, column: str | None, count: int = 1) -> None:
+        if column is None:
+            f.get("dst")
+        else:
+            f.get("dst", column).emit("i32.const", 2).emit("i32.shl").emit("i32.add")
         f.set("pj")
-        f.get("src", column).emit("i32.const", f.shift).emit("i32.shl").emit("i32.add")
+        if column is None:
+            f.get("src")
+        else:
+            f.get("src", column).emit("i32.const", f.shift).emit("i32.shl").emit("i32.add")
         f.set("wi")
         for k in range(count):
             f.get("pj", "wi")
@@ -347,6 +361,18 @@ def _copy_row(f: Frame) -> None:
             else:
                 depthwise_quant.load(quant, register, register.lanes * k)
             register.store(c, 4 * register.lanes * k)
+
+    if isa.vector:
+        # lanes <= w <= 2 lanes: registers at 0 and tail; <= 4 lanes: 0, lanes, mid, tail
+        f.get("tail").emit("i32.const", isa.lanes).emit("i32.le_u").emit("if")
+        move(isa, None)
+        move(isa, "tail")
+        c.emit("else")
+        f.get("tail").emit("i32.const", 3 * isa.lanes).emit("i32.le_u").emit("if")
+        move(isa, None, 2)
+        move(isa, "mid")
+        move(isa, "tail")
+        c.emit("else")
 
     f.count("j", "w", COPY_UNROLL * isa.lanes, lambda: move(isa, "j", COPY_UNROLL))
     strided_loop(c, f.v["j"], isa.lanes, f.arg["w"], lambda: move(isa, "j"))
@@ -358,6 +384,7 @@ def _copy_row(f: Frame) -> None:
         f.get("w").emit("i32.const", isa.lanes).emit("i32.sub")
         f.set("j")
         move(isa, "j")
+        c.emit("end").emit("end")
         c.emit("end").emit("end")
     if quant is None:
         c.emit("end")
