@@ -7,8 +7,9 @@ groups, batch > 1, output channels in tiles of 5 and 4 and left over, in one blo
 panel a chunk) and a last panel shorter than 8. A 1x1 stride-1 conv reads its input in place,
 ending on a 4- or 8-pixel tile that overlaps the last panel (105, 33 and 28 pixels; 15):
 planes of fewer than 8 pixels (packed), of a multiple of 8 (no end tile), and input channels
-past the tile's unroll of 32; at a larger stride the same after subsampling, 4 pixels at a
-time at stride 2 and one by one otherwise."""
+past the tile's unroll of 32; at a larger stride the same after subsampling plane by plane,
+8 and 4 pixels at a time at stride 2 (the last vector of a row reading the pixel past it when
+the row has one: even widths) and one by one otherwise."""
 
 import numpy as np
 import pytest
@@ -37,6 +38,8 @@ CASES = {
     "1x1-batch": ((3, 70, 3, 5), 9, (1, 1), (1, 1), (0, 0), (1, 1), 1, 64),
     "1x1-stride2": ((1, 4, 8, 40), 6, (1, 1), (2, 2), (0, 0), (1, 1), 1, 8),
     "1x1-stride2-odd": ((2, 9, 7, 23), 6, (1, 1), (2, 2), (0, 0), (1, 1), 1, 16),
+    "1x1-stride2-wide": ((1, 5, 5, 48), 7, (1, 1), (2, 2), (0, 0), (1, 1), 1, 16),
+    "1x1-stride2-long": ((1, 6, 3, 51), 7, (1, 1), (2, 2), (0, 0), (1, 1), 1, 24),
     "1x1-stride2-tiny": ((1, 3, 3, 5), 5, (1, 1), (2, 2), (0, 0), (1, 1), 1, 8),
     "1x1-stride3": ((1, 5, 10, 19), 7, (1, 1), (3, 3), (0, 0), (1, 1), 1, 8),
     "1x1-stride2x1": ((1, 4, 6, 11), 4, (1, 1), (2, 1), (0, 0), (1, 1), 2, 16),
@@ -124,7 +127,7 @@ def test_conv2d_gemm_matches_torch(kernels) -> None:  # type: ignore[no-untyped-
 
 
 @pytest.mark.parametrize("case", ["3x3-chunks", "stride2-odd", "1x1", "1x1-exact",
-                                  "1x1-stride2-odd", "7x7-small"])
+                                  "1x1-stride2-odd", "1x1-stride2-wide", "7x7-small"])
 def test_conv2d_gemm_computes_only_its_part_of_the_pixels(kernels, case: str) -> None:  # type: ignore[no-untyped-def]
     """A thread's part: pixels first .. first + count of each plane, with Y, R and ws moved
     there by the caller; the other pixels of Y stay as they were. xp starts as NaN: the part
