@@ -84,7 +84,26 @@ def _per_channel_after_conv_and_linear() -> bytes:
     return b.model((1, 3, 6, 8), h)
 
 
+def _shape(b: Builder, *dims: int) -> str:
+    return b.op("Constant", value=numpy_helper.from_array(np.array(dims, np.int64)))
+
+
+def _behind_reshapes() -> bytes:
+    """magika's conv1d: a conv over (N, C, L, 1), reshaped to (N, C, L), then its bias by
+    channel (folds); a conv reshaped to (N, C * H * W), then an Add along that axis (stays:
+    not by channel)."""
+    b = Builder()
+    h = b.op("Conv", "x", b.const(r(6, 4, 3, 1)), b.const(r(6)), kernel_shape=[3, 1])
+    h = b.op("Reshape", h, _shape(b, 1, 6, 7))
+    h = b.op("Add", h, b.const(r(6, 1)))
+    h = b.op("Reshape", h, _shape(b, 1, 6, 7, 1))
+    h = b.op("Conv", h, b.const(r(2, 6, 1, 1)), b.const(r(2)), kernel_shape=[1, 1])
+    h = b.op("Reshape", h, _shape(b, 1, 14))
+    return b.model((1, 4, 9, 1), b.op("Add", h, b.const(r(14))))
+
+
 @pytest.mark.parametrize("build, left", [
+    (_behind_reshapes, ["reshape", "reshape", "reshape", "add"]),
     # the shift before the padded depthwise conv stays, and the last affine (the output's)
     (_lcnet_blocks, ["add", "mul", "add"]),
     (_per_channel_after_conv_and_linear, ["reshape"]),
