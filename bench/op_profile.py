@@ -49,7 +49,7 @@ from modelc.graph import Graph, Node
 from modelc.ops._shapes import pair
 from runtime.compartment import Compartment, ResourceLimits
 from wasm_kernels import abi
-from wasm_kernels.pack_im2col import runs_as_gemm
+from wasm_kernels.pack_im2col import runs_as_gemm, taps
 from wasm_kernels.wasm import FuncType, Limits, MemoryType, ModuleBuilder
 
 
@@ -102,7 +102,8 @@ def label(node: Node) -> str:
 
 
 def conv_row(node: Node) -> tuple[str, str, float] | None:
-    """A conv node's (shape label, the kernel that runs it, FLOPs), ``None`` for other ops:
+    """A conv node's (shape label, the kernel that runs it, FLOPs), ``None`` for other ops
+    (``taps``: the gemm reading its input in place, ``pack_im2col.taps``):
     ``k3x3/1 96->96 @52x52`` is a 3x3 kernel at stride 1, input channels -> output channels
     at the output plane."""
     if node.op != "conv2d":
@@ -110,16 +111,17 @@ def conv_row(node: Node) -> tuple[str, str, float] | None:
     weight = dict(zip(node.input_names, node.inputs))["weight"]
     o, cg, kh, kw = weight.shape
     groups = node.attrs.get("groups", 1)
-    stride = pair(node.attrs.get("stride", 1))
+    stride, dilation = pair(node.attrs.get("stride", 1)), pair(node.attrs.get("dilation", 1))
     n, _, oh, ow = node.output.shape
     c = node.inputs[0].shape[1]
     if groups == c and cg == 1:
         kernel = "depthwise"
-    elif not runs_as_gemm(cg, o // groups, (kh, kw), stride, (oh, ow),
-                          pair(node.attrs.get("dilation", 1))):
+    elif not runs_as_gemm(cg, o // groups, (kh, kw), stride, (oh, ow), dilation):
         kernel = "direct"
+    elif (kh, kw) == (1, 1) and stride == (1, 1):
+        kernel = "pointwise"
     else:
-        kernel = "pointwise" if (kh, kw) == (1, 1) and stride == (1, 1) else "gemm"
+        kernel = "taps" if taps(cg, (kh, kw), stride, (oh, ow), dilation) else "gemm"
     flops = 2.0 * n * o * oh * ow * cg * kh * kw
     return f"k{kh}x{kw}/{stride[0]} {c}->{o} @{oh}x{ow}", kernel, flops
 

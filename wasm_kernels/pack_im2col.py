@@ -44,7 +44,7 @@ CHUNK_BYTES = 1 << 18
 them back (256 KiB measured 1.0-1.05x 2 MiB on ResNet-18's 3x3 @56)."""
 
 
-TAPS_MAX_CHANNELS = 64
+TAPS_MAX_CHANNELS = 48
 """Input channels per group up to which a conv that ``taps`` reads its input in place."""
 
 
@@ -55,9 +55,10 @@ def taps(cg: int, kernel: tuple[int, int], stride: tuple[int, int], out: tuple[i
     3x3 kernel at column stride and dilation 1, output rows of a panel or more (a panel's
     pixels are adjacent floats of one input row at every tap), and at most
     ``TAPS_MAX_CHANNELS`` channels. Packing cost 4-18% of such a conv (the fewer output
-    channels, the more); read in place, a tile's k loop walks ``3 * cg`` input rows, which at
-    96 channels and more ran 0.8-0.9x the packed columns (more cache lines and pages than
-    L1 and its TLB hold) and at 16-64 channels 1.02-1.26x (bench/README.md)."""
+    channels, the more); read in place, a tile's k loop walks ``3 * cg`` input rows and
+    moves 3 pointers a plane per channel: 1.04-1.26x the packed columns at 16-48 channels,
+    0.94-1.01x at 64 and 0.80-0.92x at 96-192 (bench/README.md).
+    """
     return (kernel == (3, 3) and stride[1] == 1 and dilation[1] == 1 and out[1] >= PANEL
             and cg <= TAPS_MAX_CHANNELS)
 

@@ -8,10 +8,10 @@ panel a chunk) and a last panel shorter than 8. A 1x1 stride-1 conv reads its in
 ending on a 4- or 8-pixel tile that overlaps the last panel (105, 33 and 28 pixels; 15):
 planes of fewer than 8 pixels (packed), of a multiple of 8 (no end tile), and input channels
 past the tile's unroll of 32; at a larger stride the same after subsampling, 4 pixels at a
-time at stride 2 and one by one otherwise. A 3x3 conv at column stride 1 with up to 64 input
+time at stride 2 and one by one otherwise. A 3x3 conv at column stride 1 with up to 48 input
 channels reads its input in place (``taps``): rows of exactly a panel, ending on a 4- or
 8-pixel tile, channels past and under the 3 per iteration, unpadded, row stride and dilation
-2, 64 and 65 channels (packed), groups, chunks of whole rows, and a thread's part that starts
+2, 48 and 49 channels (packed), groups, chunks of whole rows, and a thread's part that starts
 and ends mid-row (its segments under a panel packed)."""
 
 import numpy as np
@@ -69,8 +69,8 @@ CASES = {
     "taps-channels": ((1, 2, 5, 9), 6, (3, 3), (1, 1), (1, 1), (1, 1), 1, 8),
     "taps-unpadded": ((1, 6, 7, 12), 11, (3, 3), (1, 1), (0, 0), (1, 1), 1, 24),
     "taps-stride2x1": ((1, 4, 11, 13), 5, (3, 3), (2, 1), (1, 1), (2, 1), 1, 16),
-    "taps-most-channels": ((1, 64, 4, 9), 12, (3, 3), (1, 1), (1, 1), (1, 1), 1, 24),
-    "taps-too-many-channels": ((1, 65, 3, 9), 5, (3, 3), (1, 1), (1, 1), (1, 1), 1, 24),
+    "taps-most-channels": ((1, 48, 4, 9), 12, (3, 3), (1, 1), (1, 1), (1, 1), 1, 24),
+    "taps-too-many-channels": ((1, 49, 3, 9), 5, (3, 3), (1, 1), (1, 1), (1, 1), 1, 24),
     "taps-grouped-rows": ((1, 6, 6, 10), 4, (3, 3), (1, 1), (1, 1), (1, 1), 2, 25),
 }
 GEMMS = [k for k in abi.KERNELS if k.family == "conv_gemm"]

@@ -19,7 +19,7 @@ each plane (``parallel.splits`` cuts that range into a thread's parts). Every st
 dilation and group count goes the same way, except a 1x1 conv without padding, whose input
 planes (subsampled first at a larger stride) are B as they are: the driver reads them in
 place, nothing is packed (``conv_pointwise``), and a conv that ``pack_im2col.taps`` (3x3 at
-column stride 1, up to 64 channels): its chunks are whole output rows, each row's pixels a
+column stride 1, up to 48 channels): its chunks are whole output rows, each row's pixels a
 segment whose tiles read the (padded) input in place at every tap (``dense_tile.Taps``), and
 only a segment under a panel (where a thread's part starts or ends mid-row) is packed. Where
 the gemm pays is the compiler's choice (``modelc/ops/conv2d.py``).
