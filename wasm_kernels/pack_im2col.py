@@ -163,7 +163,11 @@ def runs_as_gemm(cg: int, og: int, kernel: tuple[int, int], stride: tuple[int, i
     input channels and 3 adjacent taps per kernel row (a first conv on RGB) at stride 1 or 2
     with up to 32 output channels and rows of 16 or more: the direct kernel's row tile ran it
     1.1-1.3x the gemm on relaxed (K = 27 is too short a k loop for the tile;
-    ``templates/conv_row_tile.py``); at 64 channels, or rows of 10, it was even or slower."""
+    ``templates/conv_row_tile.py``); at 64 channels, or rows of 10, it was even or slower. A
+    gemm that ``taps`` its input (nothing packed) beat the direct kernel on rows of 128 or
+    more (12 -> 24 @208 1.08x, 32 -> 32 @160 1.07x with a relu; 1.02x, 1.03x with a silu) and
+    was even or slower on shorter ones (16 -> 16 @80, 24 -> 24 @104, 32 -> 32 @40:
+    0.93-1.02x)."""
     if cg == 1 and og == 1:
         return False
     if cg <= ROW_TILE_CHANNELS and kernel[1] == 3 and dilation[1] == 1 and stride[1] <= 2 \
@@ -173,7 +177,7 @@ def runs_as_gemm(cg: int, og: int, kernel: tuple[int, int], stride: tuple[int, i
         return cg >= 32 or og <= cg
     if stride != (1, 1):
         return True
-    return og >= 48 or out[1] < 32
+    return og >= 48 or out[1] < 32 or taps(cg, kernel, stride, out, dilation) and out[1] >= 128
 
 
 def scratch_floats(k: int, pixels: int) -> int:
