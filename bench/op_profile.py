@@ -121,7 +121,7 @@ def conv_row(node: Node) -> tuple[str, str, float] | None:
     elif (kh, kw) == (1, 1) and stride == (1, 1):
         kernel = "pointwise"
     else:
-        kernel = "taps" if taps(cg, (kh, kw), stride, (oh, ow), dilation) else "gemm"
+        kernel = "taps" if taps(cg, o // groups, (kh, kw), stride, (oh, ow), dilation) else "gemm"
     flops = 2.0 * n * o * oh * ow * cg * kh * kw
     return f"k{kh}x{kw}/{stride[0]} {c}->{o} @{oh}x{ow}", kernel, flops
 

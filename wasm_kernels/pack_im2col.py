@@ -48,19 +48,21 @@ TAPS_MAX_CHANNELS = 48
 """Input channels per group up to which a conv that ``taps`` reads its input in place."""
 
 
-def taps(cg: int, kernel: tuple[int, int], stride: tuple[int, int], out: tuple[int, int],
-         dilation: tuple[int, int] = (1, 1)) -> bool:
-    """Whether ``f32_conv2d_gemm`` reads the columns of a conv with ``cg`` input channels per
-    group in place from its (padded) input instead of packing them (``dense_tile.Taps``): a
-    3x3 kernel at column stride and dilation 1, output rows of a panel or more (a panel's
-    pixels are adjacent floats of one input row at every tap), and at most
-    ``TAPS_MAX_CHANNELS`` channels. Packing cost 4-18% of such a conv (the fewer output
-    channels, the more); read in place, a tile's k loop walks ``3 * cg`` input rows and
-    moves 3 pointers a plane per channel: 1.04-1.26x the packed columns at 16-48 channels,
-    0.94-1.01x at 64 and 0.80-0.92x at 96-192 (bench/README.md).
+def taps(cg: int, og: int, kernel: tuple[int, int], stride: tuple[int, int],
+         out: tuple[int, int], dilation: tuple[int, int] = (1, 1)) -> bool:
+    """Whether ``f32_conv2d_gemm`` reads the columns of a conv with ``cg`` input and ``og``
+    output channels per group in place from its (padded) input instead of packing them
+    (``dense_tile.Taps``): a 3x3 kernel at column stride and dilation 1, output rows of a
+    panel or more (a panel's pixels are adjacent floats of one input row at every tap), at
+    most ``TAPS_MAX_CHANNELS`` input channels and at least ``SPLIT_ROWS`` output channels
+    (tiles of 5 and 4 rows only: no single-row tiles to generate for it). Packing cost 4-18%
+    of such a conv (the fewer output channels, the more); read in place, a tile's k loop
+    walks ``3 * cg`` input rows and moves 3 pointers a plane per channel: 1.04-1.26x the
+    packed columns at 16-48 channels, 0.94-1.01x at 64 and 0.80-0.92x at 96-192
+    (bench/README.md).
     """
     return (kernel == (3, 3) and stride[1] == 1 and dilation[1] == 1 and out[1] >= PANEL
-            and cg <= TAPS_MAX_CHANNELS)
+            and cg <= TAPS_MAX_CHANNELS and og >= SPLIT_ROWS)
 
 
 def pack_im2col_weight(w: np.ndarray, groups: int) -> np.ndarray:
@@ -177,7 +179,7 @@ def runs_as_gemm(cg: int, og: int, kernel: tuple[int, int], stride: tuple[int, i
         return cg >= 32 or og <= cg
     if stride != (1, 1):
         return True
-    return og >= 48 or out[1] < 32 or taps(cg, kernel, stride, out, dilation) and out[1] >= 128
+    return og >= 48 or out[1] < 32 or taps(cg, og, kernel, stride, out, dilation) and out[1] >= 128
 
 
 def scratch_floats(k: int, pixels: int) -> int:

@@ -9,10 +9,11 @@ ending on a 4- or 8-pixel tile that overlaps the last panel (105, 33 and 28 pixe
 planes of fewer than 8 pixels (packed), of a multiple of 8 (no end tile), and input channels
 past the tile's unroll of 32; at a larger stride the same after subsampling, 4 pixels at a
 time at stride 2 and one by one otherwise. A 3x3 conv at column stride 1 with up to 48 input
-channels reads its input in place (``taps``): rows of exactly a panel, ending on a 4- or
-8-pixel tile, channels past and under the 3 per iteration, unpadded, row stride and dilation
-2, 48 and 49 channels (packed), groups, chunks of whole rows, and a thread's part that starts
-and ends mid-row (its segments under a panel packed)."""
+and 12 or more output channels reads its input in place (``taps``): rows of exactly a panel,
+ending on a 4- or 8-pixel tile, channels past and under the 3 per iteration, unpadded, row
+stride and dilation 2, 48 and 49 input channels (packed), 11 output channels (packed),
+groups, chunks of whole rows, and a thread's part that starts and ends mid-row (its segments
+under a panel packed)."""
 
 import numpy as np
 import pytest
@@ -63,15 +64,16 @@ CASES = {
     "7x7-dilated": ((1, 2, 15, 17), 3, (7, 7), (1, 1), (3, 3), (2, 2), 1, 24),
     "stride2-panel-chunks": ((2, 3, 13, 18), 5, (3, 3), (2, 2), (1, 1), (1, 1), 1, 8),
     "blocks": ((1, 130, 4, 5), 62, (3, 3), (1, 1), (1, 1), (1, 1), 1, 16),
-    "taps-panel": ((1, 5, 6, 8), 7, (3, 3), (1, 1), (1, 1), (1, 1), 1, 16),
-    "taps-tail": ((1, 4, 5, 12), 9, (3, 3), (1, 1), (1, 1), (1, 1), 1, 16),
+    "taps-panel": ((1, 5, 6, 8), 12, (3, 3), (1, 1), (1, 1), (1, 1), 1, 16),
+    "taps-tail": ((1, 4, 5, 12), 14, (3, 3), (1, 1), (1, 1), (1, 1), 1, 16),
     "taps-end": ((2, 7, 4, 15), 13, (3, 3), (1, 1), (1, 1), (1, 1), 1, 33),
-    "taps-channels": ((1, 2, 5, 9), 6, (3, 3), (1, 1), (1, 1), (1, 1), 1, 8),
-    "taps-unpadded": ((1, 6, 7, 12), 11, (3, 3), (1, 1), (0, 0), (1, 1), 1, 24),
-    "taps-stride2x1": ((1, 4, 11, 13), 5, (3, 3), (2, 1), (1, 1), (2, 1), 1, 16),
+    "taps-channels": ((1, 2, 5, 9), 12, (3, 3), (1, 1), (1, 1), (1, 1), 1, 8),
+    "taps-unpadded": ((1, 6, 7, 12), 16, (3, 3), (1, 1), (0, 0), (1, 1), 1, 24),
+    "taps-stride2x1": ((1, 4, 11, 13), 17, (3, 3), (2, 1), (1, 1), (2, 1), 1, 16),
     "taps-most-channels": ((1, 48, 4, 9), 12, (3, 3), (1, 1), (1, 1), (1, 1), 1, 24),
     "taps-too-many-channels": ((1, 49, 3, 9), 5, (3, 3), (1, 1), (1, 1), (1, 1), 1, 24),
-    "taps-grouped-rows": ((1, 6, 6, 10), 4, (3, 3), (1, 1), (1, 1), (1, 1), 2, 25),
+    "taps-too-few-rows": ((1, 5, 4, 9), 11, (3, 3), (1, 1), (1, 1), (1, 1), 1, 24),
+    "taps-grouped-rows": ((1, 6, 6, 10), 24, (3, 3), (1, 1), (1, 1), (1, 1), 2, 25),
 }
 GEMMS = [k for k in abi.KERNELS if k.family == "conv_gemm"]
 

@@ -19,7 +19,7 @@ each plane (``parallel.splits`` cuts that range into a thread's parts). Every st
 dilation and group count goes the same way, except a 1x1 conv without padding, whose input
 planes (subsampled first at a larger stride) are B as they are: the driver reads them in
 place, nothing is packed (``conv_pointwise``), and a conv that ``pack_im2col.taps`` (3x3 at
-column stride 1, up to 48 channels): its chunks are whole output rows, each row's pixels a
+column stride 1, 12 to 48 channels): its chunks are whole output rows, each row's pixels a
 segment whose tiles read the (padded) input in place at every tap (``dense_tile.Taps``), and
 only a segment under a panel (where a thread's part starts or ends mid-row) is packed. Where
 the gemm pays is the compiler's choice (``modelc/ops/conv2d.py``).
@@ -95,7 +95,8 @@ def _taps_sizes(c: Code) -> None:
     c.get("sw").emit("i32.const", 1).emit("i32.eq").emit("i32.and")
     c.get("dw").emit("i32.const", 1).emit("i32.eq").emit("i32.and")
     c.get("ow").emit("i32.const", PANEL).emit("i32.ge_u").emit("i32.and")
-    c.get("cg").emit("i32.const", TAPS_MAX_CHANNELS).emit("i32.le_u").emit("i32.and").set("taps")
+    c.get("cg").emit("i32.const", TAPS_MAX_CHANNELS).emit("i32.le_u").emit("i32.and")
+    c.get("og").emit("i32.const", linear.SPLIT_ROWS).emit("i32.ge_u").emit("i32.and").set("taps")
     c.get("columns").set("chunk")
     c.get("taps")
     with c.if_():
@@ -125,7 +126,6 @@ def _group(c: Code, f: linear._Frame, in_place: linear._Frame, taps: linear._Fra
     conv_pointwise.subsample(c, isa)
     c.get("first0").set("first")
     conv_pointwise.in_place(c, lambda: _multiply(c, in_place))
-    c.get("ws").set("cols")
     with c.loop():
         c.get("first", "end").emit("i32.ge_u").emit("br_if", 1)
         # count = min(chunk - (first % ow if taps), end - first): with taps, up to a row's end
@@ -135,28 +135,25 @@ def _group(c: Code, f: linear._Frame, in_place: linear._Frame, taps: linear._Fra
         c.get("count", "seg_end", "count", "seg_end").emit("i32.lt_u").emit("select")
         c.set("count")
         padded_copy.rows(c, f.isa)
-        c.get("taps")
-        with c.if_():
-            _multiply_rows(c, f, taps)
-            c.emit("else")
-            im2col.pack(c, f.isa)
-            _multiply(c, f)
+        _segments(c, f, taps)
 
 
-def _multiply_rows(c: Code, f: linear._Frame, taps: linear._Frame) -> None:
-    """The chunk ``first .. first + count`` output row by output row: each row's pixels in
-    it (a segment) multiplied with W in place (``taps``: B at the segment's first tap, no
-    packing), or packed and multiplied (``f``) when they are fewer than a panel (a thread's
-    part that starts or ends mid-row); ``first`` moves past them."""
+def _segments(c: Code, f: linear._Frame, taps: linear._Frame) -> None:
+    """The chunk ``first .. first + count`` packed and multiplied (``f``), or, for a conv
+    that ``taps``, output row by output row: each row's pixels in the chunk (a segment)
+    multiplied with W in place (``taps``: B at the segment's first tap, nothing packed), or
+    packed as the others when they are fewer than a panel (a thread's part that starts or
+    ends mid-row); ``first`` moves past them."""
     c.get("first", "count").emit("i32.add").set("stop")
     with c.loop():
         c.get("first", "stop").emit("i32.ge_u").emit("br_if", 1)
-        # count = min(stop, the end of the output row) - first
+        # count = (taps ? min(stop, the end of first's output row) : stop) - first
         c.get("first", "ow").emit("i32.div_u").tee("seg_y")
         c.emit("i32.const", 1).emit("i32.add").get("ow").emit("i32.mul").tee("seg_end")
         c.get("stop", "seg_end", "stop").emit("i32.lt_u").emit("select")
+        c.get("stop", "taps").emit("select")
         c.get("first").emit("i32.sub").tee("count")
-        c.emit("i32.const", PANEL).emit("i32.ge_u")
+        c.emit("i32.const", PANEL).emit("i32.ge_u").get("taps").emit("i32.and")
         with c.if_():
             # cols = xg + seg_y * sh * row + (first - seg_y * ow) * 4: the first pixel's tap
             c.get("xg", "seg_y", "sh").emit("i32.mul").get("row").emit("i32.mul")

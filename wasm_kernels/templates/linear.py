@@ -185,7 +185,10 @@ def _tile_runs(f: _Frame, edge: bool = False, prepacked: bool = False) -> list[t
     then single rows read in place. An ``edge`` panel (past ``n``: once per block) runs
     single rows only (every tile stores its columns one by one, with the epilogue on each,
     and those tiles were half of a kernel's code), unless A is ``prepacked``: then only the
-    tiles it is packed for can read it."""
+    tiles it is packed for can read it. With ``taps`` (a conv's input read in place, at
+    least ``SPLIT_ROWS`` rows), no single rows."""
+    if f.taps:
+        return [(f.mr, f.split), (GROUP, f.iend)]
     if edge and f.mr > GROUP and not prepacked:
         return [(1, f.iend)]
     if f.mr > GROUP:
