@@ -28,10 +28,18 @@ def qblock_rows(k: int) -> int:
     return max(2, QBLOCK_BYTES // (_round_up(k, 4) * 4) & ~1)
 
 
+QSPLIT_ROWS = 8
+"""Rows at a multiple of which a thread's part of a qlinear kernel starts
+(``parallel.splits``): ``ws`` holds one widened panel per that many rows, so parts widen
+their panels into disjoint regions."""
+
+
 def qlinear_scratch_floats(m: int, k: int) -> tuple[int, int]:
-    """The floats of a qlinear kernel's scratch ``wa`` (a block of A's rows widened) and
-    ``ws`` (one column panel of W widened)."""
-    return min(m, qblock_rows(k)) * _round_up(k, 4), 4 * _round_up(k, 4)
+    """The floats of a qlinear kernel's scratch ``wa`` (every row of A widened: a part of
+    the rows widens its own, a block at a time) and ``ws`` (one column panel of W widened
+    per ``QSPLIT_ROWS`` rows: a part widens its panels into the region of its first row)."""
+    depth = _round_up(k, 4)
+    return m * depth, _round_up(m, QSPLIT_ROWS) // QSPLIT_ROWS * 4 * depth
 
 
 def _round_up(value: int, step: int) -> int:
