@@ -9,6 +9,7 @@ import modelc
 import nn
 import runtime
 import wasm_kernels
+from runtime import threads as intra
 from wasm_kernels import abi, parallel
 from wasm_kernels.pack_quantized import QSPLIT_ROWS
 from wasm_kernels.templates import qlinear
@@ -90,3 +91,10 @@ def test_integer_kernels_on_threads_equal_one_thread_bit_for_bit(case, kernels, 
         assert many.threads == threads
         for _ in range(ROUNDS):
             np.testing.assert_array_equal(many.run(inputs)["output0"], want)
+
+
+def test_a_model_with_integer_products_merges_at_speed_and_a_float_one_at_none(case) -> None:
+    names = frozenset(i.name for i in read_module(case[0]).imports if i.module == abi.MODULE)
+    assert intra.opt_level(names) == "speed"
+    floats = frozenset(n for n in names if abi.BY_NAME[n].family not in intra.SPEED_FAMILIES)
+    assert intra.opt_level(floats) == intra.OPT_LEVEL == "none"
