@@ -46,7 +46,9 @@ ORTWEB = BENCH / ".peers" / "node_modules" / "onnxruntime-web"
 RUNTIMES = ["wasmnn", "wasmnn-onnx", "ort", "ortweb", "torch"]
 LABELS = {"wasmnn": "wasmnn", "wasmnn-onnx": "wasmnn (ONNX)", "ort": "onnxruntime",
           "ortweb": "ORT-web wasm", "torch": "torch cpu"}
-ONE_THREAD_ONLY = {"wasmnn-onnx"}  # the same engine as wasmnn; one column is enough
+ONE_THREAD_ONLY = {"wasmnn-onnx"}
+"""The same engine as wasmnn: one column is enough, unless wasmnn itself does not run the model
+(the int8 models run only from their onnxruntime-quantized ONNX file)."""
 
 
 @dataclass
@@ -493,7 +495,8 @@ def main() -> int:
             for runtime_name in runtimes:
                 cells = results[name].setdefault(runtime_name, {})
                 for t in threads:
-                    if t > 1 and runtime_name in ONE_THREAD_ONLY:
+                    if (t > 1 and runtime_name in ONE_THREAD_ONLY and "wasmnn" in runtimes
+                            and "wasmnn" not in failed):
                         continue
                     cells[t] = ({"error": failed[runtime_name]} if runtime_name in failed
                                 else measure(runtime_name, name, t, workdir, args))
