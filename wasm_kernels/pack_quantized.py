@@ -6,7 +6,9 @@ of four: the 16 bytes of a v128 are four columns by four steps of k, what the do
 of ``templates/qlinear.py`` sum into one i32 lane per column). k is padded to a multiple of
 4 and n to a multiple of ``QPANEL`` with zeros. After the panels come the column sums
 ``sum_k W[j, k]`` as int32 (n padded), which the kernels use to subtract the activation's
-zero point once per column instead of once per product.
+zero point once per column instead of once per product, then one int32 that is 1 when every
+weight is in ``SEVEN_BIT`` (the relaxed module's kernels then use the relaxed dot product,
+``templates/qlinear_tile.py``), else 0.
 """
 
 from __future__ import annotations
@@ -16,6 +18,10 @@ import numpy as np
 QPANEL = 8
 """Columns of W per packed panel (two v128 of four columns by four steps of k)."""
 
+
+SEVEN_BIT = (-64, 63)
+"""The weights that plus 64 are 7-bit (the relaxed dot's second operand, exact on every
+engine): onnxruntime's ``reduce_range`` weights."""
 
 QBLOCK_BYTES = 1 << 19
 """Bytes of A's rows the simd128 qlinear tile widens at a time (``templates/qlinear_pack.py``):
@@ -49,7 +55,7 @@ def _round_up(value: int, step: int) -> int:
 def packed_qlinear_bytes(n: int, k: int) -> int:
     """Size in bytes of a packed (n, k) weight, column sums included."""
     columns = _round_up(n, QPANEL)
-    return columns * _round_up(k, 4) + 4 * columns
+    return columns * _round_up(k, 4) + 4 * columns + 4
 
 
 def pack_qlinear_weight(weight: np.ndarray) -> np.ndarray:
@@ -69,8 +75,9 @@ def pack_qlinear_weight(weight: np.ndarray) -> np.ndarray:
     # (panels, QPANEL, depth / 4, 4) -> (panels, depth / 4, QPANEL, 4)
     panels = padded.reshape(columns // QPANEL, QPANEL, depth // 4, 4).transpose(0, 2, 1, 3)
     sums = padded.astype(np.int32).sum(axis=1).astype("<i4")
+    seven = np.array([bool(np.all((weight >= SEVEN_BIT[0]) & (weight <= SEVEN_BIT[1])))], "<i4")
     return np.concatenate([np.ascontiguousarray(panels).reshape(-1).view(np.uint8),
-                           sums.view(np.uint8)])
+                           sums.view(np.uint8), seven.view(np.uint8)])
 
 
 def unpack_qlinear_weight(packed: np.ndarray, n: int, k: int) -> np.ndarray:

@@ -4,11 +4,13 @@ on every wasm provider; one thread equals the graph interpreter (the integer ref
 
 import numpy as np
 import pytest
+from executors import Lambda
 
 import modelc
 import nn
 import runtime
 import wasm_kernels
+from nn import functional as F
 from runtime import threads as intra
 from wasm_kernels import abi, parallel
 from wasm_kernels.pack_quantized import QSPLIT_ROWS
@@ -43,9 +45,21 @@ class Convs(nn.Module):
         return self.second(nn.functional.relu(self.first(x)))
 
 
+def _seven_bit(x: np.ndarray) -> np.ndarray:
+    """A dynamically quantized linear with 7-bit weights (onnxruntime's ``reduce_range``),
+    which the relaxed module multiplies with its relaxed-dot tile: 201 rows, k = 62, n = 90."""
+    weight = np.random.default_rng(5).integers(-64, 64, (90, 62)).astype(np.int8)
+    q, scale, zero = F.dynamic_quantize_linear(x)
+    return F.qlinear(q, scale, zero, weight, np.array(0.01, np.float32), np.array(0, np.int8))
+
+
 def _case(name: str) -> tuple[bytes, dict[str, np.ndarray], modelc.Graph]:
     np.random.seed(7)
     rng = np.random.default_rng(2)
+    if name == "seven-bit":
+        x = rng.standard_normal((3, 67, 62)).astype(np.float32)
+        graph = modelc.optimize(modelc.trace(Lambda(_seven_bit), (x,)))
+        return modelc.export(graph), {"input0": x}, graph
     if name == "convs":
         model = Convs().eval()
         shape: tuple[int, ...] = (1, 3, 30, 31)
@@ -58,7 +72,7 @@ def _case(name: str) -> tuple[bytes, dict[str, np.ndarray], modelc.Graph]:
     return modelc.export(graph), {"input0": examples[0]}, graph
 
 
-@pytest.fixture(scope="module", params=["mlp-dynamic", "mlp-static", "convs"])
+@pytest.fixture(scope="module", params=["mlp-dynamic", "mlp-static", "convs", "seven-bit"])
 def case(request: pytest.FixtureRequest) -> tuple[bytes, dict[str, np.ndarray], modelc.Graph]:
     return _case(request.param)
 
