@@ -84,13 +84,32 @@ SEVEN_BIT = (SEVEN[0], SEVEN[1] + 1)
 @pytest.mark.parametrize("shape", SHAPES + [(37, 5, 9), (9, 64, 33)],
                          ids=lambda s: "x".join(map(str, s)))
 def test_qlinear_rows_are_exact_on_seven_bit_weights(kernels, shape) -> None:  # type: ignore[no-untyped-def]
-    """Weights in [-64, 63]: the relaxed module's relaxed-dot tile (4 rows, blocks of at most
-    2 * round_up(k, 4) rows: 37 rows at k = 5 take three)."""
+    """Weights in [-64, 63], and onnxruntime's reduce_range [-64, 64] with the columns that
+    reach 64 in [-63, 64] (used negated): the relaxed module's relaxed-dot tile (4 rows,
+    blocks of at most 2 * round_up(k, 4) rows: 37 rows at k = 5 take three)."""
     m, k, n = shape
     for index, spec in enumerate(QLINEAR):
-        ops = _operands(spec, m, k, n, seed=m * 1000 + k * 10 + n, weights=SEVEN_BIT)
+        seed = m * 1000 + k * 10 + n
+        ops = _operands(spec, m, k, n, seed=seed, weights=SEVEN_BIT)
         got = _call(kernels, spec, ops, offset=index % 3)
         np.testing.assert_array_equal(got, _reference(spec, ops), err_msg=spec.name)
+        ops = _operands(spec, m, k, n, seed=seed, weights=(-63, 65))
+        ops["w"][::2] = np.clip(ops["w"][::2], -64, 63)  # every other column plain
+        got = _call(kernels, spec, ops, offset=index % 3)
+        np.testing.assert_array_equal(got, _reference(spec, ops), err_msg=spec.name)
+
+
+def test_only_columns_within_seven_bits_or_their_negation_are_marked() -> None:
+    """The packed flag and masks, read back: [-64, 63] plain, [-63, 64] negated, a column
+    with both -64 and 64 clears the flag."""
+    w = np.zeros((9, 5), np.int8)
+    w[1, 0], w[2, 1], w[3, 2] = -64, 64, 63
+    packed = pack_qlinear_weight(w)
+    flag, masks = packed[-4 * 16 - 4:-4 * 16].view("<i4"), packed[-4 * 16:].view("<i4")
+    assert flag.tolist() == [1]
+    assert masks.tolist() == [0, 0, -1] + [0] * 13
+    w[2, 3] = -64
+    assert pack_qlinear_weight(w)[-4 * 16 - 4:-4 * 16].view("<i4").tolist() == [0]
 
 
 @pytest.mark.parametrize("shape", SHAPES + [(9, 64, 33)], ids=lambda s: "x".join(map(str, s)))
@@ -117,7 +136,7 @@ def test_qlinear_rows_are_exact_over_several_blocks(kernels, k) -> None:  # type
 @pytest.mark.parametrize("dtype, a_value, zero, w_value", [
     ("uint8", 255, 0, -128), ("uint8", 0, 255, -128), ("int8", 127, -128, -128),
     ("int8", -128, 127, 127), ("uint8", 255, 0, -64), ("uint8", 0, 255, 63),
-    ("int8", -128, 127, 63), ("int8", 127, -128, -64)])
+    ("int8", -128, 127, 63), ("int8", 127, -128, -64), ("uint8", 255, 0, 64)])
 def test_qlinear_is_exact_at_the_accumulation_bound(kernels, dtype, a_value, zero,  # type: ignore[no-untyped-def]
                                                     w_value) -> None:
     k = abi_quantized.QLINEAR_MAX_K

@@ -76,9 +76,8 @@ def emit(spec: KernelSpec, isa_name: str, tile_isa: str | None = None
     tiles = [(rows, Tile(f, isa, rows, i, j)) for rows in (MR[isa_name], 1)]
     if tiles[0][1].packed and seven:
         # NOTE: weights the packer marked 7-bit take the relaxed dot (qlinear_tile.py)
-        c.emit("local.get", f.sums).emit("local.get", f.arg["n"]).emit("i32.const", QPANEL - 1)
-        c.emit("i32.add").emit("i32.const", -QPANEL).emit("i32.and").emit("i32.const", 2)
-        c.emit("i32.shl").emit("i32.add").emit("i32.load", 2, 0).emit("if")
+        c.emit("local.get", f.masks).emit("i32.const", 4).emit("i32.sub")
+        c.emit("i32.load", 2, 0).emit("if")
         if spec.dtypes[0] == "uint8":
             c.emit("local.get", f.a_zero).emit("i32.const", 128).emit("i32.sub")
             c.emit("local.set", f.a_zero)

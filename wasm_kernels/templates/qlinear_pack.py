@@ -13,8 +13,9 @@ shuffle port that the adds also need.
 With ``seven`` (7-bit weights, the relaxed module's ``i32x4.relaxed_dot_i8x16_i7x16_add_s``
 tile): ``pack_rows`` stores each step's four values of A as int8 (uint8 minus 128), four
 times (16 bytes, the same row stride), and each row's sum of them as an i32 at
-``ws + panel_bytes + 4 * r``; ``widen_panel`` copies the panel's bytes plus 64 (7-bit), so
-step s's two registers are the 32 bytes at ``ws + 32 * s``.
+``ws + panel_bytes + 4 * r``; ``widen_panel`` copies the panel's bytes, each column's negated
+where the packer marked it, plus 64 (7-bit), so step s's two registers are the 32 bytes at
+``ws + 32 * s``.
 """
 
 from __future__ import annotations
@@ -117,24 +118,32 @@ def pack_rows(f: QFrame, count: int, seven: bool = False) -> None:
 
 def widen_panel(f: QFrame, j: int, seven: bool = False) -> None:
     """Widen the packed W's panel of columns ``j .. j + QPANEL`` to i16 into ``ws``, or with
-    ``seven`` copy it plus ``SEVEN_SHIFT``."""
+    ``seven`` store ``s * w + SEVEN_SHIFT`` (``s`` the column's sign: ``(w ^ m) + 64 - m``
+    with its mask ``m``, 0 or -1 in every byte)."""
     c, arg = f.c, f.arg
     src, dst, end = (c.local("i32") for _ in range(3))
+    masks = [c.local("v128") for _ in range(2)] if seven else []
+    shifts = [c.local("v128") for _ in range(2)] if seven else []
     out_bytes = SEVEN_STEP_BYTES if seven else WIDE_STEP_BYTES
 
     def step() -> None:
         for half in range(out_bytes // 16):
             c.emit("local.get", dst).emit("local.get", src)
             if seven:
-                c.emit("v128.load", 0, 16 * half)
-                _splat_byte(c, SEVEN_SHIFT)
-                c.emit("i8x16.add")
+                c.emit("v128.load", 0, 16 * half).emit("local.get", masks[half])
+                c.emit("v128.xor").emit("local.get", shifts[half]).emit("i8x16.add")
             else:
                 c.emit("v128.load8x8_s", 0, 8 * half)
             c.emit("v128.store", 0, 16 * half)
         c.emit("local.get", dst).emit("i32.const", out_bytes).emit("i32.add")
         c.emit("local.set", dst)
 
+    for half, (mask, shift) in enumerate(zip(masks, shifts)):
+        # the panel's masks: masks + (j / QPANEL) * 32; shift = 64 - mask
+        c.emit("local.get", f.masks).emit("local.get", j).emit("i32.const", 2).emit("i32.shl")
+        c.emit("i32.add").emit("v128.load", 0, 16 * half).emit("local.set", mask)
+        _splat_byte(c, SEVEN_SHIFT)
+        c.emit("local.get", mask).emit("i8x16.sub").emit("local.set", shift)
     # src = w + (j / QPANEL) * panel_bytes, end = src + panel_bytes; dst = ws
     c.emit("local.get", arg["w"]).emit("local.get", j)
     c.emit("i32.const", QPANEL.bit_length() - 1).emit("i32.shr_u")

@@ -22,8 +22,9 @@ engine:
 - ``seven`` (the relaxed module, on weights the packer marked 7-bit): the same relaxed dot
   with the operands the other way round, one dot per 16 products: A as int8 (uint8 minus 128,
   its zero point lowered by 128 to match) is the first operand, read from ``wa`` as
-  ``pack_rows(seven=True)`` stored it, and W plus 64 (7-bit) the second, from ``ws``; each
-  row then subtracts 64 times its sum of A. Pair sums stay within 2 * 128 * 127 here too.
+  ``pack_rows(seven=True)`` stored it, and W plus 64 (7-bit) the second, from ``ws`` (a
+  column in [-63, 64] negated first, its result negated back); each row then subtracts 64
+  times its sum of A. Pair sums stay within 2 * 128 * 127 here too.
 
 Accumulation: every product is at most 255 * 128 in magnitude, so k up to
 ``abi_quantized.QLINEAR_MAX_K`` stays within int32 (wrapping arithmetic keeps the A zero point's
@@ -82,6 +83,7 @@ class Tile:
                     for _ in range(rows)]
         self.w = [c.local("v128") for _ in range(groups)]
         self.a, self.hi = c.local("v128"), c.local("v128")
+        self.spare = c.local("v128")
         self.pa = [c.local("i32") for _ in range(rows)]
         self.quads = [c.local("v128") for _ in range(rows)]
         self.pw, self.steps, self.word, self.remaining = (c.local("i32") for _ in range(4))
@@ -231,12 +233,18 @@ class Tile:
         """Push the i32x4 sums of columns ``4 * half .. 4 * half + 4`` of row ``r``."""
         c, f = self.f.c, self.f
         if self.seven:
-            # acc - SEVEN_SHIFT * (row's sum of A), the sum at ws + panel_bytes + 4 * row
+            # s * (acc - SEVEN_SHIFT * (row's sum of A)) = (x ^ m) - m, the columns' masks m
+            # at masks + j * 4 (32 bytes a panel), the row's sum at ws + panel_bytes + 4 * row
+            mask = self.spare
+            c.emit("local.get", f.masks).emit("local.get", self.j).emit("i32.const", 2)
+            c.emit("i32.shl").emit("i32.add").emit("v128.load", 0, 16 * half)
+            c.emit("local.set", mask)
             c.emit("local.get", self.acc[r][half][0])
             c.emit("local.get", f.arg["ws"]).emit("local.get", f.panel_bytes).emit("i32.add")
             c.emit("local.get", self.i).emit("i32.const", 2).emit("i32.shl").emit("i32.add")
             c.emit("i32.load", 2, 4 * r).emit("i32.const", SEVEN_SHIFT).emit("i32.mul")
-            c.emit("i32x4.splat").emit("i32x4.sub")
+            c.emit("i32x4.splat").emit("i32x4.sub").emit("local.get", mask).emit("v128.xor")
+            c.emit("local.get", mask).emit("i32x4.sub")
             return
         if self.relaxed:
             lo, hi = self.acc[r][half]
