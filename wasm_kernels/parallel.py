@@ -32,6 +32,7 @@ from typing import Protocol
 from . import abi
 from .build import MAX_PAGES, generate
 from .pack import CONV_BLOCK, PANEL
+from .pack_quantized import QSPLIT_ROWS
 from .templates import depthwise, gemm, linear
 from .wasm import Code, FuncType, Limits, MemoryType, ModuleBuilder
 
@@ -54,6 +55,11 @@ preempts delays the call by at most the part it holds, not by its whole share.""
 _AWAIT_NS = 1_000_000  # the caller re-checks for a failed worker (and its limits) this often
 
 
+Factor = str | tuple[str, int]
+"""A factor of a pointer's advance: a parameter, or ``(parameter, multiple)``, that parameter
+rounded up to a multiple (a row of scratch padded to whole steps)."""
+
+
 @dataclass(frozen=True)
 class Region:
     """A scratch pointer of which each part takes a region of its own: part ``p`` of a job
@@ -69,28 +75,28 @@ class Region:
 class Split:
     """How a kernel splits: ``count`` is the parameter cut into parts, each starting at a
     multiple of ``grain`` units; a part starting at unit ``lo`` moves each pointer of
-    ``advance`` by ``lo * 4 * product(factors)`` bytes (``lo // per[p]`` units for a
-    pointer listed in ``per``, which then runs one unit at a time with that parameter set to
-    1). ``work`` times ``count`` estimates the work; below ``threshold``, or unless each
-    parameter of ``only`` has its value there, one thread runs it. A call whose parameter
+    ``advance`` by ``lo * unit[p] * product(factors)`` bytes (``unit[p]`` 4 unless ``unit``
+    names the pointer; ``lo // per[p]`` units for a pointer listed in ``per``, which then
+    runs one unit at a time with that parameter set to 1). ``work`` times ``count``
+    estimates the work; below ``threshold``, or unless each parameter of ``only`` has its
+    value there, one thread runs it. A call whose parameter
     ``one_part_when[0]`` exceeds ``one_part_when[1]`` is cut into one part a thread, not
     ``CHUNKS_PER_THREAD``: every part re-reads an operand larger than its own work. Each
     parameter of ``same`` counts the same units as ``count`` (one thread runs a call where
     it differs from ``count``) and is cut with it. A kernel with a ``region`` of scratch is
-    cut into at most ``region.parts`` parts, each with its own region. The pointers of
-    ``bytes`` point to 1-byte elements, so they move by ``lo * product(factors)`` bytes."""
+    cut into at most ``region.parts`` parts, each with its own region."""
 
     count: str
-    advance: dict[str, tuple[str, ...]]
+    advance: dict[str, tuple[Factor, ...]]
     work: tuple[str, ...]
     threshold: int
     grain: int = 1
     per: dict[str, str] = field(default_factory=dict)
+    unit: dict[str, int] = field(default_factory=dict)
     only: dict[str, int] = field(default_factory=dict)
     one_part_when: tuple[str, str] | None = None
     same: tuple[str, ...] = ()
     region: Region | None = None
-    bytes: tuple[str, ...] = ()
 
 
 DENSE_THRESHOLD = 1 << 18
@@ -115,7 +121,7 @@ def splits(isa: str) -> dict[str, Split]:
     # disjoint bytes; every part packs all of gemm's B into ws, the same bytes.
     # Each splits at its own row tile: MiniLM's 128 rows in whole tiles of 12 (3 and 4 in
     # common) left 2 threads 68 and 60 rows.
-    rows: dict[str, tuple[str, ...]] = {"a": ("k",), "wa": ("k",), "r": ("n",), "c": ("n",)}
+    rows: dict[str, tuple[Factor, ...]] = {"a": ("k",), "wa": ("k",), "r": ("n",), "c": ("n",)}
     row_tile = {"gemm": gemm.TILES[isa][0], "linear": linear.MR[isa]}
     table: dict[str, Split] = {}
     for spec in abi.KERNELS:
@@ -155,7 +161,18 @@ def splits(isa: str) -> dict[str, Split]:
                 "c", {"x": ("h", "w"), "weight": ("kh", "kw"), "bias": (), "y": ("oh", "ow")},
                 ("oh", "ow", "kh", "kw"), DEPTHWISE_THRESHOLD, only={"n": 1}, same=("o",),
                 region=Region("scratch", abi.DEPTHWISE_PARTS, depthwise.plane_bytes),
-                bytes=("x", "y") if spec.dtypes[0] != "float32" else ())
+                unit={"x": 1, "y": 1} if spec.dtypes[0] != "float32" else {})
+        elif spec.family == "qlinear":
+            # NOTE: parts are ranges of rows (a multiple of QSPLIT_ROWS, a multiple of the
+            # tile's rows): each widens its rows into its own rows of wa and its panels into
+            # the ws region of its first row. Every part widens every panel of W: one part
+            # a thread when W has more columns than the call has rows.
+            table[spec.name] = Split(
+                "m", {"a": ("k",), "c": ("n",), "wa": (("k", 4),), "ws": (("k", 4),)},
+                ("k", "n"), DENSE_THRESHOLD, QSPLIT_ROWS,
+                unit={"a": 1, "c": 1 if "requantize" in spec.epilogue else 4,
+                      "ws": 16 // QSPLIT_ROWS},  # a panel: 16 * round_up(k, 4) bytes
+                one_part_when=("n", "m"))
         elif spec.op in ("max_pool2d", "avg_pool2d"):
             # NOTE: planes are independent; avg_pool2d's scale is one (oh, ow) plane for all.
             table[spec.name] = Split("planes", {"x": ("h", "w"), "y": ("oh", "ow")},
@@ -312,11 +329,15 @@ def _call_range(c: Code, spec: abi.KernelSpec, split: Split,
                 _load_arg(c, spec, split.per[param])
                 c.emit("i32.div_u")
             for factor in split.advance[param]:
-                _load_arg(c, spec, factor)
+                if isinstance(factor, str):
+                    _load_arg(c, spec, factor)
+                else:  # round_up(param, multiple) = (param + multiple - 1) / multiple * multiple
+                    _load_arg(c, spec, factor[0])
+                    c.emit("i32.const", factor[1] - 1).emit("i32.add")
+                    c.emit("i32.const", factor[1]).emit("i32.div_u")
+                    c.emit("i32.const", factor[1]).emit("i32.mul")
                 c.emit("i32.mul")
-            if param not in split.bytes:
-                c.emit("i32.const", 2).emit("i32.shl")
-            c.emit("i32.add")
+            c.emit("i32.const", split.unit.get(param, 4)).emit("i32.mul").emit("i32.add")
         else:
             _load_arg(c, spec, param)
     c.emit("call", serial)
