@@ -355,7 +355,7 @@ def measure(runtime_name: str, name: str, threads: int, workdir: Path,
         if not ORTWEB.exists():
             return {"error": "npm install --prefix bench/.peers onnxruntime-web"}
         inputs = np.load(workdir / "inputs.npz")
-        spec = {"model": str(workdir / "model.onnx"), "threads": threads,
+        spec = {"model": str(workdir / "model.onnx"), "threads": threads, "clock": args.clock,
                 "warmup": args.warmup, "repeat": args.repeat, "budget_s": args.budget,
                 "output_file": str(workdir / f"out-ortweb-{threads}.bin"),
                 "inputs": [{"name": key, "dtype": str(inputs[key].dtype),
@@ -463,7 +463,8 @@ def main() -> int:
                         "per cell (at least 3 runs)")
     parser.add_argument("--clock", choices=["wall", "cpu"], default="wall",
                         help="time runs in wall-clock time, or in the process's CPU time (on a "
-                        "loaded machine: preemption is not counted; 1-thread cells only)")
+                        "loaded machine: preemption is not counted; 1-thread cells only; "
+                        "ORT-web: its main thread's, a mean over the runs)")
     parser.add_argument("--json", help="also write the results here")
     parser.add_argument("--keep", help="keep the artifacts (.wasm, .onnx) in this folder")
     parser.add_argument("--cell", help=argparse.SUPPRESS)

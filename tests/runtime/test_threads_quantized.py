@@ -1,6 +1,7 @@
 """The integer kernels on threads (``runtime.load(threads=N)``): the ``qlinear`` and ``qconv``
 rows split by rows of A, each part with its own scratch, and equal one thread bit for bit
-on every wasm provider; one thread equals the graph interpreter (the integer reference)."""
+on every wasm provider, full-range and 7-bit weights alike (the relaxed module's
+relaxed-dot tile); one thread equals the graph interpreter (the integer reference)."""
 
 import numpy as np
 import pytest
@@ -60,7 +61,7 @@ def _case(name: str) -> tuple[bytes, dict[str, np.ndarray], modelc.Graph]:
         x = rng.standard_normal((3, 67, 62)).astype(np.float32)
         graph = modelc.optimize(modelc.trace(Lambda(_seven_bit), (x,)))
         return modelc.export(graph), {"input0": x}, graph
-    if name == "convs":
+    if name.startswith("convs"):
         model = Convs().eval()
         shape: tuple[int, ...] = (1, 3, 30, 31)
     else:
@@ -68,11 +69,13 @@ def _case(name: str) -> tuple[bytes, dict[str, np.ndarray], modelc.Graph]:
         shape = (3, 67, 64)
     examples = [rng.standard_normal(shape).astype(np.float32) for _ in range(3)]
     mode = "dynamic" if name == "mlp-dynamic" else "per_tensor"
-    graph = modelc.quantize(model, examples, activations=mode)
+    weights = "per_channel_7bit" if name.endswith("7bit") else "per_channel"
+    graph = modelc.quantize(model, examples, weights=weights, activations=mode)
     return modelc.export(graph), {"input0": examples[0]}, graph
 
 
-@pytest.fixture(scope="module", params=["mlp-dynamic", "mlp-static", "convs", "seven-bit"])
+@pytest.fixture(scope="module",
+                params=["mlp-dynamic", "mlp-static", "convs", "convs-7bit", "seven-bit"])
 def case(request: pytest.FixtureRequest) -> tuple[bytes, dict[str, np.ndarray], modelc.Graph]:
     return _case(request.param)
 

@@ -54,7 +54,8 @@ tests keep it exact."""
 def emit(spec: KernelSpec, isa_name: str, tile_isa: str | None = None
          ) -> tuple[FuncType, Code]:
     """Generate qlinear kernel ``spec`` for ``isa_name`` with the tile of ISA ``tile_isa``
-    (default: ``TILE_ISA``'s choice, else ``isa_name``'s own)."""
+    (default: ``TILE_ISA``'s choice, else ``isa_name``'s own; in a module with relaxed SIMD
+    the default also holds the relaxed-dot tile that 7-bit weights take, ``SEVEN_MR``)."""
     seven = ISAS[isa_name].fma and tile_isa is None
     isa_name = tile_isa or TILE_ISA.get((spec.op, isa_name), isa_name)
     c = Code(spec.param_types)
@@ -74,21 +75,21 @@ def emit(spec: KernelSpec, isa_name: str, tile_isa: str | None = None
         c.emit("local.get", f.a_zero).emit("i32.const", 128).emit("i32.add")
         c.emit("local.set", f.a_zero)
     tiles = [(rows, Tile(f, isa, rows, i, j)) for rows in (MR[isa_name], 1)]
-    if tiles[0][1].packed and seven:
-        # NOTE: weights the packer marked 7-bit take the relaxed dot (qlinear_tile.py)
-        c.emit("local.get", f.masks).emit("i32.const", 4).emit("i32.sub")
-        c.emit("i32.load", 2, 0).emit("if")
-        if spec.dtypes[0] == "uint8":
-            c.emit("local.get", f.a_zero).emit("i32.const", 128).emit("i32.sub")
-            c.emit("local.set", f.a_zero)
-        _blocks(f, [(rows, Tile(f, isa, rows, i, j, seven=True)) for rows in (SEVEN_MR, 1)],
-                i, j, seven=True)
-        c.emit("else")
-        _blocks(f, tiles, i, j)
-        c.emit("end")
-        return FuncType(spec.param_types, spec.results), c
     if tiles[0][1].packed:
+        if seven:
+            # NOTE: weights the packer marked 7-bit take the relaxed dot (qlinear_tile.py);
+            # A goes in as int8, uint8 A minus 128, so its zero point drops by 128
+            c.emit("local.get", f.masks).emit("i32.const", 4).emit("i32.sub")
+            c.emit("i32.load", 2, 0).emit("if")
+            if spec.dtypes[0] == "uint8":
+                c.emit("local.get", f.a_zero).emit("i32.const", 128).emit("i32.sub")
+                c.emit("local.set", f.a_zero)
+            _blocks(f, [(rows, Tile(f, isa, rows, i, j, seven=True))
+                        for rows in (SEVEN_MR, 1)], i, j, seven=True)
+            c.emit("else")
         _blocks(f, tiles, i, j)
+        if seven:
+            c.emit("end")
         return FuncType(spec.param_types, spec.results), c
     for rows, tile in tiles:
 
@@ -118,7 +119,7 @@ def _blocks(f: QFrame, tiles: list[tuple[int, Tile]], i: int, j: int,
     c.emit("i32.const", -2).emit("i32.and").emit("local.tee", most)
     c.emit("i32.const", 2).emit("local.get", most).emit("i32.const", 2).emit("i32.gt_u")
     c.emit("select").emit("local.set", most)
-    if seven:
+    if seven:  # most = min(most, panel_bytes / 4)
         c.emit("local.get", most).emit("local.get", f.panel_bytes).emit("i32.const", 2)
         c.emit("i32.shr_u").emit("local.tee", count).emit("local.get", most)
         c.emit("local.get", count).emit("i32.lt_u").emit("select").emit("local.set", most)
