@@ -7,9 +7,10 @@ groups, batch > 1, output channels in tiles of 5 and 4 and left over, in one blo
 panel a chunk) and a last panel shorter than 8. A 1x1 stride-1 conv reads its input in place,
 ending on a 4- or 8-pixel tile that overlaps the last panel (105, 33 and 28 pixels; 15):
 planes of fewer than 8 pixels (packed), of a multiple of 8 (no end tile), and input channels
-past the tile's unroll of 32; at a larger stride the same after subsampling, 4 pixels at a
-time at stride 2 and one by one otherwise. A 3x3 conv at column stride 1, up to 96 input
-channels, 12 or more output channels and rows of 32 or more reads its input in place
+past the tile's unroll of 32; at a larger stride the same after subsampling plane by plane,
+8 and 4 pixels at a time at stride 2 (the last vector of a row reading the pixel past it when
+the row has one: even widths) and one by one otherwise. A 3x3 conv at column stride 1, up to
+96 input channels, 12 or more output channels and rows of 32 or more reads its input in place
 (``taps``): rows of whole panels, ending on a 4- or 8-pixel tile, channels past and under the
 3 per iteration, unpadded, row stride and dilation 2, 96 input channels (97: packed), 11
 output channels and rows of 31 (packed), groups, chunks of whole rows, and a thread's part
@@ -42,6 +43,8 @@ CASES = {
     "1x1-batch": ((3, 70, 3, 5), 9, (1, 1), (1, 1), (0, 0), (1, 1), 1, 64),
     "1x1-stride2": ((1, 4, 8, 40), 6, (1, 1), (2, 2), (0, 0), (1, 1), 1, 8),
     "1x1-stride2-odd": ((2, 9, 7, 23), 6, (1, 1), (2, 2), (0, 0), (1, 1), 1, 16),
+    "1x1-stride2-wide": ((1, 5, 5, 48), 7, (1, 1), (2, 2), (0, 0), (1, 1), 1, 16),
+    "1x1-stride2-long": ((1, 6, 3, 51), 7, (1, 1), (2, 2), (0, 0), (1, 1), 1, 24),
     "1x1-stride2-tiny": ((1, 3, 3, 5), 5, (1, 1), (2, 2), (0, 0), (1, 1), 1, 8),
     "1x1-stride3": ((1, 5, 10, 19), 7, (1, 1), (3, 3), (0, 0), (1, 1), 1, 8),
     "1x1-stride2x1": ((1, 4, 6, 11), 4, (1, 1), (2, 1), (0, 0), (1, 1), 2, 16),
@@ -141,8 +144,8 @@ def test_conv2d_gemm_matches_torch(kernels) -> None:  # type: ignore[no-untyped-
 
 @pytest.mark.parametrize("case, first, count", [
     ("3x3-chunks", 8, 19), ("stride2-odd", 8, 19), ("1x1", 8, 19), ("1x1-exact", 8, 19),
-    ("1x1-stride2-odd", 8, 19), ("7x7-small", 8, 19), ("taps-tail", 8, 19),
-    ("taps-tail", 33, 41), ("taps-end", 35, 50)])
+    ("1x1-stride2-odd", 8, 19), ("1x1-stride2-wide", 8, 19), ("7x7-small", 8, 19),
+    ("taps-tail", 8, 19), ("taps-tail", 33, 41), ("taps-end", 35, 50)])
 def test_conv2d_gemm_computes_only_its_part_of_the_pixels(kernels, case: str, first: int,
                                                           count: int) -> None:  # type: ignore[no-untyped-def]
     """A thread's part: pixels first .. first + count of each plane, with Y, R and ws moved
