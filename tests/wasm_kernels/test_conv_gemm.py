@@ -12,8 +12,8 @@ past the tile's unroll of 32; at a larger stride the same after subsampling plan
 the row has one: even widths) and one by one otherwise. A 3x3 conv at column stride 1, up to
 96 input channels, 12 or more output channels and rows of 32 or more reads its input in place
 (``taps``): rows of whole panels, ending on a 4- or 8-pixel tile, channels past and under the
-3 per iteration, unpadded, row stride and dilation 2, 96 input channels (97: packed), 11
-output channels and rows of 31 (packed), groups, chunks of whole rows, and a thread's part
+3 per iteration, unpadded (up to 48 channels: 49 packed), row stride and dilation 2, 96 input
+channels (97: packed), 11 output channels and rows of 31 (packed), groups, chunks of whole rows, and a thread's part
 that starts and ends mid-row (its segments under a panel packed)."""
 
 import numpy as np
@@ -76,6 +76,7 @@ CASES = {
     "taps-most-channels": ((1, 96, 3, 32), 12, (3, 3), (1, 1), (1, 1), (1, 1), 1, 24),
     "taps-too-many-channels": ((1, 97, 3, 32), 12, (3, 3), (1, 1), (1, 1), (1, 1), 1, 24),
     "taps-too-few-rows": ((1, 5, 4, 33), 11, (3, 3), (1, 1), (1, 1), (1, 1), 1, 24),
+    "taps-unpadded-channels": ((1, 49, 4, 34), 12, (3, 3), (1, 1), (0, 0), (1, 1), 1, 24),
     "taps-too-narrow": ((1, 4, 4, 31), 12, (3, 3), (1, 1), (1, 1), (1, 1), 1, 24),
     "taps-grouped-rows": ((1, 6, 6, 34), 24, (3, 3), (1, 1), (1, 1), (1, 1), 2, 25),
 }
