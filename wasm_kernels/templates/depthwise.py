@@ -32,7 +32,7 @@ from ..abi import KernelSpec
 from ..wasm import Code, FuncType
 from . import depthwise_quant
 from .depthwise_rows import IN_PLACE, IN_PLACE_STRIDE, in_place_rows, rows
-from .depthwise_tile import REGS, UNROLLED, Frame
+from .depthwise_tile import REGS, ROWS, UNROLLED, Frame
 from .isa import ISAS, Isa
 from .loops import strided_loop
 
@@ -50,7 +50,7 @@ _LOCALS = ("mult", "taps", "hp", "wp", "prow", "row", "plane", "oplane", "orow",
            "image", "ic", "k", "oc", "src", "dst", "r", "wc", "ybase", "oy", "ox", "tx",
            "pbase", "pi", "pj", "yrow", "i", "j", "wi", "span", "inplace", "xplane", "ostart",
            "iend", "left", "right", "rend", "ahead", "aend", "xend",
-           "istrict", "iloose", "tail", "mid")
+           "istrict", "iloose", "tail", "mid", "top", "topok")
 
 
 def emit(spec: KernelSpec, isa_name: str) -> tuple[FuncType, Code]:
@@ -252,6 +252,13 @@ def _in_place_sizes(f: Frame) -> None:
     f.set("ostart")
     f.get("pw")
     _max(f, "ostart")
+    # topok: a 3x3 / 2 call with ph == 1 whose left lane is readable (pw == 0 or x >= 4)
+    # runs output rows 0 and 1 in place, the row above the plane a zero register
+    f.get("path").emit("i32.const", UNROLLED.index((3, s)) + 1).emit("i32.eq")
+    f.get("ph").emit("i32.const", 1).emit("i32.eq").emit("i32.and")
+    f.get("pw").emit("i32.eqz").emit("local.get", f.arg["x"]).emit("i32.const", 4)
+    c.emit("i32.ge_u").emit("i32.or").emit("i32.and")
+    f.set("topok")
     for name, last in (("istrict", 2), ("iloose", 1)):
         # name = max(ostart, min(oh, (h - last + ph - (kh - 1)) / s + 1)): the rows whose
         # taps end at input row h - last or above (signed, rounded toward zero)
@@ -286,6 +293,10 @@ def _plane(f: Frame) -> None:
         # iend = iloose unless this is the input's last plane
         f.get("iloose", "istrict", "ahead", "xend").emit("i32.lt_u").emit("select")
         f.set("iend")
+        # top: output rows 0 and 1 in place (no rows of output rows < ostart to copy)
+        f.get("topok", "iend").emit("i32.const", ROWS).emit("i32.ge_u").emit("i32.and")
+        f.set("top")
+        f.get("top").emit("i32.eqz").emit("if")
         # the rows of output rows < ostart: rend = min(h, (ostart - 1) s - ph + kh)
         f.get("ostart").emit("i32.const", IN_PLACE_STRIDE).emit("i32.mul")
         f.get("ph").emit("i32.sub").emit("i32.const", IN_PLACE_STRIDE).emit("i32.sub")
@@ -293,6 +304,7 @@ def _plane(f: Frame) -> None:
         f.get("h", "rend", "h").emit("i32.lt_u").emit("select")
         f.set("rend")
         _copy_rows(f, lambda: f.c.emit("i32.const", 0))
+        f.c.emit("end")
         # the rows of output rows >= iend: from iend s - ph (>= 0 as iend >= ph)
         f.get("h")
         f.set("rend")

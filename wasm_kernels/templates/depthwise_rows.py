@@ -70,7 +70,7 @@ def in_place_rows(f: Frame, kernel: tuple[int, int]) -> None:
     weights = depthwise_tile.hoist_weights(f, kernel)
     stride = kernel[1]
 
-    def rows(count: int, in_place: bool, narrow: bool) -> None:
+    def rows(count: int, in_place: bool, narrow: bool, above: int = 0) -> None:
         if in_place:
             # pbase = xplane + (oy * s - ph) * row - pw * 4
             f.get("xplane", "oy").emit("i32.const", stride).emit("i32.mul")
@@ -84,12 +84,17 @@ def in_place_rows(f: Frame, kernel: tuple[int, int]) -> None:
         f.get("ybase", "oy", "orow").emit("i32.mul").emit("i32.add")
         f.set("yrow")
         columns(f, lambda regs, store: depthwise_tile.tile(
-            f, kernel, "", weights, (count, regs), store, in_place), narrow)
+            f, kernel, "", weights, (count, regs), store, in_place, above), narrow)
         f.add("oy", count)
 
     def every_row(narrow: bool) -> None:
         c.emit("i32.const", 0)
         f.set("oy")
+        if kernel == (3, IN_PLACE_STRIDE):
+            # top (depthwise._plane): rows 0 and 1 in place, the row above a zero register
+            f.get("top").emit("if")
+            rows(ROWS, True, narrow, 1)
+            c.emit("end")
         c.emit("block").emit("loop")
         f.get("oy", "oh").emit("i32.ge_u").emit("br_if", 1)
         f.get("oy", "ostart").emit("i32.lt_u").emit("local.get", f.v["oy"])
