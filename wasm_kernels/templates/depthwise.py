@@ -8,7 +8,8 @@ lies inside it), so no tile masks a lane or clips a tap. The scratch is zeroed o
 call; the planes copied into it all cover the same interior, so the border stays zero.
 The ``IN_PLACE`` kernels (3x3 and 5x5, stride 2) read the interior output rows' input rows
 where they lie, when the padding allows (``_in_place_sizes``): only the border rows' input
-rows are copied, the tiles zero the lanes left or right of the plane, and those tiles read
+rows are copied (3x3 / 2 reads its top output row in place too, the row above the plane a
+zero register), the tiles zero the lanes left or right of the plane, and those tiles read
 the next input plane ahead (``depthwise_tile``); the results are bit for bit those of the
 copy.
 

@@ -64,8 +64,9 @@ def _narrow_or_not(f: Frame, narrow: bool, body: Callable[[bool], None]) -> None
 
 def in_place_rows(f: Frame, kernel: tuple[int, int]) -> None:
     """Every output row of the channel with an ``IN_PLACE`` kernel: rows ``ostart`` ..
-    ``iend`` - 1 from the input plane, ``ROWS`` at a time while they last, the others from
-    the scratch plane."""
+    ``iend`` - 1 from the input plane, ``ROWS`` at a time while they last (3x3 / 2 with
+    ``top``: rows 0 and 1 as well, the row above the plane a zero register), the others
+    from the scratch plane."""
     c = f.c
     weights = depthwise_tile.hoist_weights(f, kernel)
     stride = kernel[1]
