@@ -8,10 +8,10 @@ lies inside it), so no tile masks a lane or clips a tap. The scratch is zeroed o
 call; the planes copied into it all cover the same interior, so the border stays zero.
 The ``IN_PLACE`` kernels (3x3 and 5x5, stride 2) read the interior output rows' input rows
 where they lie, when the padding allows (``_in_place_sizes``): only the border rows' input
-rows are copied (3x3 / 2 reads its top output row in place too, the row above the plane a
-zero register), the tiles zero the lanes left or right of the plane, and those tiles read
-the next input plane ahead (``depthwise_tile``); the results are bit for bit those of the
-copy.
+rows are copied (with ``ph == k // 2`` the top output rows are read in place too, the
+rows above the plane a zero register), the tiles zero the lanes left or right of the
+plane, and those tiles read the next input plane ahead (``depthwise_tile``); the results
+are bit for bit those of the copy.
 
 Every output row (``depthwise_rows``) is covered by tiles of ``REGS`` registers (the last
 one moved left to end at the row's end, recomputing a few columns, when more than one
@@ -253,12 +253,13 @@ def _in_place_sizes(f: Frame) -> None:
     f.set("ostart")
     f.get("pw")
     _max(f, "ostart")
-    # topok: a 3x3 / 2 call with ph == 1 whose left lane is readable (pw == 0 or x >= 4)
-    # runs output rows 0 and 1 in place, the row above the plane a zero register
-    f.get("path").emit("i32.const", UNROLLED.index((3, s)) + 1).emit("i32.eq")
-    f.get("ph").emit("i32.const", 1).emit("i32.eq").emit("i32.and")
-    f.get("pw").emit("i32.eqz").emit("local.get", f.arg["x"]).emit("i32.const", 4)
-    c.emit("i32.ge_u").emit("i32.or").emit("i32.and")
+    # topok: a k x k call with ph == k // 2 whose left lanes are readable (x >= 4 pw) runs
+    # output rows 0 and 1 in place, the rows above the plane a zero register
+    c.emit("i32.const", 0)
+    for k, _ in IN_PLACE:
+        f.get("path").emit("i32.const", UNROLLED.index((k, s)) + 1).emit("i32.eq")
+        f.get("ph").emit("i32.const", k // 2).emit("i32.eq").emit("i32.and").emit("i32.or")
+    f.get("x", "pw").emit("i32.const", 2).emit("i32.shl").emit("i32.ge_u").emit("i32.and")
     f.set("topok")
     for name, last in (("istrict", 2), ("iloose", 1)):
         # name = max(ostart, min(oh, (h - last + ph - (kh - 1)) / s + 1)): the rows whose
@@ -294,8 +295,10 @@ def _plane(f: Frame) -> None:
         # iend = iloose unless this is the input's last plane
         f.get("iloose", "istrict", "ahead", "xend").emit("i32.lt_u").emit("select")
         f.set("iend")
-        # top: output rows 0 and 1 in place (no rows of output rows < ostart to copy)
+        # top: output rows 0 and 1 in place (no rows of output rows < ostart to copy), when
+        # iend >= 2 is not only ostart's bound (iend > ostart)
         f.get("topok", "iend").emit("i32.const", ROWS).emit("i32.ge_u").emit("i32.and")
+        f.get("iend", "ostart").emit("i32.gt_u").emit("i32.and")
         f.set("top")
         f.get("top").emit("i32.eqz").emit("if")
         # the rows of output rows < ostart: rend = min(h, (ostart - 1) s - ph + kh)

@@ -64,8 +64,8 @@ def _narrow_or_not(f: Frame, narrow: bool, body: Callable[[bool], None]) -> None
 
 def in_place_rows(f: Frame, kernel: tuple[int, int]) -> None:
     """Every output row of the channel with an ``IN_PLACE`` kernel: rows ``ostart`` ..
-    ``iend`` - 1 from the input plane, ``ROWS`` at a time while they last (3x3 / 2 with
-    ``top``: rows 0 and 1 as well, the row above the plane a zero register), the others
+    ``iend`` - 1 from the input plane, ``ROWS`` at a time while they last (with ``top``:
+    rows 0 and 1 as well, the ``k // 2`` rows above the plane a zero register), the others
     from the scratch plane."""
     c = f.c
     weights = depthwise_tile.hoist_weights(f, kernel)
@@ -91,11 +91,11 @@ def in_place_rows(f: Frame, kernel: tuple[int, int]) -> None:
     def every_row(narrow: bool) -> None:
         c.emit("i32.const", 0)
         f.set("oy")
-        if kernel == (3, IN_PLACE_STRIDE):
-            # top (depthwise._plane): rows 0 and 1 in place, the row above a zero register
-            f.get("top").emit("if")
-            rows(ROWS, True, narrow, 1)
-            c.emit("end")
+        # top (depthwise._plane): rows 0 and 1 in place, the k // 2 rows above the plane
+        # a zero register
+        f.get("top").emit("if")
+        rows(ROWS, True, narrow, kernel[0] // 2)
+        c.emit("end")
         c.emit("block").emit("loop")
         f.get("oy", "oh").emit("i32.ge_u").emit("br_if", 1)
         f.get("oy", "ostart").emit("i32.lt_u").emit("local.get", f.v["oy"])
