@@ -8,9 +8,10 @@ lies inside it), so no tile masks a lane or clips a tap. The scratch is zeroed o
 call; the planes copied into it all cover the same interior, so the border stays zero.
 The ``IN_PLACE`` kernels (3x3 and 5x5, stride 2) read the interior output rows' input rows
 where they lie, when the padding allows (``_in_place_sizes``): only the border rows' input
-rows are copied, the tiles zero the lanes left or right of the plane, and those tiles read
-the next input plane ahead (``depthwise_tile``); the results are bit for bit those of the
-copy.
+rows are copied (with ``ph == k // 2`` the top output rows are read in place too, the
+rows above the plane a zero register), the tiles zero the lanes left or right of the
+plane, and those tiles read the next input plane ahead (``depthwise_tile``); the results
+are bit for bit those of the copy.
 
 Every output row (``depthwise_rows``) is covered by tiles of ``REGS`` registers (the last
 one moved left to end at the row's end, recomputing a few columns, when more than one
@@ -32,7 +33,7 @@ from ..abi import KernelSpec
 from ..wasm import Code, FuncType
 from . import depthwise_quant
 from .depthwise_rows import IN_PLACE, IN_PLACE_STRIDE, in_place_rows, rows
-from .depthwise_tile import REGS, UNROLLED, Frame
+from .depthwise_tile import REGS, ROWS, UNROLLED, Frame
 from .isa import ISAS, Isa
 from .loops import strided_loop
 
@@ -50,7 +51,7 @@ _LOCALS = ("mult", "taps", "hp", "wp", "prow", "row", "plane", "oplane", "orow",
            "image", "ic", "k", "oc", "src", "dst", "r", "wc", "ybase", "oy", "ox", "tx",
            "pbase", "pi", "pj", "yrow", "i", "j", "wi", "span", "inplace", "xplane", "ostart",
            "iend", "left", "right", "rend", "ahead", "aend", "xend",
-           "istrict", "iloose", "tail", "mid")
+           "istrict", "iloose", "tail", "mid", "top", "topok")
 
 
 def emit(spec: KernelSpec, isa_name: str) -> tuple[FuncType, Code]:
@@ -252,6 +253,14 @@ def _in_place_sizes(f: Frame) -> None:
     f.set("ostart")
     f.get("pw")
     _max(f, "ostart")
+    # topok: a k x k call with ph == k // 2 whose left lanes are readable (x >= 4 pw) runs
+    # output rows 0 and 1 in place, the rows above the plane a zero register
+    c.emit("i32.const", 0)
+    for k, _ in IN_PLACE:
+        f.get("path").emit("i32.const", UNROLLED.index((k, s)) + 1).emit("i32.eq")
+        f.get("ph").emit("i32.const", k // 2).emit("i32.eq").emit("i32.and").emit("i32.or")
+    f.get("x", "pw").emit("i32.const", 2).emit("i32.shl").emit("i32.ge_u").emit("i32.and")
+    f.set("topok")
     for name, last in (("istrict", 2), ("iloose", 1)):
         # name = max(ostart, min(oh, (h - last + ph - (kh - 1)) / s + 1)): the rows whose
         # taps end at input row h - last or above (signed, rounded toward zero)
@@ -286,6 +295,12 @@ def _plane(f: Frame) -> None:
         # iend = iloose unless this is the input's last plane
         f.get("iloose", "istrict", "ahead", "xend").emit("i32.lt_u").emit("select")
         f.set("iend")
+        # top: output rows 0 and 1 in place (no rows of output rows < ostart to copy), when
+        # iend >= 2 is not only ostart's bound (iend > ostart)
+        f.get("topok", "iend").emit("i32.const", ROWS).emit("i32.ge_u").emit("i32.and")
+        f.get("iend", "ostart").emit("i32.gt_u").emit("i32.and")
+        f.set("top")
+        f.get("top").emit("i32.eqz").emit("if")
         # the rows of output rows < ostart: rend = min(h, (ostart - 1) s - ph + kh)
         f.get("ostart").emit("i32.const", IN_PLACE_STRIDE).emit("i32.mul")
         f.get("ph").emit("i32.sub").emit("i32.const", IN_PLACE_STRIDE).emit("i32.sub")
@@ -293,6 +308,7 @@ def _plane(f: Frame) -> None:
         f.get("h", "rend", "h").emit("i32.lt_u").emit("select")
         f.set("rend")
         _copy_rows(f, lambda: f.c.emit("i32.const", 0))
+        f.c.emit("end")
         # the rows of output rows >= iend: from iend s - ph (>= 0 as iend >= ph)
         f.get("h")
         f.set("rend")

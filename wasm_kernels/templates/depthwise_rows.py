@@ -3,6 +3,8 @@ row, and where they read, the scratch plane or (``IN_PLACE``) the input plane it
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from . import depthwise_tile
 from .depthwise_tile import REGS, ROWS, Frame
 from .loops import strided_loop
@@ -22,7 +24,7 @@ def rows(f: Frame, kernel: tuple[int, int] | None, mode: str = "") -> None:
     loaded per ``mode``)."""
     weights = depthwise_tile.hoist_weights(f, kernel)
 
-    def rows(count: int) -> None:
+    def rows(count: int, narrow: bool) -> None:
         # pbase = scratch + oy * sh * prow; yrow = ybase + oy * orow
         f.get("scratch", "oy", "sh").emit("i32.mul").emit("local.get", f.v["prow"])
         f.c.emit("i32.mul").emit("i32.add")
@@ -30,24 +32,46 @@ def rows(f: Frame, kernel: tuple[int, int] | None, mode: str = "") -> None:
         f.get("ybase", "oy", "orow").emit("i32.mul").emit("i32.add")
         f.set("yrow")
         columns(f, lambda regs, store: depthwise_tile.tile(
-            f, kernel, mode, weights, (count, regs), store), kernel is not None)
+            f, kernel, mode, weights, (count, regs), store), narrow)
 
-    f.c.emit("i32.const", 0)
-    f.set("oy")
-    if kernel is not None:
-        strided_loop(f.c, f.v["oy"], ROWS, f.arg["oh"], lambda: rows(ROWS))
-    strided_loop(f.c, f.v["oy"], 1, f.arg["oh"], lambda: rows(1))
+    def every_row(narrow: bool) -> None:
+        f.c.emit("i32.const", 0)
+        f.set("oy")
+        if kernel is not None:
+            strided_loop(f.c, f.v["oy"], ROWS, f.arg["oh"], lambda: rows(ROWS, narrow))
+        strided_loop(f.c, f.v["oy"], 1, f.arg["oh"], lambda: rows(1, narrow))
+
+    _narrow_or_not(f, kernel is not None, every_row)
+
+
+def _narrow_or_not(f: Frame, narrow: bool, body: Callable[[bool], None]) -> None:
+    """``body(True)`` (narrow tiles, see ``columns``) for rows 5 to 7 wide when ``narrow``
+    (and a vector ISA), else ``body(False)``: a separate copy of the row loops, so that the
+    loops of wider rows are emitted as they were without it (with the narrow tile inside
+    them, cranelift's code for 112- and 56-wide planes ran 5-7% slower)."""
+    c, lanes = f.c, f.isa.lanes
+    if not narrow or lanes == 1:
+        body(False)
+        return
+    f.get("ow").emit("i32.const", lanes).emit("i32.gt_u")
+    f.get("ow").emit("i32.const", REGS * lanes).emit("i32.lt_u").emit("i32.and")
+    c.emit("if")
+    body(True)
+    c.emit("else")
+    body(False)
+    c.emit("end")
 
 
 def in_place_rows(f: Frame, kernel: tuple[int, int]) -> None:
     """Every output row of the channel with an ``IN_PLACE`` kernel: rows ``ostart`` ..
-    ``iend`` - 1 from the input plane, ``ROWS`` at a time while they last, the others from
-    the scratch plane."""
+    ``iend`` - 1 from the input plane, ``ROWS`` at a time while they last (with ``top``:
+    rows 0 and 1 as well, the ``k // 2`` rows above the plane a zero register), the others
+    from the scratch plane."""
     c = f.c
     weights = depthwise_tile.hoist_weights(f, kernel)
     stride = kernel[1]
 
-    def rows(count: int, in_place: bool) -> None:
+    def rows(count: int, in_place: bool, narrow: bool, above: int = 0) -> None:
         if in_place:
             # pbase = xplane + (oy * s - ph) * row - pw * 4
             f.get("xplane", "oy").emit("i32.const", stride).emit("i32.mul")
@@ -61,43 +85,47 @@ def in_place_rows(f: Frame, kernel: tuple[int, int]) -> None:
         f.get("ybase", "oy", "orow").emit("i32.mul").emit("i32.add")
         f.set("yrow")
         columns(f, lambda regs, store: depthwise_tile.tile(
-            f, kernel, "", weights, (count, regs), store, in_place), IN_PLACE[kernel] < REGS)
+            f, kernel, "", weights, (count, regs), store, in_place, above), narrow)
         f.add("oy", count)
 
-    c.emit("i32.const", 0)
-    f.set("oy")
-    c.emit("block").emit("loop")
-    f.get("oy", "oh").emit("i32.ge_u").emit("br_if", 1)
-    f.get("oy", "ostart").emit("i32.lt_u").emit("local.get", f.v["oy"])
-    f.get("iend").emit("i32.ge_u").emit("i32.or").emit("if")
-    rows(1, False)
-    c.emit("else")
-    f.get("oy").emit("i32.const", ROWS).emit("i32.add").emit("local.get", f.v["iend"])
-    c.emit("i32.le_u").emit("if")
-    rows(ROWS, True)
-    c.emit("else")
-    rows(1, True)
-    c.emit("end").emit("end")
-    c.emit("br", 0).emit("end").emit("end")
+    def every_row(narrow: bool) -> None:
+        c.emit("i32.const", 0)
+        f.set("oy")
+        # top (depthwise._plane): rows 0 and 1 in place, the k // 2 rows above the plane
+        # a zero register
+        f.get("top").emit("if")
+        rows(ROWS, True, narrow, kernel[0] // 2)
+        c.emit("end")
+        c.emit("block").emit("loop")
+        f.get("oy", "oh").emit("i32.ge_u").emit("br_if", 1)
+        f.get("oy", "ostart").emit("i32.lt_u").emit("local.get", f.v["oy"])
+        f.get("iend").emit("i32.ge_u").emit("i32.or").emit("if")
+        rows(1, False, narrow)
+        c.emit("else")
+        f.get("oy").emit("i32.const", ROWS).emit("i32.add").emit("local.get", f.v["iend"])
+        c.emit("i32.le_u").emit("if")
+        rows(ROWS, True, narrow)
+        c.emit("else")
+        rows(1, True, narrow)
+        c.emit("end").emit("end")
+        c.emit("br", 0).emit("end").emit("end")
+
+    _narrow_or_not(f, IN_PLACE[kernel] < REGS, every_row)
 
 
 def columns(f: Frame, tile: depthwise_tile.TileAt, narrow: bool = False) -> None:
     """Tiles of REGS registers from column 0 while they fit, then (more than one register's
     columns left) one such tile moved left to end at ``ow``, else one-register tiles moved
     left to end there; a row narrower than one register is one tile stored lane by lane.
-    ``narrow`` (unrolled taps; in place, 3x3 / 2 only): a row 5 to 7 wide is one tile of 2
+    ``narrow`` (a row 5 to 7 wide, unrolled taps; in place, 3x3 / 2 only): one tile of 2
     registers at column 0 storing its last 4 columns (``depthwise_tile.tile``), not two
     one-register tiles at 0 and ``ow - 4`` (its input rows and weights shared by both)."""
     c, lanes = f.c, f.isa.lanes
-    narrow = narrow and lanes > 1
     if narrow:
-        f.get("ow").emit("i32.const", lanes).emit("i32.gt_u")
-        f.get("ow").emit("i32.const", REGS * lanes).emit("i32.lt_u").emit("i32.and")
-        c.emit("if")
         c.emit("i32.const", 0)
         f.set("tx")
         tile(REGS, "narrow")
-        c.emit("else")
+        return
     c.emit("i32.const", 0)
     f.set("ox")
     c.emit("block").emit("loop")
@@ -136,6 +164,4 @@ def columns(f: Frame, tile: depthwise_tile.TileAt, narrow: bool = False) -> None
     f.add("ox", lanes)
     c.emit("br", 0).emit("end").emit("end")
     if lanes > 1:
-        c.emit("end")
-    if narrow:
         c.emit("end")

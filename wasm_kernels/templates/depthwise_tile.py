@@ -86,14 +86,16 @@ def hoist_weights(f: Frame, kernel: tuple[int, int] | None) -> list[int]:
 
 
 def tile(f: Frame, kernel: tuple[int, int] | None, mode: str, weights: list[int],
-         shape: tuple[int, int], store: str, in_place: bool = False) -> None:
+         shape: tuple[int, int], store: str, in_place: bool = False, above: int = 0) -> None:
     """The tile of ``shape`` = (output rows, registers) at column ``tx`` of rows ``oy``...:
     accumulators from the bias, the taps, then the activations and the store: whole
     registers (``store=""``), lane by lane left of ``ow`` (``"lanes"``), or (``"narrow"``,
     two registers at column 0 of rows 5 to 7 wide) the first register and the row's last 4
     columns, one shuffle of the two (``_narrow``). ``in_place``: ``pbase`` is in the input plane
     itself (rows ``row`` bytes apart, starting ``pw`` columns left of the plane), and a
-    tile zeroes the lanes left or right of the plane (``edges``), the padding."""
+    tile zeroes the lanes left or right of the plane (``edges``), the padding. ``above``: the
+    tile's first input rows that lie above the plane (its top padding): their taps multiply
+    a zero register, not loaded (the same bits as the scratch plane's zero rows)."""
     c, isa = f.c, f.isa
     rows, regs = shape
     acc = [[c.local(isa.valtype) for _ in range(regs)] for _ in range(rows)]
@@ -112,7 +114,7 @@ def tile(f: Frame, kernel: tuple[int, int] | None, mode: str, weights: list[int]
     if kernel is None:
         _runtime_taps(f, mode, acc[0])
     else:
-        _unrolled_taps(f, kernel, weights, acc, in_place)
+        _unrolled_taps(f, kernel, weights, acc, (in_place, above))
         if in_place and rows > 1:
             _read_ahead(f)
     for q, row in enumerate(acc):
@@ -155,14 +157,19 @@ def _narrow(f: Frame, registers: list[int]) -> None:
 
 
 def _unrolled_taps(f: Frame, kernel: tuple[int, int], weights: list[int],
-                   acc: list[list[int]], in_place: bool) -> None:
+                   acc: list[list[int]], where: tuple[bool, int]) -> None:
     """Every tap with constant offsets, input row by input row (``pi`` steps one row of
     the scratch plane, or of the input plane ``in_place``): each pixel register loaded once
     and multiplied into every output row of the tile that reads it (rows ``stride`` apart,
     no row dilation). Hoisted ``weights`` run register by register; otherwise each weight
     is loaded once per input row for all the tile's registers (tap by tap). Either way an
-    accumulator takes its taps in the same order."""
+    accumulator takes its taps in the same order. ``where``: (in place, the rows above the
+    plane, whose taps multiply a zero register)."""
     c, isa = f.c, f.isa
+    in_place, above = where
+    zero = c.local(isa.valtype) if above else -1
+    if above:
+        c.emit("v128.const", bytes(16)).emit("local.set", zero)
     k, stride = kernel
     pixel = c.local(isa.valtype)
     splat = [] if weights else [c.local(isa.valtype) for _ in acc]
@@ -173,7 +180,8 @@ def _unrolled_taps(f: Frame, kernel: tuple[int, int], weights: list[int],
         users = [(q, t - q * stride) for q in range(len(acc)) if 0 <= t - q * stride < k]
         loaded: dict[int, int] = {}
         for group in groups:
-            pushers = [_taps(f, kernel, r, loaded,
+            pushers = [[lambda: c.emit("local.get", zero)] * k if t < above else
+                       _taps(f, kernel, r, loaded,
                              (in_place and r == 0, in_place and r == len(regs) - 1))
                        for r in group]
             for j in range(k):
