@@ -25,12 +25,11 @@ place, nothing is packed (``conv_pointwise``). Where the gemm pays is the compil
 from __future__ import annotations
 
 import dataclasses
-from functools import partial
 
 from ..abi import KernelSpec
 from ..pack_im2col import ROWS
 from ..wasm import Code, FuncType
-from . import conv_columns, conv_pointwise, im2col, linear, padded_copy
+from . import conv_pointwise, im2col, linear, padded_copy
 from .isa import ISAS, Isa
 
 _LOCALS = ("cg", "og", "first0", "end", "oplane", "iplane", "cols", "image", "group", "xg",
@@ -115,7 +114,5 @@ def _multiply(c: Code, f: linear._Frame) -> None:
     for base, pointer in (("yg", "out"), ("rg", "res")):
         c.get(base, "first", "first0").emit("i32.sub").emit("i32.const", 2)
         c.emit("i32.shl").emit("i32.add").set(pointer)
-    narrow = (conv_columns.NARROW, partial(conv_columns.columns, f)) if (
-        f.ldb is not None and f.isa.vector) else None
-    linear.row_blocks(f, edge=f.ldb is None, prepacked=True, narrow=narrow)
+    linear.row_blocks(f, edge=f.ldb is None, prepacked=True)
     c.get("first", "count").emit("i32.add").set("first")
