@@ -44,6 +44,27 @@ CHUNK_BYTES = 1 << 18
 them back (256 KiB measured 1.0-1.05x 2 MiB on ResNet-18's 3x3 @56)."""
 
 
+TAPS_MAX_CHANNELS = 48
+"""Input channels per group up to which a conv that ``taps`` reads its input in place."""
+
+
+def taps(cg: int, og: int, kernel: tuple[int, int], stride: tuple[int, int],
+         out: tuple[int, int], dilation: tuple[int, int] = (1, 1)) -> bool:
+    """Whether ``f32_conv2d_gemm`` reads the columns of a conv with ``cg`` input and ``og``
+    output channels per group in place from its (padded) input instead of packing them
+    (``dense_tile.Taps``): a 3x3 kernel at column stride and dilation 1, output rows of a
+    panel or more (a panel's pixels are adjacent floats of one input row at every tap), at
+    most ``TAPS_MAX_CHANNELS`` input channels and at least ``SPLIT_ROWS`` output channels
+    (tiles of 5 and 4 rows only: no single-row tiles to generate for it). Packing cost 4-18%
+    of such a conv (the fewer output channels, the more); read in place, a tile's k loop
+    walks ``3 * cg`` input rows and moves 3 pointers a plane per channel: 1.04-1.26x the
+    packed columns at 16-48 channels, 0.94-1.01x at 64 and 0.80-0.92x at 96-192
+    (bench/README.md).
+    """
+    return (kernel == (3, 3) and stride[1] == 1 and dilation[1] == 1 and out[1] >= PANEL
+            and cg <= TAPS_MAX_CHANNELS and og >= SPLIT_ROWS)
+
+
 def pack_im2col_weight(w: np.ndarray, groups: int) -> np.ndarray:
     """A conv weight (o, c / groups, kh, kw) as the flat float32 array ``f32_conv2d_gemm``
     reads: per group its (o / groups, c / groups * kh * kw) matrix, each tile's (``tiles``)
@@ -144,7 +165,11 @@ def runs_as_gemm(cg: int, og: int, kernel: tuple[int, int], stride: tuple[int, i
     input channels and 3 adjacent taps per kernel row (a first conv on RGB) at stride 1 or 2
     with up to 32 output channels and rows of 16 or more: the direct kernel's row tile ran it
     1.1-1.3x the gemm on relaxed (K = 27 is too short a k loop for the tile;
-    ``templates/conv_row_tile.py``); at 64 channels, or rows of 10, it was even or slower."""
+    ``templates/conv_row_tile.py``); at 64 channels, or rows of 10, it was even or slower. A
+    gemm that ``taps`` its input (nothing packed) beat the direct kernel on rows of 128 or
+    more (12 -> 24 @208 1.08x, 32 -> 32 @160 1.07x with a relu; 1.02x, 1.03x with a silu) and
+    was even or slower on shorter ones (16 -> 16 @80, 24 -> 24 @104, 32 -> 32 @40:
+    0.93-1.02x)."""
     if cg == 1 and og == 1:
         return False
     if cg <= ROW_TILE_CHANNELS and kernel[1] == 3 and dilation[1] == 1 and stride[1] <= 2 \
@@ -157,7 +182,7 @@ def runs_as_gemm(cg: int, og: int, kernel: tuple[int, int], stride: tuple[int, i
         return cg >= 24 or og <= cg or (cg >= 16 and out[0] * out[1] <= 56 * 56)
     if stride != (1, 1):
         return True
-    return og >= 48 or out[1] < 32
+    return og >= 48 or out[1] < 32 or taps(cg, og, kernel, stride, out, dilation) and out[1] >= 128
 
 
 def scratch_floats(k: int, pixels: int) -> int:

@@ -29,8 +29,8 @@ def rows(f: Frame, kernel: tuple[int, int] | None, mode: str = "") -> None:
         f.set("pbase")
         f.get("ybase", "oy", "orow").emit("i32.mul").emit("i32.add")
         f.set("yrow")
-        columns(f, lambda regs, lanes_store: depthwise_tile.tile(
-            f, kernel, mode, weights, (count, regs), lanes_store))
+        columns(f, lambda regs, store: depthwise_tile.tile(
+            f, kernel, mode, weights, (count, regs), store), kernel is not None)
 
     f.c.emit("i32.const", 0)
     f.set("oy")
@@ -60,8 +60,8 @@ def in_place_rows(f: Frame, kernel: tuple[int, int]) -> None:
         f.set("pbase")
         f.get("ybase", "oy", "orow").emit("i32.mul").emit("i32.add")
         f.set("yrow")
-        columns(f, lambda regs, lanes_store: depthwise_tile.tile(
-            f, kernel, "", weights, (count, regs), lanes_store, in_place))
+        columns(f, lambda regs, store: depthwise_tile.tile(
+            f, kernel, "", weights, (count, regs), store, in_place), IN_PLACE[kernel] < REGS)
         f.add("oy", count)
 
     c.emit("i32.const", 0)
@@ -81,11 +81,23 @@ def in_place_rows(f: Frame, kernel: tuple[int, int]) -> None:
     c.emit("br", 0).emit("end").emit("end")
 
 
-def columns(f: Frame, tile: depthwise_tile.TileAt) -> None:
+def columns(f: Frame, tile: depthwise_tile.TileAt, narrow: bool = False) -> None:
     """Tiles of REGS registers from column 0 while they fit, then (more than one register's
     columns left) one such tile moved left to end at ``ow``, else one-register tiles moved
-    left to end there; a row narrower than one register is one tile stored lane by lane."""
+    left to end there; a row narrower than one register is one tile stored lane by lane.
+    ``narrow`` (unrolled taps; in place, 3x3 / 2 only): a row 5 to 7 wide is one tile of 2
+    registers at column 0 storing its last 4 columns (``depthwise_tile.tile``), not two
+    one-register tiles at 0 and ``ow - 4`` (its input rows and weights shared by both)."""
     c, lanes = f.c, f.isa.lanes
+    narrow = narrow and lanes > 1
+    if narrow:
+        f.get("ow").emit("i32.const", lanes).emit("i32.gt_u")
+        f.get("ow").emit("i32.const", REGS * lanes).emit("i32.lt_u").emit("i32.and")
+        c.emit("if")
+        c.emit("i32.const", 0)
+        f.set("tx")
+        tile(REGS, "narrow")
+        c.emit("else")
     c.emit("i32.const", 0)
     f.set("ox")
     c.emit("block").emit("loop")
@@ -93,7 +105,7 @@ def columns(f: Frame, tile: depthwise_tile.TileAt) -> None:
     c.emit("i32.gt_u").emit("br_if", 1)
     f.get("ox")
     f.set("tx")
-    tile(REGS, False)
+    tile(REGS, "")
     f.add("ox", REGS * lanes)
     c.emit("br", 0).emit("end").emit("end")
     if lanes > 1:
@@ -104,7 +116,7 @@ def columns(f: Frame, tile: depthwise_tile.TileAt) -> None:
         c.emit("if")
         f.get("ow").emit("i32.const", REGS * lanes).emit("i32.sub")
         f.set("tx")
-        tile(REGS, False)
+        tile(REGS, "")
         f.get("ow")
         f.set("ox")
         c.emit("end")
@@ -112,7 +124,7 @@ def columns(f: Frame, tile: depthwise_tile.TileAt) -> None:
         f.get("ow").emit("i32.const", lanes).emit("i32.lt_u").emit("if")
         c.emit("i32.const", 0)
         f.set("tx")
-        tile(1, True)
+        tile(1, "lanes")
         c.emit("else")
     c.emit("block").emit("loop")
     f.get("ox", "ow").emit("i32.ge_u").emit("br_if", 1)
@@ -120,8 +132,10 @@ def columns(f: Frame, tile: depthwise_tile.TileAt) -> None:
     f.get("ox", "ow").emit("i32.const", lanes).emit("i32.sub").emit("local.tee", f.v["tx"])
     f.get("ox", "tx").emit("i32.lt_u").emit("select")
     f.set("tx")
-    tile(1, False)
+    tile(1, "")
     f.add("ox", lanes)
     c.emit("br", 0).emit("end").emit("end")
     if lanes > 1:
+        c.emit("end")
+    if narrow:
         c.emit("end")

@@ -41,8 +41,8 @@ AHEAD_LINES = 4
 HOISTED_TAPS = 9
 """Kernels of at most this many taps keep their weights in registers across a channel."""
 
-TileAt: TypeAlias = "Callable[[int, bool], None]"
-"""A tile at column ``tx`` of the current output rows: ``(regs, lanes_store)``."""
+TileAt: TypeAlias = "Callable[[int, str], None]"
+"""A tile at column ``tx`` of the current output rows: ``(regs, store)`` (see ``tile``)."""
 
 ROWS = 2
 """Output rows per tile of an unrolled kernel: the rows share the input rows between them
@@ -86,10 +86,12 @@ def hoist_weights(f: Frame, kernel: tuple[int, int] | None) -> list[int]:
 
 
 def tile(f: Frame, kernel: tuple[int, int] | None, mode: str, weights: list[int],
-         shape: tuple[int, int], lanes_store: bool, in_place: bool = False) -> None:
+         shape: tuple[int, int], store: str, in_place: bool = False) -> None:
     """The tile of ``shape`` = (output rows, registers) at column ``tx`` of rows ``oy``...:
-    accumulators from the bias, the taps, then the activations and the store (lane by lane,
-    left of ``ow``, if ``lanes_store``). ``in_place``: ``pbase`` is in the input plane
+    accumulators from the bias, the taps, then the activations and the store: whole
+    registers (``store=""``), lane by lane left of ``ow`` (``"lanes"``), or (``"narrow"``,
+    two registers at column 0 of rows 5 to 7 wide) the first register and the row's last 4
+    columns, one shuffle of the two (``_narrow``). ``in_place``: ``pbase`` is in the input plane
     itself (rows ``row`` bytes apart, starting ``pw`` columns left of the plane), and a
     tile zeroes the lanes left or right of the plane (``edges``), the padding."""
     c, isa = f.c, f.isa
@@ -114,20 +116,42 @@ def tile(f: Frame, kernel: tuple[int, int] | None, mode: str, weights: list[int]
         if in_place and rows > 1:
             _read_ahead(f)
     for q, row in enumerate(acc):
-        if lanes_store:
+        if store == "lanes":
             _store_lanes(f, row[0], q)
             continue
         for r, local in enumerate(row):
-            f.get("yrow", "tx").emit("i32.const", f.shift).emit("i32.shl").emit("i32.add")
+            narrow = store == "narrow" and r == 1
+            f.get("yrow", "ow" if narrow else "tx")
+            if narrow:
+                c.emit("i32.const", isa.lanes).emit("i32.sub")
+            c.emit("i32.const", f.shift).emit("i32.shl").emit("i32.add")
             if q:
                 f.get("orow").emit("i32.add")
-            c.emit("local.get", local)
+            if narrow:
+                _narrow(f, row)
+            else:
+                c.emit("local.get", local)
+            offset = 0 if narrow else isa.lanes * r
             for op in f.epilogue:
                 apply(c, isa, op)
             if f.quant is None:
-                isa.store(c, 4 * isa.lanes * r)
+                isa.store(c, 4 * offset)
             else:
-                depthwise_quant.store(f.quant, isa, isa.lanes * r)
+                depthwise_quant.store(f.quant, isa, offset)
+
+
+def _narrow(f: Frame, registers: list[int]) -> None:
+    """Push columns ``ow - 4 .. ow - 1`` of the two ``registers`` (columns 0..7), 4 < ``ow``
+    < 8: one shuffle, chosen by ``ow``."""
+    c, lanes = f.c, f.isa.lanes
+    for width in range(lanes + 1, 2 * lanes - 1):
+        f.get("ow").emit("i32.const", width).emit("i32.eq").emit("if", "v128")
+        c.get(*registers).emit("i8x16.shuffle", bytes(range(4 * (width - lanes),
+                                                            4 * width)))
+        c.emit("else")
+    c.get(*registers).emit("i8x16.shuffle", bytes(range(4 * (lanes - 1), 4 * (2 * lanes - 1))))
+    for _ in range(lanes + 1, 2 * lanes - 1):
+        c.emit("end")
 
 
 def _unrolled_taps(f: Frame, kernel: tuple[int, int], weights: list[int],

@@ -30,7 +30,7 @@ from functools import partial
 from ..abi import KernelSpec
 from ..pack import PANEL
 from ..wasm import Code, FuncType
-from .dense_tile import GROUP, DenseFrame, row_address, tile
+from .dense_tile import GROUP, DenseFrame, Taps, row_address, tile
 from .isa import ISAS
 from .loops import strided_loop
 
@@ -73,6 +73,8 @@ class _Frame(DenseFrame):
     split: int
     """With ``mr > GROUP``: where the block's tiles of ``mr`` rows end and those of ``GROUP``
     begin (``_split``)."""
+    taps: Taps | None = None
+    """W read in place as a conv's input (``dense_tile.Taps``), with ``ldb`` set."""
 
 
 def variant(isa: str) -> str:
@@ -183,7 +185,10 @@ def _tile_runs(f: _Frame, edge: bool = False, prepacked: bool = False) -> list[t
     then single rows read in place. An ``edge`` panel (past ``n``: once per block) runs
     single rows only (every tile stores its columns one by one, with the epilogue on each,
     and those tiles were half of a kernel's code), unless A is ``prepacked``: then only the
-    tiles it is packed for can read it."""
+    tiles it is packed for can read it. With ``taps`` (a conv's input read in place, at
+    least ``SPLIT_ROWS`` rows), no single rows."""
+    if f.taps:
+        return [(f.mr, f.split), (GROUP, f.iend)]
     if edge and f.mr > GROUP and not prepacked:
         return [(1, f.iend)]
     if f.mr > GROUP:
@@ -222,7 +227,7 @@ def _column_tiles(f: _Frame, edge: bool, prepacked: bool, width: int = PANEL) ->
         ahead = partial(_read_ahead, f) if rows >= GROUP and packed_w else None
         strided_loop(c, f.i, rows, end,
                      partial(tile, f, f.isa, rows, width, partial(_panel, f), edge, packed,
-                             ahead))
+                             ahead, f.taps))
 
 
 def _next_panel(f: _Frame) -> None:
