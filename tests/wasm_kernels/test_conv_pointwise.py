@@ -1,11 +1,11 @@
-"""The pointwise convs of f32_conv2d_gemm past their last whole panel of 8 pixels (the end
-tile of 4 or 8 pixels ending at the last one, overlapping the panel before it) against
-nn.functional.conv2d with every fused epilogue, on every provider, with the weight's tiles of
-5 and 4 rows, single rows and two blocks of rows; and a conv computed in two parts of a
-panel or more (as threads split it), cut at every pixel so that any pixel may be one past the
-last panel, equal to it in one call bit for bit, with activations whose vector evaluation
-rounds differently from their scalar one. (Parts of fewer than 8 pixels are packed, and their
-edge tile's scalar epilogue may differ in the last bit: threads split at whole panels.)"""
+"""The pointwise convs of f32_conv2d_gemm past their last whole panel of 8 pixels: 1 to 3
+pixels one at a time against the weight's tiles (``templates/conv_columns.py``), 4 or more by
+the end tile, against nn.functional.conv2d with every fused epilogue, on every provider; and
+a conv computed in two parts of a panel or more (as threads split it), cut at every pixel so
+that any pixel may be one past the last panel, equal to it in one call bit for bit, with an
+activation whose vector evaluation rounds differently from its scalar one. (Parts of fewer
+than 8 pixels are packed, and their edge tile's scalar epilogue may differ in the last bit:
+threads split at whole panels.)"""
 
 import numpy as np
 import pytest
@@ -17,7 +17,7 @@ from wasm_kernels.pack_im2col import columns_per_chunk, pack_im2col_weight, scra
 
 # (input shape (N, C, H, W), out channels): pixels past the last panel, the weight's tiles
 CASES = {
-    # 49 pixels: 1 past 6 panels; 47 channels: 7 tiles of 5, 3 of 4
+    # 49 pixels: 1 past 6 panels; 47 channels: 7 tiles of 5 (4 at once, then 3), 3 of 4
     "7x7": ((1, 40, 7, 7), 47),
     # 27 pixels: 3 past; 7 channels: one tile of 4 and 3 single rows; k under the unroll
     "3x9": ((1, 9, 3, 9), 7),

@@ -28,12 +28,13 @@ the gemm pays is the compiler's choice (``modelc/ops/conv2d.py``).
 from __future__ import annotations
 
 import dataclasses
+from functools import partial
 
 from ..abi import KernelSpec
 from ..pack import PANEL
 from ..pack_im2col import ROWS, TAPS_MAX_CHANNELS
 from ..wasm import Code, FuncType
-from . import conv_pointwise, im2col, linear, padded_copy
+from . import conv_columns, conv_pointwise, im2col, linear, padded_copy
 from .dense_tile import TAP_KERNEL, Taps
 from .isa import ISAS, Isa
 
@@ -173,5 +174,8 @@ def _multiply(c: Code, f: linear._Frame) -> None:
     for base, pointer in (("yg", "out"), ("rg", "res")):
         c.get(base, "first", "first0").emit("i32.sub").emit("i32.const", 2)
         c.emit("i32.shl").emit("i32.add").set(pointer)
-    linear.row_blocks(f, edge=f.ldb is None, prepacked=True)
+    # a pointwise conv's last 1-3 pixels (``conv_columns``); taps frames end on their own tile
+    narrow = (conv_columns.NARROW, partial(conv_columns.columns, f)) if (
+        f.ldb is not None and f.taps is None and f.isa.vector) else None
+    linear.row_blocks(f, edge=f.ldb is None, prepacked=True, narrow=narrow)
     c.get("first", "count").emit("i32.add").set("first")

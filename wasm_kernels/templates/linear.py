@@ -113,7 +113,8 @@ def frame(c: Code, isa_name: str, arg: dict[str, int], epilogue: tuple[str, ...]
     return f
 
 
-def row_blocks(f: _Frame, edge: bool, prepacked: bool = False) -> None:
+def row_blocks(f: _Frame, edge: bool, prepacked: bool = False,
+               narrow: tuple[int, Callable[[], None]] | None = None) -> None:
     """C's columns in whole panels (and with ``edge`` the padded last one) against A's row
     blocks; ``f.j`` ends at the first column not computed. A ``prepacked`` A is already in
     ``wa``'s layout for the tiles this driver runs (``pack_im2col.tiles``). With
@@ -151,7 +152,7 @@ def row_blocks(f: _Frame, edge: bool, prepacked: bool = False) -> None:
             _column_tiles(f, True, prepacked)
             c.emit("end")
         elif f.ldb is not None:
-            _end_tile(f, prepacked)
+            _end_tile(f, prepacked, narrow)
         c.emit("local.get", f.iend).emit("local.set", f.ib)
 
     c.emit("i32.const", 0).emit("local.set", f.ib)
@@ -196,11 +197,19 @@ def _tile_runs(f: _Frame, edge: bool = False, prepacked: bool = False) -> list[t
     return [(rows, f.iend) for rows in sorted({f.mr, 1}, reverse=True)]
 
 
-def _end_tile(f: _Frame, prepacked: bool) -> None:
-    """With W in place, the columns ``j .. n`` short of a panel: the tile of ``TAIL`` or
-    ``PANEL`` columns ending at ``n`` (``j`` set to its first)."""
+def _end_tile(f: _Frame, prepacked: bool,
+              narrow: tuple[int, Callable[[], None]] | None) -> None:
+    """With W in place, the columns ``j .. n`` short of a panel: ``narrow``'s columns when
+    there are few enough, else the tile of ``TAIL`` or ``PANEL`` columns ending at ``n``
+    (``j`` set to its first)."""
     c, n = f.c, f.arg["n"]
     c.emit("local.get", f.j).emit("local.get", n).emit("i32.lt_u").emit("if")
+    if narrow is not None:
+        limit, columns = narrow
+        c.emit("local.get", n).emit("local.get", f.j).emit("i32.sub").emit("i32.const", limit)
+        c.emit("i32.le_u").emit("if")
+        columns()
+        c.emit("else")
     c.emit("local.get", n).emit("local.get", f.j).emit("i32.sub").emit("i32.const", TAIL)
     c.emit("i32.le_u").emit("if")
     c.emit("local.get", n).emit("i32.const", TAIL).emit("i32.sub").emit("local.set", f.j)
@@ -209,6 +218,8 @@ def _end_tile(f: _Frame, prepacked: bool) -> None:
     c.emit("local.get", n).emit("i32.const", PANEL).emit("i32.sub").emit("local.set", f.j)
     _column_tiles(f, False, prepacked)
     c.emit("end").emit("end")
+    if narrow is not None:
+        c.emit("end")
 
 
 def _column_tiles(f: _Frame, edge: bool, prepacked: bool, width: int = PANEL) -> None:
