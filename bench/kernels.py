@@ -370,7 +370,7 @@ def conv_call(variant: Variant, x: np.ndarray, weight: np.ndarray, stride: int, 
     oh, ow = (h + 2 * pad - k) // stride + 1, (w + 2 * pad - k) // stride + 1
     sizes = (n, c, h, w, out, oh, ow, k, k, stride, stride, pad, pad, 1, 1, groups)
     y, bias = np.zeros((n, out, oh, ow), np.float32), np.zeros(out, np.float32)
-    if not runs_as_gemm(cg, out // groups, (k, k), (stride, stride), (oh, ow)):
+    if not runs_as_gemm(cg, out // groups, (k, k), (stride, stride), (oh, ow), padded=pad > 0):
         px, pw, pb, py = variant.place([x, pack_conv_weight(weight, groups), bias, y])
         return "direct", variant.call("f32_conv2d", px, pw, pb, py, *sizes)
     columns = columns_per_chunk(cg * k * k, oh * ow, out // groups)

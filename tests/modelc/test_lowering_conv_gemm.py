@@ -104,6 +104,8 @@ def test_the_rule_on_resnet_and_detector_layers() -> None:
     assert runs_as_gemm(96, 96, (3, 3), (1, 1), (52, 52))
     assert runs_as_gemm(12, 24, (3, 3), (1, 1), (208, 208))
     assert not runs_as_gemm(24, 24, (3, 3), (1, 1), (104, 104))
+    assert runs_as_gemm(64, 24, (3, 3), (1, 1), (128, 128))
+    assert not runs_as_gemm(64, 24, (3, 3), (1, 1), (128, 128), padded=False)
     assert runs_as_gemm(144, 24, (1, 1), (1, 1), (56, 56))
     assert runs_as_gemm(24, 144, (1, 1), (1, 1), (56, 56))
     assert not runs_as_gemm(16, 96, (1, 1), (1, 1), (112, 112))

@@ -81,6 +81,24 @@ def test_binary_reading_a_transposed(kernels, op: str, shape: tuple[int, ...],
     np.testing.assert_allclose(y, want, rtol=1e-6, err_msg=f"{op} {shape} {order}")
 
 
+@pytest.mark.parametrize("op", list(abi.BINARY_OPS))
+@pytest.mark.parametrize("n", [1, 3, 4, 5, 8, 9, 13])
+def test_binary_reading_every_other_float(kernels, op: str, n: int) -> None:  # type: ignore[no-untyped-def]
+    """``a`` at stride 2 along the rows (a step-2 slice), from an even and an odd start,
+    ``b`` one float: two registers' even lanes per output register, then the tail."""
+    rng = np.random.default_rng(n)
+    a = rng.standard_normal(2 * 3 * 2 * n + 1).astype(np.float32)
+    b = np.float32(rng.standard_normal() + 3)
+    out_shape = (2, 1, 3, n)
+    strides = {"as0": 6 * n, "as1": 0, "as2": 2 * n, "as3": 2}
+    for start in (0, 1):
+        y = kernels.call(f"f32_{op}", offset=4, a=a[start:start + 12 * n], b=np.array([b]),
+                         y=out_shape, d0=2, d1=1, d2=3, d3=n, bs0=0, bs1=0, bs2=0, bs3=0,
+                         **strides)["y"]
+        taken = a[start:start + 12 * n].reshape(2, 1, 3, 2 * n)[..., ::2]
+        np.testing.assert_allclose(y, BINARY[op](taken, b), rtol=1e-6, err_msg=f"{op} {start}")
+
+
 @pytest.mark.parametrize("op", list(abi.COMPARE_OPS))
 def test_compare_broadcasting(kernels, op: str) -> None:  # type: ignore[no-untyped-def]
     rng = np.random.default_rng(3)

@@ -19,6 +19,7 @@ from collections.abc import Callable
 from ..abi import BROADCAST_RANK, KernelSpec
 from ..wasm import Code, FuncType
 from . import activations, expr
+from .conv_tiles import EVEN_LANES
 from .expr import Expr
 from .isa import ISAS, Isa
 from .loops import strided_loop
@@ -93,7 +94,7 @@ def _inner(c: Code, isa: Isa, fn: BinaryFn, arg: dict[str, int], rows: dict[str,
     c.emit("local.get", rows["b"]).emit("f32.load", 2)
     row_map(c, isa, [rows["a"]], rows["y"], n, binary, {1: splat_scalar(c, isa)})
     c.emit("else")
-    _strided(c, fn, arg, rows)
+    _strided(c, isa, fn, arg, rows)
     c.emit("end").emit("end").emit("end")
 
 
@@ -197,11 +198,48 @@ def _apply_to_stack(c: Code, isa: Isa, fn: BinaryFn, b: int) -> None:
     expr.emit(c, isa, fn(Expr.input(0), Expr.input(1)), {0: held, 1: b})
 
 
-def _strided(c: Code, fn: BinaryFn, arg: dict[str, int], rows: dict[str, int]) -> None:
-    """The general inner row: y[i] = fn(a[i * as3], b[i * bs3]), one float at a time."""
+def _every_other(c: Code, isa: Isa, fn: BinaryFn, arg: dict[str, int], rows: dict[str, int],
+                 i: int) -> None:
+    """y[i] = fn(a[2i], b) one register at a time from ``i`` = 0 (a stride-2 slice, YOLO's
+    Focus): two loads and their even lanes. It stops one float early, so the second load
+    never reads past the row's last float."""
+    last, pointer, out, b = c.local("i32"), c.local("i32"), c.local("i32"), c.local("v128")
+    a = c.local("v128")
+    c.emit("local.get", rows["b"]).emit("f32.load", 2).emit("f32x4.splat").emit("local.set", b)
+    c.emit("local.get", rows["a"]).emit("local.set", pointer)
+    c.emit("local.get", rows["y"]).emit("local.set", out)
+    # last = d3 - 1, or 0 for an empty row (the loop bound is unsigned)
+    c.emit("local.get", arg["d3"]).emit("i32.const", 1).emit("i32.sub").emit("i32.const", 0)
+    c.emit("local.get", arg["d3"]).emit("select").emit("local.set", last)
+
+    def body() -> None:
+        c.emit("local.get", pointer)
+        isa.load(c)
+        c.emit("local.get", pointer)
+        isa.load(c, 16)
+        c.emit("i8x16.shuffle", EVEN_LANES).emit("local.set", a)
+        c.emit("local.get", out)
+        expr.emit(c, isa, fn(Expr.input(0), Expr.input(1)), {0: a, 1: b})
+        isa.store(c)
+        for local, step in ((pointer, 32), (out, 16)):
+            c.emit("local.get", local).emit("i32.const", step).emit("i32.add")
+            c.emit("local.set", local)
+
+    strided_loop(c, i, isa.lanes, last, body)
+
+
+def _strided(c: Code, isa: Isa, fn: BinaryFn, arg: dict[str, int],
+             rows: dict[str, int]) -> None:
+    """The general inner row: y[i] = fn(a[i * as3], b[i * bs3]), one float at a time, after
+    ``_every_other`` where ``as3 == 2`` and ``b`` is broadcast on a vector ISA."""
     scalar = ISAS["scalar"]
     i, a, b = c.local("i32"), c.local("f32"), c.local("f32")
     c.emit("i32.const", 0).emit("local.set", i)
+    if isa.vector:
+        c.emit("local.get", arg["as3"]).emit("i32.const", 2).emit("i32.eq")
+        c.emit("local.get", arg["bs3"]).emit("i32.eqz").emit("i32.and").emit("if")
+        _every_other(c, isa, fn, arg, rows, i)
+        c.emit("end")
 
     def body() -> None:
         for t, local in (("a", a), ("b", b)):

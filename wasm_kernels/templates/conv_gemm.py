@@ -32,7 +32,7 @@ from functools import partial
 
 from ..abi import KernelSpec
 from ..pack import PANEL
-from ..pack_im2col import ROWS, TAPS_MAX_CHANNELS
+from ..pack_im2col import ROWS, TAPS_MAX_CHANNELS, TAPS_MIN_WIDTH
 from ..wasm import Code, FuncType
 from . import conv_columns, conv_pointwise, im2col, linear, padded_copy
 from .dense_tile import TAP_KERNEL, Taps
@@ -95,8 +95,9 @@ def _taps_sizes(c: Code) -> None:
     c.get("kw").emit("i32.const", TAP_KERNEL).emit("i32.eq").emit("i32.and")
     c.get("sw").emit("i32.const", 1).emit("i32.eq").emit("i32.and")
     c.get("dw").emit("i32.const", 1).emit("i32.eq").emit("i32.and")
-    c.get("ow").emit("i32.const", PANEL).emit("i32.ge_u").emit("i32.and")
-    c.get("cg").emit("i32.const", TAPS_MAX_CHANNELS).emit("i32.le_u").emit("i32.and")
+    c.get("ow").emit("i32.const", TAPS_MIN_WIDTH).emit("i32.ge_u").emit("i32.and")
+    c.get("cg").emit("i32.const", TAPS_MAX_CHANNELS[0]).emit("i32.const", TAPS_MAX_CHANNELS[1])
+    c.get("padded").emit("select").emit("i32.le_u").emit("i32.and")
     c.get("og").emit("i32.const", linear.SPLIT_ROWS).emit("i32.ge_u").emit("i32.and").set("taps")
     c.get("columns").set("chunk")
     c.get("taps")
