@@ -7,14 +7,14 @@ groups, batch > 1, output channels in tiles of 5 and 4 and left over, in one blo
 panel a chunk) and a last panel shorter than 8. A 1x1 stride-1 conv reads its input in place,
 ending on a 4- or 8-pixel tile that overlaps the last panel (105, 33 and 28 pixels; 15):
 planes of fewer than 8 pixels (packed), of a multiple of 8 (no end tile), and input channels
-past the tile's unroll of 32; at a larger stride the same after subsampling plane by plane,
-8 and 4 pixels at a time at stride 2 (the last vector of a row reading the pixel past it when
-the row has one: even widths) and one by one otherwise. A 3x3 conv at column stride 1, up to
-96 input channels, 12 or more output channels and rows of 32 or more reads its input in place
-(``taps``): rows of whole panels, ending on a 4- or 8-pixel tile, channels past and under the
-3 per iteration, unpadded (up to 48 channels: 49 packed), row stride and dilation 2, 96 input
-channels (97: packed), 11 output channels and rows of 31 (packed), groups, chunks of whole rows, and a thread's part
-that starts and ends mid-row (its segments under a panel packed)."""
+past the tile's unroll of 32; at a larger stride the same after subsampling, 4 pixels at a
+time at stride 2 (rows of even and odd width, runs of 1-3 pixels left) and one by one
+otherwise. A 3x3 conv at column stride 1, up to 96 input channels, 12 or more output channels
+and rows of 32 or more reads its input in place (``taps``): rows of whole panels, ending on a
+4- or 8-pixel tile, channels past and under the 3 per iteration, unpadded (up to 48 channels:
+49 packed), row stride and dilation 2, 96 input channels (97: packed), 11 output channels and
+rows of 31 (packed), groups, chunks of whole rows, and a thread's part that starts and ends
+mid-row (its segments under a panel packed)."""
 
 import numpy as np
 import pytest

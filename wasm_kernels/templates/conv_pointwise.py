@@ -15,7 +15,6 @@ name from the ``Code``; ``declare`` adds the locals they use.
 from __future__ import annotations
 
 from collections.abc import Callable
-from functools import partial
 
 from ..pack import PANEL
 from ..wasm import Code
@@ -23,8 +22,7 @@ from .conv_tiles import EVEN_LANES
 from .isa import Isa
 
 _LOCALS = ("flat", "sub", "bplane", "src_row", "src_col", "sub_ow", "sub_ci", "sub_p",
-           "sub_src", "sub_dst", "sub_run", "sub_sbase", "sub_dbase", "sub_row", "sub_col",
-           "sub_slack")
+           "sub_src", "sub_dst", "sub_run", "sub_sbase", "sub_dbase", "sub_len")
 
 
 def declare(c: Code) -> None:
@@ -46,9 +44,6 @@ def flatten(c: Code) -> None:
             c.get("sh", "w").emit("i32.mul").emit("i32.const", 2).emit("i32.shl").set("src_row")
             c.get("sw").emit("i32.const", 2).emit("i32.shl").set("src_col")
             c.get("ow").set("sub_ow")
-            # sub_slack: whether an input row has a pixel past the last one read at stride 2
-            c.get("w", "ow").emit("i32.const", 1).emit("i32.shl").emit("i32.ge_u")
-            c.set("sub_slack")
             c.get("oh").set("h")
             c.get("ow").set("w")
             c.emit("i32.const", 1).tee("sh").set("sw")
@@ -62,51 +57,31 @@ def subsample(c: Code, isa: Isa) -> None:
     """With ``sub``, copy pixels ``first0 .. end`` of the group's ``cg`` input planes at
     ``xg`` (``iplane`` bytes each), every ``src_col / 4``-th pixel of every ``src_row / 4``-th
     row, to ``xp`` (planes of ``bplane`` bytes, each pixel at its own index, so parts of the
-    pixels write disjoint bytes) and point ``xg`` there. Plane by plane, each read forward
-    (reading every plane's row before the next row jumped a plane stride per row: the
-    hardware prefetchers did not follow, and the copy waited on every row's cache lines). At
-    stride 2 four pixels are two loads and a shuffle while the row has five more (so the
-    loads stay inside it)."""
+    pixels write disjoint bytes) and point ``xg`` there. At stride 2 four pixels are two
+    loads and a shuffle while the row has five more (so the loads stay inside it)."""
     c.get("sub")
     with c.if_():
-        # sub_sbase = xg + (first0 / sub_ow) * src_row: the first row of plane 0
-        c.get("xg", "first0", "sub_ow").emit("i32.div_u").get("src_row").emit("i32.mul")
-        c.emit("i32.add").set("sub_sbase")
-        c.get("xp", "first0").emit("i32.const", 2).emit("i32.shl").emit("i32.add")
-        c.set("sub_dbase")
-        c.emit("i32.const", 0).set("sub_ci")
+        c.get("first0").set("sub_p")
         with c.loop():
-            c.get("sub_ci", "cg").emit("i32.ge_u").emit("br_if", 1)
-            _plane(c, isa)
-            c.get("sub_sbase", "iplane").emit("i32.add").set("sub_sbase")
-            c.get("sub_dbase", "bplane").emit("i32.add").set("sub_dbase")
-            c.get("sub_ci").emit("i32.const", 1).emit("i32.add").set("sub_ci")
+            c.get("sub_p", "end").emit("i32.ge_u").emit("br_if", 1)
+            _row_run(c, isa)
         c.get("xp").set("xg")
 
 
-def _plane(c: Code, isa: Isa) -> None:
-    """Copy one plane's pixels ``first0 .. end``, output row by output row, from the row at
-    ``sub_sbase`` (column ``first0 % sub_ow`` in the first) to ``sub_dbase``."""
-    c.get("sub_sbase").set("sub_row")
-    c.get("sub_dbase").set("sub_dst")
-    c.get("first0").set("sub_p")
-    c.get("first0", "sub_ow").emit("i32.rem_u").set("sub_col")
-    with c.loop():
-        c.get("sub_p", "end").emit("i32.ge_u").emit("br_if", 1)
-        # sub_run = min(sub_ow - sub_col, end - sub_p)
-        c.get("sub_ow", "sub_col").emit("i32.sub").set("sub_run")
-        c.get("end", "sub_p").emit("i32.sub").get("sub_run", "end", "sub_p").emit("i32.sub")
-        c.get("sub_run").emit("i32.lt_u").emit("select").set("sub_run")
-        c.get("sub_p", "sub_run").emit("i32.add").set("sub_p")
-        c.get("sub_row", "sub_col", "src_col").emit("i32.mul").emit("i32.add").set("sub_src")
-        _row_run(c, isa)
-        c.get("sub_row", "src_row").emit("i32.add").set("sub_row")
-        c.emit("i32.const", 0).set("sub_col")
-
-
 def _row_run(c: Code, isa: Isa) -> None:
-    """Copy ``sub_run`` pixels from ``sub_src`` (``src_col`` bytes apart) to ``sub_dst``
-    (adjacent); both move past them."""
+    """Copy the pixels from ``sub_p`` to the end of its output row (or to ``end``) in every
+    plane, their offsets found once (a division per row, not per row and plane); ``sub_p``
+    moves past them."""
+    # sub_sbase = xg + (p / sub_ow) * src_row + (p % sub_ow) * src_col; sub_dbase = xp + p * 4
+    c.get("xg", "sub_p", "sub_ow").emit("i32.div_u").get("src_row").emit("i32.mul")
+    c.emit("i32.add").get("sub_p", "sub_ow").emit("i32.rem_u").tee("sub_len")
+    c.get("src_col").emit("i32.mul").emit("i32.add").set("sub_sbase")
+    c.get("xp", "sub_p").emit("i32.const", 2).emit("i32.shl").emit("i32.add").set("sub_dbase")
+    # sub_len = min(sub_ow - p % sub_ow, end - p)
+    c.get("sub_ow", "sub_len").emit("i32.sub").set("sub_len")
+    c.get("end", "sub_p").emit("i32.sub").get("sub_len", "end", "sub_p").emit("i32.sub")
+    c.get("sub_len").emit("i32.lt_u").emit("select").set("sub_len")
+    c.get("sub_p", "sub_len").emit("i32.add").set("sub_p")
 
     def advance(pixels: int, src_bytes: Callable[[], object]) -> None:
         c.get("sub_run").emit("i32.const", pixels).emit("i32.sub").set("sub_run")
@@ -115,30 +90,29 @@ def _row_run(c: Code, isa: Isa) -> None:
         src_bytes()
         c.emit("i32.add").set("sub_src")
 
-    def vectors(pixels: int) -> None:
-        # every 4 pixels at stride 2: the even lanes of two loads
-        for v in range(pixels // 4):
-            c.get("sub_dst", "sub_src").emit("v128.load", 2, 32 * v).get("sub_src")
-            c.emit("v128.load", 2, 32 * v + 16).emit("i8x16.shuffle", EVEN_LANES)
-            c.emit("v128.store", 2, 16 * v)
-        advance(pixels, lambda: c.emit("i32.const", 8 * pixels))
+    def four() -> None:
+        c.get("sub_dst", "sub_src").emit("v128.load", 2, 0).get("sub_src")
+        c.emit("v128.load", 2, 16).emit("i8x16.shuffle", EVEN_LANES).emit("v128.store", 2, 0)
+        advance(4, lambda: c.emit("i32.const", 32))
 
     def one() -> None:
         c.get("sub_dst", "sub_src").emit("f32.load", 2, 0).emit("f32.store", 2, 0)
         advance(1, lambda: c.get("src_col"))
 
-    if isa.vector:
-        c.get("src_col").emit("i32.const", 8).emit("i32.eq")
-        with c.if_():
-            for pixels in (8, 4):
-                # while sub_run + sub_slack > pixels: the loads' last pixel is in the row
-                _while(c, partial(_at_most, c, pixels), partial(vectors, pixels))
-    _while(c, lambda: c.get("sub_run").emit("i32.eqz"), one)
-
-
-def _at_most(c: Code, pixels: int) -> None:
-    """Push whether ``sub_run + sub_slack <= pixels``."""
-    c.get("sub_run", "sub_slack").emit("i32.add").emit("i32.const", pixels).emit("i32.le_u")
+    c.emit("i32.const", 0).set("sub_ci")
+    with c.loop():
+        c.get("sub_ci", "cg").emit("i32.ge_u").emit("br_if", 1)
+        c.get("sub_sbase").set("sub_src")
+        c.get("sub_dbase").set("sub_dst")
+        c.get("sub_len").set("sub_run")
+        if isa.vector:
+            c.get("src_col").emit("i32.const", 8).emit("i32.eq")
+            with c.if_():
+                _while(c, lambda: c.get("sub_run").emit("i32.const", 4).emit("i32.le_u"), four)
+        _while(c, lambda: c.get("sub_run").emit("i32.eqz"), one)
+        c.get("sub_sbase", "iplane").emit("i32.add").set("sub_sbase")
+        c.get("sub_dbase", "bplane").emit("i32.add").set("sub_dbase")
+        c.get("sub_ci").emit("i32.const", 1).emit("i32.add").set("sub_ci")
 
 
 def _while(c: Code, done: Callable[[], object], body: Callable[[], None]) -> None:
