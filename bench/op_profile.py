@@ -109,7 +109,7 @@ def conv_row(node: Node) -> tuple[str, str, float] | None:
     at the output plane."""
     if node.op != "conv2d":
         return None
-    weight = dict(zip(node.input_names, node.inputs))["weight"]
+    weight = node.named_inputs()["weight"]
     o, cg, kh, kw = weight.shape
     groups = node.attrs.get("groups", 1)
     stride, dilation = pair(node.attrs.get("stride", 1)), pair(node.attrs.get("dilation", 1))

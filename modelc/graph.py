@@ -53,6 +53,10 @@ class Node:
     def output(self) -> Value:
         return self.outputs[0]
 
+    def named_inputs(self) -> dict[str, Value]:
+        """The inputs keyed by their ``input_names``."""
+        return dict(zip(self.input_names, self.inputs))
+
     def __str__(self) -> str:
         args = ", ".join([repr(v) for v in self.inputs]
                          + [f"{k}={v!r}" for k, v in self.attrs.items()])

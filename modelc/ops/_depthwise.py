@@ -87,7 +87,7 @@ def lower(node: Node, ctx: LowerContext) -> bool:
     kernel = _kernel(node)
     if kernel is None:
         return False
-    named = dict(zip(node.input_names, node.inputs))
+    named = node.named_inputs()
     weight = named["weight"]
     bias = (partial(ctx.address, named["bias"]) if "bias" in named
             else partial(ctx.constant, np.zeros(weight.shape[0], np.float32)))

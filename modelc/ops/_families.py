@@ -72,7 +72,7 @@ class Binary(OpDef):
         tensor operands' dtype) and return its strides against the output's rank, for
         ``emit_strided``."""
         rank = len(node.output.shape)
-        named = dict(zip(node.input_names, node.inputs))
+        named = node.named_inputs()
         dtype = next((named[o].dtype for o in self.operands if o in named), FLOAT)
         strides = []
         for operand in self.operands:

@@ -72,7 +72,7 @@ class Recurrence(OpDef):
         return ((node.inputs[0].shape[1], node.inputs[0].shape[2]), panels_scratch(node))
 
     def lower(self, node: Node, ctx: LowerContext) -> None:
-        named = dict(zip(node.input_names, node.inputs))
+        named = node.named_inputs()
         require_constant_weight(named["weight_hh"], self.name)
         for init, final in zip(self.states, node.outputs[1:]):
             if init in named:

@@ -25,7 +25,7 @@ class BatchNorm(SameShape):
     name = "batch_norm"
 
     def lower(self, node: Node, ctx: LowerContext) -> None:
-        named = dict(zip(node.input_names, node.inputs))
+        named = node.named_inputs()
         x, out = named["input"], node.output
         if node.attrs.get("training"):
             raise CompileError("batch_norm in training mode is not lowered; call eval()")

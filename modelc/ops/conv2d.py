@@ -75,7 +75,7 @@ class Conv2d(OpDef):
         return (scratch_floats(g.steps, g.oh * g.ow),), (max(padded, 1),)
 
     def lower(self, node: Node, ctx: LowerContext) -> None:
-        named = dict(zip(node.input_names, node.inputs))
+        named = node.named_inputs()
         require_constant_weight(named["weight"], self.name)
         if _depthwise.lower(node, ctx):
             return
@@ -120,7 +120,7 @@ class _Geometry:
 
     @classmethod
     def of(cls, node: Node) -> _Geometry:
-        weight = dict(zip(node.input_names, node.inputs))["weight"]
+        weight = node.named_inputs()["weight"]
         out_channels, per_group, kh, kw = weight.shape
         stride, dilation = pair(node.attrs.get("stride", 1)), pair(node.attrs.get("dilation", 1))
         (top, _), (left, _) = conv_padding(node.attrs.get("padding", 0), (kh, kw), stride,

@@ -60,7 +60,7 @@ class ConvTranspose2d(OpDef):
         return [((x[0], w[1] * groups) + out, dtypes[0])]
 
     def lower(self, node: Node, ctx: LowerContext) -> None:
-        named = dict(zip(node.input_names, node.inputs))
+        named = node.named_inputs()
         x, weight = named["input"], named["weight"]
         require_constant_weight(weight, self.name)
         if x.dtype != "float32":

@@ -31,7 +31,7 @@ class Embedding(OpDef):
         return [(tuple(shapes[0]) + (shapes[1][1],), dtypes[1])]
 
     def lower(self, node: Node, ctx: LowerContext) -> None:
-        named = dict(zip(node.input_names, node.inputs))
+        named = node.named_inputs()
         indices, table = named["input"], named["weight"]
         rows, dim = table.shape
         if indices.dtype != "int64" or table.dtype not in ELEMENTS:

@@ -20,7 +20,7 @@ class GroupNorm(SameShape):
     name = "group_norm"
 
     def lower(self, node: Node, ctx: LowerContext) -> None:
-        named = dict(zip(node.input_names, node.inputs))
+        named = node.named_inputs()
         x, groups = named["input"], node.attrs["num_groups"]
         channels = x.shape[1]
         if not isinstance(channels, int) or channels % groups:

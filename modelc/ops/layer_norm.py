@@ -18,7 +18,7 @@ class LayerNorm(SameShape):
     name = "layer_norm"
 
     def lower(self, node: Node, ctx: LowerContext) -> None:
-        named = dict(zip(node.input_names, node.inputs))
+        named = node.named_inputs()
         x, trailing = named["input"], len(tuple(node.attrs["normalized_shape"]))
         features = x.shape[len(x.shape) - trailing:]
         if not all(isinstance(d, int) for d in features):

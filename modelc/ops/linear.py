@@ -50,7 +50,7 @@ class Linear(OpDef):
         return (tuple(node.inputs[0].shape),)
 
     def lower(self, node: Node, ctx: LowerContext) -> None:
-        named = dict(zip(node.input_names, node.inputs))
+        named = node.named_inputs()
         x, weight = named["input"], named["weight"]
         require_constant_weight(weight, self.name)
         out_features, in_features = weight.shape

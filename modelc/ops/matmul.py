@@ -39,7 +39,7 @@ def _bias_split(residual: Shape, output: Shape) -> int | None:
 def _gemm_scratch(node: Node) -> tuple[Shape, ...]:
     """``f32_gemm``'s scratch when ``node`` lowers to it (B batch-less, no fused residual):
     (n, k) floats for B's panels and A's shape for its rows, packed; else none."""
-    named = dict(zip(node.input_names, node.inputs))
+    named = node.named_inputs()
     a, b = named["input"], named["other"]
     if "residual" in named or len(b.shape) < 2 or any(d != 1 for d in b.shape[:-2]):
         return ()
@@ -74,7 +74,7 @@ class Matmul(OpDef):
         return _bias_split(residual, output) is not None
 
     def lower(self, node: Node, ctx: LowerContext) -> None:
-        named = dict(zip(node.input_names, node.inputs))
+        named = node.named_inputs()
         a, b, residual = named["input"], named["other"], named.get("residual")
         if len(a.shape) < 2 or len(b.shape) < 2:
             raise CompileError("matmul with a 1-D operand is not lowered; reshape it to 2-D")

@@ -92,7 +92,7 @@ class QConv2d(OpDef):
 
     def _integer(self, node: Node) -> bool:
         """Whether ``node`` lowers to the integer kernels (the module docstring's forms)."""
-        named = dict(zip(node.input_names, node.inputs))
+        named = node.named_inputs()
         weight = named["weight"]
         return (weight.data is not None and node.attrs.get("groups", 1) == 1
                 and math.prod(weight.shape[1:]) <= QLINEAR_MAX_K
@@ -126,7 +126,7 @@ class QConv2d(OpDef):
             self._lower_float(node, ctx)
 
     def _lower_fused(self, node: Node, ctx: LowerContext, kernel: abi.KernelSpec) -> None:
-        named = dict(zip(node.input_names, node.inputs))
+        named = node.named_inputs()
         weight, w_real, w_scale = self._real_weight(named)
         pushers = {name: partial(ctx.address, named[value]) for name, value in (
             ("x", "input"), ("x_scale", "input_scale"), ("x_zero", "input_zero_point"),
@@ -148,7 +148,7 @@ class QConv2d(OpDef):
             named["weight_zero_point"], o, "int32", self.name)), w_scale
 
     def _lower_integer(self, node: Node, ctx: LowerContext) -> None:
-        named = dict(zip(node.input_names, node.inputs))
+        named = node.named_inputs()
         x, weight = named["input"], named["weight"]
         o, c, kh, kw = weight.shape
         stride, dilation = pair(node.attrs.get("stride", 1)), pair(node.attrs.get("dilation", 1))
@@ -185,7 +185,7 @@ class QConv2d(OpDef):
         ctx.call("qu8_transpose" if node.output.dtype in QUANTIZED else "f32_transpose")
 
     def _lower_float(self, node: Node, ctx: LowerContext) -> None:
-        named = dict(zip(node.input_names, node.inputs))
+        named = node.named_inputs()
         x = named["input"]
         weight, w_real, w_scale = self._real_weight(named)
         o = weight.shape[0]

@@ -41,7 +41,7 @@ class QLinear(OpDef):
         return scratch_shapes(x.shape[:-1], weight.shape[1])
 
     def lower(self, node: Node, ctx: LowerContext) -> None:
-        named = dict(zip(node.input_names, node.inputs))
+        named = node.named_inputs()
         x, weight = named["input"], named["weight"]
         require_constant_weight(weight, self.name)
         if not symmetric(weight, named["weight_zero_point"], weight.shape[0], self.name):

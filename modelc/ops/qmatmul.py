@@ -39,7 +39,7 @@ class QMatmul(OpDef):
         return (node.inputs[0].shape, node.inputs[3].shape, node.output.shape)
 
     def lower(self, node: Node, ctx: LowerContext) -> None:
-        named = dict(zip(node.input_names, node.inputs))
+        named = node.named_inputs()
         a, b = named["input"], named["other"]
         if len(a.shape) < 2 or len(b.shape) < 2:
             raise CompileError("qmatmul lowers for operands of rank >= 2")

@@ -38,7 +38,7 @@ class Where(Binary):
         return [(broadcast(*shapes), values[0])]
 
     def lower(self, node: Node, ctx: LowerContext) -> None:
-        named = dict(zip(node.input_names, node.inputs))
+        named = node.named_inputs()
         values = sorted({named[n].dtype for n in self.operands if n in named}
                         | {node.output.dtype})
         if len(values) != 1 or values[0] not in KERNELS:

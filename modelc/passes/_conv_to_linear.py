@@ -10,7 +10,7 @@ from ..graph import Graph, Node, Value
 def detach_conv(graph: Graph, node: Node) -> tuple[int, dict[str, Value], np.ndarray]:
     """Remove conv2d ``node`` (a constant weight) from ``graph``; return where it stood, its
     inputs by name and its weight as an (output channels, the rest) matrix, a linear's."""
-    named = dict(zip(node.input_names, node.inputs))
+    named = node.named_inputs()
     weight = named["weight"].data
     assert weight is not None
     position = graph.nodes.index(node)

@@ -40,7 +40,7 @@ def _affine(node: Node) -> tuple[Value, Affine] | None:
     """The tensor operand of ``node`` and the affine map it applies to it, if it is one."""
     if node.op not in ("mul", "add", "sub", "div") or node.output.dtype != "float32":
         return None
-    named = dict(zip(node.input_names, node.inputs))
+    named = node.named_inputs()
     constants = {k: np.asarray(v, np.float32) for k, v in node.attrs.items()
                  if k in ("input", "other") and isinstance(v, (int, float))}
     constants |= {k: v.data.astype(np.float32) for k, v in named.items()
@@ -81,7 +81,7 @@ def _per_channel(c: np.ndarray, rank: int, axis: int, channels: int) -> np.ndarr
 
 def _parameters(producer: Node) -> tuple[np.ndarray, np.ndarray] | None:
     """The constant weight and bias (zeros when there is none) of ``producer``."""
-    named = dict(zip(producer.input_names, producer.inputs))
+    named = producer.named_inputs()
     if any(not v.is_constant for n, v in named.items() if n != "input"):
         return None
     weight = named["weight"].data
@@ -165,7 +165,7 @@ def _fold_before(graph: Graph, node: Node, x: Value, affine: Affine) -> bool:
     consumer = node.output.users[0]
     scalars = _scalars(affine)
     if (consumer.op not in PRODUCERS or consumer.attrs.get("epilogue") or scalars is None
-            or dict(zip(consumer.input_names, consumer.inputs)).get("input")
+            or consumer.named_inputs().get("input")
             is not node.output):
         return False
     parameters = _parameters(consumer)

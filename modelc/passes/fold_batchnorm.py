@@ -16,7 +16,7 @@ PRODUCERS = ("conv2d", "linear")
 
 
 def _parameters(node: Node) -> dict[str, np.ndarray] | None:
-    named = dict(zip(node.input_names, node.inputs))
+    named = node.named_inputs()
     if any(not v.is_constant for n, v in named.items() if n != "input"):
         return None
     if named.get("running_mean") is None or named.get("running_var") is None:
@@ -28,7 +28,7 @@ def _fold(graph: Graph, producer: Node, bn: Node, params: dict[str, np.ndarray])
     channels = params["running_mean"].shape[0]
     ones, zeros = np.ones(channels, np.float32), np.zeros(channels, np.float32)
     scale = params.get("weight", ones) / np.sqrt(params["running_var"] + bn.attrs["eps"])
-    named = dict(zip(producer.input_names, producer.inputs))
+    named = producer.named_inputs()
     weight = named["weight"].data
     assert weight is not None  # producers fold only with a constant weight
     bias = named["bias"].data if "bias" in named else zeros
@@ -60,7 +60,7 @@ def fold_batchnorm(graph: Graph) -> Graph:
             continue
         if producer.op == "linear" and len(source.shape) != 2:
             continue
-        named = dict(zip(producer.input_names, producer.inputs))
+        named = producer.named_inputs()
         params = _parameters(bn)
         if params is None or not all(v.is_constant for n, v in named.items() if n != "input"):
             continue

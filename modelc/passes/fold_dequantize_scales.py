@@ -60,7 +60,7 @@ def _bias(graph: Graph, value: Value, width: int) -> tuple[Node, Value] | None:
 
 
 def _rewrite(graph: Graph, node: Node) -> None:
-    named = dict(zip(node.input_names, node.inputs))
+    named = node.named_inputs()
     width = node.output.shape[-1]
     if not (set(named) == {"input", "input_scale", "input_zero_point", "weight",
                            "weight_scale", "weight_zero_point"}

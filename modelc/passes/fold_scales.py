@@ -44,7 +44,7 @@ def _single_use(graph: Graph, value: Value) -> bool:
 def _scaled_inputs(node: Node) -> tuple[str, ...]:
     """The inputs of ``node`` (a linear or a dequantizing qlinear) that take the factor."""
     if node.op == "qlinear":
-        bias = dict(zip(node.input_names, node.inputs)).get("bias")
+        bias = node.named_inputs().get("bias")
         floats = bias is not None and bias.dtype == "float32"
         return ("weight_scale",) + (("bias",) if floats else ())
     return tuple(n for n in node.input_names if n != "input")

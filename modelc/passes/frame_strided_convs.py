@@ -33,7 +33,7 @@ MAX_SLICES = 8
 
 def _geometry(node: Node) -> tuple[int, int, int, int] | None:
     """``(W, K, S, OW)`` of a conv this pass rewrites, else None."""
-    named = dict(zip(node.input_names, node.inputs))
+    named = node.named_inputs()
     x, weight = named["input"], named["weight"]
     if (weight.data is None or weight.dtype != "float32" or x.dtype != "float32"
             or node.attrs.get("epilogue") or node.attrs.get("groups", 1) != 1

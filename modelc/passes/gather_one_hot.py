@@ -54,7 +54,7 @@ def _single_use(graph: Graph, value: Value) -> bool:
 
 def _table(linear: Node) -> np.ndarray | None:
     """``w.T + b`` with the row ``b`` appended, for a constant weight and bias."""
-    named = dict(zip(linear.input_names, linear.inputs))
+    named = linear.named_inputs()
     weight = named["weight"].data
     if weight is None or weight.dtype != np.float32 or linear.attrs.get("epilogue"):
         return None

@@ -21,7 +21,7 @@ from ._conv_to_linear import detach_conv
 
 
 def _applies(node: Node) -> bool:
-    named = dict(zip(node.input_names, node.inputs))
+    named = node.named_inputs()
     x, weight = named["input"], named["weight"]
     pads = conv_padding(node.attrs.get("padding", 0), (1, 1), pair(node.attrs.get("stride", 1)),
                         pair(node.attrs.get("dilation", 1)))

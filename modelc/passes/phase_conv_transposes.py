@@ -28,7 +28,7 @@ def _taps(kernel: int, stride: int) -> int:
 
 
 def _applies(node: Node) -> bool:
-    named = dict(zip(node.input_names, node.inputs))
+    named = node.named_inputs()
     x, weight = named["input"], named["weight"]
     bias = named.get("bias")
     stride, pad = pair(node.attrs.get("stride", 1)), pair(node.attrs.get("padding", 0))
@@ -57,7 +57,7 @@ def phase_weight(weight: np.ndarray, stride: tuple[int, int]) -> np.ndarray:
 
 
 def _rewrite(graph: Graph, node: Node) -> None:
-    named = dict(zip(node.input_names, node.inputs))
+    named = node.named_inputs()
     x, weight = named["input"], named["weight"]
     assert weight.data is not None
     stride, pad = pair(node.attrs.get("stride", 1)), pair(node.attrs.get("padding", 0))

@@ -29,7 +29,7 @@ def _only_user(graph: Graph, value: Value, op: str) -> Node | None:
 
 
 def _operand(node: Node, name: str) -> Value | None:
-    return dict(zip(node.input_names, node.inputs)).get(name)
+    return node.named_inputs().get(name)
 
 
 def _last_axis_mean(node: Node | None, x: Value) -> bool:
@@ -54,7 +54,7 @@ def _per_feature(graph: Graph, y: Value, op: str, n: int) -> tuple[Node, np.ndar
     node = _only_user(graph, y, op)
     if node is None:
         return None
-    named = dict(zip(node.input_names, node.inputs))
+    named = node.named_inputs()
     if set(named) != {"input", "other"} or named["input"] is not y:
         return None
     other = named["other"].data

@@ -38,7 +38,7 @@ def _embedding(rw: Rewriter, node: Node) -> None:
     """A constant float32 table (rows a multiple of 4 bytes wide, as the byte gather needs) as
     int8 with one scale per column: a feature's range is its own across the vocabulary,
     where one scale per row would be set by each token's largest feature."""
-    named = dict(zip(node.input_names, node.inputs))
+    named = node.named_inputs()
     table = named["weight"].data
     if table is None or table.dtype != np.float32 or table.shape[1] % 4 or node.attrs:
         return
@@ -62,7 +62,7 @@ def quantize_dynamic(graph: Graph, weights: str) -> Graph:
     rw = Rewriter(graph, {})
     made: dict[int, tuple[Value, ...]] = {}
     for node in list(graph.nodes):
-        named = dict(zip(node.input_names, node.inputs))
+        named = node.named_inputs()
         if node.op == "embedding":
             _embedding(rw, node)
             continue

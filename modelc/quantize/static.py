@@ -82,7 +82,7 @@ def _finish(rw: Rewriter, chain: list[Node], op: str, inputs: dict[str, Value],
 
 
 def _linear(rw: Rewriter, node: Node, weights: str) -> None:
-    named = dict(zip(node.input_names, node.inputs))
+    named = node.named_inputs()
     weight = named["weight"]
     if weight.data is not None and weight.dtype == "float32" and "epilogue" not in node.attrs:
         _product(rw, node, named["input"], weight.data, named.get("bias"),

@@ -69,6 +69,6 @@ def test_a_constant_shared_with_another_op_keeps_its_subnormals():
     g.verify()
     (conv,) = [n for n in g.nodes if n.op == "conv2d"]
     (add,) = [n for n in g.nodes if n.op == "add"]
-    flushed_bias = dict(zip(conv.input_names, conv.inputs))["bias"].data
+    flushed_bias = conv.named_inputs()["bias"].data
     assert np.array_equal(flushed_bias, np.where(np.abs(bias) < TINY, 0, bias))
     assert any(v.data is not None and np.array_equal(v.data, bias) for v in add.inputs)
