@@ -35,6 +35,7 @@ from . import (
     ops_shape,
 )
 from .fold_qdq import fold_qdq
+from .newer_opsets import changed_ops
 from .node import OnnxNode
 
 OPS = {**ops_activation.OPS, **ops_layout.OPS, **ops_math.OPS, **ops_nn.OPS,
@@ -71,7 +72,20 @@ def _load(model: Any) -> Any:
 
 
 def _opset(proto: Any) -> int:
+    """The opset the op functions follow for ``proto``: its own, or ``OPSETS[1]`` for a newer
+    one whose ops differ from theirs at ``OPSETS[1]`` only by added element types.
+
+    Raises:
+        CompileError: the opset is outside ``OPSETS``, or newer with ops that changed.
+    """
     versions = [o.version for o in proto.opset_import if o.domain in _DOMAINS]
+    if versions and versions[0] > OPSETS[1]:
+        changed = changed_ops(proto, OPSETS[1], versions[0])
+        if not changed:
+            return OPSETS[1]
+        raise CompileError(f"ONNX opset {versions[0]}: the importer follows opsets up to "
+                           f"{OPSETS[1]}, and these ops of the model changed (or are new) "
+                           f"since then: {changed}; export the model at opset {OPSETS[1]}")
     if not versions or not OPSETS[0] <= versions[0] <= OPSETS[1]:
         raise CompileError(f"ONNX opset {versions[0] if versions else None} is not supported; "
                            f"expected {OPSETS[0]} to {OPSETS[1]}, or {CONVERTED[0]} to "
@@ -376,7 +390,8 @@ class _Importer:
 def from_onnx(model: Any, input_shapes: Mapping[str, Sequence[int]] | None = None,
               dynamic: DynamicSpec | None = None) -> Graph:
     """Import an ONNX model (default-domain opsets 9 to 23; 7 and 8 are converted to 9 with
-    ``onnx.version_converter`` first, with a warning) as a graph.
+    ``onnx.version_converter`` first, with a warning; a newer one imports when its ops are
+    those of opset 23 up to added element types) as a graph.
 
     Args:
         model: an ``onnx.ModelProto``, its serialized bytes, or the path of a ``.onnx`` file.

@@ -1,0 +1,63 @@
+"""Models at a default-domain opset newer than the importer follows.
+
+Opsets 24 to 28 re-versioned many ops only to admit new element types (float8e8m0, int2,
+bfloat16, ...) or to add an attribute whose default keeps the old behaviour (Cast's
+``round_mode``, SpaceToDepth's ``mode``). A node whose op differs from the version the
+importer follows only so (and which leaves any new attribute unset) imports as at the
+importer's newest opset; a model with any other node (an op whose inputs, outputs or old
+attributes changed, or an op new since then) is refused, naming those ops.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+_DOMAINS = ("", "ai.onnx")
+
+
+def _attributes(schema: Any) -> dict[str, str]:
+    return {name: str(attr.default_value) for name, attr in schema.attributes.items()}
+
+
+def _types(schema: Any) -> dict[str, set[str]]:
+    return {c.type_param_str: set(c.allowed_type_strs) for c in schema.type_constraints}
+
+
+def _unchanged(node: Any, followed: int, version: int) -> bool:
+    """Whether ``node`` means the same at opset ``version`` as at ``followed``: its op has
+    the same inputs and outputs, keeps every attribute (with its default), admits at least
+    the same element types, and ``node`` sets none of the attributes added since."""
+    from onnx import defs
+
+    try:
+        new = defs.get_schema(node.op_type, version, "")
+        old = defs.get_schema(node.op_type, followed, "")
+    except defs.SchemaError:
+        return False
+    if new.since_version == old.since_version:
+        return True
+    old_attrs, new_attrs = _attributes(old), _attributes(new)
+    old_types, new_types = _types(old), _types(new)
+    return ([(i.name, i.option) for i in new.inputs] == [(i.name, i.option) for i in old.inputs]
+            and [o.name for o in new.outputs] == [o.name for o in old.outputs]
+            and old_attrs.items() <= new_attrs.items()
+            and not {a.name for a in node.attribute} - set(old_attrs)
+            and all(old_types[k] <= new_types.get(k, set()) for k in old_types))
+
+
+def _nodes(graph: Any) -> Iterator[Any]:
+    for node in graph.node:
+        if node.domain in _DOMAINS:
+            yield node
+        for attr in node.attribute:
+            for body in [attr.g] if attr.HasField("g") else list(attr.graphs):
+                yield from _nodes(body)
+
+
+def changed_ops(proto: Any, followed: int, version: int) -> list[str]:
+    """The default-domain ops of ``proto``'s nodes (subgraphs included) that do not mean at
+    opset ``version`` what they mean at ``followed``; an op unknown to ``onnx.defs`` counts
+    as changed."""
+    return sorted({node.op_type for node in _nodes(proto.graph)
+                   if not _unchanged(node, followed, version)})

@@ -1,0 +1,44 @@
+"""Models at opsets newer than the importer follows (24 to 28): imported when their nodes
+mean what they meant at opset 23, refused naming the ops otherwise."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import modelc
+
+onnx = pytest.importorskip("onnx")
+from onnx import TensorProto, helper, numpy_helper
+
+
+def _model(nodes, opset, initializers=()):
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT,
+                                                                         [2, 3, 4])],
+                              [helper.make_tensor_value_info("y", TensorProto.UNDEFINED, None)],
+                              list(initializers))
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+
+
+@pytest.mark.parametrize("opset", [24, 25, 28])
+def test_ops_re_versioned_for_new_types_import(opset):
+    """Reshape-25, Transpose-25 and Cast-24 (a new ``round_mode`` attribute, left unset)
+    against numpy."""
+    model = _model([helper.make_node("Transpose", ["x"], ["t"], perm=[2, 0, 1]),
+                    helper.make_node("Reshape", ["t", "shape"], ["r"]),
+                    helper.make_node("Cast", ["r"], ["y"], to=TensorProto.INT32)], opset,
+                   [numpy_helper.from_array(np.array([4, -1], np.int64), "shape")])
+    x = np.random.default_rng(0).standard_normal((2, 3, 4)).astype(np.float32) * 9
+    got = modelc.interpret(modelc.from_onnx(model), {"x": x})["y"]
+    want = x.transpose(2, 0, 1).reshape(4, -1).astype(np.int32)
+    assert got.dtype == want.dtype and np.array_equal(got, want)
+
+
+def test_a_new_attribute_that_is_set_is_refused():
+    model = _model([helper.make_node("Cast", ["x"], ["y"], to=TensorProto.INT32,
+                                     round_mode="nearest")], 25)
+    with pytest.raises(modelc.CompileError, match=r"ONNX opset 25: the importer follows opsets "
+                       r"up to 23, and these ops of the model changed \(or are new\) since "
+                       r"then: \['Cast'\]; export the model at opset 23"):
+        modelc.from_onnx(model)
+
