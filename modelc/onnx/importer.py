@@ -116,7 +116,8 @@ def _upgrade(proto: Any) -> Any:
     ``onnx.version_converter``, with a warning saying so; any other model as it is.
 
     Raises:
-        CompileError: the converter fails.
+        CompileError: the converter fails, or changes the rank of a graph input (Scan-8's
+            batch axis, which Scan-9 does not have).
     """
     from onnx import version_converter
 
@@ -127,10 +128,21 @@ def _upgrade(proto: Any) -> Any:
                   f"{OPSETS[0]} with onnx.version_converter before import", stacklevel=3)
     proto = _initializers_as_inputs(proto)
     try:
-        return version_converter.convert_version(proto, OPSETS[0])
+        converted = version_converter.convert_version(proto, OPSETS[0])
     except Exception as err:  # the converter raises bare RuntimeErrors of its C++ core
         raise CompileError(f"onnx.version_converter could not convert the model from opset "
                            f"{versions[0]} to {OPSETS[0]}: {err}") from err
+    ranks = {i.name: len(i.type.tensor_type.shape.dim) for i in proto.graph.input}
+    changed = [f"{i.name!r} rank {ranks[i.name]} -> {len(i.type.tensor_type.shape.dim)}"
+               for i in converted.graph.input
+               if ranks.get(i.name, len(i.type.tensor_type.shape.dim))
+               != len(i.type.tensor_type.shape.dim)]
+    if changed:
+        raise CompileError(f"onnx.version_converter changed the model's inputs converting "
+                           f"it from opset {versions[0]} to {OPSETS[0]} ({', '.join(changed)}: "
+                           f"Scan-8's batch axis?); re-export the model at opset {OPSETS[0]} "
+                           "or later")
+    return converted
 
 
 def _unsupported(graph: Any, where: str = "") -> list[tuple[str, str, str]]:

@@ -30,12 +30,15 @@ def mod(n: OnnxNode) -> Any:
     known at import time (ONNX allows it only for integers).
 
     Raises:
-        CompileError: ``fmod=0`` on a tensor computed at run time.
+        CompileError: ``fmod=0``, or ``fmod=1`` on integers, on a tensor computed at run time.
     """
     a, b = n.input(0), n.input(1)
     if n.attr("fmod", 0):
         if isinstance(a, np.ndarray) and isinstance(b, np.ndarray):
             return np.fmod(a, b)
+        if np.dtype(str(a.dtype)).kind in "iu":
+            raise n.error(f"fmod=1 on {a.dtype} tensors computed at run time is not supported "
+                          "(integer division); float32 operands are")
         return F.fmod(a, b)
     if isinstance(a, np.ndarray) and isinstance(b, np.ndarray):
         return np.mod(a, b)

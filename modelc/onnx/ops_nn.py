@@ -172,9 +172,22 @@ def _tail_padding_is_ceil_mode(window: _Window, shape: Any) -> bool:
 
 def average_pool(n: OnnxNode) -> Any:
     include_pad = bool(n.attr("count_include_pad", 0))
+    if any(d != 1 for d in n.attr("dilations") or []):
+        if n.attr("ceil_mode", 0):
+            raise n.error("ceil_mode=1 with dilations is not supported")
+        return _pool(n, 0.0, _dilated_mean, count_padding=include_pad)
     return _pool(n, 0.0, lambda x, w: F.avg_pool2d(
         x, tuple(w.kernel), tuple(w.strides), w.padding(), bool(n.attr("ceil_mode", 0)),
         include_pad), count_padding=include_pad)
+
+
+def _dilated_mean(x: Any, window: _Window) -> Any:
+    """The mean over each dilated window (padding counted): a depthwise convolution with
+    weights ``1 / window size`` (``avg_pool2d`` has no dilation)."""
+    channels = x.shape[1]
+    weight = np.full((channels, 1, *window.kernel), 1.0 / math.prod(window.kernel), np.float32)
+    return F.conv2d(x, weight, None, tuple(window.strides), window.padding(),
+                    tuple(window.dilations), channels)
 
 
 def _pool(n: OnnxNode, fill: float, run: Callable[[Any, _Window], Any],

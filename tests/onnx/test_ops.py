@@ -155,6 +155,14 @@ CASES: dict[str, tuple] = {
     "pad_constant_attrs": ("Pad", [Run(r(2, 3))], {"pads": [0, 1, 0, 2], "value": 1.5}, 9),
     "cast_to_int": ("Cast", [Run(r(2, 3) * 4)], {"to": onnx.TensorProto.INT64}, 13),
     "dropout_identity": ("Dropout", [Run(r(2, 3))], {}, 13),
+    "dropout_mask": ("Dropout", [Run(r(2, 3))], {}, 13, 2),
+    "flatten_axis_minus_1": ("Flatten", [Run(r(2, 3, 4, 5))], {"axis": -1}, 13),
+    "flatten_axis_minus_rank": ("Flatten", [Run(r(2, 3, 4, 5))], {"axis": -4}, 13),
+    "avg_pool_dilated": ("AveragePool", [Run(r(1, 2, 8, 9))],
+                         {"kernel_shape": [2, 3], "dilations": [2, 2], "strides": [1, 2]}, 19),
+    "avg_pool_dilated_pads_excluded": ("AveragePool", [Run(r(1, 2, 7, 7))],
+                                       {"kernel_shape": [3, 2], "dilations": [2, 3],
+                                        "pads": [1, 0, 2, 1], "count_include_pad": 0}, 19),
 }
 
 # Every operand known: the importer folds the op in numpy, the graph output is a constant.
