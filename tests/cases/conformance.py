@@ -63,7 +63,8 @@ class Outcome:
     detail: str = ""
 
 
-def _modules() -> list[str]:
+def modules() -> list[str]:
+    """The names of the case modules of ``onnx.backend.test.case.node`` (not imported)."""
     import onnx.backend.test.case.node as package
 
     return sorted(m.name for m in pkgutil.iter_modules(package.__path__))
@@ -74,7 +75,12 @@ def _main_op(model: Any, module: str) -> str:
     return nodes[0].op_type if len(nodes) == 1 else module
 
 
-def collect(modules: Iterable[str] | None = None) -> list[Case]:
+def _arrays(values: Sequence[Any]) -> list[Any]:
+    """Numpy scalars as 0-D arrays; anything else (lists for sequences, None) as it is."""
+    return [np.asarray(v) if isinstance(v, np.generic) else v for v in values]
+
+
+def collect(names: Iterable[str] | None = None) -> list[Case]:
     """The cases of the given ``onnx.backend.test.case.node`` modules (default: all), each
     labelled with the op of its module (the op type of its single-node cases)."""
     import onnx.backend.test.case.node as package
@@ -82,7 +88,7 @@ def collect(modules: Iterable[str] | None = None) -> list[Case]:
     found = []
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        for module in _modules() if modules is None else modules:
+        for module in modules() if names is None else names:
             start = len(package._NodeTestCases)
             importlib.import_module(f"{package.__name__}.{module}")
             made = package._NodeTestCases[start:]
@@ -91,7 +97,8 @@ def collect(modules: Iterable[str] | None = None) -> list[Case]:
             label = single.most_common(1)[0][0] if single else module
             for case in made:
                 inputs, outputs = case.data_sets[0]
-                found.append(Case(case.name, label, case.model, list(inputs), list(outputs)))
+                found.append(Case(case.name, label, case.model, _arrays(inputs),
+                                  _arrays(outputs)))
     return found
 
 
@@ -145,11 +152,13 @@ def _mismatch(name: str, got: np.ndarray, want: np.ndarray) -> str | None:
 
 
 def _refusal(err: Exception, case: Case) -> bool:
-    """A clear refusal: a compiler error whose message names an op type of the model, or
-    its opset."""
-    ops = {n.op_type for n in case.model.graph.node}
+    """A clear refusal: a compiler error whose message names an op type of the model, its
+    opset, or one of its inputs or outputs."""
+    graph = case.model.graph
+    names = ({n.op_type for n in graph.node}
+             | {f"{v.name!r}" for v in [*graph.input, *graph.output]})
     return isinstance(err, modelc.CompileError) and (
-        str(err).startswith("ONNX opset") or any(op in str(err) for op in ops))
+        str(err).startswith("ONNX opset") or any(name in str(err) for name in names))
 
 
 def run_case(case: Case, kernels: str = "relaxed") -> Outcome:
@@ -205,11 +214,14 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--modules", help="comma-separated onnx case modules (default: all)")
     parser.add_argument("--show", default="WRONG,refused",
                         help="comma-separated statuses whose cases are listed with why")
+    parser.add_argument("--list", metavar="STATUS", help="print only the names of the cases "
+                        "of this status, sorted")
     args = parser.parse_args(argv)
     cases = collect(args.modules.split(",") if args.modules else None)
-    outcomes = []
-    for case in cases:
-        outcomes.append(run_case(case, args.kernels))
+    outcomes = [run_case(case, args.kernels) for case in cases]
+    if args.list:
+        print("\n".join(sorted(o.case for o in outcomes if o.status == args.list)))
+        return
     show = set(args.show.split(","))
     for outcome in outcomes:
         if outcome.status in show:
