@@ -280,10 +280,10 @@ def lower(graph: Graph, reserve: int = 0) -> tuple[LowerContext, Layout]:
             upper bound makes the model need more memory than wasm32 has; or the model has
             no input, or an input or output of a dtype the runtime does not take.
     """
-    check_interface(graph)
     _check_dim_bounds(graph)
     ctx = LowerContext(graph)
     lower_nodes(ctx)
+    check_interface(graph)
     messages, message_at = _message_segment(graph, SCRATCH_BYTES)
     layout = make_layout(graph, messages, message_at, SCRATCH_BYTES + len(messages), reserve,
                          len(ctx.weights))
