@@ -18,6 +18,8 @@ from typing import Any
 
 import numpy as np
 
+from nn import functional as F
+
 from ..errors import CompileError, UnsupportedOpError
 from ..graph import Dim, Graph, Guard, Value
 from ..trace import DynamicSpec, SymbolicTensor, Tracer
@@ -430,6 +432,10 @@ def from_onnx(model: Any, input_shapes: Mapping[str, Sequence[int]] | None = Non
     graph.meta["default_dims"] = tuple(name for name in graph.dims if name not in given)
     for index, node in enumerate(proto.graph.node):
         importer.run(index, node)
+    producer = {out: node.op_type for node in proto.graph.node for out in node.output}
+    for o in proto.graph.output:  # NOTE: their int32 accumulators are float32 in the graph
+        if producer.get(o.name) in ("MatMulInteger", "ConvInteger"):
+            importer.env[o.name] = F.cast(importer.env[o.name], np.int32)
     graph.outputs = {o.name: _graph_value(o.name, importer.env[o.name])
                      for o in proto.graph.output}
     graph.verify()

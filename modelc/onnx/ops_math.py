@@ -7,7 +7,7 @@ written in ``nn.functional`` calls (traced, or evaluated eagerly on known values
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -106,8 +106,25 @@ def _reduce(fn: Callable[..., Any]) -> OpFn:
         if not axes and n.attr("noop_with_empty_axes", 0):
             return n.input(0)
         dim = tuple(n.axis(a) for a in axes) if axes else None
-        return fn(n.input(0), dim=dim, keepdim=bool(n.attr("keepdims", 1)))
+        keepdim = bool(n.attr("keepdims", 1))
+        x = n.input(0)
+        reduced = range(len(x.shape)) if dim is None else dim
+        if any(x.shape[a] == 0 for a in reduced):
+            return _empty_reduction(n, x, reduced, keepdim)
+        return fn(x, dim=dim, keepdim=keepdim)
     return run
+
+
+def _empty_reduction(n: OnnxNode, x: Any, axes: Sequence[int], keepdim: bool) -> np.ndarray:
+    """A reduction over an empty set: its identity (ReduceMax the lowest value, ReduceMean
+    NaN, as ONNX's reference), a constant of the result's shape."""
+    dtype = np.dtype(str(x.dtype))
+    lowest = -np.inf if dtype.kind == "f" else np.iinfo(dtype).min
+    value = {"ReduceMax": lowest, "ReduceProd": 1, "ReduceMean": np.nan}.get(n.op_type, 0)
+    shape = [1 if a in axes else d for a, d in enumerate(x.shape) if keepdim or a not in axes]
+    if not all(isinstance(d, int) for d in shape):
+        raise n.error(f"an empty reduction over symbolic dims {shape} is not supported")
+    return np.full(shape, value, dtype)
 
 
 def _logical(n: OnnxNode, known: Callable[[Any, Any], Any],
@@ -171,7 +188,15 @@ def cast(n: OnnxNode) -> Any:
     """Cast; a known shape value naming symbolic dims stays as it is (it is integral)."""
     from onnx.helper import tensor_dtype_to_np_dtype
 
-    x, dtype = n.input(0), tensor_dtype_to_np_dtype(n.attr("to"))
+    return _cast_to(n.input(0), tensor_dtype_to_np_dtype(n.attr("to")))
+
+
+def cast_like(n: OnnxNode) -> Any:
+    """CastLike: Cast to the element type of input 1 (function bodies of opset 15 and up)."""
+    return _cast_to(n.input(0), np.dtype(str(n.input(1).dtype)))
+
+
+def _cast_to(x: Any, dtype: np.dtype) -> Any:
     if isinstance(x, np.ndarray) and x.dtype == object and dtype.kind in "iu":
         return x
     return F.cast(x, dtype)
@@ -212,6 +237,6 @@ OPS: dict[str, OpFn] = {
     **{op: _variadic(fn) for op, fn in _VARIADIC.items()},
     **{op: _reduce(fn) for op, fn in _REDUCE.items()},
     "Div": div, "And": logical_and, "Or": logical_or, "Xor": logical_xor, "Clip": clip,
-    "Where": where, "Cast": cast,
+    "Where": where, "Cast": cast, "CastLike": cast_like,
     "MatMul": matmul, "Gemm": gemm,
 }

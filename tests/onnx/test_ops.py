@@ -155,6 +155,16 @@ CASES: dict[str, tuple] = {
     "pad_constant_attrs": ("Pad", [Run(r(2, 3))], {"pads": [0, 1, 0, 2], "value": 1.5}, 9),
     "cast_to_int": ("Cast", [Run(r(2, 3) * 4)], {"to": onnx.TensorProto.INT64}, 13),
     "dropout_identity": ("Dropout", [Run(r(2, 3))], {}, 13),
+    "cast_like_to_int32": ("CastLike", [Run(r(2, 3) * 4), np.zeros(1, np.int32)], {}, 15),
+    "cast_like_runtime_target": ("CastLike", [Run(i64(3, -2, 7)), Run(r(1))], {}, 19),
+    "matmul_integer_one_element_zero_points": (
+        "MatMulInteger", [Run(_rng.integers(0, 255, (4, 3), dtype=np.uint8)),
+                          _rng.integers(-127, 127, (3, 2), dtype=np.int8),
+                          np.array([3], np.uint8), np.array([0], np.int8)], {}, 10),
+    "conv_integer_int32_output": (
+        "ConvInteger", [Run(_rng.integers(0, 255, (1, 2, 5, 5), dtype=np.uint8)),
+                        _rng.integers(-127, 127, (3, 2, 3, 3), dtype=np.int8),
+                        np.array(7, np.uint8)], {"pads": [1, 1, 1, 1]}, 10),
     "dropout_mask": ("Dropout", [Run(r(2, 3))], {}, 13, 2),
     "flatten_axis_minus_1": ("Flatten", [Run(r(2, 3, 4, 5))], {"axis": -1}, 13),
     "flatten_axis_minus_rank": ("Flatten", [Run(r(2, 3, 4, 5))], {"axis": -4}, 13),
@@ -480,3 +490,20 @@ def test_tail_padded_max_pool_runs_in_wasm_as_onnxruntime(case: str, kernels: st
     assert ("pad" in modelc.from_onnx(model).ops()) == case.endswith("past_ceil_mode")
     for got, want in wasm_and_onnxruntime(CASES[case], kernels):
         np.testing.assert_allclose(got, want, rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("case", ["matmul_integer_one_element_zero_points",
+                                  "conv_integer_int32_output"])
+def test_integer_accumulator_output_is_int32_in_wasm(case):
+    """MatMulInteger / ConvInteger as a graph output: int32, exactly onnxruntime's."""
+    import modelc
+    import runtime
+
+    ort = pytest.importorskip("onnxruntime")
+    model, feeds = single_node(*CASES[case])
+    (want,) = ort.InferenceSession(model.SerializeToString(),
+                                   providers=["CPUExecutionProvider"]).run(None, feeds)
+    with runtime.load(modelc.export(modelc.from_onnx(model))) as session:
+        (got,) = session.run(feeds).values()
+    assert got.dtype == want.dtype == np.int32
+    np.testing.assert_array_equal(got, want)
