@@ -507,3 +507,18 @@ def test_integer_accumulator_output_is_int32_in_wasm(case):
         (got,) = session.run(feeds).values()
     assert got.dtype == want.dtype == np.int32
     np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("op", ["ReduceSum", "ReduceProd", "ReduceMax", "ReduceMean",
+                                "ReduceSumSquare"])
+@pytest.mark.parametrize("keepdims", [0, 1])
+def test_reduction_over_an_empty_axis_is_its_identity(op, keepdims):
+    """Against onnx's reference evaluator (ReduceMax of nothing is -inf, ReduceMean NaN)."""
+    import modelc
+    from onnx.reference import ReferenceEvaluator
+
+    model, feeds = single_node(op, [Run(r(2, 0, 4)), i64(1)], {"keepdims": keepdims}, 18)
+    (want,) = ReferenceEvaluator(model).run(None, feeds)
+    (got,) = modelc.interpret(modelc.from_onnx(model), feeds).values()
+    assert got.shape == want.shape and got.dtype == want.dtype
+    np.testing.assert_array_equal(got, want)
