@@ -26,7 +26,7 @@ _UNARY: dict[str, Callable[[Any], Any]] = {
 }
 
 _BINARY: dict[str, Callable[[Any, Any], Any]] = {
-    "Add": F.add, "Sub": F.sub, "Mul": F.mul, "Pow": F.pow,
+    "Add": F.add, "Sub": F.sub, "Mul": F.mul,
     "Equal": F.eq, "Less": F.lt, "LessOrEqual": F.le, "Greater": F.gt, "GreaterOrEqual": F.ge,
 }
 
@@ -86,6 +86,16 @@ def _variadic(fn: Callable[[Any, Any], Any]) -> OpFn:
                                [n.input(i) for i in range(len(n.inputs))])
         return F.div(out, float(len(n.inputs))) if n.op_type == "Mean" else out
     return run
+
+
+def pow_(n: OnnxNode) -> Any:
+    """Pow; an integer exponent of a float base is cast to the base's type (ONNX lets the
+    two differ, the result has the base's)."""
+    a, b = n.input(0), n.input(1)
+    base, exponent = np.dtype(str(a.dtype)), np.dtype(str(b.dtype))
+    if base.kind == "f" and exponent.kind in "iu":
+        b = b.astype(base) if is_known(b) else F.cast(b, base)
+    return F.pow(*operands(a, b))
 
 
 def div(n: OnnxNode) -> Any:
@@ -236,7 +246,7 @@ OPS: dict[str, OpFn] = {
     **{op: _binary(fn) for op, fn in _BINARY.items()},
     **{op: _variadic(fn) for op, fn in _VARIADIC.items()},
     **{op: _reduce(fn) for op, fn in _REDUCE.items()},
-    "Div": div, "And": logical_and, "Or": logical_or, "Xor": logical_xor, "Clip": clip,
-    "Where": where, "Cast": cast, "CastLike": cast_like,
+    "Div": div, "Pow": pow_, "And": logical_and, "Or": logical_or, "Xor": logical_xor,
+    "Clip": clip, "Where": where, "Cast": cast, "CastLike": cast_like,
     "MatMul": matmul, "Gemm": gemm,
 }

@@ -262,18 +262,25 @@ def batch_normalization(n: OnnxNode) -> Any:
 
 
 def layer_normalization(n: OnnxNode) -> Any:
-    if n.outputs > 1:
-        raise n.error("the Mean and InvStdDev outputs of LayerNormalization are not supported")
+    """LayerNormalization; the optional Mean and InvStdDev outputs (the statistics over the
+    normalised axes, kept as size-1 axes) are computed beside it when asked for."""
     x = n.input(0)
-    shape = tuple(x.shape[n.axis(n.attr("axis", -1)):])
+    axis, eps = n.axis(n.attr("axis", -1)), n.attr("epsilon", 1e-5)
+    shape = tuple(x.shape[axis:])
 
     def affine(value: Any) -> Any:
         if isinstance(value, np.ndarray):
             return np.broadcast_to(value, shape).astype(value.dtype)
         return value
 
-    return F.layer_norm(x, shape, affine(n.input(1)), affine(n.optional(2)),
-                        n.attr("epsilon", 1e-5))
+    y = F.layer_norm(x, shape, affine(n.input(1)), affine(n.optional(2)), eps)
+    if n.outputs == 1:
+        return y
+    axes = tuple(range(axis, len(x.shape)))
+    mean = F.mean(x, dim=axes, keepdim=True)
+    centred = F.sub(x, mean)
+    variance = F.mean(F.mul(centred, centred), dim=axes, keepdim=True)
+    return y, mean, F.div(1.0, F.sqrt(F.add(variance, eps)))
 
 
 def instance_normalization(n: OnnxNode) -> Any:
