@@ -12,7 +12,6 @@ from __future__ import annotations
 import copy
 import os
 import re
-import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -24,6 +23,7 @@ from ..errors import CompileError, UnsupportedOpError
 from ..graph import Dim, Graph, Guard, Value
 from ..trace import DynamicSpec, SymbolicTensor, Tracer
 from . import (
+    functions,
     ops_activation,
     ops_control,
     ops_einsum,
@@ -37,8 +37,10 @@ from . import (
     ops_shape,
 )
 from .fold_qdq import fold_qdq
+from .functions import expandable
 from .newer_opsets import changed_ops
 from .node import OnnxNode
+from .older_opsets import upgrade
 
 OPS = {**ops_activation.OPS, **ops_layout.OPS, **ops_math.OPS, **ops_nn.OPS,
        **ops_resize.OPS, **ops_rnn.OPS, **ops_shape.OPS, **ops_control.OPS, **ops_einsum.OPS,
@@ -96,70 +98,19 @@ def _opset(proto: Any) -> int:
     return versions[0]
 
 
-def _initializers_as_inputs(proto: Any) -> Any:
-    """A copy of ``proto`` whose initializers are all graph inputs too. NOTE: the version
-    converter takes an initializer that is not an input (allowed since IR 4) for an
-    undefined name."""
-    from onnx import helper
-
-    listed = {i.name for i in proto.graph.input}
-    missing = [t for t in proto.graph.initializer if t.name not in listed]
-    if not missing:
-        return proto
-    copy_ = type(proto)()
-    copy_.CopyFrom(proto)
-    copy_.graph.input.extend(helper.make_tensor_value_info(t.name, t.data_type, t.dims)
-                             for t in missing)
-    return copy_
-
-
-def _upgrade(proto: Any) -> Any:
-    """A model at an opset in ``CONVERTED`` converted to ``OPSETS[0]`` by
-    ``onnx.version_converter``, with a warning saying so; any other model as it is.
-
-    Raises:
-        CompileError: the converter fails, or changes the rank of a graph input (Scan-8's
-            batch axis, which Scan-9 does not have).
-    """
-    from onnx import version_converter
-
-    versions = [o.version for o in proto.opset_import if o.domain in _DOMAINS]
-    if not versions or not CONVERTED[0] <= versions[0] <= CONVERTED[1]:
-        return proto
-    warnings.warn(f"the ONNX model is at opset {versions[0]}; converting it to opset "
-                  f"{OPSETS[0]} with onnx.version_converter before import", stacklevel=3)
-    proto = _initializers_as_inputs(proto)
-    try:
-        converted = version_converter.convert_version(proto, OPSETS[0])
-    except Exception as err:  # the converter raises bare RuntimeErrors of its C++ core
-        raise CompileError(f"onnx.version_converter could not convert the model from opset "
-                           f"{versions[0]} to {OPSETS[0]}: {err}") from err
-    ranks = {i.name: len(i.type.tensor_type.shape.dim) for i in proto.graph.input}
-    changed = [f"{i.name!r} rank {ranks[i.name]} -> {len(i.type.tensor_type.shape.dim)}"
-               for i in converted.graph.input
-               if ranks.get(i.name, len(i.type.tensor_type.shape.dim))
-               != len(i.type.tensor_type.shape.dim)]
-    if changed:
-        raise CompileError(f"onnx.version_converter changed the model's inputs converting "
-                           f"it from opset {versions[0]} to {OPSETS[0]} ({', '.join(changed)}: "
-                           f"Scan-8's batch axis?); re-export the model at opset {OPSETS[0]} "
-                           "or later")
-    return converted
-
-
-def _unsupported(graph: Any, where: str = "") -> list[tuple[str, str, str]]:
+def _unsupported(graph: Any, opset: int, where: str = "") -> list[tuple[str, str, str]]:
     """``(node, op, where)`` for every node of ``graph`` and its subgraphs (If branches,
-    Loop and Scan bodies) whose op the importer does not cover; ``where`` names the
-    enclosing subgraph attribute, empty at the top level."""
+    Loop and Scan bodies) whose op the importer does not cover, nor its ONNX function at
+    ``opset``; ``where`` names the enclosing subgraph attribute, empty at the top level."""
     found = []
     for i, node in enumerate(graph.node):
         op = f"{node.domain + '.' if node.domain else ''}{node.op_type}"
         name = node.name or f"#{i}"
-        if _op_function(node) is None:
+        if _op_function(node) is None and not expandable(node, opset):
             found.append((name, op, where))
         for attr in node.attribute:
             for body in [attr.g] if attr.HasField("g") else list(attr.graphs):
-                found += _unsupported(body, f"{where}{name!r}.{attr.name} > ")
+                found += _unsupported(body, opset, f"{where}{name!r}.{attr.name} > ")
     return found
 
 
@@ -177,7 +128,8 @@ def check_supported(proto: Any) -> None:
     Raises:
         UnsupportedOpError: naming each such node and its op type.
     """
-    bad = _unsupported(proto.graph)
+    versions = [o.version for o in proto.opset_import if o.domain in _DOMAINS]
+    bad = _unsupported(proto.graph, min(versions[0] if versions else OPSETS[1], OPSETS[1]))
     if not bad:
         return
     nodes = ", ".join(f"{where}{name!r} ({op})" for name, op, where in bad)
@@ -348,6 +300,19 @@ class _Importer:
                          for k, o in enumerate(body.output)}
         return graph, outer
 
+    def run_function(self, name: str, node: Any) -> None:
+        """Import ``node`` as the body of its op's ONNX function (at that body's opset)."""
+        body, opset = _expanded(self, name, node)
+        outer, self.opset = self.opset, opset
+        try:
+            for index, inner in enumerate(body):
+                self.run(index, inner)
+        except CompileError as err:
+            raise CompileError(f"ONNX node {name!r} ({node.op_type}), imported as its ONNX "
+                               f"function: {err}") from err
+        finally:
+            self.opset = outer
+
     def add_inputs(self, input_shapes: Mapping[str, Sequence[int]], dynamic: DynamicSpec
                    ) -> None:
         from onnx.helper import tensor_dtype_to_np_dtype
@@ -369,6 +334,9 @@ class _Importer:
         if missing:
             raise CompileError(f"ONNX node {name!r} ({node.op_type}): inputs {missing} are "
                                "produced by no node (an unsupported optional output?)")
+        if _op_function(node) is None:
+            self.run_function(name, node)
+            return
         onnx_node = OnnxNode(name, node.op_type, [self.env[i] if i else None
                                                   for i in node.input],
                              _attrs(node), self.opset, len(node.output), self.subgraph,
@@ -401,6 +369,20 @@ class _Importer:
                                  else np.asarray(result))
 
 
+def _expanded(importer: _Importer, name: str, node: Any) -> tuple[list[Any], int]:
+    """The body of ``node``'s ONNX function and its opset; an op in it the importer does
+    not cover, nor its function, is refused naming both."""
+    types = [functions.operand_type(importer.env[i] if i else None) for i in node.input]
+    body, opset = functions.expand(node, importer.opset, types, f"{name}/")
+    opset = min(opset, OPSETS[1])
+    bad = sorted({n.op_type for n in body
+                  if _op_function(n) is None and not expandable(n, opset)})
+    if bad:
+        raise UnsupportedOpError(f"ONNX node {name!r} ({node.op_type}) is defined by an ONNX "
+                                 f"function using unsupported ops {bad}")
+    return body, opset
+
+
 def from_onnx(model: Any, input_shapes: Mapping[str, Sequence[int]] | None = None,
               dynamic: DynamicSpec | None = None) -> Graph:
     """Import an ONNX model (default-domain opsets 9 to 23; 7 and 8 are converted to 9 with
@@ -423,7 +405,7 @@ def from_onnx(model: Any, input_shapes: Mapping[str, Sequence[int]] | None = Non
             ``model`` is not a valid ONNX model.
         ImportError: the ``onnx`` package is not installed.
     """
-    proto = fold_qdq(_upgrade(_load(model)))
+    proto = fold_qdq(upgrade(_load(model), OPSETS[0], CONVERTED))
     check_supported(proto)
     graph = Graph()
     importer = _Importer(proto, graph, _opset(proto))
