@@ -1,11 +1,12 @@
 """Models at a default-domain opset newer than the importer follows.
 
-Opsets 24 to 28 re-versioned many ops only to admit new element types (float8e8m0, int2,
-bfloat16, ...) or to add an attribute whose default keeps the old behaviour (Cast's
-``round_mode``, SpaceToDepth's ``mode``). A node whose op differs from the version the
-importer follows only so (and which leaves any new attribute unset) imports as at the
-importer's newest opset; a model with any other node (an op whose inputs, outputs or old
-attributes changed, or an op new since then) is refused, naming those ops.
+Opsets 24 to 28 re-versioned many ops only to change their element types (admit
+float8e8m0, int2, bfloat16, ...; ReduceLogSum dropped its integer ones) or to add an
+attribute whose default keeps the old behaviour (Cast's ``round_mode``, SpaceToDepth's
+``mode``). A node whose op differs from the version the importer follows only so (and which
+leaves any new attribute unset) imports as at the importer's newest opset; a model with any
+other node (an op whose inputs, outputs or old attributes changed, or an op new since then)
+is refused, naming those ops.
 """
 
 from __future__ import annotations
@@ -20,14 +21,11 @@ def _attributes(schema: Any) -> dict[str, str]:
     return {name: str(attr.default_value) for name, attr in schema.attributes.items()}
 
 
-def _types(schema: Any) -> dict[str, set[str]]:
-    return {c.type_param_str: set(c.allowed_type_strs) for c in schema.type_constraints}
-
-
 def _unchanged(node: Any, followed: int, version: int) -> bool:
     """Whether ``node`` means the same at opset ``version`` as at ``followed``: its op has
-    the same inputs and outputs, keeps every attribute (with its default), admits at least
-    the same element types, and ``node`` sets none of the attributes added since."""
+    the same inputs and outputs and keeps every attribute (with its default), and ``node``
+    sets none of the attributes added since. Element types may differ: the importer checks
+    the operands' own."""
     from onnx import defs
 
     try:
@@ -38,12 +36,10 @@ def _unchanged(node: Any, followed: int, version: int) -> bool:
     if new.since_version == old.since_version:
         return True
     old_attrs, new_attrs = _attributes(old), _attributes(new)
-    old_types, new_types = _types(old), _types(new)
     return ([(i.name, i.option) for i in new.inputs] == [(i.name, i.option) for i in old.inputs]
             and [o.name for o in new.outputs] == [o.name for o in old.outputs]
             and old_attrs.items() <= new_attrs.items()
-            and not {a.name for a in node.attribute} - set(old_attrs)
-            and all(old_types[k] <= new_types.get(k, set()) for k in old_types))
+            and not {a.name for a in node.attribute} - set(old_attrs))
 
 
 def _nodes(graph: Any) -> Iterator[Any]:

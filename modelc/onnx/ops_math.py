@@ -63,9 +63,27 @@ def _prod(x: Any, dim: Any = None, keepdim: bool = False) -> Any:
 MAX_PROD = 64
 """The longest axis a run-time ReduceProd multiplies out, slice by slice."""
 
+def _min(x: Any, dim: Any = None, keepdim: bool = False) -> Any:
+    """``-max(-x)``; float only, since negation wraps an integer's lowest value."""
+    if np.dtype(str(x.dtype)).kind != "f":
+        raise ValueError(f"ReduceMin of {x.dtype} tensors is not supported; float32 is")
+    return F.neg(F.amax(F.neg(x), dim=dim, keepdim=keepdim))
+
+
+def _log_sum_exp(x: Any, dim: Any = None, keepdim: bool = False) -> Any:
+    """``log(sum(exp(x - max))) + max``, which does not overflow."""
+    top = F.amax(x, dim=dim, keepdim=True)
+    total = F.sum(F.exp(F.sub(x, top)), dim=dim, keepdim=keepdim)
+    return F.add(F.log(total), top if keepdim else F.amax(x, dim=dim, keepdim=False))
+
+
 _REDUCE: dict[str, Callable[..., Any]] = {
     "ReduceMean": F.mean, "ReduceSum": F.sum, "ReduceMax": F.amax, "ReduceL2": _l2,
-    "ReduceSumSquare": _sum_square, "ReduceProd": _prod,
+    "ReduceSumSquare": _sum_square, "ReduceProd": _prod, "ReduceMin": _min,
+    "ReduceL1": lambda x, dim=None, keepdim=False: F.sum(F.abs(x), dim=dim, keepdim=keepdim),
+    "ReduceLogSum": lambda x, dim=None, keepdim=False: F.log(F.sum(x, dim=dim,
+                                                                   keepdim=keepdim)),
+    "ReduceLogSumExp": _log_sum_exp,
 }
 _AXES_AS_INPUT = {"ReduceSum": 13}
 """Opset from which a reduction takes ``axes`` as input 1 instead of an attribute (18 for
@@ -126,11 +144,13 @@ def _reduce(fn: Callable[..., Any]) -> OpFn:
 
 
 def _empty_reduction(n: OnnxNode, x: Any, axes: Sequence[int], keepdim: bool) -> np.ndarray:
-    """A reduction over an empty set: its identity (ReduceMax the lowest value, ReduceMean
-    NaN, as ONNX's reference), a constant of the result's shape."""
+    """A reduction over an empty set: its identity (ReduceMax the lowest value, ReduceMin
+    +inf, ReduceMean NaN, the logs -inf, as ONNX's reference), a constant of the result's
+    shape."""
     dtype = np.dtype(str(x.dtype))
     lowest = -np.inf if dtype.kind == "f" else np.iinfo(dtype).min
-    value = {"ReduceMax": lowest, "ReduceProd": 1, "ReduceMean": np.nan}.get(n.op_type, 0)
+    value = {"ReduceMax": lowest, "ReduceMin": np.inf, "ReduceProd": 1, "ReduceMean": np.nan,
+             "ReduceLogSum": -np.inf, "ReduceLogSumExp": -np.inf}.get(n.op_type, 0)
     shape = [1 if a in axes else d for a, d in enumerate(x.shape) if keepdim or a not in axes]
     if not all(isinstance(d, int) for d in shape):
         raise n.error(f"an empty reduction over symbolic dims {shape} is not supported")

@@ -98,3 +98,11 @@ def test_opset8_scan_whose_conversion_drops_the_batch_axis_is_refused():
             pytest.raises(modelc.CompileError, match=r"changed the model's inputs converting it "
                           r"from opset 8 to 9 \('init' rank 2 -> 1, 'x' rank 3 -> 2"):
         modelc.from_onnx(model)
+
+
+def test_integer_reduce_min_is_refused():
+    model = _model([helper.make_node("ReduceMin", ["x"], ["y"], name="m", axes=[0])],
+                   [_info("x", TensorProto.INT32, [3, 2])], [_info("y", TensorProto.INT32, None)])
+    with pytest.raises(modelc.CompileError, match=r"'m' \(ReduceMin\): ValueError: ReduceMin "
+                                                  r"of int32 tensors is not supported"):
+        modelc.from_onnx(model)

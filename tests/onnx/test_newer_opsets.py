@@ -42,3 +42,13 @@ def test_a_new_attribute_that_is_set_is_refused():
                        r"then: \['Cast'\]; export the model at opset 23"):
         modelc.from_onnx(model)
 
+
+
+def test_an_op_that_dropped_element_types_imports():
+    """ReduceLogSumExp-28 admits no integers any more; float32 means what it meant."""
+    model = _model([helper.make_node("ReduceLogSumExp", ["x", "axes"], ["y"], keepdims=0)],
+                   28, [numpy_helper.from_array(np.array([2], np.int64), "axes")])
+    x = np.random.default_rng(1).standard_normal((2, 3, 4)).astype(np.float32)
+    got = modelc.interpret(modelc.from_onnx(model), {"x": x})["y"]
+    want = np.log(np.exp(x.astype(np.float64)).sum(axis=2))
+    np.testing.assert_allclose(got, want, rtol=1e-5)
