@@ -283,6 +283,19 @@ def layer_normalization(n: OnnxNode) -> Any:
     return y, mean, F.div(1.0, F.sqrt(F.add(variance, eps)))
 
 
+def lp_normalization(n: OnnxNode) -> Any:
+    """LpNormalization: ``x / ||x||_p`` along ``axis`` (p 1 or 2); 0 where the norm is 0,
+    as ONNX's reference."""
+    x, p = n.input(0), n.attr("p", 2)
+    axis = n.axis(n.attr("axis", -1))
+    if p not in (1, 2):
+        raise n.error(f"p={p} is not supported; expected 1 or 2")
+    norm = (F.sum(F.abs(x), dim=(axis,), keepdim=True) if p == 1
+            else F.sqrt(F.sum(F.mul(x, x), dim=(axis,), keepdim=True)))
+    zero = F.eq(norm, 0.0)
+    return F.where(zero, 0.0, F.div(x, F.where(zero, 1.0, norm)))
+
+
 def instance_normalization(n: OnnxNode) -> Any:
     return F.instance_norm(n.input(0), weight=n.input(1), bias=n.input(2),
                            eps=n.attr("epsilon", 1e-5))
@@ -316,7 +329,7 @@ OPS: dict[str, OpFn] = {
     "MaxPool": max_pool, "AveragePool": average_pool,
     "GlobalAveragePool": _global(F.mean), "GlobalMaxPool": _global(F.amax),
     "LRN": lrn, "BatchNormalization": batch_normalization,
-    "LayerNormalization": layer_normalization,
+    "LayerNormalization": layer_normalization, "LpNormalization": lp_normalization,
     "InstanceNormalization": instance_normalization,
     "Softmax": _softmax(F.softmax), "LogSoftmax": _softmax(F.log_softmax),
     "LeakyRelu": lambda n: F.leaky_relu(n.input(0), n.attr("alpha", 0.01)),
