@@ -302,7 +302,7 @@ def instance_normalization(n: OnnxNode) -> Any:
 
 
 def _softmax(fn: Callable[..., Any]) -> OpFn:
-    """Softmax / LogSoftmax; before opset 13 they act on the input flattened to 2-D at
+    """Softmax / LogSoftmax / Hardmax; before opset 13 they act on the input flattened to 2-D at
     ``axis`` (default 1), which is a softmax over all trailing axes."""
     def run(n: OnnxNode) -> Any:
         x = n.input(0)
@@ -312,6 +312,19 @@ def _softmax(fn: Callable[..., Any]) -> OpFn:
         flat = F.reshape(x, (*x.shape[:axis], -1))  # (*leading, prod(trailing))
         return F.reshape(fn(flat, dim=-1), x.shape)
     return run
+
+
+def _hardmax(x: Any, dim: int) -> Any:
+    """1 at the first maximum along ``dim``, 0 elsewhere: the argmax (float32, exact below
+    2**24) compared with each position."""
+    rank = len(x.shape)
+    dim %= rank
+    if not isinstance(x.shape[dim], int):
+        raise ValueError(f"Hardmax needs a fixed size along axis {dim}, got {x.shape[dim]!r}")
+    positions = np.arange(x.shape[dim], dtype=np.float32).reshape(
+        [-1 if axis == dim else 1 for axis in range(rank)])
+    first = F.cast(F.argmax(x, dim=dim, keepdim=True), np.float32)
+    return F.cast(F.eq(first, positions), np.dtype(str(x.dtype)))
 
 
 def hard_sigmoid(n: OnnxNode) -> Any:
@@ -332,6 +345,7 @@ OPS: dict[str, OpFn] = {
     "LayerNormalization": layer_normalization, "LpNormalization": lp_normalization,
     "InstanceNormalization": instance_normalization,
     "Softmax": _softmax(F.softmax), "LogSoftmax": _softmax(F.log_softmax),
+    "Hardmax": _softmax(_hardmax),
     "LeakyRelu": lambda n: F.leaky_relu(n.input(0), n.attr("alpha", 0.01)),
     "Gelu": lambda n: F.gelu(n.input(0), n.attr("approximate", "none")),
     "HardSigmoid": hard_sigmoid, "HardSwish": lambda n: F.hardswish(n.input(0)),

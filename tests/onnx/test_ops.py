@@ -175,6 +175,8 @@ CASES: dict[str, tuple] = {
     "reduce_log_sum_exp": ("ReduceLogSumExp", [Run(r(3, 4, 5) * 30)], {"axes": [1]}, 13),
     "lp_norm_l1_axis0": ("LpNormalization", [Run(r(3, 4))], {"p": 1, "axis": 0}, 13),
     "lp_norm_l2_last": ("LpNormalization", [Run(r(2, 3, 4))], {}, 13),
+    "hardmax_axis1_ties": ("Hardmax", [Run(np.round(r(2, 5, 3)))], {"axis": 1}, 13),
+    "hardmax_opset11_flattened": ("Hardmax", [Run(r(2, 3, 4))], {"axis": 1}, 11),
     "dropout_mask": ("Dropout", [Run(r(2, 3))], {}, 13, 2),
     "flatten_axis_minus_1": ("Flatten", [Run(r(2, 3, 4, 5))], {"axis": -1}, 13),
     "flatten_axis_minus_rank": ("Flatten", [Run(r(2, 3, 4, 5))], {"axis": -4}, 13),
