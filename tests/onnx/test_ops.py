@@ -177,6 +177,10 @@ CASES: dict[str, tuple] = {
     "lp_norm_l2_last": ("LpNormalization", [Run(r(2, 3, 4))], {}, 13),
     "hardmax_axis1_ties": ("Hardmax", [Run(np.round(r(2, 5, 3)))], {"axis": 1}, 13),
     "hardmax_opset11_flattened": ("Hardmax", [Run(r(2, 3, 4))], {"axis": 1}, 11),
+    "scatter_elements_axis1_negative": ("ScatterElements", [Run(r(3, 5)), np.array(
+        [[1, -1], [0, 2], [4, -5]], np.int64), Run(r(3, 2))], {"axis": 1}, 13),
+    "scatter_elements_add": ("ScatterElements", [Run(r(4, 3)), np.array(
+        [[1, 0, 3], [1, 2, 3]], np.int64), Run(r(2, 3))], {"reduction": "add"}, 16),
     "dropout_mask": ("Dropout", [Run(r(2, 3))], {}, 13, 2),
     "flatten_axis_minus_1": ("Flatten", [Run(r(2, 3, 4, 5))], {"axis": -1}, 13),
     "flatten_axis_minus_rank": ("Flatten", [Run(r(2, 3, 4, 5))], {"axis": -4}, 13),
