@@ -6,7 +6,10 @@ attribute whose default keeps the old behaviour (Cast's ``round_mode``, SpaceToD
 ``mode``). A node whose op differs from the version the importer follows only so (and which
 leaves any new attribute unset) imports as at the importer's newest opset; a model with any
 other node (an op whose inputs, outputs or old attributes changed, or an op new since then)
-is refused, naming those ops.
+is refused, naming those ops. NOTE: that list was checked by hand against opsets 24-28.
+A model older than opset 7 is admitted only when each of its ops is the very version it is
+at opset 9 (PyTorch's opset-6 exports of Conv, Relu, Softmax, ...): before opset 9 some
+ops changed meaning under an unchanged signature (PRelu-6's slope per channel).
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ def _attributes(schema: Any) -> dict[str, str]:
     return {name: str(attr.default_value) for name, attr in schema.attributes.items()}
 
 
-def _unchanged(node: Any, followed: int, version: int) -> bool:
+def _unchanged(node: Any, followed: int, version: int, exact: bool) -> bool:
     """Whether ``node`` means the same at opset ``version`` as at ``followed``: its op has
     the same inputs and outputs and keeps every attribute (with its default), and ``node``
     sets none of the attributes added since. Element types may differ: the importer checks
@@ -33,8 +36,8 @@ def _unchanged(node: Any, followed: int, version: int) -> bool:
         old = defs.get_schema(node.op_type, followed, "")
     except defs.SchemaError:
         return False
-    if new.since_version == old.since_version:
-        return True
+    if new.since_version == old.since_version or exact:
+        return new.since_version == old.since_version
     old_attrs, new_attrs = _attributes(old), _attributes(new)
     return ([(i.name, i.option) for i in new.inputs] == [(i.name, i.option) for i in old.inputs]
             and [o.name for o in new.outputs] == [o.name for o in old.outputs]
@@ -51,9 +54,9 @@ def _nodes(graph: Any) -> Iterator[Any]:
                 yield from _nodes(body)
 
 
-def changed_ops(proto: Any, followed: int, version: int) -> list[str]:
+def changed_ops(proto: Any, followed: int, version: int, exact: bool = False) -> list[str]:
     """The default-domain ops of ``proto``'s nodes (subgraphs included) that do not mean at
-    opset ``version`` what they mean at ``followed``; an op unknown to ``onnx.defs`` counts
-    as changed."""
+    opset ``version`` what they mean at ``followed`` (with ``exact``: that are not the same
+    op version); an op unknown to ``onnx.defs`` counts as changed."""
     return sorted({node.op_type for node in _nodes(proto.graph)
-                   if not _unchanged(node, followed, version)})
+                   if not _unchanged(node, followed, version, exact)})

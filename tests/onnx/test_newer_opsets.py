@@ -1,5 +1,6 @@
 """Models at opsets newer than the importer follows (24 to 28): imported when their nodes
-mean what they meant at opset 23, refused naming the ops otherwise."""
+mean what they meant at opset 23, refused naming the ops otherwise; and models older than
+opset 7 whose ops are the versions opset 9 has."""
 
 from __future__ import annotations
 
@@ -52,3 +53,22 @@ def test_an_op_that_dropped_element_types_imports():
     got = modelc.interpret(modelc.from_onnx(model), {"x": x})["y"]
     want = np.log(np.exp(x.astype(np.float64)).sum(axis=2))
     np.testing.assert_allclose(got, want, rtol=1e-5)
+
+
+def test_an_opset6_model_of_ops_unchanged_until_opset9_imports():
+    """Conv-1, Relu-6 and Sigmoid-6 are the versions opset 9 has: against onnx's reference."""
+    from onnx.reference import ReferenceEvaluator
+
+    rng = np.random.default_rng(2)
+    weight = rng.standard_normal((3, 2, 3, 3)).astype(np.float32)
+    graph = helper.make_graph(
+        [helper.make_node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1]),
+         helper.make_node("Relu", ["c"], ["r"]), helper.make_node("Sigmoid", ["r"], ["y"])],
+        "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 2, 4, 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        [numpy_helper.from_array(weight, "w")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 6)])
+    x = rng.standard_normal((1, 2, 4, 4)).astype(np.float32)
+    (want,) = ReferenceEvaluator(model).run(None, {"x": x})
+    got = modelc.interpret(modelc.from_onnx(model), {"x": x})["y"]
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
