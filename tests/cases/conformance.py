@@ -30,6 +30,7 @@ import sys
 import warnings
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -104,6 +105,34 @@ def collect(names: Iterable[str] | None = None) -> list[Case]:
                 inputs, outputs = case.data_sets[0]
                 found.append(Case(case.name, label, case.model, _arrays(inputs),
                                   _arrays(outputs)))
+    return found
+
+
+DATA_KINDS = ("pytorch-converted", "pytorch-operator", "simple")
+"""The model folders of ``onnx/backend/test/data`` with ``test_data_set_0`` protobufs."""
+
+
+def collect_data(kind: str) -> list[Case]:
+    """The cases of one ``DATA_KINDS`` folder (a model and the tensors of its first data
+    set), labelled with the model's first op; a model with a non-tensor input or output
+    gets no tensors (it is out of scope)."""
+    import onnx
+    from onnx import numpy_helper
+
+    found = []
+    for folder in sorted((Path(onnx.__file__).parent / "backend" / "test" / "data" / kind)
+                         .iterdir()):
+        model = onnx.load(folder / "model.onnx")
+        data = folder / "test_data_set_0"
+        values: dict[str, list[Any]] = {"input": [], "output": []}
+        if not any(_value_scope(v) for v in [*model.graph.input, *model.graph.output]):
+            for side in values:
+                for file in sorted(data.glob(f"{side}_*.pb"),
+                                   key=lambda f: int(f.stem.split("_")[1])):
+                    values[side].append(numpy_helper.to_array(
+                        onnx.TensorProto.FromString(file.read_bytes())))
+        op = model.graph.node[0].op_type if model.graph.node else kind
+        found.append(Case(folder.name, op, model, values["input"], values["output"]))
     return found
 
 
@@ -264,13 +293,17 @@ def table(outcomes: Sequence[Outcome]) -> str:
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--kernels", default="relaxed", help="relaxed, simd128, scalar, host")
-    parser.add_argument("--modules", help="comma-separated onnx case modules (default: all)")
+    parser.add_argument("--modules", help="comma-separated onnx case modules or DATA_KINDS "
+                        "folders (default: all)")
     parser.add_argument("--show", default="WRONG,refused",
                         help="comma-separated statuses whose cases are listed with why")
     parser.add_argument("--expectations", action="store_true", help="print only 'case status' "
                         "for every case that neither passes nor is out of scope, sorted")
     args = parser.parse_args(argv)
-    cases = collect(args.modules.split(",") if args.modules else None)
+    names = args.modules.split(",") if args.modules else None
+    cases = collect([m for m in names if m not in DATA_KINDS] if names else None)
+    cases += [case for kind in DATA_KINDS if names is None or kind in names
+              for case in collect_data(kind)]
     outcomes = [run_case(case, args.kernels) for case in cases]
     if args.expectations:
         print("\n".join(sorted(f"{o.case} {o.status}" for o in outcomes

@@ -1,5 +1,6 @@
 """ONNX's operator conformance cases (``onnx.backend.test.case.node``) through wasmnn, one
-test per onnx case module (``tests/cases/conformance.py`` runs and sorts them).
+test per onnx case module, plus the model folders of ``onnx/backend/test/data``
+(``tests/cases/conformance.py`` runs and sorts them).
 
 Every case must be out of scope or have the status ``conformance_expected.txt`` lists for
 it (``pass`` when it is not listed): passing cases pass on the relaxed kernels against
@@ -27,11 +28,13 @@ def test_no_expectation_is_wrong():
     assert conformance.WRONG not in EXPECTED.values()
 
 
-@pytest.mark.parametrize("module", conformance.modules())
+@pytest.mark.parametrize("module", [*conformance.modules(), *conformance.DATA_KINDS])
 def test_onnx_cases_have_their_expected_status(module):
     problems = []
     sampled = False
-    for case in conformance.collect([module]):
+    cases = (conformance.collect_data(module) if module in conformance.DATA_KINDS
+             else conformance.collect([module]))
+    for case in cases:
         outcome = conformance.run_case(case)
         want = EXPECTED.get(case.name, conformance.PASS)
         if outcome.status not in (want, conformance.OUT):
