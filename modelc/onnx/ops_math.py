@@ -121,10 +121,30 @@ def div(n: OnnxNode) -> Any:
     a, b = n.input(0), n.input(1)
     if np.dtype(a.dtype).kind in "iuO":
         if not is_known(a, b):
-            raise n.error("integer division of a run-time tensor is not supported")
+            return F.cast(narrow_quotient(n, a, b, F.trunc), np.dtype(str(a.dtype)))
         quotient = np.abs(a) // np.abs(b)
         return np.where((a < 0) != (b < 0), -quotient, quotient).astype(a.dtype)
     return F.div(*operands(a, b))
+
+
+def narrow_quotient(n: OnnxNode, a: Any, b: Any, rounding: Callable[[Any], Any]) -> Any:
+    """``rounding(a / b)`` of integers of at most 16 bits, in float32. NOTE: exact: the
+    quotient's rounding error, below ``|a / b| * 2**-24 <= 2**-9 / |b|``, cannot cross an
+    integer, which lies at least ``1 / |b|`` away unless it is the quotient itself.
+
+    Raises:
+        CompileError: wider integers (float32 division would not be exact).
+    """
+    dtype = np.dtype(str(a.dtype))
+    if dtype.itemsize > 2:
+        raise n.error(f"integer division of {dtype} tensors computed at run time is not "
+                      "supported; 8- and 16-bit integers are")
+    return rounding(F.div(*operands(as_float32(a), as_float32(b))))
+
+
+def as_float32(value: Any) -> Any:
+    """``value`` cast to float32: in numpy when known, else by a ``cast`` node."""
+    return np.asarray(value, np.float32) if is_known(value) else F.cast(value, np.float32)
 
 
 def _reduce(fn: Callable[..., Any]) -> OpFn:
