@@ -26,9 +26,10 @@ def _attributes(schema: Any) -> dict[str, str]:
 
 def _unchanged(node: Any, followed: int, version: int, exact: bool) -> bool:
     """Whether ``node`` means the same at opset ``version`` as at ``followed``: its op has
-    the same inputs and outputs and keeps every attribute (with its default), and ``node``
-    sets none of the attributes added since. Element types may differ: the importer checks
-    the operands' own."""
+    the same outputs, the same inputs (optional ones added after them, which ``node`` leaves
+    out, aside), keeps every attribute (with its default), and ``node`` sets none of the
+    attributes added since. Element types may differ: the importer checks the operands'
+    own."""
     from onnx import defs
 
     try:
@@ -39,7 +40,12 @@ def _unchanged(node: Any, followed: int, version: int, exact: bool) -> bool:
     if new.since_version == old.since_version or exact:
         return new.since_version == old.since_version
     old_attrs, new_attrs = _attributes(old), _attributes(new)
-    return ([(i.name, i.option) for i in new.inputs] == [(i.name, i.option) for i in old.inputs]
+    inputs = [(i.name, i.option) for i in old.inputs]
+    added = new.inputs[len(inputs):]
+    given = [name for name in node.input[len(inputs):] if name]
+    return ([(i.name, i.option) for i in new.inputs[:len(inputs)]] == inputs
+            and all(i.option == defs.OpSchema.FormalParameterOption.Optional for i in added)
+            and not given
             and [o.name for o in new.outputs] == [o.name for o in old.outputs]
             and old_attrs.items() <= new_attrs.items()
             and not {a.name for a in node.attribute} - set(old_attrs))

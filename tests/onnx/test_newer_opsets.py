@@ -72,3 +72,28 @@ def test_an_opset6_model_of_ops_unchanged_until_opset9_imports():
     (want,) = ReferenceEvaluator(model).run(None, {"x": x})
     got = modelc.interpret(modelc.from_onnx(model), {"x": x})["y"]
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
+def test_an_optional_input_added_since_and_left_out_does_not_count():
+    """Attention-24 added ``nonpad_kv_seqlen`` as its last, optional input: without it, the
+    node means what Attention-23 means (imported as its function); with it, refused."""
+    from onnx.reference import ReferenceEvaluator
+
+    rng = np.random.default_rng(3)
+    q, k, v = (rng.standard_normal((1, 2, 3, 4)).astype(np.float32) for _ in range(3))
+    infos = [helper.make_tensor_value_info(n, TensorProto.FLOAT, [1, 2, 3, 4]) for n in "qkv"]
+    out = [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)]
+
+    def model(inputs):
+        node = helper.make_node("Attention", inputs, ["y"], is_causal=1)
+        extra = [] if len(inputs) == 3 else [helper.make_tensor_value_info(
+            "lengths", TensorProto.INT64, [1])]
+        graph = helper.make_graph([node], "g", infos + extra, out)
+        return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 24)])
+
+    plain = model(["q", "k", "v"])
+    (want,) = ReferenceEvaluator(plain).run(None, {"q": q, "k": k, "v": v})
+    got = modelc.interpret(modelc.from_onnx(plain), {"q": q, "k": k, "v": v})["y"]
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+    with pytest.raises(modelc.CompileError, match=r"opset 24: .* since then: \['Attention'\]"):
+        modelc.from_onnx(model(["q", "k", "v", "", "", "", "lengths"]))
