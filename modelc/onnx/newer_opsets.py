@@ -42,7 +42,7 @@ def _unchanged(node: Any, followed: int, version: int, exact: bool) -> bool:
     old_attrs, new_attrs = _attributes(old), _attributes(new)
     inputs = [(i.name, i.option) for i in old.inputs]
     added = new.inputs[len(inputs):]
-    given = [name for name in node.input[len(inputs):] if name]
+    given = [name for name in node.input[len(inputs):] if name] if added else []
     return ([(i.name, i.option) for i in new.inputs[:len(inputs)]] == inputs
             and all(i.option == defs.OpSchema.FormalParameterOption.Optional for i in added)
             and not given
