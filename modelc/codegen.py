@@ -26,7 +26,7 @@ from . import ops
 from .arena import LAYOUT_EXPORT, Layout, layout_function, make_layout
 from .errors import CompileError
 from .graph import Graph, Guard, Node, Shape, Value
-from .metadata import SECTION, encode_metadata
+from .metadata import SECTION, check_interface, encode_metadata
 
 SCRATCH_BYTES = 16
 PAGE = 65536
@@ -284,11 +284,13 @@ def lower(graph: Graph, reserve: int = 0) -> tuple[LowerContext, Layout]:
     Raises:
         CompileError: an op cannot be lowered, or its lowering pushes arguments that do not
             fit its kernel calls, naming the node and the user's source line; or a dim's
-            upper bound makes the model need more memory than wasm32 has.
+            upper bound makes the model need more memory than wasm32 has; or the model has
+            no input, or an input or output of a dtype the runtime does not take.
     """
     _check_dim_bounds(graph)
     ctx = LowerContext(graph)
     lower_nodes(ctx)
+    check_interface(graph)
     messages, message_at = _message_segment(graph, SCRATCH_BYTES)
     layout = make_layout(graph, messages, message_at, SCRATCH_BYTES + len(messages), reserve,
                          len(ctx.weights))

@@ -6,10 +6,31 @@ import json
 
 from wasm_kernels import abi
 
+from .errors import CompileError
 from .graph import Graph, Value
 
 SECTION = "wasmnn.model"
 FORMAT = 1
+DTYPES = ("float32", "int64", "int32", "int16", "uint16", "int8", "uint8", "bool")
+"""The element types of model inputs and outputs (those ``runtime.metadata`` accepts)."""
+
+
+def check_interface(graph: Graph) -> None:
+    """Raise once if the graph has no run-time input or an input or output of a dtype
+    outside ``DTYPES``.
+
+    Raises:
+        CompileError: naming each such tensor.
+    """
+    if not graph.inputs:
+        raise CompileError(f"the model has no run-time inputs: its outputs "
+                           f"{sorted(graph.outputs)} are constants; a model needs an input")
+    bad = [f"{kind} {name!r} ({value.dtype})"
+           for kind, tensors in (("input", graph.inputs), ("output", graph.outputs))
+           for name, value in tensors.items() if value.dtype not in DTYPES]
+    if bad:
+        raise CompileError(f"unsupported dtype of {', '.join(bad)}; model inputs and outputs "
+                           f"must be one of {list(DTYPES)}")
 
 
 def _tensor(name: str, value: Value, offset: tuple[int, int | None]) -> dict[str, object]:

@@ -12,16 +12,18 @@ from __future__ import annotations
 import copy
 import os
 import re
-import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
+from nn import functional as F
+
 from ..errors import CompileError, UnsupportedOpError
 from ..graph import Dim, Graph, Guard, Value
 from ..trace import DynamicSpec, SymbolicTensor, Tracer
 from . import (
+    functions,
     ops_activation,
     ops_control,
     ops_einsum,
@@ -35,7 +37,10 @@ from . import (
     ops_shape,
 )
 from .fold_qdq import fold_qdq
+from .functions import expandable
+from .newer_opsets import changed_ops
 from .node import OnnxNode
+from .older_opsets import upgrade
 
 OPS = {**ops_activation.OPS, **ops_layout.OPS, **ops_math.OPS, **ops_nn.OPS,
        **ops_resize.OPS, **ops_rnn.OPS, **ops_shape.OPS, **ops_control.OPS, **ops_einsum.OPS,
@@ -71,7 +76,30 @@ def _load(model: Any) -> Any:
 
 
 def _opset(proto: Any) -> int:
+    """The opset the op functions follow for ``proto``: its own, or ``OPSETS[1]`` for a newer
+    one whose ops differ from theirs at ``OPSETS[1]`` only by element types, or ``OPSETS[0]``
+    for one older than ``CONVERTED`` whose ops mean what they mean there.
+
+    Raises:
+        CompileError: the opset is outside ``OPSETS``, or newer or older with ops that changed.
+    """
     versions = [o.version for o in proto.opset_import if o.domain in _DOMAINS]
+    if versions and versions[0] < CONVERTED[0]:
+        changed = changed_ops(proto, OPSETS[0], versions[0], exact=True)
+        if not changed:
+            return OPSETS[0]
+        raise CompileError(f"ONNX opset {versions[0]} is not supported for ops {changed} "
+                           f"(they changed before opset {OPSETS[0]}); expected {OPSETS[0]} to "
+                           f"{OPSETS[1]}, or {CONVERTED[0]} to {CONVERTED[1]} (converted on "
+                           "import); re-export the model or convert it with "
+                           "onnx.version_converter")
+    if versions and versions[0] > OPSETS[1]:
+        changed = changed_ops(proto, OPSETS[1], versions[0])
+        if not changed:
+            return OPSETS[1]
+        raise CompileError(f"ONNX opset {versions[0]}: the importer follows opsets up to "
+                           f"{OPSETS[1]}, and these ops of the model changed (or are new) "
+                           f"since then: {changed}; export the model at opset {OPSETS[1]}")
     if not versions or not OPSETS[0] <= versions[0] <= OPSETS[1]:
         raise CompileError(f"ONNX opset {versions[0] if versions else None} is not supported; "
                            f"expected {OPSETS[0]} to {OPSETS[1]}, or {CONVERTED[0]} to "
@@ -80,58 +108,19 @@ def _opset(proto: Any) -> int:
     return versions[0]
 
 
-def _initializers_as_inputs(proto: Any) -> Any:
-    """A copy of ``proto`` whose initializers are all graph inputs too. NOTE: the version
-    converter takes an initializer that is not an input (allowed since IR 4) for an
-    undefined name."""
-    from onnx import helper
-
-    listed = {i.name for i in proto.graph.input}
-    missing = [t for t in proto.graph.initializer if t.name not in listed]
-    if not missing:
-        return proto
-    copy_ = type(proto)()
-    copy_.CopyFrom(proto)
-    copy_.graph.input.extend(helper.make_tensor_value_info(t.name, t.data_type, t.dims)
-                             for t in missing)
-    return copy_
-
-
-def _upgrade(proto: Any) -> Any:
-    """A model at an opset in ``CONVERTED`` converted to ``OPSETS[0]`` by
-    ``onnx.version_converter``, with a warning saying so; any other model as it is.
-
-    Raises:
-        CompileError: the converter fails.
-    """
-    from onnx import version_converter
-
-    versions = [o.version for o in proto.opset_import if o.domain in _DOMAINS]
-    if not versions or not CONVERTED[0] <= versions[0] <= CONVERTED[1]:
-        return proto
-    warnings.warn(f"the ONNX model is at opset {versions[0]}; converting it to opset "
-                  f"{OPSETS[0]} with onnx.version_converter before import", stacklevel=3)
-    proto = _initializers_as_inputs(proto)
-    try:
-        return version_converter.convert_version(proto, OPSETS[0])
-    except Exception as err:  # the converter raises bare RuntimeErrors of its C++ core
-        raise CompileError(f"onnx.version_converter could not convert the model from opset "
-                           f"{versions[0]} to {OPSETS[0]}: {err}") from err
-
-
-def _unsupported(graph: Any, where: str = "") -> list[tuple[str, str, str]]:
+def _unsupported(graph: Any, opset: int, where: str = "") -> list[tuple[str, str, str]]:
     """``(node, op, where)`` for every node of ``graph`` and its subgraphs (If branches,
-    Loop and Scan bodies) whose op the importer does not cover; ``where`` names the
-    enclosing subgraph attribute, empty at the top level."""
+    Loop and Scan bodies) whose op the importer does not cover, nor its ONNX function at
+    ``opset``; ``where`` names the enclosing subgraph attribute, empty at the top level."""
     found = []
     for i, node in enumerate(graph.node):
         op = f"{node.domain + '.' if node.domain else ''}{node.op_type}"
         name = node.name or f"#{i}"
-        if _op_function(node) is None:
+        if _op_function(node) is None and not expandable(node, opset):
             found.append((name, op, where))
         for attr in node.attribute:
             for body in [attr.g] if attr.HasField("g") else list(attr.graphs):
-                found += _unsupported(body, f"{where}{name!r}.{attr.name} > ")
+                found += _unsupported(body, opset, f"{where}{name!r}.{attr.name} > ")
     return found
 
 
@@ -149,7 +138,8 @@ def check_supported(proto: Any) -> None:
     Raises:
         UnsupportedOpError: naming each such node and its op type.
     """
-    bad = _unsupported(proto.graph)
+    versions = [o.version for o in proto.opset_import if o.domain in _DOMAINS]
+    bad = _unsupported(proto.graph, min(versions[0] if versions else OPSETS[1], OPSETS[1]))
     if not bad:
         return
     nodes = ", ".join(f"{where}{name!r} ({op})" for name, op, where in bad)
@@ -320,6 +310,19 @@ class _Importer:
                          for k, o in enumerate(body.output)}
         return graph, outer
 
+    def run_function(self, name: str, node: Any) -> None:
+        """Import ``node`` as the body of its op's ONNX function (at that body's opset)."""
+        body, opset = _expanded(self, name, node)
+        outer, self.opset = self.opset, opset
+        try:
+            for index, inner in enumerate(body):
+                self.run(index, inner)
+        except CompileError as err:
+            raise CompileError(f"ONNX node {name!r} ({node.op_type}), imported as its ONNX "
+                               f"function: {err}") from err
+        finally:
+            self.opset = outer
+
     def add_inputs(self, input_shapes: Mapping[str, Sequence[int]], dynamic: DynamicSpec
                    ) -> None:
         from onnx.helper import tensor_dtype_to_np_dtype
@@ -341,6 +344,9 @@ class _Importer:
         if missing:
             raise CompileError(f"ONNX node {name!r} ({node.op_type}): inputs {missing} are "
                                "produced by no node (an unsupported optional output?)")
+        if _op_function(node) is None:
+            self.run_function(name, node)
+            return
         onnx_node = OnnxNode(name, node.op_type, [self.env[i] if i else None
                                                   for i in node.input],
                              _attrs(node), self.opset, len(node.output), self.subgraph,
@@ -373,10 +379,25 @@ class _Importer:
                                  else np.asarray(result))
 
 
+def _expanded(importer: _Importer, name: str, node: Any) -> tuple[list[Any], int]:
+    """The body of ``node``'s ONNX function and its opset; an op in it the importer does
+    not cover, nor its function, is refused naming both."""
+    types = [functions.operand_type(importer.env[i] if i else None) for i in node.input]
+    body, opset = functions.expand(node, importer.opset, types, f"{name}/")
+    opset = min(opset, OPSETS[1])
+    bad = sorted({n.op_type for n in body
+                  if _op_function(n) is None and not expandable(n, opset)})
+    if bad:
+        raise UnsupportedOpError(f"ONNX node {name!r} ({node.op_type}) is defined by an ONNX "
+                                 f"function using unsupported ops {bad}")
+    return body, opset
+
+
 def from_onnx(model: Any, input_shapes: Mapping[str, Sequence[int]] | None = None,
               dynamic: DynamicSpec | None = None) -> Graph:
     """Import an ONNX model (default-domain opsets 9 to 23; 7 and 8 are converted to 9 with
-    ``onnx.version_converter`` first, with a warning) as a graph.
+    ``onnx.version_converter`` first, with a warning; a newer one imports when its ops are
+    those of opset 23 up to added element types) as a graph.
 
     Args:
         model: an ``onnx.ModelProto``, its serialized bytes, or the path of a ``.onnx`` file.
@@ -394,7 +415,7 @@ def from_onnx(model: Any, input_shapes: Mapping[str, Sequence[int]] | None = Non
             ``model`` is not a valid ONNX model.
         ImportError: the ``onnx`` package is not installed.
     """
-    proto = fold_qdq(_upgrade(_load(model)))
+    proto = fold_qdq(upgrade(_load(model), OPSETS[0], CONVERTED))
     check_supported(proto)
     graph = Graph()
     importer = _Importer(proto, graph, _opset(proto))
@@ -403,6 +424,10 @@ def from_onnx(model: Any, input_shapes: Mapping[str, Sequence[int]] | None = Non
     graph.meta["default_dims"] = tuple(name for name in graph.dims if name not in given)
     for index, node in enumerate(proto.graph.node):
         importer.run(index, node)
+    producer = {out: node.op_type for node in proto.graph.node for out in node.output}
+    for o in proto.graph.output:  # NOTE: their int32 accumulators are float32 in the graph
+        if producer.get(o.name) in ("MatMulInteger", "ConvInteger"):
+            importer.env[o.name] = F.cast(importer.env[o.name], np.int32)
     graph.outputs = {o.name: _graph_value(o.name, importer.env[o.name])
                      for o in proto.graph.output}
     graph.verify()

@@ -16,6 +16,7 @@ import numpy as np
 from nn import functional as F
 
 from .node import OnnxNode
+from .ops_math import as_float32, narrow_quotient
 
 _SELU_ALPHA = 1.67326319217681884765625
 _SELU_GAMMA = 1.05070102214813232421875
@@ -26,21 +27,25 @@ def _unary(fn: Callable[[Any], Any]) -> Callable[[OnnxNode], Any]:
 
 
 def mod(n: OnnxNode) -> Any:
-    """Mod: ``fmod=1`` is C's fmod (floats); ``fmod=0`` the floor remainder, for integers
-    known at import time (ONNX allows it only for integers).
+    """Mod: ``fmod=1`` is C's fmod, ``fmod=0`` the floor remainder; at run time for float32
+    (fmod=1) and 8- and 16-bit integers (both, exact through float32: ``narrow_quotient``).
 
     Raises:
-        CompileError: ``fmod=0`` on a tensor computed at run time.
+        CompileError: ``fmod=0`` on floats, or wider integers, computed at run time.
     """
     a, b = n.input(0), n.input(1)
-    if n.attr("fmod", 0):
-        if isinstance(a, np.ndarray) and isinstance(b, np.ndarray):
-            return np.fmod(a, b)
+    known = isinstance(a, np.ndarray) and isinstance(b, np.ndarray)
+    fmod = bool(n.attr("fmod", 0))
+    if known:
+        return np.fmod(a, b) if fmod else np.mod(a, b)
+    dtype = np.dtype(str(a.dtype))
+    if dtype.kind in "iu":  # a - round(a / b) * b, exact in float32 for 8 and 16 bits
+        quotient = narrow_quotient(n, a, b, F.trunc if fmod else F.floor)
+        return F.cast(F.sub(as_float32(a), F.mul(quotient, as_float32(b))), dtype)
+    if fmod:
         return F.fmod(a, b)
-    if isinstance(a, np.ndarray) and isinstance(b, np.ndarray):
-        return np.mod(a, b)
-    raise n.error("fmod=0 (the integer remainder) is only supported on values known at import "
-                  "time; a float Mod needs fmod=1")
+    raise n.error("fmod=0 (the floor remainder) of float tensors computed at run time is not "
+                  "supported; fmod=1 is")
 
 
 OPS: dict[str, Callable[[OnnxNode], Any]] = {

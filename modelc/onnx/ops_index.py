@@ -1,8 +1,8 @@
-"""ONNX index ops: OneHot, GatherND and ScatterND, written in ``nn.functional`` calls
-(comparisons, where, slices, gathers) so they need no kernel of their own, and TopK
-(``topk``); computed in numpy when known. GatherND and ScatterND at indices computed at run
-time view the data as a table of rows (the indexed axes) and turn each index tuple into a
-row number with integer arithmetic."""
+"""ONNX index ops: OneHot, GatherND, ScatterND and ScatterElements (and its opset-9 name
+Scatter), written in ``nn.functional`` calls (comparisons, where, slices, gathers) so they
+need no kernel of their own, and TopK (``topk``); computed in numpy when known. GatherND and
+ScatterND at indices computed at run time view the data as a table of rows (the indexed
+axes) and turn each index tuple into a row number with integer arithmetic."""
 
 from __future__ import annotations
 
@@ -183,6 +183,26 @@ def scatter_nd(n: OnnxNode) -> Any:
     return F.where(hit, landed, data)
 
 
+def scatter_elements(n: OnnxNode) -> Any:
+    """ScatterElements at indices known at import time: ScatterND at the full coordinates of
+    each update (its position, with the index along ``axis``).
+
+    Raises:
+        CompileError: the indices are computed at run time.
+    """
+    data, updates = n.input(0), n.input(2)
+    indices = n.known(1, "indices")
+    axis = n.axis(n.attr("axis", 0))
+    size = data.shape[axis]
+    if not isinstance(size, int):
+        raise n.error(f"ScatterElements needs a fixed size along axis {axis}, got {size!r}")
+    along = np.where(indices < 0, indices + size, indices).astype(np.int64)
+    grid = np.indices(indices.shape, np.int64)
+    full = np.stack([along if k == axis else grid[k] for k in range(len(grid))],
+                    axis=-1)  # (*indices.shape, rank)
+    return scatter_nd(OnnxNode(n.name, n.op_type, [data, full, updates], n.attrs, n.opset))
+
+
 def _scatter_rows(n: OnnxNode, data: Any, indices: Any, updates: Any, reduction: str) -> Any:
     """ScatterND by rows of the data's table (``_table``): a (rows, updates) mask of which
     update lands on which row; ``add`` adds the mask's product with the updates, ``none``
@@ -220,4 +240,5 @@ def top_k(n: OnnxNode) -> tuple[Any, Any]:
 
 
 OPS: dict[str, OpFn] = {"OneHot": one_hot, "GatherND": gather_nd, "ScatterND": scatter_nd,
+                        "ScatterElements": scatter_elements, "Scatter": scatter_elements,
                         "TopK": top_k}

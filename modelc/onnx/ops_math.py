@@ -7,7 +7,7 @@ written in ``nn.functional`` calls (traced, or evaluated eagerly on known values
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -26,7 +26,7 @@ _UNARY: dict[str, Callable[[Any], Any]] = {
 }
 
 _BINARY: dict[str, Callable[[Any, Any], Any]] = {
-    "Add": F.add, "Sub": F.sub, "Mul": F.mul, "Pow": F.pow,
+    "Add": F.add, "Sub": F.sub, "Mul": F.mul,
     "Equal": F.eq, "Less": F.lt, "LessOrEqual": F.le, "Greater": F.gt, "GreaterOrEqual": F.ge,
 }
 
@@ -63,9 +63,27 @@ def _prod(x: Any, dim: Any = None, keepdim: bool = False) -> Any:
 MAX_PROD = 64
 """The longest axis a run-time ReduceProd multiplies out, slice by slice."""
 
+def _min(x: Any, dim: Any = None, keepdim: bool = False) -> Any:
+    """``-max(-x)``; float only, since negation wraps an integer's lowest value."""
+    if np.dtype(str(x.dtype)).kind != "f":
+        raise ValueError(f"ReduceMin of {x.dtype} tensors is not supported; float32 is")
+    return F.neg(F.amax(F.neg(x), dim=dim, keepdim=keepdim))
+
+
+def _log_sum_exp(x: Any, dim: Any = None, keepdim: bool = False) -> Any:
+    """``log(sum(exp(x - max))) + max``, which does not overflow."""
+    top = F.amax(x, dim=dim, keepdim=True)
+    total = F.sum(F.exp(F.sub(x, top)), dim=dim, keepdim=keepdim)
+    return F.add(F.log(total), top if keepdim else F.amax(x, dim=dim, keepdim=False))
+
+
 _REDUCE: dict[str, Callable[..., Any]] = {
     "ReduceMean": F.mean, "ReduceSum": F.sum, "ReduceMax": F.amax, "ReduceL2": _l2,
-    "ReduceSumSquare": _sum_square, "ReduceProd": _prod,
+    "ReduceSumSquare": _sum_square, "ReduceProd": _prod, "ReduceMin": _min,
+    "ReduceL1": lambda x, dim=None, keepdim=False: F.sum(F.abs(x), dim=dim, keepdim=keepdim),
+    "ReduceLogSum": lambda x, dim=None, keepdim=False: F.log(F.sum(x, dim=dim,
+                                                                   keepdim=keepdim)),
+    "ReduceLogSumExp": _log_sum_exp,
 }
 _AXES_AS_INPUT = {"ReduceSum": 13}
 """Opset from which a reduction takes ``axes`` as input 1 instead of an attribute (18 for
@@ -88,15 +106,45 @@ def _variadic(fn: Callable[[Any, Any], Any]) -> OpFn:
     return run
 
 
+def pow_(n: OnnxNode) -> Any:
+    """Pow; an integer exponent of a float base is cast to the base's type (ONNX lets the
+    two differ, the result has the base's)."""
+    a, b = n.input(0), n.input(1)
+    base, exponent = np.dtype(str(a.dtype)), np.dtype(str(b.dtype))
+    if base.kind == "f" and exponent.kind in "iu":
+        b = b.astype(base) if is_known(b) else F.cast(b, base)
+    return F.pow(*operands(a, b))
+
+
 def div(n: OnnxNode) -> Any:
     """Div: true division for floats; integer division truncates, as ONNX specifies."""
     a, b = n.input(0), n.input(1)
     if np.dtype(a.dtype).kind in "iuO":
         if not is_known(a, b):
-            raise n.error("integer division of a run-time tensor is not supported")
+            return F.cast(narrow_quotient(n, a, b, F.trunc), np.dtype(str(a.dtype)))
         quotient = np.abs(a) // np.abs(b)
         return np.where((a < 0) != (b < 0), -quotient, quotient).astype(a.dtype)
     return F.div(*operands(a, b))
+
+
+def narrow_quotient(n: OnnxNode, a: Any, b: Any, rounding: Callable[[Any], Any]) -> Any:
+    """``rounding(a / b)`` of integers of at most 16 bits, in float32. NOTE: exact: the
+    quotient's rounding error, below ``|a / b| * 2**-24 <= 2**-9 / |b|``, cannot cross an
+    integer, which lies at least ``1 / |b|`` away unless it is the quotient itself.
+
+    Raises:
+        CompileError: wider integers (float32 division would not be exact).
+    """
+    dtype = np.dtype(str(a.dtype))
+    if dtype.itemsize > 2:
+        raise n.error(f"integer division of {dtype} tensors computed at run time is not "
+                      "supported; 8- and 16-bit integers are")
+    return rounding(F.div(*operands(as_float32(a), as_float32(b))))
+
+
+def as_float32(value: Any) -> Any:
+    """``value`` cast to float32: in numpy when known, else by a ``cast`` node."""
+    return np.asarray(value, np.float32) if is_known(value) else F.cast(value, np.float32)
 
 
 def _reduce(fn: Callable[..., Any]) -> OpFn:
@@ -106,8 +154,27 @@ def _reduce(fn: Callable[..., Any]) -> OpFn:
         if not axes and n.attr("noop_with_empty_axes", 0):
             return n.input(0)
         dim = tuple(n.axis(a) for a in axes) if axes else None
-        return fn(n.input(0), dim=dim, keepdim=bool(n.attr("keepdims", 1)))
+        keepdim = bool(n.attr("keepdims", 1))
+        x = n.input(0)
+        reduced = range(len(x.shape)) if dim is None else dim
+        if any(x.shape[a] == 0 for a in reduced):
+            return _empty_reduction(n, x, reduced, keepdim)
+        return fn(x, dim=dim, keepdim=keepdim)
     return run
+
+
+def _empty_reduction(n: OnnxNode, x: Any, axes: Sequence[int], keepdim: bool) -> np.ndarray:
+    """A reduction over an empty set: its identity (ReduceMax the lowest value, ReduceMin
+    +inf, ReduceMean NaN, the logs -inf, as ONNX's reference), a constant of the result's
+    shape."""
+    dtype = np.dtype(str(x.dtype))
+    lowest = -np.inf if dtype.kind == "f" else np.iinfo(dtype).min
+    value = {"ReduceMax": lowest, "ReduceMin": np.inf, "ReduceProd": 1, "ReduceMean": np.nan,
+             "ReduceLogSum": -np.inf, "ReduceLogSumExp": -np.inf}.get(n.op_type, 0)
+    shape = [1 if a in axes else d for a, d in enumerate(x.shape) if keepdim or a not in axes]
+    if not all(isinstance(d, int) for d in shape):
+        raise n.error(f"an empty reduction over symbolic dims {shape} is not supported")
+    return np.full(shape, value, dtype)
 
 
 def _logical(n: OnnxNode, known: Callable[[Any, Any], Any],
@@ -171,7 +238,15 @@ def cast(n: OnnxNode) -> Any:
     """Cast; a known shape value naming symbolic dims stays as it is (it is integral)."""
     from onnx.helper import tensor_dtype_to_np_dtype
 
-    x, dtype = n.input(0), tensor_dtype_to_np_dtype(n.attr("to"))
+    return _cast_to(n.input(0), tensor_dtype_to_np_dtype(n.attr("to")))
+
+
+def cast_like(n: OnnxNode) -> Any:
+    """CastLike: Cast to the element type of input 1 (function bodies of opset 15 and up)."""
+    return _cast_to(n.input(0), np.dtype(str(n.input(1).dtype)))
+
+
+def _cast_to(x: Any, dtype: np.dtype) -> Any:
     if isinstance(x, np.ndarray) and x.dtype == object and dtype.kind in "iu":
         return x
     return F.cast(x, dtype)
@@ -211,7 +286,7 @@ OPS: dict[str, OpFn] = {
     **{op: _binary(fn) for op, fn in _BINARY.items()},
     **{op: _variadic(fn) for op, fn in _VARIADIC.items()},
     **{op: _reduce(fn) for op, fn in _REDUCE.items()},
-    "Div": div, "And": logical_and, "Or": logical_or, "Xor": logical_xor, "Clip": clip,
-    "Where": where, "Cast": cast,
+    "Div": div, "Pow": pow_, "And": logical_and, "Or": logical_or, "Xor": logical_xor,
+    "Clip": clip, "Where": where, "Cast": cast, "CastLike": cast_like,
     "MatMul": matmul, "Gemm": gemm,
 }

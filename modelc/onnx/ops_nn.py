@@ -172,9 +172,22 @@ def _tail_padding_is_ceil_mode(window: _Window, shape: Any) -> bool:
 
 def average_pool(n: OnnxNode) -> Any:
     include_pad = bool(n.attr("count_include_pad", 0))
+    if any(d != 1 for d in n.attr("dilations") or []):
+        if n.attr("ceil_mode", 0):
+            raise n.error("ceil_mode=1 with dilations is not supported")
+        return _pool(n, 0.0, _dilated_mean, count_padding=include_pad)
     return _pool(n, 0.0, lambda x, w: F.avg_pool2d(
         x, tuple(w.kernel), tuple(w.strides), w.padding(), bool(n.attr("ceil_mode", 0)),
         include_pad), count_padding=include_pad)
+
+
+def _dilated_mean(x: Any, window: _Window) -> Any:
+    """The mean over each dilated window (padding counted): a depthwise convolution with
+    weights ``1 / window size`` (``avg_pool2d`` has no dilation)."""
+    channels = x.shape[1]
+    weight = np.full((channels, 1, *window.kernel), 1.0 / math.prod(window.kernel), np.float32)
+    return F.conv2d(x, weight, None, tuple(window.strides), window.padding(),
+                    tuple(window.dilations), channels)
 
 
 def _pool(n: OnnxNode, fill: float, run: Callable[[Any, _Window], Any],
@@ -249,18 +262,38 @@ def batch_normalization(n: OnnxNode) -> Any:
 
 
 def layer_normalization(n: OnnxNode) -> Any:
-    if n.outputs > 1:
-        raise n.error("the Mean and InvStdDev outputs of LayerNormalization are not supported")
+    """LayerNormalization; the optional Mean and InvStdDev outputs (the statistics over the
+    normalised axes, kept as size-1 axes) are computed beside it when asked for."""
     x = n.input(0)
-    shape = tuple(x.shape[n.axis(n.attr("axis", -1)):])
+    axis, eps = n.axis(n.attr("axis", -1)), n.attr("epsilon", 1e-5)
+    shape = tuple(x.shape[axis:])
 
     def affine(value: Any) -> Any:
         if isinstance(value, np.ndarray):
             return np.broadcast_to(value, shape).astype(value.dtype)
         return value
 
-    return F.layer_norm(x, shape, affine(n.input(1)), affine(n.optional(2)),
-                        n.attr("epsilon", 1e-5))
+    y = F.layer_norm(x, shape, affine(n.input(1)), affine(n.optional(2)), eps)
+    if n.outputs == 1:
+        return y
+    axes = tuple(range(axis, len(x.shape)))
+    mean = F.mean(x, dim=axes, keepdim=True)
+    centred = F.sub(x, mean)
+    variance = F.mean(F.mul(centred, centred), dim=axes, keepdim=True)
+    return y, mean, F.div(1.0, F.sqrt(F.add(variance, eps)))
+
+
+def lp_normalization(n: OnnxNode) -> Any:
+    """LpNormalization: ``x / ||x||_p`` along ``axis`` (p 1 or 2); 0 where the norm is 0,
+    as ONNX's reference."""
+    x, p = n.input(0), n.attr("p", 2)
+    axis = n.axis(n.attr("axis", -1))
+    if p not in (1, 2):
+        raise n.error(f"p={p} is not supported; expected 1 or 2")
+    norm = (F.sum(F.abs(x), dim=(axis,), keepdim=True) if p == 1
+            else F.sqrt(F.sum(F.mul(x, x), dim=(axis,), keepdim=True)))
+    zero = F.eq(norm, 0.0)
+    return F.where(zero, 0.0, F.div(x, F.where(zero, 1.0, norm)))
 
 
 def instance_normalization(n: OnnxNode) -> Any:
@@ -269,7 +302,7 @@ def instance_normalization(n: OnnxNode) -> Any:
 
 
 def _softmax(fn: Callable[..., Any]) -> OpFn:
-    """Softmax / LogSoftmax; before opset 13 they act on the input flattened to 2-D at
+    """Softmax / LogSoftmax / Hardmax; before opset 13 they act on the input flattened to 2-D at
     ``axis`` (default 1), which is a softmax over all trailing axes."""
     def run(n: OnnxNode) -> Any:
         x = n.input(0)
@@ -279,6 +312,19 @@ def _softmax(fn: Callable[..., Any]) -> OpFn:
         flat = F.reshape(x, (*x.shape[:axis], -1))  # (*leading, prod(trailing))
         return F.reshape(fn(flat, dim=-1), x.shape)
     return run
+
+
+def _hardmax(x: Any, dim: int) -> Any:
+    """1 at the first maximum along ``dim``, 0 elsewhere: the argmax (float32, exact below
+    2**24) compared with each position."""
+    rank = len(x.shape)
+    dim %= rank
+    if not isinstance(x.shape[dim], int):
+        raise ValueError(f"Hardmax needs a fixed size along axis {dim}, got {x.shape[dim]!r}")
+    positions = np.arange(x.shape[dim], dtype=np.float32).reshape(
+        [-1 if axis == dim else 1 for axis in range(rank)])
+    first = F.cast(F.argmax(x, dim=dim, keepdim=True), np.float32)
+    return F.cast(F.eq(first, positions), np.dtype(str(x.dtype)))
 
 
 def hard_sigmoid(n: OnnxNode) -> Any:
@@ -296,9 +342,10 @@ OPS: dict[str, OpFn] = {
     "MaxPool": max_pool, "AveragePool": average_pool,
     "GlobalAveragePool": _global(F.mean), "GlobalMaxPool": _global(F.amax),
     "LRN": lrn, "BatchNormalization": batch_normalization,
-    "LayerNormalization": layer_normalization,
+    "LayerNormalization": layer_normalization, "LpNormalization": lp_normalization,
     "InstanceNormalization": instance_normalization,
     "Softmax": _softmax(F.softmax), "LogSoftmax": _softmax(F.log_softmax),
+    "Hardmax": _softmax(_hardmax),
     "LeakyRelu": lambda n: F.leaky_relu(n.input(0), n.attr("alpha", 0.01)),
     "Gelu": lambda n: F.gelu(n.input(0), n.attr("approximate", "none")),
     "HardSigmoid": hard_sigmoid, "HardSwish": lambda n: F.hardswish(n.input(0)),

@@ -29,9 +29,11 @@ ONE = np.array(1.0, np.float32)
 
 
 def _zero_point(n: OnnxNode, index: int, like: Any = None) -> Any:
-    """Zero point operand ``index``, or a 0 of ``like``'s dtype (uint8 without one)."""
+    """Zero point operand ``index`` (a known one-element one as a scalar), or a 0 of
+    ``like``'s dtype (uint8 without one)."""
     if n.has(index):
-        return n.input(index)
+        zero = n.input(index)
+        return zero.reshape(()) if is_known(zero) and zero.size == 1 else zero
     return np.array(0, like.dtype if like is not None and like.dtype != np.float32
                     else np.uint8)
 

@@ -35,7 +35,10 @@ def reshape(n: OnnxNode) -> Any:
 def flatten(n: OnnxNode) -> Any:
     """Flatten to 2-D at ``axis``; a side whose size is a product of dim names is -1."""
     x = n.input(0)
-    axis = n.axis(n.attr("axis", 1), n.rank() + 1)
+    axis, rank = n.attr("axis", 1), n.rank()
+    if not -rank <= axis <= rank:
+        raise n.error(f"axis {axis} is out of range for rank {rank}; expected {-rank} to {rank}")
+    axis += rank if axis < 0 else 0  # NOTE: -1 flattens at rank - 1, not rank
     sides: list[Any] = [product(x.shape[:axis]), product(x.shape[axis:])]
     if sides == [None, None]:
         raise n.error(f"cannot flatten {list(x.shape)} at axis {axis}: both sides are "
@@ -269,6 +272,23 @@ def _identity(n: OnnxNode) -> Any:
     return n.input(0)
 
 
+def dropout(n: OnnxNode) -> Any:
+    """Dropout at inference: the input, and an all-true mask when asked for.
+
+    Raises:
+        CompileError: ``training_mode`` is true or not known at import time (random
+            dropout is not supported), or the mask is asked for over symbolic dims.
+    """
+    x = n.input(0)
+    if n.has(2) and bool(n.known(2, "training_mode").reshape(-1)[0]):
+        raise n.error("training_mode=true (random dropout) is not supported")
+    if n.outputs < 2:
+        return x
+    if not all(isinstance(d, int) for d in x.shape):
+        raise n.error(f"the mask output needs a static input shape, got {list(x.shape)}")
+    return x, np.ones(x.shape, bool)
+
+
 def logical_not(n: OnnxNode) -> Any:
     """Not: numpy on a known operand; otherwise ``cast(x) == 0`` in float32, as ``And`` (the
     comparisons lower for float32 operands)."""
@@ -284,5 +304,5 @@ OPS: dict[str, OpFn] = {
     "GatherElements": gather_elements,
     "Shape": shape, "Size": size, "Constant": constant, "ConstantOfShape": constant_of_shape,
     "Expand": expand, "Pad": pad, "Range": range_, "Tile": tile, "Not": logical_not,
-    "Identity": _identity, "Dropout": _identity,
+    "Identity": _identity, "Dropout": dropout,
 }

@@ -68,12 +68,12 @@ def _float(name, shape):
 def test_unsupported_ops_are_reported_all_at_once(tmp_path, capsys):
     model = _model([helper.make_node("Relu", ["x"], ["a"], name="ok"),
                     helper.make_node("Det", ["a"], ["b"], name="mix"),
-                    helper.make_node("Hardmax", ["b"], ["c"], name="pick"),
+                    helper.make_node("Unique", ["b"], ["c"], name="pick"),
                     helper.make_node("FusedGemm", ["c", "c"], ["y"], name="vendor",
                                      domain="com.microsoft")],
                    [_float("x", [2, 3])], [_float("y", None)],
                    [numpy_helper.from_array(np.array([1], np.int64), "k")])
-    message = r"3 unsupported node\(s\): 'mix' \(Det\), 'pick' \(Hardmax\), 'vendor' " \
+    message = r"3 unsupported node\(s\): 'mix' \(Det\), 'pick' \(Unique\), 'vendor' " \
               r"\(com.microsoft.FusedGemm\); supported ops: \['Abs'"
     with pytest.raises(modelc.UnsupportedOpError, match=message):
         modelc.from_onnx(model)
@@ -92,7 +92,7 @@ def test_unsupported_ops_inside_control_flow_are_reported_and_marked(tmp_path, c
         [helper.make_tensor_value_info("i", onnx.TensorProto.INT64, []),
          helper.make_tensor_value_info("c", onnx.TensorProto.BOOL, [])],
         [helper.make_tensor_value_info("c", onnx.TensorProto.BOOL, [])]))
-    then = branch("then", [helper.make_node("Hardmax", ["x"], ["a"], name="soft"), inner], "a")
+    then = branch("then", [helper.make_node("Unique", ["x"], ["a"], name="soft"), inner], "a")
     other = branch("else", [helper.make_node("Det", ["x"], ["b"], name="also")], "b")
     model = _model([helper.make_node("If", ["cond"], ["y0"], name="choose", then_branch=then,
                                      else_branch=other),
@@ -101,23 +101,25 @@ def test_unsupported_ops_inside_control_flow_are_reported_and_marked(tmp_path, c
                     helper.make_tensor_value_info("cond", onnx.TensorProto.BOOL, [])],
                    [_float("y", None)])
     message = (r"4 unsupported node\(s\): 'choose'.else_branch > 'also' \(Det\), "
-               r"'choose'.then_branch > 'soft' \(Hardmax\), 'choose'.then_branch > 'spin'.body "
+               r"'choose'.then_branch > 'soft' \(Unique\), 'choose'.then_branch > 'spin'.body "
                r"> 'deep' \(Det\), 'top' \(Det\); only inside control-flow subgraphs "
-               r"\(If/Loop/Scan\): \['Hardmax'\]; supported ops")
+               r"\(If/Loop/Scan\): \['Unique'\]; supported ops")
     with pytest.raises(modelc.UnsupportedOpError, match=message):
         modelc.from_onnx(model)
     path = tmp_path / "bad.onnx"
     path.write_bytes(model.SerializeToString())
     assert main(["export", str(path), "-o", str(tmp_path / "bad.wasm")]) == 8
-    assert "only inside control-flow subgraphs (If/Loop/Scan): ['Hardmax']" in \
+    assert "only inside control-flow subgraphs (If/Loop/Scan): ['Unique']" in \
         capsys.readouterr().err
 
 
 def test_opset_outside_the_supported_range():
-    model = _model([helper.make_node("Relu", ["x"], ["y"])], [_float("x", [2])],
-                   [_float("y", [2])], opset=6)
-    with pytest.raises(modelc.CompileError, match="opset 6 is not supported; expected 9 to 23, "
-                                                  "or 7 to 8 .converted on import."):
+    model = _model([helper.make_node("PRelu", ["x", "s"], ["y"])], [_float("x", [2])],
+                   [_float("y", [2])], [numpy_helper.from_array(np.ones(1, np.float32), "s")],
+                   opset=6)
+    with pytest.raises(modelc.CompileError, match=r"opset 6 is not supported for ops \['PRelu'\] "
+                                                  r"\(they changed before opset 9\); expected 9 "
+                                                  r"to 23, or 7 to 8 .converted on import."):
         modelc.from_onnx(model)
 
 

@@ -155,6 +155,40 @@ CASES: dict[str, tuple] = {
     "pad_constant_attrs": ("Pad", [Run(r(2, 3))], {"pads": [0, 1, 0, 2], "value": 1.5}, 9),
     "cast_to_int": ("Cast", [Run(r(2, 3) * 4)], {"to": onnx.TensorProto.INT64}, 13),
     "dropout_identity": ("Dropout", [Run(r(2, 3))], {}, 13),
+    "cast_like_to_int32": ("CastLike", [Run(r(2, 3) * 4), np.zeros(1, np.int32)], {}, 15),
+    "cast_like_runtime_target": ("CastLike", [Run(i64(3, -2, 7)), Run(r(1))], {}, 19),
+    "matmul_integer_one_element_zero_points": (
+        "MatMulInteger", [Run(_rng.integers(0, 255, (4, 3), dtype=np.uint8)),
+                          _rng.integers(-127, 127, (3, 2), dtype=np.int8),
+                          np.array([3], np.uint8), np.array([0], np.int8)], {}, 10),
+    "conv_integer_int32_output": (
+        "ConvInteger", [Run(_rng.integers(0, 255, (1, 2, 5, 5), dtype=np.uint8)),
+                        _rng.integers(-127, 127, (3, 2, 3, 3), dtype=np.int8),
+                        np.array(7, np.uint8)], {"pads": [1, 1, 1, 1]}, 10),
+    "layer_norm_mean_inv_std_dev": ("LayerNormalization",
+                                    [Run(r(2, 3, 4) * 3), r(3, 4), r(3, 4)],
+                                    {"axis": 1, "epsilon": 1e-3}, 17, 3),
+    "pow_float_base_int_exponent": ("Pow", [Run(r(2, 3)), np.array(3, np.int64)], {}, 15),
+    "reduce_min": ("ReduceMin", [Run(r(3, 4, 5))], {"axes": [0, 2], "keepdims": 0}, 13),
+    "reduce_l1": ("ReduceL1", [Run(r(3, 4, 5))], {"axes": [-1]}, 13),
+    "reduce_log_sum": ("ReduceLogSum", [Run(np.abs(r(3, 4)) + np.float32(0.1))], {}, 13),
+    "reduce_log_sum_exp": ("ReduceLogSumExp", [Run(r(3, 4, 5) * 30)], {"axes": [1]}, 13),
+    "lp_norm_l1_axis0": ("LpNormalization", [Run(r(3, 4))], {"p": 1, "axis": 0}, 13),
+    "lp_norm_l2_last": ("LpNormalization", [Run(r(2, 3, 4))], {}, 13),
+    "hardmax_axis1_ties": ("Hardmax", [Run(np.round(r(2, 5, 3)))], {"axis": 1}, 13),
+    "hardmax_opset11_flattened": ("Hardmax", [Run(r(2, 3, 4))], {"axis": 1}, 11),
+    "scatter_elements_axis1_negative": ("ScatterElements", [Run(r(3, 5)), np.array(
+        [[1, -1], [0, 2], [4, -5]], np.int64), Run(r(3, 2))], {"axis": 1}, 13),
+    "scatter_elements_add": ("ScatterElements", [Run(r(4, 3)), np.array(
+        [[1, 0, 3], [1, 2, 3]], np.int64), Run(r(2, 3))], {"reduction": "add"}, 16),
+    "dropout_mask": ("Dropout", [Run(r(2, 3))], {}, 13, 2),
+    "flatten_axis_minus_1": ("Flatten", [Run(r(2, 3, 4, 5))], {"axis": -1}, 13),
+    "flatten_axis_minus_rank": ("Flatten", [Run(r(2, 3, 4, 5))], {"axis": -4}, 13),
+    "avg_pool_dilated": ("AveragePool", [Run(r(1, 2, 8, 9))],
+                         {"kernel_shape": [2, 3], "dilations": [2, 2], "strides": [1, 2]}, 19),
+    "avg_pool_dilated_pads_excluded": ("AveragePool", [Run(r(1, 2, 7, 7))],
+                                       {"kernel_shape": [3, 2], "dilations": [2, 3],
+                                        "pads": [1, 0, 2, 1], "count_include_pad": 0}, 19),
 }
 
 # Every operand known: the importer folds the op in numpy, the graph output is a constant.
@@ -472,3 +506,68 @@ def test_tail_padded_max_pool_runs_in_wasm_as_onnxruntime(case: str, kernels: st
     assert ("pad" in modelc.from_onnx(model).ops()) == case.endswith("past_ceil_mode")
     for got, want in wasm_and_onnxruntime(CASES[case], kernels):
         np.testing.assert_allclose(got, want, rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("case", ["matmul_integer_one_element_zero_points",
+                                  "conv_integer_int32_output"])
+def test_integer_accumulator_output_is_int32_in_wasm(case):
+    """MatMulInteger / ConvInteger as a graph output: int32, exactly onnxruntime's."""
+    import modelc
+    import runtime
+
+    ort = pytest.importorskip("onnxruntime")
+    model, feeds = single_node(*CASES[case])
+    (want,) = ort.InferenceSession(model.SerializeToString(),
+                                   providers=["CPUExecutionProvider"]).run(None, feeds)
+    with runtime.load(modelc.export(modelc.from_onnx(model))) as session:
+        (got,) = session.run(feeds).values()
+    assert got.dtype == want.dtype == np.int32
+    np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("op", ["ReduceSum", "ReduceProd", "ReduceMax", "ReduceMean",
+                                "ReduceSumSquare"])
+@pytest.mark.parametrize("keepdims", [0, 1])
+def test_reduction_over_an_empty_axis_is_its_identity(op, keepdims):
+    """Against onnx's reference evaluator (ReduceMax of nothing is -inf, ReduceMean NaN)."""
+    import modelc
+    from onnx.reference import ReferenceEvaluator
+
+    model, feeds = single_node(op, [Run(r(2, 0, 4)), i64(1)], {"keepdims": keepdims}, 18)
+    (want,) = ReferenceEvaluator(model).run(None, feeds)
+    (got,) = modelc.interpret(modelc.from_onnx(model), feeds).values()
+    assert got.shape == want.shape and got.dtype == want.dtype
+    np.testing.assert_array_equal(got, want)
+
+
+def _narrow_pairs(dtype: type) -> tuple[np.ndarray, np.ndarray]:
+    """Every int8 / uint8 pair with a nonzero divisor; for 16 bits, a seeded 50,000 with
+    the extremes."""
+    info = np.iinfo(dtype)
+    if info.bits == 8:
+        a, b = np.meshgrid(np.arange(info.min, info.max + 1), np.arange(info.min, info.max + 1))
+    else:
+        a, b = (_rng.integers(info.min, info.max + 1, 50_000) for _ in range(2))
+        a[:4], b[:4] = [info.min, info.max, info.min, info.max], [1, 1, -1 % (info.max + 1), 7]
+    keep = b.ravel() != 0
+    return a.ravel()[keep].astype(dtype), b.ravel()[keep].astype(dtype)
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.uint8, np.int16, np.uint16])
+@pytest.mark.parametrize("op, attrs", [("Div", {}), ("Mod", {"fmod": 0}), ("Mod", {"fmod": 1})])
+def test_narrow_integer_division_at_run_time_is_exact_in_wasm(dtype, op, attrs):
+    """Through float32, against numpy's integer arithmetic (Div truncates toward zero)."""
+    import modelc
+    import runtime
+
+    a, b = _narrow_pairs(dtype)
+    wide_a, wide_b = a.astype(np.int64), b.astype(np.int64)
+    if op == "Div":
+        want = (np.abs(wide_a) // np.abs(wide_b) * np.sign(wide_a) * np.sign(wide_b))
+    else:
+        want = np.fmod(wide_a, wide_b) if attrs["fmod"] else np.mod(wide_a, wide_b)
+    model, feeds = single_node(op, [Run(a), Run(b)], attrs, 13)
+    with runtime.load(modelc.export(modelc.from_onnx(model))) as session:
+        (got,) = session.run(feeds).values()
+    assert got.dtype == dtype
+    np.testing.assert_array_equal(got, want.astype(dtype))

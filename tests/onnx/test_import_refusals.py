@@ -1,0 +1,109 @@
+"""What ONNX's conformance cases found wasmnn doing silently wrong, now refused with an error
+naming the node or tensor: integer fmod, random dropout, float64 interfaces, models without
+inputs, and a conversion from opset 8 that changes the model's inputs."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import modelc
+
+onnx = pytest.importorskip("onnx")
+from onnx import TensorProto, helper, numpy_helper
+
+
+def _model(nodes, inputs, outputs, initializers=(), opset=13):
+    graph = helper.make_graph(nodes, "g", inputs, outputs, list(initializers))
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+
+
+def _info(name, elem, shape):
+    return helper.make_tensor_value_info(name, elem, shape)
+
+
+def test_integer_fmod_at_run_time_is_refused():
+    model = _model([helper.make_node("Mod", ["a", "b"], ["y"], name="m", fmod=1)],
+                   [_info("a", TensorProto.INT64, [4]), _info("b", TensorProto.INT64, [4])],
+                   [_info("y", TensorProto.INT64, [4])])
+    with pytest.raises(modelc.CompileError, match=r"'m' \(Mod\): integer division of int64 "
+                                                  r"tensors computed at run time is not "
+                                                  r"supported; 8- and 16-bit integers are"):
+        modelc.from_onnx(model)
+
+
+@pytest.mark.parametrize("mode", ["constant", "input"])
+def test_training_mode_dropout_is_refused(mode):
+    flag = numpy_helper.from_array(np.array(True), "t")
+    inputs = [_info("x", TensorProto.FLOAT, [2, 3]), _info("r", TensorProto.FLOAT, [])]
+    if mode == "input":
+        inputs.append(_info("t", TensorProto.BOOL, []))
+    model = _model([helper.make_node("Dropout", ["x", "r", "t"], ["y"], name="d")], inputs,
+                   [_info("y", TensorProto.FLOAT, [2, 3])], [flag] if mode == "constant" else [])
+    message = ("training_mode=true .random dropout. is not supported" if mode == "constant"
+               else "training_mode .input 2. must be known at import time")
+    with pytest.raises(modelc.CompileError, match=r"'d' \(Dropout\): " + message):
+        modelc.from_onnx(model)
+
+
+def test_float64_interface_is_refused_at_export():
+    model = _model([helper.make_node("Identity", ["x"], ["y"])],
+                   [_info("x", TensorProto.DOUBLE, [3])], [_info("y", TensorProto.DOUBLE, [3])])
+    with pytest.raises(modelc.CompileError, match=r"unsupported dtype of input 'x' \(float64\), "
+                                                  r"output 'y' \(float64\); model inputs and "
+                                                  r"outputs must be one of \['float32'"):
+        modelc.export(modelc.from_onnx(model))
+
+
+def test_model_without_inputs_is_refused_at_export():
+    value = numpy_helper.from_array(np.arange(3, dtype=np.float32), "v")
+    model = _model([helper.make_node("Constant", [], ["y"], value=value)], [],
+                   [_info("y", TensorProto.FLOAT, [3])])
+    with pytest.raises(modelc.CompileError, match=r"no run-time inputs: its outputs \['y'\] "
+                                                  "are constants"):
+        modelc.export(modelc.from_onnx(model))
+
+
+def test_dilated_average_pool_in_ceil_mode_is_refused():
+    model = _model([helper.make_node("AveragePool", ["x"], ["y"], name="p", kernel_shape=[2, 2],
+                                     dilations=[2, 2], ceil_mode=1)],
+                   [_info("x", TensorProto.FLOAT, [1, 1, 6, 6])],
+                   [_info("y", TensorProto.FLOAT, None)], opset=19)
+    with pytest.raises(modelc.CompileError, match=r"'p' \(AveragePool\): ceil_mode=1 with "
+                                                  "dilations is not supported"):
+        modelc.from_onnx(model)
+
+
+def test_runtime_dtype_list_is_the_compilers():
+    runtime_metadata = pytest.importorskip("runtime.metadata")
+    from modelc import metadata
+
+    assert metadata.DTYPES == runtime_metadata.DTYPES
+
+
+def test_opset8_scan_whose_conversion_drops_the_batch_axis_is_refused():
+    """Scan-8 scans a batch axis Scan-9 does not have; the converter drops it from the
+    model's inputs, so inputs shaped for the original model would not fit."""
+    body = helper.make_graph(
+        [helper.make_node("Add", ["s", "v"], ["s2"]), helper.make_node("Identity", ["s2"],
+                                                                        ["o"])],
+        "body", [_info("s", TensorProto.FLOAT, [2]), _info("v", TensorProto.FLOAT, [2])],
+        [_info("s2", TensorProto.FLOAT, [2]), _info("o", TensorProto.FLOAT, [2])])
+    model = _model([helper.make_node("Scan", ["", "init", "x"], ["y", "z"], body=body,
+                                     num_scan_inputs=1)],
+                   [_info("init", TensorProto.FLOAT, [1, 2]),
+                    _info("x", TensorProto.FLOAT, [1, 3, 2])],
+                   [_info("y", TensorProto.FLOAT, [1, 2]), _info("z", TensorProto.FLOAT,
+                                                                 [1, 3, 2])], opset=8)
+    with pytest.warns(UserWarning, match="converting it to opset 9"), \
+            pytest.raises(modelc.CompileError, match=r"changed the model's inputs converting it "
+                          r"from opset 8 to 9 \('init' rank 2 -> 1, 'x' rank 3 -> 2"):
+        modelc.from_onnx(model)
+
+
+def test_integer_reduce_min_is_refused():
+    model = _model([helper.make_node("ReduceMin", ["x"], ["y"], name="m", axes=[0])],
+                   [_info("x", TensorProto.INT32, [3, 2])], [_info("y", TensorProto.INT32, None)])
+    with pytest.raises(modelc.CompileError, match=r"'m' \(ReduceMin\): ValueError: ReduceMin "
+                                                  r"of int32 tensors is not supported"):
+        modelc.from_onnx(model)
