@@ -5,9 +5,10 @@ layer, on one thread, in one run.
 
 For each dense 3x3 stride-1 conv shape of ResNet-18, ddddocr det and NudeNet 320n (batch 1,
 padding 1, bias and ReLU), one single-conv model is compiled twice, with the pass off (the
-conv kernel ``pack_im2col.runs_as_gemm`` picks) and on; both run in interleaved rounds on
-the calling thread, each timed in thread CPU time (``time.thread_time``: the machine is
-shared), and the median of the per-round ratios winograd / conv is printed with both times.
+conv kernel ``pack_im2col.runs_as_gemm`` picks) and on whatever the channels; both run in
+interleaved rounds on the calling thread, each timed in thread CPU time
+(``time.thread_time``: the machine is shared), and the median of the per-round ratios
+winograd / conv is printed with both times.
 No result is asserted.
 """
 
@@ -18,6 +19,7 @@ import importlib
 import statistics
 import time
 from collections.abc import Callable
+from functools import partial
 
 import numpy as np
 
@@ -49,12 +51,13 @@ class _Conv(Module):
 
 
 def _compile(model: Module, x: np.ndarray, winograd: bool) -> bytes:
-    saved = PASS.ENABLED
-    PASS.ENABLED = winograd
+    """The export with the pass off, or on for every conv it covers (no channel minimum)."""
+    saved = PASS.ENABLED, PASS.MIN_CHANNELS
+    PASS.ENABLED, PASS.MIN_CHANNELS = winograd, 1
     try:
         return modelc.export(model, (x,))
     finally:
-        PASS.ENABLED = saved
+        PASS.ENABLED, PASS.MIN_CHANNELS = saved
 
 
 def _timed(run: Callable[[], object], calls: int) -> float:
@@ -64,32 +67,35 @@ def _timed(run: Callable[[], object], calls: int) -> float:
     return (time.thread_time() - start) / calls
 
 
+def _layer(name: str, cin: int, cout: int, hw: int, rounds: int) -> None:
+    model = _Conv(cin, cout)
+    x = np.random.default_rng(1).standard_normal((1, cin, hw, hw)).astype(np.float32)
+    sessions = [runtime.load(_compile(model, x, w)) for w in (False, True)]
+    try:
+        runs = [partial(s.run, {"input0": x}) for s in sessions]
+        outs = [run()["output0"] for run in runs]
+        error = float(np.abs(outs[0] - outs[1]).max())
+        calls = max(1, int(0.05 / max(_timed(runs[0], 1), 1e-4)))
+        times: list[list[float]] = [[], []]
+        for _ in range(rounds):
+            for i, run in enumerate(runs):
+                times[i].append(_timed(run, calls))
+        ratio = statistics.median(w / c for c, w in zip(*times))
+        conv, wino = (statistics.median(t) * 1e3 for t in times)
+        print(f"{name:14} {cin:4} {cout:4} {hw:4} {conv:8.3f} {wino:8.3f} "
+              f"{ratio:9.3f}  (max diff {error:.1e})", flush=True)
+    finally:
+        for s in sessions:
+            s.close()
+
+
 def bench(rounds: int, only: str | None) -> None:
     print(f"{'model':14} {'cin':>4} {'cout':>4} {'hw':>4} {'conv ms':>8} {'wino ms':>8} "
           f"{'wino/conv':>9}")
     for name, layers in LAYERS.items():
-        if only and name != only:
-            continue
-        for cin, cout, hw in layers:
-            model = _Conv(cin, cout)
-            x = np.random.default_rng(1).standard_normal((1, cin, hw, hw)).astype(np.float32)
-            sessions = [runtime.load(_compile(model, x, w)) for w in (False, True)]
-            try:
-                outs = [s.run({"input0": x})["output0"] for s in sessions]
-                error = float(np.abs(outs[0] - outs[1]).max())
-                calls = max(1, int(0.05 / max(_timed(lambda: sessions[0].run({"input0": x}),
-                                                     1), 1e-4)))
-                times: list[list[float]] = [[], []]
-                for _ in range(rounds):
-                    for i, s in enumerate(sessions):
-                        times[i].append(_timed(lambda s=s: s.run({"input0": x}), calls))
-                ratio = statistics.median(w / c for c, w in zip(*times))
-                conv, wino = (statistics.median(t) * 1e3 for t in times)
-                print(f"{name:14} {cin:4} {cout:4} {hw:4} {conv:8.3f} {wino:8.3f} "
-                      f"{ratio:9.3f}  (max diff {error:.1e})", flush=True)
-            finally:
-                for s in sessions:
-                    s.close()
+        if not only or name == only:
+            for cin, cout, hw in layers:
+                _layer(name, cin, cout, hw, rounds)
 
 
 def main() -> None:

@@ -22,8 +22,8 @@ from ..graph import Graph, Node, Value
 from ..ops._shapes import pair
 from ..ops.winograd_output import tiles
 
-ENABLED = False
-MIN_CHANNELS = 16
+ENABLED = True
+MIN_CHANNELS = 48
 
 
 def _applies(node: Node) -> bool:

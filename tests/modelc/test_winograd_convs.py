@@ -63,6 +63,7 @@ def compiled(request):  # type: ignore[no-untyped-def]
     x = _x(*shape)
     patch = pytest.MonkeyPatch()
     patch.setattr(PASS, "ENABLED", True)
+    patch.setattr(PASS, "MIN_CHANNELS", 16)
     try:
         graph = modelc.optimize(modelc.trace(_model(kwargs, bias, activation, residual), (x,)))
         wasm = modelc.export(_model(kwargs, bias, activation, residual), (x,))
@@ -98,6 +99,7 @@ def test_winograd_matches_torch(compiled, kernels: str) -> None:  # type: ignore
 def test_convs_it_does_not_cover_stay(kwargs: dict, shape: tuple, weight: np.ndarray,
                                       monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(PASS, "ENABLED", True)
+    monkeypatch.setattr(PASS, "MIN_CHANNELS", 16)
     model = Lambda(lambda x: F.conv2d(x, weight, None, **kwargs))
     graph = modelc.optimize(modelc.trace(model, (_x(*shape),)))
     assert "winograd_input" not in graph.ops()
