@@ -2,9 +2,10 @@
 
 (N, C, 2 * TH + 2, 2 * TW + 2), padded -> (1, 16 * C, 1, N * TH * TW). Lowered to the
 strided ``f32_add`` / ``f32_sub`` kernels in two passes, each a difference or sum of two
-rows of ``B^T``: along the columns first (every other input column, into the node's
-scratch, 4 planes of (C, N, H, TW)), then along the rows, one call per position of the 4x4
-tile writing its (C, N, TH, TW) plane of the output, read at unit stride.
+rows of ``B^T``: along the columns first (into scratch 0, 4 planes of (C, N, H, TW), from
+the even and odd input columns that a step-2 copy, one register at a time, put apart in
+scratch 1, so the sums read whole registers), then along the rows, one call per position of
+the 4x4 tile writing its (C, N, TH, TW) plane of the output, read at unit stride.
 """
 
 from __future__ import annotations
@@ -38,21 +39,30 @@ class WinogradInput(OpDef):
         return [((1, 16 * c, 1, n * ((h - 2) // 2) * ((w - 2) // 2)), dtypes[0])]
 
     def scratch(self, node: Node) -> tuple[Shape, ...]:
-        n, c, h, w = node.inputs[0].shape
-        return ((4, c, n, h, (int(w) - 2) // 2),)
+        n, c, h, w = (int(d) for d in node.inputs[0].shape)
+        return (4, c, n, h, (w - 2) // 2), (2, c, n, h, w // 2)
 
     def lower(self, node: Node, ctx: LowerContext) -> None:
         x, v = node.inputs[0], node.output
         require_float(self.name, x, v)
         n, c, h, w = (int(d) for d in x.shape)
-        th, tw = (h - 2) // 2, (w - 2) // 2
+        th, tw, half = (h - 2) // 2, (w - 2) // 2, w // 2
+        columns = c * n * h * half
+        for parity in range(2):  # even and odd columns apart: plane p of scratch 1
+            address_at(ctx, x, (parity,))
+            ctx.scalar(1.0)
+            ctx.scratch(node, 1)
+            ctx.advance((parity * columns,))
+            emit_strided(ctx, "f32_mul", (c, n, h, half),
+                         [[(h * w,), (c * h * w,), (w,), (2,)], [None] * 4])
         plane = c * n * h * tw
-        for s, (a, kernel, b) in enumerate(STEPS):  # columns: plane s of the scratch
-            strides = [(h * w,), (c * h * w,), (w,), (2,)]
-            address_at(ctx, x, (a,))
-            address_at(ctx, x, (b,))
+        for s, (a, kernel, b) in enumerate(STEPS):  # columns: plane s of scratch 0
+            for tap in (a, b):  # column 2 j + tap: column j + tap // 2 of its parity
+                ctx.scratch(node, 1)
+                ctx.advance(((tap % 2) * columns + tap // 2,))
             ctx.scratch(node)
             ctx.advance((s * plane,))
+            strides = [(n * h * half,), (h * half,), (half,), (1,)]
             emit_strided(ctx, kernel, (c, n, h, tw), [list(strides), list(strides)])
         for r, (a, kernel, b) in enumerate(STEPS):  # rows: position 4 r + s of the output
             for s in range(4):

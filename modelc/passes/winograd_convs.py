@@ -23,7 +23,7 @@ from ..ops._shapes import pair
 from ..ops.winograd_output import tiles
 
 ENABLED = True
-MIN_CHANNELS = 48
+MIN_CHANNELS = 32
 
 
 def _applies(node: Node) -> bool:
