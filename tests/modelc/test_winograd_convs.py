@@ -103,3 +103,14 @@ def test_convs_it_does_not_cover_stay(kwargs: dict, shape: tuple, weight: np.nda
     model = Lambda(lambda x: F.conv2d(x, weight, None, **kwargs))
     graph = modelc.optimize(modelc.trace(model, (_x(*shape),)))
     assert "winograd_input" not in graph.ops()
+
+
+@pytest.mark.parametrize("threads", [2, 3])
+def test_winograd_on_threads_matches_torch(compiled, threads: int) -> None:  # type: ignore[no-untyped-def]
+    torch = pytest.importorskip("torch")
+    _, wasm, x, (kwargs, _, bias, activation, residual) = compiled
+    with runtime.load(wasm, threads=threads) as session:
+        got = session.run({"input0": x})["output0"]
+    with torch.no_grad():
+        expected = _torch(torch, x, kwargs, bias, activation, residual).numpy()
+    np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-4)
