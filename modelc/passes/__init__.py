@@ -28,6 +28,7 @@ from .recognize_layer_norm import recognize_layer_norm
 from .remove_no_ops import remove_no_ops
 from .softmax_last_axis import softmax_last_axis
 from .split_permutes import split_permutes
+from .winograd_convs import winograd_convs
 
 Pass = Callable[[Graph], Graph]
 
@@ -53,6 +54,7 @@ PIPELINE: tuple[Pass, ...] = (
     compose_permutes,      # permute chains into one permute; identities removed
     split_permutes,        # a permute of over 4 unmergeable axes: block moves of <= 4 each
     fuse_epilogues,        # relu & co. into the producing gemm
+    winograd_convs,        # dense 3x3 stride-1 convs as Winograd F(2x2, 3x3) (when enabled)
     materialize_outputs,   # a constant graph output copied into the arena
     plan_memory,           # one activation arena by liveness, symbolic in the dims (last)
 )
@@ -73,4 +75,4 @@ __all__ = ["PIPELINE", "compose_permutes", "eliminate_dead_code", "expand_powers
            "gather_one_hot", "infer_shapes", "linear_point_convs", "materialize_outputs",
            "optimize", "phase_conv_transposes", "plan_memory",
            "recognize_composites", "recognize_layer_norm", "remove_no_ops", "softmax_last_axis",
-           "split_permutes"]
+           "split_permutes", "winograd_convs"]

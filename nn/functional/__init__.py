@@ -93,6 +93,7 @@ from .shape import (
                          unsqueeze,
 )
 from .triangular import cumsum, tril, triu
+from .winograd import winograd_input, winograd_output
 
 __all__ = ["PRIMITIVES", "abs", "adaptive_avg_pool2d", "add", "amax", "argmax", "argmin",
            "attention_weights", "avg_pool2d", "batch_norm", "cast", "ceil", "celu",
@@ -109,7 +110,8 @@ __all__ = ["PRIMITIVES", "abs", "adaptive_avg_pool2d", "add", "amax", "argmax", 
            "reshape", "rms_norm", "rnn", "round", "rsqrt", "scaled_dot_product_attention", "selu",
            "shrink", "sigmoid", "sign", "silu", "sin", "slice", "softmax", "softplus",
            "softshrink", "softsign", "split", "sqrt", "squeeze", "sub", "sum", "tanh", "topk",
-           "transpose", "tril", "triu", "trunc", "unsqueeze", "where"]
+           "transpose", "tril", "triu", "trunc", "unsqueeze", "where", "winograd_input",
+           "winograd_output"]
 
 PRIMITIVES: tuple[str, ...] = tuple(sorted(
     name for name in __all__ if name != "PRIMITIVES" and is_primitive(globals()[name])))

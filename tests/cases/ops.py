@@ -168,6 +168,10 @@ CASES: dict[str, Case] = {
         a, DEPTHWISE_FILTERS[:3], None, padding=1, groups=3) + r, (x(1, 3, 6, 7), x(1, 3, 6, 7))),
     "conv_transpose2d": Case(lambda a: F.conv_transpose2d(a, UP_FILTERS, stride=2, padding=1),
                              (x(1, 3, 4, 5),)),
+    # Winograd F(2x2, 3x3) transforms (modelc.passes.winograd_convs): an odd output crops
+    "winograd_input": Case(F.winograd_input, (x(2, 3, 6, 8),)),
+    "winograd_output_relu": Case(lambda m: F.relu(F.winograd_output(
+        m, FILTER_BIAS, batch=2, size=(3, 5))), (x(1, 64, 1, 12),)),
     "avg_pool2d": Case(lambda a: F.avg_pool2d(a, 3, 2, 1, ceil_mode=True,
                                               count_include_pad=False), (x(1, 2, 7, 8),)),
     "max_pool2d": Case(lambda a: F.max_pool2d(a, 3, 2, 1), (x(2, 2, 9, 9),)),
