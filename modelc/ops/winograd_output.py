@@ -51,7 +51,7 @@ class WinogradOutput(OpDef):
         return ((13, int(node.inputs[0].shape[1]) // 16, int(node.inputs[0].shape[3])),)
 
     def lower(self, node: Node, ctx: LowerContext) -> None:
-        named = dict(zip(node.input_names, node.inputs))
+        named = node.named_inputs()
         m, y = named["input"], node.output
         require_float(self.name, m, y)
         o, count = int(m.shape[1]) // 16, int(m.shape[3])

@@ -27,7 +27,7 @@ MIN_CHANNELS = 32
 
 
 def _applies(node: Node) -> bool:
-    named = dict(zip(node.input_names, node.inputs))
+    named = node.named_inputs()
     x, weight, bias = named["input"], named["weight"], named.get("bias")
     return (weight.data is not None and x.dtype == weight.dtype == "float32"
             and len(x.shape) == 4 and all(isinstance(d, int) for d in x.shape)
@@ -39,7 +39,7 @@ def _applies(node: Node) -> bool:
 
 
 def _rewrite(graph: Graph, node: Node) -> None:
-    named = dict(zip(node.input_names, node.inputs))
+    named = node.named_inputs()
     x, weight, name = named["input"], named["weight"], node.name
     assert weight.data is not None
     n, c, h, w = (int(d) for d in x.shape)
