@@ -5,9 +5,10 @@ the 2-thread speedup of one kernel call by size, around the thresholds.
 
 ``shared``: ``f32_linear_bias`` and ``f32_gemm`` on BERT shapes, compiled and linked as a
 session does on one thread (the dense kernels at opt level ``none`` in the module that owns
-the memory) and as a threaded session's merged model holds them (importing a shared memory,
-guard pages on, at ``runtime.threads.OPT_LEVEL``), timed in interleaved rounds in the calling
-thread's CPU time; the ratio is shared / private.
+the memory) and as a threaded session's merged model holds them (in an engine with threads,
+at ``runtime.threads.OPT_LEVEL``, defining a memory backed by the bytes the team shares:
+``runtime.host_memory``), timed in interleaved rounds in the calling thread's CPU time; the
+ratio is shared / private.
 
 ``sizes``: one-op models (``nn.Linear`` on M rows, ``tanh`` on n floats) run by sessions of 1
 and 2 threads with the split thresholds at 0 (``wasm_kernels.parallel``), wall time per call
@@ -36,7 +37,7 @@ import nn
 import runtime
 from runtime import threads as intra
 from runtime.compartment import Compartment
-from runtime.linker import RegistryResolver, instance_exports
+from runtime.linker import RegistryResolver
 from runtime.pool import link_kernels
 from runtime.session import _kernel_wasm, compile_kernels
 from wasm_kernels import abi, parallel
@@ -68,7 +69,7 @@ def _kernel_call(shared: bool, kernel: str, m: int, k: int, n: int) -> Callable[
     or without threads links it."""
     compartment = Compartment(features=intra.FEATURES if shared else ())
     if shared:
-        wasm = _kernel_wasm("relaxed", frozenset({kernel}), shared=True)
+        wasm = _kernel_wasm("relaxed", frozenset({kernel}), own_memory=True)
         compiled = (compartment.compile(wasm, intra.OPT_LEVEL),)
     else:
         compiled = compile_kernels(compartment, "relaxed", frozenset({kernel}))
@@ -86,10 +87,8 @@ def _kernel_call(shared: bool, kernel: str, m: int, k: int, n: int) -> Callable[
     pages = -(-end // PAGE) + 1
     registry = RegistryResolver()
     if shared:
-        memory, _ = intra.memories(compartment, pages, False)
-        intra.register(registry, memory, None)
-        instance = compartment.instantiate(*compiled[0], registry)
-        exports = instance_exports(compartment.store, instance, compiled[0][1])
+        with intra.backed_by(intra.memory(compartment, pages)):
+            exports, memory = link_kernels(compartment, compiled, pages, registry)
     else:
         exports, memory = link_kernels(compartment, compiled, pages, registry)
     store = compartment.store

@@ -38,15 +38,20 @@ from .wasm import Code, FuncType, Limits, MemoryType, ModuleBuilder
 CONTROL = ("wasmnn_threads", "control")
 """Where the module imports its control memory: one shared page, ``(1, 1, shared)``."""
 CONTROL_TYPE = MemoryType(Limits(1, 1), shared=True)
+MEMORY_TYPE = MemoryType(Limits(1, MAX_PAGES))
+"""The linear memory a threaded module defines (unshared: see ``build_worker``)."""
 _CTL = 1  # NOTE: the control memory's index: memory 0 is the shared linear memory
 EXPORTS = {name: f"wasmnn_threads:{name}" for name in ("reset", "worker", "fail", "release")}
 """The export name of each host-called dispatch function (prefixed: a model merged with them
 keeps its own exports)."""
+MEMORY_EXPORTS = {name: f"wasmnn_threads:{name}" for name in ("memory", "control")}
+"""The export names of a merged model's linear memory and control memory (``runtime.merge``)."""
 
 # Control words (byte offsets in the control memory): the job's generation, parts done,
 # kernel, team size, failure flag, part count, the next part to take (an i64: generation in
-# the high half) and the kernel's arguments.
-_GEN, _DONE, _KERNEL, _THREADS, _FAILED, _CHUNKS, _NEXT, _ARGS = 0, 4, 8, 12, 16, 20, 24, 64
+# the high half), the caller's memory size in pages and the kernel's arguments.
+_GEN, _DONE, _KERNEL, _THREADS, _FAILED, _CHUNKS, _NEXT, _PAGES, _ARGS = (
+    0, 4, 8, 12, 16, 20, 24, 32, 64)
 _STOP = -1
 CHUNKS_PER_THREAD = 4
 """Parts per thread in a job: threads take parts until none is left, so one that the OS
@@ -193,23 +198,44 @@ def standin(b: Bodies, isa: str, names: Sequence[str], name: str, serial: int,
 
 def build_worker(isa: str, names: frozenset[str]) -> bytes:
     """A worker's module for the kernels ``names`` that split (see ``splits``): it imports
-    the shared linear memory (``env.memory``, memory 0) and the control memory (``CONTROL``,
-    memory 1), holds those kernels' one-thread bodies and exports ``EXPORTS``. Each worker's
-    store holds one instance of it, the one module there that touches the linear memory.
+    the control memory (``CONTROL``, memory 0) and defines the linear memory (memory 1, which
+    the runtime backs with the caller's: see ``runtime.host_memory``), holds those kernels'
+    one-thread bodies and exports ``EXPORTS``. Each worker's store holds one instance of it,
+    the one module there that touches the linear memory. NOTE: every body is written for the
+    merged model's numbering (linear memory 0, control 1) and renumbered here: imported
+    memories come first, and a defined memory is reached through one pointer less than an
+    imported one (cranelift at opt level ``none`` reloads it on every access).
 
     Raises:
         ValueError: a name is not a kernel that splits.
     """
     b = ModuleBuilder(abi.MODULE)
-    b.import_memory("env", "memory", MemoryType(Limits(1, MAX_PAGES), shared=True))
     b.import_memory(*CONTROL, CONTROL_TYPE)
+    b.add_memory(MEMORY_TYPE)
+    swapped = _Renumbered(b, {0: 1, 1: 0})
     ordered = sorted(names)
     serial = []
     for name in ordered:
         ty, code = generate(abi.BY_NAME[name], isa)
-        serial.append(b.add_function(ty, code, name=name))
-    add_helpers(b, isa, ordered, serial)
+        serial.append(swapped.add_function(ty, code, name=name))
+    add_helpers(swapped, isa, ordered, serial)
     return b.encode()
+
+
+@dataclass(frozen=True)
+class _Renumbered:
+    """Function bodies added to ``builder`` with their memories renumbered by ``mapping``."""
+
+    builder: ModuleBuilder
+    mapping: dict[int, int]
+
+    def code(self, ty: FuncType, names: Sequence[str] = ()) -> Code:
+        return self.builder.code(ty, names)
+
+    def add_function(self, ty: FuncType, code: Code, export: str | None = None,
+                     name: str | None = None) -> int:
+        code.renumber_memories(self.mapping)
+        return self.builder.add_function(ty, code, export, name)
 
 
 def _load_arg(c: Code, spec: abi.KernelSpec, param: str) -> None:
@@ -317,6 +343,7 @@ def _dispatch(b: Bodies, spec: abi.KernelSpec, split: Split, index: int, serial:
         c.emit("select")
     c.emit("i32.mul").emit("i32.store", 2, _CHUNKS, _CTL)
     c.emit("i32.const", 0).emit("i32.const", 0).emit("i32.atomic.store", 2, _DONE, _CTL)
+    c.emit("i32.const", 0).emit("memory.size").emit("i32.store", 2, _PAGES, _CTL)
     # NEXT = gen << 32 (no part taken), then GEN = gen: a worker reads them in that order
     c.emit("i32.const", 0).emit("i32.atomic.load", 2, _GEN, _CTL).emit("i32.const", 1)
     c.emit("i32.add").emit("local.set", gen)
@@ -376,9 +403,12 @@ def _await(b: Bodies) -> Code:
 
 
 def _worker(b: Bodies, work: int) -> Code:
-    """``worker(part)``: wait for a new job, take parts of it; until released."""
+    """``worker(part)``: wait for a new job, take parts of it; until released. Before taking
+    parts it grows its own memory to the caller's size (``_PAGES``): the two share their
+    bytes (``build_worker``), but each store keeps its own size, which ``memory.copy`` and
+    ``memory.fill`` check."""
     c = b.code(FuncType(("i32",), ()), names=("part",))
-    seen, gen = c.local("i32"), c.local("i32")
+    seen, gen, grow = c.local("i32"), c.local("i32"), c.local("i32")
     with c.loop():
         c.emit("i32.const", 0).emit("i32.atomic.load", 2, _GEN, _CTL).emit("local.tee", gen)
         c.emit("local.get", seen).emit("i32.eq").emit("if")
@@ -387,6 +417,9 @@ def _worker(b: Bodies, work: int) -> Code:
         c.emit("local.get", gen).emit("local.set", seen)
         c.emit("i32.const", 0).emit("i32.atomic.load", 2, _KERNEL, _CTL)
         c.emit("i32.const", _STOP).emit("i32.eq").emit("br_if", 1)
+        c.emit("i32.const", 0).emit("i32.load", 2, _PAGES, _CTL).emit("memory.size")
+        c.emit("i32.sub").emit("local.tee", grow).emit("i32.const", 0).emit("i32.gt_s")
+        c.emit("if").emit("local.get", grow).emit("memory.grow").emit("drop").emit("end")
         c.emit("local.get", gen).emit("call", work)
     return c
 
