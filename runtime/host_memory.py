@@ -12,9 +12,9 @@ with wasmtime's reservation and a guard region on each side (so an access past t
 a clean trap in any store). Only the one-page control memory the threads wait on is a wasm
 shared memory.
 
-Each store keeps its own idea of the memory's size: the caller's grows it; a worker grows
-its own to the caller's size before each job (``wasm_kernels.parallel``), since
-``memory.copy`` and ``memory.fill`` check that size.
+Each store's memory keeps its own size (a ``_View``; the backing's mapped size is the
+largest): the caller's grows it; a worker grows its own to the caller's size before each
+job (``wasm_kernels.parallel``), since ``memory.copy`` and ``memory.fill`` check it.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ import itertools
 import mmap
 import threading
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
 import wasmtime
@@ -93,7 +94,15 @@ class Backing:
             self._start = self.base = self.size = 0
 
 
-_memories: dict[int, Backing] = {}
+@dataclass
+class _View:
+    """One store's memory on a ``Backing``: its size is the store's own (what it grew to)."""
+
+    backing: Backing
+    size: int
+
+
+_memories: dict[int, _View] = {}
 """Each live wasmtime memory this creator made (by the ``env`` it handed wasmtime)."""
 _numbers = itertools.count(1)
 _current = threading.local()
@@ -118,26 +127,28 @@ def _error(message: str) -> int:
 
 @ffi.wasmtime_memory_get_callback_t
 def _get(env: int, size: Any, maximum: Any) -> int:
-    memory = _memories[env]
-    size[0] = memory.size
-    maximum[0] = memory._reserved
-    return memory.base
+    view = _memories[env]
+    size[0] = view.size
+    maximum[0] = view.backing._reserved
+    return view.backing.base
 
 
 @ffi.wasmtime_memory_grow_callback_t
 def _grow(env: int, size: int) -> int:
+    view = _memories[env]
     try:
-        _memories[env].grow(size)
+        view.backing.grow(size)
     except MemoryError as err:
         return _error(str(err))
+    view.size = size
     return 0
 
 
 @ctypes.CFUNCTYPE(None, ctypes.c_void_p)
 def _drop(env: int) -> None:
-    memory = _memories.pop(env, None)
-    if memory is not None:
-        memory._close()
+    view = _memories.pop(env, None)
+    if view is not None:
+        view.backing._close()
 
 
 @ffi.wasmtime_new_memory_callback_t
@@ -153,7 +164,7 @@ def _new(env: int, ty: Any, minimum: int, maximum: int, reserved: int, guard: in
         return _error(f"{type(err).__name__}: {err}")
     number = next(_numbers)
     memory._users += 1
-    _memories[number] = memory
+    _memories[number] = _View(memory, memory.size)
     out[0].env = number
     out[0].get_memory = _get
     out[0].grow_memory = _grow

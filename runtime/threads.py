@@ -183,6 +183,10 @@ class _Worker:
             control, parallel.CONTROL_TYPE)})
         with backed_by(memory):
             instance = compartment.instantiate(*module, registry)
+        own = instance.exports(compartment.store)[parallel.MEMORY_EXPORTS["memory"]]
+        assert isinstance(own, wasmtime.Memory)  # NOTE: parallel.build_worker's own
+        self.memory = own
+        """This worker's view of the linear memory (its store's size of it)."""
         self.enter = _export(compartment.store, instance, "worker")
         self.fail = _export(compartment.store, instance, "fail")
 

@@ -212,6 +212,7 @@ def build_worker(isa: str, names: frozenset[str]) -> bytes:
     b = ModuleBuilder(abi.MODULE)
     b.import_memory(*CONTROL, CONTROL_TYPE)
     b.add_memory(MEMORY_TYPE)
+    b.export(MEMORY_EXPORTS["memory"], "memory", 1)  # NOTE: after the imported one
     swapped = _Renumbered(b, {0: 1, 1: 0})
     ordered = sorted(names)
     serial = []

@@ -25,7 +25,8 @@ def test_every_kernel_that_splits_has_a_valid_worker_module(isa):
     wasm = parallel.build_worker(isa, names)
     wasmtime.Module(_threads_engine(), wasm)  # NOTE: raises when invalid
     info = read_module(wasm)
-    assert {e.name for e in info.exports} == set(parallel.EXPORTS.values())
+    assert {e.name for e in info.exports} == {*parallel.EXPORTS.values(),
+                                              parallel.MEMORY_EXPORTS["memory"]}
     assert [(i.module, i.name, i.type) for i in info.imports] == [
         (*parallel.CONTROL, parallel.CONTROL_TYPE)]
     assert info.memories == [parallel.MEMORY_TYPE]
