@@ -113,7 +113,7 @@ def _session_runs(wasm: bytes, inputs: dict[str, Any], threads: int
     team = team_session._pool._idle[0]._team
     told = alone._pool._idle[0]._team
     assert team is not None and told is not None, "the model did not merge"
-    told._main.call(told._reset, told._main.store, 1)  # stand-ins run every kernel alone
+    told._main.call(told._reset, told._main.store, 1, 0)  # stand-ins run every kernel alone
     clocks = [time.pthread_getcpuclockid(t.ident or 0) for t in team._threads]
 
     def caller(session: runtime.Session) -> Callable[[], dict[str, float]]:

@@ -46,6 +46,9 @@ FEATURES = (("threads", True),)
 OPT_LEVEL = "none"
 """The cranelift opt level of a merged model and of the workers' module (one module has one
 level; see ``bench/threads.py``)."""
+SPIN = 0
+"""How many times a thread re-reads the control word it waits on before it sleeps (a sleeping
+thread wakes late); without a ``timeout`` or ``fuel`` only: a spinning worker burns fuel."""
 PAGE = 65536
 Compiled = tuple[wasmtime.Module, Any]
 T = TypeVar("T")
@@ -251,7 +254,8 @@ class Team:
 
     def _enter(self) -> None:
         """Reset the control words, then let every worker into ``worker``."""
-        self._main.call(self._reset, self._main.store, self.threads)
+        self._main.call(self._reset, self._main.store, self.threads,
+                        0 if self._per_call else SPIN)
         with self._changed:
             self._calls += 1
             self._running = len(self._workers)

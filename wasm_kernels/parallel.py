@@ -50,8 +50,8 @@ MEMORY_EXPORTS = {name: f"wasmnn_threads:{name}" for name in ("memory", "control
 # Control words (byte offsets in the control memory): the job's generation, parts done,
 # kernel, team size, failure flag, part count, the next part to take (an i64: generation in
 # the high half), the caller's memory size in pages and the kernel's arguments.
-_GEN, _DONE, _KERNEL, _THREADS, _FAILED, _CHUNKS, _NEXT, _PAGES, _ARGS = (
-    0, 4, 8, 12, 16, 20, 24, 32, 64)
+_GEN, _DONE, _KERNEL, _THREADS, _FAILED, _CHUNKS, _NEXT, _PAGES, _SPIN, _ARGS = (
+    0, 4, 8, 12, 16, 20, 24, 32, 36, 64)
 _STOP = -1
 CHUNKS_PER_THREAD = 4
 """Parts per thread in a job: threads take parts until none is left, so one that the OS
@@ -87,10 +87,11 @@ STREAM_THRESHOLD = 1 << 15
 """Elements below which an elementwise or row-wise kernel runs on one thread."""
 AUTO_WEIGHTS = 32 << 20
 """Weight bytes from which ``threads="auto"`` uses every core; a smaller model runs on one
-thread. A threaded model runs 1.1-1.25x slower on one core (a shared memory, one opt level),
-which only models whose time is mostly large dense kernels win back: measured 2 threads
-against 1 on 2 cores, MiniLM b1 (86 MB) 1.58x, ResNet-18 (45 MB) 1.45x, MobileNetV2 (14 MB,
-mostly depthwise) 0.81x, the LSTM (0.2 MB) 0.93x (bench/README, Threads)."""
+thread. Set when a threaded model ran 1.1-1.25x slower on one core (over a wasm shared
+memory; 0.97-1.01x since ``runtime.host_memory``), which only models whose time is mostly
+large dense kernels won back: measured 2 threads against 1 on 2 cores, MiniLM b1 (86 MB)
+1.58x, ResNet-18 (45 MB) 1.45x, MobileNetV2 (14 MB, mostly depthwise) 0.81x, the LSTM
+(0.2 MB) 0.93x (bench/README, Threads); not measured again since."""
 
 
 def splits(isa: str) -> dict[str, Split]:
@@ -178,7 +179,7 @@ def add_helpers(b: Bodies, isa: str, names: Sequence[str], serial: Sequence[int]
                             name=f"{s.name}_part") for s, f in zip(specs, serial)]
     work = b.add_function(FuncType(("i32",), ()), _work(b, parts), name="work")
     awaiting = b.add_function(FuncType((), ()), _await(b), name="await")
-    b.add_function(FuncType(("i32",), ()), _reset(b), export=EXPORTS["reset"])
+    b.add_function(FuncType(("i32", "i32"), ()), _reset(b), export=EXPORTS["reset"])
     b.add_function(FuncType(("i32",), ()), _worker(b, work), export=EXPORTS["worker"])
     b.add_function(FuncType((), ()), _fail(b), export=EXPORTS["fail"])
     b.add_function(FuncType((), ()), _release(b), export=EXPORTS["release"])
@@ -390,14 +391,16 @@ def _work(b: Bodies, parts: list[int]) -> Code:
 
 
 def _await(b: Bodies) -> Code:
-    """Wait until every part is done or a worker failed, waking every ``_AWAIT_NS`` so that
-    the caller's own time or fuel limit can stop it."""
+    """Wait until every part is done or a worker failed: re-read ``_SPIN`` times, then
+    sleep, waking every ``_AWAIT_NS`` so that the caller's own time or fuel limit can stop
+    it."""
     c = b.code(FuncType((), ()))
-    done = c.local("i32")
+    done, spins = c.local("i32"), c.local("i32")
     with c.loop():
         c.emit("i32.const", 0).emit("i32.atomic.load", 2, _FAILED, _CTL).emit("br_if", 1)
         c.emit("i32.const", 0).emit("i32.atomic.load", 2, _DONE, _CTL).emit("local.tee", done)
         c.emit("i32.const", 0).emit("i32.load", 2, _CHUNKS, _CTL).emit("i32.eq").emit("br_if", 1)
+        _spin(c, spins)
         c.emit("i32.const", _DONE).emit("local.get", done).emit("i64.const", _AWAIT_NS)
         c.emit("memory.atomic.wait32", 2, 0, _CTL).emit("drop")
     return c
@@ -409,12 +412,14 @@ def _worker(b: Bodies, work: int) -> Code:
     bytes (``build_worker``), but each store keeps its own size, which ``memory.copy`` and
     ``memory.fill`` check."""
     c = b.code(FuncType(("i32",), ()), names=("part",))
-    seen, gen, grow = c.local("i32"), c.local("i32"), c.local("i32")
+    seen, gen, grow, spins = (c.local("i32") for _ in range(4))
     with c.loop():
         c.emit("i32.const", 0).emit("i32.atomic.load", 2, _GEN, _CTL).emit("local.tee", gen)
         c.emit("local.get", seen).emit("i32.eq").emit("if")
+        _spin(c, spins, depth=1)
         c.emit("i32.const", _GEN).emit("local.get", seen).emit("i64.const", -1)
         c.emit("memory.atomic.wait32", 2, 0, _CTL).emit("drop").emit("br", 1).emit("end")
+        c.emit("i32.const", 0).emit("local.set", spins)
         c.emit("local.get", gen).emit("local.set", seen)
         c.emit("i32.const", 0).emit("i32.atomic.load", 2, _KERNEL, _CTL)
         c.emit("i32.const", _STOP).emit("i32.eq").emit("br_if", 1)
@@ -425,12 +430,22 @@ def _worker(b: Bodies, work: int) -> Code:
     return c
 
 
+def _spin(c: Code, spins: int, depth: int = 0) -> None:
+    """Inside a loop ``depth`` blocks out: count ``spins`` up and go round again until it
+    reaches ``_SPIN`` (then fall through to sleep)."""
+    c.emit("local.get", spins).emit("i32.const", 0).emit("i32.load", 2, _SPIN, _CTL)
+    c.emit("i32.lt_u").emit("if")
+    c.emit("local.get", spins).emit("i32.const", 1).emit("i32.add").emit("local.set", spins)
+    c.emit("br", depth + 1).emit("end")
+
+
 def _reset(b: Bodies) -> Code:
-    c = b.code(FuncType(("i32",), ()), names=("threads",))
+    c = b.code(FuncType(("i32", "i32"), ()), names=("threads", "spin"))
     for word in (_GEN, _DONE, _KERNEL, _FAILED, _CHUNKS):
         c.emit("i32.const", 0).emit("i32.const", 0).emit("i32.atomic.store", 2, word, _CTL)
     c.emit("i32.const", 0).emit("i64.const", 0).emit("i64.atomic.store", 3, _NEXT, _CTL)
     c.emit("i32.const", 0).emit("local.get", 0).emit("i32.atomic.store", 2, _THREADS, _CTL)
+    c.emit("i32.const", 0).emit("local.get", 1).emit("i32.atomic.store", 2, _SPIN, _CTL)
     return c
 
 
