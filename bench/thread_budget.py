@@ -62,7 +62,10 @@ def _parts(split: parallel.Split, count: int, threads: int, few: bool = False) -
     """The units of each part a stand-in cuts ``count`` into (as ``parallel._bound``), with
     one part a thread when ``few``."""
     parts = threads * (1 if few else parallel.CHUNKS_PER_THREAD)
-    bounds = [count * p // parts // split.grain * split.grain for p in range(parts)] + [count]
+    tiles = -(-count // split.grain)
+    base, rest = divmod(tiles, parts)
+    bounds = [min(count, (p * base + max(0, p - (parts - rest))) * split.grain)
+              for p in range(parts + 1)]
     return [hi - lo for lo, hi in zip(bounds, bounds[1:]) if hi > lo]
 
 
