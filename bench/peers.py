@@ -46,7 +46,9 @@ ORTWEB = BENCH / ".peers" / "node_modules" / "onnxruntime-web"
 RUNTIMES = ["wasmnn", "wasmnn-onnx", "ort", "ortweb", "torch"]
 LABELS = {"wasmnn": "wasmnn", "wasmnn-onnx": "wasmnn (ONNX)", "ort": "onnxruntime",
           "ortweb": "ORT-web wasm", "torch": "torch cpu"}
-ONE_THREAD_ONLY = {"wasmnn-onnx"}  # the same engine as wasmnn; one column is enough
+ONE_THREAD_ONLY = {"wasmnn-onnx"}
+"""The same engine as wasmnn: one column is enough, unless wasmnn itself does not run the model
+(the int8 models run only from their onnxruntime-quantized ONNX file)."""
 
 
 @dataclass
@@ -54,9 +56,10 @@ class ModelSpec:
     kind: str  # "minilm", or a builder in bench/models.py
     inputs: Callable[[], dict[str, np.ndarray]]
     quantize: str = ""
-    """"dynamic" or "static": the ONNX model every runtime runs is onnxruntime's
-    quantize_dynamic / quantize_static (QDQ, per channel, 32 calibration inputs) of the f32
-    one; wasmnn imports it (the nn-path column is left out)."""
+    """"dynamic", "dynamic-7bit" or "static": the ONNX model every runtime runs is
+    onnxruntime's quantize_dynamic (7-bit: ``reduce_range``, weights in [-64, 64], what it
+    advises for x86 without VNNI) / quantize_static (QDQ, per channel, 32 calibration inputs)
+    of the f32 one; wasmnn imports it (the nn-path column is left out)."""
 
 
 def _minilm_inputs(batch: int, length: int) -> Callable[[], dict[str, np.ndarray]]:
@@ -80,6 +83,7 @@ MODELS = {
     "mlp": ModelSpec("mlp", _image((32, 784))),
     "lstm": ModelSpec("lstm", _image((100, 1, 64))),
     "minilm-b1-int8": ModelSpec("minilm", _minilm_inputs(1, 128), "dynamic"),
+    "minilm-b1-int8-7bit": ModelSpec("minilm", _minilm_inputs(1, 128), "dynamic-7bit"),
     "resnet18-int8": ModelSpec("resnet18", _image((1, 3, 224, 224)), "static"),
     "mobilenet_v2-int8": ModelSpec("mobilenet_v2", _image((1, 3, 224, 224)), "static"),
     "mlp-int8": ModelSpec("mlp", _image((32, 784)), "dynamic"),
@@ -91,6 +95,7 @@ TITLES = {"minilm-b1": "MiniLM b1 s128", "minilm-b8": "MiniLM b8 s128",
           "resnet18": "ResNet-18 1x3x224²", "mobilenet_v2": "MobileNetV2 1x3x224²",
           "mlp": "MLP 32x784", "lstm": "LSTM h128 T100 B1",
           "minilm-b1-int8": "MiniLM b1 s128 int8", "resnet18-int8": "ResNet-18 int8",
+          "minilm-b1-int8-7bit": "MiniLM int8 7-bit",
           "mobilenet_v2-int8": "MobileNetV2 int8", "mlp-int8": "MLP 32x784 int8",
           **{n: n for n in peers_real.NAMES}}
 
@@ -230,8 +235,9 @@ def quantize_onnx(path: Path, spec: ModelSpec) -> None:
 
     source = path.with_name("model-f32.onnx")
     path.rename(source)
-    if spec.quantize == "dynamic":
-        quantization.quantize_dynamic(source, path, weight_type=quantization.QuantType.QInt8)
+    if spec.quantize.startswith("dynamic"):
+        quantization.quantize_dynamic(source, path, weight_type=quantization.QuantType.QInt8,
+                                      reduce_range=spec.quantize == "dynamic-7bit")
         return
 
     class Calibration(quantization.CalibrationDataReader):  # type: ignore[misc]
@@ -349,7 +355,7 @@ def measure(runtime_name: str, name: str, threads: int, workdir: Path,
         if not ORTWEB.exists():
             return {"error": "npm install --prefix bench/.peers onnxruntime-web"}
         inputs = np.load(workdir / "inputs.npz")
-        spec = {"model": str(workdir / "model.onnx"), "threads": threads,
+        spec = {"model": str(workdir / "model.onnx"), "threads": threads, "clock": args.clock,
                 "warmup": args.warmup, "repeat": args.repeat, "budget_s": args.budget,
                 "output_file": str(workdir / f"out-ortweb-{threads}.bin"),
                 "inputs": [{"name": key, "dtype": str(inputs[key].dtype),
@@ -457,7 +463,8 @@ def main() -> int:
                         "per cell (at least 3 runs)")
     parser.add_argument("--clock", choices=["wall", "cpu"], default="wall",
                         help="time runs in wall-clock time, or in the process's CPU time (on a "
-                        "loaded machine: preemption is not counted; 1-thread cells only)")
+                        "loaded machine: preemption is not counted; 1-thread cells only; "
+                        "ORT-web: its main thread's, a mean over the runs)")
     parser.add_argument("--json", help="also write the results here")
     parser.add_argument("--keep", help="keep the artifacts (.wasm, .onnx) in this folder")
     parser.add_argument("--cell", help=argparse.SUPPRESS)
@@ -493,7 +500,8 @@ def main() -> int:
             for runtime_name in runtimes:
                 cells = results[name].setdefault(runtime_name, {})
                 for t in threads:
-                    if t > 1 and runtime_name in ONE_THREAD_ONLY:
+                    if (t > 1 and runtime_name in ONE_THREAD_ONLY and "wasmnn" in runtimes
+                            and "wasmnn" not in failed):
                         continue
                     cells[t] = ({"error": failed[runtime_name]} if runtime_name in failed
                                 else measure(runtime_name, name, t, workdir, args))

@@ -61,12 +61,14 @@ class Layout:
         """Where ``layout`` writes ``value``'s address, or None when it is constant."""
         return self.table.get(graph.meta["slots"][id(value)])
 
-    def push(self, code: Code, slot: int) -> None:
-        """Emit: push the address of plan buffer ``slot``."""
+    def push(self, code: Code, slot: int, offset: int = 0) -> None:
+        """Emit: push the address of byte ``offset`` of plan buffer ``slot``."""
         if slot in self.table:
             code.emit("i32.const", self.table[slot]).emit("i32.load", 2)
+            if offset:
+                code.emit("i32.const", offset).emit("i32.add")
         else:
-            code.emit("i32.const", self.arena_base + self.fixed[slot])
+            code.emit("i32.const", self.arena_base + self.fixed[slot] + offset)
 
     def push_value(self, code: Code, graph: Graph, value: Value) -> None:
         """Emit: push ``value``'s address."""

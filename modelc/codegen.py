@@ -116,7 +116,14 @@ class LowerContext:
                 self._constant_offsets[id(value)] = self._place(storage(value.data))
             self._add("i32.const", 0, record=("weight", self._constant_offsets[id(value)]))
         else:
-            self._add("i32.const", 0, record=("arena", self.graph.meta["slots"][id(value)]))
+            self._add("i32.const", 0, record=("arena", self.graph.meta["slots"][id(value)],
+                                              self.graph.meta["within"][id(value)]))
+
+    def inside(self, inner: Value, outer: Value, offset: int) -> bool:
+        """Whether ``plan_memory`` placed ``inner`` at byte ``offset`` of ``outer``'s bytes."""
+        slots, within = self.graph.meta["slots"], self.graph.meta["within"]
+        return (not inner.is_constant and slots[id(inner)] == slots[id(outer)]
+                and within[id(inner)] == within[id(outer)] + offset)
 
     def within_scratch(self, node: Node, offset: int, index: int = 0) -> None:
         """Push the address of byte ``offset`` of ``node``'s scratch buffer ``index`` (a
@@ -172,7 +179,7 @@ class LowerContext:
     def scratch(self, node: Node, index: int = 0) -> None:
         """Push the address of ``node``'s scratch buffer ``index`` (``OpDef.scratch``)."""
         self._add("i32.const", 0,
-                  record=("arena", self.graph.meta["slots"][(id(node), index)]))
+                  record=("arena", self.graph.meta["slots"][(id(node), index)], 0))
 
     def call(self, kernel: str) -> None:
         """Call kernel ``kernel`` of the ABI with the arguments pushed so far."""
@@ -317,7 +324,7 @@ def emit_records(code: Code, records: list[tuple[Any, ...]], layout: Layout,
         if kind == "weight":
             code.emit("i32.const", layout.weights_base + record[1])
         elif kind == "arena":
-            layout.push(code, record[1])
+            layout.push(code, record[1], record[2])
         elif kind == "kernel":
             code.emit("call", kernel_index[record[1]])
         else:

@@ -25,9 +25,9 @@ from .run_plan import Planner
 from .sidecar import read_sidecar
 from .threads import (
     FEATURES,
-    OPT_LEVEL,
     check_threads,
     compile_worker,
+    opt_level,
     weights_bytes,
 )
 
@@ -263,7 +263,7 @@ class Session:
         self.threads = self.threads if merged is not None else 1
         features = FEATURES if merged is not None else ()
         compartment = Compartment(limits, features)
-        model = (compartment.compile(merged[0], OPT_LEVEL) if merged is not None
+        model = (compartment.compile(merged[0], opt_level(merged[1])) if merged is not None
                  else compartment.compile(wasm))
         self.metadata = md.parse(model[1].custom(md.SECTION))
         if self.metadata.abi_module != wasm_kernels.abi.MODULE:

@@ -30,7 +30,7 @@ from typing import Any, TypeVar
 import wasmtime
 
 import wasm_kernels
-from wasm_kernels import parallel
+from wasm_kernels import abi, parallel
 from wasm_kernels.wasm import WasmFormatError, read_module
 
 from . import cache, host_memory
@@ -45,7 +45,14 @@ FEATURES = (("threads", True),)
 """The engine features of a compartment whose memory is shared (``Compartment(features=)``)."""
 OPT_LEVEL = "none"
 """The cranelift opt level of a merged model and of the workers' module (one module has one
-level; see ``bench/threads.py``)."""
+level; see ``bench/threads.py``), unless ``opt_level`` picks ``SPEED_FAMILIES``' level."""
+SPEED_FAMILIES = frozenset({"qlinear"})
+"""Kernel families that make a merged model and its workers compile at ``"speed"``: the
+integer products (``qlinear``, ``qconv``) ran 0.73-0.76x as fast at ``"none"`` with a shared
+memory (cranelift reloads the memory's base before each of their loads), and an int8 model
+spends most of its time in them: at ``"speed"`` 2 threads took 1.17-1.37x less CPU time in
+all on MiniLM, ResNet-18 and MobileNetV2 int8 (bench/README.md, Threads, int8). NOTE:
+measured over a wasm shared memory, before ``runtime.host_memory``; not measured since."""
 SPIN = 0
 """How many times a thread re-reads the control word it waits on before it sleeps (a sleeping
 thread wakes late); without a ``timeout`` or ``fuel`` only: a spinning worker burns fuel."""
@@ -160,12 +167,20 @@ def splitting(isa: str, names: frozenset[str]) -> frozenset[str]:
     return frozenset(names & parallel.splits(isa).keys())
 
 
+def opt_level(names: frozenset[str]) -> str:
+    """The opt level of a merged model importing kernels ``names``, and of its workers'
+    module: ``"speed"`` when one of them is of ``SPEED_FAMILIES``, else ``OPT_LEVEL``."""
+    speed = any(abi.BY_NAME[n].family in SPEED_FAMILIES for n in names if n in abi.BY_NAME)
+    return "speed" if speed else OPT_LEVEL
+
+
 def compile_worker(compartment: Compartment, isa: str, names: frozenset[str]
                    ) -> Compiled | None:
-    """The workers' module for the kernels among ``names`` that split (at ``OPT_LEVEL``),
-    ``None`` when none does."""
+    """The workers' module for the kernels among ``names`` that split (at
+    ``opt_level(names)``), ``None`` when none does."""
     split = splitting(isa, names)
-    return compartment.compile(_worker_wasm(isa, split), OPT_LEVEL) if split else None
+    return (compartment.compile(_worker_wasm(isa, split), opt_level(names)) if split
+            else None)
 
 
 def _export(store: wasmtime.Store, instance: wasmtime.Instance, name: str) -> wasmtime.Func:

@@ -19,7 +19,7 @@ from .abi_integer import INTEGER_OPS as INTEGER_OPS
 from .abi_quantized import QCONV, QLINEARS, QRESCALE, QUANTIZE
 from .kernel_spec import BROADCAST_RANK, UNARY_OPS, KernelSpec, broadcast_params, short
 
-VERSION = 6
+VERSION = 8
 MODULE = f"wasmnn_kernels_v{VERSION}"
 
 
@@ -194,14 +194,28 @@ QUANTIZED_ACTIVATIONS = ("relu", "relu6")
 """The activations a quantized depthwise row fuses (those of ``qconv2d``)."""
 
 
+DEPTHWISE_PARTS = 8
+"""Planes in a depthwise kernel's scratch: a call split across threads runs at most this many
+parts (ranges of channels), each padding its planes into a plane of its own (the first
+plane is a one-thread call's)."""
+
+
+def depthwise_plane_floats(h: int, w: int, oh: int, ow: int, kh: int, kw: int, sh: int,
+                           sw: int, ph: int, pw: int, dh: int, dw: int) -> int:
+    """The floats of one plane of a depthwise kernel's scratch: a zero-padded input plane, tall
+    and wide enough for every register its tiles load (4 lanes, 4 floats of slack for the
+    stride-2 pairs; rows of under 8 outputs read as 8 wide)."""
+    rows = max(ph + h, (oh - 1) * sh + (kh - 1) * dh + 1)
+    columns = max(pw + w, (max(ow, 8) - 1) * sw + (kw - 1) * dw + 1) + 4
+    return rows * columns
+
+
 def depthwise_scratch_floats(h: int, w: int, oh: int, ow: int, kh: int, kw: int, sh: int,
                              sw: int, ph: int, pw: int, dh: int, dw: int) -> int:
-    """The floats of a depthwise kernel's scratch: one zero-padded input plane, tall and wide
-    enough for every register its tiles load (4 lanes, 4 floats of slack for the stride-2
-    pairs)."""
-    rows = max(ph + h, (oh - 1) * sh + (kh - 1) * dh + 1)
-    columns = max(pw + w, (max(ow, 4) - 1) * sw + (kw - 1) * dw + 1) + 4
-    return rows * columns
+    """The floats of a depthwise kernel's scratch: ``DEPTHWISE_PARTS`` planes of
+    ``depthwise_plane_floats``."""
+    return DEPTHWISE_PARTS * depthwise_plane_floats(h, w, oh, ow, kh, kw, sh, sw, ph, pw, dh,
+                                                    dw)
 
 
 POOL_WINDOW = ("h", "w", "oh", "ow", "kh", "kw", "sh", "sw", "ph", "pw", "dh", "dw")

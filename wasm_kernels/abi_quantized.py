@@ -77,8 +77,9 @@ def _qlinear(dtype: str, requantize: bool, activation: str, op: str) -> KernelSp
         "f32 a_scale and one a_zero_point byte (pointers: they may be computed at run time), "
         "W (n, k) int8 with zero point 0 packed by wasm_kernels.pack.pack_qlinear_weight, "
         f"w_scale (n,) f32, bias (n,) int32; {finish}{clamp}; exact for k <= QLINEAR_MAX_K; "
-        "wa and ws are scratch of pack_quantized.qlinear_scratch_floats(m, k) floats (a "
-        "block of A's rows widened to int16, one weight panel widened)"
+        "wa and ws are scratch of pack_quantized.qlinear_scratch_floats(m, k) floats (A's "
+        "rows widened to int16, a block at a time; one widened weight panel per "
+        "pack_quantized.QSPLIT_ROWS rows, so parts of the rows on other threads use their own)"
         + (CONV_TILE if op == "qconv" else ""),
         epilogue=epilogue, dtypes=(dtype, dtype if requantize else "float32"))
 

@@ -44,6 +44,34 @@ CHUNK_BYTES = 1 << 18
 them back (256 KiB measured 1.0-1.05x 2 MiB on ResNet-18's 3x3 @56)."""
 
 
+TAPS_MAX_CHANNELS = 96, 48
+"""Input channels per group up to which a conv that ``taps`` reads its input in place: from
+the padded copy (its channels' rows interleaved), and unpadded, from the input's planes."""
+
+TAPS_MIN_WIDTH = 32
+"""Output columns from which a conv that ``taps`` reads its input in place."""
+
+
+def taps(cg: int, og: int, kernel: tuple[int, int], stride: tuple[int, int],
+         out: tuple[int, int], dilation: tuple[int, int] = (1, 1), padded: bool = True) -> bool:
+    """Whether ``f32_conv2d_gemm`` reads the columns of a conv with ``cg`` input and ``og``
+    output channels per group in place from its (padded) input instead of packing them
+    (``dense_tile.Taps``): a 3x3 kernel at column stride and dilation 1 (a panel's pixels are
+    adjacent floats of one input row at every tap), output rows of ``TAPS_MIN_WIDTH`` or
+    more, at most ``TAPS_MAX_CHANNELS`` input channels (``padded`` or not) and at least
+    ``SPLIT_ROWS`` output channels (tiles of 5 and 4 rows only: no single-row tiles to
+    generate for it). Packing cost 4-18% of such a conv (the fewer output channels, the more).
+    Read in place (from the padded copy's interleaved rows), one process, A/B against the
+    packed columns: 1.04-1.26x at 16-48 channels, 1.01-1.06x at 64-96 channels on rows of
+    52-80; on rows of 13-26 the rows' end tiles cost more than the packing saved (0.90-0.96x),
+    and with the channels' planes apart (an unpadded input) 64 channels ran 0.94x and 96-192
+    0.80-0.92x (bench/README.md).
+    """
+    return (kernel == (3, 3) and stride[1] == 1 and dilation[1] == 1
+            and out[1] >= TAPS_MIN_WIDTH and cg <= TAPS_MAX_CHANNELS[not padded]
+            and og >= SPLIT_ROWS)
+
+
 def pack_im2col_weight(w: np.ndarray, groups: int) -> np.ndarray:
     """A conv weight (o, c / groups, kh, kw) as the flat float32 array ``f32_conv2d_gemm``
     reads: per group its (o / groups, c / groups * kh * kw) matrix, each tile's (``tiles``)
@@ -129,7 +157,8 @@ def columns_per_chunk(k: int, pixels: int, rows: int) -> int:
 
 
 def runs_as_gemm(cg: int, og: int, kernel: tuple[int, int], stride: tuple[int, int],
-                 out: tuple[int, int], dilation: tuple[int, int] = (1, 1)) -> bool:
+                 out: tuple[int, int], dilation: tuple[int, int] = (1, 1),
+                 padded: bool = True) -> bool:
     """Whether a conv with ``cg`` input and ``og`` output channels per group runs faster as
     ``f32_conv2d_gemm`` than as the direct ``f32_conv2d`` (measured against each other and
     ``f32_linear``: bench/README.md, "conv as a gemm"). The gemm wins at stride 2 (the direct
@@ -138,23 +167,31 @@ def runs_as_gemm(cg: int, og: int, kernel: tuple[int, int], stride: tuple[int, i
     direct tile keeps up on long rows at stride 1 with few output channels, where packing is a
     large share of the work (2 * og multiply-adds per packed float: at 24 channels it ran
     1.2x the gemm). A pointwise conv at stride 1 reads its input in place (no packing) and
-    runs 1.1-1.27x the direct kernel at every plane size, except an expansion from fewer
-    channels than the tile unrolls (k < 32: 16 -> 96 @112, 24 -> 144 @56 ran 0.78-0.88x).
+    runs 1.1-1.27x the direct kernel at every plane size, except an expansion from fewer than 24
+    channels on a plane over 56x56 (16 -> 96 @112) or from fewer than 16.
     Depthwise convs (one channel in and out per group) are no gemm, nor is a conv with few
     input channels and 3 adjacent taps per kernel row (a first conv on RGB) at stride 1 or 2
     with up to 32 output channels and rows of 16 or more: the direct kernel's row tile ran it
     1.1-1.3x the gemm on relaxed (K = 27 is too short a k loop for the tile;
-    ``templates/conv_row_tile.py``); at 64 channels, or rows of 10, it was even or slower."""
+    ``templates/conv_row_tile.py``); at 64 channels, or rows of 10, it was even or slower. A
+    gemm that ``taps`` its input (nothing packed) beat the direct kernel on rows of 128 or
+    more (12 -> 24 @208 1.08x, 32 -> 32 @160 1.07x with a relu; 1.02x, 1.03x with a silu) and
+    was even or slower on shorter ones (16 -> 16 @80, 24 -> 24 @104, 32 -> 32 @40:
+    0.93-1.02x)."""
     if cg == 1 and og == 1:
         return False
     if cg <= ROW_TILE_CHANNELS and kernel[1] == 3 and dilation[1] == 1 and stride[1] <= 2 \
             and og <= 32 and out[1] >= 16:
         return False
     if kernel == (1, 1) and stride == (1, 1):
-        return cg >= 32 or og <= cg
+        # NOTE: from 16 input channels (two 8-step iterations of the tile's remainder loop,
+        # ``dense_tile.MID``) the gemm ran 1.05-1.3x the direct kernel up to 56x56 planes on
+        # both ISAs; at 112x112 from 16 channels it was even (relaxed) or slower (simd128).
+        return cg >= 24 or og <= cg or (cg >= 16 and out[0] * out[1] <= 56 * 56)
     if stride != (1, 1):
         return True
-    return og >= 48 or out[1] < 32
+    return og >= 48 or out[1] < 32 or (taps(cg, og, kernel, stride, out, dilation, padded)
+                                       and out[1] >= 128)
 
 
 def scratch_floats(k: int, pixels: int) -> int:
@@ -174,7 +211,8 @@ def padded_floats(cg: int, size: tuple[int, int], out: tuple[int, int],
                   kernel: tuple[int, int], stride: tuple[int, int], pad: tuple[int, int],
                   dilation: tuple[int, int]) -> int:
     """The scratch ``xp`` where ``f32_conv2d_gemm`` copies a group's ``cg`` input planes of
-    ``size`` inside their zero borders, or a strided 1x1 conv's subsampled planes
+    ``size`` inside their zero borders (their rows interleaved: ``templates/padded_copy.py``),
+    or a strided 1x1 conv's subsampled planes
     (``templates/conv_pointwise.py``): 0 otherwise (it reads the input in place)."""
     if pad == (0, 0):
         strided_pointwise = kernel == (1, 1) and stride != (1, 1)

@@ -6,7 +6,11 @@ of four: the 16 bytes of a v128 are four columns by four steps of k, what the do
 of ``templates/qlinear.py`` sum into one i32 lane per column). k is padded to a multiple of
 4 and n to a multiple of ``QPANEL`` with zeros. After the panels come the column sums
 ``sum_k W[j, k]`` as int32 (n padded), which the kernels use to subtract the activation's
-zero point once per column instead of once per product.
+zero point once per column instead of once per product, then one int32 that is 1 when every
+column's weights are in ``SEVEN_BIT`` or their negations are (the relaxed module's kernels
+then use the relaxed dot product, ``templates/qlinear_tile.py``), else 0, then per panel 32
+bytes: each column's 4 bytes 0xFF where that column is used negated, else 0 (a step's layout;
+read as int32, each column's -1 or 0).
 """
 
 from __future__ import annotations
@@ -16,6 +20,11 @@ import numpy as np
 QPANEL = 8
 """Columns of W per packed panel (two v128 of four columns by four steps of k)."""
 
+
+SEVEN_BIT = (-64, 63)
+"""The weights that plus 64 are 7-bit (the relaxed dot's second operand, exact on every
+engine). A column in [-63, 64] (onnxruntime's ``reduce_range`` weights are in [-64, 64]) is
+used negated."""
 
 QBLOCK_BYTES = 1 << 19
 """Bytes of A's rows the simd128 qlinear tile widens at a time (``templates/qlinear_pack.py``):
@@ -28,10 +37,18 @@ def qblock_rows(k: int) -> int:
     return max(2, QBLOCK_BYTES // (_round_up(k, 4) * 4) & ~1)
 
 
+QSPLIT_ROWS = 8
+"""Rows at a multiple of which a thread's part of a qlinear kernel starts
+(``parallel.splits``): ``ws`` holds one widened panel per that many rows, so parts widen
+their panels into disjoint regions."""
+
+
 def qlinear_scratch_floats(m: int, k: int) -> tuple[int, int]:
-    """The floats of a qlinear kernel's scratch ``wa`` (a block of A's rows widened) and
-    ``ws`` (one column panel of W widened)."""
-    return min(m, qblock_rows(k)) * _round_up(k, 4), 4 * _round_up(k, 4)
+    """The floats of a qlinear kernel's scratch ``wa`` (every row of A widened: a part of
+    the rows widens its own, a block at a time) and ``ws`` (one column panel of W widened
+    per ``QSPLIT_ROWS`` rows: a part widens its panels into the region of its first row)."""
+    depth = _round_up(k, 4)
+    return m * depth, _round_up(m, QSPLIT_ROWS) // QSPLIT_ROWS * 4 * depth
 
 
 def _round_up(value: int, step: int) -> int:
@@ -41,7 +58,7 @@ def _round_up(value: int, step: int) -> int:
 def packed_qlinear_bytes(n: int, k: int) -> int:
     """Size in bytes of a packed (n, k) weight, column sums included."""
     columns = _round_up(n, QPANEL)
-    return columns * _round_up(k, 4) + 4 * columns
+    return columns * _round_up(k, 4) + 4 * columns + 4 + 4 * columns
 
 
 def pack_qlinear_weight(weight: np.ndarray) -> np.ndarray:
@@ -61,8 +78,13 @@ def pack_qlinear_weight(weight: np.ndarray) -> np.ndarray:
     # (panels, QPANEL, depth / 4, 4) -> (panels, depth / 4, QPANEL, 4)
     panels = padded.reshape(columns // QPANEL, QPANEL, depth // 4, 4).transpose(0, 2, 1, 3)
     sums = padded.astype(np.int32).sum(axis=1).astype("<i4")
+    low, high = padded.min(axis=1), padded.max(axis=1)
+    plain = (low >= SEVEN_BIT[0]) & (high <= SEVEN_BIT[1])
+    negated = ~plain & (low >= -SEVEN_BIT[1]) & (high <= -SEVEN_BIT[0])
+    seven = np.array([bool(np.all(plain | negated))], "<i4")
+    masks = np.repeat(np.where(negated, 255, 0).astype(np.uint8), 4)
     return np.concatenate([np.ascontiguousarray(panels).reshape(-1).view(np.uint8),
-                           sums.view(np.uint8)])
+                           sums.view(np.uint8), seven.view(np.uint8), masks])
 
 
 def unpack_qlinear_weight(packed: np.ndarray, n: int, k: int) -> np.ndarray:

@@ -25,14 +25,15 @@ the call failed after its worker trapped; the caller then traps ``unreachable``)
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
 from . import abi
 from .build import MAX_PAGES, generate
 from .pack import CONV_BLOCK, PANEL
-from .templates import gemm, linear
+from .pack_quantized import QSPLIT_ROWS
+from .templates import depthwise, gemm, linear
 from .wasm import Code, FuncType, Limits, MemoryType, ModuleBuilder
 
 CONTROL = ("wasmnn_threads", "control")
@@ -59,25 +60,48 @@ preempts delays the call by at most the part it holds, not by its whole share.""
 _AWAIT_NS = 1_000_000  # the caller re-checks for a failed worker (and its limits) this often
 
 
+Factor = str | tuple[str, int]
+"""A factor of a pointer's advance: a parameter, or ``(parameter, multiple)``, that parameter
+rounded up to a multiple (a row of scratch padded to whole steps)."""
+
+
+@dataclass(frozen=True)
+class Region:
+    """A scratch pointer of which each part takes a region of its own: part ``p`` of a job
+    cut into at most ``parts`` moves ``pointer`` by ``p`` times the bytes ``size`` pushes
+    from the job's i32 arguments (``size(code, push)``, ``push`` pushing one by name)."""
+
+    pointer: str
+    parts: int
+    size: Callable[[Code, Callable[[str], object]], None]
+
+
 @dataclass(frozen=True)
 class Split:
     """How a kernel splits: ``count`` is the parameter cut into parts, each starting at a
     multiple of ``grain`` units; a part starting at unit ``lo`` moves each pointer of
-    ``advance`` by ``lo * 4 * product(factors)`` bytes (``lo // per[p]`` units for a
-    pointer listed in ``per``, which then runs one unit at a time with that parameter set to
-    1). ``work`` times ``count`` estimates the work; below ``threshold``, or unless each
-    parameter of ``only`` has its value there, one thread runs it. A call whose parameter
+    ``advance`` by ``lo * unit[p] * product(factors)`` bytes (``unit[p]`` 4 unless ``unit``
+    names the pointer; ``lo // per[p]`` units for a pointer listed in ``per``, which then
+    runs one unit at a time with that parameter set to 1). ``work`` times ``count``
+    estimates the work; below ``threshold``, or unless each parameter of ``only`` has its
+    value there, one thread runs it. A call whose parameter
     ``one_part_when[0]`` exceeds ``one_part_when[1]`` is cut into one part a thread, not
-    ``CHUNKS_PER_THREAD``: every part re-reads an operand larger than its own work."""
+    ``CHUNKS_PER_THREAD``: every part re-reads an operand larger than its own work. Each
+    parameter of ``same`` counts the same units as ``count`` (one thread runs a call where
+    it differs from ``count``) and is cut with it. A kernel with a ``region`` of scratch is
+    cut into at most ``region.parts`` parts, each with its own region."""
 
     count: str
-    advance: dict[str, tuple[str, ...]]
+    advance: dict[str, tuple[Factor, ...]]
     work: tuple[str, ...]
     threshold: int
     grain: int = 1
     per: dict[str, str] = field(default_factory=dict)
+    unit: dict[str, int] = field(default_factory=dict)
     only: dict[str, int] = field(default_factory=dict)
     one_part_when: tuple[str, str] | None = None
+    same: tuple[str, ...] = ()
+    region: Region | None = None
 
 
 DENSE_THRESHOLD = 1 << 18
@@ -85,6 +109,9 @@ DENSE_THRESHOLD = 1 << 18
 trip) costs about as much as 2^18 multiply-adds at ~30 GFLOPS."""
 STREAM_THRESHOLD = 1 << 15
 """Elements below which an elementwise or row-wise kernel runs on one thread."""
+DEPTHWISE_THRESHOLD = 1 << 17
+"""Multiply-adds below which a depthwise kernel runs on one thread: it runs at about half
+the dense kernels' speed, so a dispatch costs as much as half as many multiply-adds."""
 AUTO_WEIGHTS = 32 << 20
 """Weight bytes from which ``threads="auto"`` uses every core; a smaller model runs on one
 thread. Set when a threaded model ran 1.1-1.25x slower on one core (over a wasm shared
@@ -100,7 +127,7 @@ def splits(isa: str) -> dict[str, Split]:
     # disjoint bytes; every part packs all of gemm's B into ws, the same bytes.
     # Each splits at its own row tile: MiniLM's 128 rows in whole tiles of 12 (3 and 4 in
     # common) left 2 threads 68 and 60 rows.
-    rows: dict[str, tuple[str, ...]] = {"a": ("k",), "wa": ("k",), "r": ("n",), "c": ("n",)}
+    rows: dict[str, tuple[Factor, ...]] = {"a": ("k",), "wa": ("k",), "r": ("n",), "c": ("n",)}
     row_tile = {"gemm": gemm.TILES[isa][0], "linear": linear.MR[isa]}
     table: dict[str, Split] = {}
     for spec in abi.KERNELS:
@@ -132,6 +159,26 @@ def splits(isa: str) -> dict[str, Split]:
                 "pixels", {"ws": ("c", "kh", "kw"), "y": (), "r": (), "first_bytes": ()},
                 ("c", "kh", "kw", "o"), DENSE_THRESHOLD, PANEL, only={"n": 1, "groups": 1},
                 one_part_when=("o", "pixels"))
+        elif spec.family == "depthwise":
+            # NOTE: parts are ranges of input channels of one image, with one output channel
+            # each (o == c); each pads its planes into its own plane of the scratch. The
+            # quantized rows' x and y are bytes, their scales and zero points shared.
+            table[spec.name] = Split(
+                "c", {"x": ("h", "w"), "weight": ("kh", "kw"), "bias": (), "y": ("oh", "ow")},
+                ("oh", "ow", "kh", "kw"), DEPTHWISE_THRESHOLD, only={"n": 1}, same=("o",),
+                region=Region("scratch", abi.DEPTHWISE_PARTS, depthwise.plane_bytes),
+                unit={"x": 1, "y": 1} if spec.dtypes[0] != "float32" else {})
+        elif spec.family == "qlinear":
+            # NOTE: parts are ranges of rows (a multiple of QSPLIT_ROWS, a multiple of the
+            # tile's rows): each widens its rows into its own rows of wa and its panels into
+            # the ws region of its first row. Every part widens every panel of W: one part
+            # a thread when W has more columns than the call has rows.
+            table[spec.name] = Split(
+                "m", {"a": ("k",), "c": ("n",), "wa": (("k", 4),), "ws": (("k", 4),)},
+                ("k", "n"), DENSE_THRESHOLD, QSPLIT_ROWS,
+                unit={"a": 1, "c": 1 if "requantize" in spec.epilogue else 4,
+                      "ws": 16 // QSPLIT_ROWS},  # a panel: 16 * round_up(k, 4) bytes
+                one_part_when=("n", "m"))
         elif spec.op in ("max_pool2d", "avg_pool2d"):
             # NOTE: planes are independent; avg_pool2d's scale is one (oh, ow) plane for all.
             table[spec.name] = Split("planes", {"x": ("h", "w"), "y": ("oh", "ow")},
@@ -288,18 +335,25 @@ def _part(b: Bodies, spec: abi.KernelSpec, split: Split, serial: int) -> Code:
     if split.per:
         with c.loop():  # one unit at a time: lo .. hi
             c.emit("local.get", lo).emit("local.get", hi).emit("i32.ge_u").emit("br_if", 1)
-            _call_range(c, spec, split, lo, None, serial)
+            _call_range(c, spec, split, (part, lo, None), serial)
             c.emit("local.get", lo).emit("i32.const", 1).emit("i32.add").emit("local.set", lo)
     else:
-        _call_range(c, spec, split, lo, hi, serial)
+        _call_range(c, spec, split, (part, lo, hi), serial)
     return c
 
 
-def _call_range(c: Code, spec: abi.KernelSpec, split: Split, lo: int, hi: int | None,
-                serial: int) -> None:
-    """Call the kernel on units ``lo .. hi`` (``hi`` ``None``: unit ``lo`` alone)."""
+def _call_range(c: Code, spec: abi.KernelSpec, split: Split,
+                where: tuple[int, int, int | None], serial: int) -> None:
+    """Call the kernel as part ``part`` on units ``lo .. hi`` (``where``, locals; ``hi``
+    ``None``: unit ``lo`` alone)."""
+    part, lo, hi = where
     for param in _names(spec):
-        if param == split.count:
+        if split.region is not None and param == split.region.pointer:
+            _load_arg(c, spec, param)
+            c.emit("local.get", part)
+            split.region.size(c, lambda name: _load_arg(c, spec, name))
+            c.emit("i32.mul").emit("i32.add")
+        elif param == split.count or param in split.same:
             if hi is None:
                 c.emit("i32.const", 1)
             else:
@@ -313,9 +367,15 @@ def _call_range(c: Code, spec: abi.KernelSpec, split: Split, lo: int, hi: int | 
                 _load_arg(c, spec, split.per[param])
                 c.emit("i32.div_u")
             for factor in split.advance[param]:
-                _load_arg(c, spec, factor)
+                if isinstance(factor, str):
+                    _load_arg(c, spec, factor)
+                else:  # round_up(param, multiple) = (param + multiple - 1) / multiple * multiple
+                    _load_arg(c, spec, factor[0])
+                    c.emit("i32.const", factor[1] - 1).emit("i32.add")
+                    c.emit("i32.const", factor[1]).emit("i32.div_u")
+                    c.emit("i32.const", factor[1]).emit("i32.mul")
                 c.emit("i32.mul")
-            c.emit("i32.const", 2).emit("i32.shl").emit("i32.add")
+            c.emit("i32.const", split.unit.get(param, 4)).emit("i32.mul").emit("i32.add")
         else:
             _load_arg(c, spec, param)
     c.emit("call", serial)
@@ -338,6 +398,9 @@ def _dispatch(b: Bodies, spec: abi.KernelSpec, split: Split, index: int, serial:
     c.emit("local.get", threads).emit("i32.const", 2).emit("i32.lt_u").emit("i32.or")
     for param, value in split.only.items():
         c.emit("local.get", arg[param]).emit("i32.const", value).emit("i32.ne").emit("i32.or")
+    for param in split.same:
+        c.emit("local.get", arg[param]).emit("local.get", arg[split.count]).emit("i32.ne")
+        c.emit("i32.or")
     c.emit("if")
     for i in range(len(spec.params)):
         c.emit("local.get", i)
@@ -353,7 +416,14 @@ def _dispatch(b: Bodies, spec: abi.KernelSpec, split: Split, index: int, serial:
         c.emit("i32.const", 1).emit("i32.const", CHUNKS_PER_THREAD)
         c.emit("local.get", arg[wide]).emit("local.get", arg[narrow]).emit("i32.gt_u")
         c.emit("select")
-    c.emit("i32.mul").emit("i32.store", 2, _CHUNKS, _CTL)
+    c.emit("i32.mul")
+    if split.region is not None:
+        # parts = min(parts, region.parts)
+        parts = c.local("i32")
+        c.emit("local.set", parts).emit("i32.const", split.region.parts)
+        c.emit("local.get", parts).emit("local.get", parts).emit("i32.const", split.region.parts)
+        c.emit("i32.gt_u").emit("select")
+    c.emit("i32.store", 2, _CHUNKS, _CTL)
     c.emit("i32.const", 0).emit("i32.const", 0).emit("i32.atomic.store", 2, _DONE, _CTL)
     c.emit("i32.const", 0).emit("memory.size").emit("i32.store", 2, _PAGES, _CTL)
     # NEXT = gen << 32 (no part taken), then GEN = gen: a worker reads them in that order

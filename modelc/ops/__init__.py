@@ -54,6 +54,12 @@ class OpDef:
         ``plan_memory`` places them and ``LowerContext.scratch`` pushes their addresses."""
         return ()
 
+    def input_slices(self, node: Node) -> dict[int, int]:
+        """Inputs that may be computed straight into ``node``'s output, by input index: their
+        byte offset there. ``plan_memory`` places each inside the output unless it must live
+        on its own, and ``lower`` skips those it finds in place (``LowerContext.inside``)."""
+        return {}
+
     def accepts_residual(self, residual: Shape, output: Shape) -> bool:
         """Whether a fused residual ``add`` (``fuse_epilogues``) of shape ``residual`` onto
         this op's ``output`` lowers; by default only a residual of the output's own shape."""

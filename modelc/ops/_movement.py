@@ -1,18 +1,17 @@
 """Lowering helpers for the data-movement ops (slice, split, concat, pad): strided copies
 through the copy kernels, whose source and target both take per-axis strides, so a region of
 either side is a base offset plus the dense strides of the whole tensor. Elements of every
-element dtype of the ABI move, bit for bit."""
+element dtype of the ABI move, bit for bit, except a whole float32 target (a slice, a split):
+that is ``_strided.copy``, a multiply by 1.0, the same value (a NaN stays a NaN)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-import numpy as np
-
 from ..errors import CompileError
 from ..graph import Dim, Value
-from ._strided import Factors, dense_strides, element_size, emit_copy
+from ._strided import Factors, address_at, copy, dense_strides, element_size, emit_copy
 
 if TYPE_CHECKING:
     from ..codegen import LowerContext
@@ -25,13 +24,6 @@ def require_float(op: str, *values: Value) -> None:
         raise CompileError(f"{op}: only float32 lowers to wasm, got {dtypes}")
 
 
-def address_at(ctx: LowerContext, value: Value, offset: Factors) -> None:
-    """Push the address of element ``product(offset)`` of ``value``."""
-    ctx.address(value)
-    if all(f != 0 for f in offset):
-        ctx.advance(offset, np.dtype(value.dtype).itemsize)
-
-
 def axis_offset(shape: Sequence[Dim], axis: int, start: int) -> Factors:
     """The element offset of index ``start`` along ``axis`` of a dense ``shape``."""
     return (start,) + tuple(shape[axis + 1:])
@@ -41,7 +33,11 @@ def copy_region(ctx: LowerContext, index_shape: Sequence[Dim],
                 source: Value, source_offset: Factors, source_strides: list[Factors | None],
                 target: Value, target_offset: Factors) -> None:
     """``target[region] = source[region']`` over ``index_shape``: the target region starts
-    ``target_offset`` elements in and has the target's dense strides."""
+    ``target_offset`` elements in and has the target's dense strides. A region that is the
+    whole target (a slice, a split) is a ``copy``."""
+    if tuple(index_shape) == tuple(target.shape) and not all(f != 0 for f in target_offset):
+        copy(ctx, source, target, source_strides, source_offset)
+        return
     size = element_size("copy", source, target)
     address_at(ctx, source, source_offset)
     address_at(ctx, target, target_offset)

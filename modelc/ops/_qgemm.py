@@ -10,11 +10,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from wasm_kernels import abi
-from wasm_kernels.pack_quantized import (
-    pack_qlinear_weight,
-    qblock_rows,
-    qlinear_scratch_floats,
-)
+from wasm_kernels.pack_quantized import pack_qlinear_weight, qlinear_scratch_floats
 
 from ._quantized import Push, per_channel
 
@@ -30,12 +26,14 @@ def symmetric(weight: Value, zero_point: Value, channels: int, op: str) -> bool:
 
 
 def scratch_shapes(rows: Shape, k: int) -> tuple[Shape, Shape]:
-    """The kernel's scratch ``wa`` and ``ws`` (float32 units) for ``rows`` rows of A of
-    length ``k`` (at most a block of rows: ``wa`` is sized for all of them when the rows
-    are symbolic)."""
-    count = math.prod(rows) if all(isinstance(d, int) for d in rows) else qblock_rows(k)
-    wa, ws = qlinear_scratch_floats(count, k)
-    return (wa,), (ws,)
+    """The kernel's scratch ``wa`` and ``ws`` (float32 units,
+    ``pack_quantized.qlinear_scratch_floats``) for ``rows`` rows of A of length ``k``.
+    With symbolic rows, ``ws`` holds ``ceil(static / QSPLIT_ROWS)`` panels per value of
+    their symbolic product (at least ``ceil(rows / QSPLIT_ROWS)``)."""
+    static = math.prod(d for d in rows if isinstance(d, int))
+    symbolic = tuple(d for d in rows if not isinstance(d, int))
+    wa, ws = qlinear_scratch_floats(static, k)
+    return (*symbolic, wa), (*symbolic, ws)
 
 
 def call_qlinear(ctx: LowerContext, named: dict[str, Value], a: Push, c: Push,

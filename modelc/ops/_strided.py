@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+import numpy as np
+
 from wasm_kernels import abi
 from wasm_kernels.kernel_spec import ELEMENTS
 
@@ -116,13 +118,22 @@ def emit_copy(ctx: LowerContext, index_shape: Sequence[Dim],
     emit_strided(ctx, kernel, index_shape, operands)
 
 
+def address_at(ctx: LowerContext, value: Value, offset: Factors) -> None:
+    """Push the address of element ``product(offset)`` of ``value``."""
+    ctx.address(value)
+    if all(f != 0 for f in offset):
+        ctx.advance(offset, np.dtype(value.dtype).itemsize)
+
+
 def copy(ctx: LowerContext, source: Value, target: Value,
-         source_strides: list[Factors | None]) -> None:
-    """Write ``target`` (dense) by reading ``source`` through ``source_strides`` (one per
-    target axis): floats as ``target = source * 1.0`` (the fast strided kernel, exact for
-    every float including -0 and NaN), other dtypes through the copy kernel of their size."""
+         source_strides: list[Factors | None], source_offset: Factors = (0,)) -> None:
+    """Write ``target`` (dense) by reading ``source`` from element ``product(source_offset)``
+    through ``source_strides`` (one per target axis): floats as ``target = source * 1.0``
+    (the fast strided kernel, exact for every float including -0 and NaN; it transposes
+    and takes every other float one register at a time), other dtypes through the copy
+    kernel of their size."""
     size = element_size("copy", source, target)
-    ctx.address(source)
+    address_at(ctx, source, source_offset)
     if target.dtype != "float32":
         ctx.address(target)
         target_strides: list[Factors | None] = list(dense_strides(target.shape))

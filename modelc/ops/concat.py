@@ -1,9 +1,14 @@
 """concat: tensors joined along an existing axis ``dim``; lowered to one strided copy per
-input into its region of the output."""
+input into its region of the output. Along an axis with only 1s before it each input's region
+is one contiguous run of bytes, where ``plan_memory`` may place the input itself: its
+producer then writes it in place and no copy is made."""
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING, Any
+
+import numpy as np
 
 from ..errors import CompileError
 from . import OpDef
@@ -31,14 +36,30 @@ class Concat(OpDef):
         total = sum(s[dim] for s in shapes)
         return [(first[:dim] + (total,) + first[dim + 1:], dtypes[0])]
 
+    def input_slices(self, node: Node) -> dict[int, int]:
+        """Every input, when the output is static and has only 1s before ``dim``."""
+        out = node.output
+        dim = axis(node.attrs.get("dim", 0), len(out.shape))
+        shape = [d for d in out.shape if isinstance(d, int)]
+        if len(shape) < len(out.shape) or math.prod(shape[:dim]) != 1:
+            return {}
+        run = math.prod(shape[dim + 1:]) * np.dtype(out.dtype).itemsize
+        slices, start = {}, 0
+        for k, part in enumerate(node.inputs):
+            slices[k] = start * run
+            start += int(part.shape[dim])
+        return slices
+
     def lower(self, node: Node, ctx: LowerContext) -> None:
         out = node.output
         element_size(self.name, out, *node.inputs)
         dim = axis(node.attrs.get("dim", 0), len(out.shape))
+        slices = self.input_slices(node)
         start = 0
-        for part in node.inputs:
-            copy_region(ctx, part.shape, part, (0,), dense_strides(part.shape), out,
-                        axis_offset(out.shape, dim, start))
+        for k, part in enumerate(node.inputs):
+            if k not in slices or not ctx.inside(part, out, slices[k]):
+                copy_region(ctx, part.shape, part, (0,), dense_strides(part.shape), out,
+                            axis_offset(out.shape, dim, start))
             start += part.shape[dim]
 
 

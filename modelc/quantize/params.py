@@ -47,16 +47,25 @@ def activation_params(low: float, high: float) -> QParams:
     return QParams(scale, zero_point)
 
 
-def weight_params(weight: np.ndarray, per_channel: bool) -> tuple[np.ndarray, np.ndarray]:
+WEIGHT_MODES = {"per_channel": (True, WEIGHT_MAX), "per_tensor": (False, WEIGHT_MAX),
+                "per_channel_7bit": (True, 63), "per_tensor_7bit": (False, 63)}
+"""Each weights mode: (a scale per output channel, the largest int8 magnitude). The 7-bit
+modes keep weights in [-63, 63], which the relaxed kernels multiply with one relaxed dot
+product per 16 (``wasm_kernels/templates/qlinear_tile.py``: 1.2x the full-range tile on
+x86 without VNNI support in cranelift), at about half the weights' precision."""
+
+
+def weight_params(weight: np.ndarray, weights: str) -> tuple[np.ndarray, np.ndarray]:
     """``(q, scale)``: ``weight`` (output channels first) as symmetric int8 ``q`` and its
-    float32 ``scale``, (channels,) when ``per_channel`` else 0-d. A channel of zeros gets
-    scale 1."""
+    float32 ``scale``, (channels,) per channel else 0-d, for the ``WEIGHT_MODES`` mode
+    ``weights``. A channel of zeros gets scale 1."""
+    per_channel, most = WEIGHT_MODES[weights]
     w = np.asarray(weight, np.float32)
     axes = tuple(range(1, w.ndim)) if per_channel else None
     largest = np.abs(w).max(axis=axes) if w.size else np.float32(0)
-    scale = np.where(largest > 0, largest / WEIGHT_MAX, 1).astype(np.float32)
+    scale = np.where(largest > 0, largest / most, 1).astype(np.float32)
     shaped = scale.reshape((-1,) + (1,) * (w.ndim - 1)) if per_channel else scale
-    q = np.clip(np.rint(w / shaped), -WEIGHT_MAX, WEIGHT_MAX).astype(np.int8)
+    q = np.clip(np.rint(w / shaped), -most, most).astype(np.int8)
     return q, np.asarray(scale, np.float32)
 
 

@@ -45,14 +45,14 @@ def _ready(rw: Rewriter, *values: Value) -> bool:
 
 
 def _product(rw: Rewriter, node: Node, x: Value, weight: np.ndarray, bias: Value | None,
-             op: str, per_channel: bool) -> None:
+             op: str, weights: str) -> None:
     """``qlinear`` / ``qconv2d`` in place of ``node`` (and a ReLU/ReLU6 after it)."""
     act = rw.sole_user(node.output, ACTIVATIONS)
     chain = [node] + ([act] if act is not None else [])
     if not _ready(rw, x, chain[-1].output):
         return
     xq, xp = rw.quantized(x, node)
-    wq, ws = weight_params(weight, per_channel)
+    wq, ws = weight_params(weight, weights)
     inputs = {"input": xq}
     inputs["input_scale"], inputs["input_zero_point"] = rw.pair(x.name, xp)
     inputs["weight"] = rw.constant(f"{node.name}_weight", wq)
@@ -81,18 +81,18 @@ def _finish(rw: Rewriter, chain: list[Node], op: str, inputs: dict[str, Value],
     rw.replace(chain, rw.add_node(chain[0], op, inputs, attrs, shape, "int8"), out)
 
 
-def _linear(rw: Rewriter, node: Node, per_channel: bool) -> None:
+def _linear(rw: Rewriter, node: Node, weights: str) -> None:
     named = dict(zip(node.input_names, node.inputs))
     weight = named["weight"]
     if weight.data is not None and weight.dtype == "float32" and "epilogue" not in node.attrs:
         _product(rw, node, named["input"], weight.data, named.get("bias"),
-                 "qlinear" if node.op == "linear" else "qconv2d", per_channel)
+                 "qlinear" if node.op == "linear" else "qconv2d", weights)
 
 
-def _matmul(rw: Rewriter, node: Node, per_channel: bool) -> None:
+def _matmul(rw: Rewriter, node: Node, weights: str) -> None:
     a, b = node.inputs
     if b.data is not None and len(b.shape) == 2 and b.dtype == "float32":
-        _product(rw, node, a, np.ascontiguousarray(b.data.T), None, "qlinear", per_channel)
+        _product(rw, node, a, np.ascontiguousarray(b.data.T), None, "qlinear", weights)
     elif _ready(rw, a, b, node.output):
         aq, ap = rw.quantized(a, node)
         bq, bp = rw.quantized(b, node)
@@ -103,7 +103,7 @@ def _matmul(rw: Rewriter, node: Node, per_channel: bool) -> None:
         _finish(rw, [node], "qmatmul", inputs, {})
 
 
-def _add(rw: Rewriter, node: Node, per_channel: bool) -> None:
+def _add(rw: Rewriter, node: Node, weights: str) -> None:
     if len(node.inputs) != 2 or node.attrs or node.inputs[0].shape != node.inputs[1].shape:
         return
     act = rw.sole_user(node.output, ("relu",))
@@ -121,7 +121,7 @@ def _add(rw: Rewriter, node: Node, per_channel: bool) -> None:
     rw.replace(chain, q, out)
 
 
-def _concat(rw: Rewriter, node: Node, per_channel: bool) -> None:
+def _concat(rw: Rewriter, node: Node, weights: str) -> None:
     if not _ready(rw, *node.inputs, node.output):
         return
     parts = [rw.quantized(v, node) for v in node.inputs]
@@ -139,11 +139,11 @@ RULES = {"linear": _linear, "conv2d": _linear, "matmul": _matmul, "add": _add,
 """The ops with an integer form, and the rule that makes it."""
 
 
-def quantize_static(graph: Graph, params: dict[int, QParams], per_channel: bool) -> Graph:
+def quantize_static(graph: Graph, params: dict[int, QParams], weights: str) -> Graph:
     """Rewrite every op of ``RULES`` whose tensors have parameters into its int8 form."""
     concat_shares_ranges(graph, params)
     rw = Rewriter(graph, params)
     for node in list(graph.nodes):
         if node in graph.nodes and node.op in RULES:
-            RULES[node.op](rw, node, per_channel)
+            RULES[node.op](rw, node, weights)
     return graph

@@ -14,8 +14,9 @@ from executors import PROVIDERS, Lambda
 
 import modelc
 import runtime
+import wasm_kernels
 from nn import functional as F
-from wasm_kernels import abi_quantized
+from wasm_kernels import abi_quantized, parallel
 from wasm_kernels.wasm import read_module
 
 RANGE = {"uint8": (0, 255), "int8": (-128, 127)}
@@ -190,3 +191,28 @@ def test_depthwise_runs_the_depthwise_kernel_within_one_step(case: tuple) -> Non
             assert np.mean(steps) < 0.05, provider
         else:
             np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-3, err_msg=provider)
+
+
+@pytest.mark.parametrize("kernels", wasm_kernels.ISA_NAMES)
+@pytest.mark.parametrize("dtype, stride", [("uint8", 1), ("int8", 2)])
+def test_quantized_depthwise_splits_across_threads_bit_for_bit(kernels: str, dtype: str,
+                                                               stride: int) -> None:
+    """A requantized depthwise qconv2d over its threshold (one image) runs its channels on
+    several threads, each part on its own scratch plane, and equals one thread bit for
+    bit (x and y are bytes: each part starts at its first channel's byte)."""
+    c, h, width = 37, 45, 46
+    rng = np.random.default_rng(stride)
+    x = rng.integers(*RANGE[dtype], (1, c, h, width), endpoint=True).astype(dtype)
+    w = rng.integers(-128, 127, (c, 1, 3, 3), endpoint=True).astype(np.int8)
+    w_scale = rng.uniform(0.001, 0.01, c).astype(np.float32)
+    bias = rng.integers(-3000, 3000, c).astype(np.int32)
+    x_pair, out = (0.02, int(rng.integers(*RANGE[dtype]))), (0.05, 3)
+    wasm = modelc.export(_model(w, w_scale, bias, x_pair, out, dtype, stride=stride,
+                                padding=1, groups=c, activation="relu6"), (x,))
+    kernel = f"{'qu8' if dtype == 'uint8' else 'qs8'}_depthwise_conv2d_relu6"
+    assert kernel in _imports(wasm) & parallel.splits(kernels).keys()
+    with runtime.load(wasm, kernels=kernels, threads=1, instances=1) as one:
+        want = one.run({"input0": x})["output0"]
+    with runtime.load(wasm, kernels=kernels, threads=3, instances=1) as many:
+        for _ in range(10):
+            np.testing.assert_array_equal(many.run({"input0": x})["output0"], want)

@@ -66,3 +66,27 @@ def test_a_scale_that_is_not_the_input_scale_times_a_constant_stays() -> None:
         q, scale, zero = F.dynamic_quantize_linear(a)
         return F.qlinear(q, ONE, zero, W, ONE, np.array(0, np.int8)) * F.sum(a)
     assert "mul" in [n.op for n in _optimized(fn, x).nodes]
+
+
+def test_a_scale_after_the_matmul_of_its_output_folds_into_the_weight_scale_and_bias() -> None:
+    """Attention's ``q @ k * s`` with q from a dynamic linear (fold_scales): the multiply
+    goes, the result stays within float rounding of it; an activation keeps it."""
+    rng = np.random.default_rng(2)
+    x = rng.standard_normal((3, 4)).astype(np.float32)
+    k = rng.standard_normal((2, 3, 5)).astype(np.float32)
+
+    def scores(a: Any, b: Any) -> Any:
+        q = F.permute(F.reshape(_dynamic_linear(a), (3, 2, 3)), (1, 0, 2))  # (heads, T, hs)
+        return F.mul(F.matmul(q, b), 0.25)
+
+    graph = modelc.optimize(modelc.trace(Lambda(scores), (x, k)))
+    assert "mul" not in [n.op for n in graph.nodes]
+    got = modelc.interpret(graph, {"input0": x, "input1": k})["output0"]
+    np.testing.assert_allclose(got, scores(x, k), rtol=1e-6, atol=1e-6)
+
+    def activated(a: Any, b: Any) -> Any:
+        q = F.permute(F.reshape(F.relu(_dynamic_linear(a)), (3, 2, 3)), (1, 0, 2))
+        return F.mul(F.matmul(q, b), 0.25)
+
+    graph = modelc.optimize(modelc.trace(Lambda(activated), (x, k)))
+    assert [n.op for n in graph.nodes][-1] == "mul"

@@ -55,12 +55,16 @@ def test_weight_params_are_symmetric_per_output_channel() -> None:
     w = rng.standard_normal((5, 3, 2, 2)).astype(np.float32) * np.arange(1, 6)[:, None, None,
                                                                                None]
     w[2] = 0
-    q, scale = weight_params(w, per_channel=True)
+    q, scale = weight_params(w, "per_channel")
     assert q.dtype == np.int8 and scale.shape == (5,) and scale[2] == 1 and not q[2].any()
     assert (np.abs(q).reshape(5, -1).max(1)[[0, 1, 3, 4]] == 127).all()
     assert np.abs(q.astype(np.float32) * scale[:, None, None, None] - w).max() <= scale.max() / 2
-    q1, scale1 = weight_params(w, per_channel=False)
+    q1, scale1 = weight_params(w, "per_tensor")
     assert scale1.shape == () and np.abs(q1).max() == 127
+    q7, scale7 = weight_params(w, "per_channel_7bit")
+    assert (np.abs(q7).reshape(5, -1).max(1)[[0, 1, 3, 4]] == 63).all()
+    assert np.abs(q7.astype(np.float32) * scale7[:, None, None, None] - w).max() <= \
+        scale7.max() / 2
     np.testing.assert_array_equal(bias_int32(np.array([0.5, -0.25]), 0.1, np.array([0.5, 0.25])),
                                   [10, -10])
 
@@ -123,6 +127,25 @@ def test_digits_int8_accuracy_within_half_a_point_of_float32(digits) -> None:
     for kernels in ("simd128", "host"):
         int8 = (_run(wasm, {"input0": x_test}, kernels).argmax(1) == y_test).mean()
         assert abs(int8 - f32) <= 0.005, (kernels, int8, f32)
+
+
+def test_digits_7bit_weights_take_the_relaxed_dot_and_keep_the_accuracy(digits) -> None:
+    """``weights="per_channel_7bit"``: weights in [-63, 63], so the relaxed kernels take their
+    relaxed-dot tile (the packed weights' 7-bit flag set); every kernel provider gives the
+    interpreter's bits, within a point of float32's accuracy."""
+    model, (x_train, _, x_test, y_test) = digits
+    calibration = [x_train[i:i + 32] for i in range(0, 256, 32)]
+    graph = modelc.quantize(model, calibration, weights="per_channel_7bit", dynamic=BATCH)
+    weights = [n.inputs[3].data for n in graph.nodes if n.op == "qlinear"]
+    assert weights and all(np.abs(w).max() == 63 for w in weights)
+    wasm = modelc.export(graph)
+    x = x_test[:16]
+    want = modelc.interpret(graph, {"input0": x})["output0"]
+    for kernels in ("relaxed", "simd128", "host"):
+        np.testing.assert_array_equal(_run(wasm, {"input0": x}, kernels), want, err_msg=kernels)
+    f32 = (np.asarray(model(x_test)).argmax(1) == y_test).mean()
+    int8 = (_run(wasm, {"input0": x_test}, "relaxed").argmax(1) == y_test).mean()
+    assert abs(int8 - f32) <= 0.01, (int8, f32)
 
 
 def test_int8_model_is_under_a_third_of_float32() -> None:
@@ -267,7 +290,8 @@ def test_quantize_errors_name_the_problem() -> None:
     model = nn.Sequential(nn.Linear(4, 2))
     x = np.zeros((1, 4), np.float32)
     with pytest.raises(ValueError, match=r"unknown weights mode 'per_row'; available: "
-                                         r"\['per_channel', 'per_tensor'\]"):
+                                         r"\['per_channel', 'per_tensor', 'per_channel_7bit', "
+                                         r"'per_tensor_7bit'\]"):
         modelc.quantize(model, [x], weights="per_row")
     with pytest.raises(ValueError, match=r"unknown activations mode 'int4'"):
         modelc.quantize(model, [x], activations="int4")

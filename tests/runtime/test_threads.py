@@ -51,9 +51,9 @@ class Block(nn.Module):
 
 class Convs(nn.Module):
     """conv2d over its threshold with one image: 42 output channels (10 blocks of 4 and 2
-    single ones) with a fused relu, then one with a residual add; a depthwise conv and a
-    batch of 2 stay on one thread; max and average pools over the 42 planes; a stride-2 conv
-    to 90 channels (22 blocks of 4 and 2 single ones) on 8x8 pixels (8 panels)."""
+    single ones) with a fused relu, then one with a residual add; a depthwise conv over its
+    42 planes; max and average pools over them; a stride-2 conv to 90 channels (22 blocks of
+    4 and 2 single ones) on 8x8 pixels (8 panels)."""
 
     def __init__(self):
         super().__init__()
@@ -68,6 +68,34 @@ class Convs(nn.Module):
         h = (nn.functional.max_pool2d(h, 3, 2, 1)
              + nn.functional.avg_pool2d(h, 3, 2, 1, count_include_pad=False))
         return self.deep(h)
+
+
+class Depthwise(nn.Module):
+    """Depthwise convs over their threshold with one image, each through a tile path of its
+    own: 3x3 with a fused relu6, 3x3 / 2 and 5x5 / 2 (interior rows read in place), 5x5 and
+    7x7; two output channels per input channel stay on one thread."""
+
+    def __init__(self):
+        super().__init__()
+        self.first = nn.Conv2d(37, 37, 3, padding=1, groups=37)
+        self.halve = nn.Conv2d(37, 37, 3, stride=2, padding=1, groups=37)
+        self.wide = nn.Conv2d(37, 37, 5, stride=2, padding=2, groups=37)
+        self.five = nn.Conv2d(37, 37, 5, padding=2, groups=37)
+        self.seven = nn.Conv2d(37, 37, 7, padding=3, groups=37)
+        self.pair = nn.Conv2d(37, 74, 3, padding=1, groups=37)
+
+    def forward(self, x):
+        h = nn.functional.relu6(self.first(x))  # (1, 37, 48, 50)
+        h = self.five(self.halve(h)) * self.wide(h)  # (1, 37, 24, 25)
+        return self.pair(self.seven(h))  # (1, 74, 24, 25)
+
+
+@pytest.fixture(scope="module")
+def depthwise():
+    np.random.seed(5)
+    model = Depthwise().eval()
+    inputs = {"x": np.random.default_rng(2).standard_normal((1, 37, 48, 50)).astype(np.float32)}
+    return model, modelc.export(model, inputs), inputs
 
 
 @pytest.fixture(scope="module")
@@ -115,12 +143,19 @@ def test_the_convs_use_conv_kernels_that_split(convs):
     assert {abi.BY_NAME[n].epilogue for n in split
             if abi.BY_NAME[n].op in ("conv2d", "conv2d_gemm")} >= {
         ("relu",), ("add",)}, sorted(imported)
-    assert {"f32_max_pool2d", "f32_avg_pool2d"} <= split, sorted(imported)
+    assert {"f32_max_pool2d", "f32_avg_pool2d", "f32_depthwise_conv2d"} <= split, sorted(
+        imported)
+
+
+def test_the_depthwise_convs_use_depthwise_kernels_that_split(depthwise):
+    imported = {i.name for i in read_module(depthwise[1]).imports if i.module == abi.MODULE}
+    split = imported & parallel.splits("relaxed").keys()
+    assert {"f32_depthwise_conv2d", "f32_depthwise_conv2d_relu6"} <= split, sorted(imported)
 
 
 @pytest.mark.parametrize("kernels", WASM_PROVIDERS)
 @pytest.mark.parametrize("threads", [2, 3])
-@pytest.mark.parametrize("case", ["block", "convs"])
+@pytest.mark.parametrize("case", ["block", "convs", "depthwise"])
 def test_parallel_kernels_equal_one_thread_bit_for_bit(case, kernels, threads, request):
     model, wasm, inputs = request.getfixturevalue(case)
     with runtime.load(wasm, kernels=kernels, threads=1, instances=1) as one:

@@ -8,7 +8,13 @@ panel a chunk) and a last panel shorter than 8. A 1x1 stride-1 conv reads its in
 ending on a 4- or 8-pixel tile that overlaps the last panel (105, 33 and 28 pixels; 15):
 planes of fewer than 8 pixels (packed), of a multiple of 8 (no end tile), and input channels
 past the tile's unroll of 32; at a larger stride the same after subsampling, 4 pixels at a
-time at stride 2 and one by one otherwise."""
+time at stride 2 (rows of even and odd width, runs of 1-3 pixels left) and one by one
+otherwise. A 3x3 conv at column stride 1, up to 96 input channels, 12 or more output channels
+and rows of 32 or more reads its input in place (``taps``): rows of whole panels, ending on a
+4- or 8-pixel tile, channels past and under the 3 per iteration, unpadded (up to 48 channels:
+49 packed), row stride and dilation 2, 96 input channels (97: packed), 11 output channels and
+rows of 31 (packed), groups, chunks of whole rows, and a thread's part that starts and ends
+mid-row (its segments under a panel packed)."""
 
 import numpy as np
 import pytest
@@ -37,6 +43,8 @@ CASES = {
     "1x1-batch": ((3, 70, 3, 5), 9, (1, 1), (1, 1), (0, 0), (1, 1), 1, 64),
     "1x1-stride2": ((1, 4, 8, 40), 6, (1, 1), (2, 2), (0, 0), (1, 1), 1, 8),
     "1x1-stride2-odd": ((2, 9, 7, 23), 6, (1, 1), (2, 2), (0, 0), (1, 1), 1, 16),
+    "1x1-stride2-wide": ((1, 5, 5, 48), 7, (1, 1), (2, 2), (0, 0), (1, 1), 1, 16),
+    "1x1-stride2-long": ((1, 6, 3, 51), 7, (1, 1), (2, 2), (0, 0), (1, 1), 1, 24),
     "1x1-stride2-tiny": ((1, 3, 3, 5), 5, (1, 1), (2, 2), (0, 0), (1, 1), 1, 8),
     "1x1-stride3": ((1, 5, 10, 19), 7, (1, 1), (3, 3), (0, 0), (1, 1), 1, 8),
     "1x1-stride2x1": ((1, 4, 6, 11), 4, (1, 1), (2, 1), (0, 0), (1, 1), 2, 16),
@@ -59,6 +67,18 @@ CASES = {
     "7x7-dilated": ((1, 2, 15, 17), 3, (7, 7), (1, 1), (3, 3), (2, 2), 1, 24),
     "stride2-panel-chunks": ((2, 3, 13, 18), 5, (3, 3), (2, 2), (1, 1), (1, 1), 1, 8),
     "blocks": ((1, 130, 4, 5), 62, (3, 3), (1, 1), (1, 1), (1, 1), 1, 16),
+    "taps-panel": ((1, 5, 6, 32), 12, (3, 3), (1, 1), (1, 1), (1, 1), 1, 16),
+    "taps-tail": ((1, 4, 5, 36), 14, (3, 3), (1, 1), (1, 1), (1, 1), 1, 80),
+    "taps-end": ((2, 7, 4, 39), 13, (3, 3), (1, 1), (1, 1), (1, 1), 1, 33),
+    "taps-channels": ((1, 2, 5, 33), 12, (3, 3), (1, 1), (1, 1), (1, 1), 1, 8),
+    "taps-unpadded": ((1, 6, 7, 36), 16, (3, 3), (1, 1), (0, 0), (1, 1), 1, 24),
+    "taps-stride2x1": ((1, 4, 11, 34), 17, (3, 3), (2, 1), (1, 1), (2, 1), 1, 16),
+    "taps-most-channels": ((1, 96, 3, 32), 12, (3, 3), (1, 1), (1, 1), (1, 1), 1, 24),
+    "taps-too-many-channels": ((1, 97, 3, 32), 12, (3, 3), (1, 1), (1, 1), (1, 1), 1, 24),
+    "taps-too-few-rows": ((1, 5, 4, 33), 11, (3, 3), (1, 1), (1, 1), (1, 1), 1, 24),
+    "taps-unpadded-channels": ((1, 49, 4, 34), 12, (3, 3), (1, 1), (0, 0), (1, 1), 1, 24),
+    "taps-too-narrow": ((1, 4, 4, 31), 12, (3, 3), (1, 1), (1, 1), (1, 1), 1, 24),
+    "taps-grouped-rows": ((1, 6, 6, 34), 24, (3, 3), (1, 1), (1, 1), (1, 1), 2, 25),
 }
 GEMMS = [k for k in abi.KERNELS if k.family == "conv_gemm"]
 
@@ -97,7 +117,7 @@ def test_conv2d_gemm_shapes(kernels, case: str) -> None:  # type: ignore[no-unty
 @pytest.mark.parametrize("spec", GEMMS, ids=lambda s: s.name)
 def test_conv2d_gemm_epilogues(kernels, spec: abi.KernelSpec) -> None:  # type: ignore[no-untyped-def]
     for seed, case in enumerate(("3x3-chunks", "stride2-odd", "1x1", "7x7-small", "grouped",
-                                 "1x1-grouped", "1x1-exact", "1x1-stride2-odd")):
+                                 "1x1-grouped", "1x1-exact", "1x1-stride2-odd", "taps-end")):
         out, expected = _run(kernels, spec, CASES[case], seed)
         np.testing.assert_allclose(out, expected, rtol=1e-4, atol=1e-4,
                                    err_msg=f"{spec.name} {case}")
@@ -123,11 +143,16 @@ def test_conv2d_gemm_matches_torch(kernels) -> None:  # type: ignore[no-untyped-
     np.testing.assert_allclose(out, expected, rtol=1e-4, atol=1e-4)
 
 
-@pytest.mark.parametrize("case", ["3x3-chunks", "stride2-odd", "1x1", "1x1-exact",
-                                  "1x1-stride2-odd", "7x7-small"])
-def test_conv2d_gemm_computes_only_its_part_of_the_pixels(kernels, case: str) -> None:  # type: ignore[no-untyped-def]
+@pytest.mark.parametrize("case, first, count", [
+    ("3x3-chunks", 8, 19), ("stride2-odd", 8, 19), ("1x1", 8, 19), ("1x1-exact", 8, 19),
+    ("1x1-stride2-odd", 8, 19), ("1x1-stride2-wide", 8, 19), ("7x7-small", 8, 19),
+    ("taps-tail", 8, 19), ("taps-tail", 33, 41), ("taps-end", 35, 50)])
+def test_conv2d_gemm_computes_only_its_part_of_the_pixels(kernels, case: str, first: int,
+                                                          count: int) -> None:  # type: ignore[no-untyped-def]
     """A thread's part: pixels first .. first + count of each plane, with Y, R and ws moved
-    there by the caller; the other pixels of Y stay as they were. xp starts as NaN: the part
+    there by the caller; the other pixels of Y stay as they were (a part reading its input
+    in place across rows of 36 and 39: 3 and 4 pixels of a row packed, then a whole row read
+    in place, then 2 and 7 pixels packed). xp starts as NaN: the part
     pads every row its pixels read (and may leave the others)."""
     shape, o, k, s, p, d, g, columns = CASES[case]
     shape = (1,) + shape[1:]
@@ -138,7 +163,7 @@ def test_conv2d_gemm_computes_only_its_part_of_the_pixels(kernels, case: str) ->
     r = rng.standard_normal(F.conv2d(x, w, bias, s, p, d).shape).astype(np.float32)
     expected = F.relu(F.conv2d(x, w, bias, s, p, d) + r)
     plane = expected[0, 0].size
-    first, count = 8, min(plane - 8, 19)
+    count = min(plane - first, count)
     steps = shape[1] * k[0] * k[1]
     before = np.full(expected.shape, 7.0, np.float32)
     memory = kernels.view()

@@ -1,8 +1,9 @@
 """Every depthwise row against nn.functional.conv2d with groups = c (and torch for the
 MobileNetV2 shapes): unrolled 3x3 and 5x5 kernels at stride 1 and 2 and 7x7 at stride 1,
-the runtime-tap paths (other kernels, dilation, stride 3, unequal strides); tiles of 4
-registers, one register and lane by lane over planes 1..17 and 56 wide; padding 0..2;
-channel multipliers; batch > 1; traps on a geometry the kernel was not sized for."""
+the runtime-tap paths (other kernels, dilation, stride 3, unequal strides); tiles of 2
+registers (narrow ones on rows 5 to 7 wide), one register and lane by lane over planes
+1..17 and 56 wide; padding 0..2; channel multipliers; batch > 1; traps on a geometry the
+kernel was not sized for."""
 
 import numpy as np
 import pytest
@@ -91,13 +92,13 @@ def test_stride2_rows_read_in_place(kernels, n: int, c: int, h: int, w: int,  # 
     np.testing.assert_allclose(out, expected, rtol=1e-4, atol=1e-4)
 
 
-@pytest.mark.parametrize("k", [3, 5])
+@pytest.mark.parametrize("k, w", [(3, 16), (3, 10), (3, 12), (3, 14), (5, 16)])
 @pytest.mark.parametrize("end", ["start", "end"])
-def test_stride2_in_place_input_at_memory_edge(kernels, end: str, k: int) -> None:  # type: ignore[no-untyped-def]
+def test_stride2_in_place_input_at_memory_edge(kernels, end: str, k: int, w: int) -> None:  # type: ignore[no-untyped-def]
     """X at address 0 or ending at the last byte of memory: the in-place tiles' loads left
-    of a row, past its end and ahead into the next plane stay inside the input (a trap
-    would fail the test)."""
-    n, c, h, w = 2, 3, 12, 16
+    of a row, past its end (narrow tiles, 5 to 7 outputs a row, reach 9 floats past it) and
+    ahead into the next plane stay inside the input (a trap would fail the test)."""
+    n, c, h = 2, 3, 12
     rng = np.random.default_rng(9)
     x = rng.standard_normal((n, c, h, w), np.float32)
     weight = rng.standard_normal((c, 1, k, k), np.float32)

@@ -52,6 +52,53 @@ def test_binary_broadcasting(kernels, op: str) -> None:  # type: ignore[no-untyp
         np.testing.assert_allclose(y, BINARY[op](a, b), rtol=1e-6, err_msg=f"{op} {out_shape}")
 
 
+# (a's dense shape, permutation): the output reads ``a`` transposed, ``b`` one float
+TRANSPOSES = [
+    ((1, 1, 9, 13), (0, 1, 3, 2)),     # 4x4 blocks, a column tail and a row tail
+    ((1, 2, 16, 8), (0, 1, 3, 2)),     # whole blocks only
+    ((2, 3, 7, 2), (0, 1, 3, 2)),      # rows of two: zipped columns
+    ((2, 5, 4, 3), (1, 0, 3, 2)),      # rows of three: column tail only
+    ((3, 6, 4, 1), (0, 3, 2, 1)),      # a unit axis, then rows of six
+    ((2, 3, 4, 5), (0, 3, 1, 2)),      # not a transpose of the inner axes (as2 != 1)
+]
+
+
+@pytest.mark.parametrize("op", list(abi.BINARY_OPS))
+@pytest.mark.parametrize("shape, order", TRANSPOSES, ids=str)
+def test_binary_reading_a_transposed(kernels, op: str, shape: tuple[int, ...],
+                                     order: tuple[int, ...]) -> None:  # type: ignore[no-untyped-def]
+    rng = np.random.default_rng(3)
+    a = rng.standard_normal(shape).astype(np.float32)
+    b = np.float32(rng.standard_normal() + 3)
+    out_shape = tuple(shape[k] for k in order)
+    dense = np.cumprod((1,) + shape[:0:-1])[::-1]
+    args = {f"d{i}": d for i, d in enumerate(out_shape)}
+    args.update({f"as{i}": 0 if out_shape[i] == 1 else int(dense[k])
+                 for i, k in enumerate(order)})
+    args.update({f"bs{i}": 0 for i in range(4)})
+    y = kernels.call(f"f32_{op}", offset=4, a=a, b=np.array([b]), y=out_shape, **args)["y"]
+    want = BINARY[op](np.transpose(a, order), b)
+    np.testing.assert_allclose(y, want, rtol=1e-6, err_msg=f"{op} {shape} {order}")
+
+
+@pytest.mark.parametrize("op", list(abi.BINARY_OPS))
+@pytest.mark.parametrize("n", [1, 3, 4, 5, 8, 9, 13])
+def test_binary_reading_every_other_float(kernels, op: str, n: int) -> None:  # type: ignore[no-untyped-def]
+    """``a`` at stride 2 along the rows (a step-2 slice), from an even and an odd start,
+    ``b`` one float: two registers' even lanes per output register, then the tail."""
+    rng = np.random.default_rng(n)
+    a = rng.standard_normal(2 * 3 * 2 * n + 1).astype(np.float32)
+    b = np.float32(rng.standard_normal() + 3)
+    out_shape = (2, 1, 3, n)
+    strides = {"as0": 6 * n, "as1": 0, "as2": 2 * n, "as3": 2}
+    for start in (0, 1):
+        y = kernels.call(f"f32_{op}", offset=4, a=a[start:start + 12 * n], b=np.array([b]),
+                         y=out_shape, d0=2, d1=1, d2=3, d3=n, bs0=0, bs1=0, bs2=0, bs3=0,
+                         **strides)["y"]
+        taken = a[start:start + 12 * n].reshape(2, 1, 3, 2 * n)[..., ::2]
+        np.testing.assert_allclose(y, BINARY[op](taken, b), rtol=1e-6, err_msg=f"{op} {start}")
+
+
 @pytest.mark.parametrize("op", list(abi.COMPARE_OPS))
 def test_compare_broadcasting(kernels, op: str) -> None:  # type: ignore[no-untyped-def]
     rng = np.random.default_rng(3)

@@ -8,6 +8,7 @@ import pytest
 
 from nn import functional as F
 from wasm_kernels import abi, abi_quantized
+from wasm_kernels.pack_quantized import SEVEN_BIT as SEVEN
 from wasm_kernels.pack_quantized import pack_qlinear_weight, qblock_rows, qlinear_scratch_floats
 
 # (m, k, n): size 1, k % 4 tails of 1-3, n below, at and past the 8-column panel, m % 2
@@ -23,11 +24,13 @@ def q(value, dtype=np.float32):  # type: ignore[no-untyped-def]
     return np.array(value, dtype)
 
 
-def _operands(spec: abi.KernelSpec, m: int, k: int, n: int, seed: int) -> dict:
+def _operands(spec: abi.KernelSpec, m: int, k: int, n: int, seed: int,
+              weights: tuple[int, int] = (-128, 128)) -> dict:
     rng = np.random.default_rng(seed)
     dtype = spec.dtypes[0]
     a = rng.integers(*RANGE[dtype], (m, k)).astype(dtype)
-    w = rng.integers(-128, 128, (n, k)).astype(np.int8)
+    w = rng.integers(*weights, (n, k)).astype(np.int8)
+    w.flat[[0, -1]] = weights[0], weights[1] - 1  # both ends of the range
     return {"a": a, "a_scale": q([0.02]), "a_zero_point": q([rng.integers(*RANGE[dtype])],
                                                              dtype),
             "w": w, "w_scale": rng.uniform(0.001, 0.01, n).astype(np.float32),
@@ -75,6 +78,40 @@ def test_qlinear_rows_are_exact(kernels, shape) -> None:  # type: ignore[no-unty
         np.testing.assert_array_equal(got, _reference(spec, ops), err_msg=spec.name)
 
 
+SEVEN_BIT = (SEVEN[0], SEVEN[1] + 1)
+
+
+@pytest.mark.parametrize("shape", SHAPES + [(37, 5, 9), (9, 64, 33)],
+                         ids=lambda s: "x".join(map(str, s)))
+def test_qlinear_rows_are_exact_on_seven_bit_weights(kernels, shape) -> None:  # type: ignore[no-untyped-def]
+    """Weights in [-64, 63], and onnxruntime's reduce_range [-64, 64] with the columns that
+    reach 64 in [-63, 64] (used negated): the relaxed module's relaxed-dot tile (4 rows,
+    blocks of at most 2 * round_up(k, 4) rows: 37 rows at k = 5 take three)."""
+    m, k, n = shape
+    for index, spec in enumerate(QLINEAR):
+        seed = m * 1000 + k * 10 + n
+        ops = _operands(spec, m, k, n, seed=seed, weights=SEVEN_BIT)
+        got = _call(kernels, spec, ops, offset=index % 3)
+        np.testing.assert_array_equal(got, _reference(spec, ops), err_msg=spec.name)
+        ops = _operands(spec, m, k, n, seed=seed, weights=(-63, 65))
+        ops["w"][::2] = np.clip(ops["w"][::2], -64, 63)  # every other column plain
+        got = _call(kernels, spec, ops, offset=index % 3)
+        np.testing.assert_array_equal(got, _reference(spec, ops), err_msg=spec.name)
+
+
+def test_only_columns_within_seven_bits_or_their_negation_are_marked() -> None:
+    """The packed flag and masks, read back: [-64, 63] plain, [-63, 64] negated, a column
+    with both -64 and 64 clears the flag."""
+    w = np.zeros((9, 5), np.int8)
+    w[1, 0], w[2, 1], w[3, 2] = -64, 64, 63
+    packed = pack_qlinear_weight(w)
+    flag, masks = packed[-4 * 16 - 4:-4 * 16].view("<i4"), packed[-4 * 16:].view("<i4")
+    assert flag.tolist() == [1]
+    assert masks.tolist() == [0, 0, -1] + [0] * 13
+    w[2, 3] = -64
+    assert pack_qlinear_weight(w)[-4 * 16 - 4:-4 * 16].view("<i4").tolist() == [0]
+
+
 @pytest.mark.parametrize("shape", SHAPES + [(9, 64, 33)], ids=lambda s: "x".join(map(str, s)))
 def test_relaxed_tile_is_exact(relaxed_tile, shape) -> None:  # type: ignore[no-untyped-def]
     m, k, n = shape
@@ -90,14 +127,16 @@ def test_qlinear_rows_are_exact_over_several_blocks(kernels, k) -> None:  # type
     so 13 rows take two whole blocks and a 1-row one."""
     assert qblock_rows(k) == 6
     for spec in (QLINEAR[0], QLINEAR[-1]):
-        ops = _operands(spec, 13, k, 17, seed=k)
-        np.testing.assert_array_equal(_call(kernels, spec, ops), _reference(spec, ops),
-                                      err_msg=spec.name)
+        for weights in ((-128, 128), SEVEN_BIT):
+            ops = _operands(spec, 13, k, 17, seed=k, weights=weights)
+            np.testing.assert_array_equal(_call(kernels, spec, ops), _reference(spec, ops),
+                                          err_msg=spec.name)
 
 
 @pytest.mark.parametrize("dtype, a_value, zero, w_value", [
     ("uint8", 255, 0, -128), ("uint8", 0, 255, -128), ("int8", 127, -128, -128),
-    ("int8", -128, 127, 127)])
+    ("int8", -128, 127, 127), ("uint8", 255, 0, -64), ("uint8", 0, 255, 63),
+    ("int8", -128, 127, 63), ("int8", 127, -128, -64), ("uint8", 255, 0, 64)])
 def test_qlinear_is_exact_at_the_accumulation_bound(kernels, dtype, a_value, zero,  # type: ignore[no-untyped-def]
                                                     w_value) -> None:
     k = abi_quantized.QLINEAR_MAX_K
@@ -109,7 +148,8 @@ def test_qlinear_is_exact_at_the_accumulation_bound(kernels, dtype, a_value, zer
                        bias=np.zeros(9, np.int32), fbias=np.zeros(9, np.float32),
                        c=(3, 9), **_scratch(3, k), m=3, k=k, n=9)["c"]
     exact = k * (a_value - zero) * w_value
-    assert abs(exact) < 2 ** 31 <= (k + 1) * 255 * 128  # the bound is tight
+    assert abs(exact) < 2 ** 31
+    assert abs(w_value) < 128 or 2 ** 31 <= (k + 1) * 255 * 128  # the bound is tight
     np.testing.assert_array_equal(got, np.full((3, 9), np.float32(exact)))
 
 

@@ -61,6 +61,21 @@ def test_reduce_middle_axis(kernels, op: str, shape: tuple[int, int, int]) -> No
     np.testing.assert_allclose(y, expected, rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.parametrize("n", [15, 16, 17, 33, 100, 508])
+def test_row_max_as_numpy_in_every_register_chain(kernels, n: int) -> None:  # type: ignore[no-untyped-def]
+    """A row's max (four registers in flight on the vector ISAs, then one, then a scalar
+    tail): the largest or a NaN in any of them, a row of -inf."""
+    rng = np.random.default_rng(n)
+    x = rng.standard_normal((6, n)).astype(np.float32)
+    x[1] = -np.inf
+    x[2, rng.integers(n)] = np.nan
+    x[3, n - 1] = np.nan
+    x[4, n - 1] = 9.0
+    x[5, rng.integers(n)] = 9.0
+    y = kernels.call("f32_reduce_max", offset=4, x=x, y=(6, 1), outer=6, n=n, inner=1)["y"]
+    np.testing.assert_array_equal(y.ravel(), x.max(axis=1))
+
+
 LONG_ROWS = [1000, 18710, 100000]  # 18,710: the classes of the PP-OCRv5/v6 recognizers
 
 

@@ -261,3 +261,31 @@ def test_builds_keyed_by_isa_load_the_fastest_this_browser_runs(harness, site, m
     assert unknown["error"] == "TypeError"
     assert "expected builds keyed by ISA (relaxed, simd128, scalar), got keys ['avx512']" \
         in unknown["message"]
+
+
+def test_int8_seven_bit_weights_in_the_relaxed_build_match_the_python_runtime(harness, site,
+                                                                             models):
+    """A dynamically quantized linear with 7-bit weights: the relaxed build's relaxed-dot
+    tile (W + 64 as its 7-bit operand) gives Chromium's V8 the same bits as wasmtime."""
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).parents[1] / "cases"))
+    from executors import Lambda
+
+    weight = np.random.default_rng(4).integers(-64, 64, (21, 37)).astype(np.int8)
+
+    def linear(x: Any) -> Any:
+        q, scale, zero = nn.functional.dynamic_quantize_linear(x)
+        return nn.functional.qlinear(q, scale, zero, weight, np.array(0.01, np.float32),
+                                     np.array(0, np.int8))
+
+    x = np.random.default_rng(9).standard_normal((11, 37)).astype(np.float32) * 3
+    graph = modelc.optimize(modelc.trace(Lambda(linear), (x,)))
+    root, url = site
+    modelc.export(graph, (x,), root / "seven.wasm", target="web", isa="relaxed")
+    got = run_in_page(harness, f"{url}/seven.wasm", {"input0": x})
+    assert "error" not in got, got
+    with runtime.load(modelc.export(graph, (x,)), kernels="relaxed") as session:
+        want = session.run({"input0": x})["output0"]
+    np.testing.assert_array_equal(got["outputs"]["output0"], want)
+    np.testing.assert_array_equal(want, modelc.interpret(graph, {"input0": x})["output0"])

@@ -18,22 +18,29 @@ channel's pixels in place in NCHW. The kernel computes pixels ``first .. first +
 each plane (``parallel.splits`` cuts that range into a thread's parts). Every stride, padding,
 dilation and group count goes the same way, except a 1x1 conv without padding, whose input
 planes (subsampled first at a larger stride) are B as they are: the driver reads them in
-place, nothing is packed (``conv_pointwise``). Where the gemm pays is the compiler's choice
-(``modelc/ops/conv2d.py``).
+place, nothing is packed (``conv_pointwise``), and a conv that ``pack_im2col.taps`` (3x3 at
+column stride 1, 12 to 48 channels): its chunks are whole output rows, each row's pixels a
+segment whose tiles read the (padded) input in place at every tap (``dense_tile.Taps``), and
+only a segment under a panel (where a thread's part starts or ends mid-row) is packed. Where
+the gemm pays is the compiler's choice (``modelc/ops/conv2d.py``).
 """
 
 from __future__ import annotations
 
 import dataclasses
+from functools import partial
 
 from ..abi import KernelSpec
-from ..pack_im2col import ROWS
+from ..pack import PANEL
+from ..pack_im2col import ROWS, TAPS_MAX_CHANNELS, TAPS_MIN_WIDTH
 from ..wasm import Code, FuncType
-from . import conv_pointwise, im2col, linear, padded_copy
+from . import conv_columns, conv_pointwise, im2col, linear, padded_copy
+from .dense_tile import TAP_KERNEL, Taps
 from .isa import ISAS, Isa
 
 _LOCALS = ("cg", "og", "first0", "end", "oplane", "iplane", "cols", "image", "group", "xg",
-           "wg", "bg", "yg", "rg", "first", "count", "out", "res")
+           "wg", "bg", "yg", "rg", "first", "count", "out", "res", "taps", "chunk", "seg_y",
+           "seg_end", "stop")
 
 
 def emit(spec: KernelSpec, isa_name: str) -> tuple[FuncType, Code]:
@@ -64,21 +71,47 @@ def emit(spec: KernelSpec, isa_name: str) -> tuple[FuncType, Code]:
     c.get("oplane").set(f.ldc)
     # a pointwise conv's whole panels: B read in place, the (subsampled) input planes its rows
     in_place = dataclasses.replace(f, ldb=c.names["bplane"])
+    _taps_sizes(c)
+    taps = dataclasses.replace(in_place, taps=Taps(c.names["cg"], c.names["plane"],
+                                                   c.names["tap_dh"]))
     c.emit("i32.const", 0).set("image")
     with c.loop():
         c.get("image", "n").emit("i32.ge_u").emit("br_if", 1)
         c.emit("i32.const", 0).set("group")
         with c.loop():
             c.get("group", "groups").emit("i32.ge_u").emit("br_if", 1)
-            _group(c, f, in_place, isa)
+            _group(c, f, in_place, taps, isa)
             c.get("group").emit("i32.const", 1).emit("i32.add").set("group")
         c.get("image").emit("i32.const", 1).emit("i32.add").set("image")
     return FuncType(spec.param_types, spec.results), c
 
 
-def _group(c: Code, f: linear._Frame, in_place: linear._Frame, isa: Isa) -> None:
+def _taps_sizes(c: Code) -> None:
+    """``taps``: whether B is read in place as the (padded) input (``pack_im2col.taps``), and
+    ``chunk``:
+    the pixels per chunk, then whole output rows (``columns`` rounded down, one row at
+    least)."""
+    c.get("kh").emit("i32.const", TAP_KERNEL).emit("i32.eq")
+    c.get("kw").emit("i32.const", TAP_KERNEL).emit("i32.eq").emit("i32.and")
+    c.get("sw").emit("i32.const", 1).emit("i32.eq").emit("i32.and")
+    c.get("dw").emit("i32.const", 1).emit("i32.eq").emit("i32.and")
+    c.get("ow").emit("i32.const", TAPS_MIN_WIDTH).emit("i32.ge_u").emit("i32.and")
+    c.get("cg").emit("i32.const", TAPS_MAX_CHANNELS[0]).emit("i32.const", TAPS_MAX_CHANNELS[1])
+    c.get("padded").emit("select").emit("i32.le_u").emit("i32.and")
+    c.get("og").emit("i32.const", linear.SPLIT_ROWS).emit("i32.ge_u").emit("i32.and").set("taps")
+    c.get("columns").set("chunk")
+    c.get("taps")
+    with c.if_():
+        # chunk = max(columns - columns % ow, ow)
+        c.get("columns", "columns", "ow").emit("i32.rem_u").emit("i32.sub").set("chunk")
+        c.get("ow", "chunk", "chunk", "ow").emit("i32.lt_u").emit("select").set("chunk")
+
+
+def _group(c: Code, f: linear._Frame, in_place: linear._Frame, taps: linear._Frame,
+           isa: Isa) -> None:
     """Pointers to this image's group, then its pixels chunk by chunk: pack, multiply (a
-    pointwise conv multiplies its whole panels in place first: ``conv_pointwise``)."""
+    pointwise conv multiplies its whole panels in place first: ``conv_pointwise``; a conv
+    that ``taps`` multiplies its input in place, row by row, nothing packed)."""
     # xg = x + (image * c + group * cg) * iplane; wg = weight + group * og * steps * 4
     c.get("x", "image", "c").emit("i32.mul").get("group", "cg").emit("i32.mul")
     c.emit("i32.add").get("iplane").emit("i32.mul").emit("i32.add").set("xg")
@@ -95,16 +128,44 @@ def _group(c: Code, f: linear._Frame, in_place: linear._Frame, isa: Isa) -> None
     conv_pointwise.subsample(c, isa)
     c.get("first0").set("first")
     conv_pointwise.in_place(c, lambda: _multiply(c, in_place))
-    c.get("ws").set("cols")
     with c.loop():
         c.get("first", "end").emit("i32.ge_u").emit("br_if", 1)
-        # count = min(columns, end - first)
-        c.get("end", "first").emit("i32.sub").set("count")
-        c.get("columns", "count", "columns", "count").emit("i32.lt_u").emit("select")
+        # count = min(chunk - (first % ow if taps), end - first): with taps, up to a row's end
+        c.get("chunk", "first", "ow").emit("i32.rem_u").emit("i32.const", 0).get("taps")
+        c.emit("select").emit("i32.sub").set("count")
+        c.get("end", "first").emit("i32.sub").set("seg_end")
+        c.get("count", "seg_end", "count", "seg_end").emit("i32.lt_u").emit("select")
         c.set("count")
         padded_copy.rows(c, f.isa)
-        im2col.pack(c, f.isa)
-        _multiply(c, f)
+        _segments(c, f, taps)
+
+
+def _segments(c: Code, f: linear._Frame, taps: linear._Frame) -> None:
+    """The chunk ``first .. first + count`` packed and multiplied (``f``), or, for a conv
+    that ``taps``, output row by output row: each row's pixels in the chunk (a segment)
+    multiplied with W in place (``taps``: B at the segment's first tap, nothing packed), or
+    packed as the others when they are fewer than a panel (a thread's part that starts or
+    ends mid-row); ``first`` moves past them."""
+    c.get("first", "count").emit("i32.add").set("stop")
+    with c.loop():
+        c.get("first", "stop").emit("i32.ge_u").emit("br_if", 1)
+        # count = (taps ? min(stop, the end of first's output row) : stop) - first
+        c.get("first", "ow").emit("i32.div_u").tee("seg_y")
+        c.emit("i32.const", 1).emit("i32.add").get("ow").emit("i32.mul").tee("seg_end")
+        c.get("stop", "seg_end", "stop").emit("i32.lt_u").emit("select")
+        c.get("stop", "taps").emit("select")
+        c.get("first").emit("i32.sub").tee("count")
+        c.emit("i32.const", PANEL).emit("i32.ge_u").get("taps").emit("i32.and")
+        with c.if_():
+            # cols = xg + seg_y * sh * row + (first - seg_y * ow) * 4: the first pixel's tap
+            c.get("xg", "seg_y", "sh").emit("i32.mul").get("row").emit("i32.mul")
+            c.emit("i32.add").get("first", "seg_y", "ow").emit("i32.mul").emit("i32.sub")
+            c.emit("i32.const", 2).emit("i32.shl").emit("i32.add").set("cols")
+            _multiply(c, taps)
+            c.emit("else")
+            c.get("ws").set("cols")
+            im2col.pack(c, f.isa)
+            _multiply(c, f)
 
 
 def _multiply(c: Code, f: linear._Frame) -> None:
@@ -114,5 +175,8 @@ def _multiply(c: Code, f: linear._Frame) -> None:
     for base, pointer in (("yg", "out"), ("rg", "res")):
         c.get(base, "first", "first0").emit("i32.sub").emit("i32.const", 2)
         c.emit("i32.shl").emit("i32.add").set(pointer)
-    linear.row_blocks(f, edge=f.ldb is None, prepacked=True)
+    # a pointwise conv's last 1-3 pixels (``conv_columns``); taps frames end on their own tile
+    narrow = (conv_columns.NARROW, partial(conv_columns.columns, f)) if (
+        f.ldb is not None and f.taps is None and f.isa.vector) else None
+    linear.row_blocks(f, edge=f.ldb is None, prepacked=True, narrow=narrow)
     c.get("first", "count").emit("i32.add").set("first")

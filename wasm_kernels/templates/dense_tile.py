@@ -51,7 +51,14 @@ from .conv_tiles import LANE_BROADCAST
 from .isa import ISAS, Isa, KernelFrame
 
 UNROLL = 32
-"""Steps of k per loop iteration (a power of two); the ``k % UNROLL`` last run one by one."""
+"""Steps of k per loop iteration (a power of two); the ``k % UNROLL`` last run by ``MID``."""
+
+MID = 8
+"""Steps per iteration of a second unrolled loop over the ``k % UNROLL`` steps left (a power
+of two, a multiple of 4); the ``k % MID`` last run one by one. At k = 24 (a pointwise conv
+from 24 channels), where the ``UNROLL`` loop never runs, single steps, each with its loop
+count, branch and pointer bumps, ran the relaxed ``f32_linear`` at 25-31 GFLOPS against
+35-44 with this loop (bench/README.md, "1x1 convs")."""
 
 GROUP = 4
 """Rows of A a packed panel holds per step of k: one register of a SIMD ISA."""
@@ -77,9 +84,32 @@ class DenseFrame(KernelFrame):
     ldb: int | None
 
 
+TAP_KERNEL = 3
+"""Kernel rows and columns of a conv whose input B is read in place (``Taps``)."""
+
+TAP_CHANNELS = 3
+"""Input channels per iteration of the k loop over ``Taps`` (27 steps; the rest one channel,
+9 steps, at a time)."""
+
+
+@dataclass(frozen=True)
+class Taps:
+    """B read in place as a 3x3 conv's input planes (column stride and dilation 1): step
+    ``(ci, ki, kj)`` of a column at ``b_start + ci * plane + ki * row + kj * 4`` bytes, so the
+    columns of a panel are adjacent pixels of one output row and nothing is packed. The
+    fields are i32 locals."""
+
+    channels: int
+    """Input channels: k = 9 * channels."""
+    plane: int
+    """Bytes from one input plane to the next."""
+    row: int
+    """Bytes from one kernel row's taps to the next (the dilation times a row)."""
+
+
 def tile(f: DenseFrame, isa: Isa, rows: int, width: int, b_start: Callable[[], None],
          edge: bool = False, a_panel: Callable[[], None] | None = None,
-         touch: Callable[[], None] | None = None) -> None:
+         touch: Callable[[], None] | None = None, taps: Taps | None = None) -> None:
     """C[i:i+rows, j:j+width] = epilogue(A[i:i+rows] @ B[:, j:j+width] [+ bias] [+ R]).
 
     ``b_start`` pushes the address of B's first step for column ``j``. An ``edge`` tile
@@ -87,7 +117,7 @@ def tile(f: DenseFrame, isa: Isa, rows: int, width: int, b_start: Callable[[], N
     pushes the address of the tile's first ``GROUP`` rows of A packed step-major (a step's A
     is one register); the rows past them, and without it every row, are read in place.
     ``touch`` emits code run once per unrolled iteration (the driver's reads ahead of what
-    later tiles need).
+    later tiles need). With ``taps``, B is a conv's input read in place (``Taps``).
     """
     c, arg = f.c, f.arg
     regs = width // isa.lanes
@@ -108,23 +138,11 @@ def tile(f: DenseFrame, isa: Isa, rows: int, width: int, b_start: Callable[[], N
         for register in row:
             isa.const(c, 0.0)
             c.emit("local.set", register)
-    step = _Step(f, isa, acc, pa, pb, packed=a_panel is not None)
-    # Entered if the count is not 0, tested at the bottom: one branch per iteration.
-    c.emit("local.get", arg["k"]).emit("i32.const", UNROLL.bit_length() - 1).emit("i32.shr_u")
-    c.emit("local.tee", steps).emit("if").emit("loop")
-    for u in range(UNROLL):
-        step.emit(u, unrolled=True)
-    if touch:
-        touch()
-    step.advance(UNROLL)
-    c.emit("local.get", steps).emit("i32.const", 1).emit("i32.sub").emit("local.tee", steps)
-    c.emit("br_if", 0).emit("end").emit("end")
-    c.emit("local.get", arg["k"]).emit("i32.const", UNROLL - 1).emit("i32.and")
-    c.emit("local.tee", steps).emit("if").emit("loop")
-    step.emit(0, unrolled=False)
-    step.advance(1)
-    c.emit("local.get", steps).emit("i32.const", 1).emit("i32.sub").emit("local.tee", steps)
-    c.emit("br_if", 0).emit("end").emit("end")
+    step = _Step(f, isa, acc, pa, pb, packed=a_panel is not None, taps=taps)
+    if taps is None:
+        _k_loops(f, step, steps, touch)
+    else:
+        _tap_loops(f, step, steps, taps)
     for r in range(rows):
         if edge:
             _store_columns(f, isa, r, acc[r], width)
@@ -134,20 +152,73 @@ def tile(f: DenseFrame, isa: Isa, rows: int, width: int, b_start: Callable[[], N
                 _store(f, isa, r, 4 * isa.lanes * v)
 
 
+def _k_loops(f: DenseFrame, step: _Step, steps: int, touch: Callable[[], None] | None) -> None:
+    """The k loop: ``UNROLL`` steps per iteration, then ``MID`` steps per iteration, then the
+    ``k % MID`` last one by one."""
+    c, k = f.c, f.arg["k"]
+    # Entered if the count is not 0, tested at the bottom: one branch per iteration.
+    c.emit("local.get", k).emit("i32.const", UNROLL.bit_length() - 1).emit("i32.shr_u")
+    c.emit("local.tee", steps).emit("if").emit("loop")
+    for u in range(UNROLL):
+        step.emit(u, unrolled=True)
+    if touch:
+        touch()
+    step.advance(UNROLL)
+    c.emit("local.get", steps).emit("i32.const", 1).emit("i32.sub").emit("local.tee", steps)
+    c.emit("br_if", 0).emit("end").emit("end")
+    # then (k % UNROLL) // MID iterations of MID steps
+    c.emit("local.get", k).emit("i32.const", MID.bit_length() - 1)
+    c.emit("i32.shr_u").emit("i32.const", UNROLL // MID - 1).emit("i32.and")
+    c.emit("local.tee", steps).emit("if").emit("loop")
+    for u in range(MID):
+        step.emit(u, unrolled=True)
+    step.advance(MID)
+    c.emit("local.get", steps).emit("i32.const", 1).emit("i32.sub").emit("local.tee", steps)
+    c.emit("br_if", 0).emit("end").emit("end")
+    c.emit("local.get", k).emit("i32.const", MID - 1).emit("i32.and")
+    c.emit("local.tee", steps).emit("if").emit("loop")
+    step.emit(0, unrolled=False)
+    step.advance(1)
+    c.emit("local.get", steps).emit("i32.const", 1).emit("i32.sub").emit("local.tee", steps)
+    c.emit("br_if", 0).emit("end").emit("end")
+
+
+def _tap_loops(f: DenseFrame, step: _Step, steps: int, taps: Taps) -> None:
+    """The k loop over a conv's input read in place: ``TAP_CHANNELS`` channels per
+    iteration, then one at a time; a channel's 9 taps are straight-line."""
+    c = f.c
+    taps_per_channel = TAP_KERNEL * TAP_KERNEL
+    for channels, op in ((TAP_CHANNELS, "i32.div_u"), (1, "i32.rem_u")):
+        c.emit("local.get", taps.channels).emit("i32.const", TAP_CHANNELS).emit(op)
+        c.emit("local.tee", steps).emit("if").emit("loop")
+        for u in range(channels * taps_per_channel):
+            step.emit(u, unrolled=False)
+        step.advance(channels * taps_per_channel)
+        c.emit("local.get", steps).emit("i32.const", 1).emit("i32.sub").emit("local.tee", steps)
+        c.emit("br_if", 0).emit("end").emit("end")
+
+
 class _Step:
     """Emits one step of k of a tile: B's registers, then per row a broadcast of A and its
     multiply-adds."""
 
     def __init__(self, f: DenseFrame, isa: Isa, acc: list[list[int]], pa: list[int], pb: int,
-                 packed: bool):
+                 packed: bool, taps: Taps | None = None):
         c = f.c
         self.f, self.isa, self.acc, self.pa, self.pb = f, isa, acc, pa, pb
-        self.packed = packed
+        self.packed, self.taps = packed, taps
+        # with taps: a pointer per kernel row, pb's row first, each one plane on per channel
+        self.kernel_rows: list[int] = []
+        if taps:
+            self.kernel_rows = [pb] + [c.local("i32") for _ in range(TAP_KERNEL - 1)]
+            for previous, pointer in zip(self.kernel_rows, self.kernel_rows[1:]):
+                c.emit("local.get", previous).emit("local.get", taps.row).emit("i32.add")
+                c.emit("local.set", pointer)
         self.b = [c.local(isa.valtype) for _ in acc[0]]
         # NOTE: mul + add (no FMA) with packed A and B runs column-major: every row's broadcast
         # first, then per register of B one load and its rows' updates (below).
         self.by_column = (packed and len(acc) == GROUP and f.ldb is None and isa.vector
-                          and not isa.fma)
+                          and not isa.fma and taps is None)
         self.a = c.local(isa.valtype)
         self.broadcasts = [c.local("v128") for _ in acc] if self.by_column else []
         self.quads = ([c.local("v128") for _ in (pa[:1] if packed else pa[:QUAD_ROWS])]
@@ -155,9 +226,10 @@ class _Step:
         self.width_bytes = 4 * isa.lanes * len(acc[0])
 
     def emit(self, u: int, unrolled: bool) -> None:
-        """Step ``u`` of an unrolled iteration (A and a packed B at offsets from their
-        pointers), or a single step (``unrolled=False``, ``u == 0``)."""
-        c, isa, f = self.f.c, self.isa, self.f
+        """Step ``u`` of an iteration (A and a packed B at offsets from their pointers);
+        ``unrolled`` reads the rows of A in place four steps at a time (``u`` from a multiple
+        of 4 on)."""
+        c, isa = self.f.c, self.isa
         if self.packed and isa.vector:
             # one register holds this step's A of every row; each row broadcasts its lane
             c.emit("local.get", self.pa[0]).emit("v128.load", 2, 4 * GROUP * u)
@@ -170,14 +242,7 @@ class _Step:
             for pointer, register in zip(self.pa[:QUAD_ROWS], self.quads):
                 c.emit("local.get", pointer).emit("v128.load", 2, 4 * u)
                 c.emit("local.set", register)
-        offset = u * self.width_bytes if f.ldb is None else 0
-        for v, register in enumerate(self.b):
-            c.emit("local.get", self.pb)
-            isa.load(c, offset + 4 * isa.lanes * v)
-            c.emit("local.set", register)
-        if f.ldb is not None:
-            c.emit("local.get", self.pb).emit("local.get", f.ldb).emit("i32.add")
-            c.emit("local.set", self.pb)
+        self._load_b(u)
         for r, row in enumerate(self.acc):
             if self.packed and r >= GROUP:
                 # a row past the packed group, read in place: one broadcast load per step
@@ -196,9 +261,36 @@ class _Step:
                 c.emit("local.get", self.pa[r])
                 isa.load_splat(c, 4 * u)
             c.emit("local.set", self.a)
+            # NOTE: vfmadd213ps overwrites its first factor, which cranelift copies first
+            # unless that is its last use; B's registers' last use is the last row, whose
+            # factors so swap (the same products): 1025 instructions per 32 steps of the
+            # 5x8 tile instead of 1065, ~2% faster (bench/README.md).
+            last = r == len(self.acc) - 1
             for register, accumulator in zip(self.b, row):
-                c.emit("local.get", self.a).emit("local.get", register)
+                first, second = (register, self.a) if last else (self.a, register)
+                c.emit("local.get", first).emit("local.get", second)
                 isa.madd_into(c, accumulator)
+
+    def _load_b(self, u: int) -> None:
+        """Load step ``u``'s registers of B: a packed panel's at offsets, a row-major B's at
+        ``pb`` (then one row on), or a conv's input at its tap (``Taps``; every kernel row's
+        pointer one plane on after a channel's last tap)."""
+        c, isa, f = self.f.c, self.isa, self.f
+        pointer, offset = self.pb, u * self.width_bytes if f.ldb is None else 0
+        if self.taps:
+            tap = u % (TAP_KERNEL * TAP_KERNEL)
+            pointer, offset = self.kernel_rows[tap // TAP_KERNEL], 4 * (tap % TAP_KERNEL)
+        for v, register in enumerate(self.b):
+            c.emit("local.get", pointer)
+            isa.load(c, offset + 4 * isa.lanes * v)
+            c.emit("local.set", register)
+        if self.taps and tap == TAP_KERNEL * TAP_KERNEL - 1:
+            for row in self.kernel_rows:
+                c.emit("local.get", row).emit("local.get", self.taps.plane).emit("i32.add")
+                c.emit("local.set", row)
+        elif f.ldb is not None and not self.taps:
+            c.emit("local.get", self.pb).emit("local.get", f.ldb).emit("i32.add")
+            c.emit("local.set", self.pb)
 
     def _by_column(self, u: int) -> None:
         """Step ``u`` with packed A and a packed B, column-major: the rows' broadcasts, then
@@ -223,7 +315,7 @@ class _Step:
         pointers = [(p, 4 * steps) for p in self.pa]
         if self.packed:
             pointers[0] = (self.pa[0], 4 * GROUP * steps)
-        if self.f.ldb is None:
+        if self.f.ldb is None and not self.taps:
             pointers.append((self.pb, steps * self.width_bytes))
         for pointer, amount in pointers:
             c.emit("local.get", pointer).emit("i32.const", amount).emit("i32.add")

@@ -8,9 +8,10 @@ lies inside it), so no tile masks a lane or clips a tap. The scratch is zeroed o
 call; the planes copied into it all cover the same interior, so the border stays zero.
 The ``IN_PLACE`` kernels (3x3 and 5x5, stride 2) read the interior output rows' input rows
 where they lie, when the padding allows (``_in_place_sizes``): only the border rows' input
-rows are copied, the tiles zero the lanes left or right of the plane, and those tiles read
-the next input plane ahead (``depthwise_tile``); the results are bit for bit those of the
-copy.
+rows are copied (with ``ph == k // 2`` the top output rows are read in place too, the
+rows above the plane a zero register), the tiles zero the lanes left or right of the
+plane, and those tiles read the next input plane ahead (``depthwise_tile``); the results
+are bit for bit those of the copy.
 
 Every output row (``depthwise_rows``) is covered by tiles of ``REGS`` registers (the last
 one moved left to end at the row's end, recomputing a few columns, when more than one
@@ -20,7 +21,8 @@ taps (``depthwise_tile``): unrolled, with constant load offsets, for the common 
 (``UNROLLED``: 3x3 and 5x5 at column stride 1 or 2, 7x7 at stride 1, no dilation), as
 runtime loops otherwise. The quantized rows dequantize in the plane copy and quantize in the tiles'
 store (``depthwise_quant``). Work is independent per output channel: a caller may split a
-call by images or by ranges of input channels (each part with its own scratch).
+call by images or by ranges of input channels, each part with its own scratch plane
+(``plane_bytes`` apart: ``parallel.splits``), and the results are bit for bit one call's.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ from ..abi import KernelSpec
 from ..wasm import Code, FuncType
 from . import depthwise_quant
 from .depthwise_rows import IN_PLACE, IN_PLACE_STRIDE, in_place_rows, rows
-from .depthwise_tile import REGS, UNROLLED, Frame
+from .depthwise_tile import REGS, ROWS, UNROLLED, Frame
 from .isa import ISAS, Isa
 from .loops import strided_loop
 
@@ -49,7 +51,7 @@ _LOCALS = ("mult", "taps", "hp", "wp", "prow", "row", "plane", "oplane", "orow",
            "image", "ic", "k", "oc", "src", "dst", "r", "wc", "ybase", "oy", "ox", "tx",
            "pbase", "pi", "pj", "yrow", "i", "j", "wi", "span", "inplace", "xplane", "ostart",
            "iend", "left", "right", "rend", "ahead", "aend", "xend",
-           "istrict", "iloose")
+           "istrict", "iloose", "tail", "mid", "top", "topok")
 
 
 def emit(spec: KernelSpec, isa_name: str) -> tuple[FuncType, Code]:
@@ -109,6 +111,58 @@ def _max(f: Frame, name: str) -> None:
     f.set(name)
 
 
+def plane_bytes(c: Code, push: Callable[[str], object]) -> None:
+    """Push the bytes of one scratch plane (``abi.depthwise_plane_floats`` x 4) of a call
+    whose i32 parameters ``push`` pushes by name."""
+    _plane_rows(c, push)
+    _plane_columns(c, push)
+    c.emit("i32.mul").emit("i32.const", 2).emit("i32.shl")
+
+
+def _push_max(c: Code, first: Callable[[], object], second: Callable[[], object]) -> None:
+    """Push ``max(first, second)`` (signed) of the two i32 expressions, each pushed twice."""
+    first()
+    second()
+    first()
+    second()
+    c.emit("i32.gt_s").emit("select")
+
+
+def _plane_rows(c: Code, push: Callable[[str], object]) -> None:
+    """Push hp = max(ph + h, (oh - 1) * sh + (kh - 1) * dh + 1), the scratch plane's rows."""
+    def reach() -> None:
+        push("oh")
+        c.emit("i32.const", 1).emit("i32.sub")
+        push("sh")
+        c.emit("i32.mul")
+        push("kh")
+        c.emit("i32.const", 1).emit("i32.sub")
+        push("dh")
+        c.emit("i32.mul").emit("i32.add").emit("i32.const", 1).emit("i32.add")
+
+    _push_max(c, lambda: (push("ph"), push("h"), c.emit("i32.add")), reach)
+
+
+def _plane_columns(c: Code, push: Callable[[str], object]) -> None:
+    """Push wp = max(pw + w, (max(ow, 8) - 1) * sw + (kw - 1) * dw + 1) + 4, the scratch
+    plane's floats per row (a narrow tile reads a row under 8 wide as 8 wide)."""
+    def reach() -> None:
+        push("ow")
+        c.emit("i32.const", 8)
+        push("ow")
+        c.emit("i32.const", 8).emit("i32.gt_u").emit("select").emit("i32.const", 1)
+        c.emit("i32.sub")
+        push("sw")
+        c.emit("i32.mul")
+        push("kw")
+        c.emit("i32.const", 1).emit("i32.sub")
+        push("dw")
+        c.emit("i32.mul").emit("i32.add").emit("i32.const", 1).emit("i32.add")
+
+    _push_max(c, lambda: (push("pw"), push("w"), c.emit("i32.add")), reach)
+    c.emit("i32.const", 4).emit("i32.add")
+
+
 def _sizes(f: Frame) -> None:
     """Sizes (bytes unless named in floats), the path, and the zeroed scratch plane."""
     c = f.c
@@ -116,23 +170,10 @@ def _sizes(f: Frame) -> None:
     f.set("mult")
     f.get("kh", "kw").emit("i32.mul")
     f.set("taps")
-    # hp = max(ph + h, (oh - 1) * sh + (kh - 1) * dh + 1) rows
-    f.get("ph", "h").emit("i32.add")
+    _plane_rows(c, f.get)
     f.set("hp")
-    f.get("oh").emit("i32.const", 1).emit("i32.sub").emit("local.get", f.arg["sh"])
-    c.emit("i32.mul").emit("local.get", f.arg["kh"]).emit("i32.const", 1).emit("i32.sub")
-    f.get("dh").emit("i32.mul").emit("i32.add").emit("i32.const", 1).emit("i32.add")
-    _max(f, "hp")
-    # wp = max(pw + w, (max(ow, 4) - 1) * sw + (kw - 1) * dw + 1) + 4 floats
-    f.get("pw", "w").emit("i32.add")
+    _plane_columns(c, f.get)
     f.set("wp")
-    f.get("ow").emit("i32.const", 4).emit("local.get", f.arg["ow"]).emit("i32.const", 4)
-    c.emit("i32.gt_u").emit("select").emit("i32.const", 1).emit("i32.sub")
-    f.get("sw").emit("i32.mul").emit("local.get", f.arg["kw"]).emit("i32.const", 1)
-    c.emit("i32.sub").emit("local.get", f.arg["dw"]).emit("i32.mul").emit("i32.add")
-    c.emit("i32.const", 1).emit("i32.add")
-    _max(f, "wp")
-    f.add("wp", 4)
     f.get("wp").emit("i32.const", 2).emit("i32.shl")
     f.set("prow")
     for row, plane, width, height in (("row", "plane", "w", "h"), ("orow", "oplane", "ow", "oh")):
@@ -156,6 +197,12 @@ def _sizes(f: Frame) -> None:
         c.emit("i32.const", index + 1)
         f.set("path")
         c.emit("end")
+    # tail = w - lanes, mid = min(2 lanes, tail): the narrow rows' copy (_copy_row)
+    f.get("w").emit("i32.const", f.isa.lanes).emit("i32.sub")
+    f.set("tail")
+    c.emit("i32.const", 2 * f.isa.lanes).emit("local.get", f.v["tail"])
+    f.get("tail").emit("i32.const", 2 * f.isa.lanes).emit("i32.gt_s").emit("select")
+    f.set("mid")
     for k, local in enumerate(f.column_offset):
         f.get("sw").emit("i32.const", 4 * k).emit("i32.mul").emit("local.set", local)
     if _reads_in_place(f):
@@ -173,7 +220,8 @@ def _in_place_sizes(f: Frame) -> None:
     plane only where a 5x5 tile zeroes it (the last output column's taps end before column
     ``w + k - 3``). Its output rows ``ostart <= oy < iend`` read input rows 0 <= ``s oy -
     ph`` .. ``h - 1`` in place (``istrict``: .. ``h - 2`` in the input's last plane, as a
-    tile's registers reach up to 3 floats past its row's end; ``iloose`` in the others),
+    tile's registers reach up to 3 floats past its row's end, a narrow tile's up to 9, and
+    such a row is at least 10 wide; ``iloose`` in the others),
     each register a tile loads then inside the input, or one row before the plane for the
     zeroed left lanes; the other rows go through the scratch plane, which gets only their
     input rows. ``edges``: the lanes a tile zeroes, ``l < pw`` on the left and ``l >= w -
@@ -205,6 +253,14 @@ def _in_place_sizes(f: Frame) -> None:
     f.set("ostart")
     f.get("pw")
     _max(f, "ostart")
+    # topok: a k x k call with ph == k // 2 whose left lanes are readable (x >= 4 pw) runs
+    # output rows 0 and 1 in place, the rows above the plane a zero register
+    c.emit("i32.const", 0)
+    for k, _ in IN_PLACE:
+        f.get("path").emit("i32.const", UNROLLED.index((k, s)) + 1).emit("i32.eq")
+        f.get("ph").emit("i32.const", k // 2).emit("i32.eq").emit("i32.and").emit("i32.or")
+    f.get("x", "pw").emit("i32.const", 2).emit("i32.shl").emit("i32.ge_u").emit("i32.and")
+    f.set("topok")
     for name, last in (("istrict", 2), ("iloose", 1)):
         # name = max(ostart, min(oh, (h - last + ph - (kh - 1)) / s + 1)): the rows whose
         # taps end at input row h - last or above (signed, rounded toward zero)
@@ -239,6 +295,12 @@ def _plane(f: Frame) -> None:
         # iend = iloose unless this is the input's last plane
         f.get("iloose", "istrict", "ahead", "xend").emit("i32.lt_u").emit("select")
         f.set("iend")
+        # top: output rows 0 and 1 in place (no rows of output rows < ostart to copy), when
+        # iend >= 2 is not only ostart's bound (iend > ostart)
+        f.get("topok", "iend").emit("i32.const", ROWS).emit("i32.ge_u").emit("i32.and")
+        f.get("iend", "ostart").emit("i32.gt_u").emit("i32.and")
+        f.set("top")
+        f.get("top").emit("i32.eqz").emit("if")
         # the rows of output rows < ostart: rend = min(h, (ostart - 1) s - ph + kh)
         f.get("ostart").emit("i32.const", IN_PLACE_STRIDE).emit("i32.mul")
         f.get("ph").emit("i32.sub").emit("i32.const", IN_PLACE_STRIDE).emit("i32.sub")
@@ -246,6 +308,7 @@ def _plane(f: Frame) -> None:
         f.get("h", "rend", "h").emit("i32.lt_u").emit("select")
         f.set("rend")
         _copy_rows(f, lambda: f.c.emit("i32.const", 0))
+        f.c.emit("end")
         # the rows of output rows >= iend: from iend s - ph (>= 0 as iend >= ph)
         f.get("h")
         f.set("rend")
@@ -283,10 +346,12 @@ def _copy_rows(f: Frame, first: Callable[[], object]) -> None:
 
 def _copy_row(f: Frame) -> None:
     """Copy the ``w`` floats at ``src`` to ``dst``: one ``memory.copy`` for a row of at least
-    ``COPY_CALL`` floats, else whole registers, the last one moved left to end at ``w`` (a
-    row narrower than a register goes float by float); a quantized row dequantizes its
-    ``w`` bytes by registers at any width. NOTE: ``memory.copy`` is a runtime call: one per
-    row cost more than a 14x14 plane's conv."""
+    ``COPY_CALL`` floats, else whole registers, the last one moved left to end at ``w``
+    (rows of 1 to 4 registers: straight-line registers at 0, ``lanes``, ``mid`` and
+    ``tail``, where they exist; a row narrower than a register goes float by float); a
+    quantized row dequantizes its ``w`` bytes by registers at any width. NOTE:
+    ``memory.copy`` is a runtime call: one per row cost more than a 14x14 plane's conv, and
+    a loop's control per register as much as the register's copy at 7 floats a row."""
     c, isa, quant = f.c, f.isa, f.quant
     scalar = ISAS["scalar"]
     if quant is None:
@@ -294,10 +359,16 @@ def _copy_row(f: Frame) -> None:
         f.get("dst", "src", "row").emit("memory.copy")
         c.emit("else")
 
-    def move(register: Isa, column: str, count: int = 1) -> None:
-        f.get("dst", column).emit("i32.const", 2).emit("i32.shl").emit("i32.add")
+    def move(register: Isa, column: str | None, count: int = 1) -> None:
+        if column is None:
+            f.get("dst")
+        else:
+            f.get("dst", column).emit("i32.const", 2).emit("i32.shl").emit("i32.add")
         f.set("pj")
-        f.get("src", column).emit("i32.const", f.shift).emit("i32.shl").emit("i32.add")
+        if column is None:
+            f.get("src")
+        else:
+            f.get("src", column).emit("i32.const", f.shift).emit("i32.shl").emit("i32.add")
         f.set("wi")
         for k in range(count):
             f.get("pj", "wi")
@@ -306,6 +377,18 @@ def _copy_row(f: Frame) -> None:
             else:
                 depthwise_quant.load(quant, register, register.lanes * k)
             register.store(c, 4 * register.lanes * k)
+
+    if isa.vector:
+        # lanes <= w <= 2 lanes: registers at 0 and tail; <= 4 lanes: 0, lanes, mid, tail
+        f.get("tail").emit("i32.const", isa.lanes).emit("i32.le_u").emit("if")
+        move(isa, None)
+        move(isa, "tail")
+        c.emit("else")
+        f.get("tail").emit("i32.const", 3 * isa.lanes).emit("i32.le_u").emit("if")
+        move(isa, None, 2)
+        move(isa, "mid")
+        move(isa, "tail")
+        c.emit("else")
 
     f.count("j", "w", COPY_UNROLL * isa.lanes, lambda: move(isa, "j", COPY_UNROLL))
     strided_loop(c, f.v["j"], isa.lanes, f.arg["w"], lambda: move(isa, "j"))
@@ -317,6 +400,7 @@ def _copy_row(f: Frame) -> None:
         f.get("w").emit("i32.const", isa.lanes).emit("i32.sub")
         f.set("j")
         move(isa, "j")
+        c.emit("end").emit("end")
         c.emit("end").emit("end")
     if quant is None:
         c.emit("end")

@@ -41,8 +41,8 @@ AHEAD_LINES = 4
 HOISTED_TAPS = 9
 """Kernels of at most this many taps keep their weights in registers across a channel."""
 
-TileAt: TypeAlias = "Callable[[int, bool], None]"
-"""A tile at column ``tx`` of the current output rows: ``(regs, lanes_store)``."""
+TileAt: TypeAlias = "Callable[[int, str], None]"
+"""A tile at column ``tx`` of the current output rows: ``(regs, store)`` (see ``tile``)."""
 
 ROWS = 2
 """Output rows per tile of an unrolled kernel: the rows share the input rows between them
@@ -86,12 +86,16 @@ def hoist_weights(f: Frame, kernel: tuple[int, int] | None) -> list[int]:
 
 
 def tile(f: Frame, kernel: tuple[int, int] | None, mode: str, weights: list[int],
-         shape: tuple[int, int], lanes_store: bool, in_place: bool = False) -> None:
+         shape: tuple[int, int], store: str, in_place: bool = False, above: int = 0) -> None:
     """The tile of ``shape`` = (output rows, registers) at column ``tx`` of rows ``oy``...:
-    accumulators from the bias, the taps, then the activations and the store (lane by lane,
-    left of ``ow``, if ``lanes_store``). ``in_place``: ``pbase`` is in the input plane
+    accumulators from the bias, the taps, then the activations and the store: whole
+    registers (``store=""``), lane by lane left of ``ow`` (``"lanes"``), or (``"narrow"``,
+    two registers at column 0 of rows 5 to 7 wide) the first register and the row's last 4
+    columns, one shuffle of the two (``_narrow``). ``in_place``: ``pbase`` is in the input plane
     itself (rows ``row`` bytes apart, starting ``pw`` columns left of the plane), and a
-    tile zeroes the lanes left or right of the plane (``edges``), the padding."""
+    tile zeroes the lanes left or right of the plane (``edges``), the padding. ``above``: the
+    tile's first input rows that lie above the plane (its top padding): their taps multiply
+    a zero register, not loaded (the same bits as the scratch plane's zero rows)."""
     c, isa = f.c, f.isa
     rows, regs = shape
     acc = [[c.local(isa.valtype) for _ in range(regs)] for _ in range(rows)]
@@ -110,35 +114,62 @@ def tile(f: Frame, kernel: tuple[int, int] | None, mode: str, weights: list[int]
     if kernel is None:
         _runtime_taps(f, mode, acc[0])
     else:
-        _unrolled_taps(f, kernel, weights, acc, in_place)
+        _unrolled_taps(f, kernel, weights, acc, (in_place, above))
         if in_place and rows > 1:
             _read_ahead(f)
     for q, row in enumerate(acc):
-        if lanes_store:
+        if store == "lanes":
             _store_lanes(f, row[0], q)
             continue
         for r, local in enumerate(row):
-            f.get("yrow", "tx").emit("i32.const", f.shift).emit("i32.shl").emit("i32.add")
+            narrow = store == "narrow" and r == 1
+            f.get("yrow", "ow" if narrow else "tx")
+            if narrow:
+                c.emit("i32.const", isa.lanes).emit("i32.sub")
+            c.emit("i32.const", f.shift).emit("i32.shl").emit("i32.add")
             if q:
                 f.get("orow").emit("i32.add")
-            c.emit("local.get", local)
+            if narrow:
+                _narrow(f, row)
+            else:
+                c.emit("local.get", local)
+            offset = 0 if narrow else isa.lanes * r
             for op in f.epilogue:
                 apply(c, isa, op)
             if f.quant is None:
-                isa.store(c, 4 * isa.lanes * r)
+                isa.store(c, 4 * offset)
             else:
-                depthwise_quant.store(f.quant, isa, isa.lanes * r)
+                depthwise_quant.store(f.quant, isa, offset)
+
+
+def _narrow(f: Frame, registers: list[int]) -> None:
+    """Push columns ``ow - 4 .. ow - 1`` of the two ``registers`` (columns 0..7), 4 < ``ow``
+    < 8: one shuffle, chosen by ``ow``."""
+    c, lanes = f.c, f.isa.lanes
+    for width in range(lanes + 1, 2 * lanes - 1):
+        f.get("ow").emit("i32.const", width).emit("i32.eq").emit("if", "v128")
+        c.get(*registers).emit("i8x16.shuffle", bytes(range(4 * (width - lanes),
+                                                            4 * width)))
+        c.emit("else")
+    c.get(*registers).emit("i8x16.shuffle", bytes(range(4 * (lanes - 1), 4 * (2 * lanes - 1))))
+    for _ in range(lanes + 1, 2 * lanes - 1):
+        c.emit("end")
 
 
 def _unrolled_taps(f: Frame, kernel: tuple[int, int], weights: list[int],
-                   acc: list[list[int]], in_place: bool) -> None:
+                   acc: list[list[int]], where: tuple[bool, int]) -> None:
     """Every tap with constant offsets, input row by input row (``pi`` steps one row of
     the scratch plane, or of the input plane ``in_place``): each pixel register loaded once
     and multiplied into every output row of the tile that reads it (rows ``stride`` apart,
     no row dilation). Hoisted ``weights`` run register by register; otherwise each weight
     is loaded once per input row for all the tile's registers (tap by tap). Either way an
-    accumulator takes its taps in the same order."""
+    accumulator takes its taps in the same order. ``where``: (in place, the rows above the
+    plane, whose taps multiply a zero register)."""
     c, isa = f.c, f.isa
+    in_place, above = where
+    zero = c.local(isa.valtype) if above else -1
+    if above:
+        c.emit("v128.const", bytes(16)).emit("local.set", zero)
     k, stride = kernel
     pixel = c.local(isa.valtype)
     splat = [] if weights else [c.local(isa.valtype) for _ in acc]
@@ -149,7 +180,8 @@ def _unrolled_taps(f: Frame, kernel: tuple[int, int], weights: list[int],
         users = [(q, t - q * stride) for q in range(len(acc)) if 0 <= t - q * stride < k]
         loaded: dict[int, int] = {}
         for group in groups:
-            pushers = [_taps(f, kernel, r, loaded,
+            pushers = [[lambda: c.emit("local.get", zero)] * k if t < above else
+                       _taps(f, kernel, r, loaded,
                              (in_place and r == 0, in_place and r == len(regs) - 1))
                        for r in group]
             for j in range(k):

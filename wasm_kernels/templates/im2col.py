@@ -39,10 +39,10 @@ and 3..6 (the second starts one float early, so no load passes float 6)."""
 STEM = 7
 """A kernel width whose rows are straight-line too besides 3 (ResNet's 7x7 stride-2 stem)."""
 
-_LOCALS = ("hp", "wp", "plane", "row", "steps", "panel_bytes", "padded", "phased", "odd_bytes",
-           "pair_bytes", "ox_bytes", "q", "pixel", "oy", "ox", "oy2", "ox2", "halves", "ci", "ki",
-           "kj", "col", "i", "src", "src2", "dst", "at", "even", "odd", "tap", "t", "tap_ci",
-           "tap_ki", "tap_dh", "tap_j1", "tap_j2", "xin", "prow", "next_row", "last_row")
+_LOCALS = ("hp", "wp", "plane", "row", "row_bytes", "steps", "panel_bytes", "padded", "phased",
+           "odd_bytes", "pair_bytes", "ox_bytes", "q", "pixel", "oy", "ox", "oy2", "ox2", "halves",
+           "ci", "ki", "kj", "col", "i", "src", "src2", "dst", "at", "even", "odd", "tap", "t",
+           "tap_ci", "tap_ki", "tap_dh", "tap_j1", "tap_j2", "xin", "prow", "next_row", "last_row")
 
 
 def declare(c: Code, isa: Isa) -> None:
@@ -59,7 +59,9 @@ def declare(c: Code, isa: Isa) -> None:
 
 def sizes(c: Code) -> None:
     """``hp``, ``wp``: the padded plane (``pack_im2col.padded_size``; the input itself when
-    ``padded`` is 0); ``plane``, ``row``: its bytes per plane and row; ``steps``: K = cg * kh * kw;
+    ``padded`` is 0); ``row_bytes``: a row's bytes; ``plane``, ``row``: the bytes from one
+    channel's rows to the next's and from one row to the next (in a padded copy the channels'
+    rows interleave: ``row_bytes`` and ``cg * row_bytes``); ``steps``: K = cg * kh * kw;
     ``panel_bytes``."""
     c.get("ph", "pw").emit("i32.or").set("padded")
     for padded, size, out, kernel, stride, pad, dilation in (
@@ -71,8 +73,12 @@ def sizes(c: Code) -> None:
         c.get(size, pad).emit("i32.add").set("t")
         c.get("t", padded, "t", padded).emit("i32.gt_s").emit("select").set(padded)
         c.get(padded, size, "padded").emit("select").set(padded)
-    c.get("wp").emit("i32.const", 2).emit("i32.shl").tee("row")
-    c.get("hp").emit("i32.mul").set("plane")
+    # rows of row_bytes; a padded copy interleaves the channels' rows (row y of every
+    # channel, then row y + 1), so a tile reading it in place walks 3 runs of adjacent bytes
+    c.get("wp").emit("i32.const", 2).emit("i32.shl").set("row_bytes")
+    c.get("row_bytes", "cg").emit("i32.mul").get("row_bytes", "padded").emit("select").set("row")
+    c.get("row_bytes", "row_bytes", "hp").emit("i32.mul").get("padded").emit("select")
+    c.set("plane")
     c.get("dh", "row").emit("i32.mul").set("tap_dh")
     # phased = padded and sw == 2; where column X of a padded row lies (_column_bytes)
     c.get("padded").emit("i32.const", 0).emit("i32.ne").get("sw").emit("i32.const", 2)

@@ -30,7 +30,7 @@ from functools import partial
 from ..abi import KernelSpec
 from ..pack import PANEL
 from ..wasm import Code, FuncType
-from .dense_tile import GROUP, DenseFrame, row_address, tile
+from .dense_tile import GROUP, DenseFrame, Taps, row_address, tile
 from .isa import ISAS
 from .loops import strided_loop
 
@@ -73,6 +73,8 @@ class _Frame(DenseFrame):
     split: int
     """With ``mr > GROUP``: where the block's tiles of ``mr`` rows end and those of ``GROUP``
     begin (``_split``)."""
+    taps: Taps | None = None
+    """W read in place as a conv's input (``dense_tile.Taps``), with ``ldb`` set."""
 
 
 def variant(isa: str) -> str:
@@ -111,7 +113,8 @@ def frame(c: Code, isa_name: str, arg: dict[str, int], epilogue: tuple[str, ...]
     return f
 
 
-def row_blocks(f: _Frame, edge: bool, prepacked: bool = False) -> None:
+def row_blocks(f: _Frame, edge: bool, prepacked: bool = False,
+               narrow: tuple[int, Callable[[], None]] | None = None) -> None:
     """C's columns in whole panels (and with ``edge`` the padded last one) against A's row
     blocks; ``f.j`` ends at the first column not computed. A ``prepacked`` A is already in
     ``wa``'s layout for the tiles this driver runs (``pack_im2col.tiles``). With
@@ -149,7 +152,7 @@ def row_blocks(f: _Frame, edge: bool, prepacked: bool = False) -> None:
             _column_tiles(f, True, prepacked)
             c.emit("end")
         elif f.ldb is not None:
-            _end_tile(f, prepacked)
+            _end_tile(f, prepacked, narrow)
         c.emit("local.get", f.iend).emit("local.set", f.ib)
 
     c.emit("i32.const", 0).emit("local.set", f.ib)
@@ -183,7 +186,10 @@ def _tile_runs(f: _Frame, edge: bool = False, prepacked: bool = False) -> list[t
     then single rows read in place. An ``edge`` panel (past ``n``: once per block) runs
     single rows only (every tile stores its columns one by one, with the epilogue on each,
     and those tiles were half of a kernel's code), unless A is ``prepacked``: then only the
-    tiles it is packed for can read it."""
+    tiles it is packed for can read it. With ``taps`` (a conv's input read in place, at
+    least ``SPLIT_ROWS`` rows), no single rows."""
+    if f.taps:
+        return [(f.mr, f.split), (GROUP, f.iend)]
     if edge and f.mr > GROUP and not prepacked:
         return [(1, f.iend)]
     if f.mr > GROUP:
@@ -191,11 +197,19 @@ def _tile_runs(f: _Frame, edge: bool = False, prepacked: bool = False) -> list[t
     return [(rows, f.iend) for rows in sorted({f.mr, 1}, reverse=True)]
 
 
-def _end_tile(f: _Frame, prepacked: bool) -> None:
-    """With W in place, the columns ``j .. n`` short of a panel: the tile of ``TAIL`` or
-    ``PANEL`` columns ending at ``n`` (``j`` set to its first)."""
+def _end_tile(f: _Frame, prepacked: bool,
+              narrow: tuple[int, Callable[[], None]] | None) -> None:
+    """With W in place, the columns ``j .. n`` short of a panel: ``narrow``'s columns when
+    there are few enough, else the tile of ``TAIL`` or ``PANEL`` columns ending at ``n``
+    (``j`` set to its first)."""
     c, n = f.c, f.arg["n"]
     c.emit("local.get", f.j).emit("local.get", n).emit("i32.lt_u").emit("if")
+    if narrow is not None:
+        limit, columns = narrow
+        c.emit("local.get", n).emit("local.get", f.j).emit("i32.sub").emit("i32.const", limit)
+        c.emit("i32.le_u").emit("if")
+        columns()
+        c.emit("else")
     c.emit("local.get", n).emit("local.get", f.j).emit("i32.sub").emit("i32.const", TAIL)
     c.emit("i32.le_u").emit("if")
     c.emit("local.get", n).emit("i32.const", TAIL).emit("i32.sub").emit("local.set", f.j)
@@ -204,6 +218,8 @@ def _end_tile(f: _Frame, prepacked: bool) -> None:
     c.emit("local.get", n).emit("i32.const", PANEL).emit("i32.sub").emit("local.set", f.j)
     _column_tiles(f, False, prepacked)
     c.emit("end").emit("end")
+    if narrow is not None:
+        c.emit("end")
 
 
 def _column_tiles(f: _Frame, edge: bool, prepacked: bool, width: int = PANEL) -> None:
@@ -222,7 +238,7 @@ def _column_tiles(f: _Frame, edge: bool, prepacked: bool, width: int = PANEL) ->
         ahead = partial(_read_ahead, f) if rows >= GROUP and packed_w else None
         strided_loop(c, f.i, rows, end,
                      partial(tile, f, f.isa, rows, width, partial(_panel, f), edge, packed,
-                             ahead))
+                             ahead, f.taps))
 
 
 def _next_panel(f: _Frame) -> None:

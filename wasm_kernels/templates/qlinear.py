@@ -33,6 +33,11 @@ against 1.00-1.21x at 3 rows and 0.93-1.00x at 2 (bench/kernels.py --only int8, 
 10-12): W's registers and A's split then serve more rows."""
 
 
+SEVEN_MR = 4
+"""Rows of A per tile of the relaxed module's 7-bit weights' tile: 8 accumulators, W's 2
+registers and A's (bench/int8_tiles.py measured its k loop 1.26-1.29x the simd128 tile's)."""
+
+
 TILE_ISA = {("qconv", "relaxed"): "simd128", ("qlinear", "relaxed"): "simd128"}
 """The tile a row builds in another ISA's module. On x86 the relaxed dot lowers to three
 instructions (``pmaddubsw``, ``pmaddwd``, ``paddd``; wasmtime 50's cranelift emits them on an
@@ -49,7 +54,9 @@ tests keep it exact."""
 def emit(spec: KernelSpec, isa_name: str, tile_isa: str | None = None
          ) -> tuple[FuncType, Code]:
     """Generate qlinear kernel ``spec`` for ``isa_name`` with the tile of ISA ``tile_isa``
-    (default: ``TILE_ISA``'s choice, else ``isa_name``'s own)."""
+    (default: ``TILE_ISA``'s choice, else ``isa_name``'s own; in a module with relaxed SIMD
+    the default also holds the relaxed-dot tile that 7-bit weights take, ``SEVEN_MR``)."""
+    seven = ISAS[isa_name].fma and tile_isa is None
     isa_name = tile_isa or TILE_ISA.get((spec.op, isa_name), isa_name)
     c = Code(spec.param_types)
     f = frame(c, spec)
@@ -69,7 +76,20 @@ def emit(spec: KernelSpec, isa_name: str, tile_isa: str | None = None
         c.emit("local.set", f.a_zero)
     tiles = [(rows, Tile(f, isa, rows, i, j)) for rows in (MR[isa_name], 1)]
     if tiles[0][1].packed:
+        if seven:
+            # NOTE: weights the packer marked 7-bit take the relaxed dot (qlinear_tile.py);
+            # A goes in as int8, uint8 A minus 128, so its zero point drops by 128
+            c.emit("local.get", f.masks).emit("i32.const", 4).emit("i32.sub")
+            c.emit("i32.load", 2, 0).emit("if")
+            if spec.dtypes[0] == "uint8":
+                c.emit("local.get", f.a_zero).emit("i32.const", 128).emit("i32.sub")
+                c.emit("local.set", f.a_zero)
+            _blocks(f, [(rows, Tile(f, isa, rows, i, j, seven=True))
+                        for rows in (SEVEN_MR, 1)], i, j, seven=True)
+            c.emit("else")
         _blocks(f, tiles, i, j)
+        if seven:
+            c.emit("end")
         return FuncType(spec.param_types, spec.results), c
     for rows, tile in tiles:
 
@@ -84,10 +104,13 @@ def emit(spec: KernelSpec, isa_name: str, tile_isa: str | None = None
     return FuncType(spec.param_types, spec.results), c
 
 
-def _blocks(f: QFrame, tiles: list[tuple[int, Tile]], i: int, j: int) -> None:
-    """The simd128 product, a block of A's rows at a time (``pack_quantized.qblock_rows``):
+def _blocks(f: QFrame, tiles: list[tuple[int, Tile]], i: int, j: int,
+            seven: bool = False) -> None:
+    """The packed product, a block of A's rows at a time (``pack_quantized.qblock_rows``):
     the block widened into ``wa``, then per column panel of W, the panel widened into ``ws``
-    and every row of the block; then a, c and m move past the block."""
+    and every row of the block; then a, c and m move past the block. With ``seven`` (the
+    7-bit weights' tile) a block also holds at most ``panel_bytes / 4`` rows: their sums of A
+    go in ``ws`` after the panel, within the ``4 * round_up(k, 4)`` floats it has."""
     c, arg = f.c, f.arg
     most, count = c.local("i32"), c.local("i32")
     # most = max(2, (QBLOCK_BYTES / row_bytes) & ~1), row_bytes = panel_bytes >> 1
@@ -96,14 +119,18 @@ def _blocks(f: QFrame, tiles: list[tuple[int, Tile]], i: int, j: int) -> None:
     c.emit("i32.const", -2).emit("i32.and").emit("local.tee", most)
     c.emit("i32.const", 2).emit("local.get", most).emit("i32.const", 2).emit("i32.gt_u")
     c.emit("select").emit("local.set", most)
+    if seven:  # most = min(most, panel_bytes / 4)
+        c.emit("local.get", most).emit("local.get", f.panel_bytes).emit("i32.const", 2)
+        c.emit("i32.shr_u").emit("local.tee", count).emit("local.get", most)
+        c.emit("local.get", count).emit("i32.lt_u").emit("select").emit("local.set", most)
     c.emit("block").emit("loop")
     c.emit("local.get", arg["m"]).emit("i32.eqz").emit("br_if", 1)
     c.emit("local.get", most).emit("local.get", arg["m"]).emit("local.get", most)
     c.emit("local.get", arg["m"]).emit("i32.lt_u").emit("select").emit("local.set", count)
-    pack_rows(f, count)
+    pack_rows(f, count, seven)
 
     def panel(edge: bool) -> None:
-        widen_panel(f, j)
+        widen_panel(f, j, seven)
         c.emit("i32.const", 0).emit("local.set", i)
         for rows, tile in tiles:
             strided_loop(c, i, rows, count, partial(tile.emit, edge))

@@ -19,7 +19,8 @@ RANGES = {"uint8": (0, 255), "int8": (-128, 127)}
 @dataclass
 class QFrame:
     """Locals every qlinear kernel shares: its arguments by name, the A zero point, the f32
-    scale of A, and (requantized) the output's scale, zero point and clamp bounds."""
+    scale of A, (requantized) the output's scale, zero point and clamp bounds, the packed
+    weight's panel bytes, and where its column sums and its column masks start."""
 
     c: Code
     spec: KernelSpec
@@ -32,6 +33,7 @@ class QFrame:
     high: int
     panel_bytes: int
     sums: int
+    masks: int
 
     @property
     def requantize(self) -> bool:
@@ -50,7 +52,7 @@ def frame(c: Code, spec: KernelSpec) -> QFrame:
     """Declare the shared locals and compute them in the prologue."""
     arg = {p: i for i, p in enumerate(spec.params)}
     f = QFrame(c, spec, arg, *(c.local(t) for t in ("i32", "f32", "f32", "f32", "f32", "f32",
-                                                     "i32", "i32")))
+                                                     "i32", "i32", "i32")))
     c.emit("local.get", arg["a_zero_point"])
     _load_byte(c, spec.dtypes[0])
     c.emit("local.set", f.a_zero)
@@ -62,6 +64,11 @@ def frame(c: Code, spec: KernelSpec) -> QFrame:
     c.emit("local.get", arg["w"]).emit("local.get", arg["n"]).emit("i32.const", QPANEL - 1)
     c.emit("i32.add").emit("i32.const", QPANEL.bit_length() - 1).emit("i32.shr_u")
     c.emit("local.get", f.panel_bytes).emit("i32.mul").emit("i32.add").emit("local.set", f.sums)
+    # masks = sums + 4 * round_up(n, QPANEL) + 4: the 7-bit flag is the word before them
+    c.emit("local.get", f.sums).emit("local.get", arg["n"]).emit("i32.const", QPANEL - 1)
+    c.emit("i32.add").emit("i32.const", -QPANEL).emit("i32.and").emit("i32.const", 2)
+    c.emit("i32.shl").emit("i32.add").emit("i32.const", 4).emit("i32.add")
+    c.emit("local.set", f.masks)
     if f.requantize:
         low, high = RANGES[spec.dtypes[1]]
         c.emit("local.get", arg["c_scale"]).emit("f32.load", 2, 0).emit("local.set", f.c_scale)

@@ -19,6 +19,12 @@ engine:
   first operand; two accumulators per register, ``acc_lo + (acc_hi << 7)`` at the end.
   Every intermediate pair sum stays within i16 (at most 2 * 128 * 127), so no engine
   saturates. It reads A in place.
+- ``seven`` (the relaxed module, on weights the packer marked 7-bit): the same relaxed dot
+  with the operands the other way round, one dot per 16 products: A as int8 (uint8 minus 128,
+  its zero point lowered by 128 to match) is the first operand, read from ``wa`` as
+  ``pack_rows(seven=True)`` stored it, and W plus 64 (7-bit) the second, from ``ws`` (a
+  column in [-63, 64] negated first, its result negated back); each row then subtracts 64
+  times its sum of A. Pair sums stay within 2 * 128 * 127 here too.
 
 Accumulation: every product is at most 255 * 128 in magnitude, so k up to
 ``abi_quantized.QLINEAR_MAX_K`` stays within int32 (wrapping arithmetic keeps the A zero point's
@@ -36,7 +42,13 @@ from .conv_tiles import LANE_BROADCAST
 from .isa import Isa
 from .loops import strided_loop
 from .qlinear_frame import QFrame, column_start, finish_scalar
-from .qlinear_pack import PACKED_SHIFT, PACKED_STEP_BYTES, WIDE_STEP_BYTES
+from .qlinear_pack import (
+    PACKED_SHIFT,
+    PACKED_STEP_BYTES,
+    SEVEN_SHIFT,
+    SEVEN_STEP_BYTES,
+    WIDE_STEP_BYTES,
+)
 
 EVEN = bytes(b for lane in (0, 2, 4, 6) for b in range(4 * lane, 4 * lane + 4))
 ODD = bytes(b for lane in (1, 3, 5, 7) for b in range(4 * lane, 4 * lane + 4))
@@ -59,17 +71,19 @@ def _splat_i8(c: Code, value: int) -> None:
 class Tile:
     """Emits one tile: its accumulators, a step of k for each row, and the stores."""
 
-    def __init__(self, f: QFrame, isa: Isa, rows: int, i: int, j: int):
+    def __init__(self, f: QFrame, isa: Isa, rows: int, i: int, j: int, seven: bool = False):
         c = f.c
         self.f, self.isa, self.rows, self.i, self.j = f, isa, rows, i, j
-        self.relaxed = isa.fma
-        self.packed = not self.relaxed  # simd128 reads A and W widened (qlinear_pack)
-        groups = 2 if self.relaxed else 4  # v128 of W per step
+        self.seven = seven
+        self.relaxed = isa.fma and not seven
+        self.packed = not self.relaxed  # simd128 and seven read A and W from qlinear_pack
+        groups = 2 if self.relaxed or seven else 4  # v128 of W per step
         parts = 2 if self.relaxed else 1  # lo and hi accumulators
         self.acc = [[[c.local("v128") for _ in range(parts)] for _ in range(groups)]
                     for _ in range(rows)]
         self.w = [c.local("v128") for _ in range(groups)]
         self.a, self.hi = c.local("v128"), c.local("v128")
+        self.spare = c.local("v128")
         self.pa = [c.local("i32") for _ in range(rows)]
         self.quads = [c.local("v128") for _ in range(rows)]
         self.pw, self.steps, self.word, self.remaining = (c.local("i32") for _ in range(4))
@@ -128,7 +142,8 @@ class Tile:
             self._step(self._packed_load if self.packed else
                        self._quad_lane(u) if unroll > 1 else self._splat_load, STEP_BYTES * u)
         a_bytes = PACKED_STEP_BYTES if self.packed else 4 * unroll
-        w_bytes = WIDE_STEP_BYTES if self.packed else STEP_BYTES * unroll
+        w_bytes = (SEVEN_STEP_BYTES if self.seven else WIDE_STEP_BYTES if self.packed
+                   else STEP_BYTES * unroll)
         for pointer, amount in [(p, a_bytes) for p in self.pa] + [(self.pw, w_bytes)]:
             c.emit("local.get", pointer).emit("i32.const", amount).emit("i32.add")
             c.emit("local.set", pointer)
@@ -208,12 +223,29 @@ class Tile:
                 for g, register in enumerate(self.w):
                     acc = self.acc[r][g][0]
                     c.emit("local.get", self.a).emit("local.get", register)
-                    c.emit("i32x4.dot_i16x8_s").emit("local.get", acc).emit("i32x4.add")
+                    if self.seven:
+                        c.emit("local.get", acc).emit("i32x4.relaxed_dot_i8x16_i7x16_add_s")
+                    else:
+                        c.emit("i32x4.dot_i16x8_s").emit("local.get", acc).emit("i32x4.add")
                     c.emit("local.set", acc)
 
     def _columns(self, r: int, half: int) -> None:
         """Push the i32x4 sums of columns ``4 * half .. 4 * half + 4`` of row ``r``."""
-        c = self.f.c
+        c, f = self.f.c, self.f
+        if self.seven:
+            # s * (acc - SEVEN_SHIFT * (row's sum of A)) = (x ^ m) - m, the columns' masks m
+            # at masks + j * 4 (32 bytes a panel), the row's sum at ws + panel_bytes + 4 * row
+            mask = self.spare
+            c.emit("local.get", f.masks).emit("local.get", self.j).emit("i32.const", 2)
+            c.emit("i32.shl").emit("i32.add").emit("v128.load", 0, 16 * half)
+            c.emit("local.set", mask)
+            c.emit("local.get", self.acc[r][half][0])
+            c.emit("local.get", f.arg["ws"]).emit("local.get", f.panel_bytes).emit("i32.add")
+            c.emit("local.get", self.i).emit("i32.const", 2).emit("i32.shl").emit("i32.add")
+            c.emit("i32.load", 2, 4 * r).emit("i32.const", SEVEN_SHIFT).emit("i32.mul")
+            c.emit("i32x4.splat").emit("i32x4.sub").emit("local.get", mask).emit("v128.xor")
+            c.emit("local.get", mask).emit("i32x4.sub")
+            return
         if self.relaxed:
             lo, hi = self.acc[r][half]
             c.emit("local.get", hi).emit("i32.const", 7).emit("i32x4.shl")

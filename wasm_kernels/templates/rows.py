@@ -84,16 +84,41 @@ def row_fold(c: Code, isa: Isa, sources: list[int], n: int, combine: str, fn: El
     if combine == "add":
         _blocked_sum(c, isa, i, n, partial(body, each=isa))
     else:
-        acc = c.local(isa.valtype)
-        isa.const(c, float("-inf"))
-        c.emit("local.set", acc)
-        strided_loop(c, i, isa.lanes, n, partial(body, acc, isa))
-        _horizontal(c, isa, acc, combine)
+        accs = [c.local(isa.valtype) for _ in range(MAX_CHAINS if isa.vector else 1)]
+        for acc in accs:
+            isa.const(c, float("-inf"))
+            c.emit("local.set", acc)
+        if len(accs) > 1:
+            _chains(c, isa, i, n, [partial(body, acc, isa) for acc in accs])
+        strided_loop(c, i, isa.lanes, n, partial(body, accs[0], isa))
+        for acc in accs[1:]:
+            c.emit("local.get", accs[0]).emit("local.get", acc)
+            isa.op(c, combine)
+            c.emit("local.set", accs[0])
+        _horizontal(c, isa, accs[0], combine)
     if isa.vector:  # the scalar tail, from the fold so far
         tail = c.local("f32")
         c.emit("local.set", tail)
         strided_loop(c, i, 1, n, partial(body, tail, ISAS["scalar"]))
         c.emit("local.get", tail)
+
+
+MAX_CHAINS = 4
+"""Registers a vector ``max`` or ``pmax`` fold keeps in flight: cranelift's ``f32x4.max`` is
+six dependent instructions, so one register is a chain of six per load. A ``max`` is the same
+in any order, NaN included; a ``pmax`` (softmax's) may skip a NaN in another place, and the
+softmax's exp pass meets that NaN anyway."""
+
+
+def _chains(c: Code, isa: Isa, i: int, n: int, bodies: list[Callable[[], None]]) -> None:
+    """While a register for each of ``bodies`` fits before ``n``: each body on the next."""
+    with c.loop():
+        c.emit("local.get", i).emit("i32.const", isa.lanes * len(bodies)).emit("i32.add")
+        c.emit("local.get", n).emit("i32.gt_u").emit("br_if", 1)
+        for body in bodies:
+            body()
+            c.emit("local.get", i).emit("i32.const", isa.lanes).emit("i32.add")
+            c.emit("local.set", i)
 
 
 BLOCK_STEPS = 64

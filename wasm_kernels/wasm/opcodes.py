@@ -148,6 +148,8 @@ _SIMD = {
     **_rows(0xFD, 0x65, "i8x16.narrow_i16x8_s i8x16.narrow_i16x8_u", "v128 v128 -> v128"),
     **_rows(0xFD, 0x67, "f32x4.ceil f32x4.floor f32x4.trunc f32x4.nearest", "v128 -> v128"),
     **_rows(0xFD, 0x6D, "i8x16.shr_u", "v128 i32 -> v128"),
+    **_rows(0xFD, 0x6E, "i8x16.add", "v128 v128 -> v128"),
+    **_rows(0xFD, 0x71, "i8x16.sub", "v128 v128 -> v128"),
     **_rows(0xFD, 0x85, "i16x8.narrow_i32x4_s", "v128 v128 -> v128"),
     **_rows(0xFD, 0x87, "i16x8.extend_low_i8x16_s i16x8.extend_high_i8x16_s "
                         "i16x8.extend_low_i8x16_u i16x8.extend_high_i8x16_u", "v128 -> v128"),
