@@ -53,9 +53,12 @@ memory (cranelift reloads the memory's base before each of their loads), and an 
 spends most of its time in them: at ``"speed"`` 2 threads took 1.17-1.37x less CPU time in
 all on MiniLM, ResNet-18 and MobileNetV2 int8 (bench/README.md, Threads, int8). NOTE:
 measured over a wasm shared memory, before ``runtime.host_memory``; not measured since."""
-SPIN = 0
+SPIN = 200_000
 """How many times a thread re-reads the control word it waits on before it sleeps (a sleeping
-thread wakes late); without a ``timeout`` or ``fuel`` only: a spinning worker burns fuel."""
+thread wakes late); without a ``timeout`` or ``fuel`` only: a spinning worker burns fuel.
+Measured at load 1.1 (``bench/threads.py --only spin``, 2 threads over 1): MiniLM b1 0 spins
+1.61-1.65x, 20,000 1.73-1.79x, 200,000 1.76x; ResNet-18 1.79x, 1.77-1.80x, 1.82-1.86x; the
+threads' CPU over wall 1.83-1.87 -> 1.96."""
 PAGE = 65536
 Compiled = tuple[wasmtime.Module, Any]
 T = TypeVar("T")
