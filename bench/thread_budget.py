@@ -62,7 +62,10 @@ def _parts(split: parallel.Split, count: int, threads: int, few: bool = False) -
     """The units of each part a stand-in cuts ``count`` into (as ``parallel._bound``), with
     one part a thread when ``few``."""
     parts = threads * (1 if few else parallel.CHUNKS_PER_THREAD)
-    bounds = [count * p // parts // split.grain * split.grain for p in range(parts)] + [count]
+    tiles = -(-count // split.grain)
+    base, rest = divmod(tiles, parts)
+    bounds = [min(count, (p * base + max(0, p - (parts - rest))) * split.grain)
+              for p in range(parts + 1)]
     return [hi - lo for lo, hi in zip(bounds, bounds[1:]) if hi > lo]
 
 
@@ -113,7 +116,7 @@ def _session_runs(wasm: bytes, inputs: dict[str, Any], threads: int
     team = team_session._pool._idle[0]._team
     told = alone._pool._idle[0]._team
     assert team is not None and told is not None, "the model did not merge"
-    told._main.call(told._reset, told._main.store, 1)  # stand-ins run every kernel alone
+    told._main.call(told._reset, told._main.store, 1, 0)  # stand-ins run every kernel alone
     clocks = [time.pthread_getcpuclockid(t.ident or 0) for t in team._threads]
 
     def caller(session: runtime.Session) -> Callable[[], dict[str, float]]:

@@ -1,18 +1,25 @@
 """Intra-op threads (issue #13): what a shared memory costs the kernels on one thread, and
 the 2-thread speedup of one kernel call by size, around the thresholds.
 
-    .venv/bin/python bench/threads.py [--repeat 9] [--only shared,sizes]
+    .venv/bin/python bench/threads.py [--repeat 9] [--only shared,sizes,spin]
 
 ``shared``: ``f32_linear_bias`` and ``f32_gemm`` on BERT shapes, compiled and linked as a
 session does on one thread (the dense kernels at opt level ``none`` in the module that owns
-the memory) and as a threaded session's merged model holds them (importing a shared memory,
-guard pages on, at ``runtime.threads.OPT_LEVEL``), timed in interleaved rounds in the calling
-thread's CPU time; the ratio is shared / private.
+the memory) and as a threaded session's merged model holds them (in an engine with threads,
+at ``runtime.threads.OPT_LEVEL``, defining a memory backed by the bytes the team shares:
+``runtime.host_memory``), timed in interleaved rounds in the calling thread's CPU time; the
+ratio is shared / private.
 
 ``sizes``: one-op models (``nn.Linear`` on M rows, ``tanh`` on n floats) run by sessions of 1
 and 2 threads with the split thresholds at 0 (``wasm_kernels.parallel``), wall time per call
 in interleaved rounds: where the 2-thread column passes 1.0x is where the threshold belongs.
 The compiled-code cache is off for this process (the thresholds are compiled in).
+
+``spin``: MiniLM b1 and ResNet-18 (``peers.py``'s) on a ``threads=1`` session and on 2-thread
+sessions whose threads re-read the word they wait on ``runtime.threads.SPIN`` times before
+sleeping (0: sleep at once), interleaved: wall time, speedup over one thread, and process CPU
+time over wall time (2.0: both cores busy the whole call). Only a quiet machine says
+anything here: a spinning thread takes a core another job wanted.
 
 The machine is shared: medians of per-round ratios, with the load average printed beside
 them; nothing is asserted.
@@ -26,8 +33,10 @@ os.environ["WASMNN_CACHE_DIR"] = "off"
 
 import argparse
 import statistics
+import sys
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 import numpy as np
 
@@ -36,7 +45,7 @@ import nn
 import runtime
 from runtime import threads as intra
 from runtime.compartment import Compartment
-from runtime.linker import RegistryResolver, instance_exports
+from runtime.linker import RegistryResolver
 from runtime.pool import link_kernels
 from runtime.session import _kernel_wasm, compile_kernels
 from wasm_kernels import abi, parallel
@@ -44,6 +53,7 @@ from wasm_kernels.pack import pack_linear_weight
 
 PAGE = 65536
 SHAPES = ((128, 384, 384), (128, 384, 1536), (128, 1536, 384))
+SPINS = (0, 20_000, 200_000)
 
 
 def _load() -> str:
@@ -68,7 +78,7 @@ def _kernel_call(shared: bool, kernel: str, m: int, k: int, n: int) -> Callable[
     or without threads links it."""
     compartment = Compartment(features=intra.FEATURES if shared else ())
     if shared:
-        wasm = _kernel_wasm("relaxed", frozenset({kernel}), shared=True)
+        wasm = _kernel_wasm("relaxed", frozenset({kernel}), own_memory=True)
         compiled = (compartment.compile(wasm, intra.OPT_LEVEL),)
     else:
         compiled = compile_kernels(compartment, "relaxed", frozenset({kernel}))
@@ -86,10 +96,8 @@ def _kernel_call(shared: bool, kernel: str, m: int, k: int, n: int) -> Callable[
     pages = -(-end // PAGE) + 1
     registry = RegistryResolver()
     if shared:
-        memory, _ = intra.memories(compartment, pages, False)
-        intra.register(registry, memory, None)
-        instance = compartment.instantiate(*compiled[0], registry)
-        exports = instance_exports(compartment.store, instance, compiled[0][1])
+        with intra.backed_by(intra.memory(compartment, pages)):
+            exports, memory = link_kernels(compartment, compiled, pages, registry)
     else:
         exports, memory = link_kernels(compartment, compiled, pages, registry)
     store = compartment.store
@@ -141,12 +149,46 @@ def sizes(repeat: int) -> None:
             session.close()
 
 
+def spin(repeat: int) -> None:
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import peers
+
+    print(f"2 threads by spin count (load {_load()}): wall ms, speedup over 1 thread, "
+          "process CPU / wall")
+    for name in ("minilm-b1", "resnet18"):
+        spec = peers.MODELS[name]
+        inputs = spec.inputs()
+        reference = None if spec.kind == "minilm" else peers.torch_model(spec.kind)
+        wasm = modelc.export(peers.nn_model(spec.kind, reference), inputs)
+        sessions = {"1t": runtime.load(wasm, threads=1, instances=1)}
+        for count in SPINS:
+            intra.SPIN = count
+            sessions[f"2t spin {count}"] = runtime.load(wasm, threads=2, instances=1)
+        intra.SPIN = 0
+        samples: dict[str, list[tuple[float, float]]] = {label: [] for label in sessions}
+        for round_ in range(repeat + 1):
+            for label, session in sessions.items():
+                wall, cpu = time.perf_counter(), time.process_time()
+                session.run(inputs)
+                if round_:
+                    samples[label].append((time.perf_counter() - wall,
+                                           time.process_time() - cpu))
+        print(f"  {name} (load {_load()})")
+        for label, rows in samples.items():
+            speedup = statistics.median(one[0] / own[0] for one, own in zip(samples["1t"], rows))
+            wall = statistics.median(w for w, _ in rows)
+            print(f"    {label:<16} {1e3 * wall:7.1f} ms  {speedup:.2f}x  CPU/wall "
+                  f"{statistics.median(c / w for w, c in rows):.2f}")
+        for session in sessions.values():
+            session.close()
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=9)
     parser.add_argument("--only", default="shared,sizes")
     args = parser.parse_args()
-    sections = {"shared": shared_cost, "sizes": sizes}
+    sections = {"shared": shared_cost, "sizes": sizes, "spin": spin}
     for name in args.only.split(","):
         if name not in sections:
             parser.error(f"unknown section {name!r}; available: {sorted(sections)}")

@@ -19,6 +19,7 @@ from wasi_intrinsics.wasi.deadline import DeadlineExceeded
 from wasm_kernels import OPT_LEVELS
 from wasm_kernels.wasm import ModuleInfo, WasmFormatError, read_module
 
+from . import host_memory
 from .cache import compile_module
 from .errors import ExitTrap, LimitExceeded, ModelFormatError, Trap
 from .linker import Resolver, link
@@ -125,10 +126,19 @@ def engine(fuel: bool = False, features: Features = (), epochs: bool = False,
             raise ValueError(f"unknown wasm feature {name!r}; available: {known}")
         setattr(config, f"wasm_{name}", enabled)
     if dict(features).get("threads", False):
-        # NOTE: guard pages stay on: each store holds one module that imports the shared
-        # memory (runtime.merge explains why it must be one).
+        # NOTE: guard pages stay on: each store holds one module that touches the linear
+        # memory (runtime.merge explains why it must be one), which the team's stores share
+        # through the memory creator (runtime.host_memory).
         config.shared_memory = True
+        host_memory.install(config)
     return wasmtime.Engine(config)
+
+
+def _unshared(info: ModuleInfo) -> int:
+    """The memories ``info`` defines that ``max_memory`` is shared among. NOTE: a shared one
+    is left out: the one page of a threaded model's control memory (``runtime.threads``),
+    which never grows."""
+    return sum(not memory.shared for memory in info.memories)
 
 
 class _EpochTicker:
@@ -315,7 +325,7 @@ class Compartment:
         tables = [t for info in modules for t in info.tables]
         maxima = [t.limits.max for t in tables]
         bounded = [m for m in maxima if m is not None]
-        self._share(host_memories + sum(len(i.memories) for i in modules), len(tables),
+        self._share(host_memories + sum(map(_unshared, modules)), len(tables),
                     max(bounded, default=0) if len(bounded) == len(maxima) else None)
 
     def _share(self, memories: int, tables: int, table_max: int | None = None) -> None:
@@ -389,7 +399,7 @@ class Compartment:
         """
         result = link(info, resolver, self.store)
         result.raise_if_failed()
-        self._made(len(info.memories), len(info.tables))
+        self._made(_unshared(info), len(info.tables))
         return self.call(wasmtime.Instance, self.store, module, result.externs)
 
     def call(self, fn: Any, *args: Any) -> Any:

@@ -12,9 +12,12 @@ a clean trap and the kernels keep their speed.
 The merge keeps the model's own bytes and indices: a model from ``modelc`` imports its
 kernels after every other function, so the kernels' bodies take the places their imports
 held in the function index space, and nothing in the model's code, exports, elements or
-names moves. The dispatch functions follow the model's functions; the control memory is
-imported after the linear memory (memory 1). A model laid out otherwise (hostile or
-hand-made) is refused with ``MergeError`` before anything is compiled.
+names moves. The dispatch functions follow the model's functions. The model's
+``env.memory`` import becomes a memory the merged module defines (unshared, backed by the
+bytes every store of the team shares: ``runtime.host_memory``); the control memory is
+defined after it (memory 1, shared); both are exported (``parallel.MEMORY_EXPORTS``), the
+control memory for the workers to import. A model laid out
+otherwise (hostile or hand-made) is refused with ``MergeError`` before anything is compiled.
 """
 
 from __future__ import annotations
@@ -26,11 +29,10 @@ from dataclasses import dataclass, field
 import wasmtime
 
 from wasm_kernels import MAX_PAGES, abi, parallel
-from wasm_kernels.wasm import Code, FuncType, ModuleInfo, WasmFormatError, read_module
+from wasm_kernels.wasm import Code, FuncType, Limits, ModuleInfo, WasmFormatError, read_module
 from wasm_kernels.wasm.builder import _functype, _limits, name_section
 from wasm_kernels.wasm.decode import _Reader
 from wasm_kernels.wasm.encode import MAGIC_AND_VERSION, name, uleb, vector
-from wasm_kernels.wasm.rewrite import share_memory_import
 
 from .compartment import engine
 from .threads import FEATURES
@@ -92,6 +94,7 @@ class _Import:
     kind: int
     raw: bytes
     type_index: int = -1
+    limits: Limits | None = None
 
 
 def _imports(payload: bytes) -> list[_Import]:
@@ -101,13 +104,14 @@ def _imports(payload: bytes) -> list[_Import]:
         head = reader.pos
         module, field_name, kind = reader.name(), reader.name(), reader.byte()
         index = -1
+        limits = None
         if kind == 0:
             index = reader.u32()
         elif kind == 1:
             reader.byte()
             reader.limits()
         elif kind == 2:
-            reader.limits()
+            limits, _ = reader.limits()
         elif kind == 3:
             reader.valtype()
             reader.byte()
@@ -116,7 +120,8 @@ def _imports(payload: bytes) -> list[_Import]:
             reader.u32()
         else:
             raise reader.fail(f"unknown import kind {kind}")
-        out.append(_Import(module, field_name, kind, reader.data[head:reader.pos], index))
+        out.append(_Import(module, field_name, kind, reader.data[head:reader.pos], index,
+                           limits))
     return out
 
 
@@ -178,19 +183,18 @@ def imported_kernels(info: ModuleInfo) -> frozenset[str]:
 
 def threaded(wasm: bytes, isa: str, kernels: Callable[[frozenset[str]], bytes]
              ) -> tuple[bytes, frozenset[str]] | None:
-    """``wasm`` importing a shared memory and merged with its kernels of ``isa`` (from
-    ``kernels(names)``, a kernel module importing a shared memory), and the kernels it
-    imports; ``None`` when it does not merge (the session then runs on one thread, where
-    compiling and linking report what is wrong with a malformed module): a well-formed one
-    that does not merge is worth a ``RuntimeWarning``."""
+    """``wasm`` merged with its kernels of ``isa`` (from ``kernels(names)``, a kernel module
+    importing a shared memory; see ``merge``), and the kernels it imports; ``None`` when it
+    does not merge (the session then runs on one thread, where compiling and linking report
+    what is wrong with a malformed module): a well-formed one that does not merge is worth a
+    ``RuntimeWarning``."""
     try:
-        shared = share_memory_import(wasm, "env", "memory", MAX_PAGES)
         # NOTE: validated alone first: once merged, a function or memory index past the
         # model's own would name the kernels, the dispatch or the control memory.
-        wasmtime.Module.validate(engine(features=FEATURES), shared)
-        names = imported_kernels(read_module(shared))
+        wasmtime.Module.validate(engine(features=FEATURES), wasm)
+        names = imported_kernels(read_module(wasm))
         split = frozenset(names & parallel.splits(isa).keys())
-        return merge(shared, kernels(names), isa, split), names
+        return merge(wasm, kernels(names), isa, split), names
     except MergeError as err:
         warnings.warn(f"the model runs on one thread: {err}", RuntimeWarning, stacklevel=4)
     except (WasmFormatError, wasmtime.WasmtimeError):
@@ -202,13 +206,14 @@ def merge(model: bytes, kernels: bytes, isa: str, split: frozenset[str]) -> byte
     """``model`` with its kernel imports replaced by the bodies in ``kernels`` (a kernel
     module of ``isa`` importing a shared memory), and, when some of them split (``split``,
     see ``wasm_kernels.parallel.splits``), by stand-ins that share their work with the
-    workers, with the dispatch functions (``parallel.EXPORTS``) and the control memory.
+    workers, with the dispatch functions (``parallel.EXPORTS``) and the control memory; its
+    ``env.memory`` import defined instead (unshared, up to ``MAX_PAGES``) and exported.
 
     Raises:
         MergeError: the model's layout is not one ``modelc`` emits: it defines a memory,
-            imports another memory than ``env.memory``, imports a function after a kernel,
+            imports no memory or another than ``env.memory``, imports a function after a kernel,
             imports a kernel that ``kernels`` lacks or with another signature, or exports a
-            name of ``parallel.EXPORTS``.
+            name of ``parallel.EXPORTS`` or ``parallel.MEMORY_EXPORTS``.
         WasmFormatError: the model is malformed.
     """
     parts = sections(model)
@@ -226,17 +231,25 @@ def merge(model: bytes, kernels: bytes, isa: str, split: frozenset[str]) -> byte
     space = _Space(funcs + [(name, ty) for name, ty, _ in slots]
                    + [(None, types[index]) for index in own])
     slot_bodies = _fill(space, isa, split, slots)
-    exports = _exports(present.get(_EXPORT, b"\0"), space.exports)
+    memory = [i.limits for i in imports if i.kind == 2]
+    if len(memory) != 1 or memory[0] is None:
+        raise MergeError(f"the model imports {len(memory)} memories; a threaded model "
+                         "imports one, 'env.memory'")
+    memories = [_limits(Limits(memory[0].min, MAX_PAGES))]
+    ours = {name: (0, index) for name, index in space.exports.items()}
+    ours[parallel.MEMORY_EXPORTS["memory"]] = (2, 0)
+    if split:
+        memories.append(_limits(parallel.CONTROL_TYPE.limits, shared=True))
+        ours[parallel.MEMORY_EXPORTS["control"]] = (2, 1)
+    exports = _exports(present.get(_EXPORT, b"\0"), ours)
     new_types = list(dict.fromkeys(ty for ty, _ in space.defined))
     type_of = {ty: len(types) + i for i, ty in enumerate(new_types)}
-    kept = [i.raw for i in imports if i.module != abi.MODULE or i.kind != 0]
-    if split:
-        kept.append(name(parallel.CONTROL[0]) + name(parallel.CONTROL[1]) + b"\x02"
-                    + _limits(parallel.CONTROL_TYPE.limits, shared=True))
+    kept = [i.raw for i in imports if i.kind != 2 and (i.kind != 0 or i.module != abi.MODULE)]
     slot_types = [uleb(types.index(ty)) for _, ty, _ in slots]
     rebuilt = {
         _TYPE: vector([_functype(t) for t in types + new_types]),
         _IMPORT: vector(kept),
+        _MEMORY: vector(memories),
         _FUNCTION: vector(slot_types + [uleb(i) for i in own]
                           + [uleb(type_of[ty]) for ty, _ in space.defined]),
         _EXPORT: exports,
@@ -294,17 +307,22 @@ def _fill(space: _Space, isa: str, split: frozenset[str],
             if n in split else body for n, _, body in slots]
 
 
-def _exports(payload: bytes, ours: dict[str, int]) -> bytes:
+def _exports(payload: bytes, ours: dict[str, tuple[int, int]]) -> bytes:
+    """The model's exports and ``ours`` (name: (kind, index)).
+
+    Raises:
+        MergeError: the model exports one of ``parallel.EXPORTS``.
+    """
     count, reader = _items(payload)
     rest = reader.data[reader.pos:]
     for _ in range(count):
         export = reader.name()
         reader.byte()
         reader.u32()
-        if export in parallel.EXPORTS.values():
+        if export in {*parallel.EXPORTS.values(), *parallel.MEMORY_EXPORTS.values()}:
             raise MergeError(f"the model exports {export!r}, a name the runtime's threads use")
     return uleb(count + len(ours)) + rest + b"".join(
-        name(n) + b"\x00" + uleb(i) for n, i in ours.items())
+        name(n) + bytes([kind]) + uleb(i) for n, (kind, i) in ours.items())
 
 
 def _names(parts: Sections, space: _Space) -> bytes:

@@ -110,18 +110,15 @@ class ModelInstance:
         self.compartment = compartment
         store = compartment.store
         kernel_infos = [info for _, info in blueprint.kernels or ()]
-        compartment.plan([blueprint.model[1], *kernel_infos],
-                         host_memories=0 if any(map(defines_memory, kernel_infos)) else 1)
+        owned = blueprint.threads > 1 or any(map(defines_memory, kernel_infos))
+        compartment.plan([blueprint.model[1], *kernel_infos], host_memories=0 if owned else 1)
         self._stderr = CappedBuffer()
         registry = RegistryResolver()
         self._team: intra.Team | None = None
         self.memory: wasmtime.Memory | intra.SharedLinearMemory
-        control = None
         if blueprint.threads > 1:
             kernels: Any = {}  # NOTE: merged into the model (runtime.merge)
-            self.memory, control = intra.memories(compartment, blueprint.pages,
-                                                  blueprint.worker is not None)
-            intra.register(registry, self.memory, control)
+            self.memory = intra.memory(compartment, blueprint.pages)
         else:
             kernels, self.memory = link_kernels(compartment, blueprint.kernels,
                                                 blueprint.pages, registry)
@@ -131,12 +128,15 @@ class ModelInstance:
             memory=self.memory,  # type: ignore[arg-type]  # NOTE: it has Memory's methods
             only=wasi_imports))
         registry.register(wasm_kernels.abi.MODULE, kernels)
-        instance = compartment.instantiate(*blueprint.model, registry)
-        if control is not None and blueprint.worker is not None:
-            assert isinstance(self.memory, intra.SharedLinearMemory)
+        if isinstance(self.memory, intra.SharedLinearMemory):
+            with intra.backed_by(self.memory):
+                instance = compartment.instantiate(*blueprint.model, registry)
+        else:
+            instance = compartment.instantiate(*blueprint.model, registry)
+        if isinstance(self.memory, intra.SharedLinearMemory) and blueprint.worker is not None:
             self._team = intra.Team(
                 compartment, lambda: Compartment(compartment.limits, compartment.features),
-                blueprint.threads, blueprint.worker, self.memory, control, instance)
+                blueprint.threads, blueprint.worker, self.memory, instance)
         # NOTE: the workers hold the team, not this instance: dropping it joins them.
         self._close = weakref.finalize(self, self._team.close) if self._team else None
         exports = instance.exports(store)

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 import wasm_kernels
-from wasm_kernels.wasm import FuncType, MemoryType, ModuleInfo
+from wasm_kernels.wasm import FuncType, MemoryType, ModuleInfo, read_module
 
 from . import cache, data_segments
 from . import metadata as md
@@ -271,7 +271,9 @@ class Session:
                 f"the model imports kernels from {self.metadata.abi_module!r}, but this "
                 f"runtime provides {wasm_kernels.abi.MODULE!r}; re-export the model")
         _check_entry(model[1], self.metadata)
-        pages = _memory_pages(model[1].imports, self.metadata, limits.max_memory)
+        # NOTE: a merged model defines the memory its source imports (runtime.merge)
+        imports = read_module(wasm).imports if merged is not None else model[1].imports
+        pages = _memory_pages(imports, self.metadata, limits.max_memory)
         kernel_modules: tuple[Compiled, ...] | None = None
         worker: Compiled | None = None
         if merged is not None:

@@ -1,11 +1,13 @@
 """Intra-op threads: one model call runs its large kernels on several cores.
 
-With ``threads > 1`` an instance's linear memory is a ``wasmtime.SharedMemory`` and the
-model is merged with its kernels and the dispatch functions of ``wasm_kernels.parallel``
-into one module (``runtime.merge``), so each store holds exactly one module that touches
-the shared memory and the engine keeps its guard pages. Each extra thread is a *worker*: a
-host thread with its own compartment (store, limits) holding one instance of the worker
-module (the kernels that split, and the dispatch functions) over the same shared memory.
+With ``threads > 1`` the model is merged with its kernels and the dispatch functions of
+``wasm_kernels.parallel`` into one module (``runtime.merge``), so each store holds exactly
+one module that touches the linear memory and the engine keeps its guard pages. Each extra
+thread is a *worker*: a host thread with its own compartment (store, limits) holding one
+instance of the worker module (the kernels that split, and the dispatch functions). The
+merged model and every worker module define their linear memory, and the engine backs them
+all with the same bytes (``runtime.host_memory``, a ``Backing``); the threads wait on a
+one-page shared memory the merged model defines (its control memory).
 While a call runs (``Team.run``) the workers sit inside wasm, parked on
 ``memory.atomic.wait32`` between jobs, so a parallel kernel costs no host round trip.
 Without a ``timeout`` or ``fuel`` they stay there between calls too, until the instance is
@@ -29,9 +31,9 @@ import wasmtime
 
 import wasm_kernels
 from wasm_kernels import abi, parallel
-from wasm_kernels.wasm import Limits, MemoryType, WasmFormatError, read_module
+from wasm_kernels.wasm import WasmFormatError, read_module
 
-from . import cache
+from . import cache, host_memory
 from . import metadata as md
 from .compartment import Compartment
 from .errors import LimitExceeded, ModelFormatError
@@ -49,7 +51,14 @@ SPEED_FAMILIES = frozenset({"qlinear"})
 integer products (``qlinear``, ``qconv``) ran 0.73-0.76x as fast at ``"none"`` with a shared
 memory (cranelift reloads the memory's base before each of their loads), and an int8 model
 spends most of its time in them: at ``"speed"`` 2 threads took 1.17-1.37x less CPU time in
-all on MiniLM, ResNet-18 and MobileNetV2 int8 (bench/README.md, Threads, int8)."""
+all on MiniLM, ResNet-18 and MobileNetV2 int8 (bench/README.md, Threads, int8). NOTE:
+measured over a wasm shared memory, before ``runtime.host_memory``; not measured since."""
+SPIN = 200_000
+"""How many times a thread re-reads the control word it waits on before it sleeps (a sleeping
+thread wakes late); without a ``timeout`` or ``fuel`` only: a spinning worker burns fuel.
+Measured at load 1.1 (``bench/threads.py --only spin``, 2 threads over 1): MiniLM b1 0 spins
+1.61-1.65x, 20,000 1.73-1.79x, 200,000 1.76x; ResNet-18 1.79x, 1.77-1.80x, 1.82-1.86x; the
+threads' CPU over wall 1.83-1.87 -> 1.96."""
 PAGE = 65536
 Compiled = tuple[wasmtime.Module, Any]
 T = TypeVar("T")
@@ -96,57 +105,35 @@ class _ImportableSharedMemory(wasmtime.SharedMemory):
         return ffi.wasmtime_extern_t(ffi.WASMTIME_EXTERN_SHAREDMEMORY, union)
 
 
-@functools.cache
-def _binding_fixed(engine: wasmtime.Engine) -> bool:
-    """Whether this wasmtime-py passes a ``SharedMemory`` as an import by itself."""
-    probe = wasmtime.SharedMemory(engine, wasmtime.MemoryType(wasmtime.Limits(1, 1), shared=True))
+def importable(memory: wasmtime.SharedMemory) -> wasmtime.SharedMemory:
+    """``memory`` (a shared memory an instance exports) such that ``wasmtime.Instance``
+    accepts it as an import, stepping around the binding's fault when this wasmtime-py has
+    it."""
     try:
-        probe._as_extern()
+        memory._as_extern()
     except TypeError:
-        return False
-    return True
-
-
-def shared_memory(engine: wasmtime.Engine, pages: int, max_pages: int) -> wasmtime.SharedMemory:
-    """A new shared memory of ``pages`` pages that grows to at most ``max_pages``, which
-    ``wasmtime.Instance`` accepts as an import (stepping around the binding's fault when
-    this wasmtime-py has it).
-
-    Raises:
-        wasmtime.WasmtimeError: the engine has no shared memories, or the sizes are invalid.
-    """
-    ty = wasmtime.MemoryType(wasmtime.Limits(pages, max_pages), shared=True)
-    kind = wasmtime.SharedMemory if _binding_fixed(engine) else _ImportableSharedMemory
-    return kind(engine, ty)
+        memory.__class__ = _ImportableSharedMemory
+    return memory
 
 
 class SharedLinearMemory:
-    """A shared memory behind the ``wasmtime.Memory`` methods the runtime uses (with a
-    ``store`` argument they ignore: the memory belongs to no store), so the instance, WASI
-    and the session handle it as they handle an unshared one."""
+    """The linear memory of a threaded instance (its ``Backing``) behind the
+    ``wasmtime.Memory`` methods the runtime uses (with a ``store`` argument they ignore: the
+    bytes belong to every store of the team), so WASI and the session handle it as they
+    handle a one-thread instance's memory."""
 
-    def __init__(self, memory: wasmtime.SharedMemory, max_pages: int):
-        self.extern = memory
-        self.max_pages = max_pages
+    def __init__(self, pages: int):
+        self.backing = host_memory.Backing(pages * PAGE)
 
     def data_ptr(self, store: Any = None) -> Any:
-        return self.extern.data_ptr()
+        return ctypes.cast(self.backing.base, ctypes.POINTER(ctypes.c_ubyte))
 
     def data_len(self, store: Any = None) -> int:
-        return self.extern.data_len()
+        return self.backing.size
 
     def size(self, store: Any = None) -> int:
-        """Pages (from ``data_len``: the binding's ``SharedMemory.size`` has the same
-        double-pointer fault as ``_as_extern``)."""
-        return self.extern.data_len() // PAGE
-
-    def grow(self, store: Any, delta: int) -> int:
-        """Grow by ``delta`` pages; the previous size in pages.
-
-        Raises:
-            wasmtime.WasmtimeError: past ``max_pages``.
-        """
-        return self.extern.grow(delta)
+        """Pages."""
+        return self.backing.size // PAGE
 
     def write(self, store: Any, data: bytes, offset: int) -> None:
         """Copy ``data`` to ``offset``.
@@ -157,11 +144,7 @@ class SharedLinearMemory:
         if offset < 0 or offset + len(data) > self.data_len():
             raise IndexError(f"writing {len(data)} bytes at {offset} overflows the "
                              f"{self.data_len()}-byte memory")
-        address = ctypes.cast(self.data_ptr(), ctypes.c_void_p).value or 0
-        ctypes.memmove(address + offset, data, len(data))
-
-    def resolved(self) -> Resolved:
-        return Resolved(self.extern, MemoryType(Limits(self.size(), self.max_pages), True))
+        ctypes.memmove(self.backing.base + offset, data, len(data))
 
 
 @functools.cache
@@ -217,8 +200,14 @@ class _Worker:
                  control: wasmtime.SharedMemory):
         self.compartment = compartment
         registry = RegistryResolver()
-        register(registry, memory, control)
-        instance = compartment.instantiate(*module, registry)
+        registry.register(parallel.CONTROL[0], {parallel.CONTROL[1]: Resolved(
+            control, parallel.CONTROL_TYPE)})
+        with backed_by(memory):
+            instance = compartment.instantiate(*module, registry)
+        own = instance.exports(compartment.store)[parallel.MEMORY_EXPORTS["memory"]]
+        assert isinstance(own, wasmtime.Memory)  # NOTE: parallel.build_worker's own
+        self.memory = own
+        """This worker's view of the linear memory (its store's size of it)."""
         self.enter = _export(compartment.store, instance, "worker")
         self.fail = _export(compartment.store, instance, "fail")
 
@@ -232,9 +221,10 @@ class Team:
 
     def __init__(self, main: Compartment, make_compartment: Callable[[], Compartment],
                  threads: int, module: Compiled, memory: SharedLinearMemory,
-                 control: wasmtime.SharedMemory, model: wasmtime.Instance):
-        """Start ``threads - 1`` workers, each instantiating ``module`` in its compartment;
-        ``model`` is the caller's instance of the merged model (``runtime.merge``).
+                 model: wasmtime.Instance):
+        """Start ``threads - 1`` workers, each instantiating ``module`` in its compartment
+        over ``memory`` and the control memory of ``model``, the caller's instance of the
+        merged model (``runtime.merge``).
 
         Raises:
             LinkError, Trap: as ``Compartment.instantiate``.
@@ -244,6 +234,9 @@ class Team:
         self._release = _export(main.store, model, "release")
         self.threads = threads
         self._per_call = main.limits.timeout is not None or main.limits.fuel is not None
+        control = model.exports(main.store)[parallel.MEMORY_EXPORTS["control"]]
+        assert isinstance(control, wasmtime.SharedMemory)  # NOTE: runtime.merge defines it
+        control = importable(control)
         self._workers = [_Worker(make_compartment(), module, memory, control)
                          for _ in range(threads - 1)]
         self._changed = threading.Condition()
@@ -279,7 +272,8 @@ class Team:
 
     def _enter(self) -> None:
         """Reset the control words, then let every worker into ``worker``."""
-        self._main.call(self._reset, self._main.store, self.threads)
+        self._main.call(self._reset, self._main.store, self.threads,
+                        0 if self._per_call else SPIN)
         with self._changed:
             self._calls += 1
             self._running = len(self._workers)
@@ -328,11 +322,10 @@ class Team:
             thread.join()
 
 
-def memories(compartment: Compartment, pages: int, team: bool
-             ) -> tuple[SharedLinearMemory, wasmtime.SharedMemory | None]:
-    """The shared linear memory of ``pages``, growing up to its share of ``max_memory``
-    (``Compartment.plan``: a shared memory belongs to no store, so its maximum is its cap),
-    and, for a ``team``, the control memory of the dispatch functions.
+def memory(compartment: Compartment, pages: int) -> SharedLinearMemory:
+    """The linear memory of ``pages`` for a threaded instance in ``compartment``: the bytes
+    the merged model's memory starts with (instantiate it in ``backed_by``), up to its share
+    of ``max_memory`` (``Compartment.plan``), which each store's limits then cap.
 
     Raises:
         LimitExceeded: ``pages`` is over the memory's share of ``max_memory``.
@@ -342,14 +335,9 @@ def memories(compartment: Compartment, pages: int, team: bool
         raise LimitExceeded("memory", f"memory limit of {compartment.limits.max_memory} bytes "
                             f"exceeded: the model needs {pages} pages "
                             f"({compartment.shares.describe()})")
-    memory = SharedLinearMemory(shared_memory(compartment.engine, pages, max_pages), max_pages)
-    return memory, shared_memory(compartment.engine, 1, 1) if team else None
+    return SharedLinearMemory(pages)
 
 
-def register(registry: RegistryResolver, memory: SharedLinearMemory,
-             control: wasmtime.SharedMemory | None) -> None:
-    """Offer ``memory`` as ``env.memory`` and ``control`` as ``parallel.CONTROL``."""
-    registry.register("env", {"memory": memory.resolved()})
-    if control is not None:
-        registry.register(parallel.CONTROL[0], {parallel.CONTROL[1]: Resolved(
-            control, parallel.CONTROL_TYPE)})
+def backed_by(memory: SharedLinearMemory) -> Any:
+    """A ``with`` block in which instances' linear memories are ``memory``'s bytes."""
+    return host_memory.backing(memory.backing)

@@ -39,15 +39,20 @@ from .wasm import Code, FuncType, Limits, MemoryType, ModuleBuilder
 CONTROL = ("wasmnn_threads", "control")
 """Where the module imports its control memory: one shared page, ``(1, 1, shared)``."""
 CONTROL_TYPE = MemoryType(Limits(1, 1), shared=True)
+MEMORY_TYPE = MemoryType(Limits(1, MAX_PAGES))
+"""The linear memory a threaded module defines (unshared: see ``build_worker``)."""
 _CTL = 1  # NOTE: the control memory's index: memory 0 is the shared linear memory
 EXPORTS = {name: f"wasmnn_threads:{name}" for name in ("reset", "worker", "fail", "release")}
 """The export name of each host-called dispatch function (prefixed: a model merged with them
 keeps its own exports)."""
+MEMORY_EXPORTS = {name: f"wasmnn_threads:{name}" for name in ("memory", "control")}
+"""The export names of a merged model's linear memory and control memory (``runtime.merge``)."""
 
 # Control words (byte offsets in the control memory): the job's generation, parts done,
 # kernel, team size, failure flag, part count, the next part to take (an i64: generation in
-# the high half) and the kernel's arguments.
-_GEN, _DONE, _KERNEL, _THREADS, _FAILED, _CHUNKS, _NEXT, _ARGS = 0, 4, 8, 12, 16, 20, 24, 64
+# the high half), the caller's memory size in pages and the kernel's arguments.
+_GEN, _DONE, _KERNEL, _THREADS, _FAILED, _CHUNKS, _NEXT, _PAGES, _SPIN, _ARGS = (
+    0, 4, 8, 12, 16, 20, 24, 32, 36, 64)
 _STOP = -1
 CHUNKS_PER_THREAD = 4
 """Parts per thread in a job: threads take parts until none is left, so one that the OS
@@ -109,10 +114,11 @@ DEPTHWISE_THRESHOLD = 1 << 17
 the dense kernels' speed, so a dispatch costs as much as half as many multiply-adds."""
 AUTO_WEIGHTS = 32 << 20
 """Weight bytes from which ``threads="auto"`` uses every core; a smaller model runs on one
-thread. A threaded model runs 1.1-1.25x slower on one core (a shared memory, one opt level),
-which only models whose time is mostly large dense kernels win back: measured 2 threads
-against 1 on 2 cores, MiniLM b1 (86 MB) 1.58x, ResNet-18 (45 MB) 1.45x, MobileNetV2 (14 MB,
-mostly depthwise) 0.81x, the LSTM (0.2 MB) 0.93x (bench/README, Threads)."""
+thread. Set when a threaded model ran 1.1-1.25x slower on one core (over a wasm shared
+memory; 0.97-1.01x since ``runtime.host_memory``), which only models whose time is mostly
+large dense kernels won back: measured 2 threads against 1 on 2 cores, MiniLM b1 (86 MB)
+1.58x, ResNet-18 (45 MB) 1.45x, MobileNetV2 (14 MB, mostly depthwise) 0.81x, the LSTM
+(0.2 MB) 0.93x (bench/README, Threads); not measured again since."""
 
 
 def splits(isa: str) -> dict[str, Split]:
@@ -220,7 +226,7 @@ def add_helpers(b: Bodies, isa: str, names: Sequence[str], serial: Sequence[int]
                             name=f"{s.name}_part") for s, f in zip(specs, serial)]
     work = b.add_function(FuncType(("i32",), ()), _work(b, parts), name="work")
     awaiting = b.add_function(FuncType((), ()), _await(b), name="await")
-    b.add_function(FuncType(("i32",), ()), _reset(b), export=EXPORTS["reset"])
+    b.add_function(FuncType(("i32", "i32"), ()), _reset(b), export=EXPORTS["reset"])
     b.add_function(FuncType(("i32",), ()), _worker(b, work), export=EXPORTS["worker"])
     b.add_function(FuncType((), ()), _fail(b), export=EXPORTS["fail"])
     b.add_function(FuncType((), ()), _release(b), export=EXPORTS["release"])
@@ -240,23 +246,45 @@ def standin(b: Bodies, isa: str, names: Sequence[str], name: str, serial: int,
 
 def build_worker(isa: str, names: frozenset[str]) -> bytes:
     """A worker's module for the kernels ``names`` that split (see ``splits``): it imports
-    the shared linear memory (``env.memory``, memory 0) and the control memory (``CONTROL``,
-    memory 1), holds those kernels' one-thread bodies and exports ``EXPORTS``. Each worker's
-    store holds one instance of it, the one module there that touches the linear memory.
+    the control memory (``CONTROL``, memory 0) and defines the linear memory (memory 1, which
+    the runtime backs with the caller's: see ``runtime.host_memory``), holds those kernels'
+    one-thread bodies and exports ``EXPORTS``. Each worker's store holds one instance of it,
+    the one module there that touches the linear memory. NOTE: every body is written for the
+    merged model's numbering (linear memory 0, control 1) and renumbered here: imported
+    memories come first, and a defined memory is reached through one pointer less than an
+    imported one (cranelift at opt level ``none`` reloads it on every access).
 
     Raises:
         ValueError: a name is not a kernel that splits.
     """
     b = ModuleBuilder(abi.MODULE)
-    b.import_memory("env", "memory", MemoryType(Limits(1, MAX_PAGES), shared=True))
     b.import_memory(*CONTROL, CONTROL_TYPE)
+    b.add_memory(MEMORY_TYPE)
+    b.export(MEMORY_EXPORTS["memory"], "memory", 1)  # NOTE: after the imported one
+    swapped = _Renumbered(b, {0: 1, 1: 0})
     ordered = sorted(names)
     serial = []
     for name in ordered:
         ty, code = generate(abi.BY_NAME[name], isa)
-        serial.append(b.add_function(ty, code, name=name))
-    add_helpers(b, isa, ordered, serial)
+        serial.append(swapped.add_function(ty, code, name=name))
+    add_helpers(swapped, isa, ordered, serial)
     return b.encode()
+
+
+@dataclass(frozen=True)
+class _Renumbered:
+    """Function bodies added to ``builder`` with their memories renumbered by ``mapping``."""
+
+    builder: ModuleBuilder
+    mapping: dict[int, int]
+
+    def code(self, ty: FuncType, names: Sequence[str] = ()) -> Code:
+        return self.builder.code(ty, names)
+
+    def add_function(self, ty: FuncType, code: Code, export: str | None = None,
+                     name: str | None = None) -> int:
+        code.renumber_memories(self.mapping)
+        return self.builder.add_function(ty, code, export, name)
 
 
 def _load_arg(c: Code, spec: abi.KernelSpec, param: str) -> None:
@@ -268,29 +296,39 @@ def _names(spec: abi.KernelSpec) -> list[str]:
     return [p.split(":")[0] for p in spec.params]
 
 
-def _bound(c: Code, split: Split, part: int, parts: int, count: int) -> None:
-    """Push where part ``part`` of ``parts`` (locals) starts: ``count * part // parts``
-    rounded down to the grain, and ``count`` itself for ``part == parts``."""
-    c.emit("local.get", count)
-    c.emit("local.get", count).emit("i64.extend_i32_u").emit("local.get", part)
-    c.emit("i64.extend_i32_u").emit("i64.mul").emit("local.get", parts)
-    c.emit("i64.extend_i32_u").emit("i64.div_u").emit("i32.wrap_i64")
-    c.emit("i32.const", split.grain).emit("i32.div_u").emit("i32.const", split.grain)
-    c.emit("i32.mul")
-    c.emit("local.get", part).emit("local.get", parts).emit("i32.eq").emit("select")
+def _bound(c: Code, split: Split, part: int, parts: int, count: int, scratch: int) -> None:
+    """Push where part ``part`` of ``parts`` (locals) starts: the ``count`` units in whole
+    grains (``tiles``, the last maybe partial) dealt ``tiles // parts`` to each part and one
+    more to each of the last ``tiles % parts``, and ``count`` itself from ``part == parts``.
+    NOTE: the larger parts come last, so threads that take parts in turn share them out; cut
+    by rounding ``count * part / parts`` down to the grain instead, MiniLM's 128 rows in tiles
+    of 5 came out 15, 15, 15, 15, 20, 15, 15, 18 and one thread took 68 of the 128."""
+    tiles = scratch
+    c.emit("local.get", count).emit("i32.const", split.grain - 1).emit("i32.add")
+    c.emit("i32.const", split.grain).emit("i32.div_u").emit("local.set", tiles)
+    # part * (tiles / parts) + max(0, part - (parts - tiles % parts))
+    c.emit("local.get", part).emit("local.get", tiles).emit("local.get", parts)
+    c.emit("i32.div_u").emit("i32.mul")
+    c.emit("local.get", part).emit("local.get", parts).emit("i32.sub")
+    c.emit("local.get", tiles).emit("local.get", parts).emit("i32.rem_u").emit("i32.add")
+    c.emit("local.tee", tiles).emit("i32.const", 0).emit("local.get", tiles)
+    c.emit("i32.const", 0).emit("i32.gt_s").emit("select").emit("i32.add")
+    c.emit("i32.const", split.grain).emit("i32.mul").emit("local.tee", tiles)
+    c.emit("local.get", count).emit("local.get", tiles).emit("local.get", count)
+    c.emit("i32.lt_u").emit("select")
 
 
 def _part(b: Bodies, spec: abi.KernelSpec, split: Split, serial: int) -> Code:
     """``part(p, parts)``: the kernel on part ``p``'s sub-range of the job's arguments."""
     c = b.code(FuncType(("i32", "i32"), ()), names=("part", "parts"))
     part, parts = 0, 1
-    count, lo, hi, nxt = (c.local("i32") for _ in range(4))
+    count, lo, hi, nxt, scratch = (c.local("i32") for _ in range(5))
     _load_arg(c, spec, split.count)
     c.emit("local.set", count)
-    _bound(c, split, part, parts, count)
+    _bound(c, split, part, parts, count, scratch)
     c.emit("local.set", lo)
     c.emit("local.get", part).emit("i32.const", 1).emit("i32.add").emit("local.set", nxt)
-    _bound(c, split, nxt, parts, count)
+    _bound(c, split, nxt, parts, count, scratch)
     c.emit("local.set", hi)
     c.emit("local.get", hi).emit("local.get", lo).emit("i32.le_u").emit("if").emit("return")
     c.emit("end")
@@ -387,6 +425,7 @@ def _dispatch(b: Bodies, spec: abi.KernelSpec, split: Split, index: int, serial:
         c.emit("i32.gt_u").emit("select")
     c.emit("i32.store", 2, _CHUNKS, _CTL)
     c.emit("i32.const", 0).emit("i32.const", 0).emit("i32.atomic.store", 2, _DONE, _CTL)
+    c.emit("i32.const", 0).emit("memory.size").emit("i32.store", 2, _PAGES, _CTL)
     # NEXT = gen << 32 (no part taken), then GEN = gen: a worker reads them in that order
     c.emit("i32.const", 0).emit("i32.atomic.load", 2, _GEN, _CTL).emit("i32.const", 1)
     c.emit("i32.add").emit("local.set", gen)
@@ -432,41 +471,61 @@ def _work(b: Bodies, parts: list[int]) -> Code:
 
 
 def _await(b: Bodies) -> Code:
-    """Wait until every part is done or a worker failed, waking every ``_AWAIT_NS`` so that
-    the caller's own time or fuel limit can stop it."""
+    """Wait until every part is done or a worker failed: re-read ``_SPIN`` times, then
+    sleep, waking every ``_AWAIT_NS`` so that the caller's own time or fuel limit can stop
+    it."""
     c = b.code(FuncType((), ()))
-    done = c.local("i32")
+    done, spins = c.local("i32"), c.local("i32")
     with c.loop():
         c.emit("i32.const", 0).emit("i32.atomic.load", 2, _FAILED, _CTL).emit("br_if", 1)
         c.emit("i32.const", 0).emit("i32.atomic.load", 2, _DONE, _CTL).emit("local.tee", done)
         c.emit("i32.const", 0).emit("i32.load", 2, _CHUNKS, _CTL).emit("i32.eq").emit("br_if", 1)
+        _spin(c, spins)
         c.emit("i32.const", _DONE).emit("local.get", done).emit("i64.const", _AWAIT_NS)
         c.emit("memory.atomic.wait32", 2, 0, _CTL).emit("drop")
     return c
 
 
 def _worker(b: Bodies, work: int) -> Code:
-    """``worker(part)``: wait for a new job, take parts of it; until released."""
+    """``worker(part)``: wait for a new job, take parts of it; until released. Before taking
+    parts it grows its own memory to the caller's size (``_PAGES``): the two share their
+    bytes (``build_worker``), but each store keeps its own size, which ``memory.copy`` and
+    ``memory.fill`` check."""
     c = b.code(FuncType(("i32",), ()), names=("part",))
-    seen, gen = c.local("i32"), c.local("i32")
+    seen, gen, grow, spins = (c.local("i32") for _ in range(4))
     with c.loop():
         c.emit("i32.const", 0).emit("i32.atomic.load", 2, _GEN, _CTL).emit("local.tee", gen)
         c.emit("local.get", seen).emit("i32.eq").emit("if")
+        _spin(c, spins, depth=1)
         c.emit("i32.const", _GEN).emit("local.get", seen).emit("i64.const", -1)
         c.emit("memory.atomic.wait32", 2, 0, _CTL).emit("drop").emit("br", 1).emit("end")
+        c.emit("i32.const", 0).emit("local.set", spins)
         c.emit("local.get", gen).emit("local.set", seen)
         c.emit("i32.const", 0).emit("i32.atomic.load", 2, _KERNEL, _CTL)
         c.emit("i32.const", _STOP).emit("i32.eq").emit("br_if", 1)
+        c.emit("i32.const", 0).emit("i32.load", 2, _PAGES, _CTL).emit("memory.size")
+        c.emit("i32.sub").emit("local.tee", grow).emit("i32.const", 0).emit("i32.gt_s")
+        c.emit("if").emit("local.get", grow).emit("memory.grow").emit("drop").emit("end")
         c.emit("local.get", gen).emit("call", work)
     return c
 
 
+def _spin(c: Code, spins: int, depth: int = 0) -> None:
+    """Inside a loop ``depth`` blocks out: count ``spins`` up and go round again until it
+    reaches ``_SPIN`` (then fall through to sleep)."""
+    c.emit("local.get", spins).emit("i32.const", 0).emit("i32.load", 2, _SPIN, _CTL)
+    c.emit("i32.lt_u").emit("if")
+    c.emit("local.get", spins).emit("i32.const", 1).emit("i32.add").emit("local.set", spins)
+    c.emit("br", depth + 1).emit("end")
+
+
 def _reset(b: Bodies) -> Code:
-    c = b.code(FuncType(("i32",), ()), names=("threads",))
+    c = b.code(FuncType(("i32", "i32"), ()), names=("threads", "spin"))
     for word in (_GEN, _DONE, _KERNEL, _FAILED, _CHUNKS):
         c.emit("i32.const", 0).emit("i32.const", 0).emit("i32.atomic.store", 2, word, _CTL)
     c.emit("i32.const", 0).emit("i64.const", 0).emit("i64.atomic.store", 3, _NEXT, _CTL)
     c.emit("i32.const", 0).emit("local.get", 0).emit("i32.atomic.store", 2, _THREADS, _CTL)
+    c.emit("i32.const", 0).emit("local.get", 1).emit("i32.atomic.store", 2, _SPIN, _CTL)
     return c
 
 

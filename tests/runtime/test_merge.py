@@ -1,5 +1,5 @@
 """A threaded session's model merged with its kernels (``runtime.merge``): one module per
-store touches the shared memory; models laid out otherwise run on one thread."""
+store touches the linear memory; models laid out otherwise run on one thread."""
 
 import warnings
 
@@ -15,9 +15,8 @@ from runtime.errors import LinkError, ModelFormatError
 from runtime.merge import MergeError, merge, sections
 from runtime.session import _kernel_wasm
 from runtime.threads import splitting
-from wasm_kernels import abi, parallel
-from wasm_kernels.wasm import WasmFormatError, read_module
-from wasm_kernels.wasm.rewrite import share_memory_import
+from wasm_kernels import MAX_PAGES, abi, parallel
+from wasm_kernels.wasm import Limits, MemoryType, WasmFormatError, read_module
 
 UNARY = "(param i32 i32 i32)"
 KERNELS = frozenset({"f32_to_i32", "i32_to_f32", "f32_neg"})
@@ -28,13 +27,6 @@ def _threads_engine() -> wasmtime.Engine:
     config.wasm_threads = True
     config.shared_memory = True
     return wasmtime.Engine(config)
-
-
-def _shared(wasm: bytes) -> bytes:
-    try:
-        return share_memory_import(wasm, "env", "memory", 65536)
-    except WasmFormatError:  # NOTE: no env.memory: merge itself must refuse it
-        return wasm
 
 
 def _model(imports: str, body: str = IDENTITY, memory: str = '(import "env" "memory" (memory 1))',
@@ -63,21 +55,24 @@ class Mlp(nn.Module):
         return self.fc2(nn.functional.relu(self.fc1(x)))
 
 
-def test_a_model_merges_into_one_valid_module_importing_only_memories_and_wasi():
+def test_a_model_merges_into_one_valid_module_defining_its_memories_importing_only_wasi():
     np.random.seed(0)
     x = np.random.default_rng(0).standard_normal((300, 64)).astype(np.float32)
-    wasm = _shared(modelc.export(Mlp().eval(), (x,)))
+    wasm = modelc.export(Mlp().eval(), (x,))
     names = frozenset(i.name for i in read_module(wasm).imports if i.module == abi.MODULE)
     merged = merge(wasm, _kernel_wasm("relaxed", names, shared=True), "relaxed",
                    splitting("relaxed", names))
     wasmtime.Module(_threads_engine(), merged)  # NOTE: raises when invalid
     info = read_module(merged)
     assert not [i for i in info.imports if i.module == abi.MODULE]
-    memories = [(i.module, i.name) for i in info.imports if i.module != "wasi_snapshot_preview1"]
-    assert memories == [("env", "memory"), parallel.CONTROL]
+    assert {i.module for i in info.imports} <= {"wasi_snapshot_preview1"}
+    declared = next(i.type for i in read_module(wasm).imports if i.name == "memory")
+    assert info.memories == [MemoryType(Limits(declared.limits.min, MAX_PAGES)),
+                             parallel.CONTROL_TYPE]
     exports = {e.name for e in info.exports}
-    assert set(parallel.EXPORTS.values()) <= exports
-    assert exports - set(parallel.EXPORTS.values()) == {e.name for e in read_module(wasm).exports}
+    ours = {*parallel.EXPORTS.values(), *parallel.MEMORY_EXPORTS.values()}
+    assert ours <= exports
+    assert exports - ours == {e.name for e in read_module(wasm).exports}
     assert info.custom("wasmnn.model") == read_module(wasm).custom("wasmnn.model")
 
 
@@ -101,11 +96,16 @@ def test_a_threaded_session_equals_one_thread_on_a_model_with_a_kernel_that_does
      r"imports kernel 'f32_nonesuch'"),
     (_model("", extra=f'(func (export "{parallel.EXPORTS["reset"]}"))'),
      r"exports 'wasmnn_threads:reset', a name the runtime's threads use"),
+    (_model("", extra=f'(func (export "{parallel.MEMORY_EXPORTS["control"]}"))'),
+     r"exports 'wasmnn_threads:control', a name the runtime's threads use"),
     (_model('(import "env" "other" (memory 1))'), r"imports the memory env\.other"),
+    (_model("", memory=""), r"imports 0 memories; a threaded model imports one"),
+    (_model("", memory='(import "env" "memory" (memory 1)) (import "env" "memory" (memory 1))'),
+     r"imports 2 memories; a threaded model imports one"),
 ])
 def test_a_model_that_does_not_merge_is_refused_by_merge(model, match):
     with pytest.raises(MergeError, match=match):
-        merge(_shared(model), _kernel_wasm("relaxed", KERNELS, shared=True),
+        merge(model, _kernel_wasm("relaxed", KERNELS, shared=True),
               "relaxed", frozenset())
 
 

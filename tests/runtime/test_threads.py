@@ -180,6 +180,39 @@ def test_parallel_kernels_equal_one_thread_bit_for_bit(case, kernels, threads, r
             assert _worker_ticks() > before
 
 
+def test_memory_grown_by_a_call_is_grown_for_the_workers_too():
+    """A larger input grows the memory in the call (the arena follows the dims). The stores
+    share the bytes, but each keeps its own size, which ``memory.copy`` and ``memory.fill``
+    check (the conv gemm's padding): each worker grows its own memory to the caller's before
+    a job (``runtime.host_memory``)."""
+    np.random.seed(5)
+    model = nn.Sequential(nn.Linear(64, 256), nn.Tanh()).eval()
+    wasm = modelc.export(model, (np.zeros((8, 64), np.float32),),
+                         dynamic={"input0": {0: ("n", 1, 4096)}})
+    rng = np.random.default_rng(2)
+    with runtime.load(wasm, threads=1, instances=1) as one, \
+            runtime.load(wasm, threads=3, instances=1) as three:
+        instance = three._pool._idle[0]
+        team = instance._team
+        assert team is not None
+        start = instance.memory_size()
+        for rows in (64, 4096, 64):
+            x = rng.standard_normal((rows, 64)).astype(np.float32)
+            np.testing.assert_array_equal(three.run(x)["output0"], one.run(x)["output0"])
+        assert instance.memory_size() > start
+
+        def sizes() -> list[int]:
+            return [w.memory.data_len(w.compartment.store) for w in team._workers]
+
+        # NOTE: a worker grows when it wakes for a job; on a busy machine the caller may take
+        # every part of a call before it wakes, so run on, up to a bound
+        for _ in range(MAX_ROUNDS_FOR_WORKER_TIME):
+            if sizes() == [instance.memory_size()] * 2:
+                break
+            three.run(x)
+        assert sizes() == [instance.memory_size()] * 2
+
+
 def test_workers_entering_wasm_per_call_under_limits_stay_exact(block):
     """With a limit the workers enter wasm for each call (their stores re-armed)."""
     _, wasm, inputs = block

@@ -8,11 +8,12 @@ import subprocess
 from pathlib import Path
 
 import pytest
+import wasmtime
 
 from wasm_kernels import abi
 from wasm_kernels.build import ISA_NAMES, build, generate
 from wasm_kernels.templates.isa import Isa
-from wasm_kernels.wasm import Code, FuncType, ModuleBuilder, WasmTypeError
+from wasm_kernels.wasm import Code, FuncType, Limits, MemoryType, ModuleBuilder, WasmTypeError
 
 wabt = pytest.mark.skipif(shutil.which("wat2wasm") is None, reason="wabt is not installed")
 
@@ -182,3 +183,27 @@ def test_every_kernel_of_the_abi_passes_wasm_validate(isa: str, tmp_path: Path) 
     path = tmp_path / f"kernels_{isa}.wasm"
     path.write_bytes(build(isa))
     subprocess.run(["wasm-validate", "--enable-relaxed-simd", str(path)], check=True)
+
+
+def test_renumbered_memories_move_every_access_to_the_other_memory() -> None:
+    """A body written for memory 0 (loads, stores, size, grow, fill, copy), renumbered
+    0 <-> 1, touches only memory 1 in a module of two memories; wasmtime runs it."""
+    b = ModuleBuilder("m")
+    for i in range(2):
+        b.export(f"mem{i}", "memory", b.add_memory(MemoryType(Limits(1, 4))))
+    c = b.code(FuncType((), ("i32",)))
+    c.emit("i32.const", 8).emit("i32.const", 7).emit("i32.store", 2, 0)
+    c.emit("i32.const", 16).emit("i32.const", 5).emit("i32.const", 4).emit("memory.fill")
+    c.emit("i32.const", 24).emit("i32.const", 8).emit("i32.const", 4).emit("memory.copy")
+    c.emit("i32.const", 1).emit("memory.grow").emit("drop")
+    c.emit("i32.const", 8).emit("i32.load", 2, 0).emit("memory.size").emit("i32.add")
+    c.renumber_memories({0: 1, 1: 0})
+    b.add_function(FuncType((), ("i32",)), c, export="run")
+    store = wasmtime.Store(wasmtime.Engine())
+    exports = wasmtime.Instance(store, wasmtime.Module(store.engine, b.encode()), []).exports(store)
+    assert exports["run"](store) == 7 + 2
+    untouched, moved = (exports[f"mem{i}"] for i in (0, 1))
+    assert (untouched.size(store), moved.size(store)) == (1, 2)
+    assert untouched.read(store, 0, 32) == bytes(32)
+    assert moved.read(store, 8, 28) == bytes([7, 0, 0, 0]) + bytes(4) + bytes([5] * 4) + bytes(
+        4) + bytes([7, 0, 0, 0])

@@ -7,7 +7,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 
 from .encode import instruction, uleb, vector
-from .opcodes import F32, F64, OPCODES
+from .opcodes import F32, F64, MEMARG, OPCODES, ZERO1, ZERO2
 from .types import VALUE_TYPES, GlobalType
 from .validate import Callees, StackCheck
 
@@ -16,6 +16,17 @@ _ENCODED: dict[tuple[str, tuple], bytes] = {}
 (``local.get 5``, ``i32.const 4``) hundreds of thousands of times."""
 _UNCACHED = frozenset(name for name, row in OPCODES.items() if row.immediate in (F32, F64))
 """Float immediates are never looked up: ``0.0 == -0.0`` would find the other's bytes."""
+
+
+def _renumbered(op: str, args: tuple, mapping: dict[int, int]) -> tuple:
+    """``op``'s immediates ``args`` with its memory indices mapped by ``mapping``."""
+    kind = OPCODES[op].immediate
+    if kind == MEMARG:
+        align, offset, memory = (tuple(args) + (0, 0, 0))[:3]
+        return align, offset, mapping.get(memory, memory)
+    if kind in (ZERO1, ZERO2):
+        return tuple(mapping.get(m, m) for m in (args or (0,) * (1 if kind == ZERO1 else 2)))
+    return args
 
 
 def _encode_new(op: str, args: tuple) -> bytes:
@@ -158,6 +169,16 @@ class Code:
         """
         if not self._check.closed:
             self._check.finish()
+
+    def renumber_memories(self, mapping: dict[int, int]) -> None:
+        """Re-encode the body with each memory index ``i`` its instructions name (in a memarg,
+        or ``memory.size`` / ``grow`` / ``fill`` / ``copy``) replaced by ``mapping[i]`` (an
+        index missing from ``mapping`` stays): how a body written for memory 0 runs in a
+        module where that memory has another index."""
+        self._body = bytearray(b"".join(
+            instruction(op, *_renumbered(op, args, mapping)) for op, args in self.instructions))
+        self.instructions = [(op, _renumbered(op, args, mapping))
+                             for op, args in self.instructions]
 
     def expression(self) -> bytes:
         """The body as a constant expression (no locals, no size prefix).

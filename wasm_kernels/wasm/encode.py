@@ -91,10 +91,10 @@ def _immediate(kind: str, args: tuple) -> bytes:
         return raw
     if kind == LANE:
         return bytes([args[0]])
-    if kind == ZERO1:
-        return b"\0"
-    if kind == ZERO2:
-        return b"\0\0"
+    if kind == ZERO1:  # NOTE: a memory index (multi-memory), 0 unless given
+        return uleb(args[0]) if args else b"\0"
+    if kind == ZERO2:  # NOTE: memory.copy's destination and source memories
+        return uleb(args[0]) + uleb(args[1]) if args else b"\0\0"
     raise AssertionError(f"unknown immediate kind {kind!r}")
 
 
