@@ -405,6 +405,13 @@ def _dispatch(b: Bodies, spec: abi.KernelSpec, split: Split, index: int, serial:
     for i in range(len(spec.params)):
         c.emit("local.get", i)
     c.emit("call", serial).emit("return").emit("end")
+    # NEXT = gen << 32 first: a worker still in the last job's ``work`` then fails its
+    # compare-and-swap, so it never takes a part against this job's CHUNKS (a larger count
+    # let it take a stale part, count it in this job's DONE, and leave DONE past CHUNKS)
+    c.emit("i32.const", 0).emit("i32.atomic.load", 2, _GEN, _CTL).emit("i32.const", 1)
+    c.emit("i32.add").emit("local.set", gen)
+    c.emit("i32.const", 0).emit("local.get", gen).emit("i64.extend_i32_u")
+    c.emit("i64.const", 32).emit("i64.shl").emit("i64.atomic.store", 3, _NEXT, _CTL)
     for i, kind in enumerate(spec.param_types):
         c.emit("i32.const", 0).emit("local.get", i).emit(f"{kind}.store", 2, _ARGS + 4 * i, _CTL)
     c.emit("i32.const", 0).emit("i32.const", index).emit("i32.store", 2, _KERNEL, _CTL)
@@ -426,11 +433,7 @@ def _dispatch(b: Bodies, spec: abi.KernelSpec, split: Split, index: int, serial:
     c.emit("i32.store", 2, _CHUNKS, _CTL)
     c.emit("i32.const", 0).emit("i32.const", 0).emit("i32.atomic.store", 2, _DONE, _CTL)
     c.emit("i32.const", 0).emit("memory.size").emit("i32.store", 2, _PAGES, _CTL)
-    # NEXT = gen << 32 (no part taken), then GEN = gen: a worker reads them in that order
-    c.emit("i32.const", 0).emit("i32.atomic.load", 2, _GEN, _CTL).emit("i32.const", 1)
-    c.emit("i32.add").emit("local.set", gen)
-    c.emit("i32.const", 0).emit("local.get", gen).emit("i64.extend_i32_u")
-    c.emit("i64.const", 32).emit("i64.shl").emit("i64.atomic.store", 3, _NEXT, _CTL)
+    # then GEN = gen, after the job is written: a worker reads GEN, then the job
     c.emit("i32.const", 0).emit("local.get", gen).emit("i32.atomic.store", 2, _GEN, _CTL)
     c.emit("i32.const", _GEN).emit("local.get", threads).emit("memory.atomic.notify", 2, 0, _CTL)
     c.emit("drop")
