@@ -89,7 +89,8 @@ class Split:
     ``CHUNKS_PER_THREAD``: every part re-reads an operand larger than its own work. Each
     parameter of ``same`` counts the same units as ``count`` (one thread runs a call where
     it differs from ``count``) and is cut with it. A kernel with a ``region`` of scratch is
-    cut into at most ``region.parts`` parts, each with its own region."""
+    cut into at most ``region.parts`` parts, each with its own region. A call with more than
+    one ``groups`` splits only where each parameter of ``groups_when`` has its value."""
 
     count: str
     advance: dict[str, tuple[Factor, ...]]
@@ -102,6 +103,7 @@ class Split:
     one_part_when: tuple[str, str] | None = None
     same: tuple[str, ...] = ()
     region: Region | None = None
+    groups_when: dict[str, int] = field(default_factory=dict)
 
 
 DENSE_THRESHOLD = 1 << 18
@@ -157,8 +159,12 @@ def splits(isa: str) -> dict[str, Split]:
             # (bench/README, Threads).
             table[spec.name] = Split(
                 "pixels", {"ws": ("c", "kh", "kw"), "y": (), "r": (), "first_bytes": ()},
-                ("c", "kh", "kw", "o"), DENSE_THRESHOLD, PANEL, only={"n": 1, "groups": 1},
-                one_part_when=("o", "pixels"))
+                ("c", "kh", "kw", "o"), DENSE_THRESHOLD, PANEL, only={"n": 1},
+                one_part_when=("o", "pixels"),
+                # a group's padded or subsampled input is shared by the parts: a grouped conv
+                # splits only without one (1x1, stride 1, no padding: Winograd's product);
+                # its ws holds every group's steps (``modelc.ops.conv2d``'s scratch)
+                groups_when={"kh": 1, "kw": 1, "sh": 1, "sw": 1, "ph": 0, "pw": 0})
         elif spec.family == "depthwise":
             # NOTE: parts are ranges of input channels of one image, with one output channel
             # each (o == c); each pads its planes into its own plane of the scratch. The
@@ -401,6 +407,13 @@ def _dispatch(b: Bodies, spec: abi.KernelSpec, split: Split, index: int, serial:
     for param in split.same:
         c.emit("local.get", arg[param]).emit("local.get", arg[split.count]).emit("i32.ne")
         c.emit("i32.or")
+    if split.groups_when:
+        # serial |= groups != 1 & (a parameter of groups_when off its value)
+        c.emit("local.get", arg["groups"]).emit("i32.const", 1).emit("i32.ne")
+        c.emit("i32.const", 0)
+        for param, value in split.groups_when.items():
+            c.emit("local.get", arg[param]).emit("i32.const", value).emit("i32.ne").emit("i32.or")
+        c.emit("i32.and").emit("i32.or")
     c.emit("if")
     for i in range(len(spec.params)):
         c.emit("local.get", i)

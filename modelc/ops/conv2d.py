@@ -72,7 +72,9 @@ class Conv2d(OpDef):
         o, cg, kh, kw = g.data.shape
         padded = padded_floats(cg, (g.h, g.w), (g.oh, g.ow), (kh, kw), g.stride, g.pad,
                                g.dilation)
-        return (scratch_floats(g.steps, g.oh * g.ow),), (max(padded, 1),)
+        # NOTE: a thread's part of the pixels packs at its place for all c input channels
+        # (``wasm_kernels.parallel``: a grouped 1x1 conv splits too), not c / groups
+        return (scratch_floats(g.steps * g.groups, g.oh * g.ow),), (max(padded, 1),)
 
     def lower(self, node: Node, ctx: LowerContext) -> None:
         named = node.named_inputs()

@@ -106,11 +106,15 @@ def test_convs_it_does_not_cover_stay(kwargs: dict, shape: tuple, weight: np.nda
 
 
 @pytest.mark.parametrize("threads", [2, 3])
-def test_winograd_on_threads_matches_torch(compiled, threads: int) -> None:  # type: ignore[no-untyped-def]
+def test_winograd_on_threads_matches_torch_and_one_thread(compiled, threads: int) -> None:  # type: ignore[no-untyped-def]
     torch = pytest.importorskip("torch")
     _, wasm, x, (kwargs, _, bias, activation, residual) = compiled
     with runtime.load(wasm, threads=threads) as session:
         got = session.run({"input0": x})["output0"]
+    with runtime.load(wasm, threads=1) as session:
+        one_thread = session.run({"input0": x})["output0"]
     with torch.no_grad():
         expected = _torch(torch, x, kwargs, bias, activation, residual).numpy()
     np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-4)
+    # the grouped product splits by pixels across threads: every element as on one thread
+    np.testing.assert_array_equal(got, one_thread)
