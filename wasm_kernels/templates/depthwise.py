@@ -128,38 +128,39 @@ def _push_max(c: Code, first: Callable[[], object], second: Callable[[], object]
     c.emit("i32.gt_s").emit("select")
 
 
+def _reach(c: Code, push: Callable[[str], object], out: Callable[[], object], stride: str,
+           kernel: str, dilation: str) -> Callable[[], None]:
+    """A pusher of (out - 1) * stride + (kernel - 1) * dilation + 1: the input a window of
+    ``out`` outputs reaches (``out`` pushes the output count)."""
+    def reach() -> None:
+        out()
+        c.emit("i32.const", 1).emit("i32.sub")
+        push(stride)
+        c.emit("i32.mul")
+        push(kernel)
+        c.emit("i32.const", 1).emit("i32.sub")
+        push(dilation)
+        c.emit("i32.mul").emit("i32.add").emit("i32.const", 1).emit("i32.add")
+    return reach
+
+
 def _plane_rows(c: Code, push: Callable[[str], object]) -> None:
     """Push hp = max(ph + h, (oh - 1) * sh + (kh - 1) * dh + 1), the scratch plane's rows."""
-    def reach() -> None:
-        push("oh")
-        c.emit("i32.const", 1).emit("i32.sub")
-        push("sh")
-        c.emit("i32.mul")
-        push("kh")
-        c.emit("i32.const", 1).emit("i32.sub")
-        push("dh")
-        c.emit("i32.mul").emit("i32.add").emit("i32.const", 1).emit("i32.add")
-
-    _push_max(c, lambda: (push("ph"), push("h"), c.emit("i32.add")), reach)
+    _push_max(c, lambda: (push("ph"), push("h"), c.emit("i32.add")),
+              _reach(c, push, lambda: push("oh"), "sh", "kh", "dh"))
 
 
 def _plane_columns(c: Code, push: Callable[[str], object]) -> None:
     """Push wp = max(pw + w, (max(ow, 8) - 1) * sw + (kw - 1) * dw + 1) + 4, the scratch
     plane's floats per row (a narrow tile reads a row under 8 wide as 8 wide)."""
-    def reach() -> None:
+    def wide() -> None:
         push("ow")
         c.emit("i32.const", 8)
         push("ow")
-        c.emit("i32.const", 8).emit("i32.gt_u").emit("select").emit("i32.const", 1)
-        c.emit("i32.sub")
-        push("sw")
-        c.emit("i32.mul")
-        push("kw")
-        c.emit("i32.const", 1).emit("i32.sub")
-        push("dw")
-        c.emit("i32.mul").emit("i32.add").emit("i32.const", 1).emit("i32.add")
+        c.emit("i32.const", 8).emit("i32.gt_u").emit("select")
 
-    _push_max(c, lambda: (push("pw"), push("w"), c.emit("i32.add")), reach)
+    _push_max(c, lambda: (push("pw"), push("w"), c.emit("i32.add")),
+              _reach(c, push, wide, "sw", "kw", "dw"))
     c.emit("i32.const", 4).emit("i32.add")
 
 
