@@ -48,7 +48,7 @@ from runtime.compartment import Compartment
 from runtime.linker import RegistryResolver
 from runtime.pool import link_kernels
 from runtime.session import _kernel_wasm, compile_kernels
-from wasm_kernels import abi, parallel
+from wasm_kernels import abi, splits
 from wasm_kernels.pack import pack_linear_weight
 
 PAGE = 65536
@@ -135,7 +135,7 @@ def _op_models() -> list[tuple[str, nn.Module, np.ndarray]]:
 
 
 def sizes(repeat: int) -> None:
-    parallel.DENSE_THRESHOLD = parallel.STREAM_THRESHOLD = 0
+    splits.DENSE_THRESHOLD = splits.STREAM_THRESHOLD = 0  # read by splits.splits()
     print(f"2 threads against 1 by size, thresholds 0 (load {_load()}): wall us per call")
     for label, model, x in _op_models():
         wasm = modelc.export(model, (x,))
