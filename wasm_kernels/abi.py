@@ -19,7 +19,7 @@ from .abi_integer import INTEGER_OPS as INTEGER_OPS
 from .abi_quantized import QCONV, QLINEARS, QRESCALE, QUANTIZE
 from .kernel_spec import BROADCAST_RANK, UNARY_OPS, KernelSpec, broadcast_params, short
 
-VERSION = 8
+VERSION = 9
 MODULE = f"wasmnn_kernels_v{VERSION}"
 
 
