@@ -34,6 +34,10 @@ CASES = {
     "even_pad0_batch_nobias": ({"padding": 0}, (3, 16, 6, 8), False, None, False),
     "same_residual_relu": ({"padding": "same"}, (1, 16, 5, 7), True, "relu", True),
     "asymmetric_pad": ({"padding": (0, 1)}, (2, 16, 6, 5), False, None, False),
+    # rows of tiles wider than a register of tiles: interior groups and a partial last one
+    "wide_pad1": ({"padding": 1}, (1, 16, 14, 30), True, None, False),
+    "wide_odd_batch_residual_gelu": ({"padding": 1}, (2, 16, 11, 21), True, "gelu", True),
+    "wide_pad0_relu6": ({"padding": 0}, (1, 16, 12, 19), False, "relu6", False),
 }
 
 
