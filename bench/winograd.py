@@ -85,12 +85,13 @@ def _models(cin: int, cout: int, hw: int) -> list[tuple[bytes, np.ndarray]]:
     the linear of the conv's implicit-gemm shape."""
     rng = np.random.default_rng(1)
     model, tiles = _Conv(cin, cout), -(-hw // 2)
+    count = PASS.plane_length(tiles * tiles, (cin, cout))
     x = rng.standard_normal((1, cin, hw, hw)).astype(np.float32)
-    m = rng.standard_normal((1, 16 * cout, 1, tiles * tiles)).astype(np.float32)
+    m = rng.standard_normal((1, 16 * cout, 1, count)).astype(np.float32)
     a = rng.standard_normal((hw * hw, 9 * cin)).astype(np.float32)
     w = (rng.standard_normal((cout, 9 * cin)) / (3 * cin ** 0.5)).astype(np.float32)
     pieces = [
-        (_Lambda(lambda v: F.winograd_input(v, (1, 1), (tiles, tiles))), x),
+        (_Lambda(lambda v: F.winograd_input(v, (1, 1), (tiles, tiles), count)), x),
         (_Lambda(lambda v: F.relu(F.winograd_output(v, model.bias, 1, (hw, hw)))), m),
         (_Lambda(lambda v: F.linear(v, w)), a)]
     return ([(_compile(model, x, False), x), (_compile(model, x, True), x)]

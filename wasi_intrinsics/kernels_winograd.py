@@ -28,7 +28,7 @@ def _channels(ctx: HostContext, pointer: int, images: int, stride: int, count: i
 
 
 def _input(ctx: HostContext, x: int, v: int, n: int, c: int, cs: int, h: int, w: int,
-           th: int, tw: int, top: int, left: int) -> None:
+           th: int, tw: int, top: int, left: int, count: int) -> None:
     check_bytes(ctx, n * c * (2 * th + 2) * (2 * tw + 2) * 8, "the padded input")
     image = _channels(ctx, x, n, cs, c, h * w).reshape(n, c, h, w)
     padded = np.zeros((n, c, 2 * th + 2 + h + top, 2 * tw + 2 + w + left), np.float64)
@@ -37,16 +37,16 @@ def _input(ctx: HostContext, x: int, v: int, n: int, c: int, cs: int, h: int, w:
     cols = np.arange(tw)[:, None] * 2 + np.arange(4)  # (TW, 4)
     d = padded[:, :, rows[:, None, :, None], cols[None, :, None, :]]  # (N, C, TH, TW, 4, 4)
     tiles = np.einsum("ar,ncijrs,bs->abcnij", B_T, d, B_T).reshape(16, c, n * th * tw)
-    out = _channels(ctx, v, 16, cs, c, n * th * tw)
-    out[...] = tiles.astype(np.float32)
+    out = _channels(ctx, v, 16, cs, c, count)
+    out[..., :n * th * tw] = tiles.astype(np.float32)
 
 
 def _output(spec: abi.KernelSpec) -> Callable[..., None]:
     def output(ctx: HostContext, *args: int) -> None:
         arg = dict(zip(spec.params, args))
         n, o, os, oh, ow, th, tw = (arg[k] for k in ("n", "o", "os", "oh", "ow", "th", "tw"))
-        m = _channels(ctx, arg["m"], 16, os, o, n * th * tw).astype(np.float64)
-        m = m.reshape(4, 4, o, n, th, tw)
+        m = _channels(ctx, arg["m"], 16, os, o, arg["count"])[..., :n * th * tw]
+        m = m.astype(np.float64).reshape(4, 4, o, n, th, tw)
         y = np.einsum("ar,rsonij,bs->noiajb", A_T, m, A_T).reshape(n, o, 2 * th, 2 * tw)
         y = y[:, :, :oh, :ow] + operand(ctx.memory, arg["bias"], (o,))[:, None, None]
         y = y.astype(np.float32)

@@ -1,8 +1,9 @@
 """winograd_input: the input transform of Winograd F(2x2, 3x3) (``nn.functional.winograd``).
 
-(N, C, H, W), unpadded, with ``padding`` = (top, left) and ``tiles`` = (TH, TW) ->
-(1, 16 * C, 1, N * TH * TW): one call of ``f32_winograd_input``, which reads the input in
-place (zero outside it) and splits across threads by channel (``wasm_kernels.splits``).
+(N, C, H, W), unpadded, with ``padding`` = (top, left), ``tiles`` = (TH, TW) and ``count``
+(the planes' length, N * TH * TW or more) -> (1, 16 * C, 1, COUNT): one call of
+``f32_winograd_input``, which reads the input in place (zero outside it) and splits across
+threads by channel (``wasm_kernels.splits``).
 """
 
 from __future__ import annotations
@@ -21,12 +22,12 @@ if TYPE_CHECKING:
     from ..graph import Node
 
 
-def _geometry(shape: tuple, attrs: dict[str, Any]) -> tuple[int, int, int, int]:
-    """(top, left, TH, TW) of a node on an input of ``shape``."""
+def _geometry(shape: tuple, attrs: dict[str, Any]) -> tuple[int, int, int, int, int]:
+    """(top, left, TH, TW, COUNT) of a node on an input of ``shape``."""
     top, left = (int(p) for p in attrs.get("padding", (0, 0)))
     h, w = int(shape[2]), int(shape[3])
     th, tw = attrs.get("tiles") or ((h + top - 2) // 2, (w + left - 2) // 2)
-    return top, left, int(th), int(tw)
+    return top, left, int(th), int(tw), int(attrs.get("count") or shape[0] * th * tw)
 
 
 class WinogradInput(OpDef):
@@ -37,22 +38,22 @@ class WinogradInput(OpDef):
         require_static(shape, range(len(shape)), self.name)
         if len(shape) != 4:
             raise CompileError(f"{self.name}: expected (N, C, H, W), got {shape}")
-        top, left, th, tw = _geometry(shape, attrs)
-        if min(top, left) < 0 or min(th, tw) < 1:
-            raise CompileError(f"{self.name}: expected padding (top, left) >= 0 and at least "
-                               f"one tile, got padding {(top, left)} and tiles {(th, tw)} "
-                               f"on {shape}")
+        top, left, th, tw, count = _geometry(shape, attrs)
         n, c = shape[:2]
-        return [((1, 16 * c, 1, n * th * tw), dtypes[0])]
+        if min(top, left) < 0 or min(th, tw) < 1 or count < n * th * tw:
+            raise CompileError(f"{self.name}: expected padding (top, left) >= 0, at least one "
+                               f"tile and count >= the tiles, got padding {(top, left)}, "
+                               f"tiles {(th, tw)} and count {count} on {shape}")
+        return [((1, 16 * c, 1, count), dtypes[0])]
 
     def lower(self, node: Node, ctx: LowerContext) -> None:
         x, v = node.inputs[0], node.output
         require_float(self.name, x, v)
         n, c, h, w = (int(d) for d in x.shape)
-        top, left, th, tw = _geometry(x.shape, node.attrs)
+        top, left, th, tw, count = _geometry(x.shape, node.attrs)
         ctx.address(x)
         ctx.address(v)
-        for number in (n, c, c, h, w, th, tw, top, left):
+        for number in (n, c, c, h, w, th, tw, top, left, count):
             ctx.push(number)
         ctx.call(abi.find("winograd", "winograd_input").name)
 

@@ -1,6 +1,6 @@
 """winograd_output: the output transform of Winograd F(2x2, 3x3) (``nn.functional.winograd``).
 
-(1, 16 * O, 1, N * TH * TW) -> (N, O, OH, OW), with the conv's bias, residual and fused
+(1, 16 * O, 1, COUNT >= N * TH * TW) -> (N, O, OH, OW), with the conv's bias, residual and fused
 activation: one call of an ``f32_winograd_output_bias[_add][_<activation>]`` row, which
 writes the image directly and splits across threads by channel (``wasm_kernels.splits``).
 """
@@ -40,9 +40,10 @@ class WinogradOutput(OpDef):
     def infer(self, shapes: list, dtypes: list[str], attrs: dict[str, Any]) -> list:
         m, batch, size = tuple(shapes[0]), attrs.get("batch", 1), tuple(attrs["size"])
         th, tw = tiles(size)
-        if len(m) != 4 or not isinstance(m[1], int) or m[1] % 16 or m[3] != batch * th * tw:
-            raise CompileError(f"{self.name}: expected (1, 16 * O, 1, {batch * th * tw}) for "
-                               f"{batch} images of {size}, got {m}")
+        if (len(m) != 4 or not isinstance(m[1], int) or m[1] % 16
+                or not isinstance(m[3], int) or m[3] < batch * th * tw):
+            raise CompileError(f"{self.name}: expected (1, 16 * O, 1, >= {batch * th * tw}) "
+                               f"for {batch} images of {size}, got {m}")
         return [((batch, m[1] // 16, *size), dtypes[0])]
 
     def lower(self, node: Node, ctx: LowerContext) -> None:
@@ -63,7 +64,7 @@ class WinogradOutput(OpDef):
         if "residual" in named:
             ctx.address(named["residual"])
         ctx.address(y)
-        for number in (batch, o, o, oh, ow, *tiles((oh, ow))):
+        for number in (batch, o, o, oh, ow, *tiles((oh, ow)), int(m.shape[3])):
             ctx.push(number)
         ctx.call(spec.name)
 

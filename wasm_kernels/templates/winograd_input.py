@@ -26,16 +26,15 @@ def body(c: Code, isa: Isa, spec: KernelSpec) -> None:
     """The kernel's body (see the module docstring)."""
     del spec
     g = isa.lanes
-    locals_(c, "i32", "img", "ch", "i", "j", "tiles", "kbytes", "xplane", "vbase", "tile",
-            "base", "p", "at", "interior", "dst", *(f"row{r}" for r in range(4)),
+    locals_(c, "i32", "img", "ch", "i", "j", "kbytes", "xplane", "vbase", "tile",
+            "base", "p", "at", "interior", "dst", "rows", "prow", *(f"row{r}" for r in range(4)),
             *(f"ok{r}" for r in range(4)))
     t = [[c.local(isa.valtype, f"t{r}{s}") for s in range(4)] for r in range(4)]
     d = [c.local(isa.valtype, f"d{q}") for q in range(4)]
     out = c.local(isa.valtype, "out")
     locals_(c, isa.valtype, "l0", "l1", "l2", "l3")
-    # tiles = n * th * tw (a plane of V); kbytes: from one position's planes to the next
-    c.get("n", "th").emit("i32.mul").get("tw").emit("i32.mul").set("tiles")
-    c.get("cs", "tiles").emit("i32.mul").emit("i32.const", 2).emit("i32.shl").set("kbytes")
+    # kbytes: from one position's planes to the next
+    c.get("cs", "count").emit("i32.mul").emit("i32.const", 2).emit("i32.shl").set("kbytes")
 
     def row_of_tiles() -> None:
         for r in range(4):  # input row 2 i - top + r: its address, and whether it is inside
@@ -43,16 +42,31 @@ def body(c: Code, isa: Isa, spec: KernelSpec) -> None:
             c.emit("i32.const", r).emit("i32.add").tee("at").get("h").emit("i32.lt_u")
             c.set(f"ok{r}")
             pointer(c, f"row{r}", "xplane", ("at", "w"))
+        c.get("ok0", "ok1").emit("i32.and").get("ok2").emit("i32.and").get("ok3")
+        c.emit("i32.and").set("rows")
         pointer(c, "tile", "vbase", ("i", "tw"))
         count(c, "j", lambda: c.get("tw"), g, group)
 
     def group() -> None:
-        # base = 2 j - left, the group's first column; interior: base .. base + 2 g + 2 inside
+        # base = 2 j - left, the group's first column; fast: its columns base .. base + 2 g
+        # + 2 and its 4 rows inside the input, and g tiles left in the row
         c.get("j").emit("i32.const", 1).emit("i32.shl").get("left").emit("i32.sub").tee("base")
         c.emit("i32.const", 0).emit("i32.ge_s")
         c.get("base").emit("i32.const", 2 * g + 2).emit("i32.add").get("w").emit("i32.le_s")
-        c.emit("i32.and").set("interior")
+        c.emit("i32.and").tee("interior")
+        c.get("j").emit("i32.const", g).emit("i32.add").get("tw").emit("i32.le_u")
+        c.emit("i32.and").get("rows").emit("i32.and")
+        with c.if_():
+            tiles(fast=True)
+            c.emit("else")
+            tiles(fast=False)
+
+    def tiles(fast: bool) -> None:
         for r in range(4):
+            if fast:
+                _interior(c, isa, f"row{r}", d)
+                _transform(c, isa, d, t[r])
+                continue
             c.get(f"ok{r}")
             with c.if_():
                 c.get("interior")
@@ -62,24 +76,29 @@ def body(c: Code, isa: Isa, spec: KernelSpec) -> None:
                     for q in range(4):
                         guarded_lanes(c, isa, f"row{r}", "base", q, 2, "w")
                         c.set(d[q])
-                for s, step in enumerate(STEPS):
-                    combine(c, isa, d, step)
-                    c.set(t[r][s])
+                _transform(c, isa, d, t[r])
                 c.emit("else")
                 for s in range(4):
                     isa.const(c, 0.0)
                     c.set(t[r][s])
-        for a in ORDER:
+        for a in ORDER:  # position 4 a + s at dst = tile + 4 j + (4 a + s) * kbytes
+            c.get("tile", "j").emit("i32.const", 2).emit("i32.shl").emit("i32.add")
+            c.get("kbytes").emit("i32.const", 4 * a).emit("i32.mul").emit("i32.add").set("dst")
             for s in range(4):
                 combine(c, isa, [t[r][s] for r in range(4)], STEPS[a])
                 c.set(out)
-                c.get("tile", "kbytes").emit("i32.const", 4 * a + s).emit("i32.mul")
-                c.emit("i32.add").set("dst")
-                _store(c, isa, out)
+                if fast or not isa.vector:
+                    c.get("dst", out)
+                    isa.store(c)
+                else:  # the plane's row of tiles, its tiles from j below tw
+                    c.get("dst", "j").emit("i32.const", 2).emit("i32.shl").emit("i32.sub")
+                    c.set("prow")
+                    guarded_store(c, isa, out, "prow", "j", 0, "tw")
+                c.get("dst", "kbytes").emit("i32.add").set("dst")
 
     def channel() -> None:
         pointer(c, "xplane", "x", ("img", "cs", "h", "w"), ("ch", "h", "w"))
-        pointer(c, "vbase", "v", ("ch", "tiles"), ("img", "th", "tw"))
+        pointer(c, "vbase", "v", ("ch", "count"), ("img", "th", "tw"))
         count(c, "i", lambda: c.get("th"), 1, row_of_tiles)
 
     count(c, "img", lambda: c.get("n"), 1, lambda: count(c, "ch", lambda: c.get("c"), 1,
@@ -100,16 +119,8 @@ def _interior(c: Code, isa: Isa, row: str, d: list[int]) -> None:
         c.get(f"l{first}", f"l{first + 1}").emit("i8x16.shuffle", lanes).set(d[q])
 
 
-def _store(c: Code, isa: Isa, out: int) -> None:
-    """Store ``out`` at tile ``j`` of the row of tiles at ``dst``: only the tiles below
-    ``tw`` of a last group that passes it."""
-    if not isa.vector:
-        c.get("dst", "j").emit("i32.const", 2).emit("i32.shl").emit("i32.add").get(out)
-        c.emit("f32.store", 2, 0)
-        return
-    c.get("j").emit("i32.const", isa.lanes).emit("i32.add").get("tw").emit("i32.le_u")
-    with c.if_():
-        c.get("dst", "j").emit("i32.const", 2).emit("i32.shl").emit("i32.add").get(out)
-        c.emit("v128.store", 2, 0)
-        c.emit("else")
-        guarded_store(c, isa, out, "dst", "j", 0, "tw")
+def _transform(c: Code, isa: Isa, d: list[int], t: list[int]) -> None:
+    """``t = B^T d`` along the columns of one input row."""
+    for s, step in enumerate(STEPS):
+        combine(c, isa, d, step)
+        c.set(t[s])

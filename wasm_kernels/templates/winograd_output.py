@@ -29,14 +29,13 @@ HIGH = bytes(4 * lane + byte for lane in (2, 6, 3, 7) for byte in range(4))
 def body(c: Code, isa: Isa, spec: KernelSpec) -> None:
     """The kernel's body (see the module docstring)."""
     g, residual = isa.lanes, "add" in spec.epilogue
-    locals_(c, "i32", "img", "ch", "i", "j", "tiles", "kbytes", "mbase", "yplane", "rplane",
+    locals_(c, "i32", "img", "ch", "i", "j", "kbytes", "mbase", "yplane", "rplane",
             "tile", "col", "at", "yrow", "rrow", "last")
     m = [c.local(isa.valtype, f"m{k}") for k in range(4)]
     u = [[c.local(isa.valtype, f"u{a}{s}") for s in range(4)] for a in range(2)]
     y = [c.local(isa.valtype, f"y{k}") for k in range(2)]
     bias, out = c.local(isa.valtype, "b"), c.local(isa.valtype, "out")
-    c.get("n", "th").emit("i32.mul").get("tw").emit("i32.mul").set("tiles")
-    c.get("os", "tiles").emit("i32.mul").emit("i32.const", 2).emit("i32.shl").set("kbytes")
+    c.get("os", "count").emit("i32.mul").emit("i32.const", 2).emit("i32.shl").set("kbytes")
 
     def group() -> None:
         c.get("j").emit("i32.const", 1).emit("i32.shl").set("col")
@@ -74,7 +73,7 @@ def body(c: Code, isa: Isa, spec: KernelSpec) -> None:
         count(c, "j", lambda: c.get("tw"), g, group)
 
     def channel() -> None:
-        pointer(c, "mbase", "m", ("ch", "tiles"), ("img", "th", "tw"))
+        pointer(c, "mbase", "m", ("ch", "count"), ("img", "th", "tw"))
         pointer(c, "yplane", "y", ("img", "os", "oh", "ow"), ("ch", "oh", "ow"))
         if residual:
             pointer(c, "rplane", "r", ("img", "os", "oh", "ow"), ("ch", "oh", "ow"))
