@@ -59,7 +59,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="kernel variant for --standalone (default: %(default)s, which "
                              "every SIMD engine runs; relaxed needs relaxed-SIMD support)")
     parser.add_argument("--winograd", choices=("on", "off"), default="on",
-                        help="run dense 3x3 stride-1 convs with >= 32 channels as Winograd "
+                        help="run dense 3x3 stride-1 convs with >= 16 channels as Winograd "
                              "F(2x2, 3x3) (default: %(default)s; off keeps them direct convs: "
                              "smaller weights, bits closer to a direct conv's)")
     parser.add_argument("--quantize", choices=QUANTIZE_MODES, default=None,
