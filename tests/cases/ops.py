@@ -170,6 +170,8 @@ CASES: dict[str, Case] = {
                              (x(1, 3, 4, 5),)),
     # Winograd F(2x2, 3x3) transforms (modelc.passes.winograd_convs): an odd output crops
     "winograd_input": Case(F.winograd_input, (x(2, 3, 6, 8),)),
+    "winograd_input_padded": Case(lambda a: F.winograd_input(a, (1, 1), (5, 6)),
+                                  (x(1, 3, 9, 11),)),
     "winograd_output_relu": Case(lambda m: F.relu(F.winograd_output(
         m, FILTER_BIAS, batch=2, size=(3, 5))), (x(1, 64, 1, 12),)),
     "avg_pool2d": Case(lambda a: F.avg_pool2d(a, 3, 2, 1, ceil_mode=True,
