@@ -96,8 +96,10 @@ TAP_CHANNELS = 3
 class Taps:
     """B read in place as a 3x3 conv's input planes (column stride and dilation 1): step
     ``(ci, ki, kj)`` of a column at ``b_start + ci * plane + ki * row + kj * 4`` bytes, so the
-    columns of a panel are adjacent pixels of one output row and nothing is packed. The
-    fields are i32 locals."""
+    columns of a panel are adjacent pixels of one output row and nothing is packed. With
+    ``odd``, at column stride 2 in phased rows (a row's even columns, then its odd ones):
+    taps 0 and 2 of a kernel row at 0 and 4 bytes, tap 1 ``odd`` bytes on. The fields are i32
+    locals."""
 
     channels: int
     """Input channels: k = 9 * channels."""
@@ -105,6 +107,8 @@ class Taps:
     """Bytes from one input plane to the next."""
     row: int
     """Bytes from one kernel row's taps to the next (the dilation times a row)."""
+    odd: int | None = None
+    """Bytes from a phased row's even columns to its odd ones (column stride 2)."""
 
 
 def tile(f: DenseFrame, isa: Isa, rows: int, width: int, b_start: Callable[[], None],
@@ -209,11 +213,19 @@ class _Step:
         self.packed, self.taps = packed, taps
         # with taps: a pointer per kernel row, pb's row first, each one plane on per channel
         self.kernel_rows: list[int] = []
+        self.odd_rows: list[int] = []
         if taps:
             self.kernel_rows = [pb] + [c.local("i32") for _ in range(TAP_KERNEL - 1)]
             for previous, pointer in zip(self.kernel_rows, self.kernel_rows[1:]):
                 c.emit("local.get", previous).emit("local.get", taps.row).emit("i32.add")
                 c.emit("local.set", pointer)
+        if taps and taps.odd is not None:
+            # NOTE: a pointer per kernel row to its odd columns: an add per tap instead ran
+            # stride-1 taps 10-20% slower (bench/README.md)
+            self.odd_rows = [c.local("i32") for _ in range(TAP_KERNEL)]
+            for even, odd in zip(self.kernel_rows, self.odd_rows):
+                c.emit("local.get", even).emit("local.get", taps.odd).emit("i32.add")
+                c.emit("local.set", odd)
         self.b = [c.local(isa.valtype) for _ in acc[0]]
         # NOTE: mul + add (no FMA) with packed A and B runs column-major: every row's broadcast
         # first, then per register of B one load and its rows' updates (below).
@@ -280,12 +292,17 @@ class _Step:
         if self.taps:
             tap = u % (TAP_KERNEL * TAP_KERNEL)
             pointer, offset = self.kernel_rows[tap // TAP_KERNEL], 4 * (tap % TAP_KERNEL)
+            if self.odd_rows:
+                # phased: tap 0 an even column, 1 the odd one after it, 2 the next even one
+                pointer = (self.odd_rows if tap % TAP_KERNEL == 1 else self.kernel_rows)[
+                    tap // TAP_KERNEL]
+                offset = 4 * (tap % TAP_KERNEL == 2)
         for v, register in enumerate(self.b):
             c.emit("local.get", pointer)
             isa.load(c, offset + 4 * isa.lanes * v)
             c.emit("local.set", register)
         if self.taps and tap == TAP_KERNEL * TAP_KERNEL - 1:
-            for row in self.kernel_rows:
+            for row in self.kernel_rows + self.odd_rows:
                 c.emit("local.get", row).emit("local.get", self.taps.plane).emit("i32.add")
                 c.emit("local.set", row)
         elif f.ldb is not None and not self.taps:
