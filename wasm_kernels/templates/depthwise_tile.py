@@ -190,12 +190,19 @@ def _unrolled_taps(f: Frame, kernel: tuple[int, int], weights: list[int],
     k, stride = kernel
     pixel = c.local(isa.valtype)
     splat = [] if weights else [c.local(isa.valtype) for _ in acc]
+    # a kernel row's first 4 weights, one load, each splat by a lane shuffle (``vpshufd``;
+    # ``load_splat`` is a load and a ``vbroadcastss``)
+    row = [c.local(isa.valtype) for _ in acc] if isa.vector and not weights else []
     span = (len(acc) - 1) * stride + k
     regs = range(len(acc[0]))
     groups = [[r] for r in regs] if weights else [list(regs)]
     for t in range(span):
         users = [(q, t - q * stride) for q in range(len(acc)) if 0 <= t - q * stride < k]
         loaded: dict[int, int] = {}
+        for q, i in users if row else ():
+            f.get("wc")
+            isa.load(c, 4 * i * k)
+            c.emit("local.set", row[q])
         for group in groups:
             pushers = [[lambda: c.emit("local.get", zero)] * k if t < above else
                        _taps(f, kernel, r, loaded,
@@ -207,8 +214,12 @@ def _unrolled_taps(f: Frame, kernel: tuple[int, int], weights: list[int],
                     if weights:
                         weight[q] = weights[i * k + j]
                     else:
-                        f.get("wc")
-                        isa.load_splat(c, 4 * (i * k + j))
+                        if row and j < isa.lanes:
+                            c.get(row[q], row[q]).emit("i8x16.shuffle",
+                                                       bytes(range(4 * j, 4 * j + 4)) * 4)
+                        else:
+                            f.get("wc")
+                            isa.load_splat(c, 4 * (i * k + j))
                         c.emit("local.set", splat[q])
                         weight[q] = splat[q]
                 for r, taps in zip(group, pushers):
