@@ -67,7 +67,8 @@ class Frame(NamedFrame):
     ends at ``ow`` (right of the plane)."""
     tile_edges: tuple[int, int] = (-1, -1)
     """In-place rows: the v128 locals of the current tile's two masks, ``edges``' where the
-    tile is at that end of the row, else zero."""
+    tile is at that end of the row, else zero (one ``v128.andnot`` per register to zero, no
+    select per input row)."""
 
     @property
     def shift(self) -> int:
@@ -119,18 +120,11 @@ def tile(f: Frame, kernel: tuple[int, int] | None, mode: str, weights: list[int]
         _runtime_taps(f, mode, acc[0])
     else:
         if in_place:
-            # only a tile at either end of the row zeroes lanes (its masks chosen once): the
-            # others (most tiles of a wide row) run the same taps without them
-            f.get("left", "right").emit("i32.or").emit("if")
+            # the tile's masks, chosen once: the plane's at the row's ends, else zero
             for side, flag in enumerate(("left", "right")):
                 c.emit("local.get", f.edges[side]).emit("v128.const", bytes(16))
                 f.get(flag).emit("select").emit("local.set", f.tile_edges[side])
-            _unrolled_taps(f, kernel, weights, acc, (True, above, True))
-            c.emit("else")
-            _unrolled_taps(f, kernel, weights, acc, (True, above, False))
-            c.emit("end")
-        else:
-            _unrolled_taps(f, kernel, weights, acc, (False, above, False))
+        _unrolled_taps(f, kernel, weights, acc, (in_place, above))
         if in_place and rows > 1:
             _read_ahead(f, AHEAD_LINES[kernel[1]])
     for q, row in enumerate(acc):
@@ -173,17 +167,16 @@ def _narrow(f: Frame, registers: list[int]) -> None:
 
 
 def _unrolled_taps(f: Frame, kernel: tuple[int, int], weights: list[int],
-                   acc: list[list[int]], where: tuple[bool, int, bool]) -> None:
+                   acc: list[list[int]], where: tuple[bool, int]) -> None:
     """Every tap with constant offsets, input row by input row (``pi`` steps one row of
     the scratch plane, or of the input plane ``in_place``): each pixel register loaded once
     and multiplied into every output row of the tile that reads it (rows ``stride`` apart,
     no row dilation). Hoisted ``weights`` run register by register; otherwise each weight
     is loaded once per input row for all the tile's registers (tap by tap). Either way an
     accumulator takes its taps in the same order. ``where``: (in place, the rows above the
-    plane, whose taps multiply a zero register, whether the tile zeroes the lanes outside
-    the plane: ``edges``)."""
+    plane, whose taps multiply a zero register)."""
     c, isa = f.c, f.isa
-    in_place, above, edges = where
+    in_place, above = where
     zero = c.local(isa.valtype) if above else -1
     if above:
         c.emit("v128.const", bytes(16)).emit("local.set", zero)
@@ -206,7 +199,7 @@ def _unrolled_taps(f: Frame, kernel: tuple[int, int], weights: list[int],
         for group in groups:
             pushers = [[lambda: c.emit("local.get", zero)] * k if t < above else
                        _taps(f, kernel, r, loaded,
-                             (edges and r == 0, edges and r == len(regs) - 1))
+                             (in_place and r == 0, in_place and r == len(regs) - 1))
                        for r in group]
             for j in range(k):
                 weight = {}
