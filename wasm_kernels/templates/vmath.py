@@ -25,7 +25,9 @@ loop from 61 to 36 instructions per register.
 - ``sigmoid``, ``silu`` = ``x * sigmoid(x)`` and ``gelu_tanh`` = ``x * sigmoid(2u)`` take
   ``decay`` (e**-a for a >= 0: degree-6 polynomial, one scaling step) instead of ``exp``:
   they run as fused epilogues on every output of a conv, so they trade the tail below
-  ~1e-36 (returned as 0) for half the instructions. ``hardswish`` multiplies by 1/6.
+  ~1e-36 (returned as 0) for half the instructions. ``hardswish`` multiplies by 1/6;
+  ``relu`` and ``relu6`` clamp with ``pmax``/``pmin`` (one instruction each, where wasm's
+  ``max`` is eight on x86; a -0 input stays -0).
 - ``gelu`` = ``x / 2 * (1 + erf(x / sqrt(2)))`` with a rational erf (no ``exp``): relative
   error 2e-5, but absolute (1e-6) in the negative tail, where ``1 + erf`` cancels.
 """
@@ -41,7 +43,8 @@ INF = float("inf")
 MAX_ERROR: dict[str, tuple[float, float]] = {
     "exp": (2e-7, 0.0), "log": (2e-7, 0.0), "tanh": (3e-7, 0.0), "erf": (3e-7, 0.0),
     "sigmoid": (2.5e-7, 8.5e-39), "silu": (3e-7, 7.5e-37), "gelu": (2e-5, 1.2e-6),
-    "gelu_tanh": (1.5e-5, 1e-37), "hardswish": (2.5e-7, 0.0),
+    "gelu_tanh": (1.5e-5, 1e-37), "hardswish": (2.5e-7, 0.0), "relu": (0.0, 0.0),
+    "relu6": (0.0, 0.0),
 }
 """Documented maximum error: (relative, absolute); a result passes if within either, or
 within 4 steps of the smallest denormal. Measured maxima (all ISAs alike): exp 7.6e-8,
@@ -228,6 +231,16 @@ def gelu_tanh(x: Expr) -> Expr:
     return logistic_product(x, (x * x).madd(0.044715 * 1.5957691216057308, 1.5957691216057308) * x)
 
 
+def relu(x: Expr) -> Expr:
+    """max(x, 0) in one instruction; relu(-0) is -0."""
+    return x.clamp_below(0.0)
+
+
+def relu6(x: Expr) -> Expr:
+    """min(max(x, 0), 6) in two instructions; relu6(-0) is -0."""
+    return x.clamp_below(0.0).clamp_above(6.0)
+
+
 def hardswish(x: Expr) -> Expr:
     """x * min(max(x + 3, 0), 6) / 6, the division a multiply by 1/6 before the one by x
     (no overflow near the largest float)."""
@@ -262,7 +275,7 @@ def gelu(x: Expr) -> Expr:
 
 FUNCTIONS: dict[str, Callable[[Expr], Expr]] = {
     "exp": exp, "log": log, "tanh": tanh, "erf": erf, "sigmoid": sigmoid, "silu": silu,
-    "gelu": gelu, "gelu_tanh": gelu_tanh, "hardswish": hardswish,
+    "gelu": gelu, "gelu_tanh": gelu_tanh, "hardswish": hardswish, "relu": relu, "relu6": relu6,
 }
 """Tuned evaluations of the ABI's unary ops, as expressions: where one is listed here,
 ``activations.unary`` uses it instead of evaluating the op's formula term by term. Each has
