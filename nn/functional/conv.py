@@ -1,4 +1,5 @@
-"""Convolutions: ``conv2d`` and ``conv_transpose2d`` (primitives), ``conv1d`` (composite)."""
+"""Convolutions: ``conv2d`` and ``conv_transpose2d`` (primitives), ``conv1d`` and ``conv3d``
+(composites of ``conv2d``)."""
 
 from __future__ import annotations
 
@@ -8,10 +9,10 @@ import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
 from .._dispatch import primitive
-from .._utils import pair
-from .shape import reshape
+from .._utils import pair, triple
+from .shape import concat, pad, permute, reshape, slice
 
-__all__ = ["conv1d", "conv2d", "conv_padding", "conv_transpose2d"]
+__all__ = ["conv1d", "conv2d", "conv3d", "conv_padding", "conv_transpose2d"]
 
 Padding = int | tuple[int, ...] | str
 
@@ -146,3 +147,41 @@ def conv1d(input: np.ndarray, weight: np.ndarray, bias: np.ndarray | None = None
                  padding if isinstance(padding, str) else (0, _single(padding)),
                  (1, _single(dilation)), groups)
     return reshape(out, (n, out_channels, out.shape[-1]))  # (N, O, L_out)
+
+
+def conv3d(input: np.ndarray, weight: np.ndarray, bias: np.ndarray | None = None,
+           stride: int | tuple[int, ...] = 1, padding: int | tuple[int, ...] = 0,
+           dilation: int | tuple[int, ...] = 1, groups: int = 1) -> np.ndarray:
+    """3-D cross-correlation as ``torch.nn.functional.conv3d``: input (N, C, D, H, W), weight
+    (O, C / groups, kD, kH, kW). One ``conv2d`` over the (N * D_out) depth positions, whose
+    channels are the kD depth taps of each input channel side by side (a depth im2col).
+
+    Raises:
+        ValueError: input not 5-D, or channels that do not match weight and groups.
+
+    >>> conv3d(np.ones((1, 2, 4, 5, 5), np.float32), np.ones((3, 2, 2, 3, 3), np.float32),
+    ...        padding=(0, 1, 1)).shape
+    (1, 3, 3, 5, 5)
+    """
+    if len(input.shape) != 5 or input.shape[1] != weight.shape[1] * groups:
+        raise ValueError(f"conv3d: expected input (N, {weight.shape[1] * groups}, D, H, W) for "
+                         f"weight {list(weight.shape)} and groups={groups}, got "
+                         f"{list(input.shape)}")
+    n, c, depth, h, w = input.shape
+    out_channels, group_channels, kd, kh, kw = weight.shape
+    (sd, sh, sw), (pd, ph, pw), (dd, dh, dw) = triple(stride), triple(padding), triple(dilation)
+    taps = (depth + 2 * pd - dd * (kd - 1) - 1) // sd + 1
+    x = pad(input, (0, 0, 0, 0, pd, pd)) if pd else input
+    x = permute(reshape(x, (n, c, -1, h * w)), (0, 2, 1, 3))  # (N, D + 2 pd, C, H*W)
+    shifted = [reshape(slice(x, 1, z * dd, z * dd + (taps - 1) * sd + 1, sd),
+                       (n, taps, 1, groups, -1)) for z in range(kd)]  # (N, Do, 1, G, C/G*H*W)
+    stacked = reshape(concat(shifted, 2), (-1, kd, groups, group_channels * h * w))
+    if groups > 1:
+        stacked = permute(stacked, (0, 2, 1, 3))  # (N*Do, G, kD, C/G*H*W)
+    planes = reshape(stacked, (-1, kd * c, h, w))  # (N*Do, G*kD*C/G, H, W)
+    taps_weight = reshape(permute(weight, (0, 2, 1, 3, 4)),
+                          (out_channels, kd * group_channels, kh, kw))  # (O, kD*C/G, kH, kW)
+    out = conv2d(planes, taps_weight, bias, (sh, sw), (ph, pw), (dh, dw), groups)
+    oh, ow = out.shape[2:]
+    out = permute(reshape(out, (n, taps, out_channels, oh * ow)), (0, 2, 1, 3))
+    return reshape(out, (n, out_channels, taps, oh, ow))  # (N, O, Do, OH, OW)
