@@ -14,6 +14,7 @@ import numpy as np
 
 from nn import functional as F
 
+from . import int_division
 from .fold import is_known, operands
 from .node import OnnxNode
 
@@ -117,34 +118,28 @@ def pow_(n: OnnxNode) -> Any:
 
 
 def div(n: OnnxNode) -> Any:
-    """Div: true division for floats; integer division truncates, as ONNX specifies."""
+    """Div: true division for floats; integer division truncates, as ONNX specifies (exact at
+    run time: ``int_division``)."""
     a, b = n.input(0), n.input(1)
     if np.dtype(a.dtype).kind in "iuO":
         if not is_known(a, b):
-            return F.cast(narrow_quotient(n, a, b, F.trunc), np.dtype(str(a.dtype)))
+            return int_division.truncated(*integer_operands(n, a, b))[0]
         quotient = np.abs(a) // np.abs(b)
         return np.where((a < 0) != (b < 0), -quotient, quotient).astype(a.dtype)
     return F.div(*operands(a, b))
 
 
-def narrow_quotient(n: OnnxNode, a: Any, b: Any, rounding: Callable[[Any], Any]) -> Any:
-    """``rounding(a / b)`` of integers of at most 16 bits, in float32. NOTE: exact: the
-    quotient's rounding error, below ``|a / b| * 2**-24 <= 2**-9 / |b|``, cannot cross an
-    integer, which lies at least ``1 / |b|`` away unless it is the quotient itself.
+def integer_operands(n: OnnxNode, a: Any, b: Any) -> tuple[Any, Any]:
+    """``a`` and ``b`` for ``int_division``: signed, or unsigned of at most 16 bits.
 
     Raises:
-        CompileError: wider integers (float32 division would not be exact).
+        CompileError: unsigned integers of 32 or 64 bits.
     """
     dtype = np.dtype(str(a.dtype))
-    if dtype.itemsize > 2:
+    if dtype.kind == "u" and dtype.itemsize > 2:
         raise n.error(f"integer division of {dtype} tensors computed at run time is not "
-                      "supported; 8- and 16-bit integers are")
-    return rounding(F.div(*operands(as_float32(a), as_float32(b))))
-
-
-def as_float32(value: Any) -> Any:
-    """``value`` cast to float32: in numpy when known, else by a ``cast`` node."""
-    return np.asarray(value, np.float32) if is_known(value) else F.cast(value, np.float32)
+                      "supported; signed integers and 8- and 16-bit unsigned ones are")
+    return a, b
 
 
 def _reduce(fn: Callable[..., Any]) -> OpFn:

@@ -11,12 +11,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from executors import PROVIDERS
 
 sys.path.insert(0, str(Path(__file__).parent))
 from single_node import Run, r, single_node
 
 import modelc
-from modelc.errors import CompileError
 
 X = r(2, 3, 4, 5) * 3
 # NOTE: quarter steps hit exact ties of Round (ties to even) and the integers of Floor/Ceil.
@@ -67,11 +67,22 @@ def test_integer_mod_of_known_values_folds_like_onnxruntime():
         assert got.is_constant and got.data.tolist() == want.tolist()
 
 
-def test_float_mod_without_fmod_is_refused():
-    model, _ = single_node("Mod", [Run(X), r(3, 1, 5)], {"fmod": 0}, 13)
-    with pytest.raises(CompileError, match="the_mod.*fmod=0 .the floor remainder. of float "
-                                           "tensors computed at run time is not supported"):
-        modelc.from_onnx(model)
+@pytest.mark.parametrize("kernels", PROVIDERS)
+def test_float_floor_remainder_runs_in_wasm_as_numpy(kernels):
+    """Mod with fmod=0 on floats (ONNX defines it from opset 28; onnxruntime refuses it
+    before): numpy's ``mod``, infinite and zero divisors included."""
+    import runtime
+
+    a = np.concatenate([X.ravel() * 4, [0.0, -3.0, 3.0, -1.0, 1.0, np.inf, 1.0]])
+    b = np.concatenate([(np.abs(X.ravel()) + 0.5) * np.sign(X.ravel()[::-1]),
+                        [-2.0, np.inf, np.inf, -np.inf, -np.inf, 2.0, 0.0]])
+    a, b = a.astype(np.float32), b.astype(np.float32)
+    model, feeds = single_node("Mod", [Run(a), Run(b)], {"fmod": 0}, 13)
+    with runtime.load(modelc.export(modelc.from_onnx(model)), kernels=kernels) as session:
+        (got,) = session.run(feeds).values()
+    with np.errstate(invalid="ignore", divide="ignore"):
+        want = np.mod(a, b)
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
 
 
 def _gelu_tanh_as_jax2tf_exports_it() -> Any:

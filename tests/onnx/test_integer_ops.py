@@ -165,3 +165,41 @@ def test_integer_op_runs_in_wasm_as_onnxruntime(case: str, kernels: str) -> None
     for got, want in wasm_and_onnxruntime(INTEGER_CASES[case], kernels):
         assert got.dtype == want.dtype
         np.testing.assert_array_equal(got, want)
+
+
+def _wide_pairs(dtype: type) -> tuple[np.ndarray, np.ndarray]:
+    """Seeded pairs over the whole range, half of them with small divisors, and the
+    extremes (the lowest value over -1 wraps, as in two's complement)."""
+    info = np.iinfo(dtype)
+    a, b = (_rng.integers(info.min, info.max, 4000, dtype=dtype, endpoint=True)
+            for _ in range(2))
+    b[:2000] = _rng.integers(-300, 300, 2000)
+    a[:7] = [info.min, info.max, info.min, info.max, -7, 7, info.min]
+    b[:7] = [1, -1, info.min, info.min, 2, -2, -1]
+    b[b == 0] = 3
+    return a, b
+
+
+@pytest.mark.parametrize("kernels", PROVIDERS)
+@pytest.mark.parametrize("dtype", [np.int32, np.int64])
+@pytest.mark.parametrize("op, attrs", [("Div", {}), ("Mod", {"fmod": 0}), ("Mod", {"fmod": 1})])
+def test_wide_integer_division_at_run_time_is_exact_in_wasm(dtype, op, attrs, kernels):
+    """A float32 quotient refined in integer arithmetic, against Python's integers (Div
+    truncates toward zero; results wrap to the dtype)."""
+    import runtime
+
+    a, b = _wide_pairs(dtype)
+    info = np.iinfo(dtype)
+    pairs = zip(a.tolist(), b.tolist())
+    if op == "Div":
+        exact = [abs(x) // abs(y) * (1 if (x < 0) == (y < 0) else -1) for x, y in pairs]
+    elif attrs["fmod"]:
+        exact = [x - abs(x) // abs(y) * (1 if (x < 0) == (y < 0) else -1) * y for x, y in pairs]
+    else:
+        exact = [x % y for x, y in pairs]
+    want = np.array([(v - info.min) % 2 ** info.bits + info.min for v in exact], dtype)
+    model, feeds = single_node(op, [Run(a), Run(b)], attrs, 13)
+    with runtime.load(modelc.export(modelc.from_onnx(model)), kernels=kernels) as session:
+        (got,) = session.run(feeds).values()
+    assert got.dtype == dtype
+    np.testing.assert_array_equal(got, want)
