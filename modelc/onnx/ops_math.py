@@ -14,6 +14,7 @@ import numpy as np
 
 from nn import functional as F
 
+from ..trace import SymbolicTensor
 from . import int_division
 from .fold import is_known, operands
 from .node import OnnxNode
@@ -109,12 +110,38 @@ def _variadic(fn: Callable[[Any, Any], Any]) -> OpFn:
 
 def pow_(n: OnnxNode) -> Any:
     """Pow; an integer exponent of a float base is cast to the base's type (ONNX lets the
-    two differ, the result has the base's)."""
+    two differ, the result has the base's). A scalar exponent known at import time stays a
+    ``pow`` (``expand_powers`` rewrites it); any other exponent of a float base makes
+    ``_tensor_power``.
+
+    Raises:
+        CompileError: an integer base with an exponent that is not a known scalar.
+    """
     a, b = n.input(0), n.input(1)
     base, exponent = np.dtype(str(a.dtype)), np.dtype(str(b.dtype))
     if base.kind == "f" and exponent.kind in "iu":
         b = b.astype(base) if is_known(b) else F.cast(b, base)
-    return F.pow(*operands(a, b))
+    a, b = operands(a, b)
+    if is_known(a, b) or not isinstance(b, SymbolicTensor | np.ndarray):
+        return F.pow(a, b)
+    if base.kind != "f":
+        raise n.error(f"Pow of a {base} base needs a scalar exponent known at import time, "
+                      f"got a {exponent} tensor")
+    return _tensor_power(a, b)
+
+
+def _tensor_power(x: Any, y: Any) -> Any:
+    """``x ** y`` elementwise for float tensors, as numpy's ``power``: ``exp(y * log|x|)``,
+    negated where ``x < 0`` and ``y`` is an odd integer, NaN where ``x < 0`` and ``y`` is
+    not an integer, and 1 where ``y == 0``. NOTE: within ``|y * log|x|| * 2**-23`` of the
+    exact value, relative (the error of the float32 logarithm times the exponent)."""
+    magnitude = F.exp(F.mul(*operands(y, F.log(F.abs(x)))))
+    whole = F.eq(*operands(F.floor(y) if not is_known(y) else np.floor(y), y))
+    halves = F.mul(*operands(y, 0.5))
+    odd = F.ne(*operands(F.floor(halves) if not is_known(y) else np.floor(halves), halves))
+    signed = F.where(whole, F.where(odd, F.neg(magnitude), magnitude), np.float32(np.nan))
+    power = F.where(F.lt(x, 0.0), signed, magnitude)
+    return F.where(F.eq(*operands(y, 0.0)), np.float32(1.0), power)
 
 
 def div(n: OnnxNode) -> Any:

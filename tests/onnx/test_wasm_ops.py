@@ -60,6 +60,18 @@ WASM_CASES: dict[str, tuple] = {
                                         {"axes": [0, 2, 3]}, 13),
     "reduce_sum_square_around_the_channels": ("ReduceSumSquare", [Run(r(1, 3, 4, 5))],
                                               {"axes": [0, 2, 3], "keepdims": 0}, 13),
+    # Pow by a tensor exponent: negative bases with whole exponents (odd and even), NaN
+    # with fractional ones, zero bases and exponents, broadcasting, an int64 exponent
+    "pow_run_time_exponent": ("Pow", [Run(np.array([[-2.0, -1.5, 0.0, 3.0, -3.0, 0.0]],
+                                                   np.float32).repeat(3, 0)),
+                                      Run(np.array([[3.0, 2.0, 0.0, -1.5, -0.5, 2.0],
+                                                    [-2.0, -3.0, -1.0, 0.25, 4.0, 0.0],
+                                                    [1.0, 0.5, 1.0, 2.0, -1.0, 0.5]],
+                                                   np.float32))], {}, 15),
+    "pow_known_exponent_row": ("Pow", [Run(r(3, 4) * 2), np.array([1.0, 2.0, 3.0, -2.0],
+                                                                  np.float32)], {}, 13),
+    "pow_int64_exponent": ("Pow", [Run(np.abs(r(2, 5)) + 0.5),
+                                   Run(np.array([0, 1, -2, 3, 7], np.int64))], {}, 15),
     # 3-D convolutions and pools (video and volumetric models), LpPool
     "conv_3d_grouped_uneven_pads": ("Conv", [Run(r(1, 4, 5, 6, 7)), r(6, 2, 3, 2, 3), r(6)],
                                     {"pads": [1, 0, 1, 0, 1, 2], "strides": [2, 1, 2],
