@@ -7,6 +7,7 @@ written in ``nn.functional`` calls (traced, or evaluated eagerly on known values
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -139,9 +140,9 @@ def _tensor_power(x: Any, y: Any) -> Any:
     whole = F.eq(*operands(F.floor(y) if not is_known(y) else np.floor(y), y))
     halves = F.mul(*operands(y, 0.5))
     odd = F.ne(*operands(F.floor(halves) if not is_known(y) else np.floor(halves), halves))
-    signed = F.where(whole, F.where(odd, F.neg(magnitude), magnitude), np.float32(np.nan))
+    signed = F.where(whole, F.where(odd, F.neg(magnitude), magnitude), math.nan)
     power = F.where(F.lt(x, 0.0), signed, magnitude)
-    return F.where(F.eq(*operands(y, 0.0)), np.float32(1.0), power)
+    return F.where(F.eq(*operands(y, 0.0)), 1.0, power)
 
 
 def div(n: OnnxNode) -> Any:
