@@ -182,8 +182,22 @@ def _reduce(fn: Callable[..., Any]) -> OpFn:
         reduced = range(len(x.shape)) if dim is None else dim
         if any(x.shape[a] == 0 for a in reduced):
             return _empty_reduction(n, x, reduced, keepdim)
-        return fn(x, dim=dim, keepdim=keepdim)
+        if dim is None or is_known(x) or _adjacent(x.shape, dim):
+            return fn(x, dim=dim, keepdim=keepdim)
+        kept = [a for a in range(len(x.shape)) if a not in dim]
+        out = fn(F.permute(x, (*kept, *dim)), dim=tuple(range(len(kept), len(x.shape))),
+                 keepdim=False)  # the reduced axes moved last, where they are adjacent
+        if not keepdim:
+            return out
+        return F.reshape(out, [1 if a in dim else d for a, d in enumerate(x.shape)])
     return run
+
+
+def _adjacent(shape: Sequence[Any], dim: Sequence[int]) -> bool:
+    """Whether the axes ``dim`` of ``shape`` not of size 1 are next to each other, as the
+    reduction kernels need (size-1 axes move no element)."""
+    axes = sorted(a for a in dim if shape[a] != 1)
+    return not axes or all(shape[a] == 1 or a in axes for a in range(axes[0], axes[-1] + 1))
 
 
 def _empty_reduction(n: OnnxNode, x: Any, axes: Sequence[int], keepdim: bool) -> np.ndarray:

@@ -60,6 +60,11 @@ WASM_CASES: dict[str, tuple] = {
                                         {"axes": [0, 2, 3]}, 13),
     "reduce_sum_square_around_the_channels": ("ReduceSumSquare", [Run(r(1, 3, 4, 5))],
                                               {"axes": [0, 2, 3], "keepdims": 0}, 13),
+    # reductions over axes that are not adjacent: the reduced axes are moved last first
+    "reduce_mean_non_adjacent_keepdims": ("ReduceMean", [Run(r(2, 3, 4, 5))],
+                                          {"axes": [0, 2]}, 13),
+    "reduce_sum_non_adjacent": ("ReduceSum", [Run(r(2, 3, 4, 5)), i64(1, -1)],
+                                {"keepdims": 0}, 13),
     # Pow by a tensor exponent: negative bases with whole exponents (odd and even), NaN
     # with fractional ones, zero bases and exponents, broadcasting, an int64 exponent
     "pow_run_time_exponent": ("Pow", [Run(np.array([[-2.0, -1.5, 0.0, 3.0, -3.0, 0.0]],
