@@ -26,6 +26,8 @@ _UNARY: dict[str, Callable[[Any], Any]] = {
     "Abs": F.abs, "Erf": F.erf, "Exp": F.exp, "Log": F.log, "Neg": F.neg, "Relu": F.relu,
     "Sigmoid": F.sigmoid, "Sqrt": F.sqrt, "Tanh": F.tanh,
     "Reciprocal": lambda x: F.div(1.0, x),
+    "Tan": F.tan, "Atan": F.atan, "Asin": F.asin, "Acos": F.acos, "Sinh": F.sinh,
+    "Cosh": F.cosh, "Asinh": F.asinh, "Acosh": F.acosh, "Atanh": F.atanh, "IsNaN": F.isnan,
 }
 
 _BINARY: dict[str, Callable[[Any, Any], Any]] = {
@@ -143,6 +145,18 @@ def _tensor_power(x: Any, y: Any) -> Any:
     signed = F.where(whole, F.where(odd, F.neg(magnitude), magnitude), math.nan)
     power = F.where(F.lt(x, 0.0), signed, magnitude)
     return F.where(F.eq(*operands(y, 0.0)), 1.0, power)
+
+
+def is_inf(n: OnnxNode) -> Any:
+    """IsInf: ``detect_positive`` and ``detect_negative`` choose the infinities (both by
+    default)."""
+    x = n.input(0)
+    positive, negative = n.attr("detect_positive", 1), n.attr("detect_negative", 1)
+    if positive and negative:
+        return F.isinf(x)
+    if positive or negative:
+        return F.eq(x, math.inf if positive else -math.inf)
+    return F.lt(F.abs(x), -1.0)  # never true, NaN included
 
 
 def div(n: OnnxNode) -> Any:
@@ -323,7 +337,8 @@ OPS: dict[str, OpFn] = {
     **{op: _binary(fn) for op, fn in _BINARY.items()},
     **{op: _variadic(fn) for op, fn in _VARIADIC.items()},
     **{op: _reduce(fn) for op, fn in _REDUCE.items()},
-    "Div": div, "Pow": pow_, "And": logical_and, "Or": logical_or, "Xor": logical_xor,
+    "Div": div, "Pow": pow_, "IsInf": is_inf,
+    "And": logical_and, "Or": logical_or, "Xor": logical_xor,
     "Clip": clip, "Where": where, "Cast": cast, "CastLike": cast_like,
     "MatMul": matmul, "Gemm": gemm,
 }

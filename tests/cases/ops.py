@@ -102,6 +102,15 @@ CASES: dict[str, Case] = {
     "hardswish_range": Case(F.hardswish, (x(4, 9, scale=4.0),)),
     **{op: _unary(op, 2, 3, 5, domain=lambda *shape: x(*shape, scale=3.0))
        for op in ("sin", "cos", "floor", "ceil", "round")},
+    # trigonometric and hyperbolic composites (sin, cos, exp, log, sqrt and arithmetic)
+    "sin_tan_atan_asin_acos": Case(lambda a: F.tan(a) + F.atan(a * 4) + F.asin(F.tanh(a))
+                                   + F.acos(F.tanh(a * 2)), (x(3, 7),), atol=1e-5),
+    "exp_sinh_cosh_asinh_acosh_atanh": Case(
+        lambda a: F.sinh(a) + F.cosh(a) + F.asinh(a * 5) + F.acosh(F.abs(a) + 1)
+        + F.atanh(F.tanh(a)), (x(3, 7),), atol=1e-5),
+    "ne_eq_isnan_isinf": Case(lambda a: F.cast(F.isnan(F.log(a)), np.float32)
+                              + F.cast(F.isinf(F.div(1.0, F.round(a))), np.float32) * 2.0,
+                              (x(3, 7, scale=2.0),)),
     "log": _unary("log", 2, 3, 5, domain=positive),
     "sqrt": _unary("sqrt", 2, 3, 5, domain=positive),
     "rsqrt": _unary("rsqrt", 2, 3, 5, domain=positive),

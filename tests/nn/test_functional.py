@@ -98,6 +98,12 @@ CASES: list[tuple[str, Callable[..., Any], Callable[..., Any], tuple[Any, ...]]]
                    "softshrink")),
     *((name, getattr(F, name), getattr(torch, name), (X,))
       for name in ("floor", "ceil", "round", "sin", "cos", "sign", "trunc")),
+    *((name, getattr(F, name), getattr(torch, name), (inputs,))
+      for name, inputs in [("tan", X / 3), ("atan", X * 3), ("asin", np.tanh(X)),
+                           ("acos", np.tanh(X)), ("sinh", X), ("cosh", X), ("asinh", X * 3),
+                           ("acosh", POS + 1), ("atanh", np.tanh(X))]),
+    ("isnan", F.isnan, torch.isnan, (np.array([1.0, np.nan, np.inf], np.float32),)),
+    ("isinf", F.isinf, torch.isinf, (np.array([1.0, np.nan, np.inf, -np.inf], np.float32),)),
     ("round_ties", F.round, torch.round, (np.arange(-8, 8, dtype=np.float32) / 2,)),
     ("elu_alpha", lambda x: F.elu(x, 0.3), lambda x: TF.elu(x, 0.3), (X,)),
     ("celu_alpha", lambda x: F.celu(x, 2.0), lambda x: TF.celu(x, 2.0), (X,)),

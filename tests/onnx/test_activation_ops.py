@@ -1,7 +1,8 @@
-"""Elementwise and activation ops from ONNX (rounding, Sign, Mod, Sin/Cos, the exponential
-family, Shrink, PRelu per channel, LogSoftmax on inner axes), compiled to wasm and run on
-every kernel provider against onnxruntime within 1e-4; Sin and Cos within their kernels'
-documented 2e-7 absolute error on |x| <= 8192 (the inputs here stay within 30)."""
+"""Elementwise and activation ops from ONNX (rounding, Sign, Mod, Sin/Cos, Tan, the inverse
+and hyperbolic trigonometric ops, the exponential family, Shrink, PRelu per channel,
+LogSoftmax on inner axes), compiled to wasm and run on every kernel provider against
+onnxruntime within 1e-4; Sin and Cos within their kernels' documented 2e-7 absolute error on
+|x| <= 8192 (the inputs here stay within 30)."""
 
 from __future__ import annotations
 
@@ -42,6 +43,10 @@ CASES: dict[str, tuple] = {
     "thresholded_relu": ("ThresholdedRelu", [Run(X)], {"alpha": 0.5}, 13),
     "mod_fmod": ("Mod", [Run(X * 4), (np.abs(r(3, 1, 5)) + 0.5) * np.sign(r(3, 1, 5))],
                  {"fmod": 1}, 13),
+    **{op.lower(): (op, [Run(x)], {}, 13) for op, x in [
+        ("Tan", X / 4), ("Atan", X * 3), ("Asin", np.tanh(X)), ("Acos", np.tanh(X)),
+        ("Sinh", X), ("Cosh", X), ("Asinh", X * 3), ("Acosh", np.abs(X) + 1),
+        ("Atanh", np.tanh(X))]},
     "prelu_per_channel": ("PRelu", [Run(X), r(3, 1, 1)], {}, 16),
     "hard_sigmoid_attrs": ("HardSigmoid", [Run(X)], {"alpha": 0.3, "beta": 0.4}, 13),
     "leaky_relu": ("LeakyRelu", [Run(X)], {"alpha": 0.2}, 16),

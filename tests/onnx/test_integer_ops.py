@@ -101,6 +101,10 @@ MASK_CASES: dict[str, tuple] = {
     "greater_known_row": ("Greater", [ties(5), Run(ties(2, 3, 5))], {}, 13),
     "and_broadcast": ("And", [Run(bools(3, 1)), Run(bools(1, 4))], {}, 13),
     "not_runtime": ("Not", [Run(bools(2, 5))], {}, 13),
+    "is_nan": ("IsNaN", [Run(ties(2, 5))], {}, 13),
+    "is_inf": ("IsInf", [Run(ties(2, 5))], {}, 10),
+    "is_inf_negative_only": ("IsInf", [Run(-ties(3, 4))], {"detect_positive": 0}, 10),
+    "is_inf_positive_only": ("IsInf", [Run(-ties(3, 4))], {"detect_negative": 0}, 10),
     "cast_int64_to_bool": ("Cast", [Run(i64(0, 3, -1, 0, 2 ** 40))],
                            {"to": onnx.TensorProto.BOOL}, 13),
 }
