@@ -45,6 +45,12 @@ WASM_CASES: dict[str, tuple] = {
         [[1], [3], [1]], np.int64), Run(r(3, 3))], {}, 13),
     "scatter_nd_elements_known_updates": ("ScatterND", [Run(r(2, 3, 2)), np.array(
         [[0, 2, 1], [1, 0, 0]], np.int64), np.array([5.0, -5.0], np.float32)], {}, 13),
+    **{f"scatter_nd_{reduction}_run_time_indices": ("ScatterND", [
+        Run(r(4, 3)), Run(np.array([[1], [3], [1], [-1]], np.int64)), Run(r(4, 3))],
+        {"reduction": reduction}, 16) for reduction in ("mul", "max", "min")},
+    "scatter_elements_max_known_indices": ("ScatterElements", [Run(r(3, 4)), np.array(
+        [[1, 1], [0, 3], [2, 2]], np.int64), Run(r(3, 2))], {"axis": 1, "reduction": "max"},
+        18),
     "top_k_largest_last_axis": ("TopK", [Run(r(2, 3, 9)), i64(4)], {}, 11, 2),
     "top_k_smallest_middle_axis": ("TopK", [Run(_rng.choice(np.array(
         [-1.0, 0.0, 2.5, np.inf], np.float32), (2, 6, 3))), i64(6)],
