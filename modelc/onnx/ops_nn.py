@@ -145,14 +145,27 @@ def conv_transpose(n: OnnxNode) -> Any:
 
 
 def max_pool(n: OnnxNode) -> Any:
+    """MaxPool; 8- and 16-bit integers pool in float32 (exact) and are cast back.
+
+    Raises:
+        CompileError: the Indices output is asked for, or wider integers.
+    """
     if n.outputs > 1:
         raise n.error("the Indices output of MaxPool is not supported")
     spatial, window = _spatial(n), _Window.of(n, n.attr("kernel_shape")).planar()
-    x = _planar(n.input(0))
-    if not n.attr("ceil_mode", 0) and _tail_padding_is_ceil_mode(window, x.shape):
+    x, dtype = n.input(0), np.dtype(str(n.input(0).dtype))
+    if dtype.kind in "iu":
+        if dtype.itemsize > 2:
+            raise n.error(f"MaxPool of {dtype} tensors is not supported; float32 and 8- and "
+                          "16-bit integers are")
+        x = F.cast(x, np.float32)
+    if not n.attr("ceil_mode", 0) and _tail_padding_is_ceil_mode(window, _planar(x).shape):
         window.pads = [(0, 0)] * len(window.pads)
-        return _unplanar(_max_pool(x, window, True), spatial)
-    return _pool(n, -math.inf, lambda x, w: _max_pool(x, w, bool(n.attr("ceil_mode", 0))))
+        out = _unplanar(_max_pool(_planar(x), window, True), spatial)
+    else:
+        out = _pool(n, -math.inf, lambda x, w: _max_pool(x, w, bool(n.attr("ceil_mode", 0))),
+                    x=x)
+    return out if dtype.kind == "f" else F.cast(out, dtype)
 
 
 def _max_pool(x: Any, window: _Window, ceil_mode: bool) -> Any:

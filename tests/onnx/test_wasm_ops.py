@@ -71,6 +71,12 @@ WASM_CASES: dict[str, tuple] = {
                                           {"axes": [0, 2]}, 13),
     "reduce_sum_non_adjacent": ("ReduceSum", [Run(r(2, 3, 4, 5)), i64(1, -1)],
                                 {"keepdims": 0}, 13),
+    "max_pool_uint8": ("MaxPool", [Run(_rng.integers(0, 256, (1, 2, 6, 7), dtype=np.uint8))],
+                       {"kernel_shape": [3, 3], "pads": [1, 1, 1, 1], "strides": [2, 1]}, 12),
+    "max_pool_int8_1d": ("MaxPool", [Run(_rng.integers(-128, 128, (2, 3, 9), dtype=np.int8))],
+                         {"kernel_shape": [2], "pads": [0, 1]}, 12),
+    "eye_like_off_diagonal": ("EyeLike", [Run(r(3, 5))], {"k": 2}, 9),
+    "eye_like_int32_from_float": ("EyeLike", [Run(r(4, 3))], {"k": -1, "dtype": 6}, 9),
     # Pow by a tensor exponent: negative bases with whole exponents (odd and even), NaN
     # with fractional ones, zero bases and exponents, broadcasting, an int64 exponent
     "pow_run_time_exponent": ("Pow", [Run(np.array([[-2.0, -1.5, 0.0, 3.0, -3.0, 0.0]],
