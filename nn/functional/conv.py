@@ -10,7 +10,7 @@ from numpy.lib.stride_tricks import sliding_window_view
 
 from .._dispatch import primitive
 from .._utils import pair, triple
-from .shape import concat, pad, permute, reshape, slice
+from .shape import concat, pad, reshape, slice
 
 __all__ = ["conv1d", "conv2d", "conv3d", "conv_padding", "conv_transpose2d"]
 
@@ -153,8 +153,9 @@ def conv3d(input: np.ndarray, weight: np.ndarray, bias: np.ndarray | None = None
            stride: int | tuple[int, ...] = 1, padding: int | tuple[int, ...] = 0,
            dilation: int | tuple[int, ...] = 1, groups: int = 1) -> np.ndarray:
     """3-D cross-correlation as ``torch.nn.functional.conv3d``: input (N, C, D, H, W), weight
-    (O, C / groups, kD, kH, kW). One ``conv2d`` over the (N * D_out) depth positions, whose
-    channels are the kD depth taps of each input channel side by side (a depth im2col).
+    (O, C / groups, kD, kH, kW). Each output depth is one ``conv2d`` over the kD input
+    planes it reads, taken as kD channels per input channel, so the weight is only
+    reshaped (groups stay contiguous) and a symbolic batch needs no merging.
 
     Raises:
         ValueError: input not 5-D, or channels that do not match weight and groups.
@@ -170,18 +171,12 @@ def conv3d(input: np.ndarray, weight: np.ndarray, bias: np.ndarray | None = None
     n, c, depth, h, w = input.shape
     out_channels, group_channels, kd, kh, kw = weight.shape
     (sd, sh, sw), (pd, ph, pw), (dd, dh, dw) = triple(stride), triple(padding), triple(dilation)
-    taps = (depth + 2 * pd - dd * (kd - 1) - 1) // sd + 1
     x = pad(input, (0, 0, 0, 0, pd, pd)) if pd else input
-    x = permute(reshape(x, (n, c, -1, h * w)), (0, 2, 1, 3))  # (N, D + 2 pd, C, H*W)
-    shifted = [reshape(slice(x, 1, z * dd, z * dd + (taps - 1) * sd + 1, sd),
-                       (n, taps, 1, groups, -1)) for z in range(kd)]  # (N, Do, 1, G, C/G*H*W)
-    stacked = reshape(concat(shifted, 2), (-1, kd, groups, group_channels * h * w))
-    if groups > 1:
-        stacked = permute(stacked, (0, 2, 1, 3))  # (N*Do, G, kD, C/G*H*W)
-    planes = reshape(stacked, (-1, kd * c, h, w))  # (N*Do, G*kD*C/G, H, W)
-    taps_weight = reshape(permute(weight, (0, 2, 1, 3, 4)),
-                          (out_channels, kd * group_channels, kh, kw))  # (O, kD*C/G, kH, kW)
-    out = conv2d(planes, taps_weight, bias, (sh, sw), (ph, pw), (dh, dw), groups)
-    oh, ow = out.shape[2:]
-    out = permute(reshape(out, (n, taps, out_channels, oh * ow)), (0, 2, 1, 3))
-    return reshape(out, (n, out_channels, taps, oh, ow))  # (N, O, Do, OH, OW)
+    planar_weight = reshape(weight, (out_channels, group_channels * kd, kh, kw))
+    outs = []
+    for start in range(0, depth + 2 * pd - dd * (kd - 1), sd):
+        planes = slice(x, 2, start, start + dd * (kd - 1) + 1, dd)  # (N, C, kD, H, W)
+        out = conv2d(reshape(planes, (n, c * kd, h, w)), planar_weight, bias, (sh, sw),
+                     (ph, pw), (dh, dw), groups)  # (N, O, OH, OW)
+        outs.append(reshape(out, (n, out_channels, 1, *out.shape[2:])))
+    return outs[0] if len(outs) == 1 else concat(outs, 2)  # (N, O, OD, OH, OW)
