@@ -23,6 +23,7 @@ import contextlib
 import ctypes
 import itertools
 import mmap
+import sys
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -37,10 +38,26 @@ _libc.mmap.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_
                        ctypes.c_int, ctypes.c_long)
 _libc.mprotect.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int)
 _libc.munmap.argtypes = (ctypes.c_void_p, ctypes.c_size_t)
+_libc.madvise.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int)
 # NOTE: Linux's values (Python's mmap module lacks PROT_NONE and MAP_NORESERVE before 3.13)
 _PROT_NONE, _PROT_READ_WRITE = 0, mmap.PROT_READ | mmap.PROT_WRITE
 _MAP_NORESERVE = 0x4000
+_MADV_HUGEPAGE = 14
+_HUGE_PAGE = 1 << 21
 _FAILED = ctypes.c_void_p(-1).value
+
+
+def advise_huge_pages(address: int, size: int) -> None:
+    """Ask Linux to back the whole 2 MiB pages of ``address .. address + size`` with
+    transparent huge pages when they are first touched (``madvise(MADV_HUGEPAGE)``); best
+    effort: nothing happens elsewhere or when the system refuses. NOTE: with THP in
+    ``madvise`` mode (a common default) a linear memory is otherwise all 4 KiB pages, and a
+    run that streams its weights (MiniLM b1 reads 42 MB of linear weights) pays a TLB miss
+    every 4 KiB: MiniLM b1 ran 1.03x faster with this (bench/README.md)."""
+    start = -(-address // _HUGE_PAGE) * _HUGE_PAGE
+    end = (address + size) // _HUGE_PAGE * _HUGE_PAGE
+    if sys.platform.startswith("linux") and end > start:
+        _libc.madvise(start, end - start, _MADV_HUGEPAGE)
 
 
 class Backing:
@@ -72,6 +89,7 @@ class Backing:
                               f"(errno {ctypes.get_errno()})")
         self._start, self._span, self._reserved = start, span, reserved
         self.base = start + guard
+        advise_huge_pages(self.base, reserved)
 
     def grow(self, size: int) -> None:
         """Make the first ``size`` bytes readable and writable (no change if they are).

@@ -26,6 +26,7 @@ from wasi_intrinsics.wasi import MODULE as WASI_MODULE
 from wasi_intrinsics.wasi import CappedBuffer, WasiConfig, WasiState, preview1
 from wasm_kernels.wasm import Limits, MemoryType, ModuleInfo
 
+from . import host_memory
 from . import metadata as md
 from . import threads as intra
 from .arena import Addresses
@@ -86,6 +87,9 @@ def link_kernels(compartment: Compartment, compiled: tuple[Compiled, ...] | None
         compartment.call(memory.grow, store, pages - memory.size(store))
     else:
         memory = compartment.memory(pages)
+    # NOTE: before the model's data (its weights) first touches the pages
+    host_memory.advise_huge_pages(
+        ctypes.cast(memory.data_ptr(store), ctypes.c_void_p).value or 0, memory.data_len(store))
     registry.register("env", {"memory": Resolved(memory, MemoryType(Limits(pages)))})
     if compiled is None:
         limits = KernelState(compartment.deadline, compartment.limits.max_memory)

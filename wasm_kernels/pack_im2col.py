@@ -56,8 +56,9 @@ def taps(cg: int, og: int, kernel: tuple[int, int], stride: tuple[int, int],
          out: tuple[int, int], dilation: tuple[int, int] = (1, 1), padded: bool = True) -> bool:
     """Whether ``f32_conv2d_gemm`` reads the columns of a conv with ``cg`` input and ``og``
     output channels per group in place from its (padded) input instead of packing them
-    (``dense_tile.Taps``): a 3x3 kernel at column stride and dilation 1 (a panel's pixels are
-    adjacent floats of one input row at every tap), output rows of ``TAPS_MIN_WIDTH`` or
+    (``dense_tile.Taps``): a 3x3 kernel at column dilation 1 and column stride 1, or 2 when
+    padded (the padded copy's rows are phased, even columns then odd ones: a panel's pixels
+    are adjacent floats of one input row at every tap), output rows of ``TAPS_MIN_WIDTH`` or
     more, at most ``TAPS_MAX_CHANNELS`` input channels (``padded`` or not) and at least
     ``SPLIT_ROWS`` output channels (tiles of 5 and 4 rows only: no single-row tiles to
     generate for it). Packing cost 4-18% of such a conv (the fewer output channels, the more).
@@ -65,9 +66,11 @@ def taps(cg: int, og: int, kernel: tuple[int, int], stride: tuple[int, int],
     packed columns: 1.04-1.26x at 16-48 channels, 1.01-1.06x at 64-96 channels on rows of
     52-80; on rows of 13-26 the rows' end tiles cost more than the packing saved (0.90-0.96x),
     and with the channels' planes apart (an unpadded input) 64 channels ran 0.94x and 96-192
-    0.80-0.92x (bench/README.md).
+    0.80-0.92x. At stride 2: 1.24x (16 -> 32 @80x80 out), 1.12x (32 -> 64 @40), 1.10x
+    (24 -> 48 @104), 1.04x (48 -> 96 @52) (bench/README.md).
     """
-    return (kernel == (3, 3) and stride[1] == 1 and dilation[1] == 1
+    return (kernel == (3, 3) and (stride[1] == 1 or (stride[1] == 2 and padded))
+            and dilation[1] == 1
             and out[1] >= TAPS_MIN_WIDTH and cg <= TAPS_MAX_CHANNELS[not padded]
             and og >= SPLIT_ROWS)
 

@@ -14,7 +14,11 @@ and rows of 32 or more reads its input in place (``taps``): rows of whole panels
 4- or 8-pixel tile, channels past and under the 3 per iteration, unpadded (up to 48 channels:
 49 packed), row stride and dilation 2, 96 input channels (97: packed), 11 output channels and
 rows of 31 (packed), groups, chunks of whole rows, and a thread's part that starts and ends
-mid-row (its segments under a panel packed)."""
+mid-row (its segments under a panel packed). At column stride 2 a padded conv reads its phased
+copy in place the same way (even and odd widths and padding, 96 channels, row dilation 2, a
+part starting mid-row); unpadded it packs. The 1-3 pixels past a chunk's last whole panel are
+matrix-vector products after every row block (``conv_columns``): a deep weight in blocks of
+10 rows ending in tiles of 4, single rows, and 3 pixels."""
 
 import numpy as np
 import pytest
@@ -79,6 +83,16 @@ CASES = {
     "taps-unpadded-channels": ((1, 49, 4, 34), 12, (3, 3), (1, 1), (0, 0), (1, 1), 1, 24),
     "taps-too-narrow": ((1, 4, 4, 31), 12, (3, 3), (1, 1), (1, 1), (1, 1), 1, 24),
     "taps-grouped-rows": ((1, 6, 6, 34), 24, (3, 3), (1, 1), (1, 1), (1, 1), 2, 25),
+    "taps-stride2": ((1, 5, 9, 66), 12, (3, 3), (2, 2), (1, 1), (1, 1), 1, 40),
+    "taps-stride2-panels": ((1, 4, 7, 64), 13, (3, 3), (2, 2), (1, 1), (1, 1), 1, 64),
+    "taps-stride2-pad2": ((1, 3, 8, 71), 12, (3, 3), (2, 2), (2, 2), (1, 1), 1, 37),
+    "taps-stride2-odd-width": ((2, 7, 6, 79), 14, (3, 3), (2, 2), (1, 1), (1, 1), 1, 45),
+    "taps-stride2-dilated-rows": ((1, 4, 11, 68), 12, (3, 3), (2, 2), (1, 1), (2, 1), 1, 40),
+    "taps-stride2-most-channels": ((1, 96, 5, 64), 12, (3, 3), (2, 2), (1, 1), (1, 1), 1, 32),
+    "taps-stride2-unpadded": ((1, 4, 7, 67), 12, (3, 3), (2, 2), (0, 0), (1, 1), 1, 33),
+    "columns-blocks": ((1, 300, 3, 3), 37, (3, 3), (1, 1), (1, 1), (1, 1), 1, 16),
+    "columns-single-rows": ((1, 3, 5, 5), 7, (3, 3), (1, 1), (1, 1), (1, 1), 1, 32),
+    "columns-three": ((1, 40, 5, 9), 24, (3, 3), (2, 1), (1, 1), (1, 1), 1, 16),
 }
 GEMMS = [k for k in abi.KERNELS if k.family == "conv_gemm"]
 
@@ -146,7 +160,8 @@ def test_conv2d_gemm_matches_torch(kernels) -> None:  # type: ignore[no-untyped-
 @pytest.mark.parametrize("case, first, count", [
     ("3x3-chunks", 8, 19), ("stride2-odd", 8, 19), ("1x1", 8, 19), ("1x1-exact", 8, 19),
     ("1x1-stride2-odd", 8, 19), ("1x1-stride2-wide", 8, 19), ("7x7-small", 8, 19),
-    ("taps-tail", 8, 19), ("taps-tail", 33, 41), ("taps-end", 35, 50)])
+    ("taps-tail", 8, 19), ("taps-tail", 33, 41), ("taps-end", 35, 50), ("taps-stride2", 8, 19),
+    ("taps-stride2", 30, 45)])
 def test_conv2d_gemm_computes_only_its_part_of_the_pixels(kernels, case: str, first: int,
                                                           count: int) -> None:  # type: ignore[no-untyped-def]
     """A thread's part: pixels first .. first + count of each plane, with Y, R and ws moved

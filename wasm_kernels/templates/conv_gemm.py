@@ -19,8 +19,9 @@ each plane (``parallel.splits`` cuts that range into a thread's parts). Every st
 dilation and group count goes the same way, except a 1x1 conv without padding, whose input
 planes (subsampled first at a larger stride) are B as they are: the driver reads them in
 place, nothing is packed (``conv_pointwise``), and a conv that ``pack_im2col.taps`` (3x3 at
-column stride 1, 12 to 48 channels): its chunks are whole output rows, each row's pixels a
-segment whose tiles read the (padded) input in place at every tap (``dense_tile.Taps``), and
+column stride 1, or 2 from the phased padded copy, up to 96 channels): its chunks are whole
+output rows, each row's pixels a segment whose tiles read the (padded) input in place at every
+tap (``dense_tile.Taps``, with a pointer per kernel row to its odd columns when phased), and
 only a segment under a panel (where a thread's part starts or ends mid-row) is packed. Where
 the gemm pays is the compiler's choice (``modelc/ops/conv2d.py``).
 """
@@ -72,8 +73,9 @@ def emit(spec: KernelSpec, isa_name: str) -> tuple[FuncType, Code]:
     # a pointwise conv's whole panels: B read in place, the (subsampled) input planes its rows
     in_place = dataclasses.replace(f, ldb=c.names["bplane"])
     _taps_sizes(c)
-    taps = dataclasses.replace(in_place, taps=Taps(c.names["cg"], c.names["plane"],
-                                                   c.names["tap_dh"]))
+    tap_args = c.names["cg"], c.names["plane"], c.names["tap_dh"]
+    taps = (dataclasses.replace(in_place, taps=Taps(*tap_args)),
+            dataclasses.replace(in_place, taps=Taps(*tap_args, odd=c.names["odd_bytes"])))
     c.emit("i32.const", 0).set("image")
     with c.loop():
         c.get("image", "n").emit("i32.ge_u").emit("br_if", 1)
@@ -93,7 +95,8 @@ def _taps_sizes(c: Code) -> None:
     least)."""
     c.get("kh").emit("i32.const", TAP_KERNEL).emit("i32.eq")
     c.get("kw").emit("i32.const", TAP_KERNEL).emit("i32.eq").emit("i32.and")
-    c.get("sw").emit("i32.const", 1).emit("i32.eq").emit("i32.and")
+    c.get("sw").emit("i32.const", 1).emit("i32.eq").get("phased").emit("i32.or")
+    c.emit("i32.and")
     c.get("dw").emit("i32.const", 1).emit("i32.eq").emit("i32.and")
     c.get("ow").emit("i32.const", TAPS_MIN_WIDTH).emit("i32.ge_u").emit("i32.and")
     c.get("cg").emit("i32.const", TAPS_MAX_CHANNELS[0]).emit("i32.const", TAPS_MAX_CHANNELS[1])
@@ -107,8 +110,8 @@ def _taps_sizes(c: Code) -> None:
         c.get("ow", "chunk", "chunk", "ow").emit("i32.lt_u").emit("select").set("chunk")
 
 
-def _group(c: Code, f: linear._Frame, in_place: linear._Frame, taps: linear._Frame,
-           isa: Isa) -> None:
+def _group(c: Code, f: linear._Frame, in_place: linear._Frame,
+           taps: tuple[linear._Frame, linear._Frame], isa: Isa) -> None:
     """Pointers to this image's group, then its pixels chunk by chunk: pack, multiply (a
     pointwise conv multiplies its whole panels in place first: ``conv_pointwise``; a conv
     that ``taps`` multiplies its input in place, row by row, nothing packed)."""
@@ -140,7 +143,7 @@ def _group(c: Code, f: linear._Frame, in_place: linear._Frame, taps: linear._Fra
         _segments(c, f, taps)
 
 
-def _segments(c: Code, f: linear._Frame, taps: linear._Frame) -> None:
+def _segments(c: Code, f: linear._Frame, taps: tuple[linear._Frame, linear._Frame]) -> None:
     """The chunk ``first .. first + count`` packed and multiplied (``f``), or, for a conv
     that ``taps``, output row by output row: each row's pixels in the chunk (a segment)
     multiplied with W in place (``taps``: B at the segment's first tap, nothing packed), or
@@ -161,7 +164,11 @@ def _segments(c: Code, f: linear._Frame, taps: linear._Frame) -> None:
             c.get("xg", "seg_y", "sh").emit("i32.mul").get("row").emit("i32.mul")
             c.emit("i32.add").get("first", "seg_y", "ow").emit("i32.mul").emit("i32.sub")
             c.emit("i32.const", 2).emit("i32.shl").emit("i32.add").set("cols")
-            _multiply(c, taps)
+            c.get("phased")
+            with c.if_():
+                _multiply(c, taps[1])
+                c.emit("else")
+                _multiply(c, taps[0])
             c.emit("else")
             c.get("ws").set("cols")
             im2col.pack(c, f.isa)
@@ -175,8 +182,9 @@ def _multiply(c: Code, f: linear._Frame) -> None:
     for base, pointer in (("yg", "out"), ("rg", "res")):
         c.get(base, "first", "first0").emit("i32.sub").emit("i32.const", 2)
         c.emit("i32.shl").emit("i32.add").set(pointer)
-    # a pointwise conv's last 1-3 pixels (``conv_columns``); taps frames end on their own tile
+    # the last 1-3 pixels of B in place or packed (``conv_columns``); taps frames end on
+    # their own tile
     narrow = (conv_columns.NARROW, partial(conv_columns.columns, f)) if (
-        f.ldb is not None and f.taps is None and f.isa.vector) else None
+        f.taps is None and f.isa.vector) else None
     linear.row_blocks(f, edge=f.ldb is None, prepacked=True, narrow=narrow)
     c.get("first", "count").emit("i32.add").set("first")

@@ -96,8 +96,10 @@ TAP_CHANNELS = 3
 class Taps:
     """B read in place as a 3x3 conv's input planes (column stride and dilation 1): step
     ``(ci, ki, kj)`` of a column at ``b_start + ci * plane + ki * row + kj * 4`` bytes, so the
-    columns of a panel are adjacent pixels of one output row and nothing is packed. The
-    fields are i32 locals."""
+    columns of a panel are adjacent pixels of one output row and nothing is packed. With
+    ``odd``, at column stride 2 in phased rows (a row's even columns, then its odd ones):
+    taps 0 and 2 of a kernel row at 0 and 4 bytes, tap 1 ``odd`` bytes on. The fields are i32
+    locals."""
 
     channels: int
     """Input channels: k = 9 * channels."""
@@ -105,6 +107,8 @@ class Taps:
     """Bytes from one input plane to the next."""
     row: int
     """Bytes from one kernel row's taps to the next (the dilation times a row)."""
+    odd: int | None = None
+    """Bytes from a phased row's even columns to its odd ones (column stride 2)."""
 
 
 def tile(f: DenseFrame, isa: Isa, rows: int, width: int, b_start: Callable[[], None],
@@ -159,6 +163,7 @@ def _k_loops(f: DenseFrame, step: _Step, steps: int, touch: Callable[[], None] |
     # Entered if the count is not 0, tested at the bottom: one branch per iteration.
     c.emit("local.get", k).emit("i32.const", UNROLL.bit_length() - 1).emit("i32.shr_u")
     c.emit("local.tee", steps).emit("if").emit("loop")
+    step.rebase()
     for u in range(UNROLL):
         step.emit(u, unrolled=True)
     if touch:
@@ -170,6 +175,7 @@ def _k_loops(f: DenseFrame, step: _Step, steps: int, touch: Callable[[], None] |
     c.emit("local.get", k).emit("i32.const", MID.bit_length() - 1)
     c.emit("i32.shr_u").emit("i32.const", UNROLL // MID - 1).emit("i32.and")
     c.emit("local.tee", steps).emit("if").emit("loop")
+    step.rebase()
     for u in range(MID):
         step.emit(u, unrolled=True)
     step.advance(MID)
@@ -191,6 +197,7 @@ def _tap_loops(f: DenseFrame, step: _Step, steps: int, taps: Taps) -> None:
     for channels, op in ((TAP_CHANNELS, "i32.div_u"), (1, "i32.rem_u")):
         c.emit("local.get", taps.channels).emit("i32.const", TAP_CHANNELS).emit(op)
         c.emit("local.tee", steps).emit("if").emit("loop")
+        step.rebase()
         for u in range(channels * taps_per_channel):
             step.emit(u, unrolled=False)
         step.advance(channels * taps_per_channel)
@@ -209,11 +216,19 @@ class _Step:
         self.packed, self.taps = packed, taps
         # with taps: a pointer per kernel row, pb's row first, each one plane on per channel
         self.kernel_rows: list[int] = []
+        self.odd_rows: list[int] = []
         if taps:
             self.kernel_rows = [pb] + [c.local("i32") for _ in range(TAP_KERNEL - 1)]
             for previous, pointer in zip(self.kernel_rows, self.kernel_rows[1:]):
                 c.emit("local.get", previous).emit("local.get", taps.row).emit("i32.add")
                 c.emit("local.set", pointer)
+        if taps and taps.odd is not None:
+            # NOTE: a pointer per kernel row to its odd columns: an add per tap instead ran
+            # stride-1 taps 10-20% slower (bench/README.md)
+            self.odd_rows = [c.local("i32") for _ in range(TAP_KERNEL)]
+            for even, odd in zip(self.kernel_rows, self.odd_rows):
+                c.emit("local.get", even).emit("local.get", taps.odd).emit("i32.add")
+                c.emit("local.set", odd)
         self.b = [c.local(isa.valtype) for _ in acc[0]]
         # NOTE: mul + add (no FMA) with packed A and B runs column-major: every row's broadcast
         # first, then per register of B one load and its rows' updates (below).
@@ -280,12 +295,17 @@ class _Step:
         if self.taps:
             tap = u % (TAP_KERNEL * TAP_KERNEL)
             pointer, offset = self.kernel_rows[tap // TAP_KERNEL], 4 * (tap % TAP_KERNEL)
+            if self.odd_rows:
+                # phased: tap 0 an even column, 1 the odd one after it, 2 the next even one
+                pointer = (self.odd_rows if tap % TAP_KERNEL == 1 else self.kernel_rows)[
+                    tap // TAP_KERNEL]
+                offset = 4 * (tap % TAP_KERNEL == 2)
         for v, register in enumerate(self.b):
             c.emit("local.get", pointer)
             isa.load(c, offset + 4 * isa.lanes * v)
             c.emit("local.set", register)
         if self.taps and tap == TAP_KERNEL * TAP_KERNEL - 1:
-            for row in self.kernel_rows:
+            for row in self.kernel_rows + self.odd_rows:
                 c.emit("local.get", row).emit("local.get", self.taps.plane).emit("i32.add")
                 c.emit("local.set", row)
         elif f.ldb is not None and not self.taps:
@@ -308,6 +328,18 @@ class _Step:
             for broadcast, row in zip(self.broadcasts, self.acc):
                 c.emit("local.get", broadcast).emit("local.get", register)
                 isa.madd_into(c, row[v])
+
+    def rebase(self) -> None:
+        """Set each pointer the iteration's loads use to itself plus 0, first thing in the
+        loop body. NOTE: a loop-carried i32 local used as an address costs cranelift (opt
+        level ``"none"``) a zero-extending ``mov`` at every load, which a value computed by
+        an ``i32.add`` in the same body does not need (its upper half is known zero): the
+        5x8 tile's 32 steps went from 987 to 861 instructions, MiniLM b1 1.03x faster
+        (bench/README.md)."""
+        c = self.f.c
+        for pointer in [*self.pa, *(self.kernel_rows or [self.pb])]:
+            c.emit("local.get", pointer).emit("i32.const", 0).emit("i32.add")
+            c.emit("local.set", pointer)
 
     def advance(self, steps: int) -> None:
         """Move A's pointers, and a packed B's, past ``steps`` steps of k."""

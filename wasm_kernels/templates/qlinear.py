@@ -128,12 +128,24 @@ def _blocks(f: QFrame, tiles: list[tuple[int, Tile]], i: int, j: int,
     c.emit("local.get", most).emit("local.get", arg["m"]).emit("local.get", most)
     c.emit("local.get", arg["m"]).emit("i32.lt_u").emit("select").emit("local.set", count)
     pack_rows(f, count, seven)
+    # per_tile = round_up(panel_bytes * rows / count, LINE): each tile's share of the next panel
+    per_tile = c.local("i32")
+    c.emit("local.get", f.panel_bytes).emit("i32.const", tiles[0][0]).emit("i32.mul")
+    c.emit("local.get", count).emit("i32.div_u").emit("i32.const", LINE - 1).emit("i32.add")
+    c.emit("i32.const", -LINE).emit("i32.and").emit("local.set", per_tile)
+    prefetch = _Prefetch(f, per_tile)
 
     def panel(edge: bool) -> None:
         widen_panel(f, j, seven)
+        prefetch.start(j)
         c.emit("i32.const", 0).emit("local.set", i)
         for rows, tile in tiles:
-            strided_loop(c, i, rows, count, partial(tile.emit, edge))
+
+            def body(tile: Tile = tile) -> None:
+                prefetch.step()
+                tile.emit(edge)
+
+            strided_loop(c, i, rows, count, body)
 
     c.emit("i32.const", 0).emit("local.set", j)
     strided_loop(c, j, QPANEL, arg["n"], partial(panel, False))
@@ -152,3 +164,44 @@ def _blocks(f: QFrame, tiles: list[tuple[int, Tile]], i: int, j: int,
     c.emit("local.get", arg["m"]).emit("local.get", count).emit("i32.sub")
     c.emit("local.set", arg["m"])
     c.emit("br", 0).emit("end").emit("end")
+
+
+LINE = 64
+"""Bytes of a cache line, the stride of ``_Prefetch``'s loads."""
+
+
+class _Prefetch:
+    """Reads the packed W's next column panel a few cache lines per tile while the tiles of
+    the current one run, so that ``widen_panel`` finds it in cache: the packed weights are
+    read once per call, from memory (MiniLM's are 22 MB), and the widening loop alone waited
+    on them (``bench/README.md``). A load whose value is dropped, as wasm has no prefetch; the
+    last panel's next one would be the column sums, and is skipped."""
+
+    def __init__(self, f: QFrame, per_tile: int):
+        self.f, self.per_tile = f, per_tile
+        self.at, self.end, self.stop = (f.c.local("i32") for _ in range(3))
+
+    def start(self, j: int) -> None:
+        """Aim at the panel after the one of column ``j``: at = w + (j / QPANEL + 1) *
+        panel_bytes, end = at + panel_bytes, or at when that passes the column sums."""
+        c, f = self.f.c, self.f
+        c.emit("local.get", f.arg["w"]).emit("local.get", j)
+        c.emit("i32.const", QPANEL.bit_length() - 1).emit("i32.shr_u").emit("i32.const", 1)
+        c.emit("i32.add").emit("local.get", f.panel_bytes).emit("i32.mul").emit("i32.add")
+        c.emit("local.tee", self.at).emit("local.get", f.panel_bytes).emit("i32.add")
+        c.emit("local.get", self.at).emit("local.get", self.at).emit("local.get", f.panel_bytes)
+        c.emit("i32.add").emit("local.get", f.sums).emit("i32.le_u").emit("select")
+        c.emit("local.set", self.end)
+
+    def step(self) -> None:
+        """Load one tile's share: the lines from ``at`` to min(at + per_tile, end)."""
+        c = self.f.c
+        c.emit("local.get", self.at).emit("local.get", self.per_tile).emit("i32.add")
+        c.emit("local.get", self.end).emit("local.get", self.at)
+        c.emit("local.get", self.per_tile).emit("i32.add").emit("local.get", self.end)
+        c.emit("i32.lt_u").emit("select").emit("local.set", self.stop)
+
+        def touch() -> None:
+            c.emit("local.get", self.at).emit("i32.load", 2, 0).emit("drop")
+
+        strided_loop(c, self.at, LINE, self.stop, touch)
