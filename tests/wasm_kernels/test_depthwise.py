@@ -101,7 +101,8 @@ def test_rows_read_in_place(kernels, n: int, c: int, h: int, w: int,  # type: ig
     1: 7, rows narrower than a tile, and 5x5 at 9, whose first tile computes column ow - 2
     from the next row, the last one, stored after it, from the padding);
     rows whose last columns (1 or 2) lie right of the plane, after one and two tiles and a
-    one-register tile (stride 1, 12 and 13 wide)."""
+    one-register tile (stride 1, 12 and 13 wide); at stride 1 the last one or two rows in
+    place too but in the input's last plane (batch and channels), odd and even heights."""
     out, expected = _run(kernels, PLAIN, (n, c, h, w), mult, (k, k), (s, s), pad,
                          seed=h * 31 + w)
     np.testing.assert_allclose(out, expected, rtol=1e-4, atol=1e-4)

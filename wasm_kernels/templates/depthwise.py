@@ -51,7 +51,7 @@ _LOCALS = ("mult", "taps", "hp", "wp", "prow", "row", "plane", "oplane", "orow",
            "image", "ic", "k", "oc", "src", "dst", "r", "wc", "ybase", "oy", "ox", "tx",
            "pbase", "pi", "pj", "yrow", "i", "j", "wi", "span", "inplace", "xplane", "ostart",
            "iend", "left", "right", "rend", "ahead", "aend", "xend",
-           "istrict", "iloose", "tail", "mid", "top", "topok")
+           "istrict", "iloose", "tail", "mid", "top", "topok", "bottom", "bottomok")
 
 
 def emit(spec: KernelSpec, isa_name: str) -> tuple[FuncType, Code]:
@@ -270,6 +270,15 @@ def _in_place_sizes(f: Frame) -> None:
         f.get("ph").emit("i32.const", k // 2).emit("i32.eq").emit("i32.and").emit("i32.or")
     f.get("x", "pw").emit("i32.const", 2).emit("i32.shl").emit("i32.ge_u").emit("i32.and")
     f.set("topok")
+    # bottomok: a k x k call at stride 1 with ph == k // 2 runs its last rows in place (but
+    # in the input's last plane), the rows below the plane a zero register
+    c.emit("i32.const", 0)
+    for k, s in IN_PLACE:
+        if s == 1:
+            f.get("path").emit("i32.const", UNROLLED.index((k, s)) + 1).emit("i32.eq")
+            f.get("ph").emit("i32.const", k // 2).emit("i32.eq").emit("i32.and")
+            c.emit("i32.or")
+    f.set("bottomok")
     for name, last in (("istrict", 2), ("iloose", 1)):
         # name = max(ostart, min(oh, (h - last + ph - (kh - 1)) / sh + 1)): the rows whose
         # taps end at input row h - last or above (signed, rounded toward zero)
@@ -320,11 +329,17 @@ def _plane(f: Frame) -> None:
         f.set("rend")
         _copy_rows(f, lambda: f.c.emit("i32.const", 0))
         f.c.emit("end")
-        # the rows of output rows >= iend: from iend sh - ph (>= 0 as iend >= ph)
+        # bottom: the rows of output rows >= iend in place, when this is not the input's
+        # last plane (iend is then iloose, and a row's loads past its end stay inside x)
+        f.get("bottomok", "ahead", "xend").emit("i32.lt_u").emit("i32.and")
+        f.set("bottom")
+        # else the rows of output rows >= iend: from iend sh - ph (>= 0 as iend >= ph)
+        f.get("bottom").emit("i32.eqz").emit("if")
         f.get("h")
         f.set("rend")
         _copy_rows(f, lambda: f.get("iend", "sh").emit("i32.mul")
                    .emit("local.get", f.arg["ph"]).emit("i32.sub"))
+        f.c.emit("end")
         f.c.emit("else")
     f.get("h")
     f.set("rend")

@@ -91,16 +91,18 @@ def hoist_weights(f: Frame, kernel: tuple[int, int] | None) -> list[int]:
 
 
 def tile(f: Frame, kernel: tuple[int, int] | None, mode: str, weights: list[int],
-         shape: tuple[int, int], store: str, in_place: bool = False, above: int = 0) -> None:
+         shape: tuple[int, int], store: str, in_place: bool = False,
+         outside: tuple[int, int] = (0, 0)) -> None:
     """The tile of ``shape`` = (output rows, registers) at column ``tx`` of rows ``oy``...:
     accumulators from the bias, the taps, then the activations and the store: whole
     registers (``store=""``), lane by lane left of ``ow`` (``"lanes"``), or (``"narrow"``,
     two registers at column 0 of rows 5 to 7 wide) the first register and the row's last 4
     columns, one shuffle of the two (``_narrow``). ``in_place``: ``pbase`` is in the input plane
     itself (rows ``row`` bytes apart, starting ``pw`` columns left of the plane), and a
-    tile zeroes the lanes left or right of the plane (``edges``), the padding. ``above``: the
-    tile's first input rows that lie above the plane (its top padding): their taps multiply
-    a zero register, not loaded (the same bits as the scratch plane's zero rows)."""
+    tile zeroes the lanes left or right of the plane (``edges``), the padding. ``outside``:
+    how many of the tile's first and last input rows lie above and below the plane (its top
+    and bottom padding): their taps multiply a zero register, not loaded (the same bits as
+    the scratch plane's zero rows)."""
     c, isa = f.c, f.isa
     rows, regs = shape
     acc = [[c.local(isa.valtype) for _ in range(regs)] for _ in range(rows)]
@@ -124,7 +126,7 @@ def tile(f: Frame, kernel: tuple[int, int] | None, mode: str, weights: list[int]
             for side, flag in enumerate(("left", "right")):
                 c.emit("local.get", f.edges[side]).emit("v128.const", bytes(16))
                 f.get(flag).emit("select").emit("local.set", f.tile_edges[side])
-        _unrolled_taps(f, kernel, weights, acc, (in_place, above))
+        _unrolled_taps(f, kernel, weights, acc, (in_place, *outside))
         if in_place and rows > 1:
             _read_ahead(f, AHEAD_LINES[kernel[1]])
     for q, row in enumerate(acc):
@@ -167,18 +169,18 @@ def _narrow(f: Frame, registers: list[int]) -> None:
 
 
 def _unrolled_taps(f: Frame, kernel: tuple[int, int], weights: list[int],
-                   acc: list[list[int]], where: tuple[bool, int]) -> None:
+                   acc: list[list[int]], where: tuple[bool, int, int]) -> None:
     """Every tap with constant offsets, input row by input row (``pi`` steps one row of
     the scratch plane, or of the input plane ``in_place``): each pixel register loaded once
     and multiplied into every output row of the tile that reads it (rows ``stride`` apart,
     no row dilation). Hoisted ``weights`` run register by register; otherwise each weight
     is loaded once per input row for all the tile's registers (tap by tap). Either way an
-    accumulator takes its taps in the same order. ``where``: (in place, the rows above the
-    plane, whose taps multiply a zero register)."""
+    accumulator takes its taps in the same order. ``where``: (in place, the rows above and
+    below the plane, whose taps multiply a zero register)."""
     c, isa = f.c, f.isa
-    in_place, above = where
-    zero = c.local(isa.valtype) if above else -1
-    if above:
+    in_place, above, below = where
+    zero = c.local(isa.valtype) if above or below else -1
+    if above or below:
         c.emit("v128.const", bytes(16)).emit("local.set", zero)
     k, stride = kernel
     pixel = c.local(isa.valtype)
@@ -197,7 +199,8 @@ def _unrolled_taps(f: Frame, kernel: tuple[int, int], weights: list[int],
             isa.load(c, 4 * i * k)
             c.emit("local.set", row[q])
         for group in groups:
-            pushers = [[lambda: c.emit("local.get", zero)] * k if t < above else
+            pushers = [[lambda: c.emit("local.get", zero)] * k
+                       if t < above or t >= span - below else
                        _taps(f, kernel, r, loaded,
                              (in_place and r == 0, in_place and r == len(regs) - 1))
                        for r in group]
