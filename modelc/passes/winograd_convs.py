@@ -28,23 +28,34 @@ ENABLED = True
 MIN_CHANNELS = 16
 """Fewest input and output channels: with the transform kernels, NudeNet's 16 @80 ran 0.90
 of the direct conv and ddddocr's 24 @104 0.86 (bench/winograd.py; 1.35 before them)."""
+TILE4 = False
+"""Whether convs run F(4x4, 3x3) where ``tile`` picks it."""
 SETS, LINE = 64, 64
 """An L1 data cache's sets and line bytes (48 KiB, 12 ways: the x86 cores measured)."""
 
 
-def plane_length(tiles: int, channels: tuple[int, ...]) -> int:
-    """The length of the transforms' planes: ``tiles`` or a few more, so that the 16 planes
-    of each transform (``channels * length`` floats apart) start in different cache sets.
+def plane_length(tiles: int, channels: tuple[int, ...], positions: int = 16) -> int:
+    """The length of the transforms' planes: ``tiles`` or a few more, so that the
+    ``positions`` planes of each transform (``channels * length`` floats apart) start in
+    different cache sets.
 
     NOTE: planes a multiple of 4 KiB apart put the 16 stores of a tile group into one L1
     set: the input transform of 64 channels at 56x56 (784 tiles) ran 1.5x the time of 63
     channels or 54x54.
     """
     def crowding(length: int) -> int:
-        sets = [[(k * c * length * 4) // LINE % SETS for k in range(16)] for c in channels]
+        sets = [[(k * c * length * 4) // LINE % SETS for k in range(positions)]
+                for c in channels]
         return max(starts.count(s) for starts in sets for s in starts)
 
     return min(range(tiles, tiles + 16), key=lambda length: (crowding(length), length))
+
+
+def tile(c: int, o: int, oh: int, ow: int) -> int:
+    """The output tile of a conv of ``c`` -> ``o`` channels and an ``oh`` x ``ow`` output:
+    4 (F(4x4, 3x3)) when ``TILE4``, else 2."""
+    del c, o, oh, ow
+    return 4 if TILE4 else 2
 
 
 def _applies(node: Node) -> bool:
@@ -66,7 +77,8 @@ def _rewrite(graph: Graph, node: Node) -> None:
     assert weight.data is not None
     n, c = (int(d) for d in x.shape[:2])
     o, (oh, ow) = int(weight.shape[0]), (int(d) for d in node.output.shape[2:])
-    th, tw = tiles((oh, ow))
+    m = tile(c, o, oh, ow)
+    (th, tw), a = tiles((oh, ow), m), m + 2
     (top, _), (left, _) = conv_padding(node.attrs.get("padding", 0), (3, 3), (1, 1), (1, 1))
     position = graph.nodes.index(node)
     graph.remove(node)
@@ -80,17 +92,17 @@ def _rewrite(graph: Graph, node: Node) -> None:
         steps += 1
         return output
 
-    count = plane_length(n * th * tw, (c, o))
+    count = plane_length(n * th * tw, (c, o), a * a)
     tiles_in = insert("tiles", "winograd_input", [x], ("input",),
-                      {"padding": (top, left), "tiles": (th, tw), "count": count},
-                      Value(f"{name}_tiles", (1, 16 * c, 1, count), "float32"))
-    u = winograd_weight(np.asarray(weight.data, np.float32))
+                      {"padding": (top, left), "tiles": (th, tw), "count": count, "tile": m},
+                      Value(f"{name}_tiles", (1, a * a * c, 1, count), "float32"))
+    u = winograd_weight(np.asarray(weight.data, np.float32), m)
     products = insert("products", "conv2d",
                       [tiles_in, Value(f"{name}_winograd_w", u.shape, "float32", data=u)],
-                      ("input", "weight"), {"groups": 16},
-                      Value(f"{name}_products", (1, 16 * o, 1, count), "float32"))
+                      ("input", "weight"), {"groups": a * a},
+                      Value(f"{name}_products", (1, a * a * o, 1, count), "float32"))
     rest = [(k, v) for k, v in named.items() if k in ("bias", "residual")]
-    attrs: dict = {"batch": n, "size": (oh, ow)}
+    attrs: dict = {"batch": n, "size": (oh, ow), "tile": m}
     if node.attrs.get("epilogue"):
         attrs["epilogue"] = tuple(node.attrs["epilogue"])
     insert("", "winograd_output", [products, *(v for _, v in rest)],
