@@ -1,10 +1,10 @@
-"""winograd_convs: a dense 3x3 stride-1 conv becomes Winograd F(2x2, 3x3).
+"""winograd_convs: a dense 3x3 stride-1 conv becomes Winograd F(2x2, 3x3) or F(4x4, 3x3).
 
 ``winograd_input`` (reading the unpadded input, the conv's padding handled there) -> a
-grouped 1x1 ``conv2d`` (16 groups, the weight ``G g G^T`` from
+grouped 1x1 ``conv2d`` ((m + 2)^2 groups, the weight ``G g G^T`` from
 ``nn.functional.winograd_weight``) -> ``winograd_output`` with the conv's bias, fused
-epilogue and residual: 16 multiplies per 2x2 output tile and channel pair instead of 36
-(see ``nn/functional/winograd.py``).
+epilogue and residual: 16 multiplies per 2x2 output tile and channel pair instead of 36, or
+36 per 4x4 tile instead of 144 (``tile`` picks m; see ``nn/functional/winograd.py``).
 
 It applies to a float32 conv2d with a constant (O, C, 3, 3) weight, a constant bias or none,
 stride 1, dilation 1, one group, a static input shape, and at least ``MIN_CHANNELS`` input
@@ -14,6 +14,8 @@ and output channels, whose fused epilogue has an output transform row. It runs a
 """
 
 from __future__ import annotations
+
+import math
 
 import numpy as np
 
@@ -28,7 +30,7 @@ ENABLED = True
 MIN_CHANNELS = 16
 """Fewest input and output channels: with the transform kernels, NudeNet's 16 @80 ran 0.90
 of the direct conv and ddddocr's 24 @104 0.86 (bench/winograd.py; 1.35 before them)."""
-TILE4 = False
+TILE4 = True
 """Whether convs run F(4x4, 3x3) where ``tile`` picks it."""
 SETS, LINE = 64, 64
 """An L1 data cache's sets and line bytes (48 KiB, 12 ways: the x86 cores measured)."""
@@ -51,11 +53,17 @@ def plane_length(tiles: int, channels: tuple[int, ...], positions: int = 16) -> 
     return min(range(tiles, tiles + 16), key=lambda length: (crowding(length), length))
 
 
-def tile(c: int, o: int, oh: int, ow: int) -> int:
-    """The output tile of a conv of ``c`` -> ``o`` channels and an ``oh`` x ``ow`` output:
-    4 (F(4x4, 3x3)) when ``TILE4``, else 2."""
-    del c, o, oh, ow
-    return 4 if TILE4 else 2
+def tile(oh: int, ow: int) -> int:
+    """The output tile for an ``oh`` x ``ow`` output: 4 (F(4x4, 3x3): 36 multiplies per 16
+    outputs against F(2x2)'s 64) when ``TILE4`` and its 4x4 tiles cover at most 1.1 times
+    what 2x2 tiles cover, else 2.
+
+    NOTE: measured per layer (bench/winograd.py, F(4x4) / F(2x2) time): 0.70 at 64 @56, 0.83
+    @28, 0.76 @7 (8x8 both), 0.72 @104, 0.75 @52; but 1.16 at 256 @14 (16x16 against 14x14),
+    1.19 @13, 1.26 @10, 1.00 @26.
+    """
+    cover2, cover4 = (math.prod(-(-d // m) * m for d in (oh, ow)) for m in (2, 4))
+    return 4 if TILE4 and cover4 <= 1.1 * cover2 else 2
 
 
 def _applies(node: Node) -> bool:
@@ -77,7 +85,7 @@ def _rewrite(graph: Graph, node: Node) -> None:
     assert weight.data is not None
     n, c = (int(d) for d in x.shape[:2])
     o, (oh, ow) = int(weight.shape[0]), (int(d) for d in node.output.shape[2:])
-    m = tile(c, o, oh, ow)
+    m = tile(oh, ow)
     (th, tw), a = tiles((oh, ow), m), m + 2
     (top, _), (left, _) = conv_padding(node.attrs.get("padding", 0), (3, 3), (1, 1), (1, 1))
     position = graph.nodes.index(node)

@@ -83,7 +83,7 @@ def compiled(request):  # type: ignore[no-untyped-def]
     patch = pytest.MonkeyPatch()
     patch.setattr(PASS, "ENABLED", True)
     patch.setattr(PASS, "MIN_CHANNELS", 16)
-    patch.setattr(PASS, "TILE4", tile == 4)
+    patch.setattr(PASS, "tile", lambda oh, ow: tile)  # every shape at this tile
     try:
         graph = modelc.optimize(modelc.trace(_model(kwargs, bias, activation, residual), (x,)))
         wasm = modelc.export(_model(kwargs, bias, activation, residual), (x,))
@@ -150,7 +150,7 @@ def test_the_transforms_split_by_channel_bit_identically(tile: int,
     from wasm_kernels import parallel
 
     monkeypatch.setattr(PASS, "MIN_CHANNELS", 16)
-    monkeypatch.setattr(PASS, "TILE4", tile == 4)
+    monkeypatch.setattr(PASS, "tile", lambda oh, ow: tile)
     weight, bias, x = _x(40, 36, 3, 3), _x(40), _x(2, 36, 23, 37)
     model = Lambda(lambda a: F.relu(F.conv2d(a, weight, bias, padding=1)))
     wasm = modelc.export(model, (x,))
