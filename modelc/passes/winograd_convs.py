@@ -32,6 +32,8 @@ MIN_CHANNELS = 16
 of the direct conv and ddddocr's 24 @104 0.86 (bench/winograd.py; 1.35 before them)."""
 TILE4 = True
 """Whether convs run F(4x4, 3x3) where ``tile`` picks it."""
+TILE4_MIN_TILES = 16
+"""The fewest 4x4 tiles of an F(4x4, 3x3) conv's output (per image)."""
 SETS, LINE = 64, 64
 """An L1 data cache's sets and line bytes (48 KiB, 12 ways: the x86 cores measured)."""
 
@@ -55,15 +57,17 @@ def plane_length(tiles: int, channels: tuple[int, ...], positions: int = 16) -> 
 
 def tile(oh: int, ow: int) -> int:
     """The output tile for an ``oh`` x ``ow`` output: 4 (F(4x4, 3x3): 36 multiplies per 16
-    outputs against F(2x2)'s 64) when ``TILE4`` and its 4x4 tiles cover at most 1.1 times
-    what 2x2 tiles cover, else 2.
+    outputs against F(2x2)'s 64) when ``TILE4``, its 4x4 tiles cover at most 1.1 times what
+    2x2 tiles cover and there are at least ``TILE4_MIN_TILES`` of them, else 2.
 
     NOTE: measured per layer (bench/winograd.py, F(4x4) / F(2x2) time): 0.70 at 64 @56, 0.83
-    @28, 0.76 @7 (8x8 both), 0.72 @104, 0.75 @52; but 1.16 at 256 @14 (16x16 against 14x14),
-    1.19 @13, 1.26 @10, 1.00 @26.
+    @28, 0.72 @104, 0.75 @52, 0.94 @20; but 1.16 at 256 @14 (16x16 against 14x14), 1.19 @13,
+    1.26 @10, 1.00 @26. At 512 @7 (4 tiles) it ran 0.76, but its weight is 4 times the
+    conv's (37.7 MB a conv, against 16.8 MB for F(2x2)).
     """
     cover2, cover4 = (math.prod(-(-d // m) * m for d in (oh, ow)) for m in (2, 4))
-    return 4 if TILE4 and cover4 <= 1.1 * cover2 else 2
+    return (4 if TILE4 and cover4 <= 1.1 * cover2 and cover4 >= 16 * TILE4_MIN_TILES
+            else 2)
 
 
 def _applies(node: Node) -> bool:
