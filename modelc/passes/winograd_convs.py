@@ -32,8 +32,10 @@ MIN_CHANNELS = 16
 of the direct conv and ddddocr's 24 @104 0.86 (bench/winograd.py; 1.35 before them)."""
 TILE4 = True
 """Whether convs run F(4x4, 3x3) where ``tile`` picks it."""
-TILE4_MIN_TILES = 16
-"""The fewest 4x4 tiles of an F(4x4, 3x3) conv's output (per image)."""
+TILE4_MIN_TILES = 49
+"""The fewest 4x4 tiles of an F(4x4, 3x3) conv's output (per image): 28x28 and larger.
+NudeNet (its F(4x4) at 20x20 too) ran 38.9 / 39.8 ms against 38.4 / 38.4 with 49, its
+``.wasm`` 22.7 MB against 18.3 (peers.py --clock cpu, alternating, load 3.7-5.1)."""
 SETS, LINE = 64, 64
 """An L1 data cache's sets and line bytes (48 KiB, 12 ways: the x86 cores measured)."""
 
@@ -64,9 +66,9 @@ def tile(oh: int, ow: int) -> int:
     2x2 tiles cover and there are at least ``TILE4_MIN_TILES`` of them, else 2.
 
     NOTE: measured per layer (bench/winograd.py, F(4x4) / F(2x2) time): 0.70 at 64 @56, 0.83
-    @28, 0.72 @104, 0.75 @52, 0.94 @20; but 1.16 at 256 @14 (16x16 against 14x14), 1.19 @13,
-    1.26 @10, 1.00 @26. At 512 @7 (4 tiles) it ran 0.76, but its weight is 4 times the
-    conv's (37.7 MB a conv, against 16.8 MB for F(2x2)).
+    @28, 0.72 @104, 0.75 @52; 0.94 @20, 1.03 @40 (32 channels); but 1.16 at 256 @14 (16x16
+    against 14x14), 1.19 @13, 1.26 @10, 1.00 @26. At 512 @7 (4 tiles) it ran 0.76, but its
+    weight is 4 times the conv's (37.7 MB a conv, against 16.8 MB for F(2x2)).
     """
     cover2, cover4 = (math.prod(-(-d // m) * m for d in (oh, ow)) for m in (2, 4))
     return (4 if TILE4 and cover4 <= 1.1 * cover2 and cover4 >= 16 * TILE4_MIN_TILES
