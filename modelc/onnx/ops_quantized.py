@@ -13,6 +13,7 @@ The com.microsoft element-wise ops run in float32 between a dequantize and a qua
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -45,7 +46,11 @@ def _triple(n: OnnxNode, first: int) -> tuple[Any, Any, Any]:
 
 
 def _axis(n: OnnxNode) -> int:
-    return n.axis(n.attr("axis", 1)) if n.rank() else 0
+    """The per-axis scale's axis; 0 for a per-tensor (one-element) scale, whose ``axis``
+    (default 1) ONNX ignores, even past the input's rank."""
+    if not n.rank() or math.prod(n.input(1).shape) == 1:
+        return 0
+    return n.axis(n.attr("axis", 1))
 
 
 def quantize_linear(n: OnnxNode) -> Any:

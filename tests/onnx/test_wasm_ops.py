@@ -77,6 +77,11 @@ WASM_CASES: dict[str, tuple] = {
                          {"kernel_shape": [2], "pads": [0, 1]}, 12),
     "eye_like_off_diagonal": ("EyeLike", [Run(r(3, 5))], {"k": 2}, 9),
     "eye_like_int32_from_float": ("EyeLike", [Run(r(4, 3))], {"k": -1, "dtype": 6}, 9),
+    # a per-tensor scale of a 1-D tensor: ``axis`` (default 1) is ignored, as ONNX says
+    "quantize_linear_1d_per_tensor": ("QuantizeLinear", [Run(r(7) * 10), f32(0.1),
+                                                         np.array(3, np.uint8)], {}, 13),
+    "dequantize_linear_1d_per_tensor": ("DequantizeLinear", [Run(_rng.integers(
+        -128, 128, 6, dtype=np.int8)), f32(0.05), np.array(-2, np.int8)], {}, 13),
     # Pow by a tensor exponent: negative bases with whole exponents (odd and even), NaN
     # with fractional ones, zero bases and exponents, broadcasting, an int64 exponent
     "pow_run_time_exponent": ("Pow", [Run(np.array([[-2.0, -1.5, 0.0, 3.0, -3.0, 0.0]],
