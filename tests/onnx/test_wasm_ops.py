@@ -82,6 +82,13 @@ WASM_CASES: dict[str, tuple] = {
                                                          np.array(3, np.uint8)], {}, 13),
     "dequantize_linear_1d_per_tensor": ("DequantizeLinear", [Run(_rng.integers(
         -128, 128, 6, dtype=np.int8)), f32(0.05), np.array(-2, np.int8)], {}, 13),
+    # MatMul with 1-D operands (numpy's rules) and batch axes of size 1 to broadcast
+    "matmul_vector_left": ("MatMul", [Run(r(4)), Run(r(2, 4, 3))], {}, 13),
+    "matmul_vector_right": ("MatMul", [Run(r(2, 1, 3, 4)), Run(r(4))], {}, 13),
+    "matmul_vectors": ("MatMul", [Run(r(5)), Run(r(5))], {}, 13),
+    "matmul_known_vector": ("MatMul", [Run(r(3, 6)), r(6)], {}, 13),
+    "matmul_broadcast_batch": ("MatMul", [Run(r(3, 1, 2, 4)), Run(r(1, 2, 4, 5))], {}, 13),
+    "matmul_broadcast_known": ("MatMul", [Run(r(2, 1, 3, 4)), r(3, 4, 2)], {}, 13),
     # Pow by a tensor exponent: negative bases with whole exponents (odd and even), NaN
     # with fractional ones, zero bases and exponents, broadcasting, an int64 exponent
     "pow_run_time_exponent": ("Pow", [Run(np.array([[-2.0, -1.5, 0.0, 3.0, -3.0, 0.0]],
