@@ -196,15 +196,23 @@ def _reduce(fn: Callable[..., Any]) -> OpFn:
         reduced = range(len(x.shape)) if dim is None else dim
         if any(x.shape[a] == 0 for a in reduced):
             return _empty_reduction(n, x, reduced, keepdim)
-        if dim is None or is_known(x) or _adjacent(x.shape, dim):
-            return fn(x, dim=dim, keepdim=keepdim)
-        kept = [a for a in range(len(x.shape)) if a not in dim]
-        out = fn(F.permute(x, (*kept, *dim)), dim=tuple(range(len(kept), len(x.shape))),
-                 keepdim=False)  # the reduced axes moved last, where they are adjacent
-        if not keepdim:
-            return out
-        return F.reshape(out, [1 if a in dim else d for a, d in enumerate(x.shape)])
+        if x.dtype == np.bool_ and n.op_type in ("ReduceMax", "ReduceMin") and not is_known(x):
+            # NOTE: any / all of bools: the float32 extreme of 0s and 1s
+            return F.ne(_over(fn, F.cast(x, np.float32), dim, keepdim), 0.0)
+        return _over(fn, x, dim, keepdim)
     return run
+
+
+def _over(fn: Callable[..., Any], x: Any, dim: tuple[int, ...] | None, keepdim: bool) -> Any:
+    """``fn(x, dim, keepdim)``; axes that are not adjacent are moved last first."""
+    if dim is None or is_known(x) or _adjacent(x.shape, dim):
+        return fn(x, dim=dim, keepdim=keepdim)
+    kept = [a for a in range(len(x.shape)) if a not in dim]
+    out = fn(F.permute(x, (*kept, *dim)), dim=tuple(range(len(kept), len(x.shape))),
+             keepdim=False)  # the reduced axes moved last, where they are adjacent
+    if not keepdim:
+        return out
+    return F.reshape(out, [1 if a in dim else d for a, d in enumerate(x.shape)])
 
 
 def _adjacent(shape: Sequence[Any], dim: Sequence[int]) -> bool:
