@@ -145,13 +145,12 @@ def conv_transpose(n: OnnxNode) -> Any:
 
 
 def max_pool(n: OnnxNode) -> Any:
-    """MaxPool; 8- and 16-bit integers pool in float32 (exact) and are cast back.
+    """MaxPool; 8- and 16-bit integers pool in float32 (exact) and are cast back. The
+    Indices output (1-D and 2-D) is ``_argmax_indices``.
 
     Raises:
-        CompileError: the Indices output is asked for, or wider integers.
+        CompileError: wider integers, or Indices of a 3-D pool or over a symbolic batch.
     """
-    if n.outputs > 1:
-        raise n.error("the Indices output of MaxPool is not supported")
     spatial, window = _spatial(n), _Window.of(n, n.attr("kernel_shape")).planar()
     x, dtype = n.input(0), np.dtype(str(n.input(0).dtype))
     if dtype.kind in "iu":
@@ -159,13 +158,53 @@ def max_pool(n: OnnxNode) -> Any:
             raise n.error(f"MaxPool of {dtype} tensors is not supported; float32 and 8- and "
                           "16-bit integers are")
         x = F.cast(x, np.float32)
+    pads = list(window.pads)
     if not n.attr("ceil_mode", 0) and _tail_padding_is_ceil_mode(window, _planar(x).shape):
         window.pads = [(0, 0)] * len(window.pads)
         out = _unplanar(_max_pool(_planar(x), window, True), spatial)
     else:
         out = _pool(n, -math.inf, lambda x, w: _max_pool(x, w, bool(n.attr("ceil_mode", 0))),
                     x=x)
-    return out if dtype.kind == "f" else F.cast(out, dtype)
+    values = out if dtype.kind == "f" else F.cast(out, dtype)
+    if n.outputs == 1:
+        return values
+    if spatial == 3:
+        raise n.error("the Indices output of a 3-D MaxPool is not supported")
+    window.pads = pads
+    indices = _argmax_indices(n, _planar(x), window, _planar(out))
+    return values, _unplanar(indices, spatial)
+
+
+def _argmax_indices(n: OnnxNode, x: Any, window: _Window, out: Any) -> Any:
+    """MaxPool's Indices: for each window, the flat position in (N, C, H, W) ``x`` of the
+    first element (in the window's row-major order, as onnxruntime) equal to the max
+    ``out``; positions run over (H, W), or (W, H) with ``storage_order=1``. Each tap is a
+    strided slice of ``x`` padded with -inf, matched against ``out`` from the last tap back,
+    so the first match is the one kept."""
+    batch, channels, h, w = x.shape
+    if not all(isinstance(d, int) for d in x.shape):
+        raise n.error(f"the Indices output of MaxPool needs fixed dims, got {list(x.shape)}")
+    oh, ow = out.shape[2:]
+    (top, _), (left, _) = window.pads
+    (kh, kw), (sh, sw), (dh, dw) = window.kernel, window.strides, window.dilations
+    reach = [top + (oh - 1) * sh + (kh - 1) * dh + 1, left + (ow - 1) * sw + (kw - 1) * dw + 1]
+    amounts = [left, max(reach[1] - left - w, 0), top, max(reach[0] - top - h, 0)]
+    padded = F.pad(x, amounts, value=-math.inf)
+    rows, cols = np.meshgrid(np.arange(h), np.arange(w), indexing="ij")
+    where = (cols * h + rows) if n.attr("storage_order", 0) else (rows * w + cols)
+    where = np.pad(where.astype(np.float32), [(top, amounts[3]), (left, amounts[1])])
+    found: Any = None
+    for i in reversed(range(kh)):
+        for j in reversed(range(kw)):
+            rows_, cols_ = slice(i * dh, i * dh + (oh - 1) * sh + 1, sh), slice(
+                j * dw, j * dw + (ow - 1) * sw + 1, sw)
+            tap = F.slice(F.slice(padded, 2, rows_.start, rows_.stop, sh), 3, cols_.start,
+                          cols_.stop, sw)  # (N, C, OH, OW)
+            here = where[rows_, cols_]
+            found = F.where(F.eq(tap, out), here, 0.0 if found is None else found)
+    offsets = (np.arange(batch).reshape(-1, 1, 1, 1) * channels
+               + np.arange(channels).reshape(1, -1, 1, 1)) * (h * w)
+    return F.add(F.cast(found, np.int64), offsets.astype(np.int64))
 
 
 def _max_pool(x: Any, window: _Window, ceil_mode: bool) -> Any:

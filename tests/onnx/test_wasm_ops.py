@@ -80,6 +80,15 @@ WASM_CASES: dict[str, tuple] = {
                        {"kernel_shape": [3, 3], "pads": [1, 1, 1, 1], "strides": [2, 1]}, 12),
     "max_pool_int8_1d": ("MaxPool", [Run(_rng.integers(-128, 128, (2, 3, 9), dtype=np.int8))],
                          {"kernel_shape": [2], "pads": [0, 1]}, 12),
+    # MaxPool's Indices: flat positions of the first max of each window (ties included)
+    "max_pool_indices_pads_ceil": ("MaxPool", [Run(np.round(r(2, 3, 7, 6)))],
+                                   {"kernel_shape": [3, 2], "strides": [2, 2],
+                                    "pads": [1, 0, 1, 1], "ceil_mode": 1}, 12, 2),
+    "max_pool_indices_dilated_column_major": ("MaxPool", [Run(r(1, 2, 8, 9))],
+                                              {"kernel_shape": [2, 3], "dilations": [2, 1],
+                                               "storage_order": 1}, 12, 2),
+    "max_pool_indices_1d": ("MaxPool", [Run(r(2, 3, 10))],
+                            {"kernel_shape": [3], "strides": [2], "pads": [1, 1]}, 12, 2),
     "eye_like_off_diagonal": ("EyeLike", [Run(r(3, 5))], {"k": 2}, 9),
     "eye_like_int32_from_float": ("EyeLike", [Run(r(4, 3))], {"k": -1, "dtype": 6}, 9),
     # a per-tensor scale of a 1-D tensor: ``axis`` (default 1) is ignored, as ONNX says
