@@ -235,7 +235,7 @@ def average_pool(n: OnnxNode) -> Any:
     include_pad = bool(n.attr("count_include_pad", 0))
     if any(d != 1 for d in n.attr("dilations") or []):
         if n.attr("ceil_mode", 0):
-            raise n.error("ceil_mode=1 with dilations is not supported")
+            return _dilated_ceil_mean(n, include_pad)
         return _pool(n, 0.0, _dilated_mean, count_padding=include_pad)
     pool = F.avg_pool3d if len(n.input(0).shape) == 5 else F.avg_pool2d
     return _pool(n, 0.0, lambda x, w: pool(
@@ -270,6 +270,34 @@ def lp_pool(n: OnnxNode) -> Any:
                                                w.padding(), bool(n.attr("ceil_mode", 0)),
                                                True, 1), x=powered)
     return F.sqrt(sums) if p == 2 else F.pow(sums, 1.0 / p)
+
+
+def _dilated_ceil_mean(n: OnnxNode, include_pad: bool) -> Any:
+    """A dilated average pool in ceil mode: the input padded past its tail until the last
+    window (``_ceil_windows``) fits, ``_dilated_mean`` divided by the (known) share of each
+    window inside the padded input (``include_pad``) or the input itself."""
+    spatial = _spatial(n)
+    window = _Window.of(n, n.attr("kernel_shape")).planar()
+    x = _planar(n.input(0))
+    sizes, counts, pads = list(x.shape[2:]), [], []
+    for axis, (head, tail) in enumerate(window.pads):
+        kernel, stride, dilation = (window.kernel[axis], window.strides[axis],
+                                    window.dilations[axis])
+        counts.append(_ceil_windows(sizes[axis], kernel, stride, dilation, head, tail))
+        reach = (counts[-1] - 1) * stride + dilation * (kernel - 1) + 1
+        pads.append((head, tail, max(reach - sizes[axis] - head - tail, 0)))
+    flat = _Window(window.kernel, window.strides, window.dilations, [(0, 0)] * len(pads))
+    amounts = [a for head, tail, extra in reversed(pads) for a in (head, tail + extra)]
+    out = _dilated_mean(F.pad(x, amounts), flat)
+    inside = np.ones((1, 1, *sizes), np.float32)
+    if include_pad:
+        inside = np.pad(inside, [(0, 0), (0, 0)] + [(h, t) for h, t, _ in pads],
+                        constant_values=1.0)
+        amounts = [a for _, _, extra in reversed(pads) for a in (0, extra)]
+    out = F.div(out, _dilated_mean(F.pad(inside, amounts), flat))
+    for axis, count in enumerate(counts):
+        out = F.slice(out, 2 + axis, 0, count)
+    return _unplanar(out, spatial)
 
 
 def _pool(n: OnnxNode, fill: float, run: Callable[[Any, _Window], Any],

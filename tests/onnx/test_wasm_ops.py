@@ -129,6 +129,10 @@ WASM_CASES: dict[str, tuple] = {
                                        19),
     "average_pool_3d_dilated": ("AveragePool", [Run(r(1, 2, 7, 6, 6))],
                                 {"kernel_shape": [2, 2, 2], "dilations": [2, 1, 2]}, 19),
+    **{f"average_pool_dilated_ceil_include_pad_{include}": ("AveragePool", [
+        Run(r(1, 2, 9, 8))], {"kernel_shape": [3, 2], "dilations": [2, 3], "strides": [2, 2],
+                             "pads": [1, 0, 1, 1], "ceil_mode": 1,
+                             "count_include_pad": include}, 19) for include in (0, 1)},
     "lp_pool_p2_pads": ("LpPool", [Run(r(1, 3, 7, 6))],
                         {"kernel_shape": [3, 2], "pads": [1, 0, 1, 1], "strides": [2, 1]}, 18),
     "lp_pool_p3_3d": ("LpPool", [Run(r(1, 2, 4, 5, 6))], {"kernel_shape": [2, 2, 3], "p": 3}, 18),
