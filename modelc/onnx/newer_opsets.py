@@ -7,9 +7,9 @@ attribute whose default keeps the old behaviour (Cast's ``round_mode``, SpaceToD
 leaves any new attribute unset) imports as at the importer's newest opset; a model with any
 other node (an op whose inputs, outputs or old attributes changed, or an op new since then)
 is refused, naming those ops. NOTE: that list was checked by hand against opsets 24-28.
-Ops new since opset 23 that the importer implements (``FOLLOWED``) import at the version it
-follows. ``changed_ops(..., exact=True)`` also tells whether a model older than opset 7 needs
-converting at all (``older_opsets``).
+Ops new or changed since opset 23 that the importer implements at a newer version
+(``FOLLOWED``) import as that version. ``changed_ops(..., exact=True)`` also tells whether
+a model older than opset 7 needs converting at all (``older_opsets``).
 """
 
 from __future__ import annotations
@@ -18,8 +18,9 @@ from collections.abc import Iterator
 from typing import Any
 
 _DOMAINS = ("", "ai.onnx")
-FOLLOWED = {"Swish": 24, "SwiGLU": 28}
-"""Ops new since opset 23 that the importer implements, and the version it follows."""
+FOLLOWED = {"Swish": 24, "SwiGLU": 28, "SpaceToDepth": 28}
+"""Ops new or changed since opset 23 that the importer implements at a newer version (which
+it names)."""
 
 
 def _attributes(schema: Any) -> dict[str, str]:
