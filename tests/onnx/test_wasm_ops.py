@@ -56,6 +56,9 @@ WASM_CASES: dict[str, tuple] = {
     "scatter_elements_max_known_indices": ("ScatterElements", [Run(r(3, 4)), np.array(
         [[1, 1], [0, 3], [2, 2]], np.int64), Run(r(3, 2))], {"axis": 1, "reduction": "max"},
         18),
+    "reverse_sequence_time_major": ("ReverseSequence", [Run(r(5, 3, 2)), i64(5, 1, 3)], {}, 10),
+    "reverse_sequence_batch_major": ("ReverseSequence", [Run(r(3, 4)), i64(2, 4, 0)],
+                                     {"time_axis": 1, "batch_axis": 0}, 10),
     "top_k_largest_last_axis": ("TopK", [Run(r(2, 3, 9)), i64(4)], {}, 11, 2),
     "top_k_smallest_middle_axis": ("TopK", [Run(_rng.choice(np.array(
         [-1.0, 0.0, 2.5, np.inf], np.float32), (2, 6, 3))), i64(6)],
