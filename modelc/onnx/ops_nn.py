@@ -144,6 +144,33 @@ def conv_transpose(n: OnnxNode) -> Any:
     return _unplanar(y, spatial)
 
 
+def col2im(n: OnnxNode) -> Any:
+    """Col2Im (2-D blocks): the (N, C * kH * kW, L) columns summed back into (N, C, H, W) as a
+    transposed convolution of the (Lh, Lw) block grid with one-hot (kH, kW) kernels, one
+    group per channel, cropped by ``pads``.
+
+    Raises:
+        CompileError: image or block shapes computed at run time, or not 2-D.
+    """
+    x = n.input(0)
+    image = [int(v) for v in n.known(1, "image_shape")]
+    block = [int(v) for v in n.known(2, "block_shape")]
+    if len(image) != 2 or len(block) != 2:
+        raise n.error(f"only 2-D Col2Im is supported, got image shape {image}")
+    strides = list(n.attr("strides") or [1, 1])
+    dilations = list(n.attr("dilations") or [1, 1])
+    pads = list(n.attr("pads") or [0, 0, 0, 0])
+    grid = [(size + pads[a] + pads[a + 2] - dilations[a] * (k - 1) - 1) // strides[a] + 1
+            for a, (size, k) in enumerate(zip(image, block))]
+    taps = block[0] * block[1]
+    channels = x.shape[1] // taps
+    weight = np.tile(np.eye(taps, dtype=np.float32).reshape(taps, 1, *block), (channels, 1, 1, 1))
+    planes = F.reshape(x, (x.shape[0], x.shape[1], *grid))  # (N, C*kH*kW, Lh, Lw)
+    out = F.conv_transpose2d(planes, weight, None, tuple(strides), 0, 0, channels,
+                             tuple(dilations))
+    return F.pad(out, [-pads[1], -pads[3], -pads[0], -pads[2]])  # crop the padding
+
+
 def max_pool(n: OnnxNode) -> Any:
     """MaxPool; 8- and 16-bit integers pool in float32 (exact) and are cast back. The
     Indices output (1-D and 2-D) is ``_argmax_indices``.
@@ -459,5 +486,5 @@ OPS: dict[str, OpFn] = {
     "LeakyRelu": lambda n: F.leaky_relu(n.input(0), n.attr("alpha", 0.01)),
     "Gelu": lambda n: F.gelu(n.input(0), n.attr("approximate", "none")),
     "HardSigmoid": hard_sigmoid, "HardSwish": lambda n: F.hardswish(n.input(0)),
-    "PRelu": prelu,
+    "PRelu": prelu, "Col2Im": col2im,
 }

@@ -59,6 +59,10 @@ WASM_CASES: dict[str, tuple] = {
     "reverse_sequence_time_major": ("ReverseSequence", [Run(r(5, 3, 2)), i64(5, 1, 3)], {}, 10),
     "reverse_sequence_batch_major": ("ReverseSequence", [Run(r(3, 4)), i64(2, 4, 0)],
                                      {"time_axis": 1, "batch_axis": 0}, 10),
+    "col2im_strided_padded": ("Col2Im", [Run(r(2, 3 * 6, 24)), i64(6, 7), i64(2, 3)],
+                              {"strides": [2, 1], "pads": [1, 0, 1, 1]}, 18),
+    "col2im_dilated": ("Col2Im", [Run(r(1, 2 * 4, 9)), i64(5, 5), i64(2, 2)],
+                       {"dilations": [2, 2]}, 18),
     "top_k_largest_last_axis": ("TopK", [Run(r(2, 3, 9)), i64(4)], {}, 11, 2),
     "top_k_smallest_middle_axis": ("TopK", [Run(_rng.choice(np.array(
         [-1.0, 0.0, 2.5, np.inf], np.float32), (2, 6, 3))), i64(6)],
