@@ -37,11 +37,9 @@ def conv(n: OnnxNode) -> Any:
 
 
 def conv_transpose(n: OnnxNode) -> Any:
-    """ConvTranspose (1-D and 2-D); uneven ``pads`` or ``output_shape`` crop or extend the
+    """ConvTranspose (1-D to 3-D); uneven ``pads`` or ``output_shape`` crop or extend the
     full result. ``auto_pad`` SAME_* asks for ``output_shape`` = input size * stride."""
     spatial = spatial_rank(n)
-    if spatial == 3:
-        raise n.error("3-D ConvTranspose is not supported; 1-D and 2-D are")
     x, w, bias = n.input(0), n.input(1), n.optional(2)
     window = Window.of(n, n.attr("kernel_shape") or list(w.shape[2:]))
     extra = list(n.attr("output_padding") or [0] * spatial)
@@ -61,16 +59,16 @@ def conv_transpose(n: OnnxNode) -> Any:
     x, w, groups = planar(x), planar(w), n.attr("group", 1)
     simple = window.symmetric and all(e < max(s, d) for e, s, d in
                                       zip(extra, window.strides, window.dilations))
+    transpose = F.conv_transpose3d if spatial == 3 else F.conv_transpose2d
     if simple:
-        y = F.conv_transpose2d(x, w, bias, tuple(window.strides), window.padding(),
-                               tuple(extra), groups, tuple(window.dilations))
+        y = transpose(x, w, bias, tuple(window.strides), window.padding(), tuple(extra),
+                      groups, tuple(window.dilations))
     else:
-        y = F.conv_transpose2d(x, w, None, tuple(window.strides), 0, 0, groups,
-                               tuple(window.dilations))
-        (top, bottom), (left, right) = window.pads
-        y = F.pad(y, [-left, extra[1] - right, -top, extra[0] - bottom])  # crop or extend
+        y = transpose(x, w, None, tuple(window.strides), 0, 0, groups, tuple(window.dilations))
+        y = F.pad(y, [a for (low, high), e in reversed(list(zip(window.pads, extra)))
+                      for a in (-low, e - high)])  # crop or extend
         if bias is not None:
-            y = F.add(y, F.reshape(bias, (1, -1, 1, 1)))
+            y = F.add(y, F.reshape(bias, (1, -1) + (1,) * (len(y.shape) - 2)))
     return unplanar(y, spatial)
 
 
