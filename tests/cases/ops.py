@@ -200,6 +200,9 @@ CASES: dict[str, Case] = {
     # 3-D: composites of the 2-D ops (a depth im2col into one conv2d; separable pools)
     "conv2d_conv3d_grouped": Case(lambda a: F.conv3d(a, FILTERS_3D, FILTER_BIAS, (2, 1, 1), 1,
                                                      groups=2), (x(2, 4, 5, 6, 5),)),
+    "conv_transpose2d_conv_transpose3d": Case(lambda a: F.conv_transpose3d(
+        a, FILTERS_3D[:, :2], FILTER_BIAS, (2, 1, 2), (1, 1, 0), (1, 0, 1), 2),
+        (x(1, 4, 3, 4, 3),)),
     "max_pool2d_max_pool3d": Case(lambda a: F.max_pool3d(a, (2, 3, 3), 2, (1, 1, 0),
                                                          ceil_mode=True), (x(1, 2, 5, 7, 6),)),
     "avg_pool2d_avg_pool3d": Case(lambda a: F.avg_pool3d(a, 3, (1, 2, 2), 1,
