@@ -182,9 +182,9 @@ CASES: dict[str, Case] = {
     "winograd_input": Case(F.winograd_input, (x(2, 3, 6, 8),)),
     "winograd_input_padded": Case(lambda a: F.winograd_input(a, (1, 1), (5, 6)),
                                   (x(1, 3, 9, 11),)),
-    "winograd4_input": Case(lambda a: F.winograd_input(a, (1, 0), (2, 3), tile=4),
-                            (x(2, 3, 9, 13),)),
-    "winograd4_output_relu": Case(lambda m: F.relu(F.winograd_output(
+    "winograd_input_tile4": Case(lambda a: F.winograd_input(a, (1, 0), (2, 3), tile=4),
+                                 (x(2, 3, 9, 13),)),
+    "winograd_output_tile4_relu": Case(lambda m: F.relu(F.winograd_output(
         m, FILTER_BIAS, batch=2, size=(5, 7), tile=4)), (x(1, 144, 1, 8),)),
     "winograd_output_relu": Case(lambda m: F.relu(F.winograd_output(
         m, FILTER_BIAS, batch=2, size=(3, 5))), (x(1, 64, 1, 12),)),
