@@ -31,7 +31,7 @@ import numpy as np
 
 from .pack import PANEL
 from .templates.conv import ROW_TILE_CHANNELS
-from .templates.dense_tile import GROUP
+from .templates.dense_tile import GROUP, STEM_KERNEL
 from .templates.linear import BLOCK_BYTES, SPLIT_ROWS
 
 ROWS = GROUP + 1
@@ -67,9 +67,11 @@ def taps(cg: int, og: int, kernel: tuple[int, int], stride: tuple[int, int],
     52-80; on rows of 13-26 the rows' end tiles cost more than the packing saved (0.90-0.96x),
     and with the channels' planes apart (an unpadded input) 64 channels ran 0.94x and 96-192
     0.80-0.92x. At stride 2: 1.24x (16 -> 32 @80x80 out), 1.12x (32 -> 64 @40), 1.10x
-    (24 -> 48 @104), 1.04x (48 -> 96 @52) (bench/README.md).
+    (24 -> 48 @104), 1.04x (48 -> 96 @52); a padded 7x7 stride-2 stem (one channel per k
+    iteration) 1.08-1.09x (ResNet's 3 -> 64 @112) (bench/README.md).
     """
-    return (kernel == (3, 3) and (stride[1] == 1 or (stride[1] == 2 and padded))
+    stem = kernel == (STEM_KERNEL, STEM_KERNEL) and stride[1] == 2 and padded
+    return ((stem or (kernel == (3, 3) and (stride[1] == 1 or (stride[1] == 2 and padded))))
             and dilation[1] == 1
             and out[1] >= TAPS_MIN_WIDTH and cg <= TAPS_MAX_CHANNELS[not padded]
             and og >= SPLIT_ROWS)
