@@ -192,9 +192,8 @@ def _multiply(c: Code, f: linear._Frame) -> None:
     for base, pointer in (("yg", "out"), ("rg", "res")):
         c.get(base, "first", "first0").emit("i32.sub").emit("i32.const", 2)
         c.emit("i32.shl").emit("i32.add").set(pointer)
-    # the last 1-3 pixels of B in place or packed (``conv_columns``); taps frames end on
-    # their own tile
+    # a pointwise conv's last 1-3 pixels (``conv_columns``); taps frames end on their own tile
     narrow = (conv_columns.NARROW, partial(conv_columns.columns, f)) if (
-        f.taps is None and f.isa.vector) else None
+        f.ldb is not None and f.taps is None and f.isa.vector) else None
     linear.row_blocks(f, edge=f.ldb is None, prepacked=True, narrow=narrow)
     c.get("first", "count").emit("i32.add").set("first")
