@@ -16,10 +16,10 @@ and rows of 32 or more reads its input in place (``taps``): rows of whole panels
 rows of 31 (packed), groups, chunks of whole rows, and a thread's part that starts and ends
 mid-row (its segments under a panel packed). At column stride 2 a padded conv reads its phased
 copy in place the same way (even and odd widths and padding, 96 channels, row dilation 2, a
-part starting mid-row); unpadded it packs; so does a 7x7 stride-2 stem (one channel per k
-iteration: 3 and 4 channels, even and odd widths, a part from mid-row). The 1-3 pixels past a chunk's last whole panel are
-matrix-vector products after every row block (``conv_columns``): a deep weight in blocks of
-10 rows ending in tiles of 4, single rows, and 3 pixels."""
+part starting mid-row); unpadded it packs. A padded 7x7 stride-2 stem reads in place too (one
+channel per k iteration: 3 and 4 channels, even and odd widths, a part from mid-row). A
+chunk's last panel holding 1-3 pixels: a deep weight in blocks of 10 rows ending in tiles of
+4, single rows, and 3 pixels."""
 
 import numpy as np
 import pytest
