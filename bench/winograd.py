@@ -5,10 +5,14 @@ layer, on one thread, in one run.
 
 For each dense 3x3 stride-1 conv shape of ResNet-18, ddddocr det and NudeNet 320n (batch 1,
 padding 1, bias and ReLU), one single-conv model is compiled twice, with the pass off (the
-conv kernel ``pack_im2col.runs_as_gemm`` picks) and on whatever the channels; both run in
-interleaved rounds on the calling thread, each timed in thread CPU time
-(``time.thread_time``: the machine is shared), and the median of the per-round ratios
-winograd / conv is printed with both times.
+conv kernel ``pack_im2col.runs_as_gemm`` picks) and on whatever the channels. Beside them
+run three more models: the input transform alone and the output transform alone (their
+sum over the Winograd time is ``xform``, the transforms' share), and ``f32_linear`` on the
+conv's implicit-gemm shape (OH * OW, 9 * cin) x (cout, 9 * cin). All run in interleaved
+rounds on the calling thread, each timed in thread CPU time (``time.thread_time``: the
+machine is shared); printed are the medians of the times and of the per-round ratios
+winograd / conv and ``rate`` = linear / winograd, the conv's effective rate (direct-conv
+FLOPs over time) over the linear kernel's on the same FLOPs.
 No result is asserted.
 """
 
@@ -67,23 +71,53 @@ def _timed(run: Callable[[], object], calls: int) -> float:
     return (time.thread_time() - start) / calls
 
 
+class _Lambda(Module):
+    def __init__(self, forward: Callable[..., np.ndarray]) -> None:
+        super().__init__()
+        self._forward = forward
+
+    def forward(self, x: np.ndarray) -> np.ndarray:
+        return self._forward(x)
+
+
+def _models(cin: int, cout: int, hw: int) -> list[tuple[bytes, np.ndarray]]:
+    """(wasm, input) of: the conv, Winograd, the input and output transforms alone, and
+    the linear of the conv's implicit-gemm shape."""
+    rng = np.random.default_rng(1)
+    model, tiles = _Conv(cin, cout), -(-hw // 2)
+    count = PASS.plane_length(tiles * tiles, (cin, cout))
+    x = rng.standard_normal((1, cin, hw, hw)).astype(np.float32)
+    m = rng.standard_normal((1, 16 * cout, 1, count)).astype(np.float32)
+    a = rng.standard_normal((hw * hw, 9 * cin)).astype(np.float32)
+    w = (rng.standard_normal((cout, 9 * cin)) / (3 * cin ** 0.5)).astype(np.float32)
+    pieces = [
+        (_Lambda(lambda v: F.winograd_input(v, (1, 1), (tiles, tiles), count)), x),
+        (_Lambda(lambda v: F.relu(F.winograd_output(v, model.bias, 1, (hw, hw)))), m),
+        (_Lambda(lambda v: F.linear(v, w)), a)]
+    return ([(_compile(model, x, False), x), (_compile(model, x, True), x)]
+            + [(modelc.export(piece, (v,)), v) for piece, v in pieces])
+
+
 def _layer(name: str, cin: int, cout: int, hw: int, rounds: int) -> None:
-    model = _Conv(cin, cout)
-    x = np.random.default_rng(1).standard_normal((1, cin, hw, hw)).astype(np.float32)
-    sessions = [runtime.load(_compile(model, x, w)) for w in (False, True)]
+    built = _models(cin, cout, hw)
+    sessions = [runtime.load(wasm) for wasm, _ in built]
     try:
-        runs = [partial(s.run, {"input0": x}) for s in sessions]
-        outs = [run()["output0"] for run in runs]
+        runs = [partial(s.run, {"input0": v}) for s, (_, v) in zip(sessions, built)]
+        outs = [run()["output0"] for run in runs[:2]]
         error = float(np.abs(outs[0] - outs[1]).max())
         calls = max(1, int(0.05 / max(_timed(runs[0], 1), 1e-4)))
-        times: list[list[float]] = [[], []]
+        times: list[list[float]] = [[] for _ in runs]
         for _ in range(rounds):
             for i, run in enumerate(runs):
                 times[i].append(_timed(run, calls))
-        ratio = statistics.median(w / c for c, w in zip(*times))
-        conv, wino = (statistics.median(t) * 1e3 for t in times)
-        print(f"{name:14} {cin:4} {cout:4} {hw:4} {conv:8.3f} {wino:8.3f} "
-              f"{ratio:9.3f}  (max diff {error:.1e})", flush=True)
+        conv, wino, first, last, linear = times
+        ratio = statistics.median(w / c for c, w in zip(conv, wino))
+        xform = statistics.median((f + t) / w for f, t, w in zip(first, last, wino))
+        rate = statistics.median(li / w for li, w in zip(linear, wino))
+        ms = [statistics.median(t) * 1e3 for t in times]
+        print(f"{name:14} {cin:4} {cout:4} {hw:4} {ms[0]:8.3f} {ms[1]:8.3f} {ratio:9.3f} "
+              f"{ms[2]:7.3f} {ms[3]:7.3f} {xform:6.1%} {ms[4]:8.3f} {rate:6.3f}  "
+              f"(max diff {error:.1e})", flush=True)
     finally:
         for s in sessions:
             s.close()
@@ -91,7 +125,8 @@ def _layer(name: str, cin: int, cout: int, hw: int, rounds: int) -> None:
 
 def bench(rounds: int, only: str | None) -> None:
     print(f"{'model':14} {'cin':>4} {'cout':>4} {'hw':>4} {'conv ms':>8} {'wino ms':>8} "
-          f"{'wino/conv':>9}")
+          f"{'wino/conv':>9} {'in ms':>7} {'out ms':>7} {'xform':>6} {'lin ms':>8} "
+          f"{'rate':>6}")
     for name, layers in LAYERS.items():
         if not only or name == only:
             for cin, cout, hw in layers:

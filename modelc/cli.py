@@ -58,6 +58,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--isa", choices=("simd128", "relaxed", "scalar"), default="simd128",
                         help="kernel variant for --standalone (default: %(default)s, which "
                              "every SIMD engine runs; relaxed needs relaxed-SIMD support)")
+    parser.add_argument("--winograd", choices=("on", "off"), default="on",
+                        help="run dense 3x3 stride-1 convs with >= 16 channels as Winograd "
+                             "F(2x2, 3x3) (default: %(default)s; off keeps them direct convs: "
+                             "smaller weights, bits closer to a direct conv's)")
     parser.add_argument("--quantize", choices=QUANTIZE_MODES, default=None,
                         help="int8: linear/matmul/conv (and adds, concats) in integers with "
                              "activation scales calibrated on --calibrate; int8-dynamic: "
@@ -210,7 +214,8 @@ def export_command(args: argparse.Namespace) -> int:
         wasm = export(model, inputs if args.quantize is None else None, args.output,
                       dynamic=dynamic,
                       standalone=args.standalone, isa=args.isa,
-                      sidecar=args.sidecar, target=args.target)
+                      sidecar=args.sidecar, target=args.target,
+                      winograd=args.winograd == "on")
     except UnsupportedOpError as err:
         raise NotImplementedError(str(err)) from err
     except CompileError as err:

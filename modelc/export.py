@@ -15,7 +15,7 @@ from wasm_kernels.wasm import read_module
 from .codegen import generate
 from .graph import Graph
 from .metadata import SECTION
-from .passes import optimize
+from .passes import PIPELINE, Pass, optimize, winograd_convs
 from .standalone import generate_standalone
 from .trace import DynamicSpec, trace
 
@@ -33,9 +33,15 @@ def producer() -> str:
         return "wasmnn (not installed)"
 
 
-def compile_graph(graph: Graph, *, standalone: bool = False, isa: str = "simd128") -> bytes:
+def pipeline(winograd: bool = True) -> tuple[Pass, ...]:
+    """The passes an export runs: all of them, or all but ``winograd_convs``."""
+    return PIPELINE if winograd else tuple(p for p in PIPELINE if p is not winograd_convs)
+
+
+def compile_graph(graph: Graph, *, standalone: bool = False, isa: str = "simd128",
+                  winograd: bool = True) -> bytes:
     """Optimise ``graph`` and generate its model module (linked or standalone)."""
-    graph = optimize(graph)
+    graph = optimize(graph, pipeline(winograd))
     if standalone:
         return generate_standalone(graph, producer(), isa)
     return generate(graph, producer())[0]
@@ -66,7 +72,7 @@ def sidecar_path(path: str | os.PathLike[str]) -> Path:
 def export(model: nn.Module | Graph | str | os.PathLike[str], example_inputs: Any = None,
            path: str | os.PathLike[str] | None = None, *, dynamic: DynamicSpec | None = None,
            standalone: bool = False, isa: str = "simd128", sidecar: bool = False,
-           target: str | None = None) -> bytes:
+           target: str | None = None, winograd: bool = True) -> bytes:
     """Compile ``model`` to a WebAssembly model module and return its bytes.
 
     Args:
@@ -86,6 +92,9 @@ def export(model: nn.Module | Graph | str | os.PathLike[str], example_inputs: An
         target: one of ``TARGETS``. ``"wasi"`` is ``standalone=True``. ``"web"`` is a
             standalone module for a web page, a Web Worker or Node; with ``path``, the
             loader ``wasmnn.js`` (``WEB_LOADER``) is written beside it.
+        winograd: run dense 3x3 stride-1 convs as Winograd F(2x2, 3x3)
+            (``passes.winograd_convs``, the default); False keeps them direct convs (bits
+            closer to a direct conv's, smaller weights).
 
     Raises:
         TraceError, UnsupportedOpError, CompileError: the model cannot be compiled; the
@@ -114,10 +123,11 @@ def export(model: nn.Module | Graph | str | os.PathLike[str], example_inputs: An
     if sidecar:
         assert path is not None
         weights_file = sidecar_path(path)
-        wasm, weights = generate(optimize(graph), producer(), sidecar=weights_file.name)
+        wasm, weights = generate(optimize(graph, pipeline(winograd)), producer(),
+                                 sidecar=weights_file.name)
         weights_file.write_bytes(weights)
     else:
-        wasm = compile_graph(graph, standalone=standalone, isa=isa)
+        wasm = compile_graph(graph, standalone=standalone, isa=isa, winograd=winograd)
     warn_default_bounds(graph, wasm)
     if path is not None:
         with open(path, "wb") as out:

@@ -20,6 +20,19 @@ def pair(value: Any) -> tuple[Any, Any]:
     return (value, value)
 
 
+def triple(value: Any) -> tuple[Any, Any, Any]:
+    """``value`` as a 3-tuple (torch's ``_triple``): an int ``n`` becomes ``(n, n, n)``.
+
+    Raises:
+        ValueError: a sequence whose length is not 3.
+    """
+    if isinstance(value, (list, tuple)):
+        if len(value) != 3:
+            raise ValueError(f"expected an int or a triple, got {value!r}")
+        return (value[0], value[1], value[2])
+    return (value, value, value)
+
+
 def typename(value: Any) -> str:
     module = type(value).__module__
     name = type(value).__qualname__

@@ -26,6 +26,7 @@ from .kernel_operands import element_dtype, operand, strided_operand
 from .kernel_qrescale import qrescale
 from .kernels_conv import FAMILIES as CONV_FAMILIES
 from .kernels_quantized import FAMILIES as QUANTIZED_FAMILIES
+from .kernels_winograd import FAMILIES as WINOGRAD_FAMILIES
 
 
 def _gemm(spec: abi.KernelSpec) -> Callable[..., None]:
@@ -295,7 +296,7 @@ FAMILIES: dict[str, Callable[[abi.KernelSpec], Callable[..., None]]] = {
     "norm": lambda spec: _group_norm,
     "compare": _broadcast, "recurrent": _cell, "resample": lambda spec: _resample,
     "integer": _broadcast, "topk": _topk, "qrescale": qrescale,
-    **QUANTIZED_FAMILIES, **CONV_FAMILIES,
+    **QUANTIZED_FAMILIES, **CONV_FAMILIES, **WINOGRAD_FAMILIES,
 }
 
 

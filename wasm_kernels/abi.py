@@ -17,9 +17,10 @@ from .abi_integer import CASTS, COMPARES, INTEGERS
 from .abi_integer import COMPARE_OPS as COMPARE_OPS
 from .abi_integer import INTEGER_OPS as INTEGER_OPS
 from .abi_quantized import QCONV, QLINEARS, QRESCALE, QUANTIZE
+from .abi_winograd import winograd_rows
 from .kernel_spec import BROADCAST_RANK, UNARY_OPS, KernelSpec, broadcast_params, short
 
-VERSION = 8
+VERSION = 9
 MODULE = f"wasmnn_kernels_v{VERSION}"
 
 
@@ -378,6 +379,7 @@ KERNELS: tuple[KernelSpec, ...] = (
     *QUANTIZE,
     *QLINEARS,
     *QCONV,
+    *winograd_rows(FUSED_ACTIVATIONS),
 )
 
 BY_NAME: dict[str, KernelSpec] = {k.name: k for k in KERNELS}

@@ -145,6 +145,14 @@ def splits(isa: str) -> dict[str, Split]:
         elif spec.family == "rowwise":
             table[spec.name] = Split("rows", {"x": ("n",), "y": ("n",)}, ("n",),
                                      STREAM_THRESHOLD)
+        elif spec.family == "winograd":
+            # NOTE: parts are ranges of channels (cs, os keep the whole call's count for the
+            # strides between images and between the 16 planes of V and M)
+            table[spec.name] = (
+                Split("c", {"x": ("h", "w"), "v": ("count",)}, ("n", "h", "w"),
+                      STREAM_THRESHOLD) if spec.op == "winograd_input" else
+                Split("o", {"m": ("count",), "bias": (), "y": ("oh", "ow"),
+                            "r": ("oh", "ow")}, ("n", "oh", "ow"), STREAM_THRESHOLD))
         elif spec.family == "unary":
             table[spec.name] = Split("n", {"x": (), "y": ()}, (), STREAM_THRESHOLD, 4)
     return table

@@ -50,8 +50,9 @@ DOMAIN_OPS: dict[str, dict[str, Any]] = {"com.microsoft": ops_quantized.MICROSOF
 """Supported ops of other domains (onnxruntime's contrib ops), by domain."""
 OPSETS = (9, 23)
 """The default-domain opset versions the importer follows (inclusive)."""
-CONVERTED = (7, 8)
-"""Older opsets the importer first converts to ``OPSETS[0]`` (inclusive)."""
+CONVERTED = (1, 8)
+"""Older opsets the importer first converts to ``OPSETS[0]`` (inclusive), unless every op of
+the model is the version it is there."""
 DEFAULT_DIM_RANGE = (1, 512)
 """Bounds of a symbolic ONNX dim that neither ``dynamic`` nor ``input_shapes`` fixes."""
 _DOMAINS = ("", "ai.onnx")
@@ -78,21 +79,15 @@ def _load(model: Any) -> Any:
 def _opset(proto: Any) -> int:
     """The opset the op functions follow for ``proto``: its own, or ``OPSETS[1]`` for a newer
     one whose ops differ from theirs at ``OPSETS[1]`` only by element types, or ``OPSETS[0]``
-    for one older than ``CONVERTED`` whose ops mean what they mean there.
+    for an older one that ``upgrade`` left as it is (its ops are the versions opset 9 has).
 
     Raises:
-        CompileError: the opset is outside ``OPSETS``, or newer or older with ops that changed.
+        CompileError: the opset is outside ``OPSETS`` and ``CONVERTED``, or newer with ops
+            that changed.
     """
     versions = [o.version for o in proto.opset_import if o.domain in _DOMAINS]
-    if versions and versions[0] < CONVERTED[0]:
-        changed = changed_ops(proto, OPSETS[0], versions[0], exact=True)
-        if not changed:
-            return OPSETS[0]
-        raise CompileError(f"ONNX opset {versions[0]} is not supported for ops {changed} "
-                           f"(they changed before opset {OPSETS[0]}); expected {OPSETS[0]} to "
-                           f"{OPSETS[1]}, or {CONVERTED[0]} to {CONVERTED[1]} (converted on "
-                           "import); re-export the model or convert it with "
-                           "onnx.version_converter")
+    if versions and CONVERTED[0] <= versions[0] < OPSETS[0]:
+        return OPSETS[0]
     if versions and versions[0] > OPSETS[1]:
         changed = changed_ops(proto, OPSETS[1], versions[0])
         if not changed:

@@ -7,9 +7,8 @@ attribute whose default keeps the old behaviour (Cast's ``round_mode``, SpaceToD
 leaves any new attribute unset) imports as at the importer's newest opset; a model with any
 other node (an op whose inputs, outputs or old attributes changed, or an op new since then)
 is refused, naming those ops. NOTE: that list was checked by hand against opsets 24-28.
-A model older than opset 7 is admitted only when each of its ops is the very version it is
-at opset 9 (PyTorch's opset-6 exports of Conv, Relu, Softmax, ...): before opset 9 some
-ops changed meaning under an unchanged signature (PRelu-6's slope per channel).
+``changed_ops(..., exact=True)`` also tells whether a model older than opset 7 needs
+converting at all (``older_opsets``).
 """
 
 from __future__ import annotations

@@ -15,8 +15,9 @@ import numpy as np
 
 from nn import functional as F
 
+from . import int_division
 from .node import OnnxNode
-from .ops_math import as_float32, narrow_quotient
+from .ops_math import integer_operands
 
 _SELU_ALPHA = 1.67326319217681884765625
 _SELU_GAMMA = 1.05070102214813232421875
@@ -27,11 +28,11 @@ def _unary(fn: Callable[[Any], Any]) -> Callable[[OnnxNode], Any]:
 
 
 def mod(n: OnnxNode) -> Any:
-    """Mod: ``fmod=1`` is C's fmod, ``fmod=0`` the floor remainder; at run time for float32
-    (fmod=1) and 8- and 16-bit integers (both, exact through float32: ``narrow_quotient``).
+    """Mod: ``fmod=1`` is C's fmod, ``fmod=0`` the floor remainder (the divisor's sign); at
+    run time for floats and integers (exact: ``int_division``).
 
     Raises:
-        CompileError: ``fmod=0`` on floats, or wider integers, computed at run time.
+        CompileError: unsigned integers of 32 or 64 bits computed at run time.
     """
     a, b = n.input(0), n.input(1)
     known = isinstance(a, np.ndarray) and isinstance(b, np.ndarray)
@@ -39,13 +40,11 @@ def mod(n: OnnxNode) -> Any:
     if known:
         return np.fmod(a, b) if fmod else np.mod(a, b)
     dtype = np.dtype(str(a.dtype))
-    if dtype.kind in "iu":  # a - round(a / b) * b, exact in float32 for 8 and 16 bits
-        quotient = narrow_quotient(n, a, b, F.trunc if fmod else F.floor)
-        return F.cast(F.sub(as_float32(a), F.mul(quotient, as_float32(b))), dtype)
-    if fmod:
-        return F.fmod(a, b)
-    raise n.error("fmod=0 (the floor remainder) of float tensors computed at run time is not "
-                  "supported; fmod=1 is")
+    if dtype.kind in "iu":
+        remainder = int_division.truncated(*integer_operands(n, a, b))[1]
+    else:
+        remainder = F.fmod(a, b)
+    return remainder if fmod else int_division.floor_remainder(remainder, b)
 
 
 OPS: dict[str, Callable[[OnnxNode], Any]] = {

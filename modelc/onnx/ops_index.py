@@ -153,18 +153,19 @@ def scatter_nd(n: OnnxNode) -> Any:
     """ScatterND: at indices known at import time (``reduction='none'``), each output element
     is the update that lands on it (the last one, as onnxruntime writes them in order), read
     by one gather of the flattened updates, else the data element, chosen by a known mask;
-    at run-time indices (or ``reduction='add'``), ``_scatter_rows``."""
+    at run-time indices (or with a reduction), ``_scatter_rows``."""
     data, indices, updates = n.input(0), n.input(1), n.input(2)
     reduction = n.attr("reduction", "none")
-    if reduction not in ("none", "add"):
-        raise n.error(f"reduction {reduction!r} is not supported; 'none' and 'add' are")
+    if reduction not in ("none", "add", *_COMBINE):
+        raise n.error(f"reduction {reduction!r} is not supported; expected one of "
+                      f"{['none', 'add', *_COMBINE]}")
     if is_known(data, indices, updates) and reduction == "none":
         out = np.array(data, copy=True)
         for row, update in zip(indices.reshape(-1, indices.shape[-1]),
                                updates.reshape(-1, *data.shape[indices.shape[-1]:])):
             out[tuple(row)] = update
         return out
-    if not is_known(indices) or reduction == "add":
+    if not is_known(indices) or reduction != "none":
         return _scatter_rows(n, data, indices, updates, reduction)
     if not all(isinstance(d, int) for d in (*data.shape, *updates.shape)):
         raise n.error(f"ScatterND needs fixed shapes, got data {list(data.shape)} and updates "
@@ -207,7 +208,8 @@ def _scatter_rows(n: OnnxNode, data: Any, indices: Any, updates: Any, reduction:
     """ScatterND by rows of the data's table (``_table``): a (rows, updates) mask of which
     update lands on which row; ``add`` adds the mask's product with the updates, ``none``
     takes the last update landing on a row (its number, the mask's largest hit, in
-    float32: exact below 2**24 updates)."""
+    float32: exact below 2**24 updates), ``mul``, ``max`` and ``min`` combine the row with
+    the updates landing on it (``_combine``)."""
     depth = indices.shape[-1]
     rows, count, size = _table(n, data, depth)
     landing = F.reshape(_flat_rows(n, indices, tuple(data.shape), 0), (1, -1))  # (1, U)
@@ -216,11 +218,45 @@ def _scatter_rows(n: OnnxNode, data: Any, indices: Any, updates: Any, reduction:
                       (-1, size))  # (U, size)
     if reduction == "add":
         return F.reshape(F.add(rows, F.matmul(F.cast(mask, np.float32), table)), data.shape)
+    if reduction in _COMBINE:
+        return F.reshape(_combine(n, rows, mask, table, reduction), data.shape)
     order = np.arange(mask.shape[1], dtype=np.float32).reshape(1, -1)
     last = F.amax(F.where(mask, order, -1.0), 1)  # (rows,)
     landed = F.embedding(F.cast(F.maximum(last, 0.0), np.int64), table)  # (rows, size)
     hit = F.reshape(F.ge(last, 0.0), (count, 1))
     return F.reshape(F.where(hit, landed, rows), data.shape)
+
+
+_COMBINE = {"mul": 1.0, "max": -np.inf, "min": np.inf}
+"""ScatterND's reductions besides ``add``, and the identity of each (what the updates that
+do not land on a row count as)."""
+MAX_UPDATES = 64
+"""The most updates a run-time ``mul`` reduction multiplies out, one by one."""
+
+
+def _combine(n: OnnxNode, rows: Any, mask: Any, table: Any, reduction: str) -> Any:
+    """Each row of ``rows`` (R, size) combined by ``reduction`` with the rows of ``table``
+    (U, size) that ``mask`` (R, U) lands on it, through an (R, U, size) tensor holding the
+    landing updates and the identity elsewhere.
+
+    Raises:
+        CompileError: a ``mul`` of more than ``MAX_UPDATES`` updates.
+    """
+    count, updates = mask.shape
+    size = table.shape[1]
+    values = F.where(F.reshape(mask, (count, updates, 1)), F.reshape(table, (1, updates, size)),
+                     _COMBINE[reduction])  # (R, U, size)
+    if reduction == "max":
+        return F.maximum(rows, F.amax(values, 1))
+    if reduction == "min":
+        return F.minimum(rows, F.neg(F.amax(F.neg(values), 1)))
+    if updates > MAX_UPDATES:
+        raise n.error(f"reduction 'mul' of {updates} updates: at most {MAX_UPDATES} multiply "
+                      "at run time")
+    product = rows
+    for u in range(updates):
+        product = F.mul(product, F.reshape(F.slice(values, 1, u, u + 1), (count, size)))
+    return product
 
 
 def top_k(n: OnnxNode) -> tuple[Any, Any]:

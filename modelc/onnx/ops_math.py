@@ -7,6 +7,7 @@ written in ``nn.functional`` calls (traced, or evaluated eagerly on known values
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -14,6 +15,8 @@ import numpy as np
 
 from nn import functional as F
 
+from ..trace import SymbolicTensor
+from . import int_division
 from .fold import is_known, operands
 from .node import OnnxNode
 
@@ -23,6 +26,8 @@ _UNARY: dict[str, Callable[[Any], Any]] = {
     "Abs": F.abs, "Erf": F.erf, "Exp": F.exp, "Log": F.log, "Neg": F.neg, "Relu": F.relu,
     "Sigmoid": F.sigmoid, "Sqrt": F.sqrt, "Tanh": F.tanh,
     "Reciprocal": lambda x: F.div(1.0, x),
+    "Tan": F.tan, "Atan": F.atan, "Asin": F.asin, "Acos": F.acos, "Sinh": F.sinh,
+    "Cosh": F.cosh, "Asinh": F.asinh, "Acosh": F.acosh, "Atanh": F.atanh, "IsNaN": F.isnan,
 }
 
 _BINARY: dict[str, Callable[[Any, Any], Any]] = {
@@ -108,43 +113,75 @@ def _variadic(fn: Callable[[Any, Any], Any]) -> OpFn:
 
 def pow_(n: OnnxNode) -> Any:
     """Pow; an integer exponent of a float base is cast to the base's type (ONNX lets the
-    two differ, the result has the base's)."""
+    two differ, the result has the base's). A scalar exponent known at import time stays a
+    ``pow`` (``expand_powers`` rewrites it); any other exponent of a float base makes
+    ``_tensor_power``.
+
+    Raises:
+        CompileError: an integer base with an exponent that is not a known scalar.
+    """
     a, b = n.input(0), n.input(1)
     base, exponent = np.dtype(str(a.dtype)), np.dtype(str(b.dtype))
     if base.kind == "f" and exponent.kind in "iu":
         b = b.astype(base) if is_known(b) else F.cast(b, base)
-    return F.pow(*operands(a, b))
+    a, b = operands(a, b)
+    if is_known(a, b) or not isinstance(b, SymbolicTensor | np.ndarray):
+        return F.pow(a, b)
+    if base.kind != "f":
+        raise n.error(f"Pow of a {base} base needs a scalar exponent known at import time, "
+                      f"got a {exponent} tensor")
+    return _tensor_power(a, b)
+
+
+def _tensor_power(x: Any, y: Any) -> Any:
+    """``x ** y`` elementwise for float tensors, as numpy's ``power``: ``exp(y * log|x|)``,
+    negated where ``x < 0`` and ``y`` is an odd integer, NaN where ``x < 0`` and ``y`` is
+    not an integer, and 1 where ``y == 0``. NOTE: within ``|y * log|x|| * 2**-23`` of the
+    exact value, relative (the error of the float32 logarithm times the exponent)."""
+    magnitude = F.exp(F.mul(*operands(y, F.log(F.abs(x)))))
+    whole = F.eq(*operands(F.floor(y) if not is_known(y) else np.floor(y), y))
+    halves = F.mul(*operands(y, 0.5))
+    odd = F.ne(*operands(F.floor(halves) if not is_known(y) else np.floor(halves), halves))
+    signed = F.where(whole, F.where(odd, F.neg(magnitude), magnitude), math.nan)
+    power = F.where(F.lt(x, 0.0), signed, magnitude)
+    return F.where(F.eq(*operands(y, 0.0)), 1.0, power)
+
+
+def is_inf(n: OnnxNode) -> Any:
+    """IsInf: ``detect_positive`` and ``detect_negative`` choose the infinities (both by
+    default)."""
+    x = n.input(0)
+    positive, negative = n.attr("detect_positive", 1), n.attr("detect_negative", 1)
+    if positive and negative:
+        return F.isinf(x)
+    if positive or negative:
+        return F.eq(x, math.inf if positive else -math.inf)
+    return F.lt(F.abs(x), -1.0)  # never true, NaN included
 
 
 def div(n: OnnxNode) -> Any:
-    """Div: true division for floats; integer division truncates, as ONNX specifies."""
+    """Div: true division for floats; integer division truncates, as ONNX specifies (exact at
+    run time: ``int_division``)."""
     a, b = n.input(0), n.input(1)
     if np.dtype(a.dtype).kind in "iuO":
         if not is_known(a, b):
-            return F.cast(narrow_quotient(n, a, b, F.trunc), np.dtype(str(a.dtype)))
+            return int_division.truncated(*integer_operands(n, a, b))[0]
         quotient = np.abs(a) // np.abs(b)
         return np.where((a < 0) != (b < 0), -quotient, quotient).astype(a.dtype)
     return F.div(*operands(a, b))
 
 
-def narrow_quotient(n: OnnxNode, a: Any, b: Any, rounding: Callable[[Any], Any]) -> Any:
-    """``rounding(a / b)`` of integers of at most 16 bits, in float32. NOTE: exact: the
-    quotient's rounding error, below ``|a / b| * 2**-24 <= 2**-9 / |b|``, cannot cross an
-    integer, which lies at least ``1 / |b|`` away unless it is the quotient itself.
+def integer_operands(n: OnnxNode, a: Any, b: Any) -> tuple[Any, Any]:
+    """``a`` and ``b`` for ``int_division``: signed, or unsigned of at most 16 bits.
 
     Raises:
-        CompileError: wider integers (float32 division would not be exact).
+        CompileError: unsigned integers of 32 or 64 bits.
     """
     dtype = np.dtype(str(a.dtype))
-    if dtype.itemsize > 2:
+    if dtype.kind == "u" and dtype.itemsize > 2:
         raise n.error(f"integer division of {dtype} tensors computed at run time is not "
-                      "supported; 8- and 16-bit integers are")
-    return rounding(F.div(*operands(as_float32(a), as_float32(b))))
-
-
-def as_float32(value: Any) -> Any:
-    """``value`` cast to float32: in numpy when known, else by a ``cast`` node."""
-    return np.asarray(value, np.float32) if is_known(value) else F.cast(value, np.float32)
+                      "supported; signed integers and 8- and 16-bit unsigned ones are")
+    return a, b
 
 
 def _reduce(fn: Callable[..., Any]) -> OpFn:
@@ -159,8 +196,22 @@ def _reduce(fn: Callable[..., Any]) -> OpFn:
         reduced = range(len(x.shape)) if dim is None else dim
         if any(x.shape[a] == 0 for a in reduced):
             return _empty_reduction(n, x, reduced, keepdim)
-        return fn(x, dim=dim, keepdim=keepdim)
+        if dim is None or is_known(x) or _adjacent(x.shape, dim):
+            return fn(x, dim=dim, keepdim=keepdim)
+        kept = [a for a in range(len(x.shape)) if a not in dim]
+        out = fn(F.permute(x, (*kept, *dim)), dim=tuple(range(len(kept), len(x.shape))),
+                 keepdim=False)  # the reduced axes moved last, where they are adjacent
+        if not keepdim:
+            return out
+        return F.reshape(out, [1 if a in dim else d for a, d in enumerate(x.shape)])
     return run
+
+
+def _adjacent(shape: Sequence[Any], dim: Sequence[int]) -> bool:
+    """Whether the axes ``dim`` of ``shape`` not of size 1 are next to each other, as the
+    reduction kernels need (size-1 axes move no element)."""
+    axes = sorted(a for a in dim if shape[a] != 1)
+    return not axes or all(shape[a] == 1 or a in axes for a in range(axes[0], axes[-1] + 1))
 
 
 def _empty_reduction(n: OnnxNode, x: Any, axes: Sequence[int], keepdim: bool) -> np.ndarray:
@@ -286,7 +337,8 @@ OPS: dict[str, OpFn] = {
     **{op: _binary(fn) for op, fn in _BINARY.items()},
     **{op: _variadic(fn) for op, fn in _VARIADIC.items()},
     **{op: _reduce(fn) for op, fn in _REDUCE.items()},
-    "Div": div, "Pow": pow_, "And": logical_and, "Or": logical_or, "Xor": logical_xor,
+    "Div": div, "Pow": pow_, "IsInf": is_inf,
+    "And": logical_and, "Or": logical_or, "Xor": logical_xor,
     "Clip": clip, "Where": where, "Cast": cast, "CastLike": cast_like,
     "MatMul": matmul, "Gemm": gemm,
 }

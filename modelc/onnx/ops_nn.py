@@ -2,7 +2,8 @@
 
 ``OPS`` maps an ONNX op type to a function of an ``OnnxNode`` returning its output(s),
 written in ``nn.functional`` calls. 1-D convolutions and pools run as 2-D ones over a
-height-1 image; asymmetric padding becomes an explicit ``pad``.
+height-1 image, 3-D ones as ``conv3d`` / ``*_pool3d`` (composites of the 2-D ones);
+asymmetric padding becomes an explicit ``pad``.
 """
 
 from __future__ import annotations
@@ -56,8 +57,9 @@ class _Window:
         return cls(list(kernel), strides, dilations, pads)
 
     def planar(self) -> _Window:
-        """The same window over a 2-D image (a 1-D window gets a height-1 axis)."""
-        if len(self.kernel) == 2:
+        """The same window over a 2-D image (a 1-D window gets a height-1 axis; 2-D and 3-D
+        ones stay)."""
+        if len(self.kernel) != 1:
             return self
         return _Window([1] + self.kernel, [1] + self.strides, [1] + self.dilations,
                        [(0, 0)] + self.pads)
@@ -66,30 +68,29 @@ class _Window:
     def symmetric(self) -> bool:
         return all(low == high for low, high in self.pads)
 
-    def padding(self) -> tuple[int, int]:
-        return (self.pads[0][0], self.pads[1][0])
+    def padding(self) -> tuple[int, ...]:
+        return tuple(low for low, _ in self.pads)
 
     def torch_pad(self) -> list[int]:
         """``pads`` as ``F.pad`` amounts (last axis first)."""
-        (top, bottom), (left, right) = self.pads
-        return [left, right, top, bottom]
+        return [amount for low, high in reversed(self.pads) for amount in (low, high)]
 
 
 def _spatial(n: OnnxNode) -> int:
     spatial = n.rank() - 2
-    if spatial not in (1, 2):
-        raise n.error(f"only 1-D and 2-D {n.op_type} are supported, got a rank-{n.rank()} "
-                      f"input {list(n.input(0).shape)}")
+    if spatial not in (1, 2, 3):
+        raise n.error(f"only 1-D, 2-D and 3-D {n.op_type} are supported, got a "
+                      f"rank-{n.rank()} input {list(n.input(0).shape)}")
     return spatial
 
 
 def _planar(x: Any) -> Any:
-    """(N, C, L) as (N, C, 1, L); 4-D input unchanged."""
-    return x if len(x.shape) == 4 else F.reshape(x, (*x.shape[:2], 1, x.shape[2]))
+    """(N, C, L) as (N, C, 1, L); 4-D and 5-D input unchanged."""
+    return F.reshape(x, (*x.shape[:2], 1, x.shape[2])) if len(x.shape) == 3 else x
 
 
 def _unplanar(y: Any, spatial: int) -> Any:
-    return y if spatial == 2 else F.reshape(y, (*y.shape[:2], y.shape[3]))
+    return F.reshape(y, (*y.shape[:2], y.shape[3])) if spatial == 1 else y
 
 
 def conv(n: OnnxNode) -> Any:
@@ -98,16 +99,19 @@ def conv(n: OnnxNode) -> Any:
     window = _Window.of(n, n.attr("kernel_shape") or list(w.shape[2:])).planar()
     x, w = _planar(x), _planar(w)
     if not window.symmetric:
-        x, window.pads = F.pad(x, window.torch_pad()), [(0, 0), (0, 0)]
-    y = F.conv2d(x, w, bias, tuple(window.strides), window.padding(),
-                 tuple(window.dilations), n.attr("group", 1))
+        x, window.pads = F.pad(x, window.torch_pad()), [(0, 0)] * len(window.pads)
+    y = (F.conv3d if spatial == 3 else F.conv2d)(
+        x, w, bias, tuple(window.strides), window.padding(), tuple(window.dilations),
+        n.attr("group", 1))
     return _unplanar(y, spatial)
 
 
 def conv_transpose(n: OnnxNode) -> Any:
-    """ConvTranspose; uneven ``pads`` or ``output_shape`` crop or extend the full result.
-    ``auto_pad`` SAME_* asks for ``output_shape`` = input size * stride."""
+    """ConvTranspose (1-D and 2-D); uneven ``pads`` or ``output_shape`` crop or extend the
+    full result. ``auto_pad`` SAME_* asks for ``output_shape`` = input size * stride."""
     spatial = _spatial(n)
+    if spatial == 3:
+        raise n.error("3-D ConvTranspose is not supported; 1-D and 2-D are")
     x, w, bias = n.input(0), n.input(1), n.optional(2)
     window = _Window.of(n, n.attr("kernel_shape") or list(w.shape[2:]))
     extra = list(n.attr("output_padding") or [0] * spatial)
@@ -141,16 +145,34 @@ def conv_transpose(n: OnnxNode) -> Any:
 
 
 def max_pool(n: OnnxNode) -> Any:
+    """MaxPool; 8- and 16-bit integers pool in float32 (exact) and are cast back.
+
+    Raises:
+        CompileError: the Indices output is asked for, or wider integers.
+    """
     if n.outputs > 1:
         raise n.error("the Indices output of MaxPool is not supported")
     spatial, window = _spatial(n), _Window.of(n, n.attr("kernel_shape")).planar()
-    x = _planar(n.input(0))
-    if not n.attr("ceil_mode", 0) and _tail_padding_is_ceil_mode(window, x.shape):
-        return _unplanar(F.max_pool2d(x, tuple(window.kernel), tuple(window.strides), 0,
-                                      tuple(window.dilations), True), spatial)
-    return _pool(n, -math.inf, lambda x, w: F.max_pool2d(
-        x, tuple(w.kernel), tuple(w.strides), w.padding(), tuple(w.dilations),
-        bool(n.attr("ceil_mode", 0))))
+    x, dtype = n.input(0), np.dtype(str(n.input(0).dtype))
+    if dtype.kind in "iu":
+        if dtype.itemsize > 2:
+            raise n.error(f"MaxPool of {dtype} tensors is not supported; float32 and 8- and "
+                          "16-bit integers are")
+        x = F.cast(x, np.float32)
+    if not n.attr("ceil_mode", 0) and _tail_padding_is_ceil_mode(window, _planar(x).shape):
+        window.pads = [(0, 0)] * len(window.pads)
+        out = _unplanar(_max_pool(_planar(x), window, True), spatial)
+    else:
+        out = _pool(n, -math.inf, lambda x, w: _max_pool(x, w, bool(n.attr("ceil_mode", 0))),
+                    x=x)
+    return out if dtype.kind == "f" else F.cast(out, dtype)
+
+
+def _max_pool(x: Any, window: _Window, ceil_mode: bool) -> Any:
+    """``max_pool2d`` or ``max_pool3d`` by the window's rank."""
+    pool = F.max_pool3d if len(window.kernel) == 3 else F.max_pool2d
+    return pool(x, tuple(window.kernel), tuple(window.strides), window.padding(),
+                tuple(window.dilations), ceil_mode)
 
 
 def _tail_padding_is_ceil_mode(window: _Window, shape: Any) -> bool:
@@ -176,34 +198,55 @@ def average_pool(n: OnnxNode) -> Any:
         if n.attr("ceil_mode", 0):
             raise n.error("ceil_mode=1 with dilations is not supported")
         return _pool(n, 0.0, _dilated_mean, count_padding=include_pad)
-    return _pool(n, 0.0, lambda x, w: F.avg_pool2d(
+    pool = F.avg_pool3d if len(n.input(0).shape) == 5 else F.avg_pool2d
+    return _pool(n, 0.0, lambda x, w: pool(
         x, tuple(w.kernel), tuple(w.strides), w.padding(), bool(n.attr("ceil_mode", 0)),
         include_pad), count_padding=include_pad)
 
 
 def _dilated_mean(x: Any, window: _Window) -> Any:
     """The mean over each dilated window (padding counted): a depthwise convolution with
-    weights ``1 / window size`` (``avg_pool2d`` has no dilation)."""
+    weights ``1 / window size`` (the average pools have no dilation)."""
     channels = x.shape[1]
     weight = np.full((channels, 1, *window.kernel), 1.0 / math.prod(window.kernel), np.float32)
-    return F.conv2d(x, weight, None, tuple(window.strides), window.padding(),
-                    tuple(window.dilations), channels)
+    return (F.conv3d if len(window.kernel) == 3 else F.conv2d)(
+        x, weight, None, tuple(window.strides), window.padding(), tuple(window.dilations),
+        channels)
+
+
+def lp_pool(n: OnnxNode) -> Any:
+    """LpPool: ``(sum of |x| ** p over each window) ** (1 / p)``, zero padding adding
+    nothing: an average pool's window sums (``divisor_override=1``), or a dilated window's
+    mean times its size."""
+    p, x = n.attr("p", 2), n.input(0)
+    powered = F.mul(x, x) if p == 2 else F.pow(F.abs(x), float(p))
+    if any(d != 1 for d in n.attr("dilations") or []):
+        if n.attr("ceil_mode", 0):
+            raise n.error("ceil_mode=1 with dilations is not supported")
+        sums = _pool(n, 0.0, lambda x, w: F.mul(_dilated_mean(x, w), float(math.prod(w.kernel))),
+                     x=powered)
+    else:
+        pool = F.avg_pool3d if len(x.shape) == 5 else F.avg_pool2d
+        sums = _pool(n, 0.0, lambda x, w: pool(x, tuple(w.kernel), tuple(w.strides),
+                                               w.padding(), bool(n.attr("ceil_mode", 0)),
+                                               True, 1), x=powered)
+    return F.sqrt(sums) if p == 2 else F.pow(sums, 1.0 / p)
 
 
 def _pool(n: OnnxNode, fill: float, run: Callable[[Any, _Window], Any],
-          count_padding: bool = True) -> Any:
-    """A 2-D pool. Padding ``run`` cannot express (uneven, or over half the window) is
+          count_padding: bool = True, x: Any = None) -> Any:
+    """A 2-D or 3-D pool. Padding ``run`` cannot express (uneven, or over half the window) is
     applied first with ``fill``; when padding must not count, the result is divided by
-    the (known) share of real elements in each window."""
+    the (known) share of real elements in each window. ``x`` replaces input 0."""
     spatial = _spatial(n)
     window = _Window.of(n, n.attr("kernel_shape")).planar()
-    x = _planar(n.input(0))
+    x = _planar(n.input(0) if x is None else x)
     oversized = any(p > (d * (k - 1) + 1) // 2 for pair, k, d in
                     zip(window.pads, window.kernel, window.dilations) for p in pair)
     if window.symmetric and not oversized:
         return _unplanar(run(x, window), spatial)
     pads = window.pads
-    amounts, window.pads = window.torch_pad(), [(0, 0), (0, 0)]
+    amounts, window.pads = window.torch_pad(), [(0, 0)] * len(pads)
     out = run(F.pad(x, amounts, value=fill), window)
     if not count_padding:
         ones = np.ones((1, 1, *x.shape[2:]), np.float32)
@@ -339,7 +382,7 @@ def prelu(n: OnnxNode) -> Any:
 
 OPS: dict[str, OpFn] = {
     "Conv": conv, "ConvTranspose": conv_transpose,
-    "MaxPool": max_pool, "AveragePool": average_pool,
+    "MaxPool": max_pool, "AveragePool": average_pool, "LpPool": lp_pool,
     "GlobalAveragePool": _global(F.mean), "GlobalMaxPool": _global(F.amax),
     "LRN": lrn, "BatchNormalization": batch_normalization,
     "LayerNormalization": layer_normalization, "LpNormalization": lp_normalization,

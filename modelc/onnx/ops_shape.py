@@ -209,6 +209,25 @@ def constant_of_shape(n: OnnxNode) -> Any:
     return F.full(target, fill.reshape(-1)[0].item(), fill.dtype)
 
 
+def eye_like(n: OnnxNode) -> np.ndarray:
+    """EyeLike: ones on diagonal ``k`` of a matrix shaped as the input (2-D, fixed dims), of
+    the ``dtype`` attribute's type or the input's; a constant.
+
+    Raises:
+        CompileError: an input that is not 2-D with fixed dims.
+    """
+    from onnx.helper import tensor_dtype_to_np_dtype
+
+    shape = n.input(0).shape
+    if len(shape) != 2 or not all(isinstance(d, int) for d in shape):
+        raise n.error(f"EyeLike needs a 2-D input of fixed dims, got {list(shape)}")
+    code = n.attr("dtype")
+    dtype = np.dtype(str(n.input(0).dtype)) if code is None else tensor_dtype_to_np_dtype(code)
+    if dtype == np.float64:
+        raise n.error("EyeLike of dtype float64 is not supported; float32 and integers are")
+    return np.eye(int(shape[0]), int(shape[1]), k=n.attr("k", 0), dtype=dtype)
+
+
 def expand(n: OnnxNode) -> Any:
     """Expand (bidirectional broadcast): adding zeros of the target shape (bools: ``!=
     False``); a symbolic target dim must already be the input's."""
@@ -304,5 +323,5 @@ OPS: dict[str, OpFn] = {
     "GatherElements": gather_elements,
     "Shape": shape, "Size": size, "Constant": constant, "ConstantOfShape": constant_of_shape,
     "Expand": expand, "Pad": pad, "Range": range_, "Tile": tile, "Not": logical_not,
-    "Identity": _identity, "Dropout": dropout,
+    "Identity": _identity, "Dropout": dropout, "EyeLike": eye_like,
 }

@@ -1,14 +1,16 @@
 """winograd_convs: a dense 3x3 stride-1 conv becomes Winograd F(2x2, 3x3).
 
-``pad`` (when the conv pads, or its output is odd) -> ``winograd_input`` -> a grouped 1x1
-``conv2d`` (16 groups, the weight ``G g G^T`` from ``nn.functional.winograd_weight``) ->
-``winograd_output`` with the conv's bias, fused epilogue and residual: 16 multiplies per
-2x2 output tile and channel pair instead of 36 (see ``nn/functional/winograd.py``).
+``winograd_input`` (reading the unpadded input, the conv's padding handled there) -> a
+grouped 1x1 ``conv2d`` (16 groups, the weight ``G g G^T`` from
+``nn.functional.winograd_weight``) -> ``winograd_output`` with the conv's bias, fused
+epilogue and residual: 16 multiplies per 2x2 output tile and channel pair instead of 36
+(see ``nn/functional/winograd.py``).
 
 It applies to a float32 conv2d with a constant (O, C, 3, 3) weight, a constant bias or none,
 stride 1, dilation 1, one group, a static input shape, and at least ``MIN_CHANNELS`` input
-and output channels. It runs after ``fuse_epilogues`` (the conv's epilogue travels to the
-output transform) and only when ``ENABLED``.
+and output channels, whose fused epilogue has an output transform row. It runs after
+``fuse_epilogues`` (the conv's epilogue travels to the output transform) and only when
+``ENABLED``.
 """
 
 from __future__ import annotations
@@ -20,10 +22,29 @@ from nn.functional.winograd import winograd_weight
 
 from ..graph import Graph, Node, Value
 from ..ops._shapes import pair
-from ..ops.winograd_output import tiles
+from ..ops.winograd_output import kernel, tiles
 
 ENABLED = True
-MIN_CHANNELS = 32
+MIN_CHANNELS = 16
+"""Fewest input and output channels: with the transform kernels, NudeNet's 16 @80 ran 0.90
+of the direct conv and ddddocr's 24 @104 0.86 (bench/winograd.py; 1.35 before them)."""
+SETS, LINE = 64, 64
+"""An L1 data cache's sets and line bytes (48 KiB, 12 ways: the x86 cores measured)."""
+
+
+def plane_length(tiles: int, channels: tuple[int, ...]) -> int:
+    """The length of the transforms' planes: ``tiles`` or a few more, so that the 16 planes
+    of each transform (``channels * length`` floats apart) start in different cache sets.
+
+    NOTE: planes a multiple of 4 KiB apart put the 16 stores of a tile group into one L1
+    set: the input transform of 64 channels at 56x56 (784 tiles) ran 1.5x the time of 63
+    channels or 54x54.
+    """
+    def crowding(length: int) -> int:
+        sets = [[(k * c * length * 4) // LINE % SETS for k in range(16)] for c in channels]
+        return max(starts.count(s) for starts in sets for s in starts)
+
+    return min(range(tiles, tiles + 16), key=lambda length: (crowding(length), length))
 
 
 def _applies(node: Node) -> bool:
@@ -35,18 +56,18 @@ def _applies(node: Node) -> bool:
             and pair(node.attrs.get("stride", 1)) == (1, 1)
             and pair(node.attrs.get("dilation", 1)) == (1, 1)
             and min(int(weight.shape[0]), int(weight.shape[1])) >= MIN_CHANNELS
-            and (bias is None or bias.data is not None))
+            and (bias is None or bias.data is not None)
+            and kernel(tuple(node.attrs.get("epilogue", ()))) is not None)
 
 
 def _rewrite(graph: Graph, node: Node) -> None:
     named = node.named_inputs()
     x, weight, name = named["input"], named["weight"], node.name
     assert weight.data is not None
-    n, c, h, w = (int(d) for d in x.shape)
+    n, c = (int(d) for d in x.shape[:2])
     o, (oh, ow) = int(weight.shape[0]), (int(d) for d in node.output.shape[2:])
     th, tw = tiles((oh, ow))
     (top, _), (left, _) = conv_padding(node.attrs.get("padding", 0), (3, 3), (1, 1), (1, 1))
-    bottom, right = 2 * th + 2 - h - top, 2 * tw + 2 - w - left
     position = graph.nodes.index(node)
     graph.remove(node)
     steps = 0
@@ -59,11 +80,9 @@ def _rewrite(graph: Graph, node: Node) -> None:
         steps += 1
         return output
 
-    if (top, bottom, left, right) != (0, 0, 0, 0):
-        x = insert("pad", "pad", [x], ("input",), {"pad": (left, right, top, bottom)},
-                   Value(f"{name}_pad", (n, c, 2 * th + 2, 2 * tw + 2), "float32"))
-    count = n * th * tw
-    tiles_in = insert("tiles", "winograd_input", [x], ("input",), {},
+    count = plane_length(n * th * tw, (c, o))
+    tiles_in = insert("tiles", "winograd_input", [x], ("input",),
+                      {"padding": (top, left), "tiles": (th, tw), "count": count},
                       Value(f"{name}_tiles", (1, 16 * c, 1, count), "float32"))
     u = winograd_weight(np.asarray(weight.data, np.float32))
     products = insert("products", "conv2d",

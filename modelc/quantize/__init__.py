@@ -25,6 +25,7 @@ from ..passes import (
     infer_shapes,
     optimize,
     plan_memory,
+    winograd_convs,
 )
 from ..trace import DynamicSpec, trace
 from .dynamic import quantize_dynamic
@@ -36,8 +37,10 @@ __all__ = ["ACTIVATIONS", "WEIGHTS", "examples_from_npz", "quantize"]
 
 WEIGHTS = tuple(WEIGHT_MODES)
 ACTIVATIONS = ("per_tensor", "dynamic")
-BEFORE_FUSION = tuple(p for p in PIPELINE if p not in (fuse_epilogues, plan_memory))
-"""The passes run before quantizing: the rules fuse activations themselves."""
+BEFORE_FUSION = tuple(p for p in PIPELINE
+                      if p not in (fuse_epilogues, winograd_convs, plan_memory))
+"""The passes run before quantizing: the rules fuse activations themselves, and a conv
+turned into Winograd's float transforms would not be quantized."""
 
 
 def _example(example: Any) -> Any:

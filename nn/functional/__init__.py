@@ -30,7 +30,7 @@ from .activation import (
 )
 from .argmax import argmax, argmin
 from .attention import attention_weights, scaled_dot_product_attention
-from .conv import conv1d, conv2d, conv_padding, conv_transpose2d
+from .conv import conv1d, conv2d, conv3d, conv_padding, conv_transpose2d
 from .creation import full
 from .dropout import dropout
 from .elementwise import (
@@ -61,11 +61,12 @@ from .elementwise import (
                          tanh,
                          where,
 )
+from .float_classes import isinf, isnan
 from .linear import linear, matmul
 from .loop import loop
 from .normalization import batch_norm, group_norm, instance_norm, layer_norm, rms_norm
 from .pixel import channel_shuffle, pixel_shuffle, pixel_unshuffle
-from .pooling import adaptive_avg_pool2d, avg_pool2d, max_pool2d
+from .pooling import adaptive_avg_pool2d, avg_pool2d, avg_pool3d, max_pool2d, max_pool3d
 from .qarith import qadd, qconcat
 from .quantized import (
                          dequantize_linear,
@@ -93,24 +94,25 @@ from .shape import (
                          unsqueeze,
 )
 from .triangular import cumsum, tril, triu
+from .trigonometry import acos, acosh, asin, asinh, atan, atanh, cosh, sinh, tan
 from .winograd import winograd_input, winograd_output
 
-__all__ = ["PRIMITIVES", "abs", "adaptive_avg_pool2d", "add", "amax", "argmax", "argmin",
-           "attention_weights", "avg_pool2d", "batch_norm", "cast", "ceil", "celu",
-           "channel_shuffle", "check", "concat", "conv1d", "conv2d", "conv_padding",
-           "conv_transpose2d", "cos", "cumsum", "dequantize_linear", "div", "dropout",
-           "dynamic_quantize_linear", "elu", "embedding", "eq", "erf",
-           "exp", "flatten", "floor", "fmod", "full", "ge", "gelu", "gelu_tanh", "group_norm",
-           "gru", "gt",
-           "hardshrink", "hardsigmoid", "hardswish", "hardtanh", "instance_norm", "interpolate",
-           "layer_norm", "le", "leaky_relu", "linear", "log", "log_softmax", "loop", "lstm", "lt",
-           "matmul", "max_pool2d", "maximum", "mean", "minimum", "mish", "mul", "ne", "neg", "pad",
-           "permute", "pixel_shuffle", "pixel_unshuffle", "pow", "qadd", "qconcat", "qconv2d",
-           "qlinear", "qmatmul", "quantize_linear", "relu", "relu6", "resample",
+__all__ = ["PRIMITIVES", "abs", "acos", "acosh", "adaptive_avg_pool2d", "add", "amax", "argmax",
+           "argmin", "asin", "asinh", "atan", "atanh", "attention_weights", "avg_pool2d",
+           "avg_pool3d", "batch_norm", "cast", "ceil", "celu", "channel_shuffle", "check",
+           "concat", "conv1d", "conv2d", "conv3d", "conv_padding", "conv_transpose2d", "cos",
+           "cosh", "cumsum", "dequantize_linear", "div", "dropout", "dynamic_quantize_linear",
+           "elu", "embedding", "eq", "erf", "exp", "flatten", "floor", "fmod", "full", "ge",
+           "gelu", "gelu_tanh", "group_norm", "gru", "gt", "hardshrink", "hardsigmoid",
+           "hardswish", "hardtanh", "instance_norm", "interpolate", "isinf", "isnan", "layer_norm",
+           "le", "leaky_relu", "linear", "log", "log_softmax", "loop", "lstm", "lt", "matmul",
+           "max_pool2d", "max_pool3d", "maximum", "mean", "minimum", "mish", "mul", "ne", "neg",
+           "pad", "permute", "pixel_shuffle", "pixel_unshuffle", "pow", "qadd", "qconcat",
+           "qconv2d", "qlinear", "qmatmul", "quantize_linear", "relu", "relu6", "resample",
            "reshape", "rms_norm", "rnn", "round", "rsqrt", "scaled_dot_product_attention", "selu",
-           "shrink", "sigmoid", "sign", "silu", "sin", "slice", "softmax", "softplus",
-           "softshrink", "softsign", "split", "sqrt", "squeeze", "sub", "sum", "tanh", "topk",
-           "transpose", "tril", "triu", "trunc", "unsqueeze", "where", "winograd_input",
+           "shrink", "sigmoid", "sign", "silu", "sin", "sinh", "slice", "softmax", "softplus",
+           "softshrink", "softsign", "split", "sqrt", "squeeze", "sub", "sum", "tan", "tanh",
+           "topk", "transpose", "tril", "triu", "trunc", "unsqueeze", "where", "winograd_input",
            "winograd_output"]
 
 PRIMITIVES: tuple[str, ...] = tuple(sorted(

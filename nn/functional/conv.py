@@ -1,4 +1,5 @@
-"""Convolutions: ``conv2d`` and ``conv_transpose2d`` (primitives), ``conv1d`` (composite)."""
+"""Convolutions: ``conv2d`` and ``conv_transpose2d`` (primitives), ``conv1d`` and ``conv3d``
+(composites of ``conv2d``)."""
 
 from __future__ import annotations
 
@@ -8,10 +9,10 @@ import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
 from .._dispatch import primitive
-from .._utils import pair
-from .shape import reshape
+from .._utils import pair, triple
+from .shape import concat, pad, reshape, slice
 
-__all__ = ["conv1d", "conv2d", "conv_padding", "conv_transpose2d"]
+__all__ = ["conv1d", "conv2d", "conv3d", "conv_padding", "conv_transpose2d"]
 
 Padding = int | tuple[int, ...] | str
 
@@ -146,3 +147,36 @@ def conv1d(input: np.ndarray, weight: np.ndarray, bias: np.ndarray | None = None
                  padding if isinstance(padding, str) else (0, _single(padding)),
                  (1, _single(dilation)), groups)
     return reshape(out, (n, out_channels, out.shape[-1]))  # (N, O, L_out)
+
+
+def conv3d(input: np.ndarray, weight: np.ndarray, bias: np.ndarray | None = None,
+           stride: int | tuple[int, ...] = 1, padding: int | tuple[int, ...] = 0,
+           dilation: int | tuple[int, ...] = 1, groups: int = 1) -> np.ndarray:
+    """3-D cross-correlation as ``torch.nn.functional.conv3d``: input (N, C, D, H, W), weight
+    (O, C / groups, kD, kH, kW). Each output depth is one ``conv2d`` over the kD input
+    planes it reads, taken as kD channels per input channel, so the weight is only
+    reshaped (groups stay contiguous) and a symbolic batch needs no merging.
+
+    Raises:
+        ValueError: input not 5-D, or channels that do not match weight and groups.
+
+    >>> conv3d(np.ones((1, 2, 4, 5, 5), np.float32), np.ones((3, 2, 2, 3, 3), np.float32),
+    ...        padding=(0, 1, 1)).shape
+    (1, 3, 3, 5, 5)
+    """
+    if len(input.shape) != 5 or input.shape[1] != weight.shape[1] * groups:
+        raise ValueError(f"conv3d: expected input (N, {weight.shape[1] * groups}, D, H, W) for "
+                         f"weight {list(weight.shape)} and groups={groups}, got "
+                         f"{list(input.shape)}")
+    n, c, depth, h, w = input.shape
+    out_channels, group_channels, kd, kh, kw = weight.shape
+    (sd, sh, sw), (pd, ph, pw), (dd, dh, dw) = triple(stride), triple(padding), triple(dilation)
+    x = pad(input, (0, 0, 0, 0, pd, pd)) if pd else input
+    planar_weight = reshape(weight, (out_channels, group_channels * kd, kh, kw))
+    outs = []
+    for start in range(0, depth + 2 * pd - dd * (kd - 1), sd):
+        planes = slice(x, 2, start, start + dd * (kd - 1) + 1, dd)  # (N, C, kD, H, W)
+        out = conv2d(reshape(planes, (n, c * kd, h, w)), planar_weight, bias, (sh, sw),
+                     (ph, pw), (dh, dw), groups)  # (N, O, OH, OW)
+        outs.append(reshape(out, (n, out_channels, 1, *out.shape[2:])))
+    return outs[0] if len(outs) == 1 else concat(outs, 2)  # (N, O, OD, OH, OW)

@@ -1,4 +1,6 @@
-"""2-D pooling: ``max_pool2d``, ``avg_pool2d``, ``adaptive_avg_pool2d`` (all primitives).
+"""Pooling: ``max_pool2d``, ``avg_pool2d``, ``adaptive_avg_pool2d`` (primitives), and
+``max_pool3d``, ``avg_pool3d`` (composites: a 2-D pool over each depth plane, then one over
+depth, since a box's max, sum and element count separate by axis).
 
 Window counts follow torch, including ``ceil_mode`` (the last window must start inside
 the input or its left padding) and avg pooling's divisor rules.
@@ -12,9 +14,10 @@ import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
 from .._dispatch import primitive
-from .._utils import pair
+from .._utils import pair, triple
+from .shape import reshape
 
-__all__ = ["adaptive_avg_pool2d", "avg_pool2d", "max_pool2d"]
+__all__ = ["adaptive_avg_pool2d", "avg_pool2d", "avg_pool3d", "max_pool2d", "max_pool3d"]
 
 
 def _out_size(size: int, kernel: int, stride: int, pad: int, dilation: int,
@@ -125,3 +128,57 @@ def adaptive_avg_pool2d(input: np.ndarray, output_size: Any) -> np.ndarray:
             w0, w1 = (j * w) // ow, -(-((j + 1) * w) // ow)
             out[..., i, j] = input[..., h0:h1, w0:w1].mean(axis=(-2, -1))
     return out
+
+
+def _pool3d(pool: Any, input: np.ndarray, kernel_size: Any, stride: Any, padding: Any,
+            **options: Any) -> np.ndarray:
+    """``pool`` (a 2-D pool) over the (H, W) planes of (N, C, D, H, W) ``input``, then over
+    depth, as a (kD, 1) window on (N, C, D, OH * OW). ``options`` holding ``dilation`` and
+    ``divisor_override`` are per axis and per pass."""
+    if len(input.shape) != 5:
+        raise ValueError(f"expected 5D (N, C, D, H, W) input, got shape {list(input.shape)}")
+    (kd, kh, kw), (pd, ph, pw) = triple(kernel_size), triple(padding)
+    sd, sh, sw = triple(kernel_size if stride is None or stride in ([], ()) else stride)
+    dilation = options.pop("dilation", None)
+    override = options.pop("divisor_override", None)
+    planar, deep = dict(options), dict(options)
+    if dilation is not None:
+        dd, dh, dw = triple(dilation)
+        planar["dilation"], deep["dilation"] = (dh, dw), (dd, 1)
+    if override is not None:
+        planar["divisor_override"], deep["divisor_override"] = 1, override
+    n, c, depth, h, w = input.shape
+    planes = pool(reshape(input, (n, c * depth, h, w)), (kh, kw), (sh, sw), (ph, pw), **planar)
+    oh, ow = planes.shape[2:]
+    out = pool(reshape(planes, (n, c, depth, oh * ow)), (kd, 1), (sd, 1), (pd, 0), **deep)
+    return reshape(out, (n, c, out.shape[2], oh, ow))  # (N, C, OD, OH, OW)
+
+
+def max_pool3d(input: np.ndarray, kernel_size: Any, stride: Any = None, padding: Any = 0,
+               dilation: Any = 1, ceil_mode: bool = False) -> np.ndarray:
+    """Max over each (kD, kH, kW) window, as ``torch.nn.functional.max_pool3d``.
+
+    Raises:
+        ValueError: input not 5-D, or padding over half the effective kernel.
+
+    >>> max_pool3d(np.arange(8, dtype=np.float32).reshape(1, 1, 2, 2, 2), 2).tolist()
+    [[[[[7.0]]]]]
+    """
+    return _pool3d(max_pool2d, input, kernel_size, stride, padding, dilation=dilation,
+                   ceil_mode=ceil_mode)
+
+
+def avg_pool3d(input: np.ndarray, kernel_size: Any, stride: Any = None, padding: Any = 0,
+               ceil_mode: bool = False, count_include_pad: bool = True,
+               divisor_override: int | None = None) -> np.ndarray:
+    """Mean over each (kD, kH, kW) window, as ``torch.nn.functional.avg_pool3d`` (the divisor
+    rules of ``avg_pool2d``, per axis).
+
+    Raises:
+        ValueError: input not 5-D, or padding over half the kernel.
+
+    >>> avg_pool3d(np.arange(8, dtype=np.float32).reshape(1, 1, 2, 2, 2), 2).tolist()
+    [[[[[3.5]]]]]
+    """
+    return _pool3d(avg_pool2d, input, kernel_size, stride, padding, ceil_mode=ceil_mode,
+                   count_include_pad=count_include_pad, divisor_override=divisor_override)

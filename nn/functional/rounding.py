@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._dispatch import primitive
-from .elementwise import cast, gt, lt, where
+from .elementwise import abs, cast, eq, gt, lt, where
 
 __all__ = ["ceil", "cos", "floor", "fmod", "round", "sign", "sin", "trunc"]
 
@@ -83,9 +83,13 @@ def sign(input: np.ndarray) -> np.ndarray:
 
 def fmod(input: np.ndarray, other: np.ndarray | float) -> np.ndarray:
     """C's ``fmod``: the remainder of truncated division, with the sign of ``input``, as
-    ``input - trunc(input / other) * other`` (torch.fmod, ONNX Mod with fmod=1).
+    ``input - trunc(input / other) * other`` (torch.fmod, ONNX Mod with fmod=1); ``input``
+    itself where ``other`` is infinite (where that formula gives NaN).
 
     >>> fmod(np.array([-7.0, 7.0], np.float32), 3.0).tolist()
     [-1.0, 1.0]
     """
-    return input - trunc(input / other) * other
+    remainder = input - trunc(input / other) * other
+    if isinstance(other, (int, float)):
+        return input if np.isinf(other) else remainder
+    return where(eq(abs(other), np.inf), input, remainder)

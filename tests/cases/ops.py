@@ -31,6 +31,7 @@ DEPTHWISE_FILTERS = RNG.standard_normal((6, 1, 3, 3)).astype(np.float32)
 UP_FILTERS = RNG.standard_normal((3, 2, 3, 3)).astype(np.float32)
 W_HH = (RNG.standard_normal((12, 3)) * 0.5).astype(np.float32)  # 4 gates of hidden 3
 B_HH = RNG.standard_normal(12).astype(np.float32)
+FILTERS_3D = RNG.standard_normal((4, 2, 3, 2, 3)).astype(np.float32)
 
 
 def x(*shape: int, scale: float = 1.0) -> np.ndarray:
@@ -101,6 +102,15 @@ CASES: dict[str, Case] = {
     "hardswish_range": Case(F.hardswish, (x(4, 9, scale=4.0),)),
     **{op: _unary(op, 2, 3, 5, domain=lambda *shape: x(*shape, scale=3.0))
        for op in ("sin", "cos", "floor", "ceil", "round")},
+    # trigonometric and hyperbolic composites (sin, cos, exp, log, sqrt and arithmetic)
+    "sin_tan_atan_asin_acos": Case(lambda a: F.tan(a) + F.atan(a * 4) + F.asin(F.tanh(a))
+                                   + F.acos(F.tanh(a * 2)), (x(3, 7),), atol=1e-5),
+    "exp_sinh_cosh_asinh_acosh_atanh": Case(
+        lambda a: F.sinh(a) + F.cosh(a) + F.asinh(a * 5) + F.acosh(F.abs(a) + 1)
+        + F.atanh(F.tanh(a)), (x(3, 7),), atol=1e-5),
+    "ne_eq_isnan_isinf": Case(lambda a: F.cast(F.isnan(F.log(a)), np.float32)
+                              + F.cast(F.isinf(F.div(1.0, F.round(a))), np.float32) * 2.0,
+                              (x(3, 7, scale=2.0),)),
     "log": _unary("log", 2, 3, 5, domain=positive),
     "sqrt": _unary("sqrt", 2, 3, 5, domain=positive),
     "rsqrt": _unary("rsqrt", 2, 3, 5, domain=positive),
@@ -170,6 +180,8 @@ CASES: dict[str, Case] = {
                              (x(1, 3, 4, 5),)),
     # Winograd F(2x2, 3x3) transforms (modelc.passes.winograd_convs): an odd output crops
     "winograd_input": Case(F.winograd_input, (x(2, 3, 6, 8),)),
+    "winograd_input_padded": Case(lambda a: F.winograd_input(a, (1, 1), (5, 6)),
+                                  (x(1, 3, 9, 11),)),
     "winograd_output_relu": Case(lambda m: F.relu(F.winograd_output(
         m, FILTER_BIAS, batch=2, size=(3, 5))), (x(1, 64, 1, 12),)),
     "avg_pool2d": Case(lambda a: F.avg_pool2d(a, 3, 2, 1, ceil_mode=True,
@@ -181,6 +193,14 @@ CASES: dict[str, Case] = {
     "max_pool2d_spp_13": Case(lambda a: F.max_pool2d(a, 13, 1, 6), (x(1, 2, 13, 13),)),
     "max_pool2d_separable_dilated_ceil": Case(lambda a: F.max_pool2d(
         a, (3, 4), (2, 1), (1, 2), dilation=(1, 2), ceil_mode=True), (x(2, 2, 8, 9),)),
+    # 3-D: composites of the 2-D ops (a depth im2col into one conv2d; separable pools)
+    "conv2d_conv3d_grouped": Case(lambda a: F.conv3d(a, FILTERS_3D, FILTER_BIAS, (2, 1, 1), 1,
+                                                     groups=2), (x(2, 4, 5, 6, 5),)),
+    "max_pool2d_max_pool3d": Case(lambda a: F.max_pool3d(a, (2, 3, 3), 2, (1, 1, 0),
+                                                         ceil_mode=True), (x(1, 2, 5, 7, 6),)),
+    "avg_pool2d_avg_pool3d": Case(lambda a: F.avg_pool3d(a, 3, (1, 2, 2), 1,
+                                                         count_include_pad=False),
+                                  (x(2, 3, 4, 6, 5),)),
     "adaptive_avg_pool2d": Case(lambda a: F.adaptive_avg_pool2d(a, (2, 3)), (x(1, 2, 4, 9),)),
     # resizing
     "resample_bilinear": Case(lambda a: F.interpolate(a, scale_factor=2, mode="bilinear"),

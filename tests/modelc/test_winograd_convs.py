@@ -1,7 +1,7 @@
-"""winograd_convs: a dense 3x3 stride-1 conv rewritten as Winograd F(2x2, 3x3) (pad,
-winograd_input, a 16-group 1x1 conv, winograd_output) equals torch's conv2d on every kernel
+"""winograd_convs: a dense 3x3 stride-1 conv rewritten as Winograd F(2x2, 3x3)
+(winograd_input, a 16-group 1x1 conv, winograd_output) equals torch's conv2d on every kernel
 provider: even and odd outputs, padding 0 and 1, batch over 1, bias or none, fused
-activations and a residual; convs it does not cover stay convs."""
+activations and a residual, on 1, 2 and 3 threads; convs it does not cover stay convs."""
 
 from __future__ import annotations
 
@@ -34,6 +34,10 @@ CASES = {
     "even_pad0_batch_nobias": ({"padding": 0}, (3, 16, 6, 8), False, None, False),
     "same_residual_relu": ({"padding": "same"}, (1, 16, 5, 7), True, "relu", True),
     "asymmetric_pad": ({"padding": (0, 1)}, (2, 16, 6, 5), False, None, False),
+    # rows of tiles wider than a register of tiles: interior groups and a partial last one
+    "wide_pad1": ({"padding": 1}, (1, 16, 14, 30), True, None, False),
+    "wide_odd_batch_residual_gelu": ({"padding": 1}, (2, 16, 11, 21), True, "gelu", True),
+    "wide_pad0_relu6": ({"padding": 0}, (1, 16, 12, 19), False, "relu6", False),
 }
 
 
@@ -118,3 +122,63 @@ def test_winograd_on_threads_matches_torch_and_one_thread(compiled, threads: int
     np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-4)
     # the grouped product splits by pixels across threads: every element as on one thread
     np.testing.assert_array_equal(got, one_thread)
+
+
+def test_the_transforms_split_by_channel_bit_identically(monkeypatch: pytest.MonkeyPatch
+                                                         ) -> None:
+    """Over the kernels' thresholds both transforms run in parts of channels: 1, 2 and 3
+    threads give the same bits (odd sizes: partial groups of tiles in every part)."""
+    torch = pytest.importorskip("torch")
+    from wasm_kernels import parallel
+
+    monkeypatch.setattr(PASS, "MIN_CHANNELS", 16)
+    weight, bias, x = _x(40, 36, 3, 3), _x(40), _x(2, 36, 23, 37)
+    model = Lambda(lambda a: F.relu(F.conv2d(a, weight, bias, padding=1)))
+    wasm = modelc.export(model, (x,))
+    kernels = {"f32_winograd_input", "f32_winograd_output_bias_relu"}
+    assert kernels <= parallel.splits("relaxed").keys()
+    assert all(name.encode() in wasm for name in kernels)
+    got = []
+    for threads in (1, 2, 3):
+        with runtime.load(wasm, threads=threads) as session:
+            got.append(session.run({"input0": x})["output0"])
+    with torch.no_grad():
+        expected = torch.relu(torch.nn.functional.conv2d(
+            torch.from_numpy(x), torch.from_numpy(weight), torch.from_numpy(bias),
+            padding=1)).numpy()
+    np.testing.assert_allclose(got[0], expected, rtol=1e-4, atol=1e-4)
+    for other in got[1:]:
+        np.testing.assert_array_equal(other, got[0])
+
+
+@pytest.mark.parametrize("via", ["python", "cli"])
+def test_winograd_off_at_export_keeps_the_direct_conv(via: str, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """``export(..., winograd=False)`` and ``wasmnn export --winograd off``: no transform is
+    imported, and the result still equals the eager model."""
+    from runtime.cli import main
+
+    source = tmp_path / "net.py"
+    source.write_text("import numpy as np\nimport nn\nfrom nn import functional as F\n"
+                      "class Net(nn.Module):\n"
+                      "    def forward(self, x):\n"
+                      "        w = np.random.default_rng(0).standard_normal((32, 32, 3, 3))\n"
+                      "        return F.conv2d(x, w.astype(np.float32), None, padding=1)\n"
+                      "def make():\n"
+                      "    return Net()\n")
+    x = _x(1, 32, 9, 9)
+    namespace: dict = {}
+    exec(source.read_text(), namespace)
+    expected = namespace["make"]()(x)
+    on, off = tmp_path / "on.wasm", tmp_path / "off.wasm"
+    for path, flag in ((on, "on"), (off, "off")):
+        if via == "cli":
+            assert main(["export", f"{source}:make", "-o", str(path), "--input",
+                         "input0=1x32x9x9", "--winograd", flag]) == 0
+        else:
+            modelc.export(namespace["make"](), (x,), path, winograd=flag == "on")
+    assert b"f32_winograd_input" in on.read_bytes()
+    assert b"f32_winograd" not in off.read_bytes()
+    for path in (on, off):
+        with runtime.load(path.read_bytes()) as session:
+            np.testing.assert_allclose(session.run({"input0": x})["output0"], expected,
+                                       rtol=1e-4, atol=1e-4)

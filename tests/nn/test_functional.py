@@ -21,6 +21,7 @@ TF = torch.nn.functional
 rng = np.random.default_rng(0)
 X = (rng.standard_normal((2, 3, 5)) * 3).astype(np.float32)
 IMAGE = rng.standard_normal((2, 3, 5, 6)).astype(np.float32)
+VOLUME = rng.standard_normal((2, 4, 7, 6, 5)).astype(np.float32)
 Y = (rng.standard_normal((3, 5)) * 3).astype(np.float32)
 POS = np.abs(X) + 0.1
 
@@ -85,11 +86,24 @@ CASES: list[tuple[str, Callable[..., Any], Callable[..., Any], tuple[Any, ...]]]
     ("conv1d", lambda x, w: F.conv1d(x, w, padding="same", dilation=2),
      lambda x, w: TF.conv1d(x, w, padding="same", dilation=2),
      (X, rng.standard_normal((4, 3, 3)).astype(np.float32))),
+    ("conv3d", lambda x, w: F.conv3d(x, w, None, (2, 1, 1), (1, 0, 1), (1, 2, 1), 2),
+     lambda x, w: TF.conv3d(x, w, None, (2, 1, 1), (1, 0, 1), (1, 2, 1), 2),
+     (VOLUME, rng.standard_normal((6, 2, 3, 2, 3)).astype(np.float32))),
+    ("max_pool3d", lambda x: F.max_pool3d(x, (3, 2, 2), (2, 1, 2), 1, (1, 2, 1), True),
+     lambda x: TF.max_pool3d(x, (3, 2, 2), (2, 1, 2), 1, (1, 2, 1), True), (VOLUME,)),
+    ("avg_pool3d", lambda x: F.avg_pool3d(x, (2, 3, 2), (2, 2, 1), (1, 1, 0), True, False),
+     lambda x: TF.avg_pool3d(x, (2, 3, 2), (2, 2, 1), (1, 1, 0), True, False), (VOLUME,)),
     *((name, getattr(F, name), getattr(TF, name), (X,))
       for name in ("elu", "selu", "celu", "softplus", "softsign", "mish", "hardshrink",
                    "softshrink")),
     *((name, getattr(F, name), getattr(torch, name), (X,))
       for name in ("floor", "ceil", "round", "sin", "cos", "sign", "trunc")),
+    *((name, getattr(F, name), getattr(torch, name), (inputs,))
+      for name, inputs in [("tan", X / 3), ("atan", X * 3), ("asin", np.tanh(X)),
+                           ("acos", np.tanh(X)), ("sinh", X), ("cosh", X), ("asinh", X * 3),
+                           ("acosh", POS + 1), ("atanh", np.tanh(X))]),
+    ("isnan", F.isnan, torch.isnan, (np.array([1.0, np.nan, np.inf], np.float32),)),
+    ("isinf", F.isinf, torch.isinf, (np.array([1.0, np.nan, np.inf, -np.inf], np.float32),)),
     ("round_ties", F.round, torch.round, (np.arange(-8, 8, dtype=np.float32) / 2,)),
     ("elu_alpha", lambda x: F.elu(x, 0.3), lambda x: TF.elu(x, 0.3), (X,)),
     ("celu_alpha", lambda x: F.celu(x, 2.0), lambda x: TF.celu(x, 2.0), (X,)),

@@ -1,7 +1,8 @@
-"""Elementwise and activation ops from ONNX (rounding, Sign, Mod, Sin/Cos, the exponential
-family, Shrink, PRelu per channel, LogSoftmax on inner axes), compiled to wasm and run on
-every kernel provider against onnxruntime within 1e-4; Sin and Cos within their kernels'
-documented 2e-7 absolute error on |x| <= 8192 (the inputs here stay within 30)."""
+"""Elementwise and activation ops from ONNX (rounding, Sign, Mod, Sin/Cos, Tan, the inverse
+and hyperbolic trigonometric ops, the exponential family, Shrink, PRelu per channel,
+LogSoftmax on inner axes), compiled to wasm and run on every kernel provider against
+onnxruntime within 1e-4; Sin and Cos within their kernels' documented 2e-7 absolute error on
+|x| <= 8192 (the inputs here stay within 30)."""
 
 from __future__ import annotations
 
@@ -11,12 +12,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from executors import PROVIDERS
 
 sys.path.insert(0, str(Path(__file__).parent))
-from test_ops import Run, r, single_node
+from single_node import Run, r, single_node
 
 import modelc
-from modelc.errors import CompileError
 
 X = r(2, 3, 4, 5) * 3
 # NOTE: quarter steps hit exact ties of Round (ties to even) and the integers of Floor/Ceil.
@@ -42,6 +43,10 @@ CASES: dict[str, tuple] = {
     "thresholded_relu": ("ThresholdedRelu", [Run(X)], {"alpha": 0.5}, 13),
     "mod_fmod": ("Mod", [Run(X * 4), (np.abs(r(3, 1, 5)) + 0.5) * np.sign(r(3, 1, 5))],
                  {"fmod": 1}, 13),
+    **{op.lower(): (op, [Run(x)], {}, 13) for op, x in [
+        ("Tan", X / 4), ("Atan", X * 3), ("Asin", np.tanh(X)), ("Acos", np.tanh(X)),
+        ("Sinh", X), ("Cosh", X), ("Asinh", X * 3), ("Acosh", np.abs(X) + 1),
+        ("Atanh", np.tanh(X))]},
     "prelu_per_channel": ("PRelu", [Run(X), r(3, 1, 1)], {}, 16),
     "hard_sigmoid_attrs": ("HardSigmoid", [Run(X)], {"alpha": 0.3, "beta": 0.4}, 13),
     "leaky_relu": ("LeakyRelu", [Run(X)], {"alpha": 0.2}, 16),
@@ -67,11 +72,22 @@ def test_integer_mod_of_known_values_folds_like_onnxruntime():
         assert got.is_constant and got.data.tolist() == want.tolist()
 
 
-def test_float_mod_without_fmod_is_refused():
-    model, _ = single_node("Mod", [Run(X), r(3, 1, 5)], {"fmod": 0}, 13)
-    with pytest.raises(CompileError, match="the_mod.*fmod=0 .the floor remainder. of float "
-                                           "tensors computed at run time is not supported"):
-        modelc.from_onnx(model)
+@pytest.mark.parametrize("kernels", PROVIDERS)
+def test_float_floor_remainder_runs_in_wasm_as_numpy(kernels):
+    """Mod with fmod=0 on floats (ONNX defines it from opset 28; onnxruntime refuses it
+    before): numpy's ``mod``, infinite and zero divisors included."""
+    import runtime
+
+    a = np.concatenate([X.ravel() * 4, [0.0, -3.0, 3.0, -1.0, 1.0, np.inf, 1.0]])
+    b = np.concatenate([(np.abs(X.ravel()) + 0.5) * np.sign(X.ravel()[::-1]),
+                        [-2.0, np.inf, np.inf, -np.inf, -np.inf, 2.0, 0.0]])
+    a, b = a.astype(np.float32), b.astype(np.float32)
+    model, feeds = single_node("Mod", [Run(a), Run(b)], {"fmod": 0}, 13)
+    with runtime.load(modelc.export(modelc.from_onnx(model)), kernels=kernels) as session:
+        (got,) = session.run(feeds).values()
+    with np.errstate(invalid="ignore", divide="ignore"):
+        want = np.mod(a, b)
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
 
 
 def _gelu_tanh_as_jax2tf_exports_it() -> Any:

@@ -11,7 +11,7 @@ import pytest
 from executors import PROVIDERS
 
 sys.path.insert(0, str(Path(__file__).parent))
-from test_ops import Run, r, single_node, wasm_and_onnxruntime
+from single_node import Run, r, single_node, wasm_and_onnxruntime
 
 import modelc
 

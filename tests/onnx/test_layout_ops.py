@@ -12,7 +12,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 from conftest import ort_run
-from test_ops import Run, i64, r, single_node
+from single_node import Run, i64, r, single_node
 
 import modelc
 

@@ -1,6 +1,6 @@
 """Models at opsets newer than the importer follows (24 to 28): imported when their nodes
 mean what they meant at opset 23, refused naming the ops otherwise; and models older than
-opset 7 whose ops are the versions opset 9 has."""
+opset 7: as they are when their ops are the versions opset 9 has, else converted."""
 
 from __future__ import annotations
 
@@ -97,3 +97,21 @@ def test_an_optional_input_added_since_and_left_out_does_not_count():
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
     with pytest.raises(modelc.CompileError, match=r"opset 24: .* since then: \['Attention'\]"):
         modelc.from_onnx(model(["q", "k", "v", "", "", "", "lengths"]))
+
+
+def test_an_opset6_prelu_slope_is_per_channel_after_conversion():
+    """PRelu-6 takes a slope of C values per channel (axis 1); the model is converted (with a
+    warning) and the slope reshaped to (C, 1, 1), against numpy's formula."""
+    rng = np.random.default_rng(4)
+    slope = rng.standard_normal(3).astype(np.float32)
+    graph = helper.make_graph(
+        [helper.make_node("PRelu", ["x", "s"], ["y"])], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3, 4, 5])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        [numpy_helper.from_array(slope, "s")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 6)])
+    x = rng.standard_normal((2, 3, 4, 5)).astype(np.float32)
+    with pytest.warns(UserWarning, match="opset 6; converting it to opset 9"):
+        imported = modelc.from_onnx(model)
+    want = np.where(x < 0, x * slope.reshape(3, 1, 1), x)
+    np.testing.assert_allclose(modelc.interpret(imported, {"x": x})["y"], want, rtol=1e-6)

@@ -1,43 +1,24 @@
 """One-node ONNX models per op and attribute variant, imported and compared with
-onnxruntime: one row per case (op, operands, attributes, opset)."""
+onnxruntime: one row per case (op, operands, attributes, opset). The integer, mask and
+narrow-dtype cases live in test_integer_ops.py and test_narrow_integers.py, the cases run
+in wasm on every kernel provider in test_wasm_ops.py."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import sys
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 from executors import PROVIDERS
 
+sys.path.insert(0, str(Path(__file__).parent))
+from single_node import Run, bools, f32, i64, r, single_node, wasm_and_onnxruntime
+
 onnx = pytest.importorskip("onnx")
-from onnx import helper, numpy_helper
 
 _rng = np.random.default_rng(0)
-
-
-@dataclass
-class Run:
-    """A graph input (given at run time); a plain ndarray operand is an initializer."""
-
-    array: np.ndarray
-
-
-def r(*shape: int) -> np.ndarray:
-    return _rng.standard_normal(shape).astype(np.float32)
-
-
-def i64(*values: int) -> np.ndarray:
-    return np.array(values, np.int64)
-
-
-def f32(value: float) -> np.ndarray:
-    return np.array(value, np.float32)
-
-
-def bools(*shape: int) -> np.ndarray:
-    return _rng.random(shape) < 0.5
-
 
 # id: (op, operands (None = omitted), attrs, opset[, number of outputs])
 CASES: dict[str, tuple] = {
@@ -199,30 +180,6 @@ FOLDED: dict[str, tuple] = {
 }
 
 
-def single_node(op: str, operands: list[Any], attrs: dict[str, Any], opset: int,
-                outputs: int = 1) -> tuple[Any, dict[str, np.ndarray]]:
-    """A one-node model and its run-time inputs."""
-    names, inits, infos, feeds = [], [], [], {}
-    for i, operand in enumerate(operands):
-        name = "" if operand is None else f"in{i}"
-        names.append(name)
-        if isinstance(operand, Run):
-            feeds[name] = operand.array
-            elem = helper.np_dtype_to_tensor_dtype(operand.array.dtype)
-            infos.append(helper.make_tensor_value_info(name, elem, operand.array.shape))
-        elif operand is not None:
-            inits.append(numpy_helper.from_array(operand, name))
-    outs = [f"out{i}" for i in range(outputs)]
-    node = helper.make_node(op, names, outs, name=f"the_{op.lower()}", **attrs)
-    graph = helper.make_graph([node], "case", infos, [
-        helper.make_tensor_value_info(o, onnx.TensorProto.UNDEFINED, None) for o in outs],
-        inits)
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)],
-                              ir_version=8)  # onnxruntime reads IR <= 13
-    model = onnx.shape_inference.infer_shapes(model, strict_mode=True)
-    return model, feeds
-
-
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_op_matches_onnxruntime(case, check_against_ort):
     model, feeds = single_node(*CASES[case])
@@ -256,40 +213,6 @@ def test_op_table_covers_the_issue_op_list():
                 "ReduceSum", "ReduceMax", "MaxPool", "AveragePool", "GlobalAveragePool", "Pad",
                 "LRN", "Dropout", "Identity"}
     assert required <= set(modelc.onnx.OPS)
-
-
-def ties(*shape: int) -> np.ndarray:
-    """Floats from a few values, so that comparisons meet equal pairs, NaN and infinities."""
-    return _rng.choice(np.array([-1.0, 0.0, 2.5, np.nan, np.inf], np.float32), shape)
-
-
-# Run-time comparisons, And and the int64 -> bool cast: the ops of attention masks.
-MASK_CASES: dict[str, tuple] = {
-    **{op.lower(): (op, [Run(ties(2, 3)), Run(ties(3))], {}, 13)
-       for op in ("Equal", "Less", "LessOrEqual", "Greater", "GreaterOrEqual")},
-    "equal_known_scalar": ("Equal", [Run(ties(4, 1, 5)), f32(2.5)], {}, 13),
-    "greater_known_row": ("Greater", [ties(5), Run(ties(2, 3, 5))], {}, 13),
-    "and_broadcast": ("And", [Run(bools(3, 1)), Run(bools(1, 4))], {}, 13),
-    "not_runtime": ("Not", [Run(bools(2, 5))], {}, 13),
-    "cast_int64_to_bool": ("Cast", [Run(i64(0, 3, -1, 0, 2 ** 40))],
-                           {"to": onnx.TensorProto.BOOL}, 13),
-}
-
-
-@pytest.mark.parametrize("kernels", PROVIDERS)
-@pytest.mark.parametrize("case", sorted(MASK_CASES))
-def test_mask_op_runs_in_wasm_as_onnxruntime(case: str, kernels: str) -> None:
-    import modelc
-    import runtime
-
-    ort = pytest.importorskip("onnxruntime")
-    model, feeds = single_node(*MASK_CASES[case])
-    (want,) = ort.InferenceSession(model.SerializeToString(),
-                                   providers=["CPUExecutionProvider"]).run(None, feeds)
-    with runtime.load(modelc.export(modelc.from_onnx(model)), kernels=kernels) as session:
-        (got,) = session.run(feeds).values()
-    assert got.dtype == want.dtype == np.bool_
-    np.testing.assert_array_equal(got, want)
 
 
 def _onnx_unary() -> dict[str, Any]:
@@ -329,155 +252,6 @@ def test_no_op_type_is_mapped_by_two_op_modules():
             assert op_type not in seen, f"{op_type} is in both {seen[op_type]} and {name}"
             seen[op_type] = name
     assert set(seen) == set(importer.OPS)
-
-
-def ints(dtype: type, *shape: int) -> np.ndarray:
-    """Integers from a few values (so equal pairs occur), signed extremes among them."""
-    info = np.iinfo(dtype)
-    return _rng.choice(np.array([info.min, -3, 0, 2, 5, info.max], dtype), shape)
-
-
-# Run-time integer tensors (issue #19): comparisons, casts, where and gather on int32/int64.
-INTEGER_CASES: dict[str, tuple] = {
-    "equal_int32": ("Equal", [Run(ints(np.int32, 2, 3)), Run(ints(np.int32, 3))], {}, 13),
-    "less_int64": ("Less", [Run(ints(np.int64, 2, 1, 4)), Run(ints(np.int64, 3, 1))], {}, 13),
-    "greater_int32_known_scalar": ("Greater", [Run(ints(np.int32, 5)),
-                                               np.array(2, np.int32)], {}, 13),
-    "greater_or_equal_int64_known_row": ("GreaterOrEqual", [
-        np.array([0, 2 ** 40, -1], np.int64), Run(ints(np.int64, 4, 3))], {}, 16),
-    "less_or_equal_int32": ("LessOrEqual", [Run(ints(np.int32, 3, 4)),
-                                            Run(ints(np.int32, 3, 4))], {}, 16),
-    **{f"cast_{a}_to_{b}": ("Cast", [Run(x)], {"to": helper.np_dtype_to_tensor_dtype(
-        np.dtype(b))}, 13) for a, b, x in [
-        ("int32", "float32", ints(np.int32, 2, 3)),
-        ("float32", "int32", r(2, 3) * 100),
-        ("int32", "int64", ints(np.int32, 7)),
-        ("int64", "int32", np.array([1, -1, 2 ** 31 + 5, -(2 ** 35)], np.int64)),
-        ("bool", "int64", bools(2, 3)),
-        ("bool", "int32", bools(4)),
-        ("int32", "bool", ints(np.int32, 6)),
-        ("float32", "bool", np.array([0.0, -0.0, 1.5, np.nan], np.float32))]},
-    "where_int32": ("Where", [Run(bools(2, 3)), Run(ints(np.int32, 2, 3)),
-                              np.array(-7, np.int32)], {}, 16),
-    "where_int64_broadcast": ("Where", [Run(bools(3, 1)), Run(ints(np.int64, 1, 4)),
-                                        Run(ints(np.int64, 3, 4))], {}, 16),
-    "gather_int32_indices": ("Gather", [r(6, 3), Run(np.array([[5, 0], [2, 2]], np.int32))],
-                             {"axis": 0}, 13),
-    "slice_int64": ("Slice", [Run(ints(np.int64, 4, 5)), i64(1), i64(4), i64(1)], {}, 13),
-    "concat_int32": ("Concat", [Run(ints(np.int32, 2, 3)), Run(ints(np.int32, 2, 1))],
-                     {"axis": 1}, 13),
-    "transpose_int64": ("Transpose", [Run(ints(np.int64, 2, 3, 4))], {"perm": [2, 0, 1]}, 13),
-    "split_int64": ("Split", [Run(ints(np.int64, 6, 2)), i64(2, 4)], {}, 13, 2),
-    "add_int32_wraps": ("Add", [Run(ints(np.int32, 2, 3)), Run(ints(np.int32, 3))], {}, 14),
-    "sub_int64_known_scalar": ("Sub", [Run(ints(np.int64, 4)), np.array(7, np.int64)], {}, 14),
-    "mul_int64_broadcast": ("Mul", [Run(ints(np.int64, 3, 1)), Run(ints(np.int64, 1, 4))],
-                            {}, 14),
-}
-
-
-def wasm_and_onnxruntime(spec: tuple, kernels: str) -> list[tuple[np.ndarray, np.ndarray]]:
-    """``(wasm output, onnxruntime output)`` pairs of the single-node model ``spec`` run on
-    the kernel provider ``kernels``."""
-    import modelc
-    import runtime
-
-    ort = pytest.importorskip("onnxruntime")
-    model, feeds = single_node(*spec)
-    wants = ort.InferenceSession(model.SerializeToString(),
-                                 providers=["CPUExecutionProvider"]).run(None, feeds)
-    with runtime.load(modelc.export(modelc.from_onnx(model)), kernels=kernels) as session:
-        gots = list(session.run(feeds).values())
-    assert len(gots) == len(wants)
-    return list(zip(gots, wants))
-
-
-@pytest.mark.parametrize("kernels", PROVIDERS)
-@pytest.mark.parametrize("case", sorted(INTEGER_CASES))
-def test_integer_op_runs_in_wasm_as_onnxruntime(case: str, kernels: str) -> None:
-    for got, want in wasm_and_onnxruntime(INTEGER_CASES[case], kernels):
-        assert got.dtype == want.dtype
-        np.testing.assert_array_equal(got, want)
-
-
-# Issue #19's ops (Einsum's common forms, OneHot, GatherND, ScatterND, TopK) and layouts
-# (a 5-D transpose whose unit axes leave 4 to merge), on every kernel provider.
-WASM_CASES: dict[str, tuple] = {
-    "transpose_5d_unit_axes": ("Transpose", [Run(r(1, 40, 3, 8, 5))],
-                               {"perm": [2, 0, 3, 1, 4]}, 13),
-    "einsum_batched_matmul": ("Einsum", [Run(r(2, 3, 4)), Run(r(2, 4, 5))],
-                              {"equation": "bij,bjk->bik"}, 12),
-    "einsum_attention_scores": ("Einsum", [Run(r(1, 2, 3, 4)), Run(r(1, 2, 5, 4))],
-                                {"equation": "bhqd,bhkd->bhqk"}, 12),
-    "einsum_ellipsis_weight": ("Einsum", [Run(r(2, 3, 4)), r(4, 6)],
-                               {"equation": "...ij,jk->...ik"}, 12),
-    "einsum_transpose": ("Einsum", [Run(r(3, 4))], {"equation": "ij->ji"}, 12),
-    "einsum_sum_implicit": ("Einsum", [Run(r(2, 3, 4))], {"equation": "bij"}, 12),
-    "einsum_outer_and_sum": ("Einsum", [Run(r(3, 4)), Run(r(5))], {"equation": "ij,k->jk"}, 12),
-    "einsum_three_operands": ("Einsum", [Run(r(2, 3)), Run(r(3, 4)), r(4, 2)],
-                              {"equation": "ij,jk,kl->il"}, 12),
-    "one_hot_int32_last_axis": ("OneHot", [Run(np.array([[0, 3], [-1, 7]], np.int32)),
-                                           np.array([5.0], np.float32),
-                                           np.array([-1.0, 2.5], np.float32)], {}, 11),
-    "one_hot_int64_axis0_int_values": ("OneHot", [Run(np.array([2, -5, 1], np.int64)),
-                                                  i64(4), np.array([0, 7], np.int64)],
-                                       {"axis": 0}, 11),
-    "gather_nd_known_indices": ("GatherND", [Run(r(3, 4, 2)),
-                                             np.array([[[0, 1]], [[2, -1]]], np.int64)], {}, 13),
-    "scatter_nd_rows_repeated_index": ("ScatterND", [Run(r(4, 3)), np.array(
-        [[1], [3], [1]], np.int64), Run(r(3, 3))], {}, 13),
-    "scatter_nd_elements_known_updates": ("ScatterND", [Run(r(2, 3, 2)), np.array(
-        [[0, 2, 1], [1, 0, 0]], np.int64), np.array([5.0, -5.0], np.float32)], {}, 13),
-    "top_k_largest_last_axis": ("TopK", [Run(r(2, 3, 9)), i64(4)], {}, 11, 2),
-    "top_k_smallest_middle_axis": ("TopK", [Run(_rng.choice(np.array(
-        [-1.0, 0.0, 2.5, np.inf], np.float32), (2, 6, 3))), i64(6)],
-                                   {"axis": 1, "largest": 0}, 11, 2),
-    "top_k_attr_opset9": ("TopK", [Run(r(5, 4))], {"k": 2, "axis": 0}, 9, 2),
-    # Met in real models: a log-mel front end's floor at max - 80 dB, tf2onnx's layer norm
-    # through BatchNormalization with statistics computed at run time, around the channels.
-    "clip_run_time_min": ("Clip", [Run(r(3, 4)), Run(f32(-0.2))], {}, 13),
-    "batch_normalization_run_time_statistics": ("BatchNormalization", [
-        Run(r(1, 3, 4, 4)), r(3), r(3), Run(r(3)), Run(np.abs(r(3)) + 0.5)],
-        {"epsilon": 1e-3}, 15),
-    "reduce_mean_around_the_channels": ("ReduceMean", [Run(r(1, 3, 4, 5))],
-                                        {"axes": [0, 2, 3]}, 13),
-    "reduce_sum_square_around_the_channels": ("ReduceSumSquare", [Run(r(1, 3, 4, 5))],
-                                              {"axes": [0, 2, 3], "keepdims": 0}, 13),
-    "reduce_prod_run_time": ("ReduceProd", [Run(r(2, 3, 4))], {"axes": [1], "keepdims": 0},
-                             13),
-}
-
-
-@pytest.mark.parametrize("kernels", PROVIDERS)
-@pytest.mark.parametrize("case", sorted(WASM_CASES))
-def test_issue19_op_runs_in_wasm_as_onnxruntime(case: str, kernels: str) -> None:
-    for got, want in wasm_and_onnxruntime(WASM_CASES[case], kernels):
-        assert got.dtype == want.dtype
-        finite = np.isfinite(want)
-        scale = max(float(np.abs(want[finite]).max(initial=0.0)), 1e-6)
-        np.testing.assert_allclose(got, want, rtol=0, atol=1e-4 * scale)
-
-
-def test_einsum_with_a_diagonal_is_refused() -> None:
-    import modelc
-
-    model, _ = single_node("Einsum", [Run(r(3, 3))], {"equation": "ii->i"}, 12)
-    with pytest.raises(modelc.CompileError, match=r"'the_einsum' \(Einsum\): term 'ii' of "
-                                                  r"'ii->i' does not fit .* a diagonal"):
-        modelc.from_onnx(model)
-
-
-def test_top_k_beyond_the_axis_is_refused() -> None:
-    import modelc
-
-    graph = helper.make_graph(
-        [helper.make_node("TopK", ["x", "k"], ["v", "i"], name="the_topk")], "case",
-        [helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [2, 3])],
-        [helper.make_tensor_value_info(o, onnx.TensorProto.UNDEFINED, None) for o in "vi"],
-        [numpy_helper.from_array(i64(10), "k")])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 11)])
-    with pytest.raises(modelc.CompileError, match=r"topk: k=10 must be in \[0, 3\], the fixed "
-                                                  r"size of dim 1"):
-        modelc.from_onnx(model)
 
 
 def test_a_dim_stored_as_minus_one_is_symbolic() -> None:
@@ -538,36 +312,3 @@ def test_reduction_over_an_empty_axis_is_its_identity(op, keepdims):
     (got,) = modelc.interpret(modelc.from_onnx(model), feeds).values()
     assert got.shape == want.shape and got.dtype == want.dtype
     np.testing.assert_array_equal(got, want)
-
-
-def _narrow_pairs(dtype: type) -> tuple[np.ndarray, np.ndarray]:
-    """Every int8 / uint8 pair with a nonzero divisor; for 16 bits, a seeded 50,000 with
-    the extremes."""
-    info = np.iinfo(dtype)
-    if info.bits == 8:
-        a, b = np.meshgrid(np.arange(info.min, info.max + 1), np.arange(info.min, info.max + 1))
-    else:
-        a, b = (_rng.integers(info.min, info.max + 1, 50_000) for _ in range(2))
-        a[:4], b[:4] = [info.min, info.max, info.min, info.max], [1, 1, -1 % (info.max + 1), 7]
-    keep = b.ravel() != 0
-    return a.ravel()[keep].astype(dtype), b.ravel()[keep].astype(dtype)
-
-
-@pytest.mark.parametrize("dtype", [np.int8, np.uint8, np.int16, np.uint16])
-@pytest.mark.parametrize("op, attrs", [("Div", {}), ("Mod", {"fmod": 0}), ("Mod", {"fmod": 1})])
-def test_narrow_integer_division_at_run_time_is_exact_in_wasm(dtype, op, attrs):
-    """Through float32, against numpy's integer arithmetic (Div truncates toward zero)."""
-    import modelc
-    import runtime
-
-    a, b = _narrow_pairs(dtype)
-    wide_a, wide_b = a.astype(np.int64), b.astype(np.int64)
-    if op == "Div":
-        want = (np.abs(wide_a) // np.abs(wide_b) * np.sign(wide_a) * np.sign(wide_b))
-    else:
-        want = np.fmod(wide_a, wide_b) if attrs["fmod"] else np.mod(wide_a, wide_b)
-    model, feeds = single_node(op, [Run(a), Run(b)], attrs, 13)
-    with runtime.load(modelc.export(modelc.from_onnx(model))) as session:
-        (got,) = session.run(feeds).values()
-    assert got.dtype == dtype
-    np.testing.assert_array_equal(got, want.astype(dtype))

@@ -6,9 +6,11 @@ steps of default-domain ops (MatMul, broadcasting arithmetic, activations of the
 and Sin/Cos, Softmax and LogSoftmax on any axis, CumSum, LayerNormalization, Transpose,
 reductions, Concat, Slice, Reshape, Clip, Pow, Sqrt, Unsqueeze/Squeeze, attention-like
 products, LSTM/GRU/RNN, Einsum, masks from int32/int8/uint8/int16/uint16, a run-time If,
-GatherND at run-time indices, a Scan down the batch (a wasm loop); on images convolutions,
-pools, pads, Resize of every mode, antialiased or cropped by roi, DepthToSpace and
-SpaceToDepth), so the importer and the compiler meet combinations no hand-written case has.
+GatherND at run-time indices, a Scan down the batch (a wasm loop), Pow by a run-time
+exponent, int32/int64 Div and Mod, Atan and Asinh; on images convolutions, pools, pads,
+Resize of every mode, antialiased or cropped by roi, DepthToSpace and SpaceToDepth, 3-D
+convolutions and pools over the image as a volume), so the importer and the compiler meet
+combinations no hand-written case has.
 """
 
 from __future__ import annotations
@@ -100,7 +102,7 @@ class SequenceGraph(RandomGraph):
                 d, int(rng.choice([3, 5, 8, 16])))]),
             "bias_activation": lambda: self.node(str(rng.choice(
                 ["Relu", "Sigmoid", "Tanh", "Erf", "Abs", "Neg", "Elu", "Selu", "Celu",
-                 "Softplus", "Softsign", "Sin", "Cos"])),
+                 "Softplus", "Softsign", "Sin", "Cos", "Atan", "Asinh"])),
                 [self.node("Add", [x, self.weight(d)])]),
             "broadcast": lambda: self.node(str(rng.choice(["Add", "Mul", "Sub"])), [
                 x, self.weight(*[(d,), (s, 1), (1,), (s, d)][int(rng.integers(4))])]),
@@ -141,7 +143,24 @@ class SequenceGraph(RandomGraph):
             "runtime_if": self._runtime_if,
             "gather_nd": self._gather_nd,
             "scan_batch": self._scan_batch,
+            "integer_division": self._integer_division,
         }
+
+    def _integer_division(self) -> str:
+        """``x + 0.001 * Div or Mod(int(1000 x), int(10 |x|) + 1)`` in int32 or int64:
+        integer division at run time, exact on both sides."""
+        rng = self.rng
+        dtype = helper.np_dtype_to_tensor_dtype(np.dtype(str(rng.choice(["int32", "int64"]))))
+        numerator = self.node("Cast", [self.node("Mul", [self.x, self.const(
+            np.float32(1000.0))])], to=dtype)
+        denominator = self.node("Cast", [self.node("Add", [self.node("Mul", [self.node(
+            "Abs", [self.x]), self.const(np.float32(10.0))]), self.const(np.float32(1.0))])],
+            to=dtype)
+        op = str(rng.choice(["Div", "Mod"]))
+        attrs = {"fmod": int(rng.integers(2))} if op == "Mod" else {}
+        quotient = self.node(op, [numerator, denominator], **attrs)
+        return self.node("Add", [self.x, self.node("Mul", [self.node(
+            "Cast", [quotient], to=TensorProto.FLOAT), self.const(np.float32(0.001))])])
 
     def _recurrent(self) -> str:
         """An LSTM, GRU (either reset) or RNN over S in a random direction: X goes time-major
@@ -238,12 +257,17 @@ class SequenceGraph(RandomGraph):
 
     def _power(self) -> str:
         """A positive integer power of tanh(x); other exponents of |tanh(x)| + 0.5, away
-        from the NaNs and poles both sides would agree on but not compare."""
-        exponent = float(self.rng.choice([2.0, 3.0, -1.0, -2.0, 0.5, 1.7, -0.3]))
+        from the NaNs and poles both sides would agree on but not compare, among them the
+        run-time exponent 2 tanh(x)."""
+        choice = self.rng.choice([2.0, 3.0, -1.0, -2.0, 0.5, 1.7, -0.3, np.nan])
         base = self.node("Tanh", [self.x])
-        if exponent < 0 or not exponent.is_integer():
+        if np.isnan(choice):
+            exponent = self.node("Mul", [base, self.const(np.float32(2.0))])
+        else:
+            exponent = self.const(np.float32(choice))
+        if np.isnan(choice) or choice < 0 or not float(choice).is_integer():
             base = self.node("Add", [self.node("Abs", [base]), self.const(np.float32(0.5))])
-        return self.node("Pow", [base, self.const(np.float32(exponent))])
+        return self.node("Pow", [base, exponent])
 
     def _reduce(self) -> str:
         axis = int(self.rng.choice([1, 2]))
@@ -287,7 +311,23 @@ class ImageGraph(RandomGraph):
             "residual": lambda: self.node("Relu", [self.node("Add", [x, self.node(
                 "Conv", [x, self.weight(c, c, 3, 3)], pads=[1, 1, 1, 1])])]),
             "concat": lambda: self.node("Concat", [x, self.node("Relu", [x])], axis=1),
+            "volume": self._volume,
         }
+
+    def _volume(self) -> str:
+        """The image as a (batch, 1, C, H, W) volume through a 3-D Conv (2 filters), MaxPool,
+        AveragePool or LpPool of 'same' padding, its channels folded back in."""
+        rng, (c, h, w) = self.rng, self.shape
+        volume = self.node("Unsqueeze", [self.x, self.const(np.array([1], np.int64))])
+        kernel = [int(k) for k in rng.choice([1, 3], 3)]
+        pads = [k // 2 for k in kernel] * 2
+        op = str(rng.choice(["Conv", "MaxPool", "AveragePool", "LpPool"]))
+        if op == "Conv":
+            out = self.node("Conv", [volume, self.weight(2, 1, *kernel), self.weight(2)],
+                            pads=pads)
+        else:
+            out = self.node(op, [volume], kernel_shape=kernel, pads=pads)
+        return self.node("Reshape", [out, self.const(np.array([0, -1, h, w], np.int64))])
 
     def _conv(self) -> str:
         rng, (c, h, w) = self.rng, self.shape

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
-from test_ops import Run, r, single_node
+from single_node import Run, r, single_node
 
 import modelc
 from modelc.errors import CompileError

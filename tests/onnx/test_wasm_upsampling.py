@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
-from test_ops import Run, i64, r, single_node
+from single_node import Run, i64, r, single_node
 
 # id: (op, operands, attrs, opset), as test_ops.CASES
 CASES: dict[str, tuple] = {

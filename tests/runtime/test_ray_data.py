@@ -139,8 +139,9 @@ def test_a_killed_worker_is_replaced_and_every_row_comes_out_once(cluster, mlp, 
     killed: list[int] = []
 
     def kill_one_actor() -> None:
-        """SIGKILL the first actor process seen in the middle of a batch (Ray titles it
-        ``ray::MapWorker(MapBatches(WasmnnPredictor)).submit``)."""
+        """SIGKILL the first actor process seen (Ray titles it
+        ``ray::MapWorker(MapBatches(WasmnnPredictor))``, with ``.submit`` during a batch):
+        waiting for a batch in flight missed the window when the machine was loaded."""
         deadline = time.monotonic() + 120
         while not killed and time.monotonic() < deadline:
             for pid in filter(str.isdigit, os.listdir("/proc")):
@@ -148,7 +149,7 @@ def test_a_killed_worker_is_replaced_and_every_row_comes_out_once(cluster, mlp, 
                     title = Path(f"/proc/{pid}/cmdline").read_bytes()
                 except OSError:
                     continue
-                if title.startswith(b"ray::MapWorker(MapBatches(WasmnnPredictor)).submit"):
+                if title.startswith(b"ray::MapWorker(MapBatches(WasmnnPredictor))"):
                     os.kill(int(pid), signal.SIGKILL)
                     killed.append(int(pid))
                     return

@@ -65,36 +65,53 @@ def test_stride2_even_and_odd_planes(kernels, h: int, w: int, pad: int, k: int) 
                          seed=h * 7 + w + pad)
     np.testing.assert_allclose(out, expected, rtol=1e-4, atol=1e-4)
 
-# (n, c, h, w, (ph, pw), multiplier, k): k x k stride 2 with padding <= k // 2 (3x3: no
-# padding right of the plane; 5x5: up to 2 columns, zeroed in the register) reads the
-# interior rows in place, the border rows from the scratch plane
-IN_PLACE = [(1, 2, h, w, pad, 1, 3) for h in (2, 3, 4, 5, 6, 7, 9, 12) for w, pad in
+# (n, c, h, w, (ph, pw), multiplier, k, s): k x k with padding <= k // 2 reads the interior
+# rows in place, the border rows from the scratch plane; stride 2 (3x3: no padding right of
+# the plane; 5x5: up to 2 columns, zeroed in the register), stride 1 (rows of 8 or more
+# outputs: the 1 or 2 padding columns zeroed in the register)
+IN_PLACE = [(1, 2, h, w, pad, 1, 3, 2) for h in (2, 3, 4, 5, 6, 7, 9, 12) for w, pad in
             ((8, (1, 1)), (10, (0, 0)), (17, (0, 1)), (16, (1, 0))) if h + 2 * pad[0] >= 3] + [
-    (3, 2, 13, 28, (1, 1), 1, 3), (2, 3, 11, 9, (0, 0), 2, 3), (1, 2, 14, 14, (1, 1), 3, 3),
-    (1, 2, 10, 15, (1, 1), 1, 3), (1, 2, 10, 7, (1, 1), 1, 3), (2, 4, 30, 56, (1, 1), 1, 3)] + [
-    (1, 2, h, w, pad, 1, 5) for h in (1, 3, 4, 5, 6, 7, 8, 9, 12) for w, pad in
+    (3, 2, 13, 28, (1, 1), 1, 3, 2), (2, 3, 11, 9, (0, 0), 2, 3, 2),
+    (1, 2, 14, 14, (1, 1), 3, 3, 2), (1, 2, 10, 15, (1, 1), 1, 3, 2),
+    (1, 2, 10, 7, (1, 1), 1, 3, 2), (2, 4, 30, 56, (1, 1), 1, 3, 2)] + [
+    (1, 2, h, w, pad, 1, 5, 2) for h in (1, 3, 4, 5, 6, 7, 8, 9, 12) for w, pad in
     ((13, (2, 2)), (15, (2, 2)), (16, (2, 2)), (16, (1, 2)), (17, (2, 2)), (18, (2, 1)),
      (19, (0, 0)), (20, (1, 1)), (22, (2, 2))) if h + 2 * pad[0] >= 5] + [
-    (3, 2, 14, 28, (2, 2), 1, 5), (2, 3, 13, 27, (2, 2), 2, 5), (2, 4, 29, 56, (2, 2), 1, 5)]
+    (3, 2, 14, 28, (2, 2), 1, 5, 2), (2, 3, 13, 27, (2, 2), 2, 5, 2),
+    (2, 4, 29, 56, (2, 2), 1, 5, 2)] + [
+    (1, 2, h, w, pad, 1, 3, 1) for h in (1, 2, 3, 4, 5, 6, 9, 14) for w, pad in
+    ((8, (1, 1)), (9, (1, 1)), (12, (1, 1)), (13, (1, 1)), (10, (0, 0)), (17, (0, 1)),
+     (16, (1, 0)), (7, (1, 1))) if h + 2 * pad[0] >= 3] + [
+    (1, 2, h, w, pad, 1, 5, 1) for h in (1, 3, 5, 6, 7, 9, 14) for w, pad in
+    ((8, (2, 2)), (9, (2, 2)), (14, (2, 2)), (17, (2, 2)), (16, (1, 2)), (18, (2, 1)),
+     (20, (0, 0)), (7, (2, 2))) if h + 2 * pad[0] >= 5] + [
+    (3, 2, 14, 28, (1, 1), 1, 3, 1), (2, 3, 11, 14, (1, 1), 2, 3, 1),
+    (2, 4, 28, 56, (1, 1), 1, 3, 1), (2, 3, 14, 14, (2, 2), 2, 5, 1),
+    (2, 4, 28, 56, (2, 2), 1, 5, 1)]
 
 
-@pytest.mark.parametrize("n, c, h, w, pad, mult, k", IN_PLACE)
-def test_stride2_rows_read_in_place(kernels, n: int, c: int, h: int, w: int,  # type: ignore[no-untyped-def]
-                                    pad: tuple[int, int], mult: int, k: int) -> None:
+@pytest.mark.parametrize("n, c, h, w, pad, mult, k, s", IN_PLACE)
+def test_rows_read_in_place(kernels, n: int, c: int, h: int, w: int,  # type: ignore[no-untyped-def]
+                            pad: tuple[int, int], mult: int, k: int, s: int) -> None:
     """The in-place rows beside the border rows: heights where every row is a border row
     (2..4) and where single and paired interior rows remain, the left lane zeroed (pw 1) or
     not, unequal padding, batch and channels (the read-ahead crosses into the next plane),
-    multipliers, and widths just outside the path (3x3: 15, padding right of the plane, and
-    7, rows narrower than a register; 5x5: 13, rows narrower than a tile); 5x5 rows whose
-    last columns (1 or 2) lie right of the plane, after one and two tiles."""
-    out, expected = _run(kernels, PLAIN, (n, c, h, w), mult, (k, k), (2, 2), pad,
+    multipliers, and widths just outside the path (stride 2, 3x3: 15, padding right of the
+    plane, and 7, rows narrower than a register; 5x5: 13, rows narrower than a tile; stride
+    1: 7, rows narrower than a tile, and 5x5 at 9, whose first tile computes column ow - 2
+    from the next row, the last one, stored after it, from the padding);
+    rows whose last columns (1 or 2) lie right of the plane, after one and two tiles and a
+    one-register tile (stride 1, 12 and 13 wide); at stride 1 the last one or two rows in
+    place too but in the input's last plane (batch and channels), odd and even heights."""
+    out, expected = _run(kernels, PLAIN, (n, c, h, w), mult, (k, k), (s, s), pad,
                          seed=h * 31 + w)
     np.testing.assert_allclose(out, expected, rtol=1e-4, atol=1e-4)
 
 
-@pytest.mark.parametrize("k, w", [(3, 16), (3, 10), (3, 12), (3, 14), (5, 16)])
+@pytest.mark.parametrize("k, w, s", [(3, 16, 2), (3, 10, 2), (3, 12, 2), (3, 14, 2),
+                                     (5, 16, 2), (3, 8, 1), (3, 13, 1), (5, 14, 1)])
 @pytest.mark.parametrize("end", ["start", "end"])
-def test_stride2_in_place_input_at_memory_edge(kernels, end: str, k: int, w: int) -> None:  # type: ignore[no-untyped-def]
+def test_in_place_input_at_memory_edge(kernels, end: str, k: int, w: int, s: int) -> None:  # type: ignore[no-untyped-def]
     """X at address 0 or ending at the last byte of memory: the in-place tiles' loads left
     of a row, past its end (narrow tiles, 5 to 7 outputs a row, reach 9 floats past it) and
     ahead into the next plane stay inside the input (a trap would fail the test)."""
@@ -103,8 +120,8 @@ def test_stride2_in_place_input_at_memory_edge(kernels, end: str, k: int, w: int
     x = rng.standard_normal((n, c, h, w), np.float32)
     weight = rng.standard_normal((c, 1, k, k), np.float32)
     bias = rng.standard_normal(c).astype(np.float32)
-    expected = F.conv2d(x, weight, bias, 2, k // 2, 1, c)
-    window = (*expected.shape[2:], k, k, 2, 2, k // 2, k // 2, 1, 1)
+    expected = F.conv2d(x, weight, bias, s, k // 2, 1, c)
+    window = (*expected.shape[2:], k, k, s, s, k // 2, k // 2, 1, 1)
     scratch = 4 * abi.depthwise_scratch_floats(h, w, *window)
     memory = kernels.view()
     x_at = 0 if end == "start" else memory.size - x.nbytes

@@ -1,11 +1,18 @@
 """The vectorised transcendental functions over the whole float range: NaN, +-inf, +-0,
-denormals, the overflow edges, and random bit patterns, within ``vmath.MAX_ERROR``."""
+denormals, the overflow edges, and random bit patterns, within ``vmath.MAX_ERROR`` (and
+``vmath.MAX_ULPS``)."""
 
 import numpy as np
 import pytest
 
 from wasi_intrinsics.kernel_math import unary
-from wasm_kernels.templates.vmath import MAX_ERROR, PERIODIC_MAX_ERROR, PERIODIC_RANGE
+from wasm_kernels.templates.vmath import (
+    MAX_ERROR,
+    MAX_ULPS,
+    PERIODIC_MAX_ERROR,
+    PERIODIC_RANGE,
+    ULP_FLOOR,
+)
 
 TINY = np.float32(1.401298464324817e-45)
 EDGES = np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, TINY, -TINY, 1.1754942e-38, 1.1754944e-38,
@@ -47,6 +54,22 @@ def test_max_error_over_all_floats(kernels, op: str) -> None:  # type: ignore[no
     worst = np.argmax(np.where(ok, 0, diff))
     assert ok.all(), (f"{op}: x={x[finite][worst]!r} gives {y[finite][worst]!r}, expected "
                       f"{expected[finite][worst]!r}; errors {max_errors(y, expected)}")
+
+
+@pytest.mark.parametrize("op", sorted(MAX_ULPS))
+def test_max_ulps_over_all_floats(kernels, op: str) -> None:  # type: ignore[no-untyped-def]
+    x = _inputs()
+    y = kernels.call(f"f32_{op}", x=x, y=x.shape, n=x.size)["y"]
+    with np.errstate(all="ignore"):
+        expected = unary(op, x)
+    rounded = expected.astype(np.float32)
+    checked = np.isfinite(rounded) & (np.abs(expected) >= ULP_FLOOR)
+    ulp = np.spacing(np.abs(rounded[checked])).astype(np.float64)
+    ulps = np.abs(y[checked].astype(np.float64) - expected[checked]) / ulp
+    worst = int(np.argmax(ulps))
+    assert ulps[worst] <= MAX_ULPS[op], (
+        f"{op}: x={x[checked][worst]!r} gives {y[checked][worst]!r}, expected "
+        f"{expected[checked][worst]!r}: {ulps[worst]:.2f} ulp")
 
 
 @pytest.mark.parametrize("op", sorted(PERIODIC_MAX_ERROR))

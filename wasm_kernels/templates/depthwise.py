@@ -6,12 +6,12 @@ Each input plane is first copied into the scratch plane, whose zero border is th
 (``abi.depthwise_scratch_floats``: wide and tall enough that every register a tile loads
 lies inside it), so no tile masks a lane or clips a tap. The scratch is zeroed once per
 call; the planes copied into it all cover the same interior, so the border stays zero.
-The ``IN_PLACE`` kernels (3x3 and 5x5, stride 2) read the interior output rows' input rows
-where they lie, when the padding allows (``_in_place_sizes``): only the border rows' input
-rows are copied (with ``ph == k // 2`` the top output rows are read in place too, the
-rows above the plane a zero register), the tiles zero the lanes left or right of the
-plane, and those tiles read the next input plane ahead (``depthwise_tile``); the results
-are bit for bit those of the copy.
+The ``IN_PLACE`` kernels (3x3 and 5x5, stride 1 and 2) read the interior output rows' input
+rows where they lie, when the padding allows (``_in_place_sizes``): only the border rows'
+input rows are copied (with ``ph == k // 2`` the top output rows are read in place too, the
+rows above the plane a zero register), the tiles at a row's ends zero the lanes left or
+right of the plane, and the tiles read the next input plane ahead (``depthwise_tile``); the
+results are bit for bit those of the copy.
 
 Every output row (``depthwise_rows``) is covered by tiles of ``REGS`` registers (the last
 one moved left to end at the row's end, recomputing a few columns, when more than one
@@ -32,7 +32,7 @@ from collections.abc import Callable
 from ..abi import KernelSpec
 from ..wasm import Code, FuncType
 from . import depthwise_quant
-from .depthwise_rows import IN_PLACE, IN_PLACE_STRIDE, in_place_rows, rows
+from .depthwise_rows import IN_PLACE, in_place_rows, rows
 from .depthwise_tile import REGS, ROWS, UNROLLED, Frame
 from .isa import ISAS, Isa
 from .loops import strided_loop
@@ -51,7 +51,7 @@ _LOCALS = ("mult", "taps", "hp", "wp", "prow", "row", "plane", "oplane", "orow",
            "image", "ic", "k", "oc", "src", "dst", "r", "wc", "ybase", "oy", "ox", "tx",
            "pbase", "pi", "pj", "yrow", "i", "j", "wi", "span", "inplace", "xplane", "ostart",
            "iend", "left", "right", "rend", "ahead", "aend", "xend",
-           "istrict", "iloose", "tail", "mid", "top", "topok")
+           "istrict", "iloose", "tail", "mid", "top", "topok", "bottom", "bottomok")
 
 
 def emit(spec: KernelSpec, isa_name: str) -> tuple[FuncType, Code]:
@@ -218,38 +218,46 @@ def _reads_in_place(f: Frame) -> bool:
 def _in_place_sizes(f: Frame) -> None:
     """``inplace``: the call takes an ``IN_PLACE`` kernel (k x k, stride s) with ``ph``,
     ``pw`` <= k // 2, rows of at least its ``IN_PLACE`` registers, and padding right of the
-    plane only where a 5x5 tile zeroes it (the last output column's taps end before column
-    ``w + k - 3``). Its output rows ``ostart <= oy < iend`` read input rows 0 <= ``s oy -
-    ph`` .. ``h - 1`` in place (``istrict``: .. ``h - 2`` in the input's last plane, as a
-    tile's registers reach up to 3 floats past its row's end, a narrow tile's up to 9, and
-    such a row is at least 10 wide; ``iloose`` in the others),
-    each register a tile loads then inside the input, or one row before the plane for the
-    zeroed left lanes; the other rows go through the scratch plane, which gets only their
-    input rows. ``edges``: the lanes a tile zeroes, ``l < pw`` on the left and ``l >= w -
-    (2 ow - pw)`` right of column ``2 ow - pw``, where a row's last register's C starts."""
-    c, s = f.c, IN_PLACE_STRIDE
+    plane only inside the register after a row's last one (``s ow - pw < w``: its last
+    output column's taps end before column ``w + k - 1 - s``), which the tile ending the row
+    zeroes (an earlier tile holding one of those columns, e.g. column ``ow - 2`` of a 5x5
+    row 9 wide, computes it wrong, and the last tile, stored after it, right); at stride 1
+    also row 0's left lanes readable (``x >= 4 pw``). Its output rows ``ostart <= oy <
+    iend`` read input rows 0 <= ``s oy - ph`` .. ``h - 1`` in place (``istrict``: .. ``h -
+    2`` in the input's last plane, as a tile's registers reach up to 3 floats past its
+    row's end, a narrow tile's up to 9, and such a row is at least 10 wide; ``iloose`` in
+    the others), each register a tile loads then inside the input, or one row before the
+    plane for the zeroed left lanes; the other rows go through the scratch plane, which gets
+    only their input rows. ``edges``: the lanes a tile zeroes, ``l < pw`` on the left and
+    ``l >= w - (s ow - pw)`` right of column ``s ow - pw``, where a row's last register's C
+    starts."""
+    c = f.c
     c.emit("i32.const", 0)
-    for (k, _), registers in IN_PLACE.items():
+    for (k, s), registers in IN_PLACE.items():
         f.get("path").emit("i32.const", UNROLLED.index((k, s)) + 1).emit("i32.eq")
         f.get("ph").emit("i32.const", k // 2).emit("i32.le_u").emit("i32.and")
         f.get("pw").emit("i32.const", k // 2).emit("i32.le_u").emit("i32.and")
         f.get("ow").emit("i32.const", f.isa.lanes * registers).emit("i32.ge_u").emit("i32.and")
-        # (ow - 1) * s - pw + k - 1 < w + k - 3
-        f.get("ow").emit("i32.const", s).emit("i32.mul").emit("i32.const", 2 - s).emit("i32.add")
+        f.get("ow").emit("i32.const", s).emit("i32.mul")
         f.get("pw").emit("i32.sub").emit("local.get", f.arg["w"]).emit("i32.lt_s")
-        c.emit("i32.and").emit("i32.or")
+        c.emit("i32.and")
+        if s == 1:
+            f.get("x", "pw").emit("i32.const", 2).emit("i32.shl").emit("i32.ge_u")
+            c.emit("i32.and")
+        c.emit("i32.or")
     f.set("inplace")
     iota = b"".join(lane.to_bytes(4, "little") for lane in range(f.isa.lanes))
     left, right = c.local("v128"), c.local("v128")
-    # left = (iota - pw) >> 31; right = (w - 2 ow + pw - 1 - iota) >> 31 (arithmetic)
+    # left = (iota - pw) >> 31; right = (w - sw ow + pw - 1 - iota) >> 31 (arithmetic)
     c.emit("v128.const", iota)
     f.get("pw").emit("i32x4.splat").emit("i32x4.sub").emit("i32.const", 31).emit("i32x4.shr_s")
     c.emit("local.set", left)
-    f.get("w", "ow").emit("i32.const", 1).emit("i32.shl").emit("i32.sub")
+    f.get("w", "sw", "ow").emit("i32.mul").emit("i32.sub")
     f.get("pw").emit("i32.add").emit("i32.const", 1).emit("i32.sub").emit("i32x4.splat")
     c.emit("v128.const", iota).emit("i32x4.sub").emit("i32.const", 31).emit("i32x4.shr_s")
     c.emit("local.set", right)
     f.edges = (left, right)
+    f.tile_edges = (c.local("v128"), c.local("v128"))
     f.get("ph")
     f.set("ostart")
     f.get("pw")
@@ -257,17 +265,27 @@ def _in_place_sizes(f: Frame) -> None:
     # topok: a k x k call with ph == k // 2 whose left lanes are readable (x >= 4 pw) runs
     # output rows 0 and 1 in place, the rows above the plane a zero register
     c.emit("i32.const", 0)
-    for k, _ in IN_PLACE:
+    for k, s in IN_PLACE:
         f.get("path").emit("i32.const", UNROLLED.index((k, s)) + 1).emit("i32.eq")
         f.get("ph").emit("i32.const", k // 2).emit("i32.eq").emit("i32.and").emit("i32.or")
     f.get("x", "pw").emit("i32.const", 2).emit("i32.shl").emit("i32.ge_u").emit("i32.and")
     f.set("topok")
+    # bottomok: a k x k call at stride 1 with ph == k // 2 runs its last rows in place (but
+    # in the input's last plane), the rows below the plane a zero register
+    c.emit("i32.const", 0)
+    for k, s in IN_PLACE:
+        if s == 1:
+            f.get("path").emit("i32.const", UNROLLED.index((k, s)) + 1).emit("i32.eq")
+            f.get("ph").emit("i32.const", k // 2).emit("i32.eq").emit("i32.and")
+            c.emit("i32.or")
+    f.set("bottomok")
     for name, last in (("istrict", 2), ("iloose", 1)):
-        # name = max(ostart, min(oh, (h - last + ph - (kh - 1)) / s + 1)): the rows whose
+        # name = max(ostart, min(oh, (h - last + ph - (kh - 1)) / sh + 1)): the rows whose
         # taps end at input row h - last or above (signed, rounded toward zero)
-        f.get("h", "ph").emit("i32.add").emit("i32.const", last - 1 - s).emit("i32.sub")
+        f.get("h", "ph").emit("i32.add").emit("local.get", f.arg["sh"]).emit("i32.add")
+        c.emit("i32.const", last - 1).emit("i32.sub")
         f.get("kh").emit("i32.sub")
-        c.emit("i32.const", s).emit("i32.div_s").emit("local.tee", f.v[name])
+        f.get("sh").emit("i32.div_s").emit("local.tee", f.v[name])
         f.get("oh", name, "oh").emit("i32.lt_s").emit("select")
         f.set(name)
         f.get("ostart")
@@ -302,19 +320,26 @@ def _plane(f: Frame) -> None:
         f.get("iend", "ostart").emit("i32.gt_u").emit("i32.and")
         f.set("top")
         f.get("top").emit("i32.eqz").emit("if")
-        # the rows of output rows < ostart: rend = min(h, (ostart - 1) s - ph + kh)
-        f.get("ostart").emit("i32.const", IN_PLACE_STRIDE).emit("i32.mul")
-        f.get("ph").emit("i32.sub").emit("i32.const", IN_PLACE_STRIDE).emit("i32.sub")
+        # the rows of output rows < ostart: rend = min(h, (ostart - 1) sh - ph + kh)
+        f.get("ostart").emit("i32.const", 1).emit("i32.sub").emit("local.get", f.arg["sh"])
+        f.c.emit("i32.mul")
+        f.get("ph").emit("i32.sub")
         f.get("kh").emit("i32.add").emit("local.tee", f.v["rend"])
         f.get("h", "rend", "h").emit("i32.lt_u").emit("select")
         f.set("rend")
         _copy_rows(f, lambda: f.c.emit("i32.const", 0))
         f.c.emit("end")
-        # the rows of output rows >= iend: from iend s - ph (>= 0 as iend >= ph)
+        # bottom: the rows of output rows >= iend in place, when this is not the input's
+        # last plane (iend is then iloose, and a row's loads past its end stay inside x)
+        f.get("bottomok", "ahead", "xend").emit("i32.lt_u").emit("i32.and")
+        f.set("bottom")
+        # else the rows of output rows >= iend: from iend sh - ph (>= 0 as iend >= ph)
+        f.get("bottom").emit("i32.eqz").emit("if")
         f.get("h")
         f.set("rend")
-        _copy_rows(f, lambda: f.get("iend").emit("i32.const", IN_PLACE_STRIDE).emit("i32.mul")
+        _copy_rows(f, lambda: f.get("iend", "sh").emit("i32.mul")
                    .emit("local.get", f.arg["ph"]).emit("i32.sub"))
+        f.c.emit("end")
         f.c.emit("else")
     f.get("h")
     f.set("rend")

@@ -9,13 +9,12 @@ from . import depthwise_tile
 from .depthwise_tile import REGS, ROWS, Frame
 from .loops import strided_loop
 
-IN_PLACE = {(3, 2): 1, (5, 2): REGS}
-"""The unrolled kernels whose interior rows read the input plane in place
-(``in_place_rows``), all at stride ``IN_PLACE_STRIDE``, when their output rows have at
-least this many registers: a 5x5 kernel's 7-wide rows (every tile at an edge of the
-plane, most input rows in the border) ran ~6% slower in place than copied."""
-
-IN_PLACE_STRIDE = 2
+IN_PLACE = {(3, 2): 1, (5, 2): REGS, (3, 1): REGS, (5, 1): REGS}
+"""The unrolled kernels (k, stride) whose interior rows read the input plane in place
+(``in_place_rows``) when their output rows have at least this many registers: a 5x5
+kernel's 7-wide rows at stride 2 (every tile at an edge of the plane, most input rows in
+the border) ran ~6% slower in place than copied; at stride 1 rows narrower than a tile
+keep the copy."""
 
 
 def rows(f: Frame, kernel: tuple[int, int] | None, mode: str = "") -> None:
@@ -65,13 +64,15 @@ def _narrow_or_not(f: Frame, narrow: bool, body: Callable[[bool], None]) -> None
 def in_place_rows(f: Frame, kernel: tuple[int, int]) -> None:
     """Every output row of the channel with an ``IN_PLACE`` kernel: rows ``ostart`` ..
     ``iend`` - 1 from the input plane, ``ROWS`` at a time while they last (with ``top``:
-    rows 0 and 1 as well, the ``k // 2`` rows above the plane a zero register), the others
-    from the scratch plane."""
+    rows 0 and 1 as well, the ``k // 2`` rows above the plane a zero register; with
+    ``bottom``, stride 1: the rows from ``iend`` on too, the rows below the plane a zero
+    register), the others from the scratch plane."""
     c = f.c
     weights = depthwise_tile.hoist_weights(f, kernel)
-    stride = kernel[1]
+    k, stride = kernel
 
-    def rows(count: int, in_place: bool, narrow: bool, above: int = 0) -> None:
+    def rows(count: int, in_place: bool, narrow: bool, outside: tuple[int, int] = (0, 0)
+             ) -> None:
         if in_place:
             # pbase = xplane + (oy * s - ph) * row - pw * 4
             f.get("xplane", "oy").emit("i32.const", stride).emit("i32.mul")
@@ -85,8 +86,19 @@ def in_place_rows(f: Frame, kernel: tuple[int, int]) -> None:
         f.get("ybase", "oy", "orow").emit("i32.mul").emit("i32.add")
         f.set("yrow")
         columns(f, lambda regs, store: depthwise_tile.tile(
-            f, kernel, "", weights, (count, regs), store, in_place, above), narrow)
+            f, kernel, "", weights, (count, regs), store, in_place, outside), narrow)
         f.add("oy", count)
+
+    def bottom_rows(narrow: bool) -> None:
+        # bottom (stride 1, depthwise._plane): the last 2 rows, or the last one, in place,
+        # the k // 2 rows below the plane a zero register; else one row in place
+        for count in (ROWS, 1):
+            f.get("bottom", "oy").emit("i32.const", count).emit("i32.add")
+            f.get("oh").emit("i32.eq").emit("i32.and").emit("if")
+            rows(count, True, narrow, (0, k // 2))
+            c.emit("else")
+        rows(1, True, narrow)
+        c.emit("end").emit("end")
 
     def every_row(narrow: bool) -> None:
         c.emit("i32.const", 0)
@@ -94,19 +106,25 @@ def in_place_rows(f: Frame, kernel: tuple[int, int]) -> None:
         # top (depthwise._plane): rows 0 and 1 in place, the k // 2 rows above the plane
         # a zero register
         f.get("top").emit("if")
-        rows(ROWS, True, narrow, kernel[0] // 2)
+        rows(ROWS, True, narrow, (k // 2, 0))
         c.emit("end")
         c.emit("block").emit("loop")
         f.get("oy", "oh").emit("i32.ge_u").emit("br_if", 1)
         f.get("oy", "ostart").emit("i32.lt_u").emit("local.get", f.v["oy"])
-        f.get("iend").emit("i32.ge_u").emit("i32.or").emit("if")
+        f.get("iend").emit("i32.ge_u")
+        if stride == 1:
+            f.get("bottom").emit("i32.eqz").emit("i32.and")
+        c.emit("i32.or").emit("if")
         rows(1, False, narrow)
         c.emit("else")
         f.get("oy").emit("i32.const", ROWS).emit("i32.add").emit("local.get", f.v["iend"])
         c.emit("i32.le_u").emit("if")
         rows(ROWS, True, narrow)
         c.emit("else")
-        rows(1, True, narrow)
+        if stride == 1:
+            bottom_rows(narrow)
+        else:
+            rows(1, True, narrow)
         c.emit("end").emit("end")
         c.emit("br", 0).emit("end").emit("end")
 

@@ -34,9 +34,10 @@ NEXT_LANE = [bytes(range(4, 16)) + bytes(range(16 + 4 * lane, 20 + 4 * lane))
 """The ``i8x16.shuffle`` of registers (a, b) giving a's lanes 1..3 then b's lane 0 (1): the
 stride-2 pixels of tap j + 2 from tap j's and the next register's."""
 
-AHEAD_LINES = 4
-"""Cache lines of the next input plane an in-place tile of several rows reads ahead: a
-112-wide plane's 784 lines over its 196 such tiles at stride 2."""
+AHEAD_LINES = {2: 4, 1: 1}
+"""Cache lines of the next input plane an in-place tile of several rows reads ahead, by
+stride: about the lines of its own plane a tile takes (a 112-wide plane's 784 lines over its
+196 such tiles at stride 2, over its 784 at stride 1)."""
 
 HOISTED_TAPS = 9
 """Kernels of at most this many taps keep their weights in registers across a channel."""
@@ -64,6 +65,10 @@ class Frame(NamedFrame):
     """In-place rows: the v128 locals whose set lanes a tile zeroes in its first register
     at column 0 (left of the plane) and in the register after its last one when that one
     ends at ``ow`` (right of the plane)."""
+    tile_edges: tuple[int, int] = (-1, -1)
+    """In-place rows: the v128 locals of the current tile's two masks, ``edges``' where the
+    tile is at that end of the row, else zero (one ``v128.andnot`` per register to zero, no
+    select per input row)."""
 
     @property
     def shift(self) -> int:
@@ -86,16 +91,18 @@ def hoist_weights(f: Frame, kernel: tuple[int, int] | None) -> list[int]:
 
 
 def tile(f: Frame, kernel: tuple[int, int] | None, mode: str, weights: list[int],
-         shape: tuple[int, int], store: str, in_place: bool = False, above: int = 0) -> None:
+         shape: tuple[int, int], store: str, in_place: bool = False,
+         outside: tuple[int, int] = (0, 0)) -> None:
     """The tile of ``shape`` = (output rows, registers) at column ``tx`` of rows ``oy``...:
     accumulators from the bias, the taps, then the activations and the store: whole
     registers (``store=""``), lane by lane left of ``ow`` (``"lanes"``), or (``"narrow"``,
     two registers at column 0 of rows 5 to 7 wide) the first register and the row's last 4
     columns, one shuffle of the two (``_narrow``). ``in_place``: ``pbase`` is in the input plane
     itself (rows ``row`` bytes apart, starting ``pw`` columns left of the plane), and a
-    tile zeroes the lanes left or right of the plane (``edges``), the padding. ``above``: the
-    tile's first input rows that lie above the plane (its top padding): their taps multiply
-    a zero register, not loaded (the same bits as the scratch plane's zero rows)."""
+    tile zeroes the lanes left or right of the plane (``edges``), the padding. ``outside``:
+    how many of the tile's first and last input rows lie above and below the plane (its top
+    and bottom padding): their taps multiply a zero register, not loaded (the same bits as
+    the scratch plane's zero rows)."""
     c, isa = f.c, f.isa
     rows, regs = shape
     acc = [[c.local(isa.valtype) for _ in range(regs)] for _ in range(rows)]
@@ -114,9 +121,14 @@ def tile(f: Frame, kernel: tuple[int, int] | None, mode: str, weights: list[int]
     if kernel is None:
         _runtime_taps(f, mode, acc[0])
     else:
-        _unrolled_taps(f, kernel, weights, acc, (in_place, above))
+        if in_place:
+            # the tile's masks, chosen once: the plane's at the row's ends, else zero
+            for side, flag in enumerate(("left", "right")):
+                c.emit("local.get", f.edges[side]).emit("v128.const", bytes(16))
+                f.get(flag).emit("select").emit("local.set", f.tile_edges[side])
+        _unrolled_taps(f, kernel, weights, acc, (in_place, *outside))
         if in_place and rows > 1:
-            _read_ahead(f)
+            _read_ahead(f, AHEAD_LINES[kernel[1]])
     for q, row in enumerate(acc):
         if store == "lanes":
             _store_lanes(f, row[0], q)
@@ -157,30 +169,38 @@ def _narrow(f: Frame, registers: list[int]) -> None:
 
 
 def _unrolled_taps(f: Frame, kernel: tuple[int, int], weights: list[int],
-                   acc: list[list[int]], where: tuple[bool, int]) -> None:
+                   acc: list[list[int]], where: tuple[bool, int, int]) -> None:
     """Every tap with constant offsets, input row by input row (``pi`` steps one row of
     the scratch plane, or of the input plane ``in_place``): each pixel register loaded once
     and multiplied into every output row of the tile that reads it (rows ``stride`` apart,
     no row dilation). Hoisted ``weights`` run register by register; otherwise each weight
     is loaded once per input row for all the tile's registers (tap by tap). Either way an
-    accumulator takes its taps in the same order. ``where``: (in place, the rows above the
-    plane, whose taps multiply a zero register)."""
+    accumulator takes its taps in the same order. ``where``: (in place, the rows above and
+    below the plane, whose taps multiply a zero register)."""
     c, isa = f.c, f.isa
-    in_place, above = where
-    zero = c.local(isa.valtype) if above else -1
-    if above:
+    in_place, above, below = where
+    zero = c.local(isa.valtype) if above or below else -1
+    if above or below:
         c.emit("v128.const", bytes(16)).emit("local.set", zero)
     k, stride = kernel
     pixel = c.local(isa.valtype)
     splat = [] if weights else [c.local(isa.valtype) for _ in acc]
+    # a kernel row's first 4 weights, one load, each splat by a lane shuffle (``vpshufd``;
+    # ``load_splat`` is a load and a ``vbroadcastss``)
+    row = [c.local(isa.valtype) for _ in acc] if isa.vector and not weights else []
     span = (len(acc) - 1) * stride + k
     regs = range(len(acc[0]))
     groups = [[r] for r in regs] if weights else [list(regs)]
     for t in range(span):
         users = [(q, t - q * stride) for q in range(len(acc)) if 0 <= t - q * stride < k]
         loaded: dict[int, int] = {}
+        for q, i in users if row else ():
+            f.get("wc")
+            isa.load(c, 4 * i * k)
+            c.emit("local.set", row[q])
         for group in groups:
-            pushers = [[lambda: c.emit("local.get", zero)] * k if t < above else
+            pushers = [[lambda: c.emit("local.get", zero)] * k
+                       if t < above or t >= span - below else
                        _taps(f, kernel, r, loaded,
                              (in_place and r == 0, in_place and r == len(regs) - 1))
                        for r in group]
@@ -190,8 +210,12 @@ def _unrolled_taps(f: Frame, kernel: tuple[int, int], weights: list[int],
                     if weights:
                         weight[q] = weights[i * k + j]
                     else:
-                        f.get("wc")
-                        isa.load_splat(c, 4 * (i * k + j))
+                        if row and j < isa.lanes:
+                            c.get(row[q], row[q]).emit("i8x16.shuffle",
+                                                       bytes(range(4 * j, 4 * j + 4)) * 4)
+                        else:
+                            f.get("wc")
+                            isa.load_splat(c, 4 * (i * k + j))
                         c.emit("local.set", splat[q])
                         weight[q] = splat[q]
                 for r, taps in zip(group, pushers):
@@ -216,20 +240,20 @@ def _taps(f: Frame, kernel: tuple[int, int], r: int, loaded: dict[int, int],
     if not f.isa.vector:
         return None
     return (_pair_taps(f, r, k, loaded, edges) if stride == 2
-            else _shifted_taps(f, r, k, loaded))
+            else _shifted_taps(f, r, k, loaded, edges))
 
 
-def _read_ahead(f: Frame) -> None:
-    """Read one word of each of the next ``AHEAD_LINES`` cache lines at ``ahead`` while they
-    lie before ``aend`` (the next input plane), and move ``ahead`` past them: WebAssembly has
-    no prefetch instruction, and a plane streaming from memory otherwise waits in the
-    tiles' loads."""
+def _read_ahead(f: Frame, lines: int) -> None:
+    """Read one word of each of the next ``lines`` cache lines at ``ahead`` while they lie
+    before ``aend`` (the next input plane), and move ``ahead`` past them: WebAssembly has no
+    prefetch instruction, and a plane streaming from memory otherwise waits in the tiles'
+    loads."""
     c = f.c
-    f.get("ahead").emit("i32.const", 64 * AHEAD_LINES).emit("i32.add")
+    f.get("ahead").emit("i32.const", 64 * lines).emit("i32.add")
     f.get("aend").emit("i32.le_u").emit("if")
-    for line in range(AHEAD_LINES):
+    for line in range(lines):
         f.get("ahead").emit("i32.load", 2, 64 * line).emit("drop")
-    f.add("ahead", 64 * AHEAD_LINES)
+    f.add("ahead", 64 * lines)
     c.emit("end")
 
 
@@ -244,15 +268,22 @@ def _load_once(f: Frame, column: int, loaded: dict[int, int]) -> int:
     return loaded[column]
 
 
-def _shifted_taps(f: Frame, r: int, k: int, loaded: dict[int, int]
+def _shifted_taps(f: Frame, r: int, k: int, loaded: dict[int, int], edges: tuple[bool, bool]
                   ) -> list[Callable[[], None]]:
     """At stride 1, register ``r``'s pixels of taps 0..k-1 from the registers at columns
     4r, 4r + 4, 4r + 8 (each loaded once, shared with the registers r + 1, r + 2): tap j is
     the register at 4r + 4 (j // 4) when 4 divides j, else its lanes j % 4.. then the next
     register's first lanes, one shuffle (``palignr``). Each pusher pushes one tap's
-    register."""
+    register. ``edges`` (in place, 3x3 and 5x5: the tile's first and last register): the
+    first one's register at 4r has the lanes left of the input plane zeroed when ``left``,
+    the last one's at 4r + 4 those right of it when ``right``."""
     c = f.c
-    _load_once(f, 4 * r, loaded)
+    fresh = 4 * r not in loaded
+    first = _load_once(f, 4 * r, loaded)
+    if edges[0] and fresh:
+        _zero_edge(f, first, "left")
+    if edges[1]:
+        _zero_edge(f, _load_once(f, 4 * r + 4, loaded), "right")
 
     def tap(j: int) -> Callable[[], None]:
         def push() -> None:
@@ -283,9 +314,7 @@ def _pair_taps(f: Frame, r: int, k: int, loaded: dict[int, int], edges: tuple[bo
     for register, edge, flag in ((a, edges[0] and fresh, "left"),
                                  (next_a, edges[1] and k > 3, "right")):
         if edge:
-            mask = f.edges[flag == "right"]
-            c.get(register, mask).emit("v128.andnot").emit("local.get", register)
-            f.get(flag).emit("select").emit("local.set", register)
+            _zero_edge(f, register, flag)
     even, odd = c.local(isa.valtype), c.local(isa.valtype)
 
     def lanes(first: int, second: int, pattern: bytes, keep: int = -1) -> Callable[[], None]:
@@ -298,6 +327,13 @@ def _pair_taps(f: Frame, r: int, k: int, loaded: dict[int, int], edges: tuple[bo
     return [lanes(a, b, EVEN_LANES, even), lanes(a, b, ODD_LANES, odd),
             lanes(even, next_a, NEXT_LANE[0]), lanes(odd, next_a, NEXT_LANE[1]),
             lanes(b, next_a, EVEN_LANES)][:k]
+
+
+def _zero_edge(f: Frame, register: int, flag: str) -> None:
+    """Zero the lanes of ``register`` left (``flag`` "left") or right ("right") of the input
+    plane when the tile is at that end of its row (``Frame.tile_edges``)."""
+    mask = f.tile_edges[flag == "right"]
+    f.c.get(register, mask).emit("v128.andnot").emit("local.set", register)
 
 
 def _runtime_taps(f: Frame, mode: str, acc: list[int]) -> None:

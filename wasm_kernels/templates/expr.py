@@ -73,14 +73,15 @@ class Expr:
     def ne(self, o: Operand) -> Expr: return self._binary("ne", o, "m")
 
     def clamp_below(self, bound: float) -> Expr:
-        """``max(self, bound)`` for a constant ``bound`` other than NaN and +-0; a NaN passes
+        """``max(self, bound)`` for a constant ``bound`` other than NaN; a NaN passes
         through. One instruction (``f32x4.pmax``), where ``max``, with wasm's NaN and -0
-        rules, takes six."""
+        rules, takes eight on x86. With ``bound`` +-0, a zero input keeps its own sign
+        (``max(-0, +0)`` is +0)."""
         return self._binary("pmax", bound)
 
     def clamp_above(self, bound: float) -> Expr:
-        """``min(self, bound)`` for a constant ``bound`` other than NaN and +-0; a NaN passes
-        through."""
+        """``min(self, bound)`` for a constant ``bound`` other than NaN; a NaN passes
+        through. With ``bound`` +-0, a zero input keeps its own sign."""
         return self._binary("pmin", bound)
 
     def madd(self, factor: Operand, addend: Operand) -> Expr:

@@ -13,6 +13,8 @@ The vector ISAs compute four outputs of a row per step where all their taps lie 
 row, at column stride 1 (a plain load per tap) or 2 (two loads, even lanes): occular-deskew's
 four 2x2 max pools went from 5.5 to 1.8 ms in situ (``op_profile``), ddddocr det's SPPF
 passes (5x1 and 1x5) are stride 1 throughout. The edges and other strides stay one by one.
+The vector max is ``pmax`` plus a NaN mask: the same maxima and NaNs as the scalar
+``f32.max``, except that a window holding both -0 and +0 may give either zero.
 
 ``f32_adaptive_avg_pool2d`` computes each output's window bounds from torch's adaptive rule
 (start = i * h // oh, end = ceil((i + 1) * h / oh)), so uneven windows need no table.
@@ -114,10 +116,13 @@ def _vector_row(c: Code, isa: Isa, combine: str, identity: float,
     """One output row from ``ox`` = 0: four outputs per step where their windows' columns
     all lie inside the row (stride 1 or 2), ``output()`` one by one elsewhere (the edges,
     other strides). Each lane folds its taps in the scalar order, so the result is the same
-    to the bit."""
+    (up to the sign of a zero maximum, see the module's docstring)."""
     arg, get = c.names, c.get
     vacc = c.local("v128")
     fold = combine.split(".")[1]
+    # NOTE: f32x4.max is eight x86 instructions (NaN and -0 rules); the max pool folds with
+    # pmax (one) and ORs each tap's NaN lanes into ``nans`` (two), all ones where a NaN was.
+    nans, value = (c.local("v128"), c.local("v128")) if fold == "max" else (None, None)
 
     def tap(stride: int) -> None:
         # vacc = fold(vacc, the columns of four outputs at ``at``); at += dw * 4
@@ -127,8 +132,13 @@ def _vector_row(c: Code, isa: Isa, combine: str, identity: float,
             get("at")
             isa.load(c, 16)
             c.emit("i8x16.shuffle", EVEN_LANES)
-        c.emit("local.get", vacc)
-        isa.op(c, fold)
+        if nans is None:
+            c.emit("local.get", vacc)
+            isa.op(c, fold)
+        else:
+            c.emit("local.tee", value).emit("local.get", value).emit("f32x4.ne")
+            c.emit("local.get", nans).emit("v128.or").emit("local.set", nans)
+            c.emit("local.get", vacc).emit("local.get", value).emit("f32x4.pmax")
         c.emit("local.set", vacc)
         get("at", "step").emit("i32.add").emit("local.set", arg["at"])
 
@@ -146,8 +156,12 @@ def _vector_row(c: Code, isa: Isa, combine: str, identity: float,
     def four(stride: int) -> None:
         isa.const(c, identity)
         c.emit("local.set", vacc)
+        if nans is not None:
+            c.emit("v128.const", bytes(16)).emit("local.set", nans)
         _window_loop(c, arg["i"], arg["kh"], lambda: kernel_row(stride), VECTOR_UNROLLED)
         get("out").emit("local.get", vacc)
+        if nans is not None:
+            c.emit("local.get", nans).emit("v128.or")
         if "scale" in arg:
             get("scale", "oy", "ow").emit("i32.mul").emit("local.get", arg["ox"]).emit("i32.add")
             c.emit("i32.const", 2).emit("i32.shl").emit("i32.add")

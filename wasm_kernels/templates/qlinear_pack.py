@@ -41,6 +41,10 @@ SEVEN_SHIFT = 64
 unsigned 7-bit operand; each row then owes ``SEVEN_SHIFT * sum(A)``."""
 
 
+STEP_TWICE = [bytes(list(range(8 * s, 8 * s + 8)) * 2) for s in range(2)]
+"""Shuffles of a v128 of eight i16 (two steps of A) to step s's four values twice."""
+
+
 def _splat_byte(c: Code, value: int) -> None:
     c.emit("v128.const", bytes([value & 255]) * 16)
 
@@ -50,8 +54,8 @@ def pack_rows(f: QFrame, count: int, seven: bool = False) -> None:
     docstring's layout), or with ``seven`` store them as int8 steps and their row sums."""
     c, arg = f.c, f.arg
     signed = f.spec.dtypes[0] == "int8"
-    src, dst, end, word, byte, row, sums = (c.local("i32") for _ in range(7))
-    total, vector = c.local("v128"), c.local("v128")
+    src, dst, end, chunks, word, byte, row, sums = (c.local("i32") for _ in range(8))
+    total, vector, wide = c.local("v128"), c.local("v128"), c.local("v128")
 
     def store(push_word: Callable[[], object]) -> None:
         push_word()
@@ -71,6 +75,20 @@ def pack_rows(f: QFrame, count: int, seven: bool = False) -> None:
         c.emit("local.get", dst).emit("i32.const", PACKED_STEP_BYTES).emit("i32.add")
         c.emit("local.set", dst)
 
+    def four_steps() -> None:
+        # two widenings and four one-register shuffles where four steps' splats take
+        # three shuffle-port instructions each (movd, pshufd, pmovzxbw)
+        c.emit("local.get", src).emit("v128.load", 0, 0).emit("local.set", vector)
+        for half, name in enumerate(("low", "high")):
+            c.emit("local.get", vector)
+            c.emit(f"i16x8.extend_{name}_i8x16_{'s' if signed else 'u'}").emit("local.set", wide)
+            for step in range(2):
+                c.emit("local.get", dst).emit("local.get", wide).emit("local.get", wide)
+                c.emit("i8x16.shuffle", STEP_TWICE[step])
+                c.emit("v128.store", 0, PACKED_STEP_BYTES * (2 * half + step))
+        c.emit("local.get", dst).emit("i32.const", 4 * PACKED_STEP_BYTES).emit("i32.add")
+        c.emit("local.set", dst)
+
     def tail_byte() -> None:
         # word |= A[src + byte] << 8 * byte
         c.emit("local.get", word).emit("local.get", src).emit("local.get", byte)
@@ -84,6 +102,11 @@ def pack_rows(f: QFrame, count: int, seven: bool = False) -> None:
         # end = src + (k & ~3): the row's whole steps, then the k % 4 tail
         c.emit("local.get", src).emit("local.get", arg["k"]).emit("i32.const", -4)
         c.emit("i32.and").emit("i32.add").emit("local.set", end)
+        if not seven:
+            # first four steps at a time while 16 bytes remain
+            c.emit("local.get", src).emit("local.get", arg["k"]).emit("i32.const", -16)
+            c.emit("i32.and").emit("i32.add").emit("local.set", chunks)
+            strided_loop(c, src, 16, chunks, four_steps)
         strided_loop(c, src, 4, end,
                      lambda: store(lambda: c.emit("local.get", src).emit("i32.load", 0, 0)))
         c.emit("local.get", arg["k"]).emit("i32.const", 3).emit("i32.and").emit("if")

@@ -124,8 +124,9 @@ class Tile:
             c.emit("local.get", f.arg["k"]).emit("i32.const", 3).emit("i32.and").emit("if")
             self._step(self._tail_word, 0)
             c.emit("end")
+        columns = [] if edge else column_vectors(f, self.j)
         for r in range(self.rows):
-            self._store_row(r, edge)
+            self._store_row(r, columns)
 
     def _loop(self, count: Callable[[], object], unroll: int) -> None:
         """A loop of ``unroll`` steps per iteration, as many iterations as ``count`` pushes."""
@@ -256,7 +257,8 @@ class Tile:
             c.emit("local.get", first).emit("local.get", second).emit("i8x16.shuffle", pattern)
         c.emit("i32x4.add")
 
-    def _store_row(self, r: int, edge: bool) -> None:
+    def _store_row(self, r: int, columns: list[int]) -> None:
+        """Store row ``r`` of the tile: an edge tile (no ``columns``) column by column."""
         c, f = self.f.c, self.f
         sums = [c.local("v128") for _ in range(2)]
         for half, local in enumerate(sums):
@@ -267,10 +269,10 @@ class Tile:
         if r:
             c.emit("i32.const", r).emit("i32.add")
         c.emit("local.set", row)
-        if edge:
-            self._store_edge(row, sums)
+        if columns:
+            store_vectors(f, row, self.j, sums, columns)
         else:
-            store_vectors(f, row, self.j, sums)
+            self._store_edge(row, sums)
 
     def _store_edge(self, row: int, sums: list[int]) -> None:
         c, f = self.f.c, self.f
@@ -292,23 +294,46 @@ def _column_vector(f: QFrame, base: int, j: int, half: int) -> None:
     c.emit("i32.add").emit("v128.load", 0, 16 * half)
 
 
-def store_vectors(f: QFrame, row: int, j: int, sums: list[int]) -> None:
-    """Finish and store the ``QPANEL`` columns of a full tile row from its two i32x4 sums."""
+def column_vectors(f: QFrame, j: int) -> list[int]:
+    """Locals holding what every row of a full tile at column ``j`` finishes with, per half
+    (four columns): ``bias - a_zero * column sums`` (i32x4), ``a_scale * w_scale`` (f32x4,
+    requantized: divided by ``c_scale``) and, dequantized, ``fbias``. Computed once per
+    tile, not once per row."""
     c, arg = f.c, f.arg
-    values = []
-    for half, local in enumerate(sums):
-        # acc += bias - a_zero * column sums
-        c.emit("local.get", local)
+    out = []
+    for half in range(2):
+        start, scale = c.local("v128"), c.local("v128")
         _column_vector(f, arg["bias"], j, half)
-        c.emit("i32x4.add").emit("local.get", f.a_zero).emit("i32x4.splat")
+        c.emit("local.get", f.a_zero).emit("i32x4.splat")
         _column_vector(f, f.sums, j, half)
-        c.emit("i32x4.mul").emit("i32x4.sub").emit("f32x4.convert_i32x4_s")
+        c.emit("i32x4.mul").emit("i32x4.sub").emit("local.set", start)
         c.emit("local.get", f.a_scale).emit("f32x4.splat")
         _column_vector(f, arg["w_scale"], j, half)
         c.emit("f32x4.mul")
         if f.requantize:
             c.emit("local.get", f.c_scale).emit("f32x4.splat").emit("f32x4.div")
-            c.emit("f32x4.mul").emit("f32x4.nearest")
+        c.emit("local.set", scale)
+        out += [start, scale]
+        if not f.requantize:
+            fbias = c.local("v128")
+            _column_vector(f, arg["fbias"], j, half)
+            c.emit("local.set", fbias)
+            out.append(fbias)
+    return out
+
+
+def store_vectors(f: QFrame, row: int, j: int, sums: list[int], columns: list[int]) -> None:
+    """Finish and store the ``QPANEL`` columns of a full tile row from its two i32x4 sums and
+    the tile's ``column_vectors``."""
+    c, arg = f.c, f.arg
+    values = []
+    per_half = len(columns) // 2
+    for half, local in enumerate(sums):
+        start, scale, *fbias = columns[per_half * half:per_half * (half + 1)]
+        c.emit("local.get", local).emit("local.get", start).emit("i32x4.add")
+        c.emit("f32x4.convert_i32x4_s").emit("local.get", scale).emit("f32x4.mul")
+        if f.requantize:
+            c.emit("f32x4.nearest")
             c.emit("local.get", f.c_zero).emit("f32x4.splat").emit("f32x4.add")
             c.emit("local.get", f.low).emit("f32x4.splat").emit("f32x4.max")
             c.emit("local.get", f.high).emit("f32x4.splat").emit("f32x4.min")
@@ -317,9 +342,7 @@ def store_vectors(f: QFrame, row: int, j: int, sums: list[int]) -> None:
             c.emit("local.set", value)
             values.append(value)
             continue
-        c.emit("f32x4.mul")
-        _column_vector(f, arg["fbias"], j, half)
-        c.emit("f32x4.add")
+        c.emit("local.get", fbias[0]).emit("f32x4.add")
         if f.activation:
             c.emit("v128.const", bytes(16)).emit("f32x4.max")
         if f.activation == "relu6":

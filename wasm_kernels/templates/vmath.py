@@ -22,8 +22,13 @@ loop from 61 to 36 instructions per register.
   flipped for odd ``n``; ``cos(x)`` reduces ``x - pi/2`` the same way (``n`` rounded from
   ``x / pi - 1/2``). Accurate for ``|x| <= PERIODIC_RANGE``; beyond it the reduction loses
   bits (onnxruntime's ``std::sin`` reduces exactly at any size) and inf gives NaN.
-- ``sigmoid`` = ``1 / (1 + exp(-x))``, ``silu`` = ``x * sigmoid(x)``, and exact
-  ``gelu`` = ``x / 2 * (1 + erf(x / sqrt(2)))`` with a rational erf (no ``exp``): relative
+- ``sigmoid``, ``silu`` = ``x * sigmoid(x)`` and ``gelu_tanh`` = ``x * sigmoid(2u)`` take
+  ``decay`` (e**-a for a >= 0: degree-6 polynomial, one scaling step) instead of ``exp``:
+  they run as fused epilogues on every output of a conv, so they trade the tail below
+  ~1e-36 (returned as 0) for half the instructions. ``hardswish`` multiplies by 1/6;
+  ``relu`` and ``relu6`` clamp with ``pmax``/``pmin`` (one instruction each, where wasm's
+  ``max`` is eight on x86; a -0 input stays -0).
+- ``gelu`` = ``x / 2 * (1 + erf(x / sqrt(2)))`` with a rational erf (no ``exp``): relative
   error 2e-5, but absolute (1e-6) in the negative tail, where ``1 + erf`` cancels.
 """
 
@@ -37,13 +42,23 @@ INF = float("inf")
 
 MAX_ERROR: dict[str, tuple[float, float]] = {
     "exp": (2e-7, 0.0), "log": (2e-7, 0.0), "tanh": (3e-7, 0.0), "erf": (3e-7, 0.0),
-    "sigmoid": (2e-7, 0.0), "silu": (3e-7, 1e-40), "gelu": (2e-5, 1.2e-6),
+    "sigmoid": (2.5e-7, 8.5e-39), "silu": (3e-7, 7.5e-37), "gelu": (2e-5, 1.2e-6),
+    "gelu_tanh": (1.5e-5, 1e-37), "hardswish": (2.5e-7, 0.0), "relu": (0.0, 0.0),
+    "relu6": (0.0, 0.0),
 }
 """Documented maximum error: (relative, absolute); a result passes if within either, or
 within 4 steps of the smallest denormal. Measured maxima (all ISAs alike): exp 7.6e-8,
-log 7.7e-8, tanh 1.3e-7, erf 2.1e-7, sigmoid 1.1e-7, silu 1.4e-7 (plus 1e-40 absolute where
-x times a denormal sigmoid rounds), gelu 2.5e-7 relative for x > 0 and 8.4e-7 absolute in
-the negative tail (``1 + erf`` cancels there)."""
+log 7.7e-8, tanh 1.3e-7, erf 2.1e-7, sigmoid 1.9e-7, silu 2.2e-7, hardswish 1.6e-7, gelu
+2.5e-7 relative for x > 0 and 8.4e-7 absolute in the negative tail (``1 + erf`` cancels
+there). The absolute bounds of the logistic functions are their tails below 2**-126.5,
+returned as 0 (e.g. silu(-87.7) = -7.3e-37); gelu_tanh's relative error grows to 1.1e-5
+in its tail (x < -9) because ``u`` itself is rounded to float32, as in the formula's own
+float32 evaluation."""
+
+MAX_ULPS: dict[str, float] = {"sigmoid": 3.0, "silu": 3.0, "hardswish": 3.0}
+"""Maximum error in units in the last place of the float32 result, where the true result
+is at least ``ULP_FLOOR`` in magnitude (measured: sigmoid 2.3, silu 2.6, hardswish 2.3)."""
+ULP_FLOOR = 1e-36
 
 
 PERIODIC_RANGE = 8192.0
@@ -163,15 +178,73 @@ def cos(x: Expr) -> Expr:
     return -_sin_reduced(x, 0.5)
 
 
+DECAY_COEFFICIENTS = (1.0, -1.0, 0.49999994, -0.166664213, 0.0416680574, -0.00837496575,
+                      0.00138427119)
+"""e**-r = sum c[k] r**k on |r| <= ln2 / 2: a degree-6 fit of e**r's relative error (2.0e-8
+with these float32 coefficients; degree 5 gave 1.0e-7 and sigmoid 3.3 ulp), its odd terms
+negated; ``exp``'s Cephes polynomial is degree 7."""
+DECAY_LIMIT = 88.0
+"""``decay`` clamps ``a`` here: round(a / ln2) <= 127, so the scale's exponent field stays in
+[0, 254] (0: the result is exactly 0)."""
+
+
+def decay(a: Expr) -> Expr:
+    """e**-a for a >= 0, NaN passing through: the ``exp`` of the logistic functions.
+
+    Cheaper than ``exp(-a)`` (14 instructions against 26 with fused multiply-adds): the
+    rounding shifter carries the exponent bias (so one shift makes the scale), the reduced
+    argument keeps its sign flipped (no negation), the polynomial is degree 6, and the scale
+    is one power of two: where e**-a falls below 2**-126.5 (a > 87.68) the result is 0, not
+    the denormal. The logistic functions add 1 to it, so that tail only moves results that
+    are themselves below ~1e-36."""
+    a = a.clamp_above(DECAY_LIMIT)
+    biased = ROUNDING_SHIFTER + 127.0
+    t = a.madd(-1.44269504088896341, biased)  # biased - round(a / ln2), exactly
+    m = Expr.const(biased) - t
+    r = m.madd(2.12194440e-4, m.madd(-0.693359375, a))  # a - m ln2, ln2 in two parts
+    scale = from_bits(shift("shl", t.bits(), 23))  # 2**-m: the exponent field is 127 - m
+    return _poly(r, DECAY_COEFFICIENTS) * scale
+
+
 def sigmoid(x: Expr) -> Expr:
-    """1 / (1 + e**-x), as e**x / (1 + e**x) for x < 0 so the tail reaches the denormals."""
-    e = exp(-x.abs())
+    """1 / (1 + e**-x), as e**x / (1 + e**x) for x < 0 so the tail keeps its relative
+    accuracy down to 2**-126.5 (0 below, where ``decay`` stops)."""
+    e = decay(x.abs())
     return select(x < 0.0, e, 1.0) / (e + 1.0)
+
+
+def logistic_product(x: Expr, u: Expr) -> Expr:
+    """x * sigmoid(u), the product taken before the division: x e / (1 + e) for u < 0 with
+    e = e**u, else x / (1 + e**-u)."""
+    e = decay(u.abs())
+    return select(u < 0.0, x * e, x) / (e + 1.0)
 
 
 def silu(x: Expr) -> Expr:
     """x * sigmoid(x)."""
-    return x * sigmoid(x)
+    return logistic_product(x, x)
+
+
+def gelu_tanh(x: Expr) -> Expr:
+    """GELU's tanh approximation, x * sigmoid(2u) with u = sqrt(2 / pi) (x + 0.044715 x**3)
+    (the ABI's formula)."""
+    return logistic_product(x, (x * x).madd(0.044715 * 1.5957691216057308, 1.5957691216057308) * x)
+
+
+def relu(x: Expr) -> Expr:
+    """max(x, 0) in one instruction; relu(-0) is -0."""
+    return x.clamp_below(0.0)
+
+
+def relu6(x: Expr) -> Expr:
+    """min(max(x, 0), 6) in two instructions; relu6(-0) is -0."""
+    return x.clamp_below(0.0).clamp_above(6.0)
+
+
+def hardswish(x: Expr) -> Expr:
+    """x * min(max(x + 3, 0), 6) / 6, the division a multiply by 1/6 before the one by x
+    (no overflow near the largest float)."""
+    return x * ((x + 3.0).clamp_below(0.0).clamp_above(6.0) * (1.0 / 6.0))
 
 
 ERF_NUMERATOR = (1.12837914, 0.1939727581, 0.05315813901, 0.003901334706, 0.0002849036821,
@@ -202,7 +275,7 @@ def gelu(x: Expr) -> Expr:
 
 FUNCTIONS: dict[str, Callable[[Expr], Expr]] = {
     "exp": exp, "log": log, "tanh": tanh, "erf": erf, "sigmoid": sigmoid, "silu": silu,
-    "gelu": gelu,
+    "gelu": gelu, "gelu_tanh": gelu_tanh, "hardswish": hardswish, "relu": relu, "relu6": relu6,
 }
 """Tuned evaluations of the ABI's unary ops, as expressions: where one is listed here,
 ``activations.unary`` uses it instead of evaluating the op's formula term by term. Each has

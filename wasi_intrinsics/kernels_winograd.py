@@ -1,0 +1,63 @@
+"""The host kernels of the ``winograd`` family: the input and output transforms of Winograd
+F(2x2, 3x3), computed with numpy in float64 over the channels a call (or a part) covers."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from wasm_kernels import abi
+
+from .intrinsic import HostContext
+from .kernel_limits import check_bytes
+from .kernel_math import activate
+from .kernel_operands import operand
+
+B_T = np.array([[1, 0, -1, 0], [0, 1, 1, 0], [0, -1, 1, 0], [0, 1, 0, -1]], np.float64)
+A_T = np.array([[1, 1, 1, 0], [0, 1, -1, -1]], np.float64)
+
+
+def _channels(ctx: HostContext, pointer: int, images: int, stride: int, count: int,
+              size: int) -> np.ndarray:
+    """(images, count, size): ``count`` blocks of ``size`` floats from ``pointer``, the
+    images ``stride`` blocks apart (a view)."""
+    flat = operand(ctx.memory, pointer, (((images - 1) * stride + count) * size,))
+    return np.lib.stride_tricks.as_strided(flat, (images, count, size),
+                                           (stride * size * 4, size * 4, 4), writeable=True)
+
+
+def _input(ctx: HostContext, x: int, v: int, n: int, c: int, cs: int, h: int, w: int,
+           th: int, tw: int, top: int, left: int, count: int) -> None:
+    check_bytes(ctx, n * c * (2 * th + 2) * (2 * tw + 2) * 8, "the padded input")
+    image = _channels(ctx, x, n, cs, c, h * w).reshape(n, c, h, w)
+    padded = np.zeros((n, c, 2 * th + 2 + h + top, 2 * tw + 2 + w + left), np.float64)
+    padded[:, :, top:top + h, left:left + w] = image
+    rows = np.arange(th)[:, None] * 2 + np.arange(4)  # (TH, 4)
+    cols = np.arange(tw)[:, None] * 2 + np.arange(4)  # (TW, 4)
+    d = padded[:, :, rows[:, None, :, None], cols[None, :, None, :]]  # (N, C, TH, TW, 4, 4)
+    tiles = np.einsum("ar,ncijrs,bs->abcnij", B_T, d, B_T).reshape(16, c, n * th * tw)
+    out = _channels(ctx, v, 16, cs, c, count)
+    out[..., :n * th * tw] = tiles.astype(np.float32)
+
+
+def _output(spec: abi.KernelSpec) -> Callable[..., None]:
+    def output(ctx: HostContext, *args: int) -> None:
+        arg = dict(zip(spec.params, args))
+        n, o, os, oh, ow, th, tw = (arg[k] for k in ("n", "o", "os", "oh", "ow", "th", "tw"))
+        m = _channels(ctx, arg["m"], 16, os, o, arg["count"])[..., :n * th * tw]
+        m = m.astype(np.float64).reshape(4, 4, o, n, th, tw)
+        y = np.einsum("ar,rsonij,bs->noiajb", A_T, m, A_T).reshape(n, o, 2 * th, 2 * tw)
+        y = y[:, :, :oh, :ow] + operand(ctx.memory, arg["bias"], (o,))[:, None, None]
+        y = y.astype(np.float32)
+        if "add" in spec.epilogue:
+            y = y + _channels(ctx, arg["r"], n, os, o, oh * ow).reshape(n, o, oh, ow)
+        for op in spec.activations:
+            y = activate(y, op)
+        _channels(ctx, arg["y"], n, os, o, oh * ow)[...] = y.reshape(n, o, oh * ow)
+
+    return output
+
+
+FAMILIES: dict[str, Callable[[abi.KernelSpec], Callable[..., None]]] = {
+    "winograd": lambda spec: _input if spec.op == "winograd_input" else _output(spec)}

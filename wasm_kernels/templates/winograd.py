@@ -1,0 +1,96 @@
+"""The ``winograd`` family: the input and output transforms of Winograd F(2x2, 3x3)
+(``winograd_input.py``, ``winograd_output.py``), each one call over all its channels with the
+4x4 tile's arithmetic in registers, ``lanes`` adjacent tiles of a row at a time (their
+even and odd columns apart by shuffles). Helpers both use: counted loops, loads that are
+zero outside a row, and stores of only the lanes inside it."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from ..abi import KernelSpec
+from ..wasm import Code, FuncType
+from .isa import ISAS, Isa
+
+STEPS = ((0, "sub", 2), (1, "add", 2), (2, "sub", 1), (1, "sub", 3))
+"""``B^T d`` along one axis: output position -> (first tap, op, second tap)."""
+
+
+def emit(spec: KernelSpec, isa_name: str) -> tuple[FuncType, Code]:
+    """Generate ``spec`` (``f32_winograd_input`` or an ``f32_winograd_output`` row)."""
+    from . import winograd_input, winograd_output
+
+    c = Code(spec.param_types, names=[p.split(":")[0] for p in spec.params])
+    body = winograd_input.body if spec.op == "winograd_input" else winograd_output.body
+    body(c, ISAS[isa_name], spec)
+    return FuncType(spec.param_types, spec.results), c
+
+
+def locals_(c: Code, valtype: str, *names: str) -> None:
+    """Declare the named locals of ``valtype``."""
+    for name in names:
+        c.local(valtype, name)
+
+
+def count(c: Code, name: str, limit: Callable[[], object], step: int,
+          body: Callable[[], None]) -> None:
+    """``for name in range(0, limit(), step)``: the last step may pass ``limit()``."""
+    c.emit("i32.const", 0).set(name)
+    with c.loop():
+        c.get(name)
+        limit()
+        c.emit("i32.ge_u").emit("br_if", 1)
+        body()
+        c.get(name).emit("i32.const", step).emit("i32.add").set(name)
+
+
+def pointer(c: Code, target: str, base: str, *terms: tuple[str | int, ...]) -> None:
+    """``target = base + 4 * sum(product(term) for term in terms)`` (locals or constants)."""
+    c.get(base)
+    for term in terms:
+        for k, factor in enumerate(term):
+            if isinstance(factor, int):
+                c.emit("i32.const", factor)
+            else:
+                c.get(factor)
+            if k:
+                c.emit("i32.mul")
+        c.emit("i32.const", 2).emit("i32.shl").emit("i32.add")
+    c.set(target)
+
+
+def combine(c: Code, isa: Isa, values: list[int], step: tuple[int, str, int]) -> None:
+    """Push ``values[a] op values[b]`` for ``step`` = (a, op, b)."""
+    a, op, b = step
+    c.get(values[a], values[b])
+    isa.op(c, op)
+
+
+def guarded_lanes(c: Code, isa: Isa, row: str, column: str, first: int, step: int,
+                  limit: str) -> None:
+    """Push a register whose lane ``l`` is the float at column ``column + first + step * l``
+    of the row at ``row``, or 0 where that column is outside ``[0, limit)``."""
+    for lane in range(isa.lanes):
+        c.get(column).emit("i32.const", first + step * lane).emit("i32.add").set("at")
+        c.get(row)
+        c.get("at").emit("i32.const", 0).get("at", limit).emit("i32.lt_u").emit("select")
+        c.emit("i32.const", 2).emit("i32.shl").emit("i32.add").emit("f32.load", 2, 0)
+        c.emit("f32.const", 0.0).get("at", limit).emit("i32.lt_u").emit("select")
+        if isa.vector:
+            c.emit("f32x4.splat" if lane == 0 else "f32x4.replace_lane",
+                   *(() if lane == 0 else (lane,)))
+
+
+def guarded_store(c: Code, isa: Isa, value: int, row: str, column: str, first: int,
+                  limit: str) -> None:
+    """Store lane ``l`` of ``value`` at column ``column + first + l`` of the row at ``row``
+    where that column is below ``limit``."""
+    for lane in range(isa.lanes):
+        c.get(column).emit("i32.const", first + lane).emit("i32.add").tee("at")
+        c.get(limit).emit("i32.lt_u")
+        with c.if_():
+            c.get(row, "at").emit("i32.const", 2).emit("i32.shl").emit("i32.add")
+            c.get(value)
+            if isa.vector:
+                c.emit("f32x4.extract_lane", lane)
+            c.emit("f32.store", 2, 0)
