@@ -15,8 +15,8 @@ and rows of 32 or more reads its input in place (``taps``): rows of whole panels
 49 packed), row stride and dilation 2, 96 input channels (97: packed), 11 output channels and
 rows of 31 (packed), groups, chunks of whole rows, and a thread's part that starts and ends
 mid-row (its segments under a panel packed). At column stride 2 a padded conv reads its phased
-copy in place the same way (even and odd widths and padding, 96 channels, row dilation 2, a
-part starting mid-row); unpadded it packs. A padded 7x7 stride-2 stem reads in place too (one
+copy in place the same way (even and odd widths and padding, 32 channels (33: packed), row
+dilation 2, a part starting mid-row); unpadded it packs. A padded 7x7 stride-2 stem reads in place too (one
 channel per k iteration: 3 and 4 channels, even and odd widths, a part from mid-row). A
 chunk's last panel holding 1-3 pixels: a deep weight in blocks of 10 rows ending in tiles of
 4, single rows, and 3 pixels."""
@@ -89,7 +89,8 @@ CASES = {
     "taps-stride2-pad2": ((1, 3, 8, 71), 12, (3, 3), (2, 2), (2, 2), (1, 1), 1, 37),
     "taps-stride2-odd-width": ((2, 7, 6, 79), 14, (3, 3), (2, 2), (1, 1), (1, 1), 1, 45),
     "taps-stride2-dilated-rows": ((1, 4, 11, 68), 12, (3, 3), (2, 2), (1, 1), (2, 1), 1, 40),
-    "taps-stride2-most-channels": ((1, 96, 5, 64), 12, (3, 3), (2, 2), (1, 1), (1, 1), 1, 32),
+    "taps-stride2-most-channels": ((1, 32, 5, 64), 12, (3, 3), (2, 2), (1, 1), (1, 1), 1, 32),
+    "taps-stride2-too-many-channels": ((1, 33, 5, 64), 12, (3, 3), (2, 2), (1, 1), (1, 1), 1, 32),
     "taps-stride2-unpadded": ((1, 4, 7, 67), 12, (3, 3), (2, 2), (0, 0), (1, 1), 1, 33),
     "stem-taps": ((1, 3, 20, 70), 16, (7, 7), (2, 2), (3, 3), (1, 1), 1, 70),
     "stem-taps-odd": ((2, 4, 9, 77), 13, (7, 7), (2, 2), (3, 3), (1, 1), 1, 40),
