@@ -12,7 +12,9 @@ conv's implicit-gemm shape (OH * OW, 9 * cin) x (cout, 9 * cin). All run in inte
 rounds on the calling thread, each timed in thread CPU time (``time.thread_time``: the
 machine is shared); printed are the medians of the times and of the per-round ratios
 winograd / conv and ``rate`` = linear / winograd, the conv's effective rate (direct-conv
-FLOPs over time) over the linear kernel's on the same FLOPs.
+FLOPs over time) over the linear kernel's on the same FLOPs. Last, F(4x4, 3x3) (``wino4``):
+its time, its ratio to the conv and its largest difference from the conv relative to the
+output's largest magnitude.
 No result is asserted.
 """
 
@@ -54,14 +56,16 @@ class _Conv(Module):
         return F.relu(F.conv2d(x, self.weight, self.bias, padding=1))
 
 
-def _compile(model: Module, x: np.ndarray, winograd: bool) -> bytes:
-    """The export with the pass off, or on for every conv it covers (no channel minimum)."""
-    saved = PASS.ENABLED, PASS.MIN_CHANNELS
+def _compile(model: Module, x: np.ndarray, winograd: bool, tile4: bool = False) -> bytes:
+    """The export with the pass off, or on for every conv it covers (no channel minimum),
+    with F(2x2, 3x3) or (``tile4``) F(4x4, 3x3)."""
+    saved = PASS.ENABLED, PASS.MIN_CHANNELS, PASS.tile
     PASS.ENABLED, PASS.MIN_CHANNELS = winograd, 1
+    PASS.tile = lambda oh, ow: 4 if tile4 else 2  # type: ignore[assignment]
     try:
         return modelc.export(model, (x,))
     finally:
-        PASS.ENABLED, PASS.MIN_CHANNELS = saved
+        PASS.ENABLED, PASS.MIN_CHANNELS, PASS.tile = saved
 
 
 def _timed(run: Callable[[], object], calls: int) -> float:
@@ -95,7 +99,8 @@ def _models(cin: int, cout: int, hw: int) -> list[tuple[bytes, np.ndarray]]:
         (_Lambda(lambda v: F.relu(F.winograd_output(v, model.bias, 1, (hw, hw)))), m),
         (_Lambda(lambda v: F.linear(v, w)), a)]
     return ([(_compile(model, x, False), x), (_compile(model, x, True), x)]
-            + [(modelc.export(piece, (v,)), v) for piece, v in pieces])
+            + [(modelc.export(piece, (v,)), v) for piece, v in pieces]
+            + [(_compile(model, x, True, tile4=True), x)])
 
 
 def _layer(name: str, cin: int, cout: int, hw: int, rounds: int) -> None:
@@ -103,21 +108,24 @@ def _layer(name: str, cin: int, cout: int, hw: int, rounds: int) -> None:
     sessions = [runtime.load(wasm) for wasm, _ in built]
     try:
         runs = [partial(s.run, {"input0": v}) for s, (_, v) in zip(sessions, built)]
-        outs = [run()["output0"] for run in runs[:2]]
+        outs = [runs[k]()["output0"] for k in (0, 1, 5)]
         error = float(np.abs(outs[0] - outs[1]).max())
+        error4 = float(np.abs(outs[0] - outs[2]).max() / np.abs(outs[0]).max())
         calls = max(1, int(0.05 / max(_timed(runs[0], 1), 1e-4)))
         times: list[list[float]] = [[] for _ in runs]
         for _ in range(rounds):
             for i, run in enumerate(runs):
                 times[i].append(_timed(run, calls))
-        conv, wino, first, last, linear = times
+        conv, wino, first, last, linear, wino4 = times
         ratio = statistics.median(w / c for c, w in zip(conv, wino))
+        ratio4 = statistics.median(w / c for c, w in zip(conv, wino4))
         xform = statistics.median((f + t) / w for f, t, w in zip(first, last, wino))
         rate = statistics.median(li / w for li, w in zip(linear, wino))
         ms = [statistics.median(t) * 1e3 for t in times]
         print(f"{name:14} {cin:4} {cout:4} {hw:4} {ms[0]:8.3f} {ms[1]:8.3f} {ratio:9.3f} "
-              f"{ms[2]:7.3f} {ms[3]:7.3f} {xform:6.1%} {ms[4]:8.3f} {rate:6.3f}  "
-              f"(max diff {error:.1e})", flush=True)
+              f"{ms[2]:7.3f} {ms[3]:7.3f} {xform:6.1%} {ms[4]:8.3f} {rate:6.3f} "
+              f"{ms[5]:8.3f} {ratio4:7.3f}  (max diff {error:.1e}, F4 {error4:.1e} of max)",
+              flush=True)
     finally:
         for s in sessions:
             s.close()
@@ -126,7 +134,7 @@ def _layer(name: str, cin: int, cout: int, hw: int, rounds: int) -> None:
 def bench(rounds: int, only: str | None) -> None:
     print(f"{'model':14} {'cin':>4} {'cout':>4} {'hw':>4} {'conv ms':>8} {'wino ms':>8} "
           f"{'wino/conv':>9} {'in ms':>7} {'out ms':>7} {'xform':>6} {'lin ms':>8} "
-          f"{'rate':>6}")
+          f"{'rate':>6} {'wino4 ms':>8} {'w4/conv':>7}")
     for name, layers in LAYERS.items():
         if not only or name == only:
             for cin, cout, hw in layers:

@@ -60,8 +60,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                              "every SIMD engine runs; relaxed needs relaxed-SIMD support)")
     parser.add_argument("--winograd", choices=("on", "off"), default="on",
                         help="run dense 3x3 stride-1 convs with >= 16 channels as Winograd "
-                             "F(2x2, 3x3) (default: %(default)s; off keeps them direct convs: "
-                             "smaller weights, bits closer to a direct conv's)")
+                             "F(2x2, 3x3) or F(4x4, 3x3) (default: %(default)s; off keeps "
+                             "them direct convs: smaller weights, bits closer to a direct "
+                             "conv's)")
     parser.add_argument("--quantize", choices=QUANTIZE_MODES, default=None,
                         help="int8: linear/matmul/conv (and adds, concats) in integers with "
                              "activation scales calibrated on --calibrate; int8-dynamic: "

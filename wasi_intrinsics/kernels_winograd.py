@@ -1,5 +1,6 @@
 """The host kernels of the ``winograd`` family: the input and output transforms of Winograd
-F(2x2, 3x3), computed with numpy in float64 over the channels a call (or a part) covers."""
+F(2x2, 3x3) and F(4x4, 3x3), computed with numpy in float64 over the channels a call (or a
+part) covers."""
 
 from __future__ import annotations
 
@@ -8,14 +9,12 @@ from collections.abc import Callable
 import numpy as np
 
 from wasm_kernels import abi
+from wasm_kernels.abi_winograd import TRANSFORMS, tile
 
 from .intrinsic import HostContext
 from .kernel_limits import check_bytes
 from .kernel_math import activate
 from .kernel_operands import operand
-
-B_T = np.array([[1, 0, -1, 0], [0, 1, 1, 0], [0, -1, 1, 0], [0, 1, 0, -1]], np.float64)
-A_T = np.array([[1, 1, 1, 0], [0, 1, -1, -1]], np.float64)
 
 
 def _channels(ctx: HostContext, pointer: int, images: int, stride: int, count: int,
@@ -27,27 +26,38 @@ def _channels(ctx: HostContext, pointer: int, images: int, stride: int, count: i
                                            (stride * size * 4, size * 4, 4), writeable=True)
 
 
-def _input(ctx: HostContext, x: int, v: int, n: int, c: int, cs: int, h: int, w: int,
-           th: int, tw: int, top: int, left: int, count: int) -> None:
-    check_bytes(ctx, n * c * (2 * th + 2) * (2 * tw + 2) * 8, "the padded input")
-    image = _channels(ctx, x, n, cs, c, h * w).reshape(n, c, h, w)
-    padded = np.zeros((n, c, 2 * th + 2 + h + top, 2 * tw + 2 + w + left), np.float64)
-    padded[:, :, top:top + h, left:left + w] = image
-    rows = np.arange(th)[:, None] * 2 + np.arange(4)  # (TH, 4)
-    cols = np.arange(tw)[:, None] * 2 + np.arange(4)  # (TW, 4)
-    d = padded[:, :, rows[:, None, :, None], cols[None, :, None, :]]  # (N, C, TH, TW, 4, 4)
-    tiles = np.einsum("ar,ncijrs,bs->abcnij", B_T, d, B_T).reshape(16, c, n * th * tw)
-    out = _channels(ctx, v, 16, cs, c, count)
-    out[..., :n * th * tw] = tiles.astype(np.float32)
+def _input(spec: abi.KernelSpec) -> Callable[..., None]:
+    m = tile(spec.op)
+    b_t, a = np.array(TRANSFORMS[m][0], np.float64), m + 2
+
+    def run(ctx: HostContext, x: int, v: int, n: int, c: int, cs: int, h: int, w: int,
+            th: int, tw: int, top: int, left: int, count: int) -> None:
+        check_bytes(ctx, n * c * (m * th + a + h + top) * (m * tw + a + w + left) * 8,
+                    "the padded input")
+        image = _channels(ctx, x, n, cs, c, h * w).reshape(n, c, h, w)
+        padded = np.zeros((n, c, m * th + a + h + top, m * tw + a + w + left), np.float64)
+        padded[:, :, top:top + h, left:left + w] = image
+        rows = np.arange(th)[:, None] * m + np.arange(a)  # (TH, a)
+        cols = np.arange(tw)[:, None] * m + np.arange(a)  # (TW, a)
+        d = padded[:, :, rows[:, None, :, None], cols[None, :, None, :]]  # (N, C, TH, TW, a, a)
+        tiles = np.einsum("ar,ncijrs,bs->abcnij", b_t, d, b_t).reshape(a * a, c, n * th * tw)
+        out = _channels(ctx, v, a * a, cs, c, count)
+        out[..., :n * th * tw] = tiles.astype(np.float32)
+
+    return run
 
 
 def _output(spec: abi.KernelSpec) -> Callable[..., None]:
+    size = tile(spec.op)
+    a_t, a = np.array(TRANSFORMS[size][1], np.float64), size + 2
+
     def output(ctx: HostContext, *args: int) -> None:
         arg = dict(zip(spec.params, args))
         n, o, os, oh, ow, th, tw = (arg[k] for k in ("n", "o", "os", "oh", "ow", "th", "tw"))
-        m = _channels(ctx, arg["m"], 16, os, o, arg["count"])[..., :n * th * tw]
-        m = m.astype(np.float64).reshape(4, 4, o, n, th, tw)
-        y = np.einsum("ar,rsonij,bs->noiajb", A_T, m, A_T).reshape(n, o, 2 * th, 2 * tw)
+        m = _channels(ctx, arg["m"], a * a, os, o, arg["count"])[..., :n * th * tw]
+        m = m.astype(np.float64).reshape(a, a, o, n, th, tw)
+        y = np.einsum("ar,rsonij,bs->noiajb", a_t, m, a_t).reshape(n, o, size * th,
+                                                                   size * tw)
         y = y[:, :, :oh, :ow] + operand(ctx.memory, arg["bias"], (o,))[:, None, None]
         y = y.astype(np.float32)
         if "add" in spec.epilogue:
@@ -60,4 +70,4 @@ def _output(spec: abi.KernelSpec) -> Callable[..., None]:
 
 
 FAMILIES: dict[str, Callable[[abi.KernelSpec], Callable[..., None]]] = {
-    "winograd": lambda spec: _input if spec.op == "winograd_input" else _output(spec)}
+    "winograd": lambda spec: _input(spec) if spec.op.endswith("input") else _output(spec)}

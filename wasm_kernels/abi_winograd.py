@@ -5,30 +5,51 @@ from __future__ import annotations
 
 from .kernel_spec import KernelSpec
 
-WINOGRAD_INPUT = KernelSpec(
-    "f32_winograd_input", "winograd", "winograd_input",
-    ("x", "v", "n", "c", "cs", "h", "w", "th", "tw", "top", "left", "count"),
-    "V(16 * cs, count) = B^T d B of the 4x4 input tile d of every 2x2 output tile: "
-    "tile t = b * th * tw + i * tw + j of image b reads rows 2 i - top .. 2 i - top + 3 and "
-    "columns 2 j - left .. 2 j - left + 3 of x(n, cs, h, w), zero outside it (the padding), "
-    "and position 4 r + s of channel ch's transformed tile goes to V[(4 r + s) * cs + ch, t] "
-    "(count >= n * th * tw: columns past the tiles are not written); "
-    "only channels ch < c are computed (a part of the channels: the caller moves x and V to "
-    "its first channel); all row-major f32; V must not alias x")
+TRANSFORMS: dict[int, tuple[tuple[tuple[float, ...], ...], tuple[tuple[float, ...], ...]]] = {
+    2: (((1, 0, -1, 0), (0, 1, 1, 0), (0, -1, 1, 0), (0, 1, 0, -1)),
+        ((1, 1, 1, 0), (0, 1, -1, -1))),
+    4: (((4, 0, -5, 0, 1, 0), (0, -4, -4, 1, 1, 0), (0, 4, -4, -1, 1, 0),
+         (0, -2, -1, 2, 1, 0), (0, 2, -1, -2, 1, 0), (0, 4, 0, -5, 0, 1)),
+        ((1, 1, 1, 1, 1, 0), (0, 1, -1, 2, -2, 0), (0, 1, 1, 4, 4, 0), (0, 1, -1, 8, -8, 1))),
+}
+"""Winograd F(m x m, 3x3) by output tile m: (B^T, A^T), the input tile being m + 2 wide."""
 
 
-def _output(residual: bool, activation: str) -> KernelSpec:
+def tile(op: str) -> int:
+    """The output tile m of a winograd row's ``op`` (``winograd_input``: 2,
+    ``winograd4_output``: 4)."""
+    return 4 if op.startswith("winograd4") else 2
+
+
+def _input(m: int) -> KernelSpec:
+    a, op = m + 2, "winograd_input" if m == 2 else f"winograd{m}_input"
+    return KernelSpec(
+        f"f32_{op}", "winograd", op,
+        ("x", "v", "n", "c", "cs", "h", "w", "th", "tw", "top", "left", "count"),
+        f"V({a * a} * cs, count) = B^T d B (TRANSFORMS[{m}]) of the {a}x{a} input tile d of "
+        f"every {m}x{m} output tile: tile t = b * th * tw + i * tw + j of image b reads rows "
+        f"{m} i - top .. {m} i - top + {a - 1} and columns {m} j - left .. {m} j - left + "
+        f"{a - 1} of x(n, cs, h, w), zero outside it (the padding), and position {a} r + s "
+        f"of channel ch's transformed tile goes to V[({a} r + s) * cs + ch, t] (count >= n * "
+        "th * tw: columns past the tiles are not written); only channels ch < c are "
+        "computed (a part of the channels: the caller moves x and V to its first channel); "
+        "all row-major f32; V must not alias x")
+
+
+def _output(m: int, residual: bool, activation: str) -> KernelSpec:
     epilogue = ("bias",) + (("add",) if residual else ()) + ((activation,) if activation else ())
     math = "A^T m A + bias[ch]" + (" + R" if residual else "")
     math = f"{activation}({math})" if activation else math
+    a, op = m + 2, "winograd_output" if m == 2 else f"winograd{m}_output"
     return KernelSpec(
-        "_".join(("f32_winograd_output",) + epilogue), "winograd", "winograd_output",
+        "_".join((f"f32_{op}",) + epilogue), "winograd", op,
         ("m", "bias") + (("r",) if residual else ()) + ("y", "n", "o", "os", "oh", "ow", "th",
                                                          "tw", "count"),
-        f"Y(n, os, oh, ow) = {math}: the 2x2 outputs of tile t = b * th * tw + i * tw + j "
-        "(rows 2 i, 2 i + 1 and columns 2 j, 2 j + 1 of image b, those inside oh x ow; th = "
-        "ceil(oh / 2), tw = ceil(ow / 2)) from the 4x4 products m(r, s) = M[(4 r + s) * os + ch, "
-        "t] of M(16 * os, count), count >= n * th * tw, bias (os,)"
+        f"Y(n, os, oh, ow) = {math} (TRANSFORMS[{m}]): the {m}x{m} outputs of tile t = b * th "
+        f"* tw + i * tw + j (rows {m} i .. {m} i + {m - 1} and columns {m} j .. {m} j + {m - 1} "
+        f"of image b, those inside oh x ow; th = ceil(oh / {m}), tw = ceil(ow / {m})) from the "
+        f"{a}x{a} products m(r, s) = M[({a} r + s) * os + ch, t] of M({a * a} * os, count), "
+        "count >= n * th * tw, bias (os,)"
         + (", R laid out as Y" if residual else "")
         + "; only channels ch < o are computed (the caller moves M, bias, Y"
         + (", R" if residual else "") + " to a part's first channel); all row-major f32; "
@@ -36,7 +57,9 @@ def _output(residual: bool, activation: str) -> KernelSpec:
 
 
 def winograd_rows(activations: tuple[str, ...]) -> tuple[KernelSpec, ...]:
-    """The family's rows: the input transform, and the output transform with a bias, with
-    or without a residual, followed by none or one of ``activations``."""
-    return (WINOGRAD_INPUT, *(_output(residual, act) for residual in (False, True)
-                              for act in ("", *activations)))
+    """The family's rows for F(2x2, 3x3) and F(4x4, 3x3): the input transform, and the output
+    transform with a bias, with or without a residual, followed by none or one of
+    ``activations``."""
+    return tuple(row for m in TRANSFORMS for row in (
+        _input(m), *(_output(m, residual, act) for residual in (False, True)
+                     for act in ("", *activations))))

@@ -150,7 +150,7 @@ def splits(isa: str) -> dict[str, Split]:
             # strides between images and between the 16 planes of V and M)
             table[spec.name] = (
                 Split("c", {"x": ("h", "w"), "v": ("count",)}, ("n", "h", "w"),
-                      STREAM_THRESHOLD) if spec.op == "winograd_input" else
+                      STREAM_THRESHOLD) if spec.op.endswith("input") else
                 Split("o", {"m": ("count",), "bias": (), "y": ("oh", "ow"),
                             "r": ("oh", "ow")}, ("n", "oh", "ow"), STREAM_THRESHOLD))
         elif spec.family == "unary":

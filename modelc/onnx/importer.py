@@ -31,6 +31,7 @@ from . import (
     ops_layout,
     ops_math,
     ops_nn,
+    ops_pool,
     ops_quantized,
     ops_resize,
     ops_rnn,
@@ -42,7 +43,7 @@ from .newer_opsets import changed_ops
 from .node import OnnxNode
 from .older_opsets import upgrade
 
-OPS = {**ops_activation.OPS, **ops_layout.OPS, **ops_math.OPS, **ops_nn.OPS,
+OPS = {**ops_activation.OPS, **ops_layout.OPS, **ops_math.OPS, **ops_nn.OPS, **ops_pool.OPS,
        **ops_resize.OPS, **ops_rnn.OPS, **ops_shape.OPS, **ops_control.OPS, **ops_einsum.OPS,
        **ops_index.OPS, **ops_quantized.OPS}
 """Every supported ONNX op type (default domain) and its import function."""

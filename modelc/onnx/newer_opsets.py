@@ -7,8 +7,9 @@ attribute whose default keeps the old behaviour (Cast's ``round_mode``, SpaceToD
 leaves any new attribute unset) imports as at the importer's newest opset; a model with any
 other node (an op whose inputs, outputs or old attributes changed, or an op new since then)
 is refused, naming those ops. NOTE: that list was checked by hand against opsets 24-28.
-``changed_ops(..., exact=True)`` also tells whether a model older than opset 7 needs
-converting at all (``older_opsets``).
+Ops new or changed since opset 23 that the importer implements at a newer version
+(``FOLLOWED``) import as that version. ``changed_ops(..., exact=True)`` also tells whether
+a model older than opset 7 needs converting at all (``older_opsets``).
 """
 
 from __future__ import annotations
@@ -17,6 +18,9 @@ from collections.abc import Iterator
 from typing import Any
 
 _DOMAINS = ("", "ai.onnx")
+FOLLOWED = {"Swish": 24, "SwiGLU": 28, "SpaceToDepth": 28}
+"""Ops new or changed since opset 23 that the importer implements at a newer version (which
+it names)."""
 
 
 def _attributes(schema: Any) -> dict[str, str]:
@@ -64,4 +68,17 @@ def changed_ops(proto: Any, followed: int, version: int, exact: bool = False) ->
     opset ``version`` what they mean at ``followed`` (with ``exact``: that are not the same
     op version); an op unknown to ``onnx.defs`` counts as changed."""
     return sorted({node.op_type for node in _nodes(proto.graph)
-                   if not _unchanged(node, followed, version, exact)})
+                   if not _unchanged(node, followed, version, exact)
+                   and not _followed_since(node.op_type, version)})
+
+
+def _followed_since(op: str, version: int) -> bool:
+    """Whether ``op`` at opset ``version`` is the version of it ``FOLLOWED`` names."""
+    from onnx import defs
+
+    if op not in FOLLOWED:
+        return False
+    try:
+        return defs.get_schema(op, version, "").since_version == FOLLOWED[op]
+    except defs.SchemaError:
+        return False

@@ -47,6 +47,23 @@ def mod(n: OnnxNode) -> Any:
     return remainder if fmod else int_division.floor_remainder(remainder, b)
 
 
+def _swish(x: Any, alpha: float) -> Any:
+    """``x * sigmoid(alpha * x)``: SiLU (one kernel) at ``alpha`` 1."""
+    return F.silu(x) if alpha == 1.0 else F.mul(x, F.sigmoid(F.mul(x, alpha)))
+
+
+def swiglu(n: OnnxNode) -> Any:
+    """SwiGLU (opset 28): ``Swish_alpha(A) * B`` of two inputs of one shape.
+
+    Raises:
+        CompileError: the inputs' shapes differ (SwiGLU does not broadcast).
+    """
+    gate, value = n.input(0), n.input(1)
+    if tuple(gate.shape) != tuple(value.shape):
+        raise n.error(f"A {list(gate.shape)} and B {list(value.shape)} must have one shape")
+    return F.mul(_swish(gate, n.attr("alpha", 1.0)), value)
+
+
 OPS: dict[str, Callable[[OnnxNode], Any]] = {
     "Floor": _unary(F.floor), "Ceil": _unary(F.ceil), "Round": _unary(F.round),
     "Sin": _unary(F.sin), "Cos": _unary(F.cos), "Sign": _unary(F.sign),
@@ -58,5 +75,5 @@ OPS: dict[str, Callable[[OnnxNode], Any]] = {
     "ThresholdedRelu": lambda n: F.where(F.gt(n.input(0), n.attr("alpha", 1.0)), n.input(0),
                                          0.0),
     "Shrink": lambda n: F.shrink(n.input(0), n.attr("lambd", 0.5), n.attr("bias", 0.0)),
-    "Mod": mod,
+    "Mod": mod, "Swish": lambda n: _swish(n.input(0), n.attr("alpha", 1.0)), "SwiGLU": swiglu,
 }

@@ -2,7 +2,8 @@
 has, then pairwise contractions as (batched) matrix products between permutes and reshapes.
 
 Covers the forms models export (``bij,bjk->bik``, ``bhqd,bhkd->bhqk``, ``...ij,jk->...ik``,
-``ij->ji``, ``bij->b``); a letter repeated within one term (a diagonal) is refused.
+``ij->ji``, ``bij->b``); a letter repeated within one term (``ii->i``, ``...ii``) first takes
+that operand's diagonal.
 """
 
 from __future__ import annotations
@@ -40,10 +41,32 @@ def _terms(n: OnnxNode, equation: str, ranks: list[int]) -> tuple[list[str], str
                                      and c not in spare))
     out = out.replace("...", spare)
     for term, rank in zip(spelled, ranks):
-        if len(term) != rank or len(set(term)) != len(term):
+        if len(term) != rank:
             raise n.error(f"term {term!r} of {equation!r} does not fit an operand of rank "
-                          f"{rank} (a repeated letter, a diagonal, is not supported)")
+                          f"{rank}")
     return spelled, out
+
+
+def _diagonal(n: OnnxNode, x: Any, term: str) -> tuple[Any, str]:
+    """``x`` reduced to its diagonal along each letter ``term`` repeats: the two axes moved
+    last, merged, and read every (size + 1)-th element; the letter then appears once."""
+    if len(set(term)) != len(term) and is_known(x):
+        unique = "".join(dict.fromkeys(term))
+        return np.einsum(f"{term}->{unique}", x), unique
+    while len(set(term)) != len(term):
+        letter = next(c for c in term if term.count(c) > 1)
+        first = term.index(letter)
+        second = term.index(letter, first + 1)
+        size = x.shape[first]
+        if not isinstance(size, int) or x.shape[second] != size:
+            raise n.error(f"the diagonal of {letter!r} in {term!r} needs one fixed size, got "
+                          f"{x.shape[first]!r} and {x.shape[second]!r}")
+        rest = [k for k in range(len(term)) if k not in (first, second)]
+        moved = F.permute(x, (*rest, first, second))
+        flat = _reshape(moved, [*moved.shape[:-2], size * size])  # (..., size * size)
+        x = F.slice(flat, len(rest), 0, None, size + 1)  # (..., size)
+        term = "".join(term[k] for k in rest) + letter
+    return x, term
 
 
 def _group(n: OnnxNode, sizes: dict[str, Any], letters: str) -> Any:
@@ -93,12 +116,15 @@ def _contract(n: OnnxNode, a: Any, ta: str, b: Any, tb: str, keep: set[str],
 
 
 def einsum(n: OnnxNode) -> Any:
-    """Einsum: every operand first sums the letters no other term or the output has, then
-    the operands contract pairwise, left to right; the result is permuted to the output."""
+    """Einsum: every operand first takes its diagonals (``_diagonal``) and sums the letters
+    no other term or the output has, then the operands contract pairwise, left to right;
+    the result is permuted to the output."""
     operands = [n.input(i) for i in range(len(n.inputs))]
     terms, out = _terms(n, n.attr("equation"), [len(x.shape) for x in operands])
     if is_known(*operands):
         return np.einsum(f"{','.join(terms)}->{out}", *operands).astype(operands[0].dtype)
+    for i, (term, x) in enumerate(zip(terms, operands)):
+        operands[i], terms[i] = _diagonal(n, x, term)
     sizes: dict[str, Any] = {}
     for term, x in zip(terms, operands):
         for c, d in zip(term, x.shape):

@@ -275,6 +275,29 @@ def top_k(n: OnnxNode) -> tuple[Any, Any]:
     return F.topk(x, k, dim, largest)
 
 
+def reverse_sequence(n: OnnxNode) -> Any:
+    """ReverseSequence at lengths known at import time: the first ``sequence_lens[b]`` steps of
+    each batch entry reversed, one gather of the (time, batch) rows at known row numbers.
+
+    Raises:
+        CompileError: the time and batch axes are not 0 and 1, or not fixed.
+    """
+    x, lengths = n.input(0), n.known(1, "sequence_lens").astype(np.int64)
+    time, batch = n.attr("time_axis", 0), n.attr("batch_axis", 1)
+    if {time, batch} != {0, 1} or not all(isinstance(d, int) for d in x.shape[:2]):
+        raise n.error(f"ReverseSequence needs time and batch as axes 0 and 1 of fixed size, got "
+                      f"time_axis={time}, batch_axis={batch} over {list(x.shape)}")
+    steps, entries = x.shape[time], x.shape[batch]
+    t, b = np.meshgrid(np.arange(steps), np.arange(entries), indexing="ij")  # (T, B)
+    source = np.where(t < lengths[b], lengths[b] - 1 - t, t)
+    rows = source * entries + b if time == 0 else b * steps + source
+    rows = rows if time == 0 else rows.T  # in the input's (axis 0, axis 1) order
+    if is_known(x):
+        return x.reshape(steps * entries, -1)[rows].reshape(x.shape)
+    table = F.reshape(x, (steps * entries, -1))  # (T*B, rest)
+    return F.reshape(F.embedding(rows, table), x.shape)
+
+
 OPS: dict[str, OpFn] = {"OneHot": one_hot, "GatherND": gather_nd, "ScatterND": scatter_nd,
                         "ScatterElements": scatter_elements, "Scatter": scatter_elements,
-                        "TopK": top_k}
+                        "TopK": top_k, "ReverseSequence": reverse_sequence}

@@ -30,8 +30,14 @@ def depth_to_space(n: OnnxNode) -> Any:
 
 
 def space_to_depth(n: OnnxNode) -> Any:
+    """SpaceToDepth: torch's pixel unshuffle is CRD (``mode``, opset 28); DCR, the default,
+    puts the block offsets first, a channel shuffle away."""
     x, block = n.input(0), int(n.attr("blocksize"))
-    return F.channel_shuffle(F.pixel_unshuffle(x, block), n.input(0).shape[1])
+    mode = n.attr("mode", "DCR")
+    if mode not in ("DCR", "CRD"):
+        raise n.error(f"unknown mode {mode!r}; expected 'DCR' or 'CRD'")
+    out = F.pixel_unshuffle(x, block)
+    return out if mode == "CRD" else F.channel_shuffle(out, x.shape[1])
 
 
 def _arg(fn: Callable[..., Any]) -> Callable[[OnnxNode], Any]:

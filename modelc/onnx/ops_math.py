@@ -196,15 +196,23 @@ def _reduce(fn: Callable[..., Any]) -> OpFn:
         reduced = range(len(x.shape)) if dim is None else dim
         if any(x.shape[a] == 0 for a in reduced):
             return _empty_reduction(n, x, reduced, keepdim)
-        if dim is None or is_known(x) or _adjacent(x.shape, dim):
-            return fn(x, dim=dim, keepdim=keepdim)
-        kept = [a for a in range(len(x.shape)) if a not in dim]
-        out = fn(F.permute(x, (*kept, *dim)), dim=tuple(range(len(kept), len(x.shape))),
-                 keepdim=False)  # the reduced axes moved last, where they are adjacent
-        if not keepdim:
-            return out
-        return F.reshape(out, [1 if a in dim else d for a, d in enumerate(x.shape)])
+        if x.dtype == np.bool_ and n.op_type in ("ReduceMax", "ReduceMin") and not is_known(x):
+            # NOTE: any / all of bools: the float32 extreme of 0s and 1s
+            return F.ne(_over(fn, F.cast(x, np.float32), dim, keepdim), 0.0)
+        return _over(fn, x, dim, keepdim)
     return run
+
+
+def _over(fn: Callable[..., Any], x: Any, dim: tuple[int, ...] | None, keepdim: bool) -> Any:
+    """``fn(x, dim, keepdim)``; axes that are not adjacent are moved last first."""
+    if dim is None or is_known(x) or _adjacent(x.shape, dim):
+        return fn(x, dim=dim, keepdim=keepdim)
+    kept = [a for a in range(len(x.shape)) if a not in dim]
+    out = fn(F.permute(x, (*kept, *dim)), dim=tuple(range(len(kept), len(x.shape))),
+             keepdim=False)  # the reduced axes moved last, where they are adjacent
+    if not keepdim:
+        return out
+    return F.reshape(out, [1 if a in dim else d for a, d in enumerate(x.shape)])
 
 
 def _adjacent(shape: Sequence[Any], dim: Sequence[int]) -> bool:
@@ -304,11 +312,47 @@ def _cast_to(x: Any, dtype: np.dtype) -> Any:
 
 
 def matmul(n: OnnxNode) -> Any:
-    """MatMul; a known 2-D right operand makes a ``linear`` (the gemm kernel's layout)."""
+    """MatMul; a known 2-D right operand makes a ``linear`` (the gemm kernel's layout). A 1-D
+    operand is a row (left) or a column (right) whose axis the result drops, as numpy's;
+    batch axes of size 1 against larger ones are broadcast first (``_broadcast_batch``)."""
     a, b = n.input(0), n.input(1)
+    row, column = len(a.shape) == 1, len(b.shape) == 1
+    if row:
+        a = _reshape(a, (1, a.shape[0]))
+    if column:
+        b = _reshape(b, (b.shape[0], 1))
     if not is_known(a) and is_known(b) and b.ndim == 2:
-        return F.linear(a, np.ascontiguousarray(b.T))
-    return F.matmul(a, b)
+        out = F.linear(a, np.ascontiguousarray(b.T))
+    else:
+        out = F.matmul(*_broadcast_batch(a, b))
+    if row or column:
+        rank = len(out.shape)
+        out = _reshape(out, [d for i, d in enumerate(out.shape)
+                             if not (column and i == rank - 1) and not (row and i == rank - 2)])
+    return out
+
+
+def _reshape(x: Any, shape: Sequence[Any]) -> Any:
+    return x.reshape(shape) if is_known(x) else F.reshape(x, tuple(shape))
+
+
+def _broadcast_batch(a: Any, b: Any) -> tuple[Any, Any]:
+    """``a`` and ``b`` (both at least 3-D) with their batch axes broadcast to one shape by
+    adding zeros, where some batch axis of size 1 meets a larger one."""
+    if min(len(a.shape), len(b.shape)) < 3:
+        return a, b
+    lead = max(len(a.shape), len(b.shape)) - 2
+    sides = [[1] * (lead + 2 - len(v.shape)) + list(v.shape[:-2]) for v in (a, b)]
+    if sides[0] == sides[1] or not all(isinstance(d, int) for d in sides[0] + sides[1]):
+        return a, b
+    batch = [max(x, y) for x, y in zip(*sides)]
+
+    def widen(v: Any) -> Any:
+        target = (*batch, *v.shape[-2:])
+        if is_known(v):
+            return np.ascontiguousarray(np.broadcast_to(v, target))
+        return F.add(v, np.zeros(target, np.dtype(str(v.dtype))))
+    return widen(a), widen(b)
 
 
 def gemm(n: OnnxNode) -> Any:

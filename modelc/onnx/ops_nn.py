@@ -1,16 +1,15 @@
-"""ONNX neural-network ops: activations, softmax, convolutions, pooling, normalisations.
+"""ONNX neural-network ops: activations, softmax, convolutions, normalisations (pooling is
+``ops_pool``).
 
 ``OPS`` maps an ONNX op type to a function of an ``OnnxNode`` returning its output(s),
-written in ``nn.functional`` calls. 1-D convolutions and pools run as 2-D ones over a
-height-1 image, 3-D ones as ``conv3d`` / ``*_pool3d`` (composites of the 2-D ones);
-asymmetric padding becomes an explicit ``pad``.
+written in ``nn.functional`` calls. 1-D convolutions run as 2-D ones over a height-1 image,
+3-D ones as ``conv3d`` (a composite of the 2-D one); asymmetric padding becomes an explicit
+``pad``.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -19,101 +18,30 @@ from nn import functional as F
 
 from .fold import is_known, operands
 from .node import OnnxNode
+from .window import Window, planar, spatial_rank, unplanar
 
 OpFn = Callable[[OnnxNode], Any]
 
 
-@dataclass
-class _Window:
-    """A convolution or pooling window over the spatial axes: ONNX attributes resolved."""
-
-    kernel: list[int]
-    strides: list[int]
-    dilations: list[int]
-    pads: list[tuple[int, int]]
-
-    @classmethod
-    def of(cls, n: OnnxNode, kernel: list[int]) -> _Window:
-        """``kernel_shape``, ``strides``, ``dilations`` and ``pads`` / ``auto_pad`` of ``n``.
-
-        Raises:
-            CompileError: ``auto_pad`` SAME_* over a symbolic spatial size.
-        """
-        k = len(kernel)
-        strides = list(n.attr("strides") or [1] * k)
-        dilations = list(n.attr("dilations") or [1] * k)
-        auto = n.attr("auto_pad", "NOTSET")
-        if auto in ("SAME_UPPER", "SAME_LOWER"):
-            pads = []
-            for size, kk, s, d in zip(n.input(0).shape[2:], kernel, strides, dilations):
-                if not isinstance(size, int):
-                    raise n.error(f"auto_pad={auto} needs static spatial sizes, got {size!r}")
-                total = max((-(-size // s) - 1) * s + (kk - 1) * d + 1 - size, 0)
-                low, high = total // 2, total - total // 2
-                pads.append((low, high) if auto == "SAME_UPPER" else (high, low))
-        else:
-            flat = n.attr("pads") if auto == "NOTSET" and n.attr("pads") else [0] * 2 * k
-            pads = list(zip(flat[:k], flat[k:]))
-        return cls(list(kernel), strides, dilations, pads)
-
-    def planar(self) -> _Window:
-        """The same window over a 2-D image (a 1-D window gets a height-1 axis; 2-D and 3-D
-        ones stay)."""
-        if len(self.kernel) != 1:
-            return self
-        return _Window([1] + self.kernel, [1] + self.strides, [1] + self.dilations,
-                       [(0, 0)] + self.pads)
-
-    @property
-    def symmetric(self) -> bool:
-        return all(low == high for low, high in self.pads)
-
-    def padding(self) -> tuple[int, ...]:
-        return tuple(low for low, _ in self.pads)
-
-    def torch_pad(self) -> list[int]:
-        """``pads`` as ``F.pad`` amounts (last axis first)."""
-        return [amount for low, high in reversed(self.pads) for amount in (low, high)]
-
-
-def _spatial(n: OnnxNode) -> int:
-    spatial = n.rank() - 2
-    if spatial not in (1, 2, 3):
-        raise n.error(f"only 1-D, 2-D and 3-D {n.op_type} are supported, got a "
-                      f"rank-{n.rank()} input {list(n.input(0).shape)}")
-    return spatial
-
-
-def _planar(x: Any) -> Any:
-    """(N, C, L) as (N, C, 1, L); 4-D and 5-D input unchanged."""
-    return F.reshape(x, (*x.shape[:2], 1, x.shape[2])) if len(x.shape) == 3 else x
-
-
-def _unplanar(y: Any, spatial: int) -> Any:
-    return F.reshape(y, (*y.shape[:2], y.shape[3])) if spatial == 1 else y
-
-
 def conv(n: OnnxNode) -> Any:
-    spatial = _spatial(n)
+    spatial = spatial_rank(n)
     x, w, bias = n.input(0), n.input(1), n.optional(2)
-    window = _Window.of(n, n.attr("kernel_shape") or list(w.shape[2:])).planar()
-    x, w = _planar(x), _planar(w)
+    window = Window.of(n, n.attr("kernel_shape") or list(w.shape[2:])).planar()
+    x, w = planar(x), planar(w)
     if not window.symmetric:
         x, window.pads = F.pad(x, window.torch_pad()), [(0, 0)] * len(window.pads)
     y = (F.conv3d if spatial == 3 else F.conv2d)(
         x, w, bias, tuple(window.strides), window.padding(), tuple(window.dilations),
         n.attr("group", 1))
-    return _unplanar(y, spatial)
+    return unplanar(y, spatial)
 
 
 def conv_transpose(n: OnnxNode) -> Any:
-    """ConvTranspose (1-D and 2-D); uneven ``pads`` or ``output_shape`` crop or extend the
+    """ConvTranspose (1-D to 3-D); uneven ``pads`` or ``output_shape`` crop or extend the
     full result. ``auto_pad`` SAME_* asks for ``output_shape`` = input size * stride."""
-    spatial = _spatial(n)
-    if spatial == 3:
-        raise n.error("3-D ConvTranspose is not supported; 1-D and 2-D are")
+    spatial = spatial_rank(n)
     x, w, bias = n.input(0), n.input(1), n.optional(2)
-    window = _Window.of(n, n.attr("kernel_shape") or list(w.shape[2:]))
+    window = Window.of(n, n.attr("kernel_shape") or list(w.shape[2:]))
     extra = list(n.attr("output_padding") or [0] * spatial)
     output_shape = n.attr("output_shape")
     if not output_shape and n.attr("auto_pad") in ("SAME_UPPER", "SAME_LOWER"):
@@ -128,149 +56,47 @@ def conv_transpose(n: OnnxNode) -> Any:
             window.pads.append((low, high) if n.attr("auto_pad") == "SAME_UPPER"
                                else (high, low))
     window, extra = window.planar(), ([0] + extra if spatial == 1 else extra)
-    x, w, groups = _planar(x), _planar(w), n.attr("group", 1)
+    x, w, groups = planar(x), planar(w), n.attr("group", 1)
     simple = window.symmetric and all(e < max(s, d) for e, s, d in
                                       zip(extra, window.strides, window.dilations))
+    transpose = F.conv_transpose3d if spatial == 3 else F.conv_transpose2d
     if simple:
-        y = F.conv_transpose2d(x, w, bias, tuple(window.strides), window.padding(),
-                               tuple(extra), groups, tuple(window.dilations))
+        y = transpose(x, w, bias, tuple(window.strides), window.padding(), tuple(extra),
+                      groups, tuple(window.dilations))
     else:
-        y = F.conv_transpose2d(x, w, None, tuple(window.strides), 0, 0, groups,
-                               tuple(window.dilations))
-        (top, bottom), (left, right) = window.pads
-        y = F.pad(y, [-left, extra[1] - right, -top, extra[0] - bottom])  # crop or extend
+        y = transpose(x, w, None, tuple(window.strides), 0, 0, groups, tuple(window.dilations))
+        y = F.pad(y, [a for (low, high), e in reversed(list(zip(window.pads, extra)))
+                      for a in (-low, e - high)])  # crop or extend
         if bias is not None:
-            y = F.add(y, F.reshape(bias, (1, -1, 1, 1)))
-    return _unplanar(y, spatial)
+            y = F.add(y, F.reshape(bias, (1, -1) + (1,) * (len(y.shape) - 2)))
+    return unplanar(y, spatial)
 
 
-def max_pool(n: OnnxNode) -> Any:
-    """MaxPool; 8- and 16-bit integers pool in float32 (exact) and are cast back.
+def col2im(n: OnnxNode) -> Any:
+    """Col2Im (2-D blocks): the (N, C * kH * kW, L) columns summed back into (N, C, H, W) as a
+    transposed convolution of the (Lh, Lw) block grid with one-hot (kH, kW) kernels, one
+    group per channel, cropped by ``pads``.
 
     Raises:
-        CompileError: the Indices output is asked for, or wider integers.
+        CompileError: image or block shapes computed at run time, or not 2-D.
     """
-    if n.outputs > 1:
-        raise n.error("the Indices output of MaxPool is not supported")
-    spatial, window = _spatial(n), _Window.of(n, n.attr("kernel_shape")).planar()
-    x, dtype = n.input(0), np.dtype(str(n.input(0).dtype))
-    if dtype.kind in "iu":
-        if dtype.itemsize > 2:
-            raise n.error(f"MaxPool of {dtype} tensors is not supported; float32 and 8- and "
-                          "16-bit integers are")
-        x = F.cast(x, np.float32)
-    if not n.attr("ceil_mode", 0) and _tail_padding_is_ceil_mode(window, _planar(x).shape):
-        window.pads = [(0, 0)] * len(window.pads)
-        out = _unplanar(_max_pool(_planar(x), window, True), spatial)
-    else:
-        out = _pool(n, -math.inf, lambda x, w: _max_pool(x, w, bool(n.attr("ceil_mode", 0))),
-                    x=x)
-    return out if dtype.kind == "f" else F.cast(out, dtype)
-
-
-def _max_pool(x: Any, window: _Window, ceil_mode: bool) -> Any:
-    """``max_pool2d`` or ``max_pool3d`` by the window's rank."""
-    pool = F.max_pool3d if len(window.kernel) == 3 else F.max_pool2d
-    return pool(x, tuple(window.kernel), tuple(window.strides), window.padding(),
-                tuple(window.dilations), ceil_mode)
-
-
-def _tail_padding_is_ceil_mode(window: _Window, shape: Any) -> bool:
-    """Whether padding only after the (N, C, H, W) input (TF's SAME pools: ``pads=[0, 0, 1,
-    1]``) leaves the windows ceil mode makes without padding: then no padded copy is needed."""
-    if not any(tail for _, tail in window.pads):
-        return False
-    for axis, (head, tail) in enumerate(window.pads):
-        size = shape[2 + axis]
-        kernel, stride, dilation = (window.kernel[axis], window.strides[axis],
-                                    window.dilations[axis])
-        if head or not isinstance(size, int):
-            return False
-        padded = (size + tail - dilation * (kernel - 1) - 1) // stride + 1
-        if _ceil_windows(size, kernel, stride, dilation, 0, 0) != padded:
-            return False
-    return True
-
-
-def average_pool(n: OnnxNode) -> Any:
-    include_pad = bool(n.attr("count_include_pad", 0))
-    if any(d != 1 for d in n.attr("dilations") or []):
-        if n.attr("ceil_mode", 0):
-            raise n.error("ceil_mode=1 with dilations is not supported")
-        return _pool(n, 0.0, _dilated_mean, count_padding=include_pad)
-    pool = F.avg_pool3d if len(n.input(0).shape) == 5 else F.avg_pool2d
-    return _pool(n, 0.0, lambda x, w: pool(
-        x, tuple(w.kernel), tuple(w.strides), w.padding(), bool(n.attr("ceil_mode", 0)),
-        include_pad), count_padding=include_pad)
-
-
-def _dilated_mean(x: Any, window: _Window) -> Any:
-    """The mean over each dilated window (padding counted): a depthwise convolution with
-    weights ``1 / window size`` (the average pools have no dilation)."""
-    channels = x.shape[1]
-    weight = np.full((channels, 1, *window.kernel), 1.0 / math.prod(window.kernel), np.float32)
-    return (F.conv3d if len(window.kernel) == 3 else F.conv2d)(
-        x, weight, None, tuple(window.strides), window.padding(), tuple(window.dilations),
-        channels)
-
-
-def lp_pool(n: OnnxNode) -> Any:
-    """LpPool: ``(sum of |x| ** p over each window) ** (1 / p)``, zero padding adding
-    nothing: an average pool's window sums (``divisor_override=1``), or a dilated window's
-    mean times its size."""
-    p, x = n.attr("p", 2), n.input(0)
-    powered = F.mul(x, x) if p == 2 else F.pow(F.abs(x), float(p))
-    if any(d != 1 for d in n.attr("dilations") or []):
-        if n.attr("ceil_mode", 0):
-            raise n.error("ceil_mode=1 with dilations is not supported")
-        sums = _pool(n, 0.0, lambda x, w: F.mul(_dilated_mean(x, w), float(math.prod(w.kernel))),
-                     x=powered)
-    else:
-        pool = F.avg_pool3d if len(x.shape) == 5 else F.avg_pool2d
-        sums = _pool(n, 0.0, lambda x, w: pool(x, tuple(w.kernel), tuple(w.strides),
-                                               w.padding(), bool(n.attr("ceil_mode", 0)),
-                                               True, 1), x=powered)
-    return F.sqrt(sums) if p == 2 else F.pow(sums, 1.0 / p)
-
-
-def _pool(n: OnnxNode, fill: float, run: Callable[[Any, _Window], Any],
-          count_padding: bool = True, x: Any = None) -> Any:
-    """A 2-D or 3-D pool. Padding ``run`` cannot express (uneven, or over half the window) is
-    applied first with ``fill``; when padding must not count, the result is divided by
-    the (known) share of real elements in each window. ``x`` replaces input 0."""
-    spatial = _spatial(n)
-    window = _Window.of(n, n.attr("kernel_shape")).planar()
-    x = _planar(n.input(0) if x is None else x)
-    oversized = any(p > (d * (k - 1) + 1) // 2 for pair, k, d in
-                    zip(window.pads, window.kernel, window.dilations) for p in pair)
-    if window.symmetric and not oversized:
-        return _unplanar(run(x, window), spatial)
-    pads = window.pads
-    amounts, window.pads = window.torch_pad(), [(0, 0)] * len(pads)
-    out = run(F.pad(x, amounts, value=fill), window)
-    if not count_padding:
-        ones = np.ones((1, 1, *x.shape[2:]), np.float32)
-        out = F.div(out, run(F.pad(ones, amounts), window))  # (1, 1, OH, OW) share
-    if n.attr("ceil_mode", 0):
-        for axis, (head, tail) in enumerate(pads):
-            size = _ceil_windows(x.shape[2 + axis], window.kernel[axis], window.strides[axis],
-                                 window.dilations[axis], head, tail)
-            if out.shape[2 + axis] > size:
-                out = F.slice(out, 2 + axis, 0, size)
-    return _unplanar(out, spatial)
-
-
-def _ceil_windows(size: int, kernel: int, stride: int, dilation: int, head: int,
-                  tail: int) -> int:
-    """Windows along an axis in ceil mode as onnxruntime counts them: the last one must start
-    inside the input or its head padding. Padding the input first would let it start in the
-    tail padding."""
-    count = -(-(size + head + tail - dilation * (kernel - 1) - 1) // stride) + 1
-    return count - 1 if (count - 1) * stride >= size + head else count
-
-
-def _global(fn: Callable[..., Any]) -> OpFn:
-    return lambda n: fn(n.input(0), dim=tuple(range(2, n.rank())), keepdim=True)
+    x = n.input(0)
+    image = [int(v) for v in n.known(1, "image_shape")]
+    block = [int(v) for v in n.known(2, "block_shape")]
+    if len(image) != 2 or len(block) != 2:
+        raise n.error(f"only 2-D Col2Im is supported, got image shape {image}")
+    strides = list(n.attr("strides") or [1, 1])
+    dilations = list(n.attr("dilations") or [1, 1])
+    pads = list(n.attr("pads") or [0, 0, 0, 0])
+    grid = [(size + pads[a] + pads[a + 2] - dilations[a] * (k - 1) - 1) // strides[a] + 1
+            for a, (size, k) in enumerate(zip(image, block))]
+    taps = block[0] * block[1]
+    channels = x.shape[1] // taps
+    weight = np.tile(np.eye(taps, dtype=np.float32).reshape(taps, 1, *block), (channels, 1, 1, 1))
+    planes = F.reshape(x, (x.shape[0], x.shape[1], *grid))  # (N, C*kH*kW, Lh, Lw)
+    out = F.conv_transpose2d(planes, weight, None, tuple(strides), 0, 0, channels,
+                             tuple(dilations))
+    return F.pad(out, [-pads[1], -pads[3], -pads[0], -pads[2]])  # crop the padding
 
 
 def lrn(n: OnnxNode) -> Any:
@@ -382,8 +208,6 @@ def prelu(n: OnnxNode) -> Any:
 
 OPS: dict[str, OpFn] = {
     "Conv": conv, "ConvTranspose": conv_transpose,
-    "MaxPool": max_pool, "AveragePool": average_pool, "LpPool": lp_pool,
-    "GlobalAveragePool": _global(F.mean), "GlobalMaxPool": _global(F.amax),
     "LRN": lrn, "BatchNormalization": batch_normalization,
     "LayerNormalization": layer_normalization, "LpNormalization": lp_normalization,
     "InstanceNormalization": instance_normalization,
@@ -392,5 +216,5 @@ OPS: dict[str, OpFn] = {
     "LeakyRelu": lambda n: F.leaky_relu(n.input(0), n.attr("alpha", 0.01)),
     "Gelu": lambda n: F.gelu(n.input(0), n.attr("approximate", "none")),
     "HardSigmoid": hard_sigmoid, "HardSwish": lambda n: F.hardswish(n.input(0)),
-    "PRelu": prelu,
+    "PRelu": prelu, "Col2Im": col2im,
 }

@@ -13,6 +13,7 @@ The com.microsoft element-wise ops run in float32 between a dequantize and a qua
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -22,7 +23,7 @@ from nn import functional as F
 
 from .fold import is_known
 from .node import OnnxNode
-from .ops_nn import _Window
+from .window import Window
 
 OpFn = Callable[[OnnxNode], Any]
 ONE = np.array(1.0, np.float32)
@@ -45,7 +46,11 @@ def _triple(n: OnnxNode, first: int) -> tuple[Any, Any, Any]:
 
 
 def _axis(n: OnnxNode) -> int:
-    return n.axis(n.attr("axis", 1)) if n.rank() else 0
+    """The per-axis scale's axis; 0 for a per-tensor (one-element) scale, whose ``axis``
+    (default 1) ONNX ignores, even past the input's rank."""
+    if not n.rank() or math.prod(n.input(1).shape) == 1:
+        return 0
+    return n.axis(n.attr("axis", 1))
 
 
 def quantize_linear(n: OnnxNode) -> Any:
@@ -99,7 +104,7 @@ def _conv(n: OnnxNode, a: tuple, w: tuple, output: tuple, bias: Any) -> Any:
     x = a[0]
     if n.rank() != 4:
         raise n.error(f"only 2-D quantized convolutions are supported, got rank {n.rank()}")
-    window = _Window.of(n, n.attr("kernel_shape") or list(w[0].shape[2:]))
+    window = Window.of(n, n.attr("kernel_shape") or list(w[0].shape[2:]))
     if not window.symmetric:
         raise n.error(f"uneven pads {window.pads} are not supported for a quantized conv")
     return F.qconv2d(x, a[1], a[2], w[0], w[1], w[2], bias, output[0], output[1],

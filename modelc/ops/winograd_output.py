@@ -1,7 +1,8 @@
 """winograd_output: the output transform of Winograd F(2x2, 3x3) (``nn.functional.winograd``).
 
-(1, 16 * O, 1, COUNT >= N * TH * TW) -> (N, O, OH, OW), with the conv's bias, residual and fused
-activation: one call of an ``f32_winograd_output_bias[_add][_<activation>]`` row, which
+(1, (m + 2)^2 * O, 1, COUNT >= N * TH * TW) -> (N, O, OH, OW) for the output ``tile`` m (2 or
+4), with the conv's bias, residual and fused activation: one call of an
+``f32_winograd[4]_output_bias[_add][_<activation>]`` row, which
 writes the image directly and splits across threads by channel (``wasm_kernels.splits``).
 """
 
@@ -22,15 +23,17 @@ if TYPE_CHECKING:
     from ..graph import Node
 
 
-def tiles(size: Any) -> tuple[int, int]:
-    """(TH, TW): the 2x2 tiles covering an output of ``size`` (OH, OW)."""
+def tiles(size: Any, tile: int = 2) -> tuple[int, int]:
+    """(TH, TW): the ``tile`` x ``tile`` tiles covering an output of ``size`` (OH, OW)."""
     oh, ow = size
-    return -(-int(oh) // 2), -(-int(ow) // 2)
+    return -(-int(oh) // tile), -(-int(ow) // tile)
 
 
-def kernel(epilogue: tuple[str, ...]) -> abi.KernelSpec | None:
-    """The output transform's row for a node's fused ``epilogue``, or None."""
-    return abi.BY_OP.get(("winograd", "winograd_output", ("bias", *epilogue), "float32"))
+def kernel(epilogue: tuple[str, ...], tile: int = 2) -> abi.KernelSpec | None:
+    """The output transform's row for a node's fused ``epilogue`` and output ``tile``, or
+    None."""
+    op = "winograd_output" if tile == 2 else f"winograd{tile}_output"
+    return abi.BY_OP.get(("winograd", op, ("bias", *epilogue), "float32"))
 
 
 class WinogradOutput(OpDef):
@@ -39,19 +42,20 @@ class WinogradOutput(OpDef):
 
     def infer(self, shapes: list, dtypes: list[str], attrs: dict[str, Any]) -> list:
         m, batch, size = tuple(shapes[0]), attrs.get("batch", 1), tuple(attrs["size"])
-        th, tw = tiles(size)
-        if (len(m) != 4 or not isinstance(m[1], int) or m[1] % 16
+        tile = int(attrs.get("tile", 2))
+        (th, tw), a = tiles(size, tile), tile + 2
+        if (len(m) != 4 or not isinstance(m[1], int) or m[1] % (a * a)
                 or not isinstance(m[3], int) or m[3] < batch * th * tw):
-            raise CompileError(f"{self.name}: expected (1, 16 * O, 1, >= {batch * th * tw}) "
-                               f"for {batch} images of {size}, got {m}")
-        return [((batch, m[1] // 16, *size), dtypes[0])]
+            raise CompileError(f"{self.name}: expected (1, {a * a} * O, 1, >= "
+                               f"{batch * th * tw}) for {batch} images of {size}, got {m}")
+        return [((batch, m[1] // (a * a), *size), dtypes[0])]
 
     def lower(self, node: Node, ctx: LowerContext) -> None:
         named = node.named_inputs()
         m, y = named["input"], node.output
         require_float(self.name, m, y)
-        epilogue = tuple(node.attrs.get("epilogue", ()))
-        spec = kernel(epilogue)
+        epilogue, tile = tuple(node.attrs.get("epilogue", ())), int(node.attrs.get("tile", 2))
+        spec = kernel(epilogue, tile)
         if spec is None or ("add" in epilogue) != ("residual" in named):
             raise CompileError(f"{self.name}: no kernel for the epilogue {epilogue!r} "
                                f"{'with' if 'residual' in named else 'without'} a residual")
@@ -64,7 +68,7 @@ class WinogradOutput(OpDef):
         if "residual" in named:
             ctx.address(named["residual"])
         ctx.address(y)
-        for number in (batch, o, o, oh, ow, *tiles((oh, ow)), int(m.shape[3])):
+        for number in (batch, o, o, oh, ow, *tiles((oh, ow), tile), int(m.shape[3])):
             ctx.push(number)
         ctx.call(spec.name)
 

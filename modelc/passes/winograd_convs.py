@@ -1,10 +1,10 @@
-"""winograd_convs: a dense 3x3 stride-1 conv becomes Winograd F(2x2, 3x3).
+"""winograd_convs: a dense 3x3 stride-1 conv becomes Winograd F(2x2, 3x3) or F(4x4, 3x3).
 
 ``winograd_input`` (reading the unpadded input, the conv's padding handled there) -> a
-grouped 1x1 ``conv2d`` (16 groups, the weight ``G g G^T`` from
+grouped 1x1 ``conv2d`` ((m + 2)^2 groups, the weight ``G g G^T`` from
 ``nn.functional.winograd_weight``) -> ``winograd_output`` with the conv's bias, fused
-epilogue and residual: 16 multiplies per 2x2 output tile and channel pair instead of 36
-(see ``nn/functional/winograd.py``).
+epilogue and residual: 16 multiplies per 2x2 output tile and channel pair instead of 36, or
+36 per 4x4 tile instead of 144 (``tile`` picks m; see ``nn/functional/winograd.py``).
 
 It applies to a float32 conv2d with a constant (O, C, 3, 3) weight, a constant bias or none,
 stride 1, dilation 1, one group, a static input shape, and at least ``MIN_CHANNELS`` input
@@ -14,6 +14,8 @@ and output channels, whose fused epilogue has an output transform row. It runs a
 """
 
 from __future__ import annotations
+
+import math
 
 import numpy as np
 
@@ -28,23 +30,49 @@ ENABLED = True
 MIN_CHANNELS = 16
 """Fewest input and output channels: with the transform kernels, NudeNet's 16 @80 ran 0.90
 of the direct conv and ddddocr's 24 @104 0.86 (bench/winograd.py; 1.35 before them)."""
+TILE4 = True
+"""Whether convs run F(4x4, 3x3) where ``tile`` picks it."""
+TILE4_MIN_TILES = 49
+"""The fewest 4x4 tiles of an F(4x4, 3x3) conv's output (per image): 28x28 and larger.
+NudeNet (its F(4x4) at 20x20 too) ran 38.9 / 39.8 ms against 38.4 / 38.4 with 49, its
+``.wasm`` 22.7 MB against 18.3 (peers.py --clock cpu, alternating, load 3.7-5.1)."""
 SETS, LINE = 64, 64
 """An L1 data cache's sets and line bytes (48 KiB, 12 ways: the x86 cores measured)."""
 
 
-def plane_length(tiles: int, channels: tuple[int, ...]) -> int:
-    """The length of the transforms' planes: ``tiles`` or a few more, so that the 16 planes
-    of each transform (``channels * length`` floats apart) start in different cache sets.
+def plane_length(tiles: int, channels: tuple[int, ...], positions: int = 16) -> int:
+    """The length of the transforms' planes: ``tiles`` rounded up to a multiple of 4, or a few
+    multiples of 4 more, so that the ``positions`` planes of each transform (``channels *
+    length`` floats apart) start in as many cache sets as can be.
 
-    NOTE: planes a multiple of 4 KiB apart put the 16 stores of a tile group into one L1
+    NOTE: planes a multiple of 4 KiB apart put the stores of a group of tiles into one L1
     set: the input transform of 64 channels at 56x56 (784 tiles) ran 1.5x the time of 63
-    channels or 54x54.
+    channels or 54x54, and 16 channels at 80x80 F(2x2) as a whole 0.85 -> 0.65 ms at 1596
+    instead of 1600. A length off a multiple of 4 leaves the grouped product 1-3 pixels past
+    its last panel: 512 @7 with 17 instead of 16 ran 1.2x.
     """
     def crowding(length: int) -> int:
-        sets = [[(k * c * length * 4) // LINE % SETS for k in range(16)] for c in channels]
+        sets = [[(k * c * length * 4) // LINE % SETS for k in range(positions)]
+                for c in channels]
         return max(starts.count(s) for starts in sets for s in starts)
 
-    return min(range(tiles, tiles + 16), key=lambda length: (crowding(length), length))
+    first = -(-tiles // 4) * 4
+    return min(range(first, first + 64, 4), key=lambda length: (crowding(length), length))
+
+
+def tile(oh: int, ow: int) -> int:
+    """The output tile for an ``oh`` x ``ow`` output: 4 (F(4x4, 3x3): 36 multiplies per 16
+    outputs against F(2x2)'s 64) when ``TILE4``, its 4x4 tiles cover at most 1.1 times what
+    2x2 tiles cover and there are at least ``TILE4_MIN_TILES`` of them, else 2.
+
+    NOTE: measured per layer (bench/winograd.py, F(4x4) / F(2x2) time): 0.70 at 64 @56, 0.83
+    @28, 0.72 @104, 0.75 @52; 0.94 @20, 1.03 @40 (32 channels); but 1.16 at 256 @14 (16x16
+    against 14x14), 1.19 @13, 1.26 @10, 1.00 @26. At 512 @7 (4 tiles) it ran 0.76, but its
+    weight is 4 times the conv's (37.7 MB a conv, against 16.8 MB for F(2x2)).
+    """
+    cover2, cover4 = (math.prod(-(-d // m) * m for d in (oh, ow)) for m in (2, 4))
+    return (4 if TILE4 and cover4 <= 1.1 * cover2 and cover4 >= 16 * TILE4_MIN_TILES
+            else 2)
 
 
 def _applies(node: Node) -> bool:
@@ -66,7 +94,8 @@ def _rewrite(graph: Graph, node: Node) -> None:
     assert weight.data is not None
     n, c = (int(d) for d in x.shape[:2])
     o, (oh, ow) = int(weight.shape[0]), (int(d) for d in node.output.shape[2:])
-    th, tw = tiles((oh, ow))
+    m = tile(oh, ow)
+    (th, tw), a = tiles((oh, ow), m), m + 2
     (top, _), (left, _) = conv_padding(node.attrs.get("padding", 0), (3, 3), (1, 1), (1, 1))
     position = graph.nodes.index(node)
     graph.remove(node)
@@ -80,17 +109,17 @@ def _rewrite(graph: Graph, node: Node) -> None:
         steps += 1
         return output
 
-    count = plane_length(n * th * tw, (c, o))
+    count = plane_length(n * th * tw, (c, o), a * a)
     tiles_in = insert("tiles", "winograd_input", [x], ("input",),
-                      {"padding": (top, left), "tiles": (th, tw), "count": count},
-                      Value(f"{name}_tiles", (1, 16 * c, 1, count), "float32"))
-    u = winograd_weight(np.asarray(weight.data, np.float32))
+                      {"padding": (top, left), "tiles": (th, tw), "count": count, "tile": m},
+                      Value(f"{name}_tiles", (1, a * a * c, 1, count), "float32"))
+    u = winograd_weight(np.asarray(weight.data, np.float32), m)
     products = insert("products", "conv2d",
                       [tiles_in, Value(f"{name}_winograd_w", u.shape, "float32", data=u)],
-                      ("input", "weight"), {"groups": 16},
-                      Value(f"{name}_products", (1, 16 * o, 1, count), "float32"))
+                      ("input", "weight"), {"groups": a * a},
+                      Value(f"{name}_products", (1, a * a * o, 1, count), "float32"))
     rest = [(k, v) for k, v in named.items() if k in ("bias", "residual")]
-    attrs: dict = {"batch": n, "size": (oh, ow)}
+    attrs: dict = {"batch": n, "size": (oh, ow), "tile": m}
     if node.attrs.get("epilogue"):
         attrs["epilogue"] = tuple(node.attrs["epilogue"])
     insert("", "winograd_output", [products, *(v for _, v in rest)],

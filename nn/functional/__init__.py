@@ -30,7 +30,7 @@ from .activation import (
 )
 from .argmax import argmax, argmin
 from .attention import attention_weights, scaled_dot_product_attention
-from .conv import conv1d, conv2d, conv3d, conv_padding, conv_transpose2d
+from .conv import conv1d, conv2d, conv3d, conv_padding, conv_transpose2d, conv_transpose3d
 from .creation import full
 from .dropout import dropout
 from .elementwise import (
@@ -100,7 +100,8 @@ from .winograd import winograd_input, winograd_output
 __all__ = ["PRIMITIVES", "abs", "acos", "acosh", "adaptive_avg_pool2d", "add", "amax", "argmax",
            "argmin", "asin", "asinh", "atan", "atanh", "attention_weights", "avg_pool2d",
            "avg_pool3d", "batch_norm", "cast", "ceil", "celu", "channel_shuffle", "check",
-           "concat", "conv1d", "conv2d", "conv3d", "conv_padding", "conv_transpose2d", "cos",
+           "concat", "conv1d", "conv2d", "conv3d", "conv_padding", "conv_transpose2d",
+           "conv_transpose3d", "cos",
            "cosh", "cumsum", "dequantize_linear", "div", "dropout", "dynamic_quantize_linear",
            "elu", "embedding", "eq", "erf", "exp", "flatten", "floor", "fmod", "full", "ge",
            "gelu", "gelu_tanh", "group_norm", "gru", "gt", "hardshrink", "hardsigmoid",

@@ -1,5 +1,5 @@
 """Convolutions: ``conv2d`` and ``conv_transpose2d`` (primitives), ``conv1d`` and ``conv3d``
-(composites of ``conv2d``)."""
+(composites of ``conv2d``), ``conv_transpose3d`` (of ``conv_transpose2d``)."""
 
 from __future__ import annotations
 
@@ -10,9 +10,10 @@ from numpy.lib.stride_tricks import sliding_window_view
 
 from .._dispatch import primitive
 from .._utils import pair, triple
-from .shape import concat, pad, reshape, slice
+from .shape import concat, pad, permute, reshape, slice
 
-__all__ = ["conv1d", "conv2d", "conv3d", "conv_padding", "conv_transpose2d"]
+__all__ = ["conv1d", "conv2d", "conv3d", "conv_padding", "conv_transpose2d",
+           "conv_transpose3d"]
 
 Padding = int | tuple[int, ...] | str
 
@@ -180,3 +181,52 @@ def conv3d(input: np.ndarray, weight: np.ndarray, bias: np.ndarray | None = None
                      (ph, pw), (dh, dw), groups)  # (N, O, OH, OW)
         outs.append(reshape(out, (n, out_channels, 1, *out.shape[2:])))
     return outs[0] if len(outs) == 1 else concat(outs, 2)  # (N, O, OD, OH, OW)
+
+
+def conv_transpose3d(input: np.ndarray, weight: np.ndarray, bias: np.ndarray | None = None,
+                     stride: int | tuple[int, ...] = 1, padding: int | tuple[int, ...] = 0,
+                     output_padding: int | tuple[int, ...] = 0, groups: int = 1,
+                     dilation: int | tuple[int, ...] = 1) -> np.ndarray:
+    """3-D transposed convolution as ``torch.nn.functional.conv_transpose3d``: input
+    (N, C, D, H, W), weight (C, O / groups, kD, kH, kW). Each input depth is one
+    ``conv_transpose2d`` whose output channels are the kD depth taps of each output channel;
+    each tap lands on output depth ``d * stride + z * dilation``, where the taps add up.
+
+    Raises:
+        ValueError: input not 5-D, or channels that do not match the weight.
+
+    >>> conv_transpose3d(np.ones((1, 2, 3, 3, 3), np.float32),
+    ...                  np.ones((2, 4, 2, 2, 2), np.float32), stride=2).shape
+    (1, 4, 6, 6, 6)
+    """
+    if len(input.shape) != 5 or input.shape[1] != weight.shape[0]:
+        raise ValueError(f"conv_transpose3d: expected input (N, {weight.shape[0]}, D, H, W) "
+                         f"for weight {list(weight.shape)}, got {list(input.shape)}")
+    n, c, depth = input.shape[:3]
+    group_out, kd = weight.shape[1], weight.shape[2]
+    (sd, sh, sw), (pd, ph, pw) = triple(stride), triple(padding)
+    (od, oh, ow), (dd, dh, dw) = triple(output_padding), triple(dilation)
+    taps_weight = reshape(permute(weight, (0, 2, 1, 3, 4)),
+                          (c, kd * group_out, *weight.shape[3:]))  # (C, kD * O/G, kH, kW)
+    full = (depth - 1) * sd + dd * (kd - 1) + 1 + od
+    landed: list[list[np.ndarray]] = [[] for _ in range(full)]
+    for d in range(depth):
+        plane = reshape(slice(input, 2, d, d + 1), (n, c, *input.shape[3:]))
+        out = conv_transpose2d(plane, taps_weight, None, (sh, sw), (ph, pw), (oh, ow), groups,
+                               (dh, dw))  # (N, G * kD * O/G, OH, OW)
+        size = out.shape[2:]
+        taps = reshape(out, (n, groups, kd, group_out, *size))
+        for z in range(kd):
+            tap = reshape(slice(taps, 2, z, z + 1), (n, groups * group_out, 1, *size))
+            landed[d * sd + z * dd].append(tap)
+    planes = []
+    for parts in landed[pd:full - pd]:
+        total = parts[0] if parts else None
+        for part in parts[1:]:
+            total = total + part
+        planes.append(total)
+    zero = next(p for p in planes if p is not None) * 0.0
+    out = concat([zero if p is None else p for p in planes], 2)  # (N, O, OD, OH, OW)
+    if bias is not None:
+        out = out + reshape(bias, (1, -1, 1, 1, 1))
+    return out

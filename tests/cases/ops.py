@@ -182,6 +182,10 @@ CASES: dict[str, Case] = {
     "winograd_input": Case(F.winograd_input, (x(2, 3, 6, 8),)),
     "winograd_input_padded": Case(lambda a: F.winograd_input(a, (1, 1), (5, 6)),
                                   (x(1, 3, 9, 11),)),
+    "winograd4_input": Case(lambda a: F.winograd_input(a, (1, 0), (2, 3), tile=4),
+                            (x(2, 3, 9, 13),)),
+    "winograd4_output_relu": Case(lambda m: F.relu(F.winograd_output(
+        m, FILTER_BIAS, batch=2, size=(5, 7), tile=4)), (x(1, 144, 1, 8),)),
     "winograd_output_relu": Case(lambda m: F.relu(F.winograd_output(
         m, FILTER_BIAS, batch=2, size=(3, 5))), (x(1, 64, 1, 12),)),
     "avg_pool2d": Case(lambda a: F.avg_pool2d(a, 3, 2, 1, ceil_mode=True,
@@ -196,6 +200,9 @@ CASES: dict[str, Case] = {
     # 3-D: composites of the 2-D ops (a depth im2col into one conv2d; separable pools)
     "conv2d_conv3d_grouped": Case(lambda a: F.conv3d(a, FILTERS_3D, FILTER_BIAS, (2, 1, 1), 1,
                                                      groups=2), (x(2, 4, 5, 6, 5),)),
+    "conv_transpose2d_conv_transpose3d": Case(lambda a: F.conv_transpose3d(
+        a, FILTERS_3D[:, :2], FILTER_BIAS, (2, 1, 2), (1, 1, 0), (1, 0, 1), 2),
+        (x(1, 4, 3, 4, 3),)),
     "max_pool2d_max_pool3d": Case(lambda a: F.max_pool3d(a, (2, 3, 3), 2, (1, 1, 0),
                                                          ceil_mode=True), (x(1, 2, 5, 7, 6),)),
     "avg_pool2d_avg_pool3d": Case(lambda a: F.avg_pool3d(a, 3, (1, 2, 2), 1,

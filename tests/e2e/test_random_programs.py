@@ -9,8 +9,8 @@ reductions feeding matmuls, slices of concatenations, running sums, log-softmax 
 norms on any axis, recurrent layers over a (symbolic) length, epilogue fusion after any op.
 Image programs ((batch, C, H, W)): convolutions and transposed convolutions of random
 kernel, stride, padding, dilation and groups, batch norms to fold, pooling (adaptive too),
-padding in every mode, interpolation of every mode, pixel (un)shuffles and residual
-branches.
+padding in every mode, interpolation of every mode, pixel (un)shuffles, residual branches,
+and the image as a volume through 3-D convolutions and pools.
 """
 
 from __future__ import annotations
@@ -87,7 +87,7 @@ class SequenceProgram(RandomProgram):
             "linear": lambda: self._linear(d, int(rng.choice([3, 5, 8, 16]))),
             "unary": lambda: getattr(F, str(rng.choice(
                 ["relu", "gelu", "sigmoid", "tanh", "silu", "neg", "abs", "elu", "selu",
-                 "celu", "softplus", "softsign", "mish", "sin", "cos"]))),
+                 "celu", "softplus", "softsign", "mish", "sin", "cos", "atan", "asinh"]))),
             "scale_shift": self._scale_shift,
             "cumsum": lambda: partial(F.cumsum, dim=int(rng.choice([1, 2]))),
             "log_softmax": lambda: partial(F.log_softmax, dim=int(rng.choice([1, 2]))),
@@ -230,7 +230,23 @@ class ImageProgram(RandomProgram):
             "upsample": self._conv_transpose,
             "concat": lambda: (lambda x: F.concat([x, F.relu(x)], 1)),
             "channel_affine": self._channel_affine,
+            "volume": self._volume,
         }
+
+    def _volume(self) -> Step:
+        """The image as a (batch, 1, C, H, W) volume through conv3d (2 filters), max_pool3d
+        or avg_pool3d of 'same' padding, its channels folded back in."""
+        rng, (c, h, w) = self.rng, self.shape
+        kernel = tuple(int(k) for k in rng.choice([1, 3], 3))
+        padding = tuple(k // 2 for k in kernel)
+        op = str(rng.choice(["conv3d", "max_pool3d", "avg_pool3d"]))
+        if op == "conv3d":
+            weight = self.weight((2, 1, *kernel), math.prod(kernel))
+            bias = self.weight((2,), 1)
+            pool = partial(F.conv3d, weight=weight, bias=bias, padding=padding)
+        else:
+            pool = partial(getattr(F, op), kernel_size=kernel, stride=1, padding=padding)
+        return lambda x: F.reshape(pool(F.unsqueeze(x, 1)), (x.shape[0], -1, h, w))
 
     def _conv(self) -> Step:
         rng, (c, h, w) = self.rng, self.shape

@@ -135,11 +135,11 @@ def test_old_opsets_are_converted_with_a_warning(opset):
 
 
 def test_a_node_error_names_the_node_and_op():
-    model = _model([helper.make_node("ConvTranspose", ["x", "w"], ["y"], name="conv3d")],
-                   [_float("x", [1, 1, 4, 4, 4])], [_float("y", None)],
-                   [numpy_helper.from_array(np.ones((1, 1, 2, 2, 2), np.float32), "w")])
+    model = _model([helper.make_node("Conv", ["x", "w"], ["y"], name="conv4d")],
+                   [_float("x", [1, 1, 4, 4, 4, 4])], [_float("y", None)],
+                   [numpy_helper.from_array(np.ones((1, 1, 2, 2, 2, 2), np.float32), "w")])
     with pytest.raises(modelc.CompileError,
-                       match=r"ONNX node 'conv3d' \(ConvTranspose\): 3-D ConvTranspose is not"):
+                       match=r"ONNX node 'conv4d' \(Conv\): only 1-D, 2-D and 3-D Conv are"):
         modelc.from_onnx(model)
 
 

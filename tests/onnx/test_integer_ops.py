@@ -105,6 +105,8 @@ MASK_CASES: dict[str, tuple] = {
     "is_inf": ("IsInf", [Run(ties(2, 5))], {}, 10),
     "is_inf_negative_only": ("IsInf", [Run(-ties(3, 4))], {"detect_positive": 0}, 10),
     "is_inf_positive_only": ("IsInf", [Run(-ties(3, 4))], {"detect_negative": 0}, 10),
+    "reduce_max_bool_any": ("ReduceMax", [Run(bools(3, 4, 5)), i64(0, 2)], {}, 20),
+    "reduce_min_bool_all": ("ReduceMin", [Run(bools(3, 4)), i64(1)], {"keepdims": 0}, 20),
     "cast_int64_to_bool": ("Cast", [Run(i64(0, 3, -1, 0, 2 ** 40))],
                            {"to": onnx.TensorProto.BOOL}, 13),
 }

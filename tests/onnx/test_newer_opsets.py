@@ -1,11 +1,13 @@
 """Models at opsets newer than the importer follows (24 to 28): imported when their nodes
-mean what they meant at opset 23, refused naming the ops otherwise; and models older than
+mean what they meant at opset 23 (or are Swish, SwiGLU or SpaceToDepth-28, which it
+follows at their own version), refused naming the ops otherwise; and models older than
 opset 7: as they are when their ops are the versions opset 9 has, else converted."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
+from executors import PROVIDERS
 
 import modelc
 
@@ -115,3 +117,46 @@ def test_an_opset6_prelu_slope_is_per_channel_after_conversion():
         imported = modelc.from_onnx(model)
     want = np.where(x < 0, x * slope.reshape(3, 1, 1), x)
     np.testing.assert_allclose(modelc.interpret(imported, {"x": x})["y"], want, rtol=1e-6)
+
+
+@pytest.mark.parametrize("kernels", PROVIDERS)
+def test_ops_new_since_opset23_that_the_importer_follows_run_in_wasm(kernels):
+    """Swish-24 (alpha 1 is SiLU's kernel, others a composite) and SwiGLU-28, against
+    numpy's formula (onnxruntime does not run these opsets)."""
+    import runtime
+
+    rng = np.random.default_rng(5)
+    a, b = (rng.standard_normal((2, 3, 8)).astype(np.float32) * 3 for _ in range(2))
+    infos = [helper.make_tensor_value_info(name, TensorProto.FLOAT, [2, 3, 8]) for name in "ab"]
+    graph = helper.make_graph(
+        [helper.make_node("Swish", ["a"], ["s"]),
+         helper.make_node("Swish", ["b"], ["t"], alpha=0.7),
+         helper.make_node("SwiGLU", ["s", "t"], ["y"], alpha=1.5)], "g", infos,
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 28)])
+
+    def swish(x, alpha=1.0):
+        return x / (1 + np.exp(-alpha * x.astype(np.float64)))
+
+    want = swish(swish(a), 1.5) * swish(b, 0.7)
+    with runtime.load(modelc.export(modelc.from_onnx(model)), kernels=kernels) as session:
+        got = session.run({"a": a, "b": b})["y"]
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("mode", ["DCR", "CRD"])
+def test_space_to_depth_28_takes_its_mode(mode):
+    """SpaceToDepth-28's ``mode``: against numpy's rearrangement of (N, C, H/b, b, W/b, b)."""
+    import runtime
+
+    x = np.random.default_rng(6).standard_normal((2, 3, 4, 6)).astype(np.float32)
+    graph = helper.make_graph(
+        [helper.make_node("SpaceToDepth", ["x"], ["y"], blocksize=2, mode=mode)], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3, 4, 6])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 28)])
+    blocks = x.reshape(2, 3, 2, 2, 3, 2)  # (N, C, H/b, b, W/b, b)
+    order = (0, 3, 5, 1, 2, 4) if mode == "DCR" else (0, 1, 3, 5, 2, 4)
+    want = blocks.transpose(order).reshape(2, 12, 2, 3)
+    with runtime.load(modelc.export(modelc.from_onnx(model))) as session:
+        np.testing.assert_array_equal(session.run({"x": x})["y"], want)

@@ -15,12 +15,14 @@ from .rows import row_fold, row_map, splat_scalar
 def _softmax(c: Code, isa: Isa, arg: dict[str, int]) -> None:
     """max, then y = exp(x - max) summed in the same pass, then y *= 1 / sum.
 
+    exp(x - max) is ``vmath.decay(max - x)`` (its argument is never negative): terms below
+    e**-87.7 of the largest come out 0 rather than denormal.
     NOTE: the max may skip a NaN (``pmax``); the NaN still reaches the sum through its own
     exp, so the whole row comes out NaN, as numpy's softmax does."""
     x, y, n = arg["x"], arg["y"], arg["n"]
     row_fold(c, isa, [x], n, "pmax", lambda e: e[0])
     top = splat_scalar(c, isa)
-    row_fold(c, isa, [x], n, "add", lambda e: vmath.exp(e[0] - e[1]), {1: top}, dst=y)
+    row_fold(c, isa, [x], n, "add", lambda e: vmath.decay(e[1] - e[0]), {1: top}, dst=y)
     c.emit("local.set", top[1]).emit("f32.const", 1.0).emit("local.get", top[1]).emit("f32.div")
     scale = splat_scalar(c, isa)
     row_map(c, isa, [y], y, n, lambda e: e[0] * e[1], {1: scale})

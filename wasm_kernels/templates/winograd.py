@@ -1,8 +1,9 @@
-"""The ``winograd`` family: the input and output transforms of Winograd F(2x2, 3x3)
-(``winograd_input.py``, ``winograd_output.py``), each one call over all its channels with the
-4x4 tile's arithmetic in registers, ``lanes`` adjacent tiles of a row at a time (their
-even and odd columns apart by shuffles). Helpers both use: counted loops, loads that are
-zero outside a row, and stores of only the lanes inside it."""
+"""The ``winograd`` family: the input and output transforms of Winograd F(2x2, 3x3) and
+F(4x4, 3x3) (``winograd_input.py``, ``winograd_output.py``), each one call over all its
+channels with a tile's arithmetic in registers, ``lanes`` adjacent tiles of a row at a time
+(their columns apart by shuffles). Helpers both use: counted loops, sums of registers
+weighted by a row of a transform, loads that are zero outside a row, and stores of only the
+lanes inside it."""
 
 from __future__ import annotations
 
@@ -12,16 +13,13 @@ from ..abi import KernelSpec
 from ..wasm import Code, FuncType
 from .isa import ISAS, Isa
 
-STEPS = ((0, "sub", 2), (1, "add", 2), (2, "sub", 1), (1, "sub", 3))
-"""``B^T d`` along one axis: output position -> (first tap, op, second tap)."""
-
 
 def emit(spec: KernelSpec, isa_name: str) -> tuple[FuncType, Code]:
-    """Generate ``spec`` (``f32_winograd_input`` or an ``f32_winograd_output`` row)."""
+    """Generate ``spec`` (an input or an output transform of ``abi_winograd``)."""
     from . import winograd_input, winograd_output
 
     c = Code(spec.param_types, names=[p.split(":")[0] for p in spec.params])
-    body = winograd_input.body if spec.op == "winograd_input" else winograd_output.body
+    body = winograd_input.body if spec.op.endswith("input") else winograd_output.body
     body(c, ISAS[isa_name], spec)
     return FuncType(spec.param_types, spec.results), c
 
@@ -59,11 +57,26 @@ def pointer(c: Code, target: str, base: str, *terms: tuple[str | int, ...]) -> N
     c.set(target)
 
 
-def combine(c: Code, isa: Isa, values: list[int], step: tuple[int, str, int]) -> None:
-    """Push ``values[a] op values[b]`` for ``step`` = (a, op, b)."""
-    a, op, b = step
-    c.get(values[a], values[b])
-    isa.op(c, op)
+def linear(c: Code, isa: Isa, row: tuple[float, ...], values: list[int]) -> None:
+    """Push ``sum(row[q] * values[q])``: the terms of positive weight first (a weight of 1
+    or -1 is an add or a subtract), in order."""
+    terms = sorted((q for q, k in enumerate(row) if k), key=lambda q: row[q] < 0)
+    for n, q in enumerate(terms):
+        c.get(values[q])
+        if abs(row[q]) != 1:
+            isa.const(c, abs(row[q]) if n else row[q])
+            isa.op(c, "mul")
+        elif n == 0 and row[q] < 0:
+            isa.const(c, -1.0)
+            isa.op(c, "mul")
+        if n:
+            isa.op(c, "add" if row[q] > 0 else "sub")
+
+
+def shuffle(c: Code, first: str | int, second: str | int, lanes: tuple[int, ...]) -> None:
+    """Push the f32 lanes ``lanes`` of ``first`` (0-3) and ``second`` (4-7)."""
+    c.get(first, second).emit("i8x16.shuffle",
+                              bytes(4 * lane + k for lane in lanes for k in range(4)))
 
 
 def guarded_lanes(c: Code, isa: Isa, row: str, column: str, first: int, step: int,
