@@ -31,7 +31,7 @@ import numpy as np
 
 from .pack import PANEL
 from .templates.conv import ROW_TILE_CHANNELS
-from .templates.dense_tile import GROUP, STEM_KERNEL
+from .templates.dense_tile import GROUP
 from .templates.linear import BLOCK_BYTES, SPLIT_ROWS
 
 ROWS = GROUP + 1
@@ -73,13 +73,11 @@ def taps(cg: int, og: int, kernel: tuple[int, int], stride: tuple[int, int],
     and with the channels' planes apart (an unpadded input) 64 channels ran 0.94x and 96-192
     0.80-0.92x. At stride 2, both orders of the A/B (bench/README.md): 1.01-1.16x (16 -> 32
     @80x80 out), 1.00-1.05x (24 -> 48 @104), 0.95-1.06x (32 -> 64 @40), 0.91-0.95x (48 -> 96
-    @52); a padded 7x7 stride-2 stem (one channel per k iteration) 1.03-1.05x (ResNet's
-    3 -> 64 @112).
+    @52).
     """
     phased = stride[1] == 2 and padded
     most = TAPS_PHASED_CHANNELS if phased else TAPS_MAX_CHANNELS[not padded]
-    return ((kernel == (3, 3) and (stride[1] == 1 or phased)
-             or kernel == (STEM_KERNEL, STEM_KERNEL) and phased)
+    return (kernel == (3, 3) and (stride[1] == 1 or phased)
             and dilation[1] == 1 and out[1] >= TAPS_MIN_WIDTH and cg <= most
             and og >= SPLIT_ROWS)
 

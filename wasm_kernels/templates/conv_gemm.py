@@ -19,10 +19,9 @@ each plane (``parallel.splits`` cuts that range into a thread's parts). Every st
 dilation and group count goes the same way, except a 1x1 conv without padding, whose input
 planes (subsampled first at a larger stride) are B as they are: the driver reads them in
 place, nothing is packed (``conv_pointwise``), and a conv that ``pack_im2col.taps`` (3x3 at
-column stride 1 up to 96 channels, or 2 from the phased padded copy up to 32; or a padded 7x7
-stride-2 stem): its chunks are whole
-output rows, each row's pixels a segment whose tiles read the (padded) input in place at every
-tap (``dense_tile.Taps``, with a pointer per kernel row to its odd columns when phased), and
+column stride 1 up to 96 channels, or 2 from the phased padded copy up to 32): its chunks are
+whole output rows, each row's pixels a segment whose tiles read the (padded) input in place at
+every tap (``dense_tile.Taps``, with a pointer per kernel row to its odd columns when phased), and
 only a segment under a panel (where a thread's part starts or ends mid-row) is packed. Where
 the gemm pays is the compiler's choice (``modelc/ops/conv2d.py``).
 """
@@ -37,12 +36,12 @@ from ..pack import PANEL
 from ..pack_im2col import ROWS, TAPS_MAX_CHANNELS, TAPS_MIN_WIDTH, TAPS_PHASED_CHANNELS
 from ..wasm import Code, FuncType
 from . import conv_columns, conv_pointwise, im2col, linear, padded_copy
-from .dense_tile import STEM_KERNEL, TAP_KERNEL, Taps
+from .dense_tile import TAP_KERNEL, Taps
 from .isa import ISAS, Isa
 
 _LOCALS = ("cg", "og", "first0", "end", "oplane", "iplane", "cols", "image", "group", "xg",
            "wg", "bg", "yg", "rg", "first", "count", "out", "res", "taps", "chunk", "seg_y",
-           "seg_end", "stop", "stem")
+           "seg_end", "stop")
 
 
 def emit(spec: KernelSpec, isa_name: str) -> tuple[FuncType, Code]:
@@ -76,9 +75,7 @@ def emit(spec: KernelSpec, isa_name: str) -> tuple[FuncType, Code]:
     _taps_sizes(c)
     tap_args = c.names["cg"], c.names["plane"], c.names["tap_dh"]
     taps = (dataclasses.replace(in_place, taps=Taps(*tap_args)),
-            dataclasses.replace(in_place, taps=Taps(*tap_args, odd=c.names["odd_bytes"])),
-            dataclasses.replace(in_place, taps=Taps(*tap_args, odd=c.names["odd_bytes"],
-                                                    kernel=STEM_KERNEL)))
+            dataclasses.replace(in_place, taps=Taps(*tap_args, odd=c.names["odd_bytes"])))
     c.emit("i32.const", 0).set("image")
     with c.loop():
         c.get("image", "n").emit("i32.ge_u").emit("br_if", 1)
@@ -92,17 +89,14 @@ def emit(spec: KernelSpec, isa_name: str) -> tuple[FuncType, Code]:
 
 
 def _taps_sizes(c: Code) -> None:
-    """``taps``: whether B is read in place as the (padded) input (``pack_im2col.taps``),
-    ``stem``: whether as a 7x7 stride-2 stem's phased one, and ``chunk``:
+    """``taps``: whether B is read in place as the (padded) input (``pack_im2col.taps``), and
+    ``chunk``:
     the pixels per chunk, then whole output rows (``columns`` rounded down, one row at
     least)."""
-    c.get("kh").emit("i32.const", STEM_KERNEL).emit("i32.eq")
-    c.get("kw").emit("i32.const", STEM_KERNEL).emit("i32.eq").emit("i32.and")
-    c.get("phased").emit("i32.and").tee("stem")
     c.get("kh").emit("i32.const", TAP_KERNEL).emit("i32.eq")
     c.get("kw").emit("i32.const", TAP_KERNEL).emit("i32.eq").emit("i32.and")
     c.get("sw").emit("i32.const", 1).emit("i32.eq").get("phased").emit("i32.or")
-    c.emit("i32.and").emit("i32.or")
+    c.emit("i32.and")
     c.get("dw").emit("i32.const", 1).emit("i32.eq").emit("i32.and")
     c.get("ow").emit("i32.const", TAPS_MIN_WIDTH).emit("i32.ge_u").emit("i32.and")
     # cg <= (phased ? TAPS_PHASED_CHANNELS : padded ? TAPS_MAX_CHANNELS[0] : [1])
@@ -119,7 +113,7 @@ def _taps_sizes(c: Code) -> None:
 
 
 def _group(c: Code, f: linear._Frame, in_place: linear._Frame,
-           taps: tuple[linear._Frame, ...], isa: Isa) -> None:
+           taps: tuple[linear._Frame, linear._Frame], isa: Isa) -> None:
     """Pointers to this image's group, then its pixels chunk by chunk: pack, multiply (a
     pointwise conv multiplies its whole panels in place first: ``conv_pointwise``; a conv
     that ``taps`` multiplies its input in place, row by row, nothing packed)."""
@@ -151,7 +145,7 @@ def _group(c: Code, f: linear._Frame, in_place: linear._Frame,
         _segments(c, f, taps)
 
 
-def _segments(c: Code, f: linear._Frame, taps: tuple[linear._Frame, ...]) -> None:
+def _segments(c: Code, f: linear._Frame, taps: tuple[linear._Frame, linear._Frame]) -> None:
     """The chunk ``first .. first + count`` packed and multiplied (``f``), or, for a conv
     that ``taps``, output row by output row: each row's pixels in the chunk (a segment)
     multiplied with W in place (``taps``: B at the segment's first tap, nothing packed), or
@@ -172,15 +166,11 @@ def _segments(c: Code, f: linear._Frame, taps: tuple[linear._Frame, ...]) -> Non
             c.get("xg", "seg_y", "sh").emit("i32.mul").get("row").emit("i32.mul")
             c.emit("i32.add").get("first", "seg_y", "ow").emit("i32.mul").emit("i32.sub")
             c.emit("i32.const", 2).emit("i32.shl").emit("i32.add").set("cols")
-            c.get("stem")
+            c.get("phased")
             with c.if_():
-                _multiply(c, taps[2])
+                _multiply(c, taps[1])
                 c.emit("else")
-                c.get("phased")
-                with c.if_():
-                    _multiply(c, taps[1])
-                    c.emit("else")
-                    _multiply(c, taps[0])
+                _multiply(c, taps[0])
             c.emit("else")
             c.get("ws").set("cols")
             im2col.pack(c, f.isa)

@@ -109,14 +109,6 @@ class Taps:
     """Bytes from one kernel row's taps to the next (the dilation times a row)."""
     odd: int | None = None
     """Bytes from a phased row's even columns to its odd ones (column stride 2)."""
-    kernel: int = TAP_KERNEL
-    """Kernel rows and columns: ``TAP_KERNEL``, or ``STEM_KERNEL`` phased (a 7x7 stride-2
-    stem: a kernel row's even and odd pointers found at its first tap, one channel a loop
-    iteration)."""
-
-
-STEM_KERNEL = 7
-"""The kernel of a stem conv (ResNet's 7x7 stride 2) that ``Taps`` reads phased in place."""
 
 
 def tile(f: DenseFrame, isa: Isa, rows: int, width: int, b_start: Callable[[], None],
@@ -201,12 +193,9 @@ def _tap_loops(f: DenseFrame, step: _Step, steps: int, taps: Taps) -> None:
     """The k loop over a conv's input read in place: ``TAP_CHANNELS`` channels per
     iteration, then one at a time; a channel's 9 taps are straight-line."""
     c = f.c
-    taps_per_channel = taps.kernel * taps.kernel
-    # (channels per iteration, iterations = channels op per): a stem's one channel at a time
-    per = TAP_CHANNELS if taps.kernel == TAP_KERNEL else 1
-    loops = ((TAP_CHANNELS, "i32.div_u"), (1, "i32.rem_u")) if per > 1 else ((1, "i32.div_u"),)
-    for channels, op in loops:
-        c.emit("local.get", taps.channels).emit("i32.const", per).emit(op)
+    taps_per_channel = TAP_KERNEL * TAP_KERNEL
+    for channels, op in ((TAP_CHANNELS, "i32.div_u"), (1, "i32.rem_u")):
+        c.emit("local.get", taps.channels).emit("i32.const", TAP_CHANNELS).emit(op)
         c.emit("local.tee", steps).emit("if").emit("loop")
         step.rebase()
         for u in range(channels * taps_per_channel):
@@ -228,15 +217,12 @@ class _Step:
         # with taps: a pointer per kernel row, pb's row first, each one plane on per channel
         self.kernel_rows: list[int] = []
         self.odd_rows: list[int] = []
-        if taps and taps.kernel != TAP_KERNEL:
-            # the current kernel row's even and odd pointers; pb stays at the channel's first
-            self.kernel_rows, self.odd_rows = [c.local("i32")], [c.local("i32")]
-        elif taps:
+        if taps:
             self.kernel_rows = [pb] + [c.local("i32") for _ in range(TAP_KERNEL - 1)]
             for previous, pointer in zip(self.kernel_rows, self.kernel_rows[1:]):
                 c.emit("local.get", previous).emit("local.get", taps.row).emit("i32.add")
                 c.emit("local.set", pointer)
-        if taps and taps.odd is not None and taps.kernel == TAP_KERNEL:
+        if taps and taps.odd is not None:
             # NOTE: a pointer per kernel row to its odd columns: an add per tap instead ran
             # stride-1 taps 10-20% slower (bench/README.md)
             self.odd_rows = [c.local("i32") for _ in range(TAP_KERNEL)]
@@ -306,9 +292,6 @@ class _Step:
         pointer one plane on after a channel's last tap)."""
         c, isa, f = self.f.c, self.isa, self.f
         pointer, offset = self.pb, u * self.width_bytes if f.ldb is None else 0
-        if self.taps and self.taps.kernel != TAP_KERNEL:
-            self._stem_load_b(u)
-            return
         if self.taps:
             tap = u % (TAP_KERNEL * TAP_KERNEL)
             pointer, offset = self.kernel_rows[tap // TAP_KERNEL], 4 * (tap % TAP_KERNEL)
@@ -327,30 +310,6 @@ class _Step:
                 c.emit("local.set", row)
         elif f.ldb is not None and not self.taps:
             c.emit("local.get", self.pb).emit("local.get", f.ldb).emit("i32.add")
-            c.emit("local.set", self.pb)
-
-    def _stem_load_b(self, u: int) -> None:
-        """``_load_b`` for a ``STEM_KERNEL`` kernel in phased rows: at a kernel row's first tap
-        its even pointer (``pb``, or the last row's one row on) and odd pointer; tap ``kj`` at
-        ``kj / 2`` floats past the one of its parity; ``pb`` one plane on after the last."""
-        c, isa, taps = self.f.c, self.isa, self.taps
-        assert taps is not None and taps.odd is not None, "a stem reads phased rows"
-        kernel = taps.kernel
-        tap = u % (kernel * kernel)
-        (even,), (odd,) = self.kernel_rows, self.odd_rows
-        ki, kj = divmod(tap, kernel)
-        if kj == 0:
-            c.emit("local.get", self.pb if ki == 0 else even)
-            if ki:
-                c.emit("local.get", taps.row).emit("i32.add")
-            c.emit("local.tee", even).emit("local.get", taps.odd).emit("i32.add")
-            c.emit("local.set", odd)
-        for v, register in enumerate(self.b):
-            c.emit("local.get", odd if kj % 2 else even)
-            isa.load(c, 4 * (kj // 2) + 4 * isa.lanes * v)
-            c.emit("local.set", register)
-        if tap == kernel * kernel - 1:
-            c.emit("local.get", self.pb).emit("local.get", taps.plane).emit("i32.add")
             c.emit("local.set", self.pb)
 
     def _by_column(self, u: int) -> None:
@@ -378,10 +337,8 @@ class _Step:
         5x8 tile's 32 steps went from 987 to 861 instructions, MiniLM b1 1.03x faster
         (bench/README.md)."""
         c = self.f.c
-        # B's: a 3x3 conv's kernel rows and odd columns (phased 1.03-1.13x faster than without
-        # the odd ones); a stem's row pointer (rebasing its pb instead measured 0.93x)
-        odd = self.odd_rows if self.taps is not None and self.taps.kernel == TAP_KERNEL else []
-        for pointer in [*self.pa, *(self.kernel_rows + odd or [self.pb])]:
+        # B's: a conv's kernel rows and, phased, their odd columns; else pb
+        for pointer in [*self.pa, *(self.kernel_rows + self.odd_rows or [self.pb])]:
             c.emit("local.get", pointer).emit("i32.const", 0).emit("i32.add")
             c.emit("local.set", pointer)
 

@@ -29,7 +29,6 @@ from collections.abc import Callable
 
 from ..pack import PANEL
 from ..wasm import Code
-from .dense_tile import STEM_KERNEL
 from .isa import Isa
 from .padded_copy import column_bytes
 
@@ -37,6 +36,8 @@ STRIDE2_HALF = bytes(4 * lane + byte for lane in (0, 2, 5, 7) for byte in range(
 """The shuffle taking floats 0, 2, 4, 6 of a stride-2 row from the registers at floats 0..3
 and 3..6 (the second starts one float early, so no load passes float 6)."""
 
+STEM = 7
+"""A kernel width whose rows are straight-line too besides 3 (ResNet's 7x7 stride-2 stem)."""
 
 _LOCALS = ("hp", "wp", "plane", "row", "row_bytes", "steps", "panel_bytes", "padded", "phased",
            "odd_bytes", "pair_bytes", "ox_bytes", "q", "pixel", "oy", "ox", "oy2", "ox2", "halves",
@@ -161,9 +162,9 @@ def _steps(c: Code, step: Callable[[], None]) -> None:
     """``step()`` with ``tap`` the byte offset of step ``(ci, ki, kj)`` from a pixel's tap
     (0, 0) (``ci * plane + ki * dh * row`` kept by adds, plus column ``kj * dw``'s bytes:
     ``column_bytes``, ``tap_j1`` and ``tap_j2``), for every step in order, ``dst`` one step
-    on after each. A 3x3 kernel's 9 taps (and any kernel row of 3 or ``STEM_KERNEL``: ResNet's
-    7x7 stride-2 stem) are straight-line code: fewer loop back-edges, each an interruption
-    check under a timeout (ResNet-18 under a timeout: 1.14x -> 1.10x the run without)."""
+    on after each. A 3x3 kernel's 9 taps (and any kernel row of 3 or ``STEM``) are
+    straight-line code: fewer loop back-edges, each an interruption check under a timeout
+    (ResNet-18 under a timeout: 1.14x -> 1.10x the run without)."""
 
     def tap_step() -> None:
         c.set("tap")
@@ -229,9 +230,9 @@ def _steps(c: Code, step: Callable[[], None]) -> None:
                 c.emit("else")
                 kernel_rows(3)
             c.emit("else")
-            c.get("kw").emit("i32.const", STEM_KERNEL).emit("i32.eq")
+            c.get("kw").emit("i32.const", STEM).emit("i32.eq")
             with c.if_():
-                kernel_rows(STEM_KERNEL)
+                kernel_rows(STEM)
                 c.emit("else")
                 kernel_rows(0)
 
