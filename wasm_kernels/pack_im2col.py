@@ -48,6 +48,10 @@ TAPS_MAX_CHANNELS = 96, 48
 """Input channels per group up to which a conv that ``taps`` reads its input in place: from
 the padded copy (its channels' rows interleaved), and unpadded, from the input's planes."""
 
+TAPS_PHASED_CHANNELS = 32
+"""Input channels per group up to which a conv at column stride 2 reads its phased padded copy
+in place (at 48 channels in place ran 0.91-0.95x the packed columns)."""
+
 TAPS_MIN_WIDTH = 32
 """Output columns from which a conv that ``taps`` reads its input in place."""
 
@@ -59,19 +63,22 @@ def taps(cg: int, og: int, kernel: tuple[int, int], stride: tuple[int, int],
     (``dense_tile.Taps``): a 3x3 kernel at column dilation 1 and column stride 1, or 2 when
     padded (the padded copy's rows are phased, even columns then odd ones: a panel's pixels
     are adjacent floats of one input row at every tap), output rows of ``TAPS_MIN_WIDTH`` or
-    more, at most ``TAPS_MAX_CHANNELS`` input channels (``padded`` or not) and at least
+    more, at most ``TAPS_MAX_CHANNELS`` input channels (``padded`` or not; phased
+    ``TAPS_PHASED_CHANNELS``) and at least
     ``SPLIT_ROWS`` output channels (tiles of 5 and 4 rows only: no single-row tiles to
     generate for it). Packing cost 4-18% of such a conv (the fewer output channels, the more).
     Read in place (from the padded copy's interleaved rows), one process, A/B against the
     packed columns: 1.04-1.26x at 16-48 channels, 1.01-1.06x at 64-96 channels on rows of
     52-80; on rows of 13-26 the rows' end tiles cost more than the packing saved (0.90-0.96x),
     and with the channels' planes apart (an unpadded input) 64 channels ran 0.94x and 96-192
-    0.80-0.92x. At stride 2: 1.24x (16 -> 32 @80x80 out), 1.12x (32 -> 64 @40), 1.10x
-    (24 -> 48 @104), 1.04x (48 -> 96 @52) (bench/README.md).
+    0.80-0.92x. At stride 2, both orders of the A/B (bench/README.md): 1.01-1.16x (16 -> 32
+    @80x80 out), 1.00-1.05x (24 -> 48 @104), 0.95-1.06x (32 -> 64 @40), 0.91-0.95x (48 -> 96
+    @52).
     """
-    return (kernel == (3, 3) and (stride[1] == 1 or (stride[1] == 2 and padded))
-            and dilation[1] == 1
-            and out[1] >= TAPS_MIN_WIDTH and cg <= TAPS_MAX_CHANNELS[not padded]
+    phased = stride[1] == 2 and padded
+    most = TAPS_PHASED_CHANNELS if phased else TAPS_MAX_CHANNELS[not padded]
+    return (kernel == (3, 3) and (stride[1] == 1 or phased)
+            and dilation[1] == 1 and out[1] >= TAPS_MIN_WIDTH and cg <= most
             and og >= SPLIT_ROWS)
 
 

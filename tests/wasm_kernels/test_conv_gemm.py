@@ -15,10 +15,9 @@ and rows of 32 or more reads its input in place (``taps``): rows of whole panels
 49 packed), row stride and dilation 2, 96 input channels (97: packed), 11 output channels and
 rows of 31 (packed), groups, chunks of whole rows, and a thread's part that starts and ends
 mid-row (its segments under a panel packed). At column stride 2 a padded conv reads its phased
-copy in place the same way (even and odd widths and padding, 96 channels, row dilation 2, a
-part starting mid-row); unpadded it packs. The 1-3 pixels past a chunk's last whole panel are
-matrix-vector products after every row block (``conv_columns``): a deep weight in blocks of
-10 rows ending in tiles of 4, single rows, and 3 pixels."""
+copy in place the same way (even and odd widths and padding, 32 channels (33: packed), row
+dilation 2, a part starting mid-row); unpadded it packs. A chunk's last panel holding 1-3
+pixels: a deep weight in blocks of 10 rows ending in tiles of 4, single rows, and 3 pixels."""
 
 import numpy as np
 import pytest
@@ -88,7 +87,8 @@ CASES = {
     "taps-stride2-pad2": ((1, 3, 8, 71), 12, (3, 3), (2, 2), (2, 2), (1, 1), 1, 37),
     "taps-stride2-odd-width": ((2, 7, 6, 79), 14, (3, 3), (2, 2), (1, 1), (1, 1), 1, 45),
     "taps-stride2-dilated-rows": ((1, 4, 11, 68), 12, (3, 3), (2, 2), (1, 1), (2, 1), 1, 40),
-    "taps-stride2-most-channels": ((1, 96, 5, 64), 12, (3, 3), (2, 2), (1, 1), (1, 1), 1, 32),
+    "taps-stride2-most-channels": ((1, 32, 5, 64), 12, (3, 3), (2, 2), (1, 1), (1, 1), 1, 32),
+    "taps-stride2-too-many-channels": ((1, 33, 5, 64), 12, (3, 3), (2, 2), (1, 1), (1, 1), 1, 32),
     "taps-stride2-unpadded": ((1, 4, 7, 67), 12, (3, 3), (2, 2), (0, 0), (1, 1), 1, 33),
     "columns-blocks": ((1, 300, 3, 3), 37, (3, 3), (1, 1), (1, 1), (1, 1), 1, 16),
     "columns-single-rows": ((1, 3, 5, 5), 7, (3, 3), (1, 1), (1, 1), (1, 1), 1, 32),

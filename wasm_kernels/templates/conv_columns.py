@@ -1,12 +1,10 @@
-"""The last pixels of a conv's part, one at a time (``columns``).
+"""The last pixels of a pointwise conv's part, one at a time (``columns``).
 
 ``f32_conv2d_gemm`` reads a pointwise conv's input planes in place as the dense tile's B
-(``conv_pointwise``), and packs the other convs' columns (``im2col``), 8 pixels a panel. Past
-the last whole panel the linear driver ends with a tile of 4 or 8 pixels ending at the last
-one (in place) or with the padded last panel (packed), which costs what a whole panel costs:
-its 5 rows' broadcasts of the weight bound the shuffle port, however narrow it is. On a 7x7
+(``conv_pointwise``), 8 pixels a panel. Past the last whole panel the linear driver ends with
+a tile of 4 or 8 pixels ending at the last one, which costs what a whole panel costs: its
+5 rows' broadcasts of the weight bound the shuffle port, however narrow it is. On a 7x7
 plane (49 pixels: 6 panels and one pixel) that was 7 panels' time for 6.1 panels of work.
-A pixel of a packed panel is read at its lane, ``PANEL`` floats a step.
 
 Here each of those pixels is a matrix-vector product against the tiles of the weight as the
 driver packed them (``pack_im2col.tiles``): a tile's ``GROUP`` step-major rows are one
@@ -23,7 +21,6 @@ from __future__ import annotations
 from functools import partial
 from typing import TYPE_CHECKING
 
-from ..pack import PANEL
 from ..pack_im2col import ROWS
 from . import activations
 from .dense_tile import GROUP, row_address
@@ -46,10 +43,9 @@ UNROLL = 8
 
 
 def columns(f: _Frame) -> None:
-    """Pixels ``j .. n`` of C, one at a time, against rows ``ib .. iend`` in the driver's
-    tiles (``ROWS`` rows up to ``split``, then ``GROUP``, then single rows; the driver runs it
-    after its blocks with ``ib`` 0, the last block's ``split`` and ``iend``); ``j`` ends at
-    ``n``."""
+    """Pixels ``j .. n`` of C, one at a time, against the block's rows ``ib .. iend`` in the
+    driver's tiles (``ROWS`` rows up to ``split``, then ``GROUP``, then single rows); ``j``
+    ends at ``n``."""
     c = f.c
     if "bias" in f.arg:
         raise ValueError("conv columns: a bias per column (a linear's) is not supported")
@@ -65,6 +61,7 @@ def columns(f: _Frame) -> None:
 def _column(f: _Frame, rows: int, tiles: int) -> None:
     """Pixel ``j`` of rows ``i .. i + rows * tiles`` of C: ``tiles`` tiles of ``rows``."""
     c, isa, arg, ldb = f.c, f.isa, f.arg, f.ldb
+    assert ldb is not None, "columns read B in place"
     # (pointer, first row, packed): each tile's packed group, then a row read in place
     parts: list[tuple[int, int, bool]] = []
     for t in range(tiles):
@@ -81,21 +78,13 @@ def _column(f: _Frame, rows: int, tiles: int) -> None:
     for register in acc:
         isa.const(c, 0.0)
         c.set(register)
-    if ldb is None:
-        # pb = w + (j - j % PANEL) * k * 4 + j % PANEL * 4: the pixel's lane of its panel
-        c.get(arg["w"], f.j).emit("i32.const", -PANEL).emit("i32.and").get(f.lda)
-        c.emit("i32.mul").emit("i32.add").get(f.j).emit("i32.const", PANEL - 1)
-        c.emit("i32.and").emit("i32.const", 2).emit("i32.shl").emit("i32.add").set(pb)
-    else:
-        c.get(arg["w"], f.j).emit("i32.const", 2).emit("i32.shl").emit("i32.add").set(pb)
+    c.get(arg["w"], f.j).emit("i32.const", 2).emit("i32.shl").emit("i32.add").set(pb)
 
     def step(u: int) -> None:
-        # B's step u: PANEL floats on in a packed panel, else one row on
         c.get(pb)
-        isa.load_splat(c, 4 * PANEL * u if ldb is None else 0)
+        isa.load_splat(c)
         c.set(x)
-        if ldb is not None:
-            c.get(pb, ldb).emit("i32.add").set(pb)
+        c.get(pb, ldb).emit("i32.add").set(pb)
         for (pointer, _, packed), register in zip(parts, acc):
             c.get(pointer)
             if packed:
@@ -109,8 +98,6 @@ def _column(f: _Frame, rows: int, tiles: int) -> None:
         for pointer, _, packed in parts:
             c.get(pointer).emit("i32.const", 4 * (GROUP if packed else 1) * count)
             c.emit("i32.add").set(pointer)
-        if ldb is None:
-            c.get(pb).emit("i32.const", 4 * PANEL * count).emit("i32.add").set(pb)
 
     for count, shift in ((UNROLL, UNROLL.bit_length() - 1), (1, 0)):
         # k // UNROLL iterations of UNROLL steps, then k % UNROLL of one

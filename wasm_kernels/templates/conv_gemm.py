@@ -19,9 +19,9 @@ each plane (``parallel.splits`` cuts that range into a thread's parts). Every st
 dilation and group count goes the same way, except a 1x1 conv without padding, whose input
 planes (subsampled first at a larger stride) are B as they are: the driver reads them in
 place, nothing is packed (``conv_pointwise``), and a conv that ``pack_im2col.taps`` (3x3 at
-column stride 1, or 2 from the phased padded copy, up to 96 channels): its chunks are whole
-output rows, each row's pixels a segment whose tiles read the (padded) input in place at every
-tap (``dense_tile.Taps``, with a pointer per kernel row to its odd columns when phased), and
+column stride 1 up to 96 channels, or 2 from the phased padded copy up to 32): its chunks are
+whole output rows, each row's pixels a segment whose tiles read the (padded) input in place at
+every tap (``dense_tile.Taps``, with a pointer per kernel row to its odd columns when phased), and
 only a segment under a panel (where a thread's part starts or ends mid-row) is packed. Where
 the gemm pays is the compiler's choice (``modelc/ops/conv2d.py``).
 """
@@ -33,7 +33,7 @@ from functools import partial
 
 from ..abi import KernelSpec
 from ..pack import PANEL
-from ..pack_im2col import ROWS, TAPS_MAX_CHANNELS, TAPS_MIN_WIDTH
+from ..pack_im2col import ROWS, TAPS_MAX_CHANNELS, TAPS_MIN_WIDTH, TAPS_PHASED_CHANNELS
 from ..wasm import Code, FuncType
 from . import conv_columns, conv_pointwise, im2col, linear, padded_copy
 from .dense_tile import TAP_KERNEL, Taps
@@ -99,8 +99,10 @@ def _taps_sizes(c: Code) -> None:
     c.emit("i32.and")
     c.get("dw").emit("i32.const", 1).emit("i32.eq").emit("i32.and")
     c.get("ow").emit("i32.const", TAPS_MIN_WIDTH).emit("i32.ge_u").emit("i32.and")
-    c.get("cg").emit("i32.const", TAPS_MAX_CHANNELS[0]).emit("i32.const", TAPS_MAX_CHANNELS[1])
-    c.get("padded").emit("select").emit("i32.le_u").emit("i32.and")
+    # cg <= (phased ? TAPS_PHASED_CHANNELS : padded ? TAPS_MAX_CHANNELS[0] : [1])
+    c.get("cg").emit("i32.const", TAPS_PHASED_CHANNELS)
+    c.emit("i32.const", TAPS_MAX_CHANNELS[0]).emit("i32.const", TAPS_MAX_CHANNELS[1])
+    c.get("padded").emit("select").get("phased").emit("select").emit("i32.le_u").emit("i32.and")
     c.get("og").emit("i32.const", linear.SPLIT_ROWS).emit("i32.ge_u").emit("i32.and").set("taps")
     c.get("columns").set("chunk")
     c.get("taps")
@@ -182,9 +184,8 @@ def _multiply(c: Code, f: linear._Frame) -> None:
     for base, pointer in (("yg", "out"), ("rg", "res")):
         c.get(base, "first", "first0").emit("i32.sub").emit("i32.const", 2)
         c.emit("i32.shl").emit("i32.add").set(pointer)
-    # the last 1-3 pixels of B in place or packed (``conv_columns``); taps frames end on
-    # their own tile
+    # a pointwise conv's last 1-3 pixels (``conv_columns``); taps frames end on their own tile
     narrow = (conv_columns.NARROW, partial(conv_columns.columns, f)) if (
-        f.taps is None and f.isa.vector) else None
+        f.ldb is not None and f.taps is None and f.isa.vector) else None
     linear.row_blocks(f, edge=f.ldb is None, prepacked=True, narrow=narrow)
     c.get("first", "count").emit("i32.add").set("first")

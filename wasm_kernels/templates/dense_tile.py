@@ -337,7 +337,8 @@ class _Step:
         5x8 tile's 32 steps went from 987 to 861 instructions, MiniLM b1 1.03x faster
         (bench/README.md)."""
         c = self.f.c
-        for pointer in [*self.pa, *(self.kernel_rows or [self.pb])]:
+        # B's: a conv's kernel rows and, phased, their odd columns; else pb
+        for pointer in [*self.pa, *(self.kernel_rows + self.odd_rows or [self.pb])]:
             c.emit("local.get", pointer).emit("i32.const", 0).emit("i32.add")
             c.emit("local.set", pointer)
 

@@ -122,10 +122,7 @@ def row_blocks(f: _Frame, edge: bool, prepacked: bool = False,
     (a pointwise conv's input planes) instead of packed panels, ``n >= PANEL``: columns past
     the whole panels are computed by one more tile ending at ``n``, ``TAIL`` columns wide
     when that covers them, else ``PANEL``; it stores again the columns before them it
-    overlaps, the same values as long as C overlaps neither A, W nor R. ``narrow`` (at most
-    how many, and the code computing them) takes the last columns when they are that few,
-    in place or (with ``edge``) in the padded last panel, after every block, with ``ib``
-    0."""
+    overlaps, the same values as long as C overlaps neither A, W nor R."""
     c, arg = f.c, f.arg
 
     def block() -> None:
@@ -152,7 +149,7 @@ def row_blocks(f: _Frame, edge: bool, prepacked: bool = False,
         strided_loop(c, f.j, PANEL, arg["n"], partial(_column_tiles, f, False, prepacked))
         if edge:
             c.emit("local.get", f.j).emit("local.get", arg["n"]).emit("i32.lt_u").emit("if")
-            _edge(f, prepacked, narrow)
+            _column_tiles(f, True, prepacked)
             c.emit("end")
         elif f.ldb is not None:
             _end_tile(f, prepacked, narrow)
@@ -163,17 +160,6 @@ def row_blocks(f: _Frame, edge: bool, prepacked: bool = False,
     c.emit("local.get", f.ib).emit("local.get", arg["m"]).emit("i32.ge_u").emit("br_if", 1)
     block()
     c.emit("br", 0).emit("end").emit("end")
-    if narrow is not None:
-        # NOTE: narrow columns after the blocks, over every row at once: a block of one or
-        # two tiles (a deep weight) gives a column's product too few multiply-add chains.
-        # Every block before the last is whole tiles of mr rows, so the last block's split
-        # holds for all of them.
-        limit, columns = narrow
-        c.emit("local.get", arg["n"]).emit("local.get", f.j).emit("i32.sub")
-        c.emit("i32.const", limit).emit("i32.le_u").emit("if")
-        c.emit("i32.const", 0).emit("local.set", f.ib)
-        columns()
-        c.emit("end")
 
 
 def _split(f: _Frame) -> None:
@@ -211,28 +197,19 @@ def _tile_runs(f: _Frame, edge: bool = False, prepacked: bool = False) -> list[t
     return [(rows, f.iend) for rows in sorted({f.mr, 1}, reverse=True)]
 
 
-def _edge(f: _Frame, prepacked: bool, narrow: tuple[int, Callable[[], None]] | None) -> None:
-    """The padded last panel of W, columns ``j .. n``: the edge tiles, unless ``narrow``
-    computes them after the blocks (``row_blocks``)."""
-    c, n = f.c, f.arg["n"]
-    if narrow is not None:
-        c.emit("local.get", n).emit("local.get", f.j).emit("i32.sub")
-        c.emit("i32.const", narrow[0]).emit("i32.gt_u").emit("if")
-    _column_tiles(f, True, prepacked)
-    if narrow is not None:
-        c.emit("end")
-
-
 def _end_tile(f: _Frame, prepacked: bool,
               narrow: tuple[int, Callable[[], None]] | None) -> None:
-    """With W in place, the columns ``j .. n`` short of a panel: the tile of ``TAIL`` or
-    ``PANEL`` columns ending at ``n`` (``j`` set to its first), unless ``narrow`` computes
-    them after the blocks (``row_blocks``)."""
+    """With W in place, the columns ``j .. n`` short of a panel: ``narrow``'s columns when
+    there are few enough, else the tile of ``TAIL`` or ``PANEL`` columns ending at ``n``
+    (``j`` set to its first)."""
     c, n = f.c, f.arg["n"]
     c.emit("local.get", f.j).emit("local.get", n).emit("i32.lt_u").emit("if")
     if narrow is not None:
-        c.emit("local.get", n).emit("local.get", f.j).emit("i32.sub")
-        c.emit("i32.const", narrow[0]).emit("i32.gt_u").emit("if")
+        limit, columns = narrow
+        c.emit("local.get", n).emit("local.get", f.j).emit("i32.sub").emit("i32.const", limit)
+        c.emit("i32.le_u").emit("if")
+        columns()
+        c.emit("else")
     c.emit("local.get", n).emit("local.get", f.j).emit("i32.sub").emit("i32.const", TAIL)
     c.emit("i32.le_u").emit("if")
     c.emit("local.get", n).emit("i32.const", TAIL).emit("i32.sub").emit("local.set", f.j)
