@@ -64,6 +64,10 @@ DENSE_THRESHOLD = 1 << 18
 trip) costs about as much as 2^18 multiply-adds at ~30 GFLOPS."""
 STREAM_THRESHOLD = 1 << 15
 """Elements below which an elementwise or row-wise kernel runs on one thread."""
+WINOGRAD_THRESHOLD = 1 << 13
+"""Elements below which a Winograd transform runs on one thread: at 4-5 ns an element (an
+input element spreads into 4 or 36/16 tiles' worth of V) they cost 4-5x a streamed element,
+so ResNet-18's 7x7 planes of 512 channels (25,088 elements, 93-130 us a call) split."""
 DEPTHWISE_THRESHOLD = 1 << 17
 """Multiply-adds below which a depthwise kernel runs on one thread: it runs at about half
 the dense kernels' speed, so a dispatch costs as much as half as many multiply-adds."""
@@ -150,9 +154,9 @@ def splits(isa: str) -> dict[str, Split]:
             # strides between images and between the 16 planes of V and M)
             table[spec.name] = (
                 Split("c", {"x": ("h", "w"), "v": ("count",)}, ("n", "h", "w"),
-                      STREAM_THRESHOLD) if spec.op.endswith("input") else
+                      WINOGRAD_THRESHOLD) if spec.op.endswith("input") else
                 Split("o", {"m": ("count",), "bias": (), "y": ("oh", "ow"),
-                            "r": ("oh", "ow")}, ("n", "oh", "ow"), STREAM_THRESHOLD))
+                            "r": ("oh", "ow")}, ("n", "oh", "ow"), WINOGRAD_THRESHOLD))
         elif spec.family == "unary":
             table[spec.name] = Split("n", {"x": (), "y": ()}, (), STREAM_THRESHOLD, 4)
     return table
