@@ -190,16 +190,34 @@ def _bound(c: Code, split: Split, part: int, parts: int, count: int, scratch: in
 
 
 def _part(b: Bodies, spec: abi.KernelSpec, split: Split, serial: int) -> Code:
-    """``part(p, parts)``: the kernel on part ``p``'s sub-range of the job's arguments."""
+    """``part(p, parts)``: the kernel on part ``p``'s sub-range of the job's arguments (by
+    ``split.by_groups`` for a call of more than one group, when it has one)."""
     c = b.code(FuncType(("i32", "i32"), ()), names=("part", "parts"))
+    scratch = tuple(c.local("i32") for _ in range(5))
+    if split.by_groups is None:
+        _part_body(c, spec, split, serial, scratch)
+        return c
+    _load_arg(c, spec, "groups")
+    c.emit("i32.const", 1).emit("i32.ne").emit("if")
+    _part_body(c, spec, split.by_groups, serial, scratch)
+    c.emit("else")
+    _part_body(c, spec, split, serial, scratch)
+    c.emit("end")
+    return c
+
+
+def _part_body(c: Code, spec: abi.KernelSpec, split: Split, serial: int,
+               scratch: tuple[int, ...]) -> None:
+    """Call the kernel on part ``p``'s sub-range as ``split`` cuts it (``scratch``: five i32
+    locals)."""
     part, parts = 0, 1
-    count, lo, hi, nxt, scratch = (c.local("i32") for _ in range(5))
+    count, lo, hi, nxt, tiles = scratch
     _load_arg(c, spec, split.count)
     c.emit("local.set", count)
-    _bound(c, split, part, parts, count, scratch)
+    _bound(c, split, part, parts, count, tiles)
     c.emit("local.set", lo)
     c.emit("local.get", part).emit("i32.const", 1).emit("i32.add").emit("local.set", nxt)
-    _bound(c, split, nxt, parts, count, scratch)
+    _bound(c, split, nxt, parts, count, tiles)
     c.emit("local.set", hi)
     c.emit("local.get", hi).emit("local.get", lo).emit("i32.le_u").emit("if").emit("return")
     c.emit("end")
@@ -210,7 +228,6 @@ def _part(b: Bodies, spec: abi.KernelSpec, split: Split, serial: int) -> Code:
             c.emit("local.get", lo).emit("i32.const", 1).emit("i32.add").emit("local.set", lo)
     else:
         _call_range(c, spec, split, (part, lo, hi), serial)
-    return c
 
 
 def _call_range(c: Code, spec: abi.KernelSpec, split: Split,
@@ -224,11 +241,14 @@ def _call_range(c: Code, spec: abi.KernelSpec, split: Split,
             c.emit("local.get", part)
             split.region.size(c, lambda name: _load_arg(c, spec, name))
             c.emit("i32.mul").emit("i32.add")
-        elif param == split.count or param in split.same:
+        elif param == split.count or param in split.same or param in split.shares:
             if hi is None:
                 c.emit("i32.const", 1)
             else:
                 c.emit("local.get", hi).emit("local.get", lo).emit("i32.sub")
+            if param in split.shares:
+                _share(c, spec, split, param)
+                c.emit("i32.mul")
         elif param in split.per.values():
             c.emit("i32.const", 1)
         elif param in split.advance:
@@ -238,7 +258,9 @@ def _call_range(c: Code, spec: abi.KernelSpec, split: Split,
                 _load_arg(c, spec, split.per[param])
                 c.emit("i32.div_u")
             for factor in split.advance[param]:
-                if isinstance(factor, str):
+                if isinstance(factor, str) and factor in split.shares:
+                    _share(c, spec, split, factor)
+                elif isinstance(factor, str):
                     _load_arg(c, spec, factor)
                 else:  # round_up(param, multiple) = (param + multiple - 1) / multiple * multiple
                     _load_arg(c, spec, factor[0])
@@ -250,6 +272,13 @@ def _call_range(c: Code, spec: abi.KernelSpec, split: Split,
         else:
             _load_arg(c, spec, param)
     c.emit("call", serial)
+
+
+def _share(c: Code, spec: abi.KernelSpec, split: Split, param: str) -> None:
+    """Push ``param / count``: one unit's share of a parameter of ``split.shares``."""
+    _load_arg(c, spec, param)
+    _load_arg(c, spec, split.count)
+    c.emit("i32.div_u")
 
 
 def _dispatch(b: Bodies, spec: abi.KernelSpec, split: Split, index: int, serial: int,
@@ -297,9 +326,13 @@ def _dispatch(b: Bodies, spec: abi.KernelSpec, split: Split, index: int, serial:
     if split.one_part_when is None:
         c.emit("i32.const", CHUNKS_PER_THREAD)
     else:
+        # a call cut by groups reads each group's operands in one part only
         wide, narrow = split.one_part_when
         c.emit("i32.const", 1).emit("i32.const", CHUNKS_PER_THREAD)
         c.emit("local.get", arg[wide]).emit("local.get", arg[narrow]).emit("i32.gt_u")
+        if split.by_groups is not None:
+            c.emit("local.get", arg["groups"]).emit("i32.const", 1).emit("i32.eq")
+            c.emit("i32.and")
         c.emit("select")
     c.emit("i32.mul")
     if split.region is not None:

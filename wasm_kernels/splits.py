@@ -43,7 +43,11 @@ class Split:
     parameter of ``same`` counts the same units as ``count`` (one thread runs a call where
     it differs from ``count``) and is cut with it. A kernel with a ``region`` of scratch is
     cut into at most ``region.parts`` parts, each with its own region. A call with more than
-    one ``groups`` splits only where each parameter of ``groups_when`` has its value."""
+    one ``groups`` splits only where each parameter of ``groups_when`` has its value, and
+    then by ``by_groups`` when there is one. Each parameter of ``shares`` counts ``count``
+    times as many units as one unit of ``count`` holds (a grouped conv's channels): a part
+    sees ``(hi - lo) * param / count`` of them, and a factor of it in ``advance`` moves by
+    ``param / count``."""
 
     count: str
     advance: dict[str, tuple[Factor, ...]]
@@ -57,6 +61,8 @@ class Split:
     same: tuple[str, ...] = ()
     region: Region | None = None
     groups_when: dict[str, int] = field(default_factory=dict)
+    shares: tuple[str, ...] = ()
+    by_groups: Split | None = None
 
 
 DENSE_THRESHOLD = 1 << 18
@@ -78,6 +84,20 @@ memory; 0.97-1.01x since ``runtime.host_memory``), which only models whose time 
 large dense kernels won back: measured 2 threads against 1 on 2 cores, MiniLM b1 (86 MB)
 1.58x, ResNet-18 (45 MB) 1.45x, MobileNetV2 (14 MB, mostly depthwise) 0.81x, the LSTM
 (0.2 MB) 0.93x (bench/README, Threads); not measured again since."""
+
+
+def _conv_gemm_groups() -> Split:
+    """A grouped conv gemm's split by groups (Winograd's products: 16 or 36 groups of 16 to
+    196 pixels). Cut by pixels in whole panels, ResNet-18's 52-pixel products went 7 panels
+    to one thread and 6 to the other, and each part read every group's weight (16.8 MB at
+    7x7 x 512): by groups each part reads its groups' weights only, for every pixel. A
+    part packs a plane under a panel into the ws region of its first group."""
+    per_group = ("c", "kh", "kw")  # K of one group: c / groups * kh * kw
+    return Split(
+        "groups", {"x": ("c", "h", "w"), "weight": ("o", *per_group), "bias": ("o",),
+                   "ws": (*per_group, ("pixels", PANEL)), "y": ("o", "oh", "ow"),
+                   "r": ("o", "oh", "ow")},
+        (), 0, shares=("c", "o"))
 
 
 def splits(isa: str) -> dict[str, Split]:
@@ -121,7 +141,8 @@ def splits(isa: str) -> dict[str, Split]:
                 # a group's padded or subsampled input is shared by the parts: a grouped conv
                 # splits only without one (1x1, stride 1, no padding: Winograd's product);
                 # its ws holds every group's steps (``modelc.ops.conv2d``'s scratch)
-                groups_when={"kh": 1, "kw": 1, "sh": 1, "sw": 1, "ph": 0, "pw": 0})
+                groups_when={"kh": 1, "kw": 1, "sh": 1, "sw": 1, "ph": 0, "pw": 0},
+                by_groups=_conv_gemm_groups())
         elif spec.family == "depthwise":
             # NOTE: parts are ranges of input channels of one image, with one output channel
             # each (o == c); each pads its planes into its own plane of the scratch. The

@@ -71,6 +71,21 @@ class Convs(nn.Module):
         return self.deep(h)
 
 
+class Grouped(nn.Module):
+    """Grouped 1x1 convs over their threshold with one image, cut by groups: 4 groups of 99
+    pixels (24 panels and a tail) with a fused relu, then 2 groups of 2 pixels (under a
+    panel: each part packs them into the scratch of its first group)."""
+
+    def __init__(self):
+        super().__init__()
+        self.wide = nn.Conv2d(128, 192, 1, groups=4)
+        self.tall = nn.Conv2d(192, 1536, 1, groups=2)
+
+    def forward(self, x):
+        h = nn.functional.relu(self.wide(x))  # (1, 192, 9, 11)
+        return self.tall(nn.functional.max_pool2d(h, (9, 4), (9, 4)))  # (1, 1536, 1, 2)
+
+
 class Depthwise(nn.Module):
     """Depthwise convs over their threshold with one image, each through a tile path of its
     own: 3x3 with a fused relu6, 3x3 / 2 and 5x5 / 2 (interior rows read in place), 5x5 and
@@ -96,6 +111,14 @@ def depthwise():
     np.random.seed(5)
     model = Depthwise().eval()
     inputs = {"x": np.random.default_rng(2).standard_normal((1, 37, 48, 50)).astype(np.float32)}
+    return model, modelc.export(model, inputs), inputs
+
+
+@pytest.fixture(scope="module")
+def grouped():
+    np.random.seed(6)
+    model = Grouped().eval()
+    inputs = {"x": np.random.default_rng(3).standard_normal((1, 128, 9, 11)).astype(np.float32)}
     return model, modelc.export(model, inputs), inputs
 
 
@@ -150,6 +173,14 @@ def test_the_convs_use_conv_kernels_that_split(convs):
         imported)
 
 
+def test_the_grouped_convs_use_conv_gemm_kernels_cut_by_groups(grouped):
+    imported = {i.name for i in read_module(grouped[1]).imports if i.module == abi.MODULE}
+    assert {"f32_conv2d_gemm", "f32_conv2d_gemm_relu"} <= imported, sorted(imported)
+    table = parallel.splits("relaxed")
+    assert table["f32_conv2d_gemm"].by_groups is not None
+    assert table["f32_conv2d_gemm"].by_groups.count == "groups"
+
+
 def test_the_depthwise_convs_use_depthwise_kernels_that_split(depthwise):
     imported = {i.name for i in read_module(depthwise[1]).imports if i.module == abi.MODULE}
     split = imported & parallel.splits("relaxed").keys()
@@ -158,7 +189,7 @@ def test_the_depthwise_convs_use_depthwise_kernels_that_split(depthwise):
 
 @pytest.mark.parametrize("kernels", WASM_PROVIDERS)
 @pytest.mark.parametrize("threads", [2, 3])
-@pytest.mark.parametrize("case", ["block", "convs", "depthwise"])
+@pytest.mark.parametrize("case", ["block", "convs", "depthwise", "grouped"])
 def test_parallel_kernels_equal_one_thread_bit_for_bit(case, kernels, threads, request):
     model, wasm, inputs = request.getfixturevalue(case)
     with runtime.load(wasm, kernels=kernels, threads=1, instances=1) as one:
