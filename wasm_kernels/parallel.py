@@ -33,6 +33,7 @@ from . import abi
 from .build import MAX_PAGES, generate
 from .splits import AUTO_WEIGHTS as AUTO_WEIGHTS
 from .splits import DENSE_THRESHOLD as DENSE_THRESHOLD
+from .splits import GROUP_SPLIT_MIN
 from .splits import STREAM_THRESHOLD as STREAM_THRESHOLD
 from .splits import Split as Split
 from .splits import splits as splits
@@ -191,14 +192,15 @@ def _bound(c: Code, split: Split, part: int, parts: int, count: int, scratch: in
 
 def _part(b: Bodies, spec: abi.KernelSpec, split: Split, serial: int) -> Code:
     """``part(p, parts)``: the kernel on part ``p``'s sub-range of the job's arguments (by
-    ``split.by_groups`` for a call of more than one group, when it has one)."""
+    ``split.by_groups``, when it has one, for a call of ``GROUP_SPLIT_MIN`` groups or
+    more)."""
     c = b.code(FuncType(("i32", "i32"), ()), names=("part", "parts"))
     scratch = tuple(c.local("i32") for _ in range(5))
     if split.by_groups is None:
         _part_body(c, spec, split, serial, scratch)
         return c
     _load_arg(c, spec, "groups")
-    c.emit("i32.const", 1).emit("i32.ne").emit("if")
+    c.emit("i32.const", GROUP_SPLIT_MIN).emit("i32.ge_u").emit("if")
     _part_body(c, spec, split.by_groups, serial, scratch)
     c.emit("else")
     _part_body(c, spec, split, serial, scratch)
@@ -331,8 +333,8 @@ def _dispatch(b: Bodies, spec: abi.KernelSpec, split: Split, index: int, serial:
         c.emit("i32.const", 1).emit("i32.const", CHUNKS_PER_THREAD)
         c.emit("local.get", arg[wide]).emit("local.get", arg[narrow]).emit("i32.gt_u")
         if split.by_groups is not None:
-            c.emit("local.get", arg["groups"]).emit("i32.const", 1).emit("i32.eq")
-            c.emit("i32.and")
+            c.emit("local.get", arg["groups"]).emit("i32.const", GROUP_SPLIT_MIN)
+            c.emit("i32.lt_u").emit("i32.and")
         c.emit("select")
     c.emit("i32.mul")
     if split.region is not None:

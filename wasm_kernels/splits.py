@@ -44,10 +44,10 @@ class Split:
     it differs from ``count``) and is cut with it. A kernel with a ``region`` of scratch is
     cut into at most ``region.parts`` parts, each with its own region. A call with more than
     one ``groups`` splits only where each parameter of ``groups_when`` has its value, and
-    then by ``by_groups`` when there is one. Each parameter of ``shares`` counts ``count``
-    times as many units as one unit of ``count`` holds (a grouped conv's channels): a part
-    sees ``(hi - lo) * param / count`` of them, and a factor of it in ``advance`` moves by
-    ``param / count``."""
+    then, from ``GROUP_SPLIT_MIN`` groups, by ``by_groups`` when there is one. Each
+    parameter of ``shares`` counts ``count`` times as many units as one unit of ``count``
+    holds (a grouped conv's channels): a part sees ``(hi - lo) * param / count`` of them,
+    and a factor of it in ``advance`` moves by ``param / count``."""
 
     count: str
     advance: dict[str, tuple[Factor, ...]]
@@ -70,6 +70,10 @@ DENSE_THRESHOLD = 1 << 18
 trip) costs about as much as 2^18 multiply-adds at ~30 GFLOPS."""
 STREAM_THRESHOLD = 1 << 15
 """Elements below which an elementwise or row-wise kernel runs on one thread."""
+GROUP_SPLIT_MIN = 16
+"""Groups from which a kernel with a ``Split.by_groups`` is cut by groups (Winograd's
+products have 16 or 36); with fewer, whole groups would not share out evenly (3 groups on
+2 threads: 2 and 1), so it is cut as with one group."""
 WINOGRAD_THRESHOLD = 1 << 13
 """Elements below which a Winograd transform runs on one thread: at 4-5 ns an element (an
 input element spreads into 4 or 36/16 tiles' worth of V) they cost 4-5x a streamed element,

@@ -72,18 +72,20 @@ class Convs(nn.Module):
 
 
 class Grouped(nn.Module):
-    """Grouped 1x1 convs over their threshold with one image, cut by groups: 4 groups of 99
-    pixels (24 panels and a tail) with a fused relu, then 2 groups of 2 pixels (under a
-    panel: each part packs them into the scratch of its first group)."""
+    """Grouped 1x1 convs over their threshold with one image: 4 groups of 99 pixels (24
+    panels and a tail) with a fused relu, cut by pixels; then from
+    ``parallel.GROUP_SPLIT_MIN`` groups cut by groups: 16 of 99 pixels, and 24 of 2 pixels
+    (under a panel: each part packs them into the scratch of its first group)."""
 
     def __init__(self):
         super().__init__()
         self.wide = nn.Conv2d(128, 192, 1, groups=4)
-        self.tall = nn.Conv2d(192, 1536, 1, groups=2)
+        self.many = nn.Conv2d(192, 384, 1, groups=16)
+        self.tall = nn.Conv2d(384, 24 * 352, 1, groups=24)
 
     def forward(self, x):
-        h = nn.functional.relu(self.wide(x))  # (1, 192, 9, 11)
-        return self.tall(nn.functional.max_pool2d(h, (9, 4), (9, 4)))  # (1, 1536, 1, 2)
+        h = self.many(nn.functional.relu(self.wide(x)))  # (1, 384, 9, 11)
+        return self.tall(nn.functional.max_pool2d(h, (9, 4), (9, 4)))  # (1, 8448, 1, 2)
 
 
 class Depthwise(nn.Module):
