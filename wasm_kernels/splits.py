@@ -94,8 +94,9 @@ def _conv_gemm_groups() -> Split:
     """A grouped conv gemm's split by groups (Winograd's products: 16 or 36 groups of 16 to
     196 pixels). Cut by pixels in whole panels, ResNet-18's 52-pixel products went 7 panels
     to one thread and 6 to the other, and each part read every group's weight (16.8 MB at
-    7x7 x 512): by groups each part reads its groups' weights only, for every pixel. A
-    part packs a plane under a panel into the ws region of its first group."""
+    7x7 x 512): by groups each part reads its groups' weights only, for every pixel
+    (ResNet-18 2t / 1t 1.75-1.83x -> 1.91-1.99x, with ``WINOGRAD_THRESHOLD``; bench/README,
+    Threads). A part packs a plane under a panel into the ws region of its first group."""
     per_group = ("c", "kh", "kw")  # K of one group: c / groups * kh * kw
     return Split(
         "groups", {"x": ("c", "h", "w"), "weight": ("o", *per_group), "bias": ("o",),
