@@ -59,7 +59,7 @@ def _makespan(units: list[int], threads: int) -> int:
 
 
 def _parts(split: parallel.Split, count: int, threads: int, few: bool = False) -> list[int]:
-    """The units of each part a stand-in cuts ``count`` into (as ``parallel._bound``), with
+    """The units of each part a stand-in cuts ``count`` into (as ``parallel_parts._bound``), with
     one part a thread when ``few``."""
     parts = threads * (1 if few else parallel.CHUNKS_PER_THREAD)
     tiles = -(-count // split.grain)

@@ -31,6 +31,9 @@ from typing import Protocol
 
 from . import abi
 from .build import MAX_PAGES, generate
+from .parallel_parts import ARGS_AT as _ARGS
+from .parallel_parts import CONTROL_MEMORY as _CTL
+from .parallel_parts import arg_names, part_body
 from .splits import AUTO_WEIGHTS as AUTO_WEIGHTS
 from .splits import DENSE_THRESHOLD as DENSE_THRESHOLD
 from .splits import GROUP_SPLIT_MIN
@@ -44,7 +47,6 @@ CONTROL = ("wasmnn_threads", "control")
 CONTROL_TYPE = MemoryType(Limits(1, 1), shared=True)
 MEMORY_TYPE = MemoryType(Limits(1, MAX_PAGES))
 """The linear memory a threaded module defines (unshared: see ``build_worker``)."""
-_CTL = 1  # NOTE: the control memory's index: memory 0 is the shared linear memory
 EXPORTS = {name: f"wasmnn_threads:{name}" for name in ("reset", "worker", "fail", "release")}
 """The export name of each host-called dispatch function (prefixed: a model merged with them
 keeps its own exports)."""
@@ -53,9 +55,10 @@ MEMORY_EXPORTS = {name: f"wasmnn_threads:{name}" for name in ("memory", "control
 
 # Control words (byte offsets in the control memory): the job's generation, parts done,
 # kernel, team size, failure flag, part count, the next part to take (an i64: generation in
-# the high half), the caller's memory size in pages and the kernel's arguments.
-_GEN, _DONE, _KERNEL, _THREADS, _FAILED, _CHUNKS, _NEXT, _PAGES, _SPIN, _ARGS = (
-    0, 4, 8, 12, 16, 20, 24, 32, 36, 64)
+# the high half), the caller's memory size in pages; the kernel's arguments follow at
+# ``parallel_parts.ARGS_AT``.
+_GEN, _DONE, _KERNEL, _THREADS, _FAILED, _CHUNKS, _NEXT, _PAGES, _SPIN = (
+    0, 4, 8, 12, 16, 20, 24, 32, 36)
 _STOP = -1
 CHUNKS_PER_THREAD = 4
 """Parts per thread in a job: threads take parts until none is left, so one that the OS
@@ -94,8 +97,11 @@ def add_helpers(b: Bodies, isa: str, names: Sequence[str], serial: Sequence[int]
     if unknown:
         raise ValueError(f"kernels that do not split: {unknown}; available: {sorted(table)}")
     specs = [abi.BY_NAME[n] for n in names]
-    parts = [b.add_function(FuncType(("i32", "i32"), ()), _part(b, s, table[s.name], f),
-                            name=f"{s.name}_part") for s, f in zip(specs, serial)]
+    parts = []
+    for spec, body in zip(specs, serial):
+        code = b.code(FuncType(("i32", "i32"), ()), names=("part", "parts"))
+        part_body(code, spec, table[spec.name], body)
+        parts.append(b.add_function(FuncType(("i32", "i32"), ()), code, name=f"{spec.name}_part"))
     work = b.add_function(FuncType(("i32",), ()), _work(b, parts), name="work")
     awaiting = b.add_function(FuncType((), ()), _await(b), name="await")
     b.add_function(FuncType(("i32", "i32"), ()), _reset(b), export=EXPORTS["reset"])
@@ -159,137 +165,13 @@ class _Renumbered:
         return self.builder.add_function(ty, code, export, name)
 
 
-def _load_arg(c: Code, spec: abi.KernelSpec, param: str) -> None:
-    index = _names(spec).index(param)
-    c.emit("i32.const", 0).emit(f"{spec.param_types[index]}.load", 2, _ARGS + 4 * index, _CTL)
-
-
-def _names(spec: abi.KernelSpec) -> list[str]:
-    return [p.split(":")[0] for p in spec.params]
-
-
-def _bound(c: Code, split: Split, part: int, parts: int, count: int, scratch: int) -> None:
-    """Push where part ``part`` of ``parts`` (locals) starts: the ``count`` units in whole
-    grains (``tiles``, the last maybe partial) dealt ``tiles // parts`` to each part and one
-    more to each of the last ``tiles % parts``, and ``count`` itself from ``part == parts``.
-    NOTE: the larger parts come last, so threads that take parts in turn share them out; cut
-    by rounding ``count * part / parts`` down to the grain instead, MiniLM's 128 rows in tiles
-    of 5 came out 15, 15, 15, 15, 20, 15, 15, 18 and one thread took 68 of the 128."""
-    tiles = scratch
-    c.emit("local.get", count).emit("i32.const", split.grain - 1).emit("i32.add")
-    c.emit("i32.const", split.grain).emit("i32.div_u").emit("local.set", tiles)
-    # part * (tiles / parts) + max(0, part - (parts - tiles % parts))
-    c.emit("local.get", part).emit("local.get", tiles).emit("local.get", parts)
-    c.emit("i32.div_u").emit("i32.mul")
-    c.emit("local.get", part).emit("local.get", parts).emit("i32.sub")
-    c.emit("local.get", tiles).emit("local.get", parts).emit("i32.rem_u").emit("i32.add")
-    c.emit("local.tee", tiles).emit("i32.const", 0).emit("local.get", tiles)
-    c.emit("i32.const", 0).emit("i32.gt_s").emit("select").emit("i32.add")
-    c.emit("i32.const", split.grain).emit("i32.mul").emit("local.tee", tiles)
-    c.emit("local.get", count).emit("local.get", tiles).emit("local.get", count)
-    c.emit("i32.lt_u").emit("select")
-
-
-def _part(b: Bodies, spec: abi.KernelSpec, split: Split, serial: int) -> Code:
-    """``part(p, parts)``: the kernel on part ``p``'s sub-range of the job's arguments (by
-    ``split.by_groups``, when it has one, for a call of ``GROUP_SPLIT_MIN`` groups or
-    more)."""
-    c = b.code(FuncType(("i32", "i32"), ()), names=("part", "parts"))
-    scratch = tuple(c.local("i32") for _ in range(5))
-    if split.by_groups is None:
-        _part_body(c, spec, split, serial, scratch)
-        return c
-    _load_arg(c, spec, "groups")
-    c.emit("i32.const", GROUP_SPLIT_MIN).emit("i32.ge_u").emit("if")
-    _part_body(c, spec, split.by_groups, serial, scratch)
-    c.emit("else")
-    _part_body(c, spec, split, serial, scratch)
-    c.emit("end")
-    return c
-
-
-def _part_body(c: Code, spec: abi.KernelSpec, split: Split, serial: int,
-               scratch: tuple[int, ...]) -> None:
-    """Call the kernel on part ``p``'s sub-range as ``split`` cuts it (``scratch``: five i32
-    locals)."""
-    part, parts = 0, 1
-    count, lo, hi, nxt, tiles = scratch
-    _load_arg(c, spec, split.count)
-    c.emit("local.set", count)
-    _bound(c, split, part, parts, count, tiles)
-    c.emit("local.set", lo)
-    c.emit("local.get", part).emit("i32.const", 1).emit("i32.add").emit("local.set", nxt)
-    _bound(c, split, nxt, parts, count, tiles)
-    c.emit("local.set", hi)
-    c.emit("local.get", hi).emit("local.get", lo).emit("i32.le_u").emit("if").emit("return")
-    c.emit("end")
-    if split.per:
-        with c.loop():  # one unit at a time: lo .. hi
-            c.emit("local.get", lo).emit("local.get", hi).emit("i32.ge_u").emit("br_if", 1)
-            _call_range(c, spec, split, (part, lo, None), serial)
-            c.emit("local.get", lo).emit("i32.const", 1).emit("i32.add").emit("local.set", lo)
-    else:
-        _call_range(c, spec, split, (part, lo, hi), serial)
-
-
-def _call_range(c: Code, spec: abi.KernelSpec, split: Split,
-                where: tuple[int, int, int | None], serial: int) -> None:
-    """Call the kernel as part ``part`` on units ``lo .. hi`` (``where``, locals; ``hi``
-    ``None``: unit ``lo`` alone)."""
-    part, lo, hi = where
-    for param in _names(spec):
-        if split.region is not None and param == split.region.pointer:
-            _load_arg(c, spec, param)
-            c.emit("local.get", part)
-            split.region.size(c, lambda name: _load_arg(c, spec, name))
-            c.emit("i32.mul").emit("i32.add")
-        elif param == split.count or param in split.same or param in split.shares:
-            if hi is None:
-                c.emit("i32.const", 1)
-            else:
-                c.emit("local.get", hi).emit("local.get", lo).emit("i32.sub")
-            if param in split.shares:
-                _share(c, spec, split, param)
-                c.emit("i32.mul")
-        elif param in split.per.values():
-            c.emit("i32.const", 1)
-        elif param in split.advance:
-            _load_arg(c, spec, param)
-            c.emit("local.get", lo)
-            if param in split.per:
-                _load_arg(c, spec, split.per[param])
-                c.emit("i32.div_u")
-            for factor in split.advance[param]:
-                if isinstance(factor, str) and factor in split.shares:
-                    _share(c, spec, split, factor)
-                elif isinstance(factor, str):
-                    _load_arg(c, spec, factor)
-                else:  # round_up(param, multiple) = (param + multiple - 1) / multiple * multiple
-                    _load_arg(c, spec, factor[0])
-                    c.emit("i32.const", factor[1] - 1).emit("i32.add")
-                    c.emit("i32.const", factor[1]).emit("i32.div_u")
-                    c.emit("i32.const", factor[1]).emit("i32.mul")
-                c.emit("i32.mul")
-            c.emit("i32.const", split.unit.get(param, 4)).emit("i32.mul").emit("i32.add")
-        else:
-            _load_arg(c, spec, param)
-    c.emit("call", serial)
-
-
-def _share(c: Code, spec: abi.KernelSpec, split: Split, param: str) -> None:
-    """Push ``param / count``: one unit's share of a parameter of ``split.shares``."""
-    _load_arg(c, spec, param)
-    _load_arg(c, spec, split.count)
-    c.emit("i32.div_u")
-
-
 def _dispatch(b: Bodies, spec: abi.KernelSpec, split: Split, index: int, serial: int,
               work: int, awaiting: int) -> Code:
     """The kernel's stand-in: small work or one thread calls it as is; otherwise post the
     job (a new generation, ``CHUNKS_PER_THREAD`` parts a thread, or one), take parts with the
     workers, wait for the last, and trap if a worker failed."""
     c = b.code(FuncType(spec.param_types, spec.results))
-    arg = {name: i for i, name in enumerate(_names(spec))}
+    arg = {name: i for i, name in enumerate(arg_names(spec))}
     threads, gen = c.local("i32"), c.local("i32")
     c.emit("i32.const", 0).emit("i32.load", 2, _THREADS, _CTL).emit("local.set", threads)
     # work = count * product(work) in i64, so large shapes do not wrap
