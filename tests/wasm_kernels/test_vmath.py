@@ -37,13 +37,19 @@ def max_errors(y: np.ndarray, expected: np.ndarray) -> tuple[float, float]:
     return float(rel[loose].max(initial=0)), float(diff[loose].max(initial=0))
 
 
-@pytest.mark.parametrize("op", sorted(MAX_ERROR))
-def test_max_error_over_all_floats(kernels, op: str) -> None:  # type: ignore[no-untyped-def]
+def _run_over_all_floats(kernels, op: str):  # type: ignore[no-untyped-def]
+    """``f32_<op>`` on ``_inputs()``, the float64 reference and it rounded to float32:
+    (x, y, expected, rounded)."""
     x = _inputs()
     y = kernels.call(f"f32_{op}", x=x, y=x.shape, n=x.size)["y"]
     with np.errstate(all="ignore"):
         expected = unary(op, x)
-        rounded = expected.astype(np.float32)
+        return x, y, expected, expected.astype(np.float32)
+
+
+@pytest.mark.parametrize("op", sorted(MAX_ERROR))
+def test_max_error_over_all_floats(kernels, op: str) -> None:  # type: ignore[no-untyped-def]
+    x, y, expected, rounded = _run_over_all_floats(kernels, op)
     np.testing.assert_array_equal(np.isnan(y), np.isnan(rounded), err_msg=f"{op}: NaN places")
     infinite = np.isinf(rounded)
     np.testing.assert_array_equal(y[infinite], rounded[infinite], err_msg=f"{op}: infinities")
@@ -58,11 +64,7 @@ def test_max_error_over_all_floats(kernels, op: str) -> None:  # type: ignore[no
 
 @pytest.mark.parametrize("op", sorted(MAX_ULPS))
 def test_max_ulps_over_all_floats(kernels, op: str) -> None:  # type: ignore[no-untyped-def]
-    x = _inputs()
-    y = kernels.call(f"f32_{op}", x=x, y=x.shape, n=x.size)["y"]
-    with np.errstate(all="ignore"):
-        expected = unary(op, x)
-    rounded = expected.astype(np.float32)
+    x, y, expected, rounded = _run_over_all_floats(kernels, op)
     checked = np.isfinite(rounded) & (np.abs(expected) >= ULP_FLOOR)
     ulp = np.spacing(np.abs(rounded[checked])).astype(np.float64)
     ulps = np.abs(y[checked].astype(np.float64) - expected[checked]) / ulp
