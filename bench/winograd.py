@@ -59,13 +59,13 @@ class _Conv(Module):
 def _compile(model: Module, x: np.ndarray, winograd: bool, tile4: bool = False) -> bytes:
     """The export with the pass off, or on for every conv it covers (no channel minimum),
     with F(2x2, 3x3) or (``tile4``) F(4x4, 3x3)."""
-    saved = PASS.ENABLED, PASS.MIN_CHANNELS, PASS.tile
-    PASS.ENABLED, PASS.MIN_CHANNELS = winograd, 1
+    saved = PASS.MIN_CHANNELS, PASS.tile
+    PASS.MIN_CHANNELS = 1
     PASS.tile = lambda oh, ow: 4 if tile4 else 2  # type: ignore[assignment]
     try:
-        return modelc.export(model, (x,))
+        return modelc.export(model, (x,), winograd=winograd)
     finally:
-        PASS.ENABLED, PASS.MIN_CHANNELS, PASS.tile = saved
+        PASS.MIN_CHANNELS, PASS.tile = saved
 
 
 def _timed(run: Callable[[], object], calls: int) -> float:

@@ -9,8 +9,8 @@ epilogue and residual: 16 multiplies per 2x2 output tile and channel pair instea
 It applies to a float32 conv2d with a constant (O, C, 3, 3) weight, a constant bias or none,
 stride 1, dilation 1, one group, a static input shape, and at least ``MIN_CHANNELS`` input
 and output channels, whose fused epilogue has an output transform row. It runs after
-``fuse_epilogues`` (the conv's epilogue travels to the output transform) and only when
-``ENABLED``.
+``fuse_epilogues`` (the conv's epilogue travels to the output transform);
+``modelc.export(..., winograd=False)`` leaves it out of the pipeline.
 """
 
 from __future__ import annotations
@@ -26,7 +26,6 @@ from ..graph import Graph, Node, Value
 from ..ops._shapes import pair
 from ..ops.winograd_output import kernel, tiles
 
-ENABLED = True
 MIN_CHANNELS = 16
 """Fewest input and output channels: with the transform kernels, NudeNet's 16 @80 ran 0.90
 of the direct conv and ddddocr's 24 @104 0.86 (bench/winograd.py; 1.35 before them)."""
@@ -127,9 +126,8 @@ def _rewrite(graph: Graph, node: Node) -> None:
 
 
 def winograd_convs(graph: Graph) -> Graph:
-    """Rewrite every eligible conv2d when ``ENABLED`` (see the module docstring)."""
-    if ENABLED:
-        for node in [n for n in graph.nodes if n.op == "conv2d"]:
-            if _applies(node):
-                _rewrite(graph, node)
+    """Rewrite every eligible conv2d (see the module docstring)."""
+    for node in [n for n in graph.nodes if n.op == "conv2d"]:
+        if _applies(node):
+            _rewrite(graph, node)
     return graph

@@ -81,7 +81,6 @@ def compiled(request):  # type: ignore[no-untyped-def]
     kwargs, shape, bias, activation, residual = CASES[case]
     x = _x(*shape)
     patch = pytest.MonkeyPatch()
-    patch.setattr(PASS, "ENABLED", True)
     patch.setattr(PASS, "MIN_CHANNELS", 16)
     patch.setattr(PASS, "tile", lambda oh, ow: tile)  # every shape at this tile
     try:
@@ -119,7 +118,6 @@ def test_winograd_matches_torch(compiled, kernels: str) -> None:  # type: ignore
 ])
 def test_convs_it_does_not_cover_stay(kwargs: dict, shape: tuple, weight: np.ndarray,
                                       monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(PASS, "ENABLED", True)
     monkeypatch.setattr(PASS, "MIN_CHANNELS", 16)
     model = Lambda(lambda x: F.conv2d(x, weight, None, **kwargs))
     graph = modelc.optimize(modelc.trace(model, (_x(*shape),)))

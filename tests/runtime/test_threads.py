@@ -3,7 +3,6 @@ for bit on every wasm provider, races included; sessions join their workers. The
 threads: test_threads_sandbox.py."""
 
 import gc
-import importlib
 import os
 import sys
 import threading
@@ -105,30 +104,29 @@ class Depthwise(nn.Module):
         return self.pair(self.seven(h))  # (1, 74, 24, 25)
 
 
+def _exported_image_model(module: type[nn.Module], seed: int, shape: tuple[int, ...],
+                          **export: bool) -> tuple[nn.Module, bytes, dict[str, np.ndarray]]:
+    """``module`` seeded with ``seed``, exported for one random image of ``shape``."""
+    np.random.seed(seed)
+    model = module().eval()
+    inputs = {"x": np.random.default_rng(seed).standard_normal(shape).astype(np.float32)}
+    return model, modelc.export(model, inputs, **export), inputs
+
+
 @pytest.fixture(scope="module")
 def depthwise():
-    np.random.seed(5)
-    model = Depthwise().eval()
-    inputs = {"x": np.random.default_rng(2).standard_normal((1, 37, 48, 50)).astype(np.float32)}
-    return model, modelc.export(model, inputs), inputs
+    return _exported_image_model(Depthwise, 5, (1, 37, 48, 50))
 
 
 @pytest.fixture(scope="module")
 def grouped():
-    np.random.seed(6)
-    model = Grouped().eval()
-    inputs = {"x": np.random.default_rng(3).standard_normal((1, 128, 9, 11)).astype(np.float32)}
-    return model, modelc.export(model, inputs), inputs
+    return _exported_image_model(Grouped, 6, (1, 128, 9, 11))
 
 
 @pytest.fixture(scope="module")
 def convs():
-    np.random.seed(4)
-    model = Convs().eval()
-    inputs = {"x": np.random.default_rng(1).standard_normal((1, 8, 30, 31)).astype(np.float32)}
-    with pytest.MonkeyPatch.context() as patch:  # the conv kernels, not Winograd's transforms
-        patch.setattr(importlib.import_module("modelc.passes.winograd_convs"), "ENABLED", False)
-        return model, modelc.export(model, inputs), inputs
+    # the conv kernels, not Winograd's transforms
+    return _exported_image_model(Convs, 4, (1, 8, 30, 31), winograd=False)
 
 
 @pytest.fixture(scope="module")
@@ -144,9 +142,7 @@ def block():
 def _worker_ticks() -> int:
     """CPU ticks the process's live wasmnn worker threads have used (Linux)."""
     total = 0
-    for thread in threading.enumerate():
-        if not thread.name.startswith("wasmnn-worker"):
-            continue
+    for thread in worker_threads():
         with open(f"/proc/self/task/{thread.native_id}/stat") as stat:
             fields = stat.read().rsplit(") ", 1)[1].split()
         total += int(fields[11]) + int(fields[12])
