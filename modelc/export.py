@@ -92,7 +92,7 @@ def export(model: nn.Module | Graph | str | os.PathLike[str], example_inputs: An
         target: one of ``TARGETS``. ``"wasi"`` is ``standalone=True``. ``"web"`` is a
             standalone module for a web page, a Web Worker or Node; with ``path``, the
             loader ``wasmnn.js`` (``WEB_LOADER``) is written beside it.
-        winograd: run dense 3x3 stride-1 convs as Winograd F(2x2, 3x3)
+        winograd: run dense 3x3 stride-1 convs as Winograd F(2x2, 3x3) or F(4x4, 3x3)
             (``passes.winograd_convs``, the default); False keeps them direct convs (bits
             closer to a direct conv's, smaller weights).
 

@@ -54,7 +54,7 @@ PIPELINE: tuple[Pass, ...] = (
     compose_permutes,      # permute chains into one permute; identities removed
     split_permutes,        # a permute of over 4 unmergeable axes: block moves of <= 4 each
     fuse_epilogues,        # relu & co. into the producing gemm
-    winograd_convs,        # dense 3x3 stride-1 convs as Winograd F(2x2, 3x3) (when enabled)
+    winograd_convs,        # dense 3x3 stride-1 convs as Winograd F(2x2) / F(4x4, 3x3)
     materialize_outputs,   # a constant graph output copied into the arena
     plan_memory,           # one activation arena by liveness, symbolic in the dims (last)
 )
