@@ -88,12 +88,22 @@ IN_PLACE = [(1, 2, h, w, pad, 1, 3, 2) for h in (2, 3, 4, 5, 6, 7, 9, 12) for w,
      (20, (0, 0)), (7, (2, 2))) if h + 2 * pad[0] >= 5] + [
     (3, 2, 14, 28, (1, 1), 1, 3, 1), (2, 3, 11, 14, (1, 1), 2, 3, 1),
     (2, 4, 28, 56, (1, 1), 1, 3, 1), (2, 3, 14, 14, (2, 2), 2, 5, 1),
-    (2, 4, 28, 56, (2, 2), 1, 5, 1)]
+    (2, 4, 28, 56, (2, 2), 1, 5, 1)] + [
+    (1, 2, h, w, pad, 1, 3, (2, 1)) for h in (2, 3, 4, 5, 6, 7, 9, 12, 13) for w, pad in
+    ((8, (1, 1)), (9, (1, 1)), (12, (1, 1)), (13, (1, 1)), (10, (0, 0)), (17, (0, 1)),
+     (16, (1, 0)), (7, (1, 1))) if h + 2 * pad[0] >= 3] + [
+    (2, 3, 12, 80, (1, 1), 1, 3, (2, 1)), (2, 3, 13, 21, (1, 1), 2, 3, (2, 1)),
+    (3, 2, 6, 80, (1, 1), 1, 3, (2, 1))]
+
+
+def _strides(s: int | tuple[int, int]) -> tuple[int, int]:
+    return (s, s) if isinstance(s, int) else s
 
 
 @pytest.mark.parametrize("n, c, h, w, pad, mult, k, s", IN_PLACE)
 def test_rows_read_in_place(kernels, n: int, c: int, h: int, w: int,  # type: ignore[no-untyped-def]
-                            pad: tuple[int, int], mult: int, k: int, s: int) -> None:
+                            pad: tuple[int, int], mult: int, k: int,
+                            s: int | tuple[int, int]) -> None:
     """The in-place rows beside the border rows: heights where every row is a border row
     (2..4) and where single and paired interior rows remain, the left lane zeroed (pw 1) or
     not, unequal padding, batch and channels (the read-ahead crosses into the next plane),
@@ -103,16 +113,19 @@ def test_rows_read_in_place(kernels, n: int, c: int, h: int, w: int,  # type: ig
     from the next row, the last one, stored after it, from the padding);
     rows whose last columns (1 or 2) lie right of the plane, after one and two tiles and a
     one-register tile (stride 1, 12 and 13 wide); at stride 1 the last one or two rows in
-    place too but in the input's last plane (batch and channels), odd and even heights."""
-    out, expected = _run(kernels, PLAIN, (n, c, h, w), mult, (k, k), (s, s), pad,
+    place too but in the input's last plane (batch and channels), odd and even heights;
+    3x3 at stride (2, 1) as at stride 1 across, as at stride 2 down."""
+    out, expected = _run(kernels, PLAIN, (n, c, h, w), mult, (k, k), _strides(s), pad,
                          seed=h * 31 + w)
     np.testing.assert_allclose(out, expected, rtol=1e-4, atol=1e-4)
 
 
 @pytest.mark.parametrize("k, w, s", [(3, 16, 2), (3, 10, 2), (3, 12, 2), (3, 14, 2),
-                                     (5, 16, 2), (3, 8, 1), (3, 13, 1), (5, 14, 1)])
+                                     (5, 16, 2), (3, 8, 1), (3, 13, 1), (5, 14, 1),
+                                     (3, 8, (2, 1)), (3, 13, (2, 1))])
 @pytest.mark.parametrize("end", ["start", "end"])
-def test_in_place_input_at_memory_edge(kernels, end: str, k: int, w: int, s: int) -> None:  # type: ignore[no-untyped-def]
+def test_in_place_input_at_memory_edge(kernels, end: str, k: int, w: int,  # type: ignore[no-untyped-def]
+                                       s: int | tuple[int, int]) -> None:
     """X at address 0 or ending at the last byte of memory: the in-place tiles' loads left
     of a row, past its end (narrow tiles, 5 to 7 outputs a row, reach 9 floats past it) and
     ahead into the next plane stay inside the input (a trap would fail the test)."""
@@ -121,8 +134,8 @@ def test_in_place_input_at_memory_edge(kernels, end: str, k: int, w: int, s: int
     x = rng.standard_normal((n, c, h, w), np.float32)
     weight = rng.standard_normal((c, 1, k, k), np.float32)
     bias = rng.standard_normal(c).astype(np.float32)
-    expected = F.conv2d(x, weight, bias, s, k // 2, 1, c)
-    window = (*expected.shape[2:], k, k, s, s, k // 2, k // 2, 1, 1)
+    expected = F.conv2d(x, weight, bias, _strides(s), k // 2, 1, c)
+    window = (*expected.shape[2:], k, k, *_strides(s), k // 2, k // 2, 1, 1)
     scratch = 4 * abi.depthwise_scratch_floats(h, w, *window)
     memory = kernels.view()
     x_at = 0 if end == "start" else memory.size - x.nbytes

@@ -207,14 +207,14 @@ def _reads_in_place(f: Frame) -> bool:
 
 
 def _in_place_sizes(f: Frame) -> None:
-    """``inplace``: the call takes an ``IN_PLACE`` kernel (k x k, stride s) with ``ph``,
+    """``inplace``: the call takes an ``IN_PLACE`` kernel (k x k, stride (sh, s)) with ``ph``,
     ``pw`` <= k // 2, rows of at least its ``IN_PLACE`` registers, and padding right of the
     plane only inside the register after a row's last one (``s ow - pw < w``: its last
     output column's taps end before column ``w + k - 1 - s``), which the tile ending the row
     zeroes (an earlier tile holding one of those columns, e.g. column ``ow - 2`` of a 5x5
-    row 9 wide, computes it wrong, and the last tile, stored after it, right); at stride 1
+    row 9 wide, computes it wrong, and the last tile, stored after it, right); at s = 1
     also row 0's left lanes readable (``x >= 4 pw``). Its output rows ``ostart <= oy <
-    iend`` read input rows 0 <= ``s oy - ph`` .. ``h - 1`` in place (``istrict``: .. ``h -
+    iend`` read input rows 0 <= ``sh oy - ph`` .. ``h - 1`` in place (``istrict``: .. ``h -
     2`` in the input's last plane, as a tile's registers reach up to 3 floats past its
     row's end, a narrow tile's up to 9, and such a row is at least 10 wide; ``iloose`` in
     the others), each register a tile loads then inside the input, or one row before the
@@ -224,8 +224,8 @@ def _in_place_sizes(f: Frame) -> None:
     starts."""
     c = f.c
     c.emit("i32.const", 0)
-    for (k, s, _), registers in IN_PLACE.items():
-        f.get("path").emit("i32.const", UNROLLED.index((k, s, s)) + 1).emit("i32.eq")
+    for (k, _, s), registers in IN_PLACE.items():
+        f.get("path").emit("i32.const", UNROLLED.index((k, _, s)) + 1).emit("i32.eq")
         f.get("ph").emit("i32.const", k // 2).emit("i32.le_u").emit("i32.and")
         f.get("pw").emit("i32.const", k // 2).emit("i32.le_u").emit("i32.and")
         f.get("ow").emit("i32.const", f.isa.lanes * registers).emit("i32.ge_u").emit("i32.and")
@@ -256,17 +256,18 @@ def _in_place_sizes(f: Frame) -> None:
     # topok: a k x k call with ph == k // 2 whose left lanes are readable (x >= 4 pw) runs
     # output rows 0 and 1 in place, the rows above the plane a zero register
     c.emit("i32.const", 0)
-    for k, s, _ in IN_PLACE:
-        f.get("path").emit("i32.const", UNROLLED.index((k, s, s)) + 1).emit("i32.eq")
-        f.get("ph").emit("i32.const", k // 2).emit("i32.eq").emit("i32.and").emit("i32.or")
+    for kernel in IN_PLACE:
+        f.get("path").emit("i32.const", UNROLLED.index(kernel) + 1).emit("i32.eq")
+        f.get("ph").emit("i32.const", kernel[0] // 2).emit("i32.eq").emit("i32.and")
+        c.emit("i32.or")
     f.get("x", "pw").emit("i32.const", 2).emit("i32.shl").emit("i32.ge_u").emit("i32.and")
     f.set("topok")
     # bottomok: a k x k call at stride 1 with ph == k // 2 runs its last rows in place (but
     # in the input's last plane), the rows below the plane a zero register
     c.emit("i32.const", 0)
-    for k, s, _ in IN_PLACE:
-        if s == 1:
-            f.get("path").emit("i32.const", UNROLLED.index((k, s, s)) + 1).emit("i32.eq")
+    for k, sh, sw in IN_PLACE:
+        if sh == 1:
+            f.get("path").emit("i32.const", UNROLLED.index((k, sh, sw)) + 1).emit("i32.eq")
             f.get("ph").emit("i32.const", k // 2).emit("i32.eq").emit("i32.and")
             c.emit("i32.or")
     f.set("bottomok")

@@ -9,12 +9,13 @@ from . import depthwise_tile
 from .depthwise_tile import REGS, ROWS, Frame, Kernel
 from .loops import strided_loop
 
-IN_PLACE = {(3, 2, 2): 1, (5, 2, 2): REGS, (3, 1, 1): REGS, (5, 1, 1): REGS}
-"""The unrolled kernels (k, stride, stride) whose interior rows read the input plane in place
+IN_PLACE = {(3, 2, 2): 1, (5, 2, 2): REGS, (3, 1, 1): REGS, (5, 1, 1): REGS,
+            (3, 2, 1): REGS}
+"""The unrolled kernels (k, sh, sw) whose interior rows read the input plane in place
 (``in_place_rows``) when their output rows have at least this many registers: a 5x5
 kernel's 7-wide rows at stride 2 (every tile at an edge of the plane, most input rows in
-the border) ran ~6% slower in place than copied; at stride 1 rows narrower than a tile
-keep the copy."""
+the border) ran ~6% slower in place than copied; at column stride 1 rows narrower than a
+tile keep the copy."""
 
 
 def rows(f: Frame, kernel: Kernel | None, mode: str = "") -> None:

@@ -38,11 +38,6 @@ NEXT_LANE = [bytes(range(4, 16)) + bytes(range(16 + 4 * lane, 20 + 4 * lane))
 """The ``i8x16.shuffle`` of registers (a, b) giving a's lanes 1..3 then b's lane 0 (1): the
 stride-2 pixels of tap j + 2 from tap j's and the next register's."""
 
-AHEAD_LINES = {2: 4, 1: 1}
-"""Cache lines of the next input plane an in-place tile of several rows reads ahead, by
-stride: about the lines of its own plane a tile takes (a 112-wide plane's 784 lines over its
-196 such tiles at stride 2, over its 784 at stride 1)."""
-
 HOISTED_TAPS = 9
 """Kernels of at most this many taps keep their weights in registers across a channel."""
 
@@ -132,7 +127,7 @@ def tile(f: Frame, kernel: Kernel | None, mode: str, weights: list[int],
                 f.get(flag).emit("select").emit("local.set", f.tile_edges[side])
         _unrolled_taps(f, kernel, weights, acc, (in_place, *outside))
         if in_place and rows > 1:
-            _read_ahead(f, AHEAD_LINES[kernel[1]])
+            _read_ahead(f, kernel[1] * kernel[2])
     for q, row in enumerate(acc):
         if store == "lanes":
             _store_lanes(f, row[0], q)
@@ -252,7 +247,9 @@ def _read_ahead(f: Frame, lines: int) -> None:
     """Read one word of each of the next ``lines`` cache lines at ``ahead`` while they lie
     before ``aend`` (the next input plane), and move ``ahead`` past them: WebAssembly has no
     prefetch instruction, and a plane streaming from memory otherwise waits in the tiles'
-    loads."""
+    loads. A tile of several rows reads ``sh * sw`` lines ahead: about the lines of its own
+    plane it takes (a 112-wide plane's 784 lines over its 196 such tiles at stride 2, over
+    its 784 at stride 1)."""
     c = f.c
     f.get("ahead").emit("i32.const", 64 * lines).emit("i32.add")
     f.get("aend").emit("i32.le_u").emit("if")
