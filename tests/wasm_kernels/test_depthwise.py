@@ -1,6 +1,6 @@
 """Every depthwise row against nn.functional.conv2d with groups = c (and torch for the
-MobileNetV2 shapes): unrolled 3x3 and 5x5 kernels at stride 1 and 2, 7x7 at stride 1 and
-3x3 at (2, 1), the runtime-tap paths (other kernels, dilation, stride 3, unequal strides);
+MobileNetV2 shapes): unrolled 3x3 and 5x5 kernels at stride 1, 2, (2, 1) and (1, 2), 7x7 at
+stride 1, the runtime-tap paths (other kernels, dilation, stride 3);
 tiles of 2 registers (narrow ones on rows 5 to 7 wide), one register and lane by lane over
 planes 1..17 and 56 wide; padding 0..2; channel multipliers; batch > 1; traps on a geometry
 the kernel was not sized for."""
@@ -41,7 +41,7 @@ def _run(kernels, spec: abi.KernelSpec, shape: tuple[int, int, int, int], mult: 
     return out, expected
 
 @pytest.mark.parametrize("k, sh, sw", [(3, 1, 1), (3, 2, 2), (5, 1, 1), (5, 2, 2), (7, 1, 1),
-                                       (3, 2, 1)])
+                                       (3, 2, 1), (5, 2, 1), (3, 1, 2), (5, 1, 2)])
 @pytest.mark.parametrize("size", [*range(1, 18), 56])
 def test_unrolled_kernels_over_plane_sizes(kernels, size: int, k: int, sh: int, sw: int) -> None:  # type: ignore[no-untyped-def]
     """Every tile shape: 4-register tiles, one-register tiles moved left to the row's end,
@@ -165,6 +165,9 @@ CASES = {
     "stride-2x1": ((1, 3, 10, 15), 1, (3, 3), (2, 1), (1, 1), (1, 1)),
     "stride-2x1-batch2-multiplier2": ((2, 3, 13, 22), 2, (3, 3), (2, 1), (1, 1), (1, 1)),
     "stride-2x1-no-padding": ((1, 2, 12, 80), 1, (3, 3), (2, 1), (0, 0), (1, 1)),
+    "5x5-stride-2x1-batch2-multiplier2": ((2, 3, 13, 22), 2, (5, 5), (2, 1), (2, 2), (1, 1)),
+    "stride-1x2-batch2-multiplier2": ((2, 3, 11, 37), 2, (3, 3), (1, 2), (1, 1), (1, 1)),
+    "5x5-stride-1x2-unequal-padding": ((1, 3, 7, 41), 1, (5, 5), (1, 2), (2, 1), (1, 1)),
     "stride-1x2": ((1, 3, 10, 15), 1, (3, 3), (1, 2), (1, 1), (1, 1)),
     "3x5": ((1, 2, 9, 11), 1, (3, 5), (1, 1), (1, 2), (1, 1)),
     "1x1": ((1, 3, 5, 7), 2, (1, 1), (1, 1), (0, 0), (1, 1)),
@@ -182,7 +185,9 @@ def test_depthwise_shapes(kernels, case: str) -> None:  # type: ignore[no-untype
 @pytest.mark.parametrize("spec", DEPTHWISE, ids=lambda s: s.name)
 def test_depthwise_epilogues(kernels, spec: abi.KernelSpec) -> None:  # type: ignore[no-untyped-def]
     for seed, case in enumerate(("batch2", "batch2-stride2", "multiplier3-stride2", "7x7",
-                                 "stride3", "odd-narrow", "stride-2x1-batch2-multiplier2")):
+                                 "stride3", "odd-narrow", "stride-2x1-batch2-multiplier2",
+                                 "5x5-stride-2x1-batch2-multiplier2",
+                                 "stride-1x2-batch2-multiplier2")):
         out, expected = _run(kernels, spec, *CASES[case], seed=seed)
         np.testing.assert_allclose(out, expected, rtol=1e-4, atol=1e-4,
                                    err_msg=f"{spec.name} {case}")

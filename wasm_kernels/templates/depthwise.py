@@ -18,7 +18,7 @@ one moved left to end at the row's end, recomputing a few columns, when more tha
 register's columns are left), then one-register tiles; a row narrower than a register is
 one register stored lane by lane. A tile keeps its accumulators in locals and runs the
 taps (``depthwise_tile``): unrolled, with constant load offsets, for the common kernels
-(``UNROLLED``: 3x3 and 5x5 at stride 1 or 2, 7x7 at stride 1, 3x3 at (2, 1), no dilation), as
+(``UNROLLED``: 3x3 and 5x5 at stride 1, 2, (2, 1) or (1, 2), 7x7 at stride 1, no dilation), as
 runtime loops otherwise. The quantized rows dequantize in the plane copy and quantize in the tiles'
 store (``depthwise_quant``). Work is independent per output channel: a caller may split a
 call by images or by ranges of input channels, each part with its own scratch plane

@@ -30,8 +30,9 @@ Kernel: TypeAlias = "tuple[int, int, int]"
 """(k, sh, sw): a k x k kernel at stride (sh, sw), no dilation."""
 
 UNROLLED: tuple[Kernel, ...] = ((3, 1, 1), (3, 2, 2), (5, 1, 1), (5, 2, 2), (7, 1, 1),
-                                (3, 2, 1))
-"""The kernels with unrolled taps; (3, 2, 1): PP-OCR's recognisers halve the height only."""
+                                (3, 2, 1), (5, 2, 1), (3, 1, 2), (5, 1, 2))
+"""The kernels with unrolled taps; (k, 2, 1) and (k, 1, 2): PP-OCR's recognisers and
+text-line classifiers halve one side of the plane only."""
 
 NEXT_LANE = [bytes(range(4, 16)) + bytes(range(16 + 4 * lane, 20 + 4 * lane))
              for lane in (0, 1)]
