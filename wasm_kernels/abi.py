@@ -24,7 +24,8 @@ VERSION = 9
 MODULE = f"wasmnn_kernels_v{VERSION}"
 
 
-FUSED_ACTIVATIONS: tuple[str, ...] = ("relu", "relu6", "gelu", "silu", "sigmoid", "hardswish")
+FUSED_ACTIVATIONS: tuple[str, ...] = ("relu", "relu6", "gelu", "silu", "sigmoid", "hardswish",
+                                     "gelu_tanh")
 """The unary ops that the gemm, linear and conv families also apply in their epilogue."""
 
 
