@@ -23,6 +23,7 @@ from .gather_one_hot import gather_one_hot
 from .infer_shapes import infer_shapes
 from .linear_point_convs import linear_point_convs
 from .materialize_outputs import materialize_outputs
+from .merge_duplicates import merge_duplicates
 from .phase_conv_transposes import phase_conv_transposes
 from .plan_memory import plan_memory
 from .recognize_composites import recognize_composites
@@ -40,6 +41,7 @@ PIPELINE: tuple[Pass, ...] = (
     fold_batchnorm,        # inference batch norm merged into the conv/linear before it
     remove_no_ops,         # same-dtype casts, bool + zeros, concat of a tensor's own slices
     eliminate_dead_code,   # nodes that reach no output
+    merge_duplicates,      # a node repeating an earlier one (same op, inputs, attrs): dropped
     fold_dequantize_scales,  # qlinear(unit scales) * (x_scale * w_scale) + b: into qlinear
     fold_linear_bias,      # linear(x, w) + b (ONNX's MatMul, Add) into linear(x, w, b)
     fold_scales,           # matmul(linear(x) ...) * s: s moves into the linear's weights
@@ -78,6 +80,7 @@ __all__ = ["PIPELINE", "chain_max_pools", "compose_permutes", "eliminate_dead_co
            "fold_dequantize_scales", "fold_gathered_unary",
            "fold_linear_bias", "fold_scales", "frame_strided_convs", "fuse_epilogues",
            "gather_one_hot", "infer_shapes", "linear_point_convs", "materialize_outputs",
+           "merge_duplicates",
            "optimize", "phase_conv_transposes", "plan_memory",
            "recognize_composites", "recognize_layer_norm", "remove_no_ops", "softmax_last_axis",
            "split_permutes", "winograd_convs"]
