@@ -24,8 +24,7 @@ VERSION = 9
 MODULE = f"wasmnn_kernels_v{VERSION}"
 
 
-FUSED_ACTIVATIONS: tuple[str, ...] = ("relu", "relu6", "gelu", "silu", "sigmoid", "hardswish",
-                                     "gelu_tanh")
+FUSED_ACTIVATIONS: tuple[str, ...] = ("relu", "relu6", "gelu", "silu", "sigmoid", "hardswish")
 """The unary ops that the gemm, linear and conv families also apply in their epilogue."""
 
 
