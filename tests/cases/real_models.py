@@ -274,11 +274,17 @@ MODELS: dict[str, RealModel] = {
                      "dvec": rng.standard_normal((1, 256)).astype(np.float32),
                      **{k: (0.1 * rng.standard_normal((3, 1, 512))).astype(np.float32)
                         for k in ("h0", "c0")}}),
-    # An Arabic-name romanizer's GRU encoder and attention decoder step (seq2seq)
+    # An Arabic-name romanizer's GRU encoder and its attention decoder's step (seq2seq)
     "name_romanizer_encoder": RealModel(
         ROMANIZER, "arabic_name_romanizer/resources/encoder.onnx",
         lambda rng: {"src": rng.integers(4, 60, (1, 12)).astype(np.int64),
                      "src_mask": np.arange(12)[None, :] < 10}),
+    "name_romanizer_decoder": RealModel(
+        ROMANIZER, "arabic_name_romanizer/resources/decoder.onnx",
+        lambda rng: {"prefix": rng.integers(4, 60, (1, 5)).astype(np.int64),
+                     "memory": rng.standard_normal((1, 12, 256)).astype(np.float32),
+                     "src_mask": np.arange(12)[None, :] < 10,
+                     "hidden": (0.3 * rng.standard_normal((1, 2, 256))).astype(np.float32)}),
 }
 
 
