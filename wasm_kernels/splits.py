@@ -105,6 +105,12 @@ def _conv_gemm_groups() -> Split:
         (), 0, shares=("c", "o"))
 
 
+def _score_block_bytes(c: Code, push: Callable[[str], object]) -> None:
+    """Push the bytes of one part's block of scores: ``ATTENTION_ROWS * src * 4``."""
+    push("src")
+    c.emit("i32.const", abi.ATTENTION_ROWS * 4).emit("i32.mul")
+
+
 def splits(isa: str) -> dict[str, Split]:
     """The kernels that run on several threads, by name, for ``isa``'s tile sizes."""
     # NOTE: the dense kernels pack A's rows into wa where they lie in A, so parts pack
@@ -124,6 +130,13 @@ def splits(isa: str) -> dict[str, Split]:
                 "batch", {"a": ("a_stride",), "b": ("b_stride",), "c": ("m", "n"), **bias},
                 ("m", "k", "n"), DENSE_THRESHOLD,
                 per={"bias": "bias_every"} if bias else {})
+        elif spec.family == "attention":
+            # NOTE: parts are ranges of query rows of every batch element and head, each with
+            # its own block of scores
+            table[spec.name] = Split(
+                "rows", {"q": ("heads", "d"), "y": ("heads", "d")},
+                ("batch", "heads", "src", "d"), DENSE_THRESHOLD, gemm.TILES[isa][0],
+                region=Region("s", abi.ATTENTION_PARTS, _score_block_bytes))
         elif spec.family == "conv":
             # NOTE: output channels of one image and one group are contiguous in Y, and
             # whole blocks of them in the packed weight.
