@@ -11,14 +11,15 @@ ATTENTION_ROWS = 16
 128 keys, so they stay in L1 from the products that write them to the one that reads them)."""
 
 ATTENTION_PARTS = 8
-"""Blocks of scores in an attention kernel's scratch: a call split across threads runs at
-most this many parts (ranges of query rows), each in a block of its own."""
+"""Regions in an attention kernel's scratch: a call split across threads runs at most this
+many parts (ranges of query rows), each in a region of its own."""
 
 
-def attention_scratch_floats(src: int) -> int:
-    """The floats of an attention kernel's scratch for ``src`` keys: ``ATTENTION_PARTS``
-    blocks of ``ATTENTION_ROWS`` rows of scores."""
-    return ATTENTION_PARTS * ATTENTION_ROWS * src
+def attention_scratch_floats(src: int, d: int) -> int:
+    """The floats of an attention kernel's scratch for ``src`` keys of ``d`` floats a head:
+    ``ATTENTION_PARTS`` regions, each a block of ``ATTENTION_ROWS`` rows of scores and a
+    dense copy of one head's V (``src * d``)."""
+    return ATTENTION_PARTS * (ATTENTION_ROWS + d) * src
 
 
 _PARAMS = ("batch", "heads", "t", "rows", "src", "d")
@@ -28,7 +29,7 @@ _DOC = (
     "i < rows, h < heads: Q and Y are (batch, t, heads, d) from their pointers (a call's "
     "first query row, the rows <= t of each batch element computed), KT is (batch, heads, "
     "d, src), V is (batch, src, heads, d), all dense f32; s is scratch of "
-    "attention_scratch_floats(src) floats, overwritten")
+    "attention_scratch_floats(src, d) floats, overwritten")
 
 ATTENTION: tuple[KernelSpec, ...] = (
     KernelSpec("f32_head_attention", "attention", "head_attention",

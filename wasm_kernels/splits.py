@@ -106,9 +106,12 @@ def _conv_gemm_groups() -> Split:
 
 
 def _score_block_bytes(c: Code, push: Callable[[str], object]) -> None:
-    """Push the bytes of one part's block of scores: ``ATTENTION_ROWS * src * 4``."""
+    """Push the bytes of one part's region of an attention kernel's scratch:
+    ``(ATTENTION_ROWS + d) * src * 4``."""
+    push("d")
+    c.emit("i32.const", abi.ATTENTION_ROWS).emit("i32.add")
     push("src")
-    c.emit("i32.const", abi.ATTENTION_ROWS * 4).emit("i32.mul")
+    c.emit("i32.mul").emit("i32.const", 2).emit("i32.shl")
 
 
 def splits(isa: str) -> dict[str, Split]:
@@ -132,7 +135,7 @@ def splits(isa: str) -> dict[str, Split]:
                 per={"bias": "bias_every"} if bias else {})
         elif spec.family == "attention":
             # NOTE: parts are ranges of query rows of every batch element and head, each with
-            # its own block of scores
+            # its own region of scratch
             table[spec.name] = Split(
                 "rows", {"q": ("heads", "d"), "y": ("heads", "d")},
                 ("batch", "heads", "src", "d"), DENSE_THRESHOLD, gemm.TILES[isa][0],

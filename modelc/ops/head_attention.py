@@ -46,8 +46,12 @@ class HeadAttention(OpDef):
         return [(query, dtypes[0])]
 
     def scratch(self, node: Node) -> tuple[Shape, ...]:
-        """The kernel's blocks of scores: ``abi.attention_scratch_floats(S)`` floats."""
-        return ((abi.ATTENTION_PARTS * abi.ATTENTION_ROWS, node.inputs[1].shape[3]),)
+        """The kernel's blocks of scores and copies of V: ``abi.attention_scratch_floats(S,
+        D)`` floats."""
+        _, _, d, s = node.inputs[1].shape
+        if not isinstance(d, int):
+            raise CompileError(f"head_attention: the heads' width {d!r} must be static")
+        return ((abi.ATTENTION_PARTS * (abi.ATTENTION_ROWS + d), s),)
 
     def lower(self, node: Node, ctx: LowerContext) -> None:
         named = node.named_inputs()

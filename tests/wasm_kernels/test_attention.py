@@ -34,7 +34,7 @@ def test_attention(kernels, shape, name) -> None:  # type: ignore[no-untyped-def
     mask[1:, src // 2 + 1:] = np.finfo(np.float32).min
     masked = "mask" in abi.BY_NAME[name].params
     out = kernels.call(name, offset=4, q=q, kt=kt, v=v, mask=mask, y=(batch, t, heads, d),
-                       s=(abi.attention_scratch_floats(src),), batch=batch, heads=heads, t=t,
+                       s=(abi.attention_scratch_floats(src, d),), batch=batch, heads=heads, t=t,
                        rows=t, src=src, d=d, mask_stride=src)["y"]
     expected = reference(q, kt, v, mask if masked else None)
     np.testing.assert_allclose(out, expected, rtol=1e-4, atol=1e-5 * np.sqrt(d * src))
@@ -51,7 +51,7 @@ def test_attention_rows_of_a_part(kernels) -> None:  # type: ignore[no-untyped-d
     mask = rng.standard_normal(src).astype(np.float32)
     y = np.zeros((batch, t, heads, d), np.float32)
     whole = kernels.call("f32_head_attention_bias", q=q, kt=kt, v=v, mask=mask,
-                         y=kernels.inout(y), s=(abi.attention_scratch_floats(src),),
+                         y=kernels.inout(y), s=(abi.attention_scratch_floats(src, d),),
                          batch=batch, heads=heads, t=t, rows=t, src=src, d=d,
                          mask_stride=0)["y"]
     np.testing.assert_allclose(whole, reference(q, kt, v, np.stack([mask] * batch)),
@@ -61,7 +61,7 @@ def test_attention_rows_of_a_part(kernels) -> None:  # type: ignore[no-untyped-d
     flat_q = q.reshape(-1)[first * heads * d:]
     out = kernels.call("f32_head_attention_bias", q=flat_q, kt=kt, v=v, mask=mask,
                        y=kernels.inout(part.reshape(-1)[first * heads * d:].copy()),
-                       s=(abi.attention_scratch_floats(src),), batch=batch, heads=heads,
+                       s=(abi.attention_scratch_floats(src, d),), batch=batch, heads=heads,
                        t=t, rows=rows, src=src, d=d, mask_stride=0)["y"]
     written = np.zeros(batch * t * heads * d, np.float32)
     written[first * heads * d:] = out
