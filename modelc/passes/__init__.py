@@ -18,6 +18,7 @@ from .fold_gathered_unary import fold_gathered_unary
 from .fold_linear_bias import fold_linear_bias
 from .fold_scales import fold_scales
 from .frame_strided_convs import frame_strided_convs
+from .fuse_attention import fuse_attention
 from .fuse_epilogues import fuse_epilogues
 from .gather_one_hot import gather_one_hot
 from .infer_shapes import infer_shapes
@@ -60,6 +61,7 @@ PIPELINE: tuple[Pass, ...] = (
     compose_permutes,      # permute chains into one permute; identities removed
     split_permutes,        # a permute of over 4 unmergeable axes: block moves of <= 4 each
     fuse_epilogues,        # relu & co. into the producing gemm
+    fuse_attention,        # head permutes, scores (+ mask), softmax, @ v: one head_attention
     winograd_convs,        # dense 3x3 stride-1 convs as Winograd F(2x2) / F(4x4, 3x3)
     materialize_outputs,   # a constant graph output copied into the arena
     plan_memory,           # one activation arena by liveness, symbolic in the dims (last)
@@ -75,12 +77,10 @@ def optimize(graph: Graph, pipeline: tuple[Pass, ...] = PIPELINE) -> Graph:
 
 
 __all__ = ["PIPELINE", "chain_max_pools", "compose_permutes", "eliminate_dead_code",
-           "expand_powers",
-           "flush_subnormal_weights", "fold_affine", "fold_batchnorm", "fold_constants",
-           "fold_dequantize_scales", "fold_gathered_unary",
-           "fold_linear_bias", "fold_scales", "frame_strided_convs", "fuse_epilogues",
+           "expand_powers", "flush_subnormal_weights", "fold_affine", "fold_batchnorm",
+           "fold_constants", "fold_dequantize_scales", "fold_gathered_unary", "fold_linear_bias",
+           "fold_scales", "frame_strided_convs", "fuse_attention", "fuse_epilogues",
            "gather_one_hot", "infer_shapes", "linear_point_convs", "materialize_outputs",
-           "merge_duplicates",
-           "optimize", "phase_conv_transposes", "plan_memory",
+           "merge_duplicates", "optimize", "phase_conv_transposes", "plan_memory",
            "recognize_composites", "recognize_layer_norm", "remove_no_ops", "softmax_last_axis",
            "split_permutes", "winograd_convs"]
