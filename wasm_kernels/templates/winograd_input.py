@@ -27,7 +27,7 @@ from ..abi_winograd import TRANSFORMS, tile
 from ..wasm import Code
 from .conv_tiles import EVEN_LANES, ODD_LANES
 from .isa import Isa
-from .winograd import count, guarded_lanes, guarded_store, linear, locals_, pointer, shuffle
+from .winograd import count, guarded_lanes, linear, locals_, pointer, shuffle
 
 ORDER = {2: (1, 2, 0, 3), 4: tuple(range(6))}
 """The rows of ``B^T`` in the order they are stored: for m = 2, rows 1 and 2 share the
@@ -40,7 +40,7 @@ def body(c: Code, isa: Isa, spec: KernelSpec) -> None:
     a, bt = m + 2, TRANSFORMS[tile(spec.op)][0]
     reach = (20 if m == 4 else 10) if isa.vector else a  # columns a fast group reads
     locals_(c, "i32", "img", "ch", "i", "j", "kbytes", "xplane", "vbase", "tile", "base", "p",
-            "at", "interior", "shifted", "whole", "dst", "rows", "prow",
+            "at", "interior", "shifted", "whole", "two", "three", "dst", "rows",
             *(f"row{r}" for r in range(a)), *(f"ok{r}" for r in range(a)))
     t = [[c.local(isa.valtype, f"t{r}_{s}") for s in range(a)] for r in range(a)]
     d = [c.local(isa.valtype, f"d{q}") for q in range(a)]
@@ -77,6 +77,10 @@ def body(c: Code, isa: Isa, spec: KernelSpec) -> None:
             c.get("base").emit("i32.const", -1).emit("i32.eq")
             c.get("w").emit("i32.const", reach - 1).emit("i32.ge_s").emit("i32.and")
             c.set("shifted")
+        if isa.vector:  # two, three: 2 or 3 tiles left in the row
+            for name, tiles_left in (("two", 2), ("three", 3)):
+                c.get("j").emit("i32.const", tiles_left).emit("i32.add").get("tw")
+                c.emit("i32.le_u").set(name)
         c.get("j").emit("i32.const", g).emit("i32.add").get("tw").emit("i32.le_u").tee("whole")
         c.get("rows").emit("i32.and")
         with c.if_():
@@ -123,9 +127,27 @@ def body(c: Code, isa: Isa, spec: KernelSpec) -> None:
         stores(whole=loads is not None or not isa.vector)
 
     def guarded(row: str) -> None:
-        for q in range(a):
-            guarded_lanes(c, isa, row, "base", q, m, "w")
-            c.set(d[q])
+        """``d0 ..`` of a group whose columns leave the row at ``row``: each register of
+        columns (``_interior``'s) loaded whole where it is inside the row, else lane by
+        lane, zero outside it; the scalar ISA's ``d`` lane by lane."""
+        if not isa.vector:
+            for q in range(a):
+                guarded_lanes(c, isa, row, "base", q, m, "w")
+                c.set(d[q])
+            return
+        for k, first in enumerate(COLUMNS[m]):
+            # base + first >= 0 and base + first + 4 <= w
+            c.get("base").emit("i32.const", first).emit("i32.add").tee("at")
+            c.emit("i32.const", 0).emit("i32.ge_s")
+            c.get("at").emit("i32.const", isa.lanes).emit("i32.add").get("w").emit("i32.le_s")
+            c.emit("i32.and")
+            with c.if_():
+                pointer(c, "p", row, ("at",))
+                c.get("p").emit("v128.load", 2, 0).set(f"l{k}")
+                c.emit("else")
+                guarded_lanes(c, isa, row, "base", first, 1, "w")
+                c.set(f"l{k}")
+        _deinterleave(c, m, d)
 
     def stores(whole: bool) -> None:
         """The group's (m + 2)^2 positions from its rows ``t``, stored whole (``whole``, or
@@ -145,10 +167,8 @@ def body(c: Code, isa: Isa, spec: KernelSpec) -> None:
                     with c.if_():
                         c.get("dst", out)
                         isa.store(c)
-                        c.emit("else")  # the plane's row of tiles, its tiles below tw
-                        c.get("dst", "j").emit("i32.const", 2).emit("i32.shl")
-                        c.emit("i32.sub").set("prow")
-                        guarded_store(c, isa, out, "prow", "j", 0, "tw")
+                        c.emit("else")
+                        _partial_store(c, out)
                 c.get("dst", "kbytes").emit("i32.add").set("dst")
 
     def channel() -> None:
@@ -159,6 +179,22 @@ def body(c: Code, isa: Isa, spec: KernelSpec) -> None:
     count(c, "img", lambda: c.get("n"), 1, lambda: count(c, "ch", lambda: c.get("c"), 1,
                                                          channel))
 
+
+def _partial_store(c: Code, out: int) -> None:
+    """Store the lanes of ``out`` at ``dst`` for the 1-3 tiles left in a row (``two``,
+    ``three``): lanes 0-1 as one i64, lane 2 or lane 0 as an f32."""
+    c.get("two")
+    with c.if_():
+        c.get("dst", out).emit("i64x2.extract_lane", 0).emit("i64.store", 2, 0)
+        c.get("three")
+        with c.if_():
+            c.get("dst", out).emit("f32x4.extract_lane", 2).emit("f32.store", 2, 8)
+        c.emit("else")
+        c.get("dst", out).emit("f32x4.extract_lane", 0).emit("f32.store", 2, 0)
+
+
+COLUMNS = {2: (0, 4, 2, 6), 4: (0, 4, 8, 12, 16)}
+"""The first column (after ``base``) of each register ``l0 ..`` a group's rows load."""
 
 SHIFT = (3, 4, 5, 6)
 """The lanes of two registers of columns ``c .. c + 7`` that hold columns ``c + 3 .. c + 6``
@@ -198,12 +234,8 @@ def _interior(c: Code, isa: Isa, m: int, d: list[int]) -> None:
         for q in range(m + 2):
             c.get("p").emit("f32.load", 2, 4 * q).set(d[q])
         return
-    if m == 2:
-        for k, offset in enumerate((0, 16, 8, 24)):  # columns base, base + 4, + 2, + 6
-            c.get("p").emit("v128.load", 2, offset).set(f"l{k}")
-    else:
-        for k in range(5):  # l_k: columns base + 4 k .. base + 4 k + 3
-            c.get("p").emit("v128.load", 2, 16 * k).set(f"l{k}")
+    for k, first in enumerate(COLUMNS[m]):  # l_k: columns base + first .. base + first + 3
+        c.get("p").emit("v128.load", 2, 4 * first).set(f"l{k}")
     _deinterleave(c, m, d)
 
 
