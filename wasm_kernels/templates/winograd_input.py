@@ -9,8 +9,9 @@ loads at ``base``, ``base + 4``, ... ``base + 16``), then ``B^T`` along the colu
 along the rows gives the (m + 2)^2 positions, each stored into its plane of V. The first
 group of a row padded by one column (``base`` = -1, the usual 'same' 3x3 conv) loads from
 column 0 and shifts a zero into the first lane (``_loads``); any other group whose columns
-leave the row loads lane by lane, zero outside it; a row outside the input is zeros; only a
-last group of fewer tiles stores lane by lane, its own lanes.
+leave the row loads whole the registers inside the row and lane by lane the others, zero
+outside it (the scalar ISA: each ``d`` lane by lane); a row outside the input is zeros; only
+a last group of 1-3 tiles stores part of a register (``_partial_store``).
 
 NOTE: the groups at a row's ends were most of the time: at 52x52 with F(4x4) the first and
 the last group of every row and every group of the first and last rows (58% of the groups)
