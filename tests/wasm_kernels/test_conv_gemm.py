@@ -164,7 +164,7 @@ def test_conv2d_gemm_matches_torch(kernels) -> None:  # type: ignore[no-untyped-
     ("3x3-chunks", 8, 19), ("stride2-odd", 8, 19), ("1x1", 8, 19), ("1x1-exact", 8, 19),
     ("1x1-stride2-odd", 8, 19), ("1x1-stride2-wide", 8, 19), ("7x7-small", 8, 19),
     ("taps-tail", 8, 19), ("taps-tail", 33, 41), ("taps-end", 35, 50), ("taps-stride2", 8, 19),
-    ("taps-stride2", 30, 45)])
+    ("taps-stride2", 30, 45), ("stride2-halves", 4, 30), ("7x7-rows", 5, 60)])
 def test_conv2d_gemm_computes_only_its_part_of_the_pixels(kernels, case: str, first: int,
                                                           count: int) -> None:  # type: ignore[no-untyped-def]
     """A thread's part: pixels first .. first + count of each plane, with Y, R and ws moved
