@@ -177,8 +177,8 @@ def runs_as_gemm(cg: int, og: int, kernel: tuple[int, int], stride: tuple[int, i
     direct tile keeps up on long rows at stride 1 with few output channels, where packing is a
     large share of the work (2 * og multiply-adds per packed float: at 24 channels it ran
     1.2x the gemm). A pointwise conv at stride 1 reads its input in place (no packing) and
-    runs 1.1-1.27x the direct kernel at every plane size, except an expansion from fewer than 24
-    channels on a plane over 56x56 (16 -> 96 @112) or from fewer than 16.
+    runs 1.07-1.36x the direct kernel at every plane size and channel count measured (1 -> 16
+    and 16 -> 96 @112 too).
     Depthwise convs (one channel in and out per group) are no gemm, nor is a conv with few
     input channels and 3 adjacent taps per kernel row (a first conv on RGB) at stride 1 or 2
     with up to 32 output channels and rows of 16 or more, unless the gemm reads it in place
@@ -201,10 +201,9 @@ def runs_as_gemm(cg: int, og: int, kernel: tuple[int, int], stride: tuple[int, i
         return kernel == (3, 3) and og >= 16 and (
             (padded and stride[1] == 2) or taps(cg, og, kernel, stride, out, dilation, padded))
     if kernel == (1, 1) and stride == (1, 1):
-        # NOTE: from 16 input channels (two 8-step iterations of the tile's remainder loop,
-        # ``dense_tile.MID``) the gemm ran 1.05-1.3x the direct kernel up to 56x56 planes on
-        # both ISAs; at 112x112 from 16 channels it was even (relaxed) or slower (simd128).
-        return cg >= 24 or og <= cg or (cg >= 16 and out[0] * out[1] <= 56 * 56)
+        # NOTE: read in place, the gemm ran 1.07-1.36x the direct kernel on every pointwise
+        # shape measured, both ISAs: 1 -> 16 to 16 -> 96 @112, 12 -> 96 @56, 96 -> 1 @52
+        return True
     if stride != (1, 1):
         return True
     return og >= 48 or out[1] < 32 or (taps(cg, og, kernel, stride, out, dilation, padded)

@@ -68,8 +68,8 @@ CASES = {
         Lambda(lambda x: F.conv2d(x, W_3X3, BIAS[:8], padding=1)), _x(1, 3, 4, 50), {},
         "f32_conv2d",
         lambda t, x: t.nn.functional.conv2d(x, t.tensor(W_3X3), t.tensor(BIAS[:8]), padding=1)),
-    "direct_pointwise_large_plane": (
-        Lambda(lambda x: F.conv2d(x, W_POINT, None)), _x(1, 16, 60, 61), {}, "f32_conv2d",
+    "gemm_pointwise_expansion_large_plane": (
+        Lambda(lambda x: F.conv2d(x, W_POINT, None)), _x(1, 16, 60, 61), {}, "f32_conv2d_gemm",
         lambda t, x: t.nn.functional.conv2d(x, t.tensor(W_POINT))),
 }
 
@@ -102,8 +102,8 @@ def test_conv_kernels_match_torch_and_lower_to_the_rules_kernel(compiled) -> Non
 
 def test_the_rule_on_resnet_and_detector_layers() -> None:
     # stride 2, small planes, many channels, pointwise convs and rows of 128 or more read in
-    # place: the gemm; rows under 128 with few channels, pointwise expansions from few
-    # channels and depthwise convs: the direct kernel
+    # place: the gemm; rows under 128 with few channels and depthwise convs: the direct
+    # kernel
     assert runs_as_gemm(64, 128, (3, 3), (2, 2), (28, 28))
     assert runs_as_gemm(512, 512, (3, 3), (1, 1), (7, 7))
     assert runs_as_gemm(96, 96, (3, 3), (1, 1), (52, 52))
@@ -113,7 +113,8 @@ def test_the_rule_on_resnet_and_detector_layers() -> None:
     assert not runs_as_gemm(64, 24, (3, 3), (1, 1), (128, 128), padded=False)
     assert runs_as_gemm(144, 24, (1, 1), (1, 1), (56, 56))
     assert runs_as_gemm(24, 144, (1, 1), (1, 1), (56, 56))
-    assert not runs_as_gemm(16, 96, (1, 1), (1, 1), (112, 112))
+    assert runs_as_gemm(16, 96, (1, 1), (1, 1), (112, 112))
+    assert runs_as_gemm(1, 16, (1, 1), (1, 1), (112, 112))
     assert runs_as_gemm(320, 1280, (1, 1), (1, 1), (7, 7))
     assert not runs_as_gemm(1, 1, (3, 3), (2, 2), (28, 28))
     # a first conv on RGB runs on the gemm when it reads its input in place or phased (padded,
