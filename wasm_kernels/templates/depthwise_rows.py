@@ -21,7 +21,9 @@ tile keep the copy."""
 def rows(f: Frame, kernel: Kernel | None, mode: str = "") -> None:
     """Every output row of the channel with ``kernel``'s unrolled taps, ``ROWS`` rows per
     tile while they last (None: runtime loops over the taps, one row per tile, pixels
-    loaded per ``mode``)."""
+    loaded per ``mode``). Rows 5 to 7 wide get narrow tiles at equal strides only: the
+    unequal ones (PP-OCR's 80- and 160-wide planes) would pay for the second copy of the
+    row loops in code size and compile time, not in speed."""
     weights = depthwise_tile.hoist_weights(f, kernel)
 
     def rows(count: int, narrow: bool) -> None:
@@ -41,7 +43,7 @@ def rows(f: Frame, kernel: Kernel | None, mode: str = "") -> None:
             strided_loop(f.c, f.v["oy"], ROWS, f.arg["oh"], lambda: rows(ROWS, narrow))
         strided_loop(f.c, f.v["oy"], 1, f.arg["oh"], lambda: rows(1, narrow))
 
-    _narrow_or_not(f, kernel is not None, every_row)
+    _narrow_or_not(f, kernel is not None and kernel[1] == kernel[2], every_row)
 
 
 def _narrow_or_not(f: Frame, narrow: bool, body: Callable[[bool], None]) -> None:
