@@ -81,9 +81,32 @@ def _product(n: OnnxNode, a: tuple, b: tuple, output: tuple = (None, None),
     return F.qmatmul(x, xs, xz, w, ws, wz, *output)
 
 
+def _symmetric(w: np.ndarray, zero: Any) -> tuple[Any, Any] | None:
+    """A known (K, N) weight and its zero point (one, or one per column) as int8 with zero
+    point 0 (what ``qlinear``'s kernels take) when ``w - zero`` fits; None when it does not
+    (uint8 weights with a zero point far from 128)."""
+    if not is_known(zero) or (w.dtype == np.int8 and not np.any(zero)):
+        return w, zero
+    centered = w.astype(np.int32) - np.asarray(zero, np.int32)
+    if np.abs(centered).max(initial=0) > 127:
+        return None
+    return centered.astype(np.int8), np.array(0, np.int8)
+
+
 def matmul_integer(n: OnnxNode) -> Any:
+    """MatMulInteger; a known weight that ``qlinear``'s kernels cannot take (``_symmetric``)
+    runs as a float32 ``linear`` of the centered operands (integers: exact up to 2**24,
+    about 1e-7 off past it, as the accumulator the graph holds in float32 is)."""
     a, b = n.input(0), n.input(1)
-    return _product(n, (a, ONE, _zero_point(n, 2, a)), (b, ONE, _zero_point(n, 3, b)))
+    az, bz = _zero_point(n, 2, a), _zero_point(n, 3, b)
+    weight = _symmetric(b, bz) if is_known(b) and b.ndim == 2 and not is_known(a) \
+        else (b, bz)
+    if weight is None:
+        centered = (b.astype(np.int32) - np.asarray(bz, np.int32)).astype(np.float32)
+        shifted = F.sub(F.cast(a, np.float32), F.cast(az, np.float32) if not is_known(az)
+                        else float(np.asarray(az).reshape(-1)[0]))
+        return F.linear(shifted, np.ascontiguousarray(centered.T))
+    return _product(n, (a, ONE, az), (weight[0], ONE, weight[1]))
 
 
 def qlinear_matmul(n: OnnxNode) -> Any:

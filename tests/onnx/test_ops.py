@@ -146,6 +146,20 @@ CASES: dict[str, tuple] = {
         "ConvInteger", [Run(_rng.integers(0, 255, (1, 2, 5, 5), dtype=np.uint8)),
                         _rng.integers(-127, 127, (3, 2, 3, 3), dtype=np.int8),
                         np.array(7, np.uint8)], {"pads": [1, 1, 1, 1]}, 10),
+    # uint8 weights: centered to int8 when they fit (zero point 128), else in float32
+    "matmul_integer_uint8_weight_zero_point_128": (
+        "MatMulInteger", [Run(_rng.integers(0, 255, (4, 6), dtype=np.uint8)),
+                          _rng.integers(1, 256, (6, 5), dtype=np.uint8),
+                          np.array(3, np.uint8), np.array(128, np.uint8)], {}, 10),
+    "matmul_integer_uint8_weight_far_zero_point": (
+        "MatMulInteger", [Run(_rng.integers(0, 255, (4, 6), dtype=np.uint8)),
+                          _rng.integers(0, 256, (6, 5), dtype=np.uint8),
+                          np.array(3, np.uint8), np.array(119, np.uint8)], {}, 10),
+    "conv_integer_uint8_weight_far_zero_point": (
+        "ConvInteger", [Run(_rng.integers(0, 255, (1, 2, 5, 5), dtype=np.uint8)),
+                        _rng.integers(0, 256, (3, 2, 3, 3), dtype=np.uint8),
+                        np.array(7, np.uint8), np.array(178, np.uint8)],
+        {"pads": [1, 1, 1, 1]}, 10),
     "layer_norm_mean_inv_std_dev": ("LayerNormalization",
                                     [Run(r(2, 3, 4) * 3), r(3, 4), r(3, 4)],
                                     {"axis": 1, "epsilon": 1e-3}, 17, 3),
@@ -283,7 +297,10 @@ def test_tail_padded_max_pool_runs_in_wasm_as_onnxruntime(case: str, kernels: st
 
 
 @pytest.mark.parametrize("case", ["matmul_integer_one_element_zero_points",
-                                  "conv_integer_int32_output"])
+                                  "conv_integer_int32_output",
+                                  "matmul_integer_uint8_weight_zero_point_128",
+                                  "matmul_integer_uint8_weight_far_zero_point",
+                                  "conv_integer_uint8_weight_far_zero_point"])
 def test_integer_accumulator_output_is_int32_in_wasm(case):
     """MatMulInteger / ConvInteger as a graph output: int32, exactly onnxruntime's."""
     import modelc
