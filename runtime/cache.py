@@ -21,6 +21,7 @@ must be as trusted as the runtime itself.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import mmap
 import os
@@ -195,9 +196,17 @@ def source_fingerprint(directory: Path) -> str:
     return digest.hexdigest()
 
 
+@functools.cache
+def process_fingerprint(directory: Path) -> str:
+    """``source_fingerprint(directory)`` as this process first saw it: a process keeps running
+    the code it imported, so what it builds after the sources change on disk must not be
+    stored under the new sources' fingerprint."""
+    return source_fingerprint(directory)
+
+
 def generated_module(name: str, fingerprint: str, build: Callable[[], bytes]) -> bytes:
     """The bytes ``build()`` returns, from disk when a run with the same ``fingerprint`` (see
-    ``source_fingerprint``) already built them: generating a module in Python costs more than
+    ``process_fingerprint``) already built them: generating a module in Python costs more than
     loading its compiled code."""
     directory = cache_dir()
     if directory is None:

@@ -57,7 +57,7 @@ def _kernel_wasm(isa: str, names: frozenset[str], own_memory: bool = False,
     subset = hashlib.sha256("\0".join(sorted(names)).encode()).hexdigest()[:16]
     suffix = "-memory" if own_memory else "-shared" if shared else ""
     return cache.generated_module(f"kernels-{isa}-{subset}{suffix}",
-                                  cache.source_fingerprint(source),
+                                  cache.process_fingerprint(source),
                                   lambda: wasm_kernels.build(isa, names, own_memory, shared))
 
 

@@ -14,7 +14,7 @@ import math
 import sys
 import tokenize
 import zipfile
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import IO, Any, BinaryIO
 
@@ -28,28 +28,61 @@ _NPY_MAGIC = b"\x93NUMPY"
 _ZIP_MAGIC = b"PK\x03\x04"
 
 
+DtypeOf = Callable[[str | None], np.dtype]
+"""The dtype a JSON array becomes, by the input name it is given for (``None``: unnamed)."""
+
+
 def _number(value: Any) -> Any:
     if isinstance(value, list):
         return [_number(v) for v in value]
     if isinstance(value, str) and value in _NONFINITE:
         return _NONFINITE[value]
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise ValueError(f"expected numbers, nested lists or {sorted(_NONFINITE)}, "
+    if not isinstance(value, (int, float)):
+        raise ValueError(f"expected numbers, booleans, nested lists or {sorted(_NONFINITE)}, "
                          f"got {value!r}")
     return value
 
 
-def _from_json(text: str) -> Arrays:
-    def array(value: Any) -> np.ndarray:
-        wide = np.asarray(_number(value), dtype=np.float64)
-        if np.any(np.abs(wide[np.isfinite(wide)]) > np.finfo(np.float32).max):
-            raise ValueError("a number is outside the float32 range")
-        return wide.astype(np.float32)
+def _exactly(wide: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    """``wide`` (what numpy makes of the JSON values) as ``dtype``, refusing values it
+    cannot hold: fractions or out-of-range numbers for an integer, anything but 0/1 or
+    booleans for bool, numbers past a float's range."""
+    if wide.dtype.kind == "b" and dtype.kind != "b":
+        raise ValueError(f"expected numbers for a {dtype} input, got booleans")
+    if dtype.kind == "f":
+        wide = wide.astype(np.float64)
+        if np.any(np.abs(wide[np.isfinite(wide)]) > np.finfo(dtype).max):
+            raise ValueError(f"a number is outside the {dtype} range")
+        return wide.astype(dtype)
+    if dtype.kind == "b":
+        if wide.dtype.kind != "b" and not np.isin(wide, (0, 1)).all():
+            raise ValueError("expected booleans (or 0/1) for a bool input")
+        return wide.astype(dtype)
+    if wide.dtype.kind == "f" and not (np.isfinite(wide) & (wide == np.floor(wide))).all():
+        raise ValueError(f"expected integers for a {dtype} input, got a fraction or non-finite "
+                         "number")
+    info = np.iinfo(dtype)
+    if wide.size and (wide.min() < info.min or wide.max() > info.max):
+        raise ValueError(f"a number is outside the {dtype} range [{info.min}, {info.max}]")
+    return wide.astype(dtype)
+
+
+def _from_json(text: str, dtype_of: DtypeOf) -> Arrays:
+    def array(value: Any, name: str | None) -> np.ndarray:
+        numbers = _number(value)
+        wide = np.asarray(numbers)
+        if wide.dtype == object:  # integers past int64
+            wide = np.asarray(numbers, dtype=np.float64)
+        return _exactly(wide, np.dtype(dtype_of(name)))
 
     data = json.loads(text, parse_constant=lambda name: _NONFINITE[name])
     if isinstance(data, dict):
-        return {str(name): array(value) for name, value in data.items()}
-    return array(data)
+        return {str(name): array(value, str(name)) for name, value in data.items()}
+    return array(data, None)
+
+
+def _float32(name: str | None) -> np.dtype:
+    return np.dtype(np.float32)
 
 
 def _declared(stream: IO[bytes], available: int, what: str, max_bytes: int | None) -> None:
@@ -73,7 +106,7 @@ def _declared(stream: IO[bytes], available: int, what: str, max_bytes: int | Non
                          f"over the limit of {max_bytes} bytes for this model's inputs")
 
 
-def _parse(data: bytes, kind: str, max_bytes: int | None) -> Arrays:
+def _parse(data: bytes, kind: str, max_bytes: int | None, dtype_of: DtypeOf) -> Arrays:
     if kind == ".npy":
         _declared(io.BytesIO(data), len(data), "the array", max_bytes)
         return np.load(io.BytesIO(data), allow_pickle=False)
@@ -85,7 +118,7 @@ def _parse(data: bytes, kind: str, max_bytes: int | None) -> Arrays:
                               max_bytes)
         with np.load(io.BytesIO(data), allow_pickle=False) as arrays:
             return {name: arrays[name] for name in arrays.files}
-    return _from_json(data.decode("utf-8"))
+    return _from_json(data.decode("utf-8"), dtype_of)
 
 
 def _sniff(data: bytes) -> str:
@@ -95,11 +128,13 @@ def _sniff(data: bytes) -> str:
 
 
 def read_arrays(path: str | Path, stdin: BinaryIO | None = None,
-                max_bytes: int | None = None) -> Arrays:
+                max_bytes: int | None = None, dtype_of: DtypeOf = _float32) -> Arrays:
     """One array from ``.npy`` or a JSON list, or a dict of arrays from ``.npz`` or a JSON
     object. ``-`` reads ``stdin`` (default ``sys.stdin.buffer``) and tells the format from
     its first bytes. A ``.npy`` array (or ``.npz`` member) is refused from its header, before
     its data is read, when it declares more bytes than it holds or than ``max_bytes``.
+    JSON carries no dtype: each array becomes ``dtype_of(its name)`` (float32 by default),
+    exactly or not at all.
 
     Raises:
         FileNotFoundError: no such file.
@@ -118,7 +153,7 @@ def read_arrays(path: str | Path, stdin: BinaryIO | None = None,
                              "expected .npy, .npz or .json")
         data = path.read_bytes()
     try:
-        return _parse(data, kind, max_bytes)
+        return _parse(data, kind, max_bytes, dtype_of)
     except (ValueError, OSError, zipfile.BadZipFile, EOFError, KeyError, UnicodeDecodeError,
             RecursionError, SyntaxError, tokenize.TokenError, MemoryError, OverflowError) as err:
         # NOTE: numpy tokenizes and literal_evals a .npy header: a bad one raises either.

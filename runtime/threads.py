@@ -151,7 +151,7 @@ class SharedLinearMemory:
 def _worker_wasm(isa: str, names: frozenset[str]) -> bytes:
     source = Path(wasm_kernels.__file__).parent
     subset = hashlib.sha256("\0".join(sorted(names)).encode()).hexdigest()[:16]
-    return cache.generated_module(f"worker-{isa}-{subset}", cache.source_fingerprint(source),
+    return cache.generated_module(f"worker-{isa}-{subset}", cache.process_fingerprint(source),
                                   lambda: parallel.build_worker(isa, names))
 
 

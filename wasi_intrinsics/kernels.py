@@ -117,6 +117,26 @@ def _layer_norm(ctx: HostContext, x: int, gamma: int, beta: int, y: int, rows: i
 
 ROWWISE: dict[str, Callable[..., None]] = {"softmax": _softmax, "layer_norm": _layer_norm}
 
+
+def _attention(spec: abi.KernelSpec) -> Callable[..., None]:
+    def attention(ctx: HostContext, *args: int) -> None:
+        arg = dict(zip(spec.params, args))
+        memory = ctx.memory
+        heads, t, rows, src, d = (arg[k] for k in ("heads", "t", "rows", "src", "d"))
+        for b in range(arg["batch"]):
+            q = operand(memory, arg["q"] + 4 * b * t * heads * d, (rows, heads, d))
+            kt = operand(memory, arg["kt"] + 4 * b * heads * d * src, (heads, d, src))
+            v = operand(memory, arg["v"] + 4 * b * src * heads * d, (src, heads, d))
+            y = operand(memory, arg["y"] + 4 * b * t * heads * d, (rows, heads, d))
+            scores = q.transpose(1, 0, 2) @ kt  # (heads, rows, src)
+            if "mask" in arg:
+                scores += operand(memory, arg["mask"] + 4 * b * arg["mask_stride"], (src,))
+            e = np.exp(scores - scores.max(axis=2, keepdims=True))
+            y[...] = ((e / e.sum(axis=2, keepdims=True)) @ v.transpose(1, 0, 2)).transpose(
+                1, 0, 2)
+
+    return attention
+
 def _cast(spec: abi.KernelSpec) -> Callable[..., None]:
     source, target = (element_dtype(d) for d in spec.dtypes)
     bool_source, bool_target = (d == "bool" for d in spec.dtypes)
@@ -295,7 +315,7 @@ FAMILIES: dict[str, Callable[[abi.KernelSpec], Callable[..., None]]] = {
     "movement": lambda spec: _copy(spec) if spec.op == "copy" else _where(spec),
     "norm": lambda spec: _group_norm,
     "compare": _broadcast, "recurrent": _cell, "resample": lambda spec: _resample,
-    "integer": _broadcast, "topk": _topk, "qrescale": qrescale,
+    "integer": _broadcast, "topk": _topk, "qrescale": qrescale, "attention": _attention,
     **QUANTIZED_FAMILIES, **CONV_FAMILIES, **WINOGRAD_FAMILIES,
 }
 

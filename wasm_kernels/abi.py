@@ -13,6 +13,10 @@ these back out of kernel names; ``find`` looks a kernel up by them.
 
 from __future__ import annotations
 
+from .abi_attention import ATTENTION
+from .abi_attention import ATTENTION_PARTS as ATTENTION_PARTS
+from .abi_attention import ATTENTION_ROWS as ATTENTION_ROWS
+from .abi_attention import attention_scratch_floats as attention_scratch_floats
 from .abi_integer import CASTS, COMPARES, INTEGERS
 from .abi_integer import COMPARE_OPS as COMPARE_OPS
 from .abi_integer import INTEGER_OPS as INTEGER_OPS
@@ -367,6 +371,7 @@ KERNELS: tuple[KernelSpec, ...] = (
     ADAPTIVE_AVG_POOL,
     *COMPARES,
     BMM_BIAS,
+    *ATTENTION,
     _cell("lstm_cell"),
     _cell("gru_cell"),
     _cell("gru_reset"),

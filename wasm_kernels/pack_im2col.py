@@ -181,9 +181,12 @@ def runs_as_gemm(cg: int, og: int, kernel: tuple[int, int], stride: tuple[int, i
     and 16 -> 96 @112 too).
     Depthwise convs (one channel in and out per group) are no gemm, nor is a conv with few
     input channels and 3 adjacent taps per kernel row (a first conv on RGB) at stride 1 or 2
-    with up to 32 output channels and rows of 16 or more: the direct kernel's row tile ran it
-    1.1-1.3x the gemm on relaxed (K = 27 is too short a k loop for the tile;
-    ``templates/conv_row_tile.py``); at 64 channels, or rows of 10, it was even or slower. A
+    with up to 32 output channels and rows of 16 or more, unless the gemm reads it in place
+    (``taps``) or from its phased padded copy (stride 2) with 16 or more output channels:
+    the direct kernel's row tile (``templates/conv_row_tile.py``) ran 1.1-1.3x the gemm
+    before the gemm read its input in place, and now runs 0.76-0.97x of it there (with a
+    silu 0.92-1.04x), but 1.01-1.09x where the gemm still packs (an unpadded input at
+    stride 2, rows under 32 at stride 1). A
     gemm that ``taps`` its input (nothing packed) beat the direct kernel on rows of 128 or
     more (12 -> 24 @208 1.08x, 32 -> 32 @160 1.07x with a relu; 1.02x, 1.03x with a silu) and
     was even or slower on shorter ones (16 -> 16 @80, 24 -> 24 @104, 32 -> 32 @40:
@@ -192,7 +195,11 @@ def runs_as_gemm(cg: int, og: int, kernel: tuple[int, int], stride: tuple[int, i
         return False
     if cg <= ROW_TILE_CHANNELS and kernel[1] == 3 and dilation[1] == 1 and stride[1] <= 2 \
             and og <= 32 and out[1] >= 16:
-        return False
+        # NOTE: since the gemm reads such an input in place (``taps``) or from its phased
+        # padded copy, it runs 1.03-1.31x the row tile (with a silu 0.96-1.09x); packed
+        # from an unpadded input at stride 2, or from rows under 32 at stride 1, 0.91-0.99x
+        return kernel == (3, 3) and og >= 16 and (
+            (padded and stride[1] == 2) or taps(cg, og, kernel, stride, out, dilation, padded))
     if kernel == (1, 1) and stride == (1, 1):
         # NOTE: read in place, the gemm ran 1.07-1.36x the direct kernel on every pointwise
         # shape measured, both ISAs: 1 -> 16 to 16 -> 96 @112, 12 -> 96 @56, 96 -> 1 @52

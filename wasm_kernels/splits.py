@@ -105,6 +105,15 @@ def _conv_gemm_groups() -> Split:
         (), 0, shares=("c", "o"))
 
 
+def _score_block_bytes(c: Code, push: Callable[[str], object]) -> None:
+    """Push the bytes of one part's region of an attention kernel's scratch:
+    ``(ATTENTION_ROWS + d) * src * 4``."""
+    push("d")
+    c.emit("i32.const", abi.ATTENTION_ROWS).emit("i32.add")
+    push("src")
+    c.emit("i32.mul").emit("i32.const", 2).emit("i32.shl")
+
+
 def splits(isa: str) -> dict[str, Split]:
     """The kernels that run on several threads, by name, for ``isa``'s tile sizes."""
     # NOTE: the dense kernels pack A's rows into wa where they lie in A, so parts pack
@@ -124,6 +133,13 @@ def splits(isa: str) -> dict[str, Split]:
                 "batch", {"a": ("a_stride",), "b": ("b_stride",), "c": ("m", "n"), **bias},
                 ("m", "k", "n"), DENSE_THRESHOLD,
                 per={"bias": "bias_every"} if bias else {})
+        elif spec.family == "attention":
+            # NOTE: parts are ranges of query rows of every batch element and head, each with
+            # its own region of scratch
+            table[spec.name] = Split(
+                "rows", {"q": ("heads", "d"), "y": ("heads", "d")},
+                ("batch", "heads", "src", "d"), DENSE_THRESHOLD, gemm.TILES[isa][0],
+                region=Region("s", abi.ATTENTION_PARTS, _score_block_bytes))
         elif spec.family == "conv":
             # NOTE: output channels of one image and one group are contiguous in Y, and
             # whole blocks of them in the packed weight.

@@ -14,6 +14,8 @@ from typing import Any
 
 import numpy as np
 
+from nn import functional as F
+
 from ..graph import Dim
 from ..trace import SymbolicTensor
 
@@ -50,8 +52,14 @@ def product(shape: Sequence[Dim]) -> Dim | None:
 def operands(a: Any, b: Any) -> tuple[Any, Any]:
     """Binary operands ready for ``nn.functional``: a known single element next to a traced
     tensor becomes a Python scalar (an attr, never a constant tensor), and a known operand
-    takes the traced one's dtype (ONNX operands share a type; numpy constants may not)."""
+    takes the traced one's dtype (ONNX operands share a type; numpy constants may not). A
+    traced int32 next to a traced float32 is cast to float32: ONNX operands share a type, so
+    the float32 one is the int32 accumulator of a ``MatMulInteger`` / ``ConvInteger``, which
+    the graph holds in float32 (``dynamic_quantize``'s int32 bias added to it)."""
     def adapt(known: Any, traced: Any) -> Any:
+        if not is_known(known) and not is_known(traced) and known.dtype == np.int32 \
+                and traced.dtype == np.float32:
+            return F.cast(known, np.float32)
         if not isinstance(known, np.ndarray) or not isinstance(traced, SymbolicTensor):
             return known
         known = known.astype(traced.dtype, copy=False)

@@ -36,6 +36,7 @@ from . import (
     ops_resize,
     ops_rnn,
     ops_shape,
+    set_value,
 )
 from .fold_qdq import fold_qdq
 from .functions import expandable
@@ -47,8 +48,10 @@ OPS = {**ops_activation.OPS, **ops_layout.OPS, **ops_math.OPS, **ops_nn.OPS, **o
        **ops_resize.OPS, **ops_rnn.OPS, **ops_shape.OPS, **ops_control.OPS, **ops_einsum.OPS,
        **ops_index.OPS, **ops_quantized.OPS}
 """Every supported ONNX op type (default domain) and its import function."""
-DOMAIN_OPS: dict[str, dict[str, Any]] = {"com.microsoft": ops_quantized.MICROSOFT}
-"""Supported ops of other domains (onnxruntime's contrib ops), by domain."""
+DOMAIN_OPS: dict[str, dict[str, Any]] = {"com.microsoft": ops_quantized.MICROSOFT,
+                                         set_value.DOMAIN: set_value.OPS}
+"""Supported ops of other domains (onnxruntime's contrib ops, and the importer's own rewrites),
+by domain."""
 OPSETS = (9, 23)
 """The default-domain opset versions the importer follows (inclusive)."""
 CONVERTED = (1, 8)
@@ -411,7 +414,7 @@ def from_onnx(model: Any, input_shapes: Mapping[str, Sequence[int]] | None = Non
             ``model`` is not a valid ONNX model.
         ImportError: the ``onnx`` package is not installed.
     """
-    proto = fold_qdq(upgrade(_load(model), OPSETS[0], CONVERTED))
+    proto = set_value.fold_set_value(fold_qdq(upgrade(_load(model), OPSETS[0], CONVERTED)))
     check_supported(proto)
     graph = Graph()
     importer = _Importer(proto, graph, _opset(proto))

@@ -23,6 +23,7 @@ from nn import functional as F
 
 from .fold import is_known
 from .node import OnnxNode
+from .ops_quantized_lstm import dynamic_quantize_lstm
 from .window import Window
 
 OpFn = Callable[[OnnxNode], Any]
@@ -162,5 +163,6 @@ MICROSOFT: dict[str, OpFn] = {
     "QLinearSigmoid": _in_float(lambda n, x: F.sigmoid(x), 1),
     "QLinearGlobalAveragePool": _in_float(_global_average, 1),
     "QLinearConcat": qlinear_concat,
+    "DynamicQuantizeLSTM": dynamic_quantize_lstm,
 }
 """onnxruntime's com.microsoft quantized ops."""

@@ -60,6 +60,12 @@ class OpDef:
         on its own, and ``lower`` skips those it finds in place (``LowerContext.inside``)."""
         return {}
 
+    def output_views(self, node: Node) -> dict[int, int]:
+        """Outputs that are bytes of ``node``'s first input, by output index: their byte
+        offset there. ``plan_memory`` lets each share the input's storage unless it must live
+        on its own, and ``lower`` skips those it finds in place (``LowerContext.inside``)."""
+        return {}
+
     def accepts_residual(self, residual: Shape, output: Shape) -> bool:
         """Whether a fused residual ``add`` (``fuse_epilogues``) of shape ``residual`` onto
         this op's ``output`` lowers; by default only a residual of the output's own shape."""

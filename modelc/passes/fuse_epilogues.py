@@ -7,7 +7,9 @@ Rules, in the order a gemm epilogue applies them:
   for ``matmul`` a row broadcast over the matrix rows, as an attention mask) and is computed
   before ``p`` runs;
 - activation: ``y = f(p(...))`` becomes ``y = p(..., epilogue=(..., f))`` when ``f`` is in
-  ``p``'s ``OpDef.epilogues`` and ``p`` has no activation yet.
+  ``p``'s ``OpDef.epilogues`` and ``p`` has no activation yet; ``y = f(reshape(p(...)))``
+  becomes ``y = reshape(p(..., epilogue=(..., f)))`` the same way (an elementwise ``f``
+  commutes with a reshape), when the reshape's output has no other user.
 Either way ``p``'s output must have no other user and not be a graph output.
 """
 
@@ -34,11 +36,22 @@ def _absorb(producer: Node, node: Node, step: str) -> None:
 def _fuse_activation(graph: Graph, node: Node) -> bool:
     if len(node.inputs) != 1 or node.attrs:
         return False
-    producer = _fusable(graph, node.inputs[0], node.op)
+    source, reshape = node.inputs[0], node.inputs[0].producer
+    if reshape is not None and reshape.op == "reshape" and len(source.users) == 1 \
+            and source not in graph.outputs.values():
+        source = reshape.inputs[0]  # f(reshape(v)) is reshape(f(v)) for an elementwise f
+    else:
+        reshape = None
+    producer = _fusable(graph, source, node.op)
     if producer is None or any(e != "add" for e in producer.attrs.get("epilogue", ())):
         return False
     node.inputs[0].users.remove(node)
-    _absorb(producer, node, node.op)
+    if reshape is None:
+        _absorb(producer, node, node.op)
+        return True
+    producer.attrs["epilogue"] = tuple(producer.attrs.get("epilogue", ())) + (node.op,)
+    reshape.outputs = [node.output]
+    node.output.producer = reshape
     return True
 
 

@@ -85,15 +85,24 @@ class MemoryPlan:
 
 def _storage_roots(graph: Graph) -> tuple[dict[int, int], dict[int, int]]:
     """Each value's storage and its byte offset there: its own, that of the value it is a
-    view of, or that of an op's output it is written straight into (``OpDef.input_slices``,
-    e.g. a concat's parts), unless it must stand alone: a graph input or output, a constant,
-    a storage shared by a larger view, or one already placed in another output."""
+    view of (a reshape, or an op's output that is a run of its input's bytes:
+    ``OpDef.output_views``, e.g. a split's chunks), or that of an op's output it is written
+    straight into (``OpDef.input_slices``, e.g. a concat's parts), unless it must stand
+    alone: a graph input or output, a constant, a storage whose views in that output do not
+    tile it exactly, or one already placed in another output."""
     root: dict[int, int] = {}
+    shift: dict[int, int] = {}  # a view's byte offset in its storage
+    outputs = {id(v) for v in graph.outputs.values()}
     for node in graph.nodes:
-        source = node.inputs[0] if node.inputs else None
-        for value in node.outputs:
-            if node.op in VIEW_OPS and source is not None and not source.is_constant:
+        source = node.inputs[0] if node.inputs and not node.inputs[0].is_constant else None
+        views = {} if source is None else (
+            dict.fromkeys(range(len(node.outputs)), 0) if node.op in VIEW_OPS
+            else ops.get(node.op).output_views(node))
+        for k, value in enumerate(node.outputs):
+            if source is not None and k in views and (node.op in VIEW_OPS
+                                                      or id(value) not in outputs):
                 root[id(value)] = root.get(id(source), id(source))
+                shift[id(value)] = shift.get(id(source), 0) + views[k]
             else:
                 root[id(value)] = id(value)
     for value in graph.inputs.values():
@@ -105,20 +114,37 @@ def _storage_roots(graph: Graph) -> tuple[dict[int, int], dict[int, int]]:
         sizes.setdefault(root[id(value)], set()).add(_static_bytes(value))
     inside: dict[int, tuple[int, int]] = {}  # storage -> (the storage it sits in, offset)
     for node in graph.nodes:
+        spans: dict[int, list[tuple[int, int, int]]] = {}  # storage -> its parts' spans
         for k, offset in ops.get(node.op).input_slices(node).items():
             part, key = node.inputs[k], root.get(id(node.inputs[k]))
             if part.is_constant or key is None or key in alone or key in inside \
-                    or sizes[key] != {_static_bytes(part)} or None in sizes[key]:
+                    or None in sizes[key]:
                 continue
-            inside[key] = (root[id(node.output)], offset)
+            at = shift.get(id(part), 0)
+            if all(at != start for start, _, _ in spans.get(key, [])):  # a repeat is copied
+                spans.setdefault(key, []).append((at, _static_bytes(part) or 0, offset - at))
+        for key, parts in spans.items():
+            if _tiles(sorted(parts), max(s or 0 for s in sizes[key])):
+                inside[key] = (root[id(node.output)], parts[0][2])
     within: dict[int, int] = {}
     for value_id, key in root.items():
-        offset = 0
+        offset = shift.get(value_id, 0)
         while key in inside:
             key, step = inside[key]
             offset += step
         root[value_id], within[value_id] = key, offset
     return root, within
+
+
+def _tiles(parts: list[tuple[int, int, int]], size: int) -> bool:
+    """Whether the spans (start, length, where the storage would start) of a storage's
+    views, sorted, cover its ``size`` bytes exactly once and agree on where it starts."""
+    end = 0
+    for start, length, place in parts:
+        if start != end or place != parts[0][2]:
+            return False
+        end += length
+    return end == size
 
 
 def _static_bytes(value: Value) -> int | None:

@@ -34,7 +34,12 @@ TILE4 = True
 TILE4_MIN_TILES = 49
 """The fewest 4x4 tiles of an F(4x4, 3x3) conv's output (per image): 28x28 and larger.
 NudeNet (its F(4x4) at 20x20 too) ran 38.9 / 39.8 ms against 38.4 / 38.4 with 49, its
-``.wasm`` 22.7 MB against 18.3 (peers.py --clock cpu, alternating, load 3.7-5.1)."""
+``.wasm`` 22.7 MB against 18.3 (peers.py --clock cpu, alternating, load 3.7-5.1). Again
+with the transforms at opt level none, F(4x4) also at 26x26 and 20x20 (4x4 tiles covering
+up to 1.2 times what 2x2 tiles cover, 25 tiles): one conv ran 0.83-0.85 of F(2x2) at 96 @26,
+0.80 at 256 @20, but whole models did not follow (x onnxruntime, two alternating pairs, load
+7-9: ddddocr 2.47 / 2.44 against 2.48 / 2.39, NudeNet 2.28 / 2.26 against 2.19 / 2.24,
+occular-deskew 1.76 / 1.78 against 1.85 / 1.85) and their ``.wasm`` grew by 4.4-7.6 MB."""
 SETS, LINE = 64, 64
 """An L1 data cache's sets and line bytes (48 KiB, 12 ways: the x86 cores measured)."""
 
@@ -68,6 +73,14 @@ def tile(oh: int, ow: int) -> int:
     @28, 0.72 @104, 0.75 @52; 0.94 @20, 1.03 @40 (32 channels); but 1.16 at 256 @14 (16x16
     against 14x14), 1.19 @13, 1.26 @10, 1.00 @26. At 512 @7 (4 tiles) it ran 0.76, but its
     weight is 4 times the conv's (37.7 MB a conv, against 16.8 MB for F(2x2)).
+
+    Winograd itself pays on every plane the models have, in situ too (``bench/op_profile.py
+    --convs``, each node once in graph order, weights cold): with the pass off for planes up
+    to 14x14, ResNet-18's 3x3 convs at 512 @7 took 17.0 ms against 12.3 for F(2x2) with its
+    transforms, 256 @14 14.7 against 8.8; open_nsfw's 128 @14 8.1 against 5.4, 256 @7 4.8
+    against 3.5 (load 3-4). Their products are slower in situ than hot (ResNet-18's 512 @7
+    35 against 54 GFLOPS) because the weight streams from memory each inference; reading the
+    next block of it ahead in the dense tile gained nothing.
     """
     cover2, cover4 = (math.prod(-(-d // m) * m for d in (oh, ow)) for m in (2, 4))
     return (4 if TILE4 and cover4 <= 1.1 * cover2 and cover4 >= 16 * TILE4_MIN_TILES

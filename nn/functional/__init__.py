@@ -29,7 +29,7 @@ from .activation import (
                          softsign,
 )
 from .argmax import argmax, argmin
-from .attention import attention_weights, scaled_dot_product_attention
+from .attention import attention_weights, head_attention, scaled_dot_product_attention
 from .conv import conv1d, conv2d, conv3d, conv_padding, conv_transpose2d, conv_transpose3d
 from .creation import full
 from .dropout import dropout
@@ -105,8 +105,9 @@ __all__ = ["PRIMITIVES", "abs", "acos", "acosh", "adaptive_avg_pool2d", "add", "
            "cosh", "cumsum", "dequantize_linear", "div", "dropout", "dynamic_quantize_linear",
            "elu", "embedding", "eq", "erf", "exp", "flatten", "floor", "fmod", "full", "ge",
            "gelu", "gelu_tanh", "group_norm", "gru", "gt", "hardshrink", "hardsigmoid",
-           "hardswish", "hardtanh", "instance_norm", "interpolate", "isinf", "isnan", "layer_norm",
-           "le", "leaky_relu", "linear", "log", "log_softmax", "loop", "lstm", "lt", "matmul",
+           "hardswish", "hardtanh", "head_attention", "instance_norm", "interpolate", "isinf",
+           "isnan", "layer_norm", "le", "leaky_relu", "linear", "log", "log_softmax", "loop",
+           "lstm", "lt", "matmul",
            "max_pool2d", "max_pool3d", "maximum", "mean", "minimum", "mish", "mul", "ne", "neg",
            "pad", "permute", "pixel_shuffle", "pixel_unshuffle", "pow", "qadd", "qconcat",
            "qconv2d", "qlinear", "qmatmul", "quantize_linear", "relu", "relu6", "resample",

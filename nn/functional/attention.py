@@ -10,9 +10,9 @@ from .dropout import dropout
 from .elementwise import where
 from .linear import matmul
 from .reduction import softmax
-from .shape import transpose
+from .shape import permute, transpose
 
-__all__ = ["attention_weights", "scaled_dot_product_attention"]
+__all__ = ["attention_weights", "head_attention", "scaled_dot_product_attention"]
 
 
 def attention_weights(query: np.ndarray, key: np.ndarray, attn_mask: np.ndarray | None = None,
@@ -52,3 +52,21 @@ def scaled_dot_product_attention(query: np.ndarray, key: np.ndarray, value: np.n
     """
     weights = attention_weights(query, key, attn_mask, is_causal, scale)
     return matmul(dropout(weights, dropout_p, training=dropout_p > 0.0), value)
+
+
+def head_attention(query: np.ndarray, key_t: np.ndarray, value: np.ndarray,
+                   mask: np.ndarray | None = None) -> np.ndarray:
+    """Attention per head with the heads left in the projections' layout:
+    ``softmax(q @ key_t + mask) @ v`` for each head, where query is (B, T, H, D), key_t
+    (B, H, D, S), value (B, S, H, D) and mask (added to the (B, H, T, S) scores) broadcasts;
+    the result is (B, T, H, D), each head's rows where the query's were. (The scale is in
+    the query already.) ``modelc.passes.fuse_attention`` writes a transformer's heads so.
+
+    >>> q, kt, v = (np.ones(s, np.float32) for s in ((1, 3, 2, 4), (1, 2, 4, 5), (1, 5, 2, 4)))
+    >>> head_attention(q, kt, v).shape
+    (1, 3, 2, 4)
+    """
+    scores = matmul(permute(query, (0, 2, 1, 3)), key_t)  # (B, H, T, S)
+    if mask is not None:
+        scores = scores + mask
+    return permute(matmul(softmax(scores, -1), permute(value, (0, 2, 1, 3))), (0, 2, 1, 3))

@@ -9,7 +9,7 @@ import time
 import numpy as np
 
 from ..session import KERNEL_CHOICES, Session, load
-from ..tensor_io import read_arrays, summary, to_json, write_arrays
+from ..tensor_io import DtypeOf, read_arrays, summary, to_json, write_arrays
 from ..threads import MAX_THREADS
 from .options import add_limit_options, limits_from
 
@@ -27,7 +27,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="an input: NAME=FILE.npy|.json, or FILE.npz (or a JSON object) "
                              "holding inputs by name, or FILE alone for a one-input model; "
                              "FILE '-' reads stdin (.npy, .npz or JSON, told apart by their "
-                             "first bytes) (repeatable)")
+                             "first bytes); a JSON array takes its input's dtype (integers "
+                             "for an int64 input, true/false or 0/1 for bool) (repeatable)")
     parser.add_argument("--output", "-o", metavar="OUT",
                         help="write outputs to OUT.npz / .npy / .json instead of a summary")
     parser.add_argument("--json", action="store_true",
@@ -57,10 +58,11 @@ def _threads(text: str) -> int | str:
                                          f"got {text!r}") from None
 
 
-def _gather_inputs(specs: list[str], max_bytes: int | None = None
+def _gather_inputs(specs: list[str], max_bytes: int | None, dtype_of: DtypeOf
                    ) -> dict[str, np.ndarray] | np.ndarray:
     """The ``--input`` options as arrays by name (or one unnamed array); an array declaring
-    more than ``max_bytes`` is refused before it is read.
+    more than ``max_bytes`` is refused before it is read; a JSON array becomes
+    ``dtype_of(the input's name)``.
 
     Raises:
         ValueError: an option is malformed, names an input twice, or reads stdin twice.
@@ -74,7 +76,8 @@ def _gather_inputs(specs: list[str], max_bytes: int | None = None
         name, sep, path = spec.partition("=")
         if sep and not name:
             raise ValueError(f"--input {spec!r}: expected NAME=FILE with a non-empty NAME")
-        loaded = read_arrays(path if sep else name, max_bytes=max_bytes)
+        given = (lambda _key, option_name=name: dtype_of(option_name)) if sep else dtype_of
+        loaded = read_arrays(path if sep else name, max_bytes=max_bytes, dtype_of=given)
         if not sep and not isinstance(loaded, dict):
             if len(specs) == 1:
                 return loaded
@@ -105,13 +108,21 @@ def _input_limit(session: Session) -> int:
     return max([READ_AT_LEAST] + [t.nbytes(largest) for t in session.inputs])
 
 
+def _declared_dtypes(session: Session) -> DtypeOf:
+    """The dtype of the input a JSON array is given for: by name, or the only input's for
+    an unnamed array; float32 when the name matches no input (the session then says so)."""
+    dtypes = {t.name: np.dtype(t.dtype) for t in session.inputs}
+    only = next(iter(dtypes.values())) if len(dtypes) == 1 else np.dtype(np.float32)
+    return lambda name: only if name is None else dtypes.get(name, np.dtype(np.float32))
+
+
 def run(args: argparse.Namespace) -> int:
     limits = limits_from(args)
     start = time.perf_counter()
     with load(args.model, max_memory=limits.max_memory, timeout=limits.timeout,
               fuel=limits.fuel, kernels=args.kernels, threads=args.threads) as session:
         loaded = time.perf_counter()
-        inputs = _gather_inputs(args.input, _input_limit(session))
+        inputs = _gather_inputs(args.input, _input_limit(session), _declared_dtypes(session))
         read = time.perf_counter()
         outputs = session.run(inputs)
         done = time.perf_counter()

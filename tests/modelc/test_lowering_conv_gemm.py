@@ -41,6 +41,11 @@ CASES = {
         _x(2, 3, 17, 39), {"input0": {0: ("batch", 1, 3)}}, "f32_conv2d_relu",
         lambda t, x: t.relu(t.nn.functional.conv2d(x, t.tensor(W_3X3), t.tensor(BIAS[:8]),
                                                    stride=2, padding=1))),
+    "gemm_rgb_stride2_in_place_silu": (
+        Lambda(lambda x: F.silu(F.conv2d(x, W_48[:16, :3], BIAS[:16], stride=2, padding=1))),
+        _x(2, 3, 9, 70), {"input0": {0: ("batch", 1, 3)}}, "f32_conv2d_gemm_silu",
+        lambda t, x: t.nn.functional.silu(t.nn.functional.conv2d(
+            x, t.tensor(W_48[:16, :3]), t.tensor(BIAS[:16]), stride=2, padding=1))),
     "gemm_many_channels_silu": (
         Lambda(lambda x: F.silu(F.conv2d(x, W_48, BIAS, padding=1))), _x(1, 8, 5, 40), {},
         "f32_conv2d_gemm_silu",
@@ -112,9 +117,13 @@ def test_the_rule_on_resnet_and_detector_layers() -> None:
     assert runs_as_gemm(1, 16, (1, 1), (1, 1), (112, 112))
     assert runs_as_gemm(320, 1280, (1, 1), (1, 1), (7, 7))
     assert not runs_as_gemm(1, 1, (3, 3), (2, 2), (28, 28))
-    # a first conv on RGB runs on the direct kernel's row tile, but not its 7x7 or dilated form
-    assert not runs_as_gemm(3, 16, (3, 3), (2, 2), (112, 112))
+    # a first conv on RGB runs on the gemm when it reads its input in place or phased (padded,
+    # stride 2), else on the direct kernel's row tile; its 7x7 and dilated forms on the gemm
+    assert runs_as_gemm(3, 16, (3, 3), (2, 2), (112, 112))
+    assert runs_as_gemm(3, 32, (3, 3), (1, 1), (56, 56))
+    assert not runs_as_gemm(3, 16, (3, 3), (2, 2), (112, 112), padded=False)
     assert not runs_as_gemm(3, 32, (3, 3), (1, 1), (56, 16))
+    assert not runs_as_gemm(3, 8, (3, 3), (2, 2), (112, 112))
     assert runs_as_gemm(3, 32, (3, 3), (2, 2), (7, 7))
     assert runs_as_gemm(3, 64, (7, 7), (2, 2), (112, 112))
     assert runs_as_gemm(4, 6, (3, 3), (1, 1), (5, 5), (2, 2))

@@ -38,6 +38,11 @@ CASES = {
     "wide_pad1": ({"padding": 1}, (1, 16, 14, 30), True, None, False),
     "wide_odd_batch_residual_gelu": ({"padding": 1}, (2, 16, 11, 21), True, "gelu", True),
     "wide_pad0_relu6": ({"padding": 0}, (1, 16, 12, 19), False, "relu6", False),
+    # a row's first group one column into the padding, loaded from column 0 and shifted (at
+    # F(4x4) from 19 columns), interior groups after it, in tile rows over the padding too
+    "wider_pad1_batch": ({"padding": 1}, (2, 16, 13, 45), True, None, False),
+    "wider_pad2": ({"padding": 2}, (1, 16, 9, 44), True, "relu", False),
+    "narrowest_shifted_pad1": ({"padding": 1}, (1, 16, 9, 19), False, None, False),
 }
 
 

@@ -36,6 +36,12 @@ def ort_run(model: Any, inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarra
 
 
 @pytest.fixture
+def close() -> Callable[[np.ndarray, np.ndarray, str], None]:
+    """``assert_close``, for tests that make their own reference."""
+    return assert_close
+
+
+@pytest.fixture
 def check_against_ort() -> Callable[..., modelc.Graph]:
     """``check(model, [inputs, ...], **from_onnx_kwargs)``: import, optimise, and compare
     the interpreter with onnxruntime on every input set; returns the optimised graph."""

@@ -290,3 +290,32 @@ def test_qlinear_concat_and_matmul_of_two_activations() -> None:
     nodes.append(helper.make_node("QLinearMatMul", ["k", "k_s", "k_z", "cq", "c_s", "c_z",
                                                     "y_s", "y_z"], ["y"]))
     _compare_uint8(_graph(nodes, feeds, pairs, TensorProto.UINT8), feeds)
+
+
+def test_an_int32_bias_computed_at_run_time_adds_to_an_integer_product(close) -> None:
+    """Older ``quantize_dynamic`` exports (ddddocr's): the float bias quantized at run time
+    with the input's dynamic scale (``Cast(Floor(bias / (x_scale * w_scale)))``, int32) and
+    added to ``MatMulInteger``'s int32 accumulator, then cast and scaled."""
+    from onnx import TensorProto, helper
+
+    rng = np.random.default_rng(5)
+    feeds = {"x": rng.standard_normal((3, 16)).astype(np.float32)}
+    weights = {"w": rng.integers(-127, 128, (16, 8)).astype(np.int8),
+               "w_z": np.array(0, np.int8), "w_s": np.array(0.01, np.float32),
+               "bias": rng.uniform(-1, 1, 8).astype(np.float32)}
+    nodes = [helper.make_node("DynamicQuantizeLinear", ["x"], ["xq", "x_s", "x_z"]),
+             helper.make_node("MatMulInteger", ["xq", "w", "x_z", "w_z"], ["acc"]),
+             helper.make_node("Mul", ["x_s", "w_s"], ["scale"]),
+             helper.make_node("Div", ["bias", "scale"], ["bias_steps"]),
+             helper.make_node("Floor", ["bias_steps"], ["bias_floor"]),
+             helper.make_node("Cast", ["bias_floor"], ["bias_q"], to=TensorProto.INT32),
+             helper.make_node("Add", ["acc", "bias_q"], ["biased"]),
+             helper.make_node("Cast", ["biased"], ["real"], to=TensorProto.FLOAT),
+             helper.make_node("Mul", ["real", "scale"], ["y"])]
+    model = _graph(nodes, feeds, weights, TensorProto.FLOAT)
+    want = ort_run(model, feeds)["y"]
+    runtime = pytest.importorskip("runtime")
+    wasm = modelc.export(modelc.from_onnx(model))
+    for kernels in PROVIDERS:
+        with runtime.load(wasm, kernels=kernels) as session:
+            close(session.run(feeds)["y"], want, kernels)

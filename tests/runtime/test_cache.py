@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 import runtime
-from runtime import cache
 import wasm_kernels
+from runtime import cache
 from wasm_kernels import abi
 from wasm_kernels.wasm import read_module
 
@@ -108,6 +108,14 @@ def test_source_fingerprint_follows_edits(tmp_path):
     assert cache.source_fingerprint(tmp_path) != before
 
 
+def test_process_fingerprint_keeps_what_the_process_first_saw(tmp_path):
+    (tmp_path / "a.py").write_text("x = 1\n")
+    first = cache.process_fingerprint(tmp_path)
+    (tmp_path / "a.py").write_text("x = 22\n")
+    assert cache.source_fingerprint(tmp_path) != first
+    assert cache.process_fingerprint(tmp_path) == first
+
+
 def test_generated_module_builds_once(cache_dir):
     calls = []
 
@@ -137,7 +145,8 @@ def test_an_unwritable_cache_directory_does_not_break_loading(monkeypatch, tmp_p
     monkeypatch.setenv("WASMNN_CACHE_DIR", str(blocker / "cache"))
     monkeypatch.setattr(cache, "_memory", {})
     _cold()
-    assert runtime.load(mlp_wasm, threads=1).run(np.ones((1, 6), np.float32))["output0"].shape == (1, 3)
+    outputs = runtime.load(mlp_wasm, threads=1).run(np.ones((1, 6), np.float32))
+    assert outputs["output0"].shape == (1, 3)
 
 
 def test_the_kernel_module_holds_only_what_the_model_imports(cache_dir, mlp_wasm):

@@ -49,11 +49,12 @@ def test_a_subset_with_an_unknown_kernel_is_named() -> None:
         wasm_kernels.build("simd128", frozenset({"f32_linear", "f32_nope"}))
 
 
-def test_dense_conv_and_depthwise_kernels_ask_for_opt_level_none_and_the_rest_for_speed() -> None:
+def test_dense_conv_depthwise_winograd_and_attention_kernels_ask_for_opt_level_none(
+        ) -> None:
     levels = {name: wasm_kernels.opt_level(name) for name in abi.BY_NAME}
     assert set(levels.values()) == set(wasm_kernels.OPT_LEVELS)
-    dense = {n for n, s in abi.BY_NAME.items()
-             if s.family in ("linear", "gemm", "conv", "conv_gemm", "depthwise")}
+    dense = {n for n, s in abi.BY_NAME.items() if s.family in (
+        "linear", "gemm", "conv", "conv_gemm", "depthwise", "winograd", "attention")}
     assert {n for n, level in levels.items() if level == "none"} == dense
 
 

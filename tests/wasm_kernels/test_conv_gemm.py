@@ -68,6 +68,9 @@ CASES = {
     "stride2-narrow": ((1, 3, 6, 5), 4, (3, 3), (2, 2), (1, 1), (1, 1), 1, 8),
     "3x7-stride2": ((1, 3, 9, 20), 5, (3, 7), (1, 2), (1, 3), (1, 1), 1, 16),
     "7x7-dilated": ((1, 2, 15, 17), 3, (7, 7), (1, 1), (3, 3), (2, 2), 1, 24),
+    "7x7-rows": ((1, 2, 9, 16), 5, (7, 7), (1, 1), (3, 3), (1, 1), 1, 16),
+    "5x3-stride2-rows": ((1, 3, 12, 26), 6, (5, 3), (2, 2), (2, 1), (1, 1), 1, 16),
+    "2x3-rows": ((1, 3, 6, 16), 5, (2, 3), (1, 1), (1, 1), (1, 1), 1, 24),
     "stride2-panel-chunks": ((2, 3, 13, 18), 5, (3, 3), (2, 2), (1, 1), (1, 1), 1, 8),
     "blocks": ((1, 130, 4, 5), 62, (3, 3), (1, 1), (1, 1), (1, 1), 1, 16),
     "taps-panel": ((1, 5, 6, 32), 12, (3, 3), (1, 1), (1, 1), (1, 1), 1, 16),
@@ -161,7 +164,7 @@ def test_conv2d_gemm_matches_torch(kernels) -> None:  # type: ignore[no-untyped-
     ("3x3-chunks", 8, 19), ("stride2-odd", 8, 19), ("1x1", 8, 19), ("1x1-exact", 8, 19),
     ("1x1-stride2-odd", 8, 19), ("1x1-stride2-wide", 8, 19), ("7x7-small", 8, 19),
     ("taps-tail", 8, 19), ("taps-tail", 33, 41), ("taps-end", 35, 50), ("taps-stride2", 8, 19),
-    ("taps-stride2", 30, 45)])
+    ("taps-stride2", 30, 45), ("stride2-halves", 4, 30), ("7x7-rows", 5, 60)])
 def test_conv2d_gemm_computes_only_its_part_of_the_pixels(kernels, case: str, first: int,
                                                           count: int) -> None:  # type: ignore[no-untyped-def]
     """A thread's part: pixels first .. first + count of each plane, with Y, R and ws moved

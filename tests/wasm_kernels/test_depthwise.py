@@ -1,9 +1,9 @@
 """Every depthwise row against nn.functional.conv2d with groups = c (and torch for the
-MobileNetV2 shapes): unrolled 3x3 and 5x5 kernels at stride 1 and 2 and 7x7 at stride 1,
-the runtime-tap paths (other kernels, dilation, stride 3, unequal strides); tiles of 2
-registers (narrow ones on rows 5 to 7 wide), one register and lane by lane over planes
-1..17 and 56 wide; padding 0..2; channel multipliers; batch > 1; traps on a geometry the
-kernel was not sized for."""
+MobileNetV2 shapes): unrolled 3x3 and 5x5 kernels at stride 1, 2, (2, 1) and (1, 2), 7x7 at
+stride 1, the runtime-tap paths (other kernels, dilation, stride 3);
+tiles of 2 registers (narrow ones on rows 5 to 7 wide), one register and lane by lane over
+planes 1..17 and 56 wide; padding 0..2; channel multipliers; batch > 1; traps on a geometry
+the kernel was not sized for."""
 
 import numpy as np
 import pytest
@@ -40,14 +40,15 @@ def _run(kernels, spec: abi.KernelSpec, shape: tuple[int, int, int, int], mult: 
                        ph=pad[0], pw=pad[1], dh=dilation[0], dw=dilation[1])["y"]
     return out, expected
 
-@pytest.mark.parametrize("k, s", [(3, 1), (3, 2), (5, 1), (5, 2), (7, 1)])
+@pytest.mark.parametrize("k, sh, sw", [(3, 1, 1), (3, 2, 2), (5, 1, 1), (5, 2, 2), (7, 1, 1),
+                                       (3, 2, 1), (5, 2, 1), (3, 1, 2), (5, 1, 2)])
 @pytest.mark.parametrize("size", [*range(1, 18), 56])
-def test_unrolled_kernels_over_plane_sizes(kernels, size: int, k: int, s: int) -> None:  # type: ignore[no-untyped-def]
+def test_unrolled_kernels_over_plane_sizes(kernels, size: int, k: int, sh: int, sw: int) -> None:  # type: ignore[no-untyped-def]
     """Every tile shape: 4-register tiles, one-register tiles moved left to the row's end,
     a row narrower than a register; padding cycling 0..2 (planes smaller than the kernel
     need enough of it)."""
     pad = max(size % 3, (k - size + 1) // 2, 0)
-    out, expected = _run(kernels, PLAIN, (1, 3, size + 1, size), 1, (k, k), (s, s),
+    out, expected = _run(kernels, PLAIN, (1, 3, size + 1, size), 1, (k, k), (sh, sw),
                          (pad, pad), seed=size)
     np.testing.assert_allclose(out, expected, rtol=1e-4, atol=1e-4, err_msg=f"{size}")
 
@@ -87,12 +88,22 @@ IN_PLACE = [(1, 2, h, w, pad, 1, 3, 2) for h in (2, 3, 4, 5, 6, 7, 9, 12) for w,
      (20, (0, 0)), (7, (2, 2))) if h + 2 * pad[0] >= 5] + [
     (3, 2, 14, 28, (1, 1), 1, 3, 1), (2, 3, 11, 14, (1, 1), 2, 3, 1),
     (2, 4, 28, 56, (1, 1), 1, 3, 1), (2, 3, 14, 14, (2, 2), 2, 5, 1),
-    (2, 4, 28, 56, (2, 2), 1, 5, 1)]
+    (2, 4, 28, 56, (2, 2), 1, 5, 1)] + [
+    (1, 2, h, w, pad, 1, 3, (2, 1)) for h in (2, 3, 4, 5, 6, 7, 9, 12, 13) for w, pad in
+    ((8, (1, 1)), (9, (1, 1)), (12, (1, 1)), (13, (1, 1)), (10, (0, 0)), (17, (0, 1)),
+     (16, (1, 0)), (7, (1, 1))) if h + 2 * pad[0] >= 3] + [
+    (2, 3, 12, 80, (1, 1), 1, 3, (2, 1)), (2, 3, 13, 21, (1, 1), 2, 3, (2, 1)),
+    (3, 2, 6, 80, (1, 1), 1, 3, (2, 1))]
+
+
+def _strides(s: int | tuple[int, int]) -> tuple[int, int]:
+    return (s, s) if isinstance(s, int) else s
 
 
 @pytest.mark.parametrize("n, c, h, w, pad, mult, k, s", IN_PLACE)
 def test_rows_read_in_place(kernels, n: int, c: int, h: int, w: int,  # type: ignore[no-untyped-def]
-                            pad: tuple[int, int], mult: int, k: int, s: int) -> None:
+                            pad: tuple[int, int], mult: int, k: int,
+                            s: int | tuple[int, int]) -> None:
     """The in-place rows beside the border rows: heights where every row is a border row
     (2..4) and where single and paired interior rows remain, the left lane zeroed (pw 1) or
     not, unequal padding, batch and channels (the read-ahead crosses into the next plane),
@@ -102,16 +113,19 @@ def test_rows_read_in_place(kernels, n: int, c: int, h: int, w: int,  # type: ig
     from the next row, the last one, stored after it, from the padding);
     rows whose last columns (1 or 2) lie right of the plane, after one and two tiles and a
     one-register tile (stride 1, 12 and 13 wide); at stride 1 the last one or two rows in
-    place too but in the input's last plane (batch and channels), odd and even heights."""
-    out, expected = _run(kernels, PLAIN, (n, c, h, w), mult, (k, k), (s, s), pad,
+    place too but in the input's last plane (batch and channels), odd and even heights;
+    3x3 at stride (2, 1) as at stride 1 across, as at stride 2 down."""
+    out, expected = _run(kernels, PLAIN, (n, c, h, w), mult, (k, k), _strides(s), pad,
                          seed=h * 31 + w)
     np.testing.assert_allclose(out, expected, rtol=1e-4, atol=1e-4)
 
 
 @pytest.mark.parametrize("k, w, s", [(3, 16, 2), (3, 10, 2), (3, 12, 2), (3, 14, 2),
-                                     (5, 16, 2), (3, 8, 1), (3, 13, 1), (5, 14, 1)])
+                                     (5, 16, 2), (3, 8, 1), (3, 13, 1), (5, 14, 1),
+                                     (3, 8, (2, 1)), (3, 13, (2, 1))])
 @pytest.mark.parametrize("end", ["start", "end"])
-def test_in_place_input_at_memory_edge(kernels, end: str, k: int, w: int, s: int) -> None:  # type: ignore[no-untyped-def]
+def test_in_place_input_at_memory_edge(kernels, end: str, k: int, w: int,  # type: ignore[no-untyped-def]
+                                       s: int | tuple[int, int]) -> None:
     """X at address 0 or ending at the last byte of memory: the in-place tiles' loads left
     of a row, past its end (narrow tiles, 5 to 7 outputs a row, reach 9 floats past it) and
     ahead into the next plane stay inside the input (a trap would fail the test)."""
@@ -120,8 +134,8 @@ def test_in_place_input_at_memory_edge(kernels, end: str, k: int, w: int, s: int
     x = rng.standard_normal((n, c, h, w), np.float32)
     weight = rng.standard_normal((c, 1, k, k), np.float32)
     bias = rng.standard_normal(c).astype(np.float32)
-    expected = F.conv2d(x, weight, bias, s, k // 2, 1, c)
-    window = (*expected.shape[2:], k, k, s, s, k // 2, k // 2, 1, 1)
+    expected = F.conv2d(x, weight, bias, _strides(s), k // 2, 1, c)
+    window = (*expected.shape[2:], k, k, *_strides(s), k // 2, k // 2, 1, 1)
     scratch = 4 * abi.depthwise_scratch_floats(h, w, *window)
     memory = kernels.view()
     x_at = 0 if end == "start" else memory.size - x.nbytes
@@ -149,6 +163,11 @@ CASES = {
     "7x7-stride2": ((1, 3, 15, 18), 1, (7, 7), (2, 2), (3, 3), (1, 1)),
     "stride3": ((1, 3, 13, 22), 1, (3, 3), (3, 3), (1, 1), (1, 1)),
     "stride-2x1": ((1, 3, 10, 15), 1, (3, 3), (2, 1), (1, 1), (1, 1)),
+    "stride-2x1-batch2-multiplier2": ((2, 3, 13, 22), 2, (3, 3), (2, 1), (1, 1), (1, 1)),
+    "stride-2x1-no-padding": ((1, 2, 12, 80), 1, (3, 3), (2, 1), (0, 0), (1, 1)),
+    "5x5-stride-2x1-batch2-multiplier2": ((2, 3, 13, 22), 2, (5, 5), (2, 1), (2, 2), (1, 1)),
+    "stride-1x2-batch2-multiplier2": ((2, 3, 11, 37), 2, (3, 3), (1, 2), (1, 1), (1, 1)),
+    "5x5-stride-1x2-unequal-padding": ((1, 3, 7, 41), 1, (5, 5), (1, 2), (2, 1), (1, 1)),
     "stride-1x2": ((1, 3, 10, 15), 1, (3, 3), (1, 2), (1, 1), (1, 1)),
     "3x5": ((1, 2, 9, 11), 1, (3, 5), (1, 1), (1, 2), (1, 1)),
     "1x1": ((1, 3, 5, 7), 2, (1, 1), (1, 1), (0, 0), (1, 1)),
@@ -166,7 +185,9 @@ def test_depthwise_shapes(kernels, case: str) -> None:  # type: ignore[no-untype
 @pytest.mark.parametrize("spec", DEPTHWISE, ids=lambda s: s.name)
 def test_depthwise_epilogues(kernels, spec: abi.KernelSpec) -> None:  # type: ignore[no-untyped-def]
     for seed, case in enumerate(("batch2", "batch2-stride2", "multiplier3-stride2", "7x7",
-                                 "stride3", "odd-narrow")):
+                                 "stride3", "odd-narrow", "stride-2x1-batch2-multiplier2",
+                                 "5x5-stride-2x1-batch2-multiplier2",
+                                 "stride-1x2-batch2-multiplier2")):
         out, expected = _run(kernels, spec, *CASES[case], seed=seed)
         np.testing.assert_allclose(out, expected, rtol=1e-4, atol=1e-4,
                                    err_msg=f"{spec.name} {case}")

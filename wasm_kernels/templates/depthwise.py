@@ -18,7 +18,7 @@ one moved left to end at the row's end, recomputing a few columns, when more tha
 register's columns are left), then one-register tiles; a row narrower than a register is
 one register stored lane by lane. A tile keeps its accumulators in locals and runs the
 taps (``depthwise_tile``): unrolled, with constant load offsets, for the common kernels
-(``UNROLLED``: 3x3 and 5x5 at column stride 1 or 2, 7x7 at stride 1, no dilation), as
+(``UNROLLED``: 3x3 and 5x5 at stride 1, 2, (2, 1) or (1, 2), 7x7 at stride 1, no dilation), as
 runtime loops otherwise. The quantized rows dequantize in the plane copy and quantize in the tiles'
 store (``depthwise_quant``). Work is independent per output channel: a caller may split a
 call by images or by ranges of input channels, each part with its own scratch plane
@@ -176,14 +176,14 @@ def _sizes(f: Frame) -> None:
         f.set(plane)
     f.get("scratch").emit("i32.const", 0).emit("local.get", f.v["hp"])
     f.get("prow").emit("i32.mul").emit("memory.fill")
-    # path = 1 + the index of the unrolled kernel (kh == kw == k, sh == sw == s, dh == dw ==
-    # 1), else 0
+    # path = 1 + the index of the unrolled kernel (kh == kw == k, (sh, sw) its stride, dh ==
+    # dw == 1), else 0
     c.emit("i32.const", 0)
     f.set("path")
-    for index, (k, s) in enumerate(UNROLLED):
+    for index, (k, sh, sw) in enumerate(UNROLLED):
         f.get("kh").emit("i32.const", k).emit("i32.eq")
         f.get("kw").emit("i32.const", k).emit("i32.eq").emit("i32.and")
-        for name, value in (("sh", s), ("sw", s), ("dh", 1), ("dw", 1)):
+        for name, value in (("sh", sh), ("sw", sw), ("dh", 1), ("dw", 1)):
             f.get(name).emit("i32.const", value).emit("i32.eq").emit("i32.and")
         c.emit("if")
         c.emit("i32.const", index + 1)
@@ -207,14 +207,14 @@ def _reads_in_place(f: Frame) -> bool:
 
 
 def _in_place_sizes(f: Frame) -> None:
-    """``inplace``: the call takes an ``IN_PLACE`` kernel (k x k, stride s) with ``ph``,
+    """``inplace``: the call takes an ``IN_PLACE`` kernel (k x k, stride (sh, s)) with ``ph``,
     ``pw`` <= k // 2, rows of at least its ``IN_PLACE`` registers, and padding right of the
     plane only inside the register after a row's last one (``s ow - pw < w``: its last
     output column's taps end before column ``w + k - 1 - s``), which the tile ending the row
     zeroes (an earlier tile holding one of those columns, e.g. column ``ow - 2`` of a 5x5
-    row 9 wide, computes it wrong, and the last tile, stored after it, right); at stride 1
+    row 9 wide, computes it wrong, and the last tile, stored after it, right); at s = 1
     also row 0's left lanes readable (``x >= 4 pw``). Its output rows ``ostart <= oy <
-    iend`` read input rows 0 <= ``s oy - ph`` .. ``h - 1`` in place (``istrict``: .. ``h -
+    iend`` read input rows 0 <= ``sh oy - ph`` .. ``h - 1`` in place (``istrict``: .. ``h -
     2`` in the input's last plane, as a tile's registers reach up to 3 floats past its
     row's end, a narrow tile's up to 9, and such a row is at least 10 wide; ``iloose`` in
     the others), each register a tile loads then inside the input, or one row before the
@@ -224,8 +224,8 @@ def _in_place_sizes(f: Frame) -> None:
     starts."""
     c = f.c
     c.emit("i32.const", 0)
-    for (k, s), registers in IN_PLACE.items():
-        f.get("path").emit("i32.const", UNROLLED.index((k, s)) + 1).emit("i32.eq")
+    for (k, _, s), registers in IN_PLACE.items():
+        f.get("path").emit("i32.const", UNROLLED.index((k, _, s)) + 1).emit("i32.eq")
         f.get("ph").emit("i32.const", k // 2).emit("i32.le_u").emit("i32.and")
         f.get("pw").emit("i32.const", k // 2).emit("i32.le_u").emit("i32.and")
         f.get("ow").emit("i32.const", f.isa.lanes * registers).emit("i32.ge_u").emit("i32.and")
@@ -256,17 +256,18 @@ def _in_place_sizes(f: Frame) -> None:
     # topok: a k x k call with ph == k // 2 whose left lanes are readable (x >= 4 pw) runs
     # output rows 0 and 1 in place, the rows above the plane a zero register
     c.emit("i32.const", 0)
-    for k, s in IN_PLACE:
-        f.get("path").emit("i32.const", UNROLLED.index((k, s)) + 1).emit("i32.eq")
-        f.get("ph").emit("i32.const", k // 2).emit("i32.eq").emit("i32.and").emit("i32.or")
+    for kernel in IN_PLACE:
+        f.get("path").emit("i32.const", UNROLLED.index(kernel) + 1).emit("i32.eq")
+        f.get("ph").emit("i32.const", kernel[0] // 2).emit("i32.eq").emit("i32.and")
+        c.emit("i32.or")
     f.get("x", "pw").emit("i32.const", 2).emit("i32.shl").emit("i32.ge_u").emit("i32.and")
     f.set("topok")
     # bottomok: a k x k call at stride 1 with ph == k // 2 runs its last rows in place (but
     # in the input's last plane), the rows below the plane a zero register
     c.emit("i32.const", 0)
-    for k, s in IN_PLACE:
-        if s == 1:
-            f.get("path").emit("i32.const", UNROLLED.index((k, s)) + 1).emit("i32.eq")
+    for k, sh, sw in IN_PLACE:
+        if sh == 1:
+            f.get("path").emit("i32.const", UNROLLED.index((k, sh, sw)) + 1).emit("i32.eq")
             f.get("ph").emit("i32.const", k // 2).emit("i32.eq").emit("i32.and")
             c.emit("i32.or")
     f.set("bottomok")

@@ -6,18 +6,19 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from . import depthwise_tile
-from .depthwise_tile import REGS, ROWS, Frame
+from .depthwise_tile import REGS, ROWS, Frame, Kernel
 from .loops import strided_loop
 
-IN_PLACE = {(3, 2): 1, (5, 2): REGS, (3, 1): REGS, (5, 1): REGS}
-"""The unrolled kernels (k, stride) whose interior rows read the input plane in place
+IN_PLACE = {(3, 2, 2): 1, (5, 2, 2): REGS, (3, 1, 1): REGS, (5, 1, 1): REGS,
+            (3, 2, 1): REGS}
+"""The unrolled kernels (k, sh, sw) whose interior rows read the input plane in place
 (``in_place_rows``) when their output rows have at least this many registers: a 5x5
 kernel's 7-wide rows at stride 2 (every tile at an edge of the plane, most input rows in
-the border) ran ~6% slower in place than copied; at stride 1 rows narrower than a tile
-keep the copy."""
+the border) ran ~6% slower in place than copied; at column stride 1 rows narrower than a
+tile keep the copy."""
 
 
-def rows(f: Frame, kernel: tuple[int, int] | None, mode: str = "") -> None:
+def rows(f: Frame, kernel: Kernel | None, mode: str = "") -> None:
     """Every output row of the channel with ``kernel``'s unrolled taps, ``ROWS`` rows per
     tile while they last (None: runtime loops over the taps, one row per tile, pixels
     loaded per ``mode``)."""
@@ -61,7 +62,7 @@ def _narrow_or_not(f: Frame, narrow: bool, body: Callable[[bool], None]) -> None
     c.emit("end")
 
 
-def in_place_rows(f: Frame, kernel: tuple[int, int]) -> None:
+def in_place_rows(f: Frame, kernel: Kernel) -> None:
     """Every output row of the channel with an ``IN_PLACE`` kernel: rows ``ostart`` ..
     ``iend`` - 1 from the input plane, ``ROWS`` at a time while they last (with ``top``:
     rows 0 and 1 as well, the ``k // 2`` rows above the plane a zero register; with
@@ -69,7 +70,7 @@ def in_place_rows(f: Frame, kernel: tuple[int, int]) -> None:
     register), the others from the scratch plane."""
     c = f.c
     weights = depthwise_tile.hoist_weights(f, kernel)
-    k, stride = kernel
+    k, stride, _ = kernel
 
     def rows(count: int, in_place: bool, narrow: bool, outside: tuple[int, int] = (0, 0)
              ) -> None:

@@ -26,18 +26,18 @@ REGS = 2
 """Registers of columns per tile: ``ROWS`` x 2 accumulators, a 3x3 kernel's 9 weights and
 the pixels being loaded fit x86-64's 16 vector registers."""
 
-UNROLLED: tuple[tuple[int, int], ...] = ((3, 1), (3, 2), (5, 1), (5, 2), (7, 1))
-"""(k, s): the k x k kernels at stride (s, s), no dilation, with unrolled taps."""
+Kernel: TypeAlias = "tuple[int, int, int]"
+"""(k, sh, sw): a k x k kernel at stride (sh, sw), no dilation."""
+
+UNROLLED: tuple[Kernel, ...] = ((3, 1, 1), (3, 2, 2), (5, 1, 1), (5, 2, 2), (7, 1, 1),
+                                (3, 2, 1), (5, 2, 1), (3, 1, 2), (5, 1, 2))
+"""The kernels with unrolled taps; (k, 2, 1) and (k, 1, 2): PP-OCR's recognisers and
+text-line classifiers halve one side of the plane only."""
 
 NEXT_LANE = [bytes(range(4, 16)) + bytes(range(16 + 4 * lane, 20 + 4 * lane))
              for lane in (0, 1)]
 """The ``i8x16.shuffle`` of registers (a, b) giving a's lanes 1..3 then b's lane 0 (1): the
 stride-2 pixels of tap j + 2 from tap j's and the next register's."""
-
-AHEAD_LINES = {2: 4, 1: 1}
-"""Cache lines of the next input plane an in-place tile of several rows reads ahead, by
-stride: about the lines of its own plane a tile takes (a 112-wide plane's 784 lines over its
-196 such tiles at stride 2, over its 784 at stride 1)."""
 
 HOISTED_TAPS = 9
 """Kernels of at most this many taps keep their weights in registers across a channel."""
@@ -76,7 +76,7 @@ class Frame(NamedFrame):
         return 0 if self.quant is not None else 2
 
 
-def hoist_weights(f: Frame, kernel: tuple[int, int] | None) -> list[int]:
+def hoist_weights(f: Frame, kernel: Kernel | None) -> list[int]:
     """Load an unrolled kernel's weights (splat) into locals when it has at most
     ``HOISTED_TAPS`` taps; returns the locals (empty: load each where it is used)."""
     if kernel is None or kernel[0] * kernel[0] > HOISTED_TAPS:
@@ -90,7 +90,7 @@ def hoist_weights(f: Frame, kernel: tuple[int, int] | None) -> list[int]:
     return weights
 
 
-def tile(f: Frame, kernel: tuple[int, int] | None, mode: str, weights: list[int],
+def tile(f: Frame, kernel: Kernel | None, mode: str, weights: list[int],
          shape: tuple[int, int], store: str, in_place: bool = False,
          outside: tuple[int, int] = (0, 0)) -> None:
     """The tile of ``shape`` = (output rows, registers) at column ``tx`` of rows ``oy``...:
@@ -128,7 +128,7 @@ def tile(f: Frame, kernel: tuple[int, int] | None, mode: str, weights: list[int]
                 f.get(flag).emit("select").emit("local.set", f.tile_edges[side])
         _unrolled_taps(f, kernel, weights, acc, (in_place, *outside))
         if in_place and rows > 1:
-            _read_ahead(f, AHEAD_LINES[kernel[1]])
+            _read_ahead(f, kernel[1] * kernel[2])
     for q, row in enumerate(acc):
         if store == "lanes":
             _store_lanes(f, row[0], q)
@@ -168,11 +168,11 @@ def _narrow(f: Frame, registers: list[int]) -> None:
         c.emit("end")
 
 
-def _unrolled_taps(f: Frame, kernel: tuple[int, int], weights: list[int],
+def _unrolled_taps(f: Frame, kernel: Kernel, weights: list[int],
                    acc: list[list[int]], where: tuple[bool, int, int]) -> None:
     """Every tap with constant offsets, input row by input row (``pi`` steps one row of
     the scratch plane, or of the input plane ``in_place``): each pixel register loaded once
-    and multiplied into every output row of the tile that reads it (rows ``stride`` apart,
+    and multiplied into every output row of the tile that reads it (rows ``sh`` apart,
     no row dilation). Hoisted ``weights`` run register by register; otherwise each weight
     is loaded once per input row for all the tile's registers (tap by tap). Either way an
     accumulator takes its taps in the same order. ``where``: (in place, the rows above and
@@ -182,17 +182,18 @@ def _unrolled_taps(f: Frame, kernel: tuple[int, int], weights: list[int],
     zero = c.local(isa.valtype) if above or below else -1
     if above or below:
         c.emit("v128.const", bytes(16)).emit("local.set", zero)
-    k, stride = kernel
+    k, row_stride, stride = kernel
     pixel = c.local(isa.valtype)
     splat = [] if weights else [c.local(isa.valtype) for _ in acc]
     # a kernel row's first 4 weights, one load, each splat by a lane shuffle (``vpshufd``;
     # ``load_splat`` is a load and a ``vbroadcastss``)
     row = [c.local(isa.valtype) for _ in acc] if isa.vector and not weights else []
-    span = (len(acc) - 1) * stride + k
+    span = (len(acc) - 1) * row_stride + k
     regs = range(len(acc[0]))
     groups = [[r] for r in regs] if weights else [list(regs)]
     for t in range(span):
-        users = [(q, t - q * stride) for q in range(len(acc)) if 0 <= t - q * stride < k]
+        users = [(q, t - q * row_stride) for q in range(len(acc))
+                 if 0 <= t - q * row_stride < k]
         loaded: dict[int, int] = {}
         for q, i in users if row else ():
             f.get("wc")
@@ -232,11 +233,11 @@ def _unrolled_taps(f: Frame, kernel: tuple[int, int], weights: list[int],
             f.add("pi", "row" if in_place else "prow")
 
 
-def _taps(f: Frame, kernel: tuple[int, int], r: int, loaded: dict[int, int],
+def _taps(f: Frame, kernel: Kernel, r: int, loaded: dict[int, int],
           edges: tuple[bool, bool]) -> list[Callable[[], None]] | None:
     """Register ``r``'s pusher per tap of ``kernel`` (None: no vector ISA, load lane by
     lane); ``edges``: in place, whether it is the tile's first and last register."""
-    k, stride = kernel
+    k, _, stride = kernel
     if not f.isa.vector:
         return None
     return (_pair_taps(f, r, k, loaded, edges) if stride == 2
@@ -247,7 +248,9 @@ def _read_ahead(f: Frame, lines: int) -> None:
     """Read one word of each of the next ``lines`` cache lines at ``ahead`` while they lie
     before ``aend`` (the next input plane), and move ``ahead`` past them: WebAssembly has no
     prefetch instruction, and a plane streaming from memory otherwise waits in the tiles'
-    loads."""
+    loads. A tile of several rows reads ``sh * sw`` lines ahead: about the lines of its own
+    plane it takes (a 112-wide plane's 784 lines over its 196 such tiles at stride 2, over
+    its 784 at stride 1)."""
     c = f.c
     f.get("ahead").emit("i32.const", 64 * lines).emit("i32.add")
     f.get("aend").emit("i32.le_u").emit("if")

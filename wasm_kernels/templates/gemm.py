@@ -109,7 +109,7 @@ def _batched(f: DenseFrame) -> None:
         c.emit("local.get", arg["bias_every"]).emit("local.set", left)
     c.emit("block").emit("loop")
     c.emit("local.get", arg["batch"]).emit("i32.eqz").emit("br_if", 1)
-    _gemm(f)
+    in_place(f)
     for pointer, stride in (("a", "a_stride"), ("b", "b_stride")):
         c.emit("local.get", arg[pointer]).emit("local.get", arg[stride]).emit("i32.const", 2)
         c.emit("i32.shl").emit("i32.add").emit("local.set", arg[pointer])
@@ -128,8 +128,9 @@ def _batched(f: DenseFrame) -> None:
     c.emit("br", 0).emit("end").emit("end")
 
 
-def _gemm(f: DenseFrame) -> None:
-    """Column panels of NR columns, then one register, then single columns, read in place."""
+def in_place(f: DenseFrame) -> None:
+    """C = A @ B, both read in place with ``f``'s strides: column panels of NR columns,
+    then one register, then single columns."""
     nr = TILES[f.isa.name][1]
     widths = [(f.isa, nr)] + ([(f.isa, f.isa.lanes)] if f.isa.vector else [])
     f.c.emit("i32.const", 0).emit("local.set", f.j)

@@ -11,7 +11,10 @@ adjacent output pixels are adjacent floats as at stride 1. Then per panel:
 
 - each half of it (pixels 0..3 and 4..7) in one output row, at stride 1, phased, or 2
   unpadded (vector ISAs): each step is a load and a store per half (2 loads and a shuffle
-  unpadded at stride 2). Every panel of a plane whose width is a multiple of 4 goes so;
+  unpadded at stride 2); with kernel rows of 3 or ``STEM`` adjacent taps, at constant
+  offsets from a pointer per kernel row and half (``_row_steps``: 1.00-1.06x the packing
+  that added each tap's offset at run time). Every panel of a plane whose width is a
+  multiple of 4 goes so;
 - otherwise (halves across output rows, as many are on 7x7 and 14x14 planes; other strides;
   the scalar ISA): the 8 pixels' addresses are computed once per panel and each step adds
   the same tap offset to all of them: 8 loads and stores.
@@ -42,7 +45,8 @@ STEM = 7
 _LOCALS = ("hp", "wp", "plane", "row", "row_bytes", "steps", "panel_bytes", "padded", "phased",
            "odd_bytes", "pair_bytes", "ox_bytes", "q", "pixel", "oy", "ox", "oy2", "ox2", "halves",
            "ci", "ki", "kj", "col", "i", "src", "src2", "dst", "at", "even", "odd", "tap", "t",
-           "tap_ci", "tap_ki", "tap_dh", "tap_j1", "tap_j2", "xin", "prow", "next_row", "last_row")
+           "tap_ci", "tap_ki", "tap_dh", "tap_j1", "tap_j2", "xin", "prow", "next_row", "last_row",
+           "by_rows", "row1", "row2", "odd1", "odd2")
 
 
 def declare(c: Code, isa: Isa) -> None:
@@ -95,6 +99,12 @@ def sizes(c: Code) -> None:
         c.set(tap)
     c.get("cg", "kh").emit("i32.mul").get("kw").emit("i32.mul").tee("steps")
     c.emit("i32.const", 4 * PANEL).emit("i32.mul").set("panel_bytes")
+    # by_rows = ox_bytes == 4 and dw == 1 and kw in (3, STEM): _row_steps packs the halves
+    c.get("ox_bytes").emit("i32.const", 4).emit("i32.eq")
+    c.get("dw").emit("i32.const", 1).emit("i32.eq").emit("i32.and")
+    c.get("kw").emit("i32.const", 3).emit("i32.eq")
+    c.get("kw").emit("i32.const", STEM).emit("i32.eq").emit("i32.or").emit("i32.and")
+    c.set("by_rows")
 
 
 def pack(c: Code, isa: Isa) -> None:
@@ -113,11 +123,15 @@ def pack(c: Code, isa: Isa) -> None:
             _halves(c)
             c.get("halves")
             with c.if_():
-                c.get("ox_bytes").emit("i32.const", 4).emit("i32.eq")
+                c.get("by_rows")
                 with c.if_():
-                    _steps(c, lambda: _copy_step(c, isa, 1))
+                    _row_steps(c, isa)
                     c.emit("else")
-                    _steps(c, lambda: _copy_step(c, isa, 2))
+                    c.get("ox_bytes").emit("i32.const", 4).emit("i32.eq")
+                    with c.if_():
+                        _steps(c, lambda: _copy_step(c, isa, 1))
+                        c.emit("else")
+                        _steps(c, lambda: _copy_step(c, isa, 2))
                 c.emit("else")
                 _gather_panel(c)
         else:
@@ -242,6 +256,68 @@ def _steps(c: Code, step: Callable[[], None]) -> None:
         channels(pointwise)
         c.emit("else")
         channels(taps)
+
+
+def _row_steps(c: Code, isa: Isa) -> None:
+    """Every step of a panel by halves whose kernel rows are 3 or ``STEM`` adjacent taps
+    (``by_rows``: dilation 1, a stride-1 or phased row): per kernel row a pointer to each
+    half's first tap, and in a phased row one to its odd columns, so each tap is a load and a
+    store at constant offsets from them (a phased row's even tap ``2 j`` at ``4 j`` bytes, its
+    odd tap ``2 j + 1`` at ``4 j`` bytes past the odd pointer). ``_steps`` computes every
+    tap's offset at run time and adds it to both halves' pointers: about twice the
+    instructions per step."""
+
+    def kernel_row(width: int, phased: bool) -> None:
+        c.get("src", "tap_ki").emit("i32.add").set("row1")
+        c.get("src2", "tap_ki").emit("i32.add").set("row2")
+        if phased:
+            c.get("row1", "odd_bytes").emit("i32.add").set("odd1")
+            c.get("row2", "odd_bytes").emit("i32.add").set("odd2")
+        _row_copies(c, isa, width, phased)
+        c.get("dst").emit("i32.const", 4 * PANEL * width).emit("i32.add").set("dst")
+        c.get("tap_ki", "tap_dh").emit("i32.add").set("tap_ki")
+
+    def kernel_rows(width: int, phased: bool) -> None:
+        c.emit("i32.const", 0).set("ki")
+        with c.loop():
+            c.get("ki", "kh").emit("i32.ge_u").emit("br_if", 1)
+            kernel_row(width, phased)
+            c.get("ki").emit("i32.const", 1).emit("i32.add").set("ki")
+
+    def channels(phased: bool) -> None:
+        c.emit("i32.const", 0).set("tap_ci")
+        c.emit("i32.const", 0).set("ci")
+        with c.loop():
+            c.get("ci", "cg").emit("i32.ge_u").emit("br_if", 1)
+            c.get("tap_ci").set("tap_ki")
+            # a 3x3 kernel's 3 rows straight-line, others a loop over rows of 3 or STEM taps
+            c.get("kw").emit("i32.const", 3).emit("i32.eq")
+            with c.if_():
+                c.get("kh").emit("i32.const", 3).emit("i32.eq")
+                with c.if_():
+                    for _ in range(3):
+                        kernel_row(3, phased)
+                    c.emit("else")
+                    kernel_rows(3, phased)
+                c.emit("else")
+                kernel_rows(STEM, phased)
+            c.get("tap_ci", "plane").emit("i32.add").set("tap_ci")
+            c.get("ci").emit("i32.const", 1).emit("i32.add").set("ci")
+
+    c.get("phased")
+    with c.if_():
+        channels(phased=True)
+        c.emit("else")
+        channels(phased=False)
+
+
+def _row_copies(c: Code, isa: Isa, width: int, phased: bool) -> None:
+    """Copy a kernel row's ``width`` taps of both halves (``_row_steps``) to ``dst``."""
+    for kj in range(width):
+        for half, (even, odd) in enumerate((("row1", "odd1"), ("row2", "odd2"))):
+            c.get("dst", odd if phased and kj % 2 else even)
+            isa.load(c, 4 * (kj // 2) if phased else 4 * kj)
+            isa.store(c, 4 * PANEL * kj + 16 * half)
 
 
 def _copy_step(c: Code, isa: Isa, stride: int) -> None:

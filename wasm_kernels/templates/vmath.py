@@ -23,10 +23,11 @@ loop from 61 to 36 instructions per register.
   flipped for odd ``n``; ``cos(x)`` reduces ``x - pi/2`` the same way (``n`` rounded from
   ``x / pi - 1/2``). Accurate for ``|x| <= PERIODIC_RANGE``; beyond it the reduction loses
   bits (onnxruntime's ``std::sin`` reduces exactly at any size) and inf gives NaN.
-- ``sigmoid``, ``silu`` = ``x * sigmoid(x)`` and ``gelu_tanh`` = ``x * sigmoid(2u)`` take
-  ``decay`` (e**-a for a >= 0: degree-6 polynomial, one scaling step) instead of ``exp``:
-  they run as fused epilogues on every output of a conv, so they trade the tail below
-  ~1e-36 (returned as 0) for half the instructions. ``hardswish`` multiplies by 1/6;
+- ``sigmoid``, ``silu`` = ``x * sigmoid(x)`` and ``gelu_tanh`` = ``x * sigmoid(2u)`` are one
+  quotient ``x / (1 + e**-u)`` for either sign of ``u``, with ``decay``'s e**-u (degree-6
+  polynomial, one scaling step, +inf below u = -88.38) instead of ``exp``: they run as fused
+  epilogues on every output of a conv, so they trade the tail below ~1e-36 (returned as 0)
+  for half the instructions. ``hardswish`` multiplies by 1/6;
   ``relu`` and ``relu6`` clamp with ``pmax``/``pmin`` (one instruction each, where wasm's
   ``max`` is eight on x86; a -0 input stays -0).
 - ``gelu`` = ``x / 2 * (1 + erf(x / sqrt(2)))`` with a rational erf (no ``exp``): relative
@@ -49,16 +50,16 @@ MAX_ERROR: dict[str, tuple[float, float]] = {
 }
 """Documented maximum error: (relative, absolute); a result passes if within either, or
 within 4 steps of the smallest denormal. Measured maxima (all ISAs alike): exp 7.6e-8,
-log 7.7e-8, tanh 1.4e-7, erf 2.1e-7, sigmoid 1.9e-7, silu 2.2e-7, hardswish 1.6e-7, gelu
+log 7.7e-8, tanh 1.4e-7, erf 2.1e-7, sigmoid 1.4e-7, silu 1.6e-7, hardswish 1.6e-7, gelu
 2.5e-7 relative for x > 0 and 8.4e-7 absolute in the negative tail (``1 + erf`` cancels
-there). The absolute bounds of the logistic functions are their tails below 2**-126.5,
-returned as 0 (e.g. silu(-87.7) = -7.3e-37); gelu_tanh's relative error grows to 1.1e-5
+there). The absolute bounds of the logistic functions are their tails, returned as 0 where
+e**-u overflows (e.g. silu(-88.4) = -3.4e-37); gelu_tanh's relative error grows to 1.1e-5
 in its tail (x < -9) because ``u`` itself is rounded to float32, as in the formula's own
 float32 evaluation."""
 
 MAX_ULPS: dict[str, float] = {"sigmoid": 3.0, "silu": 3.0, "hardswish": 3.0}
 """Maximum error in units in the last place of the float32 result, where the true result
-is at least ``ULP_FLOOR`` in magnitude (measured: sigmoid 2.3, silu 2.6, hardswish 2.3)."""
+is at least ``ULP_FLOOR`` in magnitude (measured: sigmoid 1.9, silu 2.2, hardswish 2.3)."""
 ULP_FLOOR = 1e-36
 
 
@@ -188,38 +189,50 @@ negated; ``exp``'s Cephes polynomial is degree 7."""
 DECAY_LIMIT = 88.0
 """``decay`` clamps ``a`` here: round(a / ln2) <= 127, so the scale's exponent field stays in
 [0, 254] (0: the result is exactly 0)."""
+LOGISTIC_FLOOR = -89.0
+"""``logistic_product`` clamps ``u`` from below here: round(u / ln2) >= -128, whose scale's
+exponent field is 255, so e**-u is +inf from u < -88.38 on (the true value overflows from
+-88.72) and the quotient is 0."""
 
 
-def decay(a: Expr) -> Expr:
-    """e**-a for a >= 0, NaN passing through: the ``exp`` of the logistic functions.
-
-    Cheaper than ``exp(-a)`` (14 instructions against 26 with fused multiply-adds): the
-    rounding shifter carries the exponent bias (so one shift makes the scale), the reduced
-    argument keeps its sign flipped (no negation), the polynomial is degree 6, and the scale
-    is one power of two: where e**-a falls below 2**-126.5 (a > 87.68) the result is 0, not
-    the denormal. The logistic functions add 1 to it, so that tail only moves results that
-    are themselves below ~1e-36."""
-    a = a.clamp_above(DECAY_LIMIT)
+def _decay_parts(a: Expr) -> tuple[Expr, Expr]:
+    """(p, s) with e**-a = p * s, for ``a`` already clamped to [LOGISTIC_FLOOR, DECAY_LIMIT]:
+    the rounding shifter carries the exponent bias (so one shift makes the scale ``s``, a
+    power of two), the reduced argument keeps its sign flipped (no negation) and ``p`` is a
+    degree-6 polynomial in it."""
     biased = ROUNDING_SHIFTER + 127.0
     t = a.madd(-1.44269504088896341, biased)  # biased - round(a / ln2), exactly
     m = Expr.const(biased) - t
     r = m.madd(2.12194440e-4, m.madd(-0.693359375, a))  # a - m ln2, ln2 in two parts
     scale = from_bits(shift("shl", t.bits(), 23))  # 2**-m: the exponent field is 127 - m
-    return _poly(r, DECAY_COEFFICIENTS) * scale
+    return _poly(r, DECAY_COEFFICIENTS), scale
 
 
-def sigmoid(x: Expr) -> Expr:
-    """1 / (1 + e**-x), as e**x / (1 + e**x) for x < 0 so the tail keeps its relative
-    accuracy down to 2**-126.5 (0 below, where ``decay`` stops)."""
-    e = decay(x.abs())
-    return select(x < 0.0, e, 1.0) / (e + 1.0)
+def decay(a: Expr) -> Expr:
+    """e**-a for a >= 0, NaN passing through: ``tanh``'s ``exp``.
+
+    Cheaper than ``exp(-a)`` (14 instructions against 26 with fused multiply-adds,
+    ``_decay_parts``), with one scaling step: where e**-a falls below 2**-126.5 (a > 87.68)
+    the result is 0, not the denormal."""
+    p, scale = _decay_parts(a.clamp_above(DECAY_LIMIT))
+    return p * scale
 
 
 def logistic_product(x: Expr, u: Expr) -> Expr:
-    """x * sigmoid(u), the product taken before the division: x e / (1 + e) for u < 0 with
-    e = e**u, else x / (1 + e**-u)."""
-    e = decay(u.abs())
-    return select(u < 0.0, x * e, x) / (e + 1.0)
+    """x * sigmoid(u) = x / (1 + e**-u), NaN passing through: one quotient for either sign
+    of ``u`` (no ``abs``, no select), the scale multiplied into the 1 + p step.
+
+    e**-u is right to its polynomial's error from u = -88.38 up; below, it is +inf and the
+    result 0 (the true x * sigmoid(u) there is under 4e-39 |x|); from u > 87.68 it is 0 and
+    the result x. Where e**-u is large, 1 / (1 + e**-u) keeps e**-u's relative error, so
+    sigmoid's tail stays accurate down to its denormals."""
+    p, scale = _decay_parts(u.clamp_below(LOGISTIC_FLOOR).clamp_above(DECAY_LIMIT))
+    return x / p.madd(scale, 1.0)
+
+
+def sigmoid(x: Expr) -> Expr:
+    """1 / (1 + e**-x)."""
+    return logistic_product(Expr.const(1.0), x)
 
 
 def silu(x: Expr) -> Expr:
