@@ -27,6 +27,10 @@ CASES = {
     "2x10": ((1, 12, 2, 10), 9),
     # 40 channels in two blocks of the driver (k = 1300: 25 rows a block)
     "deep": ((1, 1300, 3, 3), 40),
+    # a chunk of 667 pixels (3 past): row blocks of 10, 10 and 13 channels (POINT_ROWS)
+    "wide": ((1, 24, 23, 29), 33),
+    # chunks of 320, 320 and 360 pixels (k = 200), 26 channels in blocks of 10 and 16
+    "chunks": ((1, 200, 25, 40), 26),
 }
 GEMMS = [k for k in abi.KERNELS if k.family == "conv_gemm"]
 

@@ -132,7 +132,7 @@ def _group(c: Code, f: linear._Frame, in_place: linear._Frame,
     padded_copy.start(c)
     conv_pointwise.subsample(c, isa)
     c.get("first0").set("first")
-    conv_pointwise.in_place(c, lambda: _multiply(c, in_place))
+    conv_pointwise.in_place(c, in_place, lambda frame: _multiply(c, frame))
     with c.loop():
         c.get("first", "end").emit("i32.ge_u").emit("br_if", 1)
         # count = min(chunk - (first % ow if taps), end - first): with taps, up to a row's end

@@ -6,7 +6,10 @@ pixels it computes (``first0 .. end``) of each of the group's planes, subsampled
 scratch ``xp`` (``subsample``), then multiplies those planes the same way. The pixels past
 the last whole panel of ``PANEL`` are one more tile ending at the last pixel (``TAIL`` or
 ``PANEL`` wide, see ``linear.row_blocks``), so no load passes the input's end; only planes
-(or a thread's part) of fewer than ``PANEL`` pixels go through ``im2col``'s packing.
+(or a thread's part) of fewer than ``PANEL`` pixels go through ``im2col``'s packing. On a
+chunk of ``POINT_PIXELS`` pixels or more the driver's row blocks are ``POINT_ROWS`` output
+channels: each block sweeps the chunk's panels (the chunk's input stays in L2 while the blocks
+pass), writing (and reading the residual of) a few planes at a time.
 
 The functions read the conv's arguments and the locals of ``conv_gemm`` and ``im2col`` by
 name from the ``Code``; ``declare`` adds the locals they use.
@@ -14,12 +17,28 @@ name from the ``Code``; ``declare`` adds the locals they use.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 
 from ..pack import PANEL
+from ..pack_im2col import ROWS
 from ..wasm import Code
 from .conv_tiles import EVEN_LANES
 from .isa import Isa
+from .linear import _Frame
+
+POINT_ROWS = 2 * ROWS
+"""Output channels per row block of the linear driver on a chunk of ``POINT_PIXELS`` or more
+(a multiple of ``ROWS``, so the weight's packed tiles are the same, ``pack_im2col.tiles``).
+With every channel in one block, each panel of 8 pixels wrote all output planes (and read
+all residual planes) before the next: one process, row blocks of 10 over one block (21
+rounds, load 6-9, relaxed): open_nsfw 32->128 @56 with add+relu 1.06-1.38x, 64->256 @28
+add+relu 1.17x, ddddocr 48->24 and 48->48 @104 with silu 1.11x and 1.13x, 96->96 @52
+1.04-1.06x; 1024->256, 256->1024 and 320->1280 @7 0.95-0.98x (so not under POINT_PIXELS);
+@14 and N = 52-480 even."""
+
+POINT_PIXELS = 256
+"""Pixels of a chunk from which its row blocks are ``POINT_ROWS`` channels."""
 
 _LOCALS = ("flat", "sub", "bplane", "src_row", "src_col", "sub_ow", "sub_ci", "sub_p",
            "sub_src", "sub_dst", "sub_run", "sub_sbase", "sub_dbase", "sub_len")
@@ -123,11 +142,14 @@ def _while(c: Code, done: Callable[[], object], body: Callable[[], None]) -> Non
         body()
 
 
-def in_place(c: Code, multiply: Callable[[], None]) -> None:
-    """With ``flat`` and a panel of pixels or more, ``multiply()`` pixels ``first .. end``,
-    at most ``columns`` at a time (the last chunk at least a panel: the driver ends it with a
-    tile of its last pixels), with ``cols`` pointing at their first pixel in the input planes
-    at ``xg`` (B in place); ``multiply`` moves ``first`` past the ``count`` pixels."""
+def in_place(c: Code, f: _Frame, multiply: Callable[[_Frame], None]) -> None:
+    """With ``flat`` and a panel of pixels or more, ``multiply(frame)`` pixels ``first ..
+    end``, at most ``columns`` at a time (the last chunk at least a panel: the driver ends it
+    with a tile of its last pixels), with ``cols`` pointing at their first pixel in the input
+    planes at ``xg`` (B in place); ``frame`` is ``f`` with row blocks of ``POINT_ROWS`` on a
+    chunk of ``POINT_PIXELS`` or more; ``multiply`` moves ``first`` past the ``count``
+    pixels."""
+    point = dataclasses.replace(f, mb=c.local("i32"))
     c.get("flat", "end", "first").emit("i32.sub").emit("i32.const", PANEL).emit("i32.ge_u")
     c.emit("i32.and")
     with c.if_():
@@ -138,4 +160,9 @@ def in_place(c: Code, multiply: Callable[[], None]) -> None:
             c.get("columns").emit("i32.const", PANEL).emit("i32.add").get("count")
             c.emit("i32.le_u").emit("select").set("count")
             c.get("xg", "first").emit("i32.const", 2).emit("i32.shl").emit("i32.add").set("cols")
-            multiply()
+            # point.mb = count >= POINT_PIXELS ? min(f.mb, POINT_ROWS) : f.mb
+            c.get(f.mb).emit("i32.const", POINT_ROWS).get(f.mb).emit("i32.const", POINT_ROWS)
+            c.emit("i32.lt_u").emit("select").get(f.mb)
+            c.get("count").emit("i32.const", POINT_PIXELS).emit("i32.ge_u").emit("select")
+            c.set(point.mb)
+            multiply(point)
