@@ -129,8 +129,9 @@ def _attention(spec: abi.KernelSpec) -> Callable[..., None]:
             v = operand(memory, arg["v"] + 4 * b * src * heads * d, (src, heads, d))
             y = operand(memory, arg["y"] + 4 * b * t * heads * d, (rows, heads, d))
             scores = q.transpose(1, 0, 2) @ kt  # (heads, rows, src)
-            if "mask" in arg:
-                scores += operand(memory, arg["mask"] + 4 * b * arg["mask_stride"], (src,))
+            if "mask" in arg:  # one row for every query row (bias), or one each (add)
+                shape = (rows, src) if "add" in spec.epilogue else (src,)
+                scores += operand(memory, arg["mask"] + 4 * b * arg["mask_stride"], shape)
             e = np.exp(scores - scores.max(axis=2, keepdims=True))
             y[...] = ((e / e.sum(axis=2, keepdims=True)) @ v.transpose(1, 0, 2)).transpose(
                 1, 0, 2)

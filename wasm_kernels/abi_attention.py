@@ -39,4 +39,9 @@ ATTENTION: tuple[KernelSpec, ...] = (
                _DOC.format(mask=" + mask[b * mask_stride:][:src]") + "; the mask rows "
                "(src floats, mask_stride floats apart, 0 shares one) are added to the "
                "scores", epilogue=("bias",)),
+    KernelSpec("f32_head_attention_add", "attention", "head_attention",
+               ("q", "kt", "v", "mask", "y", "s") + _PARAMS + ("mask_stride",),
+               _DOC.format(mask=" + M(b, i, :)") + "; M(b) is a (rows, src) mask from the "
+               "mask pointer (a call's first query row), M(b + 1) mask_stride floats after "
+               "M(b) (0 shares one), one row per query row", epilogue=("add",)),
 )

@@ -136,8 +136,9 @@ def splits(isa: str) -> dict[str, Split]:
         elif spec.family == "attention":
             # NOTE: parts are ranges of query rows of every batch element and head, each with
             # its own region of scratch
+            rows_mask = {"mask": ("src",)} if "add" in spec.epilogue else {}
             table[spec.name] = Split(
-                "rows", {"q": ("heads", "d"), "y": ("heads", "d")},
+                "rows", {"q": ("heads", "d"), "y": ("heads", "d"), **rows_mask},
                 ("batch", "heads", "src", "d"), DENSE_THRESHOLD, gemm.TILES[isa][0],
                 region=Region("s", abi.ATTENTION_PARTS, _score_block_bytes))
         elif spec.family == "conv":

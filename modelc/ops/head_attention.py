@@ -2,8 +2,9 @@
 result in the projections' (B, T, H, D) layout (``nn.functional.head_attention``).
 
 Written by ``passes.fuse_attention`` in place of a transformer's head permutes, score
-matmul, softmax and weighted sum; lowered to one call of ``f32_head_attention[_bias]``, whose
-mask is one row of S floats per batch element or one for all.
+matmul, mask, softmax and weighted sum; lowered to one call of
+``f32_head_attention[_bias|_add]`` (no mask, a row of the S keys for every query, or one per
+query; each per batch element or one for all).
 """
 
 from __future__ import annotations
@@ -20,13 +21,19 @@ if TYPE_CHECKING:
     from ..graph import Node, Shape
 
 
-def mask_rows(mask: Shape, batch: Any, source: Any) -> bool | None:
-    """Whether ``mask``, padded to rank 4, is one row of ``source`` floats per batch element
-    (True) or one row for all (False): (B or 1, 1, 1, S); None if it is neither."""
+def mask_form(mask: Shape, batch: Any, length: Any, source: Any) -> tuple[str, bool] | None:
+    """The kernel that adds ``mask`` (padded to rank 4) to the scores, and whether it holds
+    one mask per batch element: ``f32_head_attention_bias`` for one row of ``source`` floats
+    for every query, (B or 1, 1, 1, S); ``f32_head_attention_add`` for a row per query, (B or
+    1, 1, T, S). None for any other shape."""
     padded = (1,) * (4 - len(mask)) + tuple(mask)
-    if len(padded) != 4 or padded[1:] != (1, 1, source) or padded[0] not in (1, batch):
+    if len(padded) != 4 or padded[0] not in (1, batch) or padded[1] != 1 or \
+            padded[3] != source:
         return None
-    return padded[0] != 1
+    per_batch = padded[0] != 1
+    if padded[2] == 1:
+        return "f32_head_attention_bias", per_batch
+    return ("f32_head_attention_add", per_batch) if padded[2] == length else None
 
 
 class HeadAttention(OpDef):
@@ -59,25 +66,27 @@ class HeadAttention(OpDef):
                                      named.get("mask"))
         b, t, h, d = query.shape
         s = key_t.shape[3]
-        per_batch = None if mask is None else mask_rows(mask.shape, b, s)
-        if mask is not None and per_batch is None:
+        form = None if mask is None else mask_form(mask.shape, b, t, s)
+        if mask is not None and form is None:
             raise CompileError(f"head_attention: a mask of shape {list(mask.shape)} is not "
-                               f"lowered; expected one row of the {s} keys per batch element "
-                               f"or one for all, ({b} or 1, 1, 1, {s})")
+                               f"lowered; expected one of ({b} or 1, 1, 1 or {t}, {s}): a row "
+                               "of the keys for every query or one per query, per batch "
+                               "element or for all")
         for operand in (query, key_t, value) + ((mask,) if mask is not None else ()):
             ctx.address(operand)
         ctx.address(node.output)
         ctx.scratch(node)
         for dims in ((b,), (h,), (t,), (t,), (s,), (d,)):
             ctx.numel(dims)
-        if mask is None:
+        if form is None:
             ctx.call("f32_head_attention")
             return
+        kernel, per_batch = form
         if per_batch:
-            ctx.numel((s,))
+            ctx.numel(mask.shape[-2:])  # one batch element's mask: (1 or T) x S floats
         else:
             ctx.push(0)
-        ctx.call("f32_head_attention_bias")
+        ctx.call(kernel)
 
 
 OP = HeadAttention()

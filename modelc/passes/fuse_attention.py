@@ -1,25 +1,25 @@
 """fuse_attention: a transformer's attention over heads split from its projections becomes one
 ``head_attention`` node.
 
-The pattern (as ``nn`` and torch's exporter write it, after ``fuse_epilogues`` has put the
-additive mask into the score matmul)::
+The pattern (as ``nn`` and torch's exporter write it; ``fuse_epilogues`` has put a mask of
+one row for every query into the score matmul, a mask per query stays an ``add``)::
 
     q = permute(q4, (0, 2, 1, 3)); v = permute(v4, (0, 2, 1, 3))    # (B, H, T, D)
-    y = permute(matmul(softmax(matmul(q, kt [+ mask]), -1), v), (0, 2, 1, 3))
+    y = permute(matmul(softmax(matmul(q, kt) [+ mask], -1), v), (0, 2, 1, 3))
 
 becomes ``y = head_attention(q4, kt, v4[, mask])``: the query's and value's heads are read
 where the projections wrote them and the result is written in the (B, T, H, D) layout the
 output projection reads, so three of the four head permutes go, and each block of score rows
 stays in cache between its matmul, softmax and weighted sum (``templates/attention.py``).
 K^T's permute stays: it is the transposed copy the score matmul reads. Only nodes whose
-intermediate values have no other users are fused, with a mask that the kernel takes (one
-row per batch element or one for all).
+intermediate values have no other users are fused, with a float mask the kernel takes
+(``ops.head_attention.mask_form``).
 """
 
 from __future__ import annotations
 
 from ..graph import Graph, Node, Value
-from ..ops.head_attention import mask_rows
+from ..ops.head_attention import mask_form
 
 HEADS = (0, 2, 1, 3)
 """The permute between (B, T, H, D) and (B, H, T, D), its own inverse."""
@@ -43,9 +43,29 @@ def _heads(graph: Graph, value: Value) -> Node | None:
     return node
 
 
-def _match(graph: Graph, out: Node) -> list[Node] | None:
-    """The nodes of one attention ending at the head permute ``out``: [q's permute, v's
-    permute, score matmul, softmax, weighted sum, out], or None."""
+def _masked_scores(graph: Graph, value: Value) -> tuple[list[Node], Value | None] | None:
+    """The nodes making the masked scores ``value`` and the mask: a matmul with the mask as
+    its fused residual (or none), or a plain matmul and an ``add`` of the mask (one the
+    matmul could not take as a residual, e.g. one row per query)."""
+    scores = _only_use(graph, value, "matmul")
+    if scores is not None:
+        epilogue = scores.attrs.get("epilogue", ())
+        if epilogue not in ((), ("add",)):
+            return None
+        return [scores], scores.named_inputs().get("residual")
+    add = _only_use(graph, value, "add")
+    if add is None or add.attrs.get("epilogue") or len(add.inputs) != 2:
+        return None
+    for first, second in (add.inputs, add.inputs[::-1]):
+        scores = _only_use(graph, first, "matmul")
+        if scores is not None and not scores.attrs.get("epilogue"):
+            return [scores, add], second
+    return None
+
+
+def _match(graph: Graph, out: Node) -> tuple[list[Node], list[Value]] | None:
+    """The nodes of one attention ending at the head permute ``out`` and the fused node's
+    inputs (query, K^T, value[, mask]), or None."""
     if out.op != "permute" or tuple(out.attrs["dims"]) != HEADS:
         return None
     weighted = _only_use(graph, out.inputs[0], "matmul")
@@ -56,37 +76,32 @@ def _match(graph: Graph, out: Node) -> list[Node] | None:
     v_heads = _heads(graph, named["other"])
     if softmax is None or v_heads is None or softmax.attrs["dim"] not in (-1, 3):
         return None
-    scores = _only_use(graph, softmax.inputs[0], "matmul")
-    if scores is None or scores.attrs.get("epilogue", ()) not in ((), ("add",)):
+    masked = _masked_scores(graph, softmax.inputs[0])
+    if masked is None:
         return None
-    named = scores.named_inputs()
-    q_heads = _heads(graph, named["input"])
-    kt = named["other"]
+    scoring, mask = masked
+    q_heads, kt = _heads(graph, scoring[0].inputs[0]), scoring[0].inputs[1]
     if q_heads is None or len(kt.shape) != 4:
         return None
-    mask = named.get("residual")
-    b, s = q_heads.inputs[0].shape[0], kt.shape[3]
-    if mask is not None and mask_rows(mask.shape, b, s) is None:
+    b, t = q_heads.inputs[0].shape[:2]
+    if mask is not None and (mask.dtype != "float32"
+                             or mask_form(mask.shape, b, t, kt.shape[3]) is None):
         return None
-    return [q_heads, v_heads, scores, softmax, weighted, out]
+    inputs = [q_heads.inputs[0], kt, v_heads.inputs[0]] + ([mask] if mask is not None else [])
+    return [q_heads, v_heads, *scoring, softmax, weighted, out], inputs
 
 
 def fuse_attention(graph: Graph) -> Graph:
     for out in list(graph.nodes):
-        nodes = _match(graph, out)
-        if nodes is None:
+        matched = _match(graph, out)
+        if matched is None:
             continue
-        q_heads, v_heads, scores, _, _, _ = nodes
-        named = scores.named_inputs()
-        inputs = [q_heads.inputs[0], named["other"], v_heads.inputs[0]]
-        if "residual" in named:
-            inputs.append(named["residual"])
+        nodes, inputs = matched
         result = out.output
         for node in reversed(nodes):
             graph.remove(node)
         position = max((graph.nodes.index(v.producer) for v in inputs
                         if v.producer is not None), default=-1) + 1
         graph.insert(position, f"{out.name}_attention", "head_attention", inputs,
-                     ("query", "key_t", "value", "mask")[:len(inputs)], {}, scores.meta,
-                     result)
+                     ("query", "key_t", "value", "mask")[:len(inputs)], {}, out.meta, result)
     return graph

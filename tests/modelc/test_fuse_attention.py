@@ -59,9 +59,27 @@ def test_fused_heads_run_on_every_provider(attention, kernels) -> None:
     np.testing.assert_allclose(got, attention(hidden, mask), rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.parametrize("mask_shape", [(1, 1, LENGTH, LENGTH), (BATCH, 1, LENGTH, LENGTH)])
+@pytest.mark.parametrize("kernels", ["interpreter", *PROVIDERS])
+def test_a_mask_per_query_row_fuses(mask_shape, kernels) -> None:
+    rng = np.random.default_rng(2)
+    inputs = [rng.standard_normal((BATCH, LENGTH, HEADS, WIDTH)).astype(np.float32)
+              for _ in range(3)] + [rng.standard_normal(mask_shape).astype(np.float32)]
+    model = Lambda(lambda *a: _Heads()(*a)[0])
+    graph = optimize(modelc.trace(model, tuple(inputs)))
+    assert [node.op for node in graph.nodes].count("head_attention") == 1
+    feed = {f"input{i}": x for i, x in enumerate(inputs)}
+    if kernels == "interpreter":
+        got = modelc.interpret(graph, feed)["output0"]
+    else:
+        with runtime.load(modelc.export(model, tuple(inputs)), kernels=kernels) as session:
+            got = session.run(feed)["output0"]
+    np.testing.assert_allclose(got, model(*inputs), rtol=1e-5, atol=1e-5)
+
+
 @pytest.mark.parametrize("mask_shape, returns_weights", [
-    ((1, 1, LENGTH, LENGTH), False),  # a mask per query row: not the kernel's
-    ((BATCH, 1, 1, LENGTH), True),    # the weights are an output too
+    ((1, HEADS, LENGTH, LENGTH), False),  # a mask per head: not the kernel's
+    ((BATCH, 1, 1, LENGTH), True),        # the weights are an output too
 ])
 def test_attention_the_kernel_cannot_take_stays_unfused(mask_shape, returns_weights) -> None:
     rng = np.random.default_rng(1)

@@ -13,10 +13,10 @@ SHAPES = [(1, 1, 1, 1, 1), (1, 2, 3, 5, 7), (1, 3, 17, 13, 6), (2, 2, 37, 45, 33
 
 
 def reference(q, kt, v, mask):  # type: ignore[no-untyped-def]
-    """Y (batch, t, heads, d) in float64."""
+    """Y (batch, t, heads, d) in float64; mask (batch, src) or (batch, t, src)."""
     scores = q.astype(np.float64).transpose(0, 2, 1, 3) @ kt  # (batch, heads, t, src)
     if mask is not None:
-        scores += mask[:, None, None, :]
+        scores += mask[:, None, None, :] if mask.ndim == 2 else mask[:, None]
     e = np.exp(scores - scores.max(axis=-1, keepdims=True))
     return ((e / e.sum(axis=-1, keepdims=True)) @ v.transpose(0, 2, 1, 3)).transpose(0, 2, 1, 3)
 
@@ -29,14 +29,17 @@ def test_attention(kernels, shape, name) -> None:  # type: ignore[no-untyped-def
     q = rng.standard_normal((batch, t, heads, d), np.float32)
     kt = rng.standard_normal((batch, heads, d, src), np.float32)
     v = rng.standard_normal((batch, src, heads, d), np.float32)
-    # a padding mask: the last keys of the second batch element masked out
-    mask = np.zeros((batch, src), np.float32)
-    mask[1:, src // 2 + 1:] = np.finfo(np.float32).min
-    masked = "mask" in abi.BY_NAME[name].params
+    spec = abi.BY_NAME[name]
+    if "add" in spec.epilogue:  # a mask per query row: causal, each row a little different
+        mask = np.where(np.tri(t, src, dtype=bool), 0, np.finfo(np.float32).min)
+        mask = (mask + rng.standard_normal((batch, t, src))).astype(np.float32)
+    else:  # a padding mask: the last keys of the second batch element masked out
+        mask = np.zeros((batch, src), np.float32)
+        mask[1:, src // 2 + 1:] = np.finfo(np.float32).min
     out = kernels.call(name, offset=4, q=q, kt=kt, v=v, mask=mask, y=(batch, t, heads, d),
                        s=(abi.attention_scratch_floats(src, d),), batch=batch, heads=heads, t=t,
-                       rows=t, src=src, d=d, mask_stride=src)["y"]
-    expected = reference(q, kt, v, mask if masked else None)
+                       rows=t, src=src, d=d, mask_stride=mask[0].size)["y"]
+    expected = reference(q, kt, v, mask if "mask" in spec.params else None)
     np.testing.assert_allclose(out, expected, rtol=1e-4, atol=1e-5 * np.sqrt(d * src))
 
 
@@ -70,3 +73,22 @@ def test_attention_rows_of_a_part(kernels) -> None:  # type: ignore[no-untyped-d
     np.testing.assert_array_equal(written[:, :first], 0)
     np.testing.assert_allclose(written[:, first:first + rows], whole[:, first:first + rows],
                                rtol=1e-5, atol=1e-6)
+
+
+def test_attention_with_a_mask_per_query_row_from_a_later_row(kernels) -> None:  # type: ignore[no-untyped-def]
+    """f32_head_attention_add from query row ``first`` on, its mask pointer that row's."""
+    batch, heads, t, src, d, first = 2, 2, 21, 21, 8, 6
+    rng = np.random.default_rng(4)
+    q = rng.standard_normal((batch, t, heads, d), np.float32)
+    kt = rng.standard_normal((batch, heads, d, src), np.float32)
+    v = rng.standard_normal((batch, src, heads, d), np.float32)
+    mask = rng.standard_normal((batch, t, src)).astype(np.float32)
+    out = kernels.call("f32_head_attention_add", q=q.reshape(-1)[first * heads * d:],
+                       kt=kt, v=v, mask=mask.reshape(-1)[first * src:],
+                       y=(batch * t * heads * d - first * heads * d,),
+                       s=(abi.attention_scratch_floats(src, d),), batch=batch, heads=heads,
+                       t=t, rows=t - first, src=src, d=d, mask_stride=t * src)["y"]
+    written = np.concatenate([np.zeros(first * heads * d, np.float32), out])
+    written = written.reshape(batch, t, heads, d)
+    np.testing.assert_allclose(written[:, first:], reference(q, kt, v, mask)[:, first:],
+                               rtol=1e-4, atol=1e-4)

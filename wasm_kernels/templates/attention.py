@@ -1,12 +1,13 @@
-"""The attention family: ``f32_head_attention[_bias]``, each head's
+"""The attention family: ``f32_head_attention[_bias|_add]``, each head's
 ``softmax(Q K^T [+ mask]) V`` in blocks of ``ATTENTION_ROWS`` query rows.
 
-Per block, the gemm family's in-place tiles (``gemm.columns``) write the block's scores
+Per block, the gemm family's in-place tiles (``gemm.in_place``) write the block's scores
 into the scratch (Q's rows read where the projection left them, every ``heads * d`` floats;
-K^T's rows in place), the row-wise softmax (``rowwise.ROWS``) turns each row into weights
-where it lies, and the same tiles multiply them by the head's V (read in place, a row every
-``heads * d`` floats) straight into the head's columns of Y. The block's scores (8 KiB at
-128 keys) so never leave L1, and no head is permuted into a dense copy before or after.
+K^T's rows in place; the mask added as the tiles store, a row for all or one per query
+row), the row-wise softmax (``rowwise.ROWS``) turns each row into weights where it lies, and
+the same tiles multiply them by the head's V (copied dense once per head) straight into the
+head's columns of Y. The block's scores (8 KiB at 128 keys) so stay in L1, and the heads
+are not permuted into dense copies before or after.
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ def emit(spec: KernelSpec, isa_name: str) -> tuple[FuncType, Code]:
     c.emit("local.get", arg["t"]).emit("local.get", ld).emit("i32.mul").emit("local.set", t_bytes)
     c.emit("block").emit("loop")
     c.emit("local.get", arg["batch"]).emit("i32.eqz").emit("br_if", 1)
-    _heads(c, isa, arg, ld, head)
+    _heads(c, isa, arg, spec.epilogue, ld, head)
     # the next batch element: Q and Y t rows on, V src rows on, K^T heads on, the mask a row
     for pointer, stride in (("q", t_bytes), ("y", t_bytes)):
         c.emit("local.get", arg[pointer]).emit("local.get", stride).emit("i32.add")
@@ -53,13 +54,19 @@ def emit(spec: KernelSpec, isa_name: str) -> tuple[FuncType, Code]:
     return FuncType(spec.param_types, spec.results), c
 
 
-def _heads(c: Code, isa: Isa, arg: dict[str, int], ld: int, head: int) -> None:
-    """Every head of one batch element, block of query rows by block."""
+def _heads(c: Code, isa: Isa, arg: dict[str, int], epilogue: tuple[str, ...], ld: int,
+           head: int) -> None:
+    """Every head of one batch element, block of query rows by block; ``epilogue`` is the
+    row's: how the mask is added."""
     h, i0, m, row_bytes = (c.local("i32") for _ in range(4))
     q, kt, v, y, dense_v = (c.local("i32") for _ in range(5))
+    block_mask = c.local("i32")  # with a mask per query row: the block's first row's
+    # the mask: one row added to every score row (bias), or a row per query row (add, with
+    # the scores' row stride)
+    mask = ({"bias": arg["mask"]} if "bias" in epilogue else
+            {"r": block_mask} if "add" in epilogue else {})
     scores = _frame(c, isa, arg, {"a": q, "b": kt, "c": arg["s"], "m": m, "k": arg["d"],
-                                  "n": arg["src"]} | ({"bias": arg["mask"]} if "mask" in arg
-                                                      else {}))
+                                  "n": arg["src"], **mask})
     products = _frame(c, isa, arg, {"a": arg["s"], "b": dense_v, "c": y, "m": m,
                                     "k": arg["src"], "n": arg["d"]})
     v_bytes = c.local("i32")
@@ -93,6 +100,10 @@ def _heads(c: Code, isa: Isa, arg: dict[str, int], ld: int, head: int) -> None:
     c.emit("local.get", arg["rows"]).emit("local.get", i0).emit("i32.sub").emit("local.tee", m)
     c.emit("i32.const", ATTENTION_ROWS).emit("local.get", m).emit("i32.const", ATTENTION_ROWS)
     c.emit("i32.lt_u").emit("select").emit("local.set", m)
+    if "r" in mask:
+        # block_mask = mask + i0 * src * 4
+        c.emit("local.get", arg["mask"]).emit("local.get", i0).emit("local.get", row_bytes)
+        c.emit("i32.mul").emit("i32.add").emit("local.set", block_mask)
     gemm.in_place(scores)
     _softmax_rows(c, isa, arg["s"], m, arg["src"], row_bytes)
     gemm.in_place(products)
