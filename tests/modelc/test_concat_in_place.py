@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from arena_checks import assert_live_values_nest
 
 import modelc
 import nn
@@ -83,19 +84,7 @@ def test_parts_go_in_place_unless_they_must_stand_alone() -> None:
 
 def test_values_alive_together_share_bytes_only_when_one_holds_the_other() -> None:
     graph = modelc.optimize(modelc.trace(_model(), (_x(),)))
-    position = {id(node): i for i, node in enumerate(graph.nodes)}
-    outputs = {id(v) for v in graph.outputs.values()}
-    spans = []
-    for value in graph.values():
-        start = -1 if value.producer is None else position[id(value.producer)]
-        end = len(graph.nodes) if id(value) in outputs else \
-            max((position[id(u)] for u in value.users), default=start)
-        low = graph.meta["arena"][id(value)]
-        spans.append((start, end, low, low + int(np.prod(value.shape)) * 4))
-    for i, (f1, l1, lo1, hi1) in enumerate(spans):
-        for f2, l2, lo2, hi2 in spans[i + 1:]:
-            if not (l1 < f2 or l2 < f1) and lo1 < hi2 and lo2 < hi1:
-                assert (lo1 <= lo2 and hi2 <= hi1) or (lo2 <= lo1 and hi1 <= hi2)
+    assert_live_values_nest(graph)
 
 
 @pytest.fixture(scope="module")

@@ -212,13 +212,6 @@ def _steps(c: Code, step: Callable[[], None]) -> None:
                 c.get("kj").emit("i32.const", 1).emit("i32.add").set("kj")
         c.get("tap_ki", "tap_dh").emit("i32.add").set("tap_ki")
 
-    def kernel_rows(unrolled: int) -> None:
-        c.emit("i32.const", 0).set("ki")
-        with c.loop():
-            c.get("ki", "kh").emit("i32.ge_u").emit("br_if", 1)
-            kernel_row(unrolled)
-            c.get("ki").emit("i32.const", 1).emit("i32.add").set("ki")
-
     def channels(body: Callable[[], None]) -> None:
         c.emit("i32.const", 0).set("tap_ci")
         c.emit("i32.const", 0).set("ci")
@@ -235,20 +228,7 @@ def _steps(c: Code, step: Callable[[], None]) -> None:
 
     def taps() -> None:
         c.get("tap_ci").set("tap_ki")
-        c.get("kw").emit("i32.const", 3).emit("i32.eq")
-        with c.if_():
-            c.get("kh").emit("i32.const", 3).emit("i32.eq")
-            with c.if_():
-                for _ in range(3):
-                    kernel_row(3)
-                c.emit("else")
-                kernel_rows(3)
-            c.emit("else")
-            c.get("kw").emit("i32.const", STEM).emit("i32.eq")
-            with c.if_():
-                kernel_rows(STEM)
-                c.emit("else")
-                kernel_rows(0)
+        _kernel_rows(c, kernel_row, any_width=True)
 
     # a 1x1 kernel: one step per channel, nothing else to loop over
     c.get("kh", "kw").emit("i32.mul").emit("i32.const", 1).emit("i32.eq")
@@ -277,30 +257,13 @@ def _row_steps(c: Code, isa: Isa) -> None:
         c.get("dst").emit("i32.const", 4 * PANEL * width).emit("i32.add").set("dst")
         c.get("tap_ki", "tap_dh").emit("i32.add").set("tap_ki")
 
-    def kernel_rows(width: int, phased: bool) -> None:
-        c.emit("i32.const", 0).set("ki")
-        with c.loop():
-            c.get("ki", "kh").emit("i32.ge_u").emit("br_if", 1)
-            kernel_row(width, phased)
-            c.get("ki").emit("i32.const", 1).emit("i32.add").set("ki")
-
     def channels(phased: bool) -> None:
         c.emit("i32.const", 0).set("tap_ci")
         c.emit("i32.const", 0).set("ci")
         with c.loop():
             c.get("ci", "cg").emit("i32.ge_u").emit("br_if", 1)
             c.get("tap_ci").set("tap_ki")
-            # a 3x3 kernel's 3 rows straight-line, others a loop over rows of 3 or STEM taps
-            c.get("kw").emit("i32.const", 3).emit("i32.eq")
-            with c.if_():
-                c.get("kh").emit("i32.const", 3).emit("i32.eq")
-                with c.if_():
-                    for _ in range(3):
-                        kernel_row(3, phased)
-                    c.emit("else")
-                    kernel_rows(3, phased)
-                c.emit("else")
-                kernel_rows(STEM, phased)
+            _kernel_rows(c, lambda width: kernel_row(width, phased), any_width=False)
             c.get("tap_ci", "plane").emit("i32.add").set("tap_ci")
             c.get("ci").emit("i32.const", 1).emit("i32.add").set("ci")
 
@@ -309,6 +272,37 @@ def _row_steps(c: Code, isa: Isa) -> None:
         channels(phased=True)
         c.emit("else")
         channels(phased=False)
+
+
+def _kernel_rows(c: Code, kernel_row: Callable[[int], None], any_width: bool) -> None:
+    """``kernel_row(width)`` for each of the ``kh`` kernel rows: a 3x3 kernel's 3 rows
+    straight-line, others a loop over rows of 3 or ``STEM`` taps, or, when ``any_width``,
+    of ``kw`` taps looped over (width 0) for any other ``kw``."""
+
+    def rows(width: int) -> None:
+        c.emit("i32.const", 0).set("ki")
+        with c.loop():
+            c.get("ki", "kh").emit("i32.ge_u").emit("br_if", 1)
+            kernel_row(width)
+            c.get("ki").emit("i32.const", 1).emit("i32.add").set("ki")
+
+    c.get("kw").emit("i32.const", 3).emit("i32.eq")
+    with c.if_():
+        c.get("kh").emit("i32.const", 3).emit("i32.eq")
+        with c.if_():
+            for _ in range(3):
+                kernel_row(3)
+            c.emit("else")
+            rows(3)
+        c.emit("else")
+        if any_width:
+            c.get("kw").emit("i32.const", STEM).emit("i32.eq")
+            with c.if_():
+                rows(STEM)
+                c.emit("else")
+                rows(0)
+        else:
+            rows(STEM)
 
 
 def _row_copies(c: Code, isa: Isa, width: int, phased: bool) -> None:
