@@ -10,11 +10,15 @@ transposed back to NCHW. A residual add is fused too, its input first transposed
 product's (pixels, o) layout. These are the integer conv's steps (``qconv2d``), on floats.
 
 ``runs_transposed`` says when: ``bench/conv_transposed.py`` timed the whole layer (the
-transposes and the im2col included) against the conv gemm, relaxed / simd128, load 8-9:
+transposes and the im2col included) against the conv gemm, relaxed / simd128, load 1-9:
 3x3 convs on 49 pixels 1.11-1.50x / 1.06-1.31x (open_nsfw and ResNet's 256 and 512 @7,
 also 64 @7 and 16 -> 256 @7), on 100 1.14-1.22x / 1.01-1.07x (NudeNet's 128 -> 256/2 @20),
-on 144-196 1.02-1.06x / 0.97-1.02x, on 676 0.86-0.93x; 32 @8 (K * O = 9216) 0.79x; 1x1
-convs (their own pointwise kernel) 0.78-1.05x.
+on 169 1.05-1.11x / 1.01-1.03x (ddddocr's 192 -> 384/2 @26), on 196 1.05-1.06x /
+0.97-1.00x, on 676 0.86-0.96x; 32 @8 (K * O = 9216) 0.79x; 1x1 convs (their own pointwise
+kernel) 0.78-1.05x. In a session with a silu (load 1): 1.06-1.25x on one thread and
+1.17-1.51x on two at 49-100 pixels, 1.09x / 1.02x at 169, 1.03x / 0.97x at 196. A 3x3
+stride-1 conv of 16 or more channels is Winograd's (``winograd_convs``), which ran
+1.08-1.8x faster than this on 49-196 pixels.
 """
 
 from __future__ import annotations
@@ -30,8 +34,8 @@ if TYPE_CHECKING:
     from ..codegen import LowerContext
     from ..graph import Node, Shape
 
-MOST_PIXELS = 128
-"""The largest output plane (oh * ow) the transposed product runs."""
+MOST_PIXELS = 169
+"""The largest output plane (oh * ow) the transposed product runs: 13 x 13."""
 LEAST_WORK = 32768
 """The least (c * kh * kw) * o it runs: below, the transposes and the im2col cost more than
 the product gains."""

@@ -93,12 +93,22 @@ def test_transposed_convs_match_torch_and_run_the_linear(compiled) -> None:  # t
 
 
 def test_the_rule_on_real_model_layers() -> None:
-    # open_nsfw / ResNet's strided 3x3 to 7x7, NudeNet's 128 -> 256/2 @20 (10x10): rows
+    # open_nsfw / ResNet's strided 3x3 to 7x7, NudeNet's 128 -> 256/2 @20 (10x10),
+    # ddddocr's 192 -> 384/2 @26 (13x13): rows
     assert runs_transposed(128, 256, (3, 3), (7, 7), 1)
     assert runs_transposed(128, 256, (3, 3), (10, 10), 1)
     assert runs_transposed(16, 256, (3, 3), (7, 7), 1)
-    # planes of 169 and more, pointwise and grouped convs, little work: the conv kernels
-    assert not runs_transposed(192, 384, (3, 3), (13, 13), 1)
+    assert runs_transposed(192, 384, (3, 3), (13, 13), 1)
+    # planes of 196 and more, pointwise and grouped convs, little work: the conv kernels
+    assert not runs_transposed(128, 256, (3, 3), (14, 14), 1)
     assert not runs_transposed(512, 2048, (1, 1), (7, 7), 1)
     assert not runs_transposed(16, 16, (3, 3), (7, 7), 16)
     assert not runs_transposed(32, 32, (3, 3), (8, 8), 1)
+
+
+def test_transposed_convs_on_two_threads(compiled) -> None:  # type: ignore[no-untyped-def]
+    # the linear splits its rows between the threads; the transposes and the im2col do not
+    model, wasm, x, _, _ = compiled
+    with runtime.load(wasm, threads=2) as session:
+        got = session.run({"input0": x})["output0"]
+    np.testing.assert_allclose(got, model(x), rtol=1e-4, atol=1e-4)
