@@ -15,7 +15,7 @@ transposes and the im2col included) against the conv gemm, relaxed / simd128, lo
 also 64 @7 and 16 -> 256 @7), on 100 1.14-1.22x / 1.01-1.07x (NudeNet's 128 -> 256/2 @20),
 on 169 1.05-1.11x / 1.01-1.03x (ddddocr's 192 -> 384/2 @26), on 196 1.05-1.06x /
 0.97-1.00x, on 676 0.86-0.96x; 32 @8 (K * O = 9216) 0.79x; 1x1 convs (their own pointwise
-kernel) 0.78-1.05x. In a session with a silu (load 1): 1.06-1.25x on one thread and
+kernel) 0.40-1.06x. In a session with a silu (load 1): 1.06-1.25x on one thread and
 1.17-1.51x on two at 49-100 pixels, 1.09x / 1.02x at 169, 1.03x / 0.97x at 196. A 3x3
 stride-1 conv of 16 or more channels is Winograd's (``winograd_convs``), which ran
 1.08-1.8x faster than this on 49-196 pixels.
