@@ -5,7 +5,9 @@ any other to one call of the ABI's ``conv`` family (the direct kernel, weight pa
 ``wasm_kernels.pack.pack_conv_weight``) or ``conv_gemm`` family (im2col into the node's
 scratch and the dense tile, weight packed by ``pack_im2col.pack_im2col_weight``), whichever
 ``pack_im2col.runs_as_gemm`` says is faster for the shape, with its fused epilogue and a zero
-bias if there is none: both take any stride, dilation and groups. The
+bias if there is none: both take any stride, dilation and groups. A dense conv with a
+window on a small plane runs as the transposed product instead, its pixels as the rows of
+the ``linear`` tile (``_conv_rows``). The
 bottom and right padding are implied by the output size, so ``'same'`` padding with an even
 kernel (one more row at the end) needs nothing extra.
 
@@ -33,7 +35,7 @@ from wasm_kernels.pack_im2col import (
 )
 
 from ..errors import CompileError
-from . import OpDef, _depthwise
+from . import OpDef, _conv_rows, _depthwise
 from ._shapes import pair, require_constant_weight, require_static, window_out
 
 if TYPE_CHECKING:
@@ -67,6 +69,9 @@ class Conv2d(OpDef):
         if depthwise:
             return depthwise
         g = _Geometry.of(node)
+        if g.transposed:
+            return _conv_rows.scratch(node.inputs[0].shape[:1], g.c * g.h * g.w, (g.oh, g.ow),
+                                      g.steps, g.data.shape[0], "residual" in node.named_inputs())
         if not g.as_gemm:
             return ()
         o, cg, kh, kw = g.data.shape
@@ -82,6 +87,9 @@ class Conv2d(OpDef):
         if _depthwise.lower(node, ctx):
             return
         g = _Geometry.of(node)
+        if g.transposed:
+            _conv_rows.lower(node, ctx, g.data, g.numbers())
+            return
         ctx.address(named["input"])
         ctx.constant((pack_im2col_weight if g.as_gemm else pack_conv_weight)(g.data, g.groups))
         if "bias" in named:
@@ -142,6 +150,12 @@ class _Geometry:
         o, cg, kh, kw = self.data.shape
         return runs_as_gemm(cg, o // self.groups, (kh, kw), self.stride, (self.oh, self.ow),
                             self.dilation, self.pad != (0, 0))
+
+    @property
+    def transposed(self) -> bool:
+        """Whether it runs as the transposed product (``_conv_rows``)."""
+        o, cg, kh, kw = self.data.shape
+        return _conv_rows.runs_transposed(cg, o, (kh, kw), (self.oh, self.ow), self.groups)
 
     @property
     def steps(self) -> int:
