@@ -48,9 +48,9 @@ import wasm_kernels
 from modelc import codegen, ops
 from modelc.graph import Graph, Node
 from modelc.ops._shapes import pair
+from modelc.ops.conv2d import kernel_path
 from runtime.compartment import Compartment, ResourceLimits
 from wasm_kernels import abi
-from wasm_kernels.pack_im2col import runs_as_gemm, taps
 from wasm_kernels.wasm import FuncType, Limits, MemoryType, ModuleBuilder
 
 
@@ -103,28 +103,17 @@ def label(node: Node) -> str:
 
 
 def conv_row(node: Node) -> tuple[str, str, float] | None:
-    """A conv node's (shape label, the kernel that runs it, FLOPs), ``None`` for other ops
-    (``taps``: the gemm reading its input in place, ``pack_im2col.taps``):
-    ``k3x3/1 96->96 @52x52`` is a 3x3 kernel at stride 1, input channels -> output channels
-    at the output plane."""
+    """A conv node's (shape label, the kernel that runs it: ``conv2d.kernel_path``, FLOPs),
+    ``None`` for other ops: ``k3x3/1 96->96 @52x52`` is a 3x3 kernel at stride 1, input
+    channels -> output channels at the output plane."""
     if node.op != "conv2d":
         return None
-    weight = node.named_inputs()["weight"]
-    o, cg, kh, kw = weight.shape
-    groups = node.attrs.get("groups", 1)
-    stride, dilation = pair(node.attrs.get("stride", 1)), pair(node.attrs.get("dilation", 1))
+    o, cg, kh, kw = node.named_inputs()["weight"].shape
+    stride = pair(node.attrs.get("stride", 1))
     n, _, oh, ow = node.output.shape
     c = node.inputs[0].shape[1]
-    if groups == c and cg == 1:
-        kernel = "depthwise"
-    elif not runs_as_gemm(cg, o // groups, (kh, kw), stride, (oh, ow), dilation):
-        kernel = "direct"
-    elif (kh, kw) == (1, 1) and stride == (1, 1):
-        kernel = "pointwise"
-    else:
-        kernel = "taps" if taps(cg, o // groups, (kh, kw), stride, (oh, ow), dilation) else "gemm"
     flops = 2.0 * n * o * oh * ow * cg * kh * kw
-    return f"k{kh}x{kw}/{stride[0]} {c}->{o} @{oh}x{ow}", kernel, flops
+    return f"k{kh}x{kw}/{stride[0]} {c}->{o} @{oh}x{ow}", kernel_path(node), flops
 
 
 def print_convs(graph: Graph, in_situ: list[float], hot: list[float]) -> None:

@@ -32,6 +32,7 @@ from wasm_kernels.pack_im2col import (
     padded_floats,
     runs_as_gemm,
     scratch_floats,
+    taps,
 )
 
 from ..errors import CompileError
@@ -110,6 +111,26 @@ class Conv2d(OpDef):
                 ctx.push(number)
         family, op = ("conv_gemm", "conv2d_gemm") if g.as_gemm else ("conv", "conv2d")
         ctx.call(abi.find(family, op, tuple(node.attrs.get("epilogue", ()))).name)
+
+
+def kernel_path(node: Node) -> str:
+    """Which kernel runs a conv2d node: ``depthwise``, ``rows`` (the transposed product,
+    ``_conv_rows``), ``direct`` (``f32_conv2d``), or ``f32_conv2d_gemm`` as ``pointwise`` (a
+    1x1 at stride 1), ``taps`` (reading its input in place, ``pack_im2col.taps``) or
+    ``gemm`` (packing it)."""
+    if _depthwise.scratch(node):
+        return "depthwise"
+    g = _Geometry.of(node)
+    if g.transposed:
+        return "rows"
+    if not g.as_gemm:
+        return "direct"
+    o, cg, kh, kw = g.data.shape
+    if (kh, kw) == (1, 1) and g.stride == (1, 1):
+        return "pointwise"
+    reads_in_place = taps(cg, o // g.groups, (kh, kw), g.stride, (g.oh, g.ow), g.dilation,
+                          g.pad != (0, 0))
+    return "taps" if reads_in_place else "gemm"
 
 
 @dataclass(frozen=True)
