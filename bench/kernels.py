@@ -369,9 +369,9 @@ def main() -> None:
     args = parser.parse_args()
     # NOTE: these sections import this module
     from kernels_conv import bench_conv_and_depthwise
-    from kernels_int8 import bench_int8, bench_int8_conv
+    from kernels_int8 import bench_int8, bench_int8_conv, bench_int8_rows
     sections = {"gemm": bench_gemm, "bmm": bench_bmm, "conv": bench_conv_and_depthwise,
-                "int8": bench_int8, "int8conv": bench_int8_conv}
+                "int8": bench_int8, "int8conv": bench_int8_conv, "int8rows": bench_int8_rows}
     for name in args.only.split(","):
         if name not in sections:
             parser.error(f"unknown section {name!r}; available: {sorted(sections)}")
