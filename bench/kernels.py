@@ -365,7 +365,7 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=7, help="timed calls per measurement")
     parser.add_argument("--only", default="gemm,bmm,conv,int8,int8conv",
                         help="comma-separated sections to run (gemm, bmm, conv, int8, "
-                             "int8conv)")
+                             "int8conv, int8rows)")
     args = parser.parse_args()
     # NOTE: these sections import this module
     from kernels_conv import bench_conv_and_depthwise
