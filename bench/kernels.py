@@ -365,13 +365,13 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=7, help="timed calls per measurement")
     parser.add_argument("--only", default="gemm,bmm,conv,int8,int8conv",
                         help="comma-separated sections to run (gemm, bmm, conv, int8, "
-                             "int8conv)")
+                             "int8conv, int8rows)")
     args = parser.parse_args()
     # NOTE: these sections import this module
     from kernels_conv import bench_conv_and_depthwise
-    from kernels_int8 import bench_int8, bench_int8_conv
+    from kernels_int8 import bench_int8, bench_int8_conv, bench_int8_rows
     sections = {"gemm": bench_gemm, "bmm": bench_bmm, "conv": bench_conv_and_depthwise,
-                "int8": bench_int8, "int8conv": bench_int8_conv}
+                "int8": bench_int8, "int8conv": bench_int8_conv, "int8rows": bench_int8_rows}
     for name in args.only.split(","):
         if name not in sections:
             parser.error(f"unknown section {name!r}; available: {sorted(sections)}")

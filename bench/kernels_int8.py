@@ -131,3 +131,44 @@ def bench_int8_conv(repeat: int) -> None:
             row += f"{ratio(times, f'{isa} int8', f'{isa} f32'):>14.2f}"
             row += f"{ratio(times, f'{isa} int8', f'{isa} layout'):>14.2f}"
         print(f"{name:>24}{row}")
+
+
+ROW_SHAPES = [(1, 256, 1024), (2, 256, 1024), (3, 256, 1024), (4, 256, 1024),
+              (128, 256, 1024), (24, 512, 1024)]
+"""text2tashkeel's LSTM products (issue #19 item 3): an unrolled step's hidden state (one
+row, k = 256) by its 4 * 256 gates, a few rows, 128 rows (the tile's own rate), and the input
+projection of 24 steps at once."""
+
+
+def bench_int8_rows(repeat: int) -> None:
+    """qu8_qlinear_dequantize at a few rows of A against many (an unrolled recurrent step's
+    product against a whole sequence's), per SIMD variant: microseconds per call and GOPS,
+    each call repeated so that a timing spans at least ~2 ms."""
+    variants = {isa: Variant(isa, pages=400) for isa in wasm_kernels.ISA_NAMES if isa != "scalar"}
+    print(f"int8 linear at few rows: us per call / GOPS (median of {repeat} interleaved rounds)")
+    print(f"{'M x K x N':>16}" + "".join(f"{isa:>22}" for isa in variants))
+    for m, k, n in ROW_SHAPES:
+        rng = np.random.default_rng(0)
+        qa = rng.integers(0, 256, (m, k)).astype(np.uint8)
+        qw = rng.integers(-127, 128, (n, k)).astype(np.int8)
+        calls = max(1, 2_000_000 // (m * k * n // 1000))
+        runs: dict[str, Callable[[], object]] = {}
+        for isa, variant in variants.items():
+            addresses = variant.place([
+                qa, np.array([0.02], np.float32), np.array([128], np.uint8),
+                pack_qlinear_weight(qw), np.full(n, 0.01, np.float32), np.zeros(n, np.int32),
+                np.zeros(n, np.float32), np.zeros((m, n), np.float32),
+                *(np.zeros(size, np.float32) for size in qlinear_scratch_floats(m, k))])
+            call = variant.call("qu8_qlinear_dequantize", *addresses, m, k, n)
+
+            def run(call: Callable[[], object] = call, calls: int = calls) -> None:
+                for _ in range(calls):
+                    call()
+
+            runs[isa] = run
+        times = interleaved_seconds(runs, repeat)
+        cells = []
+        for isa in variants:
+            seconds = statistics.median(times[isa]) / calls
+            cells.append(f"{seconds * 1e6:>12.1f} / {2 * m * k * n / seconds / 1e9:>6.1f}")
+        print(f"{f'{m}x{k}x{n}':>16}" + "".join(f"{cell:>22}" for cell in cells))

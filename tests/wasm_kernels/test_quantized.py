@@ -13,7 +13,9 @@ from wasm_kernels.pack_quantized import pack_qlinear_weight, qblock_rows, qlinea
 
 # (m, k, n): size 1, k % 4 tails of 1-3, n below, at and past the 8-column panel, m % 2
 # remainders, several tiles, a long k, and k past the unrolled steps of 8 by one step of 4
-# (with and without a tail), and past A's widened chunks of 16 by steps of 4 (23, 44).
+# (with and without a tail), and past A's widened chunks of 16 by steps of 4 (23, 44); fewer
+# rows than qlinear.DIRECT_ROWS take the tiles that widen W as they load it, the rest widen
+# it a panel at a time (4 rows and more).
 SHAPES = [(1, 1, 1), (1, 3, 7), (2, 4, 8), (3, 5, 9), (2, 7, 16), (2, 12, 8), (3, 15, 9),
           (5, 16, 17), (2, 23, 8), (4, 33, 24), (3, 44, 9), (7, 130, 31), (3, 384, 40)]
 QLINEAR = [k for k in abi.KERNELS if k.family == "qlinear"]
@@ -69,7 +71,7 @@ def _call(kernels, spec: abi.KernelSpec, ops: dict, offset: int = 0) -> np.ndarr
     return kernels.call(spec.name, offset=offset, **args)["c"]
 
 
-@pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "x".join(map(str, s)))
+@pytest.mark.parametrize("shape", SHAPES + [(1, 258, 33)], ids=lambda s: "x".join(map(str, s)))
 def test_qlinear_rows_are_exact(kernels, shape) -> None:  # type: ignore[no-untyped-def]
     m, k, n = shape
     for index, spec in enumerate(QLINEAR):

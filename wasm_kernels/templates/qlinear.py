@@ -38,6 +38,12 @@ SEVEN_MR = 4
 registers and A's (bench/int8_tiles.py measured its k loop 1.26-1.29x the simd128 tile's)."""
 
 
+DIRECT_ROWS = 4
+"""Products of fewer rows of A than this (an unrolled recurrent step's one row) skip the
+simd128 tile's widened W panels: their tiles widen W as they load it (``v128.load8x8_s``),
+where widening a panel into scratch costs as much as one row's product over it."""
+
+
 TILE_ISA = {("qconv", "relaxed"): "simd128", ("qlinear", "relaxed"): "simd128"}
 """The tile a row builds in another ISA's module. On x86 the relaxed dot lowers to three
 instructions (``pmaddubsw``, ``pmaddwd``, ``paddd``; wasmtime 50's cranelift emits them on an
@@ -76,6 +82,7 @@ def emit(spec: KernelSpec, isa_name: str, tile_isa: str | None = None
         c.emit("local.set", f.a_zero)
     tiles = [(rows, Tile(f, isa, rows, i, j)) for rows in (MR[isa_name], 1)]
     if tiles[0][1].packed:
+        direct = [(rows, Tile(f, isa, rows, i, j, direct=True)) for rows in (MR[isa_name], 1)]
         if seven:
             # NOTE: weights the packer marked 7-bit take the relaxed dot (qlinear_tile.py);
             # A goes in as int8, uint8 A minus 128, so its zero point drops by 128
@@ -87,7 +94,13 @@ def emit(spec: KernelSpec, isa_name: str, tile_isa: str | None = None
             _blocks(f, [(rows, Tile(f, isa, rows, i, j, seven=True))
                         for rows in (SEVEN_MR, 1)], i, j, seven=True)
             c.emit("else")
+        # a few rows widen W on the fly instead of a panel at a time (DIRECT_ROWS)
+        c.emit("local.get", f.arg["m"]).emit("i32.const", DIRECT_ROWS).emit("i32.lt_u")
+        c.emit("if")
+        _blocks(f, direct, i, j, direct=True)
+        c.emit("else")
         _blocks(f, tiles, i, j)
+        c.emit("end")
         if seven:
             c.emit("end")
         return FuncType(spec.param_types, spec.results), c
@@ -105,12 +118,13 @@ def emit(spec: KernelSpec, isa_name: str, tile_isa: str | None = None
 
 
 def _blocks(f: QFrame, tiles: list[tuple[int, Tile]], i: int, j: int,
-            seven: bool = False) -> None:
+            seven: bool = False, direct: bool = False) -> None:
     """The packed product, a block of A's rows at a time (``pack_quantized.qblock_rows``):
     the block widened into ``wa``, then per column panel of W, the panel widened into ``ws``
     and every row of the block; then a, c and m move past the block. With ``seven`` (the
     7-bit weights' tile) a block also holds at most ``panel_bytes / 4`` rows: their sums of A
-    go in ``ws`` after the panel, within the ``4 * round_up(k, 4)`` floats it has."""
+    go in ``ws`` after the panel, within the ``4 * round_up(k, 4)`` floats it has; with
+    ``direct`` (tiles that widen W as they load it) no panel is widened."""
     c, arg = f.c, f.arg
     most, count = c.local("i32"), c.local("i32")
     # most = max(2, (QBLOCK_BYTES / row_bytes) & ~1), row_bytes = panel_bytes >> 1
@@ -130,7 +144,8 @@ def _blocks(f: QFrame, tiles: list[tuple[int, Tile]], i: int, j: int,
     pack_rows(f, count, seven)
 
     def panel(edge: bool) -> None:
-        widen_panel(f, j, seven)
+        if not direct:
+            widen_panel(f, j, seven)
         c.emit("i32.const", 0).emit("local.set", i)
         for rows, tile in tiles:
             strided_loop(c, i, rows, count, partial(tile.emit, edge))

@@ -11,7 +11,9 @@ engine:
   with one plain ``v128.load``: cranelift lowers a splat load to a scalar load, a move and
   a broadcast, two shuffle-port instructions per row and step), then ``i32x4.dot_i16x8_s``:
   each lane sums two products of one column, so a column's four steps land in two lanes,
-  added pairwise at the end;
+  added pairwise at the end; a ``direct`` tile (a product of a few rows, where widening
+  each panel into scratch would cost as much as the product) widens W as it loads it
+  (``v128.load8x8_s``) from the packed panels, the same products in the same order;
 - ``relaxed``: ``i32x4.relaxed_dot_i8x16_i7x16_add_s`` sums four products of one column per
   lane, but its second operand is only defined on 7-bit values: A (uint8, or int8 moved to
   uint8 by flipping its sign bit, its zero point raised by 128 to match) is split as ``lo +
@@ -71,10 +73,11 @@ def _splat_i8(c: Code, value: int) -> None:
 class Tile:
     """Emits one tile: its accumulators, a step of k for each row, and the stores."""
 
-    def __init__(self, f: QFrame, isa: Isa, rows: int, i: int, j: int, seven: bool = False):
+    def __init__(self, f: QFrame, isa: Isa, rows: int, i: int, j: int, seven: bool = False,
+                 direct: bool = False):
         c = f.c
         self.f, self.isa, self.rows, self.i, self.j = f, isa, rows, i, j
-        self.seven = seven
+        self.seven, self.direct = seven, direct
         self.relaxed = isa.fma and not seven
         self.packed = not self.relaxed  # simd128 and seven read A and W from qlinear_pack
         groups = 2 if self.relaxed or seven else 4  # v128 of W per step
@@ -102,7 +105,7 @@ class Tile:
             else:
                 c.emit("local.get", f.arg["k"])
             c.emit("i32.mul").emit("i32.add").emit("local.set", pointer)
-        if self.packed:
+        if self.packed and not self.direct:
             c.emit("local.get", f.arg["ws"])
         else:
             c.emit("local.get", f.arg["w"]).emit("local.get", self.j)
@@ -143,8 +146,8 @@ class Tile:
             self._step(self._packed_load if self.packed else
                        self._quad_lane(u) if unroll > 1 else self._splat_load, STEP_BYTES * u)
         a_bytes = PACKED_STEP_BYTES if self.packed else 4 * unroll
-        w_bytes = (SEVEN_STEP_BYTES if self.seven else WIDE_STEP_BYTES if self.packed
-                   else STEP_BYTES * unroll)
+        w_bytes = (SEVEN_STEP_BYTES if self.seven else
+                   WIDE_STEP_BYTES if self.packed and not self.direct else STEP_BYTES * unroll)
         for pointer, amount in [(p, a_bytes) for p in self.pa] + [(self.pw, w_bytes)]:
             c.emit("local.get", pointer).emit("i32.const", amount).emit("i32.add")
             c.emit("local.set", pointer)
@@ -199,7 +202,11 @@ class Tile:
         row's products."""
         c, f = self.f.c, self.f
         for g, register in enumerate(self.w):
-            c.emit("local.get", self.pw).emit("v128.load", 0, w_offset + 16 * g)
+            c.emit("local.get", self.pw)
+            if self.direct:
+                c.emit("v128.load8x8_s", 0, w_offset + 8 * g)
+            else:
+                c.emit("v128.load", 0, w_offset + 16 * g)
             c.emit("local.set", register)
         signed = f.spec.dtypes[0] == "int8"
         for r in range(self.rows):
