@@ -101,3 +101,12 @@ def test_winograd_off_keeps_the_dilated_conv() -> None:
     with runtime.load(wasm) as session:
         np.testing.assert_allclose(session.run({"input0": x})["output0"], model(x),
                                    rtol=1e-4, atol=1e-4)
+
+
+def test_phases_on_two_threads_match_one_thread(compiled) -> None:  # type: ignore[no-untyped-def]
+    _, wasm, x, _ = compiled
+    got = []
+    for threads in (1, 2):
+        with runtime.load(wasm, threads=threads) as session:
+            got.append(session.run({"input0": x})["output0"])
+    np.testing.assert_array_equal(got[1], got[0])
