@@ -7,7 +7,8 @@ epilogue and residual: 16 multiplies per 2x2 output tile and channel pair instea
 36 per 4x4 tile instead of 144 (``tile`` picks m; see ``nn/functional/winograd.py``).
 
 It applies to a float32 conv2d with a constant (O, C, 3, 3) weight, a constant bias or none,
-stride 1, dilation 1, one group, a static input shape, and at least ``MIN_CHANNELS`` input
+stride 1, dilation 1 (or a dilation ``phase_dilated_convs`` takes: then it runs over the
+conv's phase planes), one group, a static input shape, and at least ``MIN_CHANNELS`` input
 and output channels, whose fused epilogue has an output transform row. It runs after
 ``fuse_epilogues`` (the conv's epilogue travels to the output transform);
 ``modelc.export(..., winograd=False)`` leaves it out of the pipeline.
@@ -25,6 +26,7 @@ from nn.functional.winograd import winograd_weight
 from ..graph import Graph, Node, Value
 from ..ops._shapes import pair
 from ..ops.winograd_output import kernel, tiles
+from . import phase_dilated_convs
 
 MIN_CHANNELS = 16
 """Fewest input and output channels: with the transform kernels, NudeNet's 16 @80 ran 0.90
@@ -94,19 +96,18 @@ def _applies(node: Node) -> bool:
             and len(x.shape) == 4 and all(isinstance(d, int) for d in x.shape)
             and tuple(weight.shape[2:]) == (3, 3) and node.attrs.get("groups", 1) == 1
             and pair(node.attrs.get("stride", 1)) == (1, 1)
-            and pair(node.attrs.get("dilation", 1)) == (1, 1)
             and min(int(weight.shape[0]), int(weight.shape[1])) >= MIN_CHANNELS
             and (bias is None or bias.data is not None)
             and kernel(tuple(node.attrs.get("epilogue", ()))) is not None)
 
 
-def _rewrite(graph: Graph, node: Node) -> None:
+def _rewrite(graph: Graph, node: Node, m: int | None = None) -> None:
     named = node.named_inputs()
     x, weight, name = named["input"], named["weight"], node.name
     assert weight.data is not None
     n, c = (int(d) for d in x.shape[:2])
     o, (oh, ow) = int(weight.shape[0]), (int(d) for d in node.output.shape[2:])
-    m = tile(oh, ow)
+    m = m or tile(oh, ow)
     (th, tw), a = tiles((oh, ow), m), m + 2
     (top, _), (left, _) = conv_padding(node.attrs.get("padding", 0), (3, 3), (1, 1), (1, 1))
     position = graph.nodes.index(node)
@@ -139,8 +140,13 @@ def _rewrite(graph: Graph, node: Node) -> None:
 
 
 def winograd_convs(graph: Graph) -> Graph:
-    """Rewrite every eligible conv2d (see the module docstring)."""
+    """Rewrite every eligible conv2d (see the module docstring); a dilated one where
+    ``phase_dilated_convs`` runs it as an undilated conv over its phases, as F(4x4, 3x3)."""
     for node in [n for n in graph.nodes if n.op == "conv2d"]:
-        if _applies(node):
+        if not _applies(node):
+            continue
+        if pair(node.attrs.get("dilation", 1)) == (1, 1):
             _rewrite(graph, node)
+        elif TILE4 and phase_dilated_convs.applies(node):
+            _rewrite(graph, phase_dilated_convs.rewrite(graph, node), 4)
     return graph

@@ -116,7 +116,7 @@ def test_winograd_matches_torch(compiled, kernels: str) -> None:  # type: ignore
 
 @pytest.mark.parametrize("kwargs,shape,weight", [
     ({"padding": 1, "stride": 2}, (1, 16, 8, 8), W),
-    ({"padding": 2, "dilation": 2}, (1, 16, 8, 8), W),
+    ({"padding": 1, "dilation": 2}, (1, 16, 8, 8), W),  # padding not the dilation
     ({"padding": 1}, (1, 8, 8, 8), W[:, :8]),  # too few input channels
     ({"padding": 1, "groups": 2}, (1, 32, 8, 8), W),
     ({"padding": 2}, (1, 16, 8, 8), _x(24, 16, 5, 5)),

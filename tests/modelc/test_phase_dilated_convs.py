@@ -1,0 +1,112 @@
+"""phase_dilated_convs (called by winograd_convs): a dilated 3x3 conv run as one F(4x4, 3x3)
+conv over its phase planes equals torch's dilated conv2d and the eager model on every kernel
+provider: odd planes, a dilation that does not divide them, unequal dilations, batch 2, bias
+or none, fused activations; convs whose phases the tiles cover badly stay dilated convs."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from executors import PROVIDERS, Lambda
+
+import modelc
+import runtime
+from nn import functional as F
+
+RNG = np.random.default_rng(11)
+
+
+def _x(*shape: int) -> np.ndarray:
+    return RNG.standard_normal(shape).astype(np.float32)
+
+
+W = _x(24, 16, 3, 3)
+B = _x(24)
+
+# name: (dilation, input shape, bias, activation)
+CASES = {
+    "d2_odd_batch_relu": (2, (2, 16, 15, 15), True, "relu"),
+    "d3_not_dividing_silu": (3, (1, 16, 23, 22), True, "silu"),
+    "d5_batch_nobias": (5, (2, 16, 19, 20), False, None),
+    "d6_relu6": (6, (1, 16, 22, 22), True, "relu6"),
+    "d2x3_relu": ((2, 3), (1, 16, 16, 24), True, "relu"),
+}
+
+
+def _model(dilation, bias: bool, activation: str | None) -> Lambda:  # type: ignore[no-untyped-def]
+    def forward(x: np.ndarray) -> np.ndarray:
+        y = F.conv2d(x, W, B if bias else None, padding=dilation, dilation=dilation)
+        return getattr(F, activation)(y) if activation else y
+    return Lambda(forward)
+
+
+@pytest.fixture(scope="module", params=sorted(CASES))
+def compiled(request):  # type: ignore[no-untyped-def]
+    """(graph, wasm, input, case) of a case."""
+    dilation, shape, bias, activation = CASES[request.param]
+    x = _x(*shape)
+    model = _model(dilation, bias, activation)
+    graph = modelc.optimize(modelc.trace(model, (x,)))
+    return graph, modelc.export(model, (x,)), x, CASES[request.param]
+
+
+def test_the_conv_runs_over_phases_as_f4(compiled) -> None:  # type: ignore[no-untyped-def]
+    graph = compiled[0]
+    assert [n.attrs["tile"] for n in graph.nodes if n.op == "winograd_input"] == [4]
+    assert all(n.attrs.get("dilation", 1) in (1, (1, 1)) for n in graph.nodes
+               if n.op == "conv2d")
+
+
+@pytest.mark.parametrize("kernels", PROVIDERS)
+def test_phases_match_torch_and_eager(compiled, kernels: str) -> None:  # type: ignore[no-untyped-def]
+    torch = pytest.importorskip("torch")
+    _, wasm, x, (dilation, _, bias, activation) = compiled
+    with runtime.load(wasm, kernels=kernels) as session:
+        got = session.run({"input0": x})["output0"]
+    with torch.no_grad():
+        y = torch.nn.functional.conv2d(torch.from_numpy(x), torch.from_numpy(W),
+                                       torch.from_numpy(B) if bias else None,
+                                       padding=dilation, dilation=dilation)
+        expected = (getattr(torch.nn.functional, activation)(y) if activation else y).numpy()
+    # F(4x4, 3x3)'s documented tolerance (test_winograd_convs)
+    atol = 2e-5 * float(np.abs(expected).max())
+    np.testing.assert_allclose(got, expected, rtol=1e-4, atol=atol)
+    eager = _model(dilation, bias, activation)(x)
+    np.testing.assert_allclose(got, eager, rtol=1e-4, atol=atol)
+
+
+@pytest.mark.parametrize("kwargs,shape,residual", [
+    ({"padding": 4, "dilation": 4}, (1, 16, 12, 12), False),  # 3x3 phases: cover 1.78
+    ({"padding": 1, "dilation": 2}, (1, 16, 16, 16), False),  # padding not the dilation
+    ({"padding": 2, "dilation": 2}, (1, 16, 16, 16), True),   # a residual
+])
+def test_convs_it_does_not_cover_stay_dilated(kwargs: dict, shape: tuple,
+                                              residual: bool) -> None:
+    weight = W[:16]
+
+    def forward(x: np.ndarray) -> np.ndarray:
+        y = F.conv2d(x, weight, None, **kwargs)
+        return F.relu(y + x) if residual else y
+    graph = modelc.optimize(modelc.trace(Lambda(forward), (_x(*shape),)))
+    assert "winograd_input" not in graph.ops()
+    assert [n.attrs["dilation"] for n in graph.nodes if n.op == "conv2d"] == [
+        kwargs["dilation"]]
+
+
+def test_winograd_off_keeps_the_dilated_conv() -> None:
+    x = _x(1, 16, 16, 16)
+    model = _model(2, True, "relu")
+    wasm = modelc.export(model, (x,), winograd=False)
+    assert b"f32_winograd" not in wasm
+    with runtime.load(wasm) as session:
+        np.testing.assert_allclose(session.run({"input0": x})["output0"], model(x),
+                                   rtol=1e-4, atol=1e-4)
+
+
+def test_phases_on_two_threads_match_one_thread(compiled) -> None:  # type: ignore[no-untyped-def]
+    _, wasm, x, _ = compiled
+    got = []
+    for threads in (1, 2):
+        with runtime.load(wasm, threads=threads) as session:
+            got.append(session.run({"input0": x})["output0"])
+    np.testing.assert_array_equal(got[1], got[0])
