@@ -59,11 +59,11 @@ def product_flops(graph: Graph) -> dict[str, float]:
     and ``winograd_output``), ``deconv``, ``linear``, ``matmul``, ``attention`` (both of
     ``head_attention``'s products), ``recurrent`` (``lstm``, ``gru``, ``rnn``: the hidden state's
     product; the input's is a ``linear``) and ``int8`` (``INT8_OPS``)."""
+    if graph.dims:
+        raise ValueError(f"count a model with static shapes, not {sorted(graph.dims)}")
     tiles = {n.output.name for n in graph.nodes if n.op == "winograd_input"}
     flops: dict[str, float] = collections.defaultdict(float)
     for node in graph.nodes:
-        if graph.dims and node.op in ("conv2d", "linear", "matmul", *INT8_OPS):
-            raise ValueError(f"count a model with static shapes, not {sorted(graph.dims)}")
         out = math.prod(node.output.shape)
         if node.op in ("conv2d", "qconv2d"):  # (O, C / groups, KH, KW) products per output
             weight = node.named_inputs()["weight"].shape
