@@ -123,14 +123,11 @@ def _expected(design: str, a: np.ndarray, w: np.ndarray, got: np.ndarray
     return signed @ (w.T.astype(np.int64) + 64), got.reshape(rows, 8)
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeat", type=int, default=7)
-    parser.add_argument("--reps", type=int, default=20000, help="k loops per call")
-    parser.add_argument("--opt-level", default="speed", choices=["none", "speed"])
-    args = parser.parse_args()
+def tile_gops(repeat: int = 7, reps: int = 20000, opt_level: str = "speed") -> dict[str, float]:
+    """Each design's GOPS (2 per multiply-add), the median over ``repeat`` interleaved
+    rounds of ``reps`` k loops in thread CPU time, its accumulators checked against numpy."""
     config = wasmtime.Config()
-    config.cranelift_opt_level = args.opt_level
+    config.cranelift_opt_level = opt_level
     engine = wasmtime.Engine(config)
     store = wasmtime.Store(engine)
     source = "(module (memory (export \"memory\") 8)\n" + "\n".join(
@@ -144,7 +141,7 @@ def main() -> int:
     a = rng.integers(0, 256, (4, 4 * STEPS), np.uint8)
     w = rng.integers(-64, 64, (8, 4 * STEPS), np.int8)
     times: dict[str, list[float]] = {d: [] for d in DESIGNS}
-    for round_ in range(args.repeat + 1):
+    for round_ in range(repeat + 1):
         for design in DESIGNS:
             panel, rows = _operands(design, a, w)
             view[W_AT:W_AT + len(panel)] = np.frombuffer(panel, np.uint8)
@@ -153,7 +150,7 @@ def main() -> int:
             start = time.thread_time()
             loop = loops[design]
             assert isinstance(loop, wasmtime.Func)
-            loop(store, args.reps)
+            loop(store, reps)
             if round_:
                 times[design].append(time.thread_time() - start)
             height, w_bytes = DESIGNS[design]
@@ -162,15 +159,24 @@ def main() -> int:
             want, seen = _expected(design, a, w, got)
             if not np.array_equal(want, seen):
                 raise SystemExit(f"{design}: the accumulators differ from numpy's product")
+    return {design: 2 * height * 8 * 4 * STEPS * reps / statistics.median(times[design]) / 1e9
+            for design, (height, _) in DESIGNS.items()}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=7)
+    parser.add_argument("--reps", type=int, default=20000, help="k loops per call")
+    parser.add_argument("--opt-level", default="speed", choices=["none", "speed"])
+    args = parser.parse_args()
+    gops = tile_gops(args.repeat, args.reps, args.opt_level)
     load = " ".join(f"{x:.2f}" for x in os.getloadavg())
     print(f"int8 tile inner loops, k = {4 * STEPS}, opt level {args.opt_level}, load {load}: "
           "GOPS (thread CPU time, median)")
-    base = None
+    base = gops["i16"]
     for design, (height, _) in DESIGNS.items():
-        products = height * 8 * 4 * STEPS * args.reps
-        gops = 2 * products / statistics.median(times[design]) / 1e9
-        base = base or gops
-        print(f"  {design:<11} {height} rows x 8 columns  {gops:6.1f}  {gops / base:.2f}x")
+        print(f"  {design:<11} {height} rows x 8 columns  {gops[design]:6.1f}  "
+              f"{gops[design] / base:.2f}x")
     return 0
 
 

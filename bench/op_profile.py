@@ -188,6 +188,20 @@ def profile(graph: Graph, inputs: dict[str, np.ndarray], isa: str, runs: int,
     return 1e3 * statistics.median(whole), in_situ, hot
 
 
+def model_graph(name: str, inputs: dict[str, np.ndarray], onnx: str | None = None) -> Graph:
+    """Model ``name`` of ``peers.py`` traced (or ``onnx``, or a real model's own ONNX file,
+    imported) and optimised as ``modelc.export`` does it, for ``inputs``."""
+    if onnx is None and name in peers_real.NAMES:
+        onnx = str(peers_real.path(name))
+    if onnx:
+        graph = modelc.from_onnx(onnx, input_shapes={k: v.shape for k, v in inputs.items()})
+    else:
+        kind = peers.MODELS[name].kind
+        reference = None if kind == "minilm" else peers.torch_model(kind)
+        graph = modelc.trace(peers.nn_model(kind, reference), inputs)
+    return modelc.optimize(graph)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", default="minilm-b1", choices=sorted(peers.MODELS))
@@ -200,16 +214,8 @@ def main() -> None:
     parser.add_argument("--onnx", help="profile this ONNX export of the model instead (a real "
                         "model of peers.py's `real` group is its own ONNX file by default)")
     args = parser.parse_args()
-    if args.onnx is None and args.model in peers_real.NAMES:
-        args.onnx = str(peers_real.path(args.model))
-    spec = peers.MODELS[args.model]
-    inputs = spec.inputs()
-    if args.onnx:
-        graph = modelc.from_onnx(args.onnx, input_shapes={k: v.shape for k, v in inputs.items()})
-    else:
-        reference = None if spec.kind == "minilm" else peers.torch_model(spec.kind)
-        graph = modelc.trace(peers.nn_model(spec.kind, reference), inputs)
-    graph = modelc.optimize(graph)
+    inputs = peers.MODELS[args.model].inputs()
+    graph = model_graph(args.model, inputs, args.onnx)
     limits = ResourceLimits(timeout=1e6) if args.timeout else None
     whole, in_situ, hot = profile(graph, inputs, args.isa, args.runs, limits)
     groups: dict[str, list[float]] = collections.defaultdict(lambda: [0, 0.0, 0.0])
