@@ -38,10 +38,12 @@ def _per_direction(n: OnnxNode, index: int, name: str, d: int) -> np.ndarray:
 
 
 def _cell(gates: Tensor, c: Tensor, hidden: int) -> tuple[Tensor, Tensor]:
-    """ONNX's LSTM cell on the (B, 4H) pre-activations (i, o, f, c): the new (h, c)."""
-    i, o, f, g = F.split(gates, [hidden] * 4, 1)
-    c = F.add(F.mul(F.sigmoid(f), c), F.mul(F.sigmoid(i), F.tanh(g)))
-    return F.mul(F.sigmoid(o), F.tanh(c)), c
+    """ONNX's LSTM cell on the (B, 4H) pre-activations (i, o, f, c): the new (h, c).
+    The three sigmoid gates are contiguous, so they take one sigmoid."""
+    sigmoids, g = F.split(gates, [3 * hidden, hidden], 1)
+    i, o, f = F.split(F.sigmoid(sigmoids), [hidden] * 3, 1)
+    c = F.add(F.mul(f, c), F.mul(i, F.tanh(g)))
+    return F.mul(o, F.tanh(c)), c
 
 
 def dynamic_quantize_lstm(n: OnnxNode) -> Any:
