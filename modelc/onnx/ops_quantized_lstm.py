@@ -83,9 +83,10 @@ def dynamic_quantize_lstm(n: OnnxNode) -> Any:
         h, c = (_direction_state(s, d, 0) for s in initial)
         c = np.zeros((batch, hidden), np.float32) if c is None else c
         outputs: list[Tensor] = []
+        rows = F.split(gates_x, 1, 0)  # one view of gates_x per step, no copy
         order = range(steps - 1, -1, -1) if direction == "reverse" or d == 1 else range(steps)
         for t in order:
-            gates = F.squeeze(F.slice(gates_x, 0, t, t + 1), 0)
+            gates = F.squeeze(rows[t], 0)
             if h is not None:
                 gates = F.add(gates, _quantized_product(h, recurrents[d], r_scale, r_zero))
             h, c = _cell(gates, c, hidden)
