@@ -38,10 +38,12 @@ def _per_direction(n: OnnxNode, index: int, name: str, d: int) -> np.ndarray:
 
 
 def _cell(gates: Tensor, c: Tensor, hidden: int) -> tuple[Tensor, Tensor]:
-    """ONNX's LSTM cell on the (B, 4H) pre-activations (i, o, f, c): the new (h, c)."""
-    i, o, f, g = F.split(gates, [hidden] * 4, 1)
-    c = F.add(F.mul(F.sigmoid(f), c), F.mul(F.sigmoid(i), F.tanh(g)))
-    return F.mul(F.sigmoid(o), F.tanh(c)), c
+    """ONNX's LSTM cell on the (B, 4H) pre-activations (i, o, f, c): the new (h, c).
+    The three sigmoid gates are contiguous, so they take one sigmoid."""
+    sigmoids, g = F.split(gates, [3 * hidden, hidden], 1)
+    i, o, f = F.split(F.sigmoid(sigmoids), [hidden] * 3, 1)
+    c = F.add(F.mul(f, c), F.mul(i, F.tanh(g)))
+    return F.mul(o, F.tanh(c)), c
 
 
 def dynamic_quantize_lstm(n: OnnxNode) -> Any:
@@ -81,9 +83,10 @@ def dynamic_quantize_lstm(n: OnnxNode) -> Any:
         h, c = (_direction_state(s, d, 0) for s in initial)
         c = np.zeros((batch, hidden), np.float32) if c is None else c
         outputs: list[Tensor] = []
+        rows = F.split(gates_x, 1, 0)  # one view of gates_x per step, no copy
         order = range(steps - 1, -1, -1) if direction == "reverse" or d == 1 else range(steps)
         for t in order:
-            gates = F.squeeze(F.slice(gates_x, 0, t, t + 1), 0)
+            gates = F.squeeze(rows[t], 0)
             if h is not None:
                 gates = F.add(gates, _quantized_product(h, recurrents[d], r_scale, r_zero))
             h, c = _cell(gates, c, hidden)
