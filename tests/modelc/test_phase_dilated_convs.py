@@ -1,9 +1,13 @@
 """phase_dilated_convs (called by winograd_convs): a dilated 3x3 conv run as one F(4x4, 3x3)
 conv over its phase planes equals torch's dilated conv2d and the eager model on every kernel
 provider: odd planes, a dilation that does not divide them, unequal dilations, batch 2, bias
-or none, fused activations; convs whose phases the tiles cover badly stay dilated convs."""
+or none, fused activations; where the tiles cover the whole plane's phases badly, the phases
+over the part whole tiles cover joined with direct dilated convs over the rest; convs with no
+whole tile stay dilated convs."""
 
 from __future__ import annotations
+
+import math
 
 import numpy as np
 import pytest
@@ -30,7 +34,23 @@ CASES = {
     "d5_batch_nobias": (5, (2, 16, 19, 20), False, None),
     "d6_relu6": (6, (1, 16, 22, 22), True, "relu6"),
     "d2x3_relu": ((2, 3), (1, 16, 16, 24), True, "relu"),
+    # whole-plane cover > COVER: phases over the leading whole tiles, direct convs the rest
+    "d3_split_batch_relu": (3, (2, 16, 14, 13), True, "relu"),
+    "d4_split_rows_only": (4, (1, 16, 20, 16), True, "silu"),
+    "d2x3_split_cols_nobias": ((2, 3), (1, 16, 8, 14), False, None),
+    "d12_split_craft_relu": (12, (1, 16, 64, 64), True, "relu"),
 }
+
+
+def _remainders(dilation, shape: tuple[int, ...]) -> list[tuple[int, int]]:  # type: ignore[no-untyped-def]
+    """The dilations of the direct convs a split leaves: one per axis that whole 4-row phase
+    tiles do not cover, none when the whole plane's phases are covered well enough."""
+    dh, dw = (dilation, dilation) if isinstance(dilation, int) else dilation
+    h, w = shape[2:]
+    tiled = [4 * d * math.ceil(math.ceil(s / d) / 4) for s, d in ((h, dh), (w, dw))]
+    if tiled[0] * tiled[1] <= 1.3 * h * w:
+        return []
+    return [(dh, dw)] * sum(s % (4 * d) != 0 for s, d in ((h, dh), (w, dw)))
 
 
 def _model(dilation, bias: bool, activation: str | None) -> Lambda:  # type: ignore[no-untyped-def]
@@ -51,10 +71,12 @@ def compiled(request):  # type: ignore[no-untyped-def]
 
 
 def test_the_conv_runs_over_phases_as_f4(compiled) -> None:  # type: ignore[no-untyped-def]
-    graph = compiled[0]
+    graph, _, x, (dilation, *_) = compiled
     assert [n.attrs["tile"] for n in graph.nodes if n.op == "winograd_input"] == [4]
-    assert all(n.attrs.get("dilation", 1) in (1, (1, 1)) for n in graph.nodes
-               if n.op == "conv2d")
+    dilated = [n.attrs["dilation"] for n in graph.nodes if n.op == "conv2d"
+               and n.attrs.get("dilation", 1) not in (1, (1, 1))]
+    assert [(d, d) if isinstance(d, int) else tuple(d) for d in dilated] == _remainders(
+        dilation, x.shape)
 
 
 @pytest.mark.parametrize("kernels", PROVIDERS)
