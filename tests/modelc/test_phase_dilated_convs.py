@@ -1,13 +1,9 @@
 """phase_dilated_convs (called by winograd_convs): a dilated 3x3 conv run as one F(4x4, 3x3)
 conv over its phase planes equals torch's dilated conv2d and the eager model on every kernel
 provider: odd planes, a dilation that does not divide them, unequal dilations, batch 2, bias
-or none, fused activations; where the tiles cover the whole plane's phases badly, the phases
-over the part whole tiles cover joined with direct dilated convs over the rest; convs with no
-whole tile stay dilated convs."""
+or none, fused activations; convs whose phases the tiles cover badly stay dilated convs."""
 
 from __future__ import annotations
-
-import math
 
 import numpy as np
 import pytest
@@ -31,26 +27,10 @@ B = _x(24)
 CASES = {
     "d2_odd_batch_relu": (2, (2, 16, 15, 15), True, "relu"),
     "d3_not_dividing_silu": (3, (1, 16, 23, 22), True, "silu"),
-    "d5_batch_nobias": (5, (2, 16, 19, 20), False, None),
-    "d6_relu6": (6, (1, 16, 22, 22), True, "relu6"),
+    "d5_batch_nobias": (5, (2, 16, 39, 40), False, None),
+    "d6_relu6": (6, (1, 16, 46, 46), True, "relu6"),
     "d2x3_relu": ((2, 3), (1, 16, 16, 24), True, "relu"),
-    # whole-plane cover > COVER: phases over the leading whole tiles, direct convs the rest
-    "d3_split_batch_relu": (3, (2, 16, 14, 13), True, "relu"),
-    "d4_split_rows_only": (4, (1, 16, 20, 16), True, "silu"),
-    "d2x3_split_cols_nobias": ((2, 3), (1, 16, 8, 14), False, None),
-    "d12_split_craft_relu": (12, (1, 16, 64, 64), True, "relu"),
 }
-
-
-def _remainders(dilation, shape: tuple[int, ...]) -> list[tuple[int, int]]:  # type: ignore[no-untyped-def]
-    """The dilations of the direct convs a split leaves: one per axis that whole 4-row phase
-    tiles do not cover, none when the whole plane's phases are covered well enough."""
-    dh, dw = (dilation, dilation) if isinstance(dilation, int) else dilation
-    h, w = shape[2:]
-    tiled = [4 * d * math.ceil(math.ceil(s / d) / 4) for s, d in ((h, dh), (w, dw))]
-    if tiled[0] * tiled[1] <= 1.3 * h * w:
-        return []
-    return [(dh, dw)] * sum(s % (4 * d) != 0 for s, d in ((h, dh), (w, dw)))
 
 
 def _model(dilation, bias: bool, activation: str | None) -> Lambda:  # type: ignore[no-untyped-def]
@@ -71,12 +51,10 @@ def compiled(request):  # type: ignore[no-untyped-def]
 
 
 def test_the_conv_runs_over_phases_as_f4(compiled) -> None:  # type: ignore[no-untyped-def]
-    graph, _, x, (dilation, *_) = compiled
+    graph = compiled[0]
     assert [n.attrs["tile"] for n in graph.nodes if n.op == "winograd_input"] == [4]
-    dilated = [n.attrs["dilation"] for n in graph.nodes if n.op == "conv2d"
-               and n.attrs.get("dilation", 1) not in (1, (1, 1))]
-    assert [(d, d) if isinstance(d, int) else tuple(d) for d in dilated] == _remainders(
-        dilation, x.shape)
+    assert all(n.attrs.get("dilation", 1) in (1, (1, 1)) for n in graph.nodes
+               if n.op == "conv2d")
 
 
 @pytest.mark.parametrize("kernels", PROVIDERS)
@@ -90,15 +68,15 @@ def test_phases_match_torch_and_eager(compiled, kernels: str) -> None:  # type: 
                                        torch.from_numpy(B) if bias else None,
                                        padding=dilation, dilation=dilation)
         expected = (getattr(torch.nn.functional, activation)(y) if activation else y).numpy()
-    # F(4x4, 3x3)'s documented tolerance (test_winograd_convs)
-    atol = 2e-5 * float(np.abs(expected).max())
+    # F(4x4, 3x3)'s documented tolerance (test_winograd_convs), of the conv's own output
+    atol = 2e-5 * float(y.abs().max())
     np.testing.assert_allclose(got, expected, rtol=1e-4, atol=atol)
     eager = _model(dilation, bias, activation)(x)
     np.testing.assert_allclose(got, eager, rtol=1e-4, atol=atol)
 
 
 @pytest.mark.parametrize("kwargs,shape,residual", [
-    ({"padding": 4, "dilation": 4}, (1, 16, 12, 12), False),  # 3x3 phases: cover 1.78
+    ({"padding": 2, "dilation": 2}, (1, 16, 17, 17), False),  # 9x9 phases: cover 1.99
     ({"padding": 1, "dilation": 2}, (1, 16, 16, 16), False),  # padding not the dilation
     ({"padding": 2, "dilation": 2}, (1, 16, 16, 16), True),   # a residual
 ])
