@@ -10,8 +10,9 @@ It applies to a float32 conv2d with a constant (O, C, 3, 3) weight, a constant b
 stride 1, dilation 1 (or a dilation ``phase_dilated_convs`` takes: then it runs over the
 conv's phase planes; a dilated conv whose padding taps are enough of its work is instead
 split by ``trim_dilated_convs`` into direct convs that skip them), one group, a static
-input shape, and at least ``MIN_CHANNELS`` input and output channels, whose fused epilogue has an output transform row. It runs after
-``fuse_epilogues`` (the conv's epilogue travels to the output transform);
+input shape, and at least ``MIN_CHANNELS`` input and output channels, whose fused epilogue
+has an output transform row. It runs after ``fuse_epilogues`` (the conv's epilogue travels
+to the output transform);
 ``modelc.export(..., winograd=False)`` leaves it out of the pipeline.
 """
 
