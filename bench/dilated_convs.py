@@ -1,12 +1,14 @@
-"""Dilated 3x3 convs: the direct conv against ``phase_dilated_convs`` (one F(4x4, 3x3) conv
-over the conv's phase planes), per dilation, on one thread, in one run.
+"""Dilated 3x3 convs: the direct conv against the default pipeline (``trim_dilated_convs``'
+regions or ``phase_dilated_convs``' one F(4x4, 3x3) conv over the conv's phase planes) and
+the phases alone, per dilation, on one thread, in one run.
 
     .venv/bin/python bench/dilated_convs.py [--rounds 7]
 
 For CRAFT's refiner's ASPP convs (64 -> 128 channels at 64x64, dilation and padding 6, 12,
 18, 24, bias and ReLU), one single-conv model is compiled three times: Winograd off (the
-direct dilated conv), the default pipeline (phases where ``COVER`` lets the pass take the
-conv, else the direct conv again) and with ``COVER`` lifted (phases at every dilation). All
+direct dilated conv), the default pipeline (the regions where ``SHARE`` lets
+``trim_dilated_convs`` take the conv, else phases where ``COVER`` lets the phases take it,
+else the direct conv again) and phases alone (``SHARE`` off, ``COVER`` lifted). All
 run in interleaved rounds on the calling thread, each timed in thread CPU time; printed are
 the median times, the medians of the per-round ratios to the direct conv and the largest
 difference from it relative to the output's largest magnitude. No result is asserted.
@@ -28,6 +30,7 @@ from nn import Module
 from nn import functional as F
 
 PHASES = importlib.import_module("modelc.passes.phase_dilated_convs")
+TRIM = importlib.import_module("modelc.passes.trim_dilated_convs")
 
 # (cin, cout, height = width, dilation) of CRAFT's refiner's ASPP convs
 LAYERS = [(64, 128, 64, 6), (64, 128, 64, 12), (64, 128, 64, 18), (64, 128, 64, 24)]
@@ -48,13 +51,13 @@ class _Conv(Module):
 
 
 def _exports(model: Module, x: np.ndarray) -> list[bytes]:
-    """Winograd off, the default pipeline, and phases at any cover."""
-    saved = PHASES.COVER
-    PHASES.COVER = float("inf")
+    """Winograd off, the default pipeline, and phases alone at any cover."""
+    saved = PHASES.COVER, TRIM.SHARE
+    PHASES.COVER, TRIM.SHARE = float("inf"), -1.0
     try:
         every = modelc.export(model, (x,))
     finally:
-        PHASES.COVER = saved
+        PHASES.COVER, TRIM.SHARE = saved
     return [modelc.export(model, (x,), winograd=False), modelc.export(model, (x,)), every]
 
 

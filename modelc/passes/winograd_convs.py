@@ -8,9 +8,11 @@ epilogue and residual: 16 multiplies per 2x2 output tile and channel pair instea
 
 It applies to a float32 conv2d with a constant (O, C, 3, 3) weight, a constant bias or none,
 stride 1, dilation 1 (or a dilation ``phase_dilated_convs`` takes: then it runs over the
-conv's phase planes), one group, a static input shape, and at least ``MIN_CHANNELS`` input
-and output channels, whose fused epilogue has an output transform row. It runs after
-``fuse_epilogues`` (the conv's epilogue travels to the output transform);
+conv's phase planes; a dilated conv whose padding taps are enough of its work is instead
+split by ``trim_dilated_convs`` into direct convs that skip them), one group, a static
+input shape, and at least ``MIN_CHANNELS`` input and output channels, whose fused epilogue
+has an output transform row. It runs after ``fuse_epilogues`` (the conv's epilogue travels
+to the output transform);
 ``modelc.export(..., winograd=False)`` leaves it out of the pipeline.
 """
 
@@ -26,7 +28,7 @@ from nn.functional.winograd import winograd_weight
 from ..graph import Graph, Node, Value
 from ..ops._shapes import pair
 from ..ops.winograd_output import kernel, tiles
-from . import phase_dilated_convs
+from . import phase_dilated_convs, trim_dilated_convs
 
 MIN_CHANNELS = 16
 """Fewest input and output channels: with the transform kernels, NudeNet's 16 @80 ran 0.90
@@ -140,13 +142,17 @@ def _rewrite(graph: Graph, node: Node, m: int | None = None) -> None:
 
 
 def winograd_convs(graph: Graph) -> Graph:
-    """Rewrite every eligible conv2d (see the module docstring); a dilated one where
-    ``phase_dilated_convs`` runs it as an undilated conv over its phases, as F(4x4, 3x3)."""
+    """Rewrite every eligible conv2d (see the module docstring); a dilated one into its
+    regions' direct convs where ``trim_dilated_convs`` keeps at most ``SHARE`` of its work,
+    else where ``phase_dilated_convs`` runs it as an undilated conv over its phases, as
+    F(4x4, 3x3)."""
     for node in [n for n in graph.nodes if n.op == "conv2d"]:
         if not _applies(node):
             continue
         if pair(node.attrs.get("dilation", 1)) == (1, 1):
             _rewrite(graph, node)
+        elif trim_dilated_convs.share(node) <= trim_dilated_convs.SHARE:
+            trim_dilated_convs.rewrite(graph, node)
         elif TILE4 and phase_dilated_convs.applies(node):
             _rewrite(graph, phase_dilated_convs.rewrite(graph, node), 4)
     return graph

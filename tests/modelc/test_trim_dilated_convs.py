@@ -1,0 +1,87 @@
+"""trim_dilated_convs (called by winograd_convs): a dilated 3x3 conv run as convs over the
+regions of its output whose taps fall inside the input, joined, equals torch's dilated
+conv2d and the eager model on every kernel provider: CRAFT's dilations, planes under twice
+the dilation and under the dilation, unequal dilations, batch 2, bias or none, fused
+activations; the regions' convs read no padding."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from executors import PROVIDERS, Lambda
+
+import modelc
+import runtime
+from nn import functional as F
+
+RNG = np.random.default_rng(12)
+
+
+def _x(*shape: int) -> np.ndarray:
+    return RNG.standard_normal(shape).astype(np.float32)
+
+
+W = _x(24, 16, 3, 3)
+B = _x(24)
+
+# name: (dilation, input shape, bias, activation)
+CASES = {
+    "d12_craft_relu": (12, (1, 16, 64, 64), True, "relu"),
+    "d24_craft_batch_relu": (24, (2, 16, 64, 64), True, "relu"),
+    "d5_under_twice_silu": (5, (1, 16, 9, 13), True, "silu"),
+    "d3x6_nobias": ((3, 6), (1, 16, 14, 30), False, None),
+    "d24_plane_under_dilation_relu": (24, (1, 16, 20, 20), True, "relu"),  # centre tap only
+}
+
+
+def _model(dilation, bias: bool, activation: str | None) -> Lambda:  # type: ignore[no-untyped-def]
+    def forward(x: np.ndarray) -> np.ndarray:
+        y = F.conv2d(x, W, B if bias else None, padding=dilation, dilation=dilation)
+        return getattr(F, activation)(y) if activation else y
+    return Lambda(forward)
+
+
+@pytest.fixture(scope="module", params=sorted(CASES))
+def compiled(request):  # type: ignore[no-untyped-def]
+    """(graph, wasm, input, case) of a case."""
+    dilation, shape, bias, activation = CASES[request.param]
+    x = _x(*shape)
+    model = _model(dilation, bias, activation)
+    graph = modelc.optimize(modelc.trace(model, (x,)))
+    return graph, modelc.export(model, (x,)), x, CASES[request.param]
+
+
+def test_the_regions_read_no_padding(compiled) -> None:  # type: ignore[no-untyped-def]
+    graph, _, x, (dilation, *_) = compiled
+    convs = [n for n in graph.nodes if n.op == "conv2d"]
+    outputs = sum(int(np.prod(n.output.shape[2:])) for n in convs)
+    assert outputs == x.shape[2] * x.shape[3]
+    for conv in convs:
+        assert conv.attrs["padding"] == 0
+        assert conv.attrs["dilation"] == dilation
+
+
+@pytest.mark.parametrize("kernels", PROVIDERS)
+def test_regions_match_torch_and_eager(compiled, kernels: str) -> None:  # type: ignore[no-untyped-def]
+    torch = pytest.importorskip("torch")
+    _, wasm, x, (dilation, _, bias, activation) = compiled
+    with torch.no_grad():
+        ref = torch.nn.functional.conv2d(torch.from_numpy(x), torch.from_numpy(W),
+                                         torch.from_numpy(B) if bias else None,
+                                         padding=dilation, dilation=dilation)
+        if activation:
+            ref = getattr(torch.nn.functional, activation)(ref)
+    with runtime.load(wasm, kernels=kernels) as session:
+        got = session.run({"input0": x})["output0"]
+    np.testing.assert_allclose(got, ref.numpy(), rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(got, _model(dilation, bias, activation)(x), rtol=1e-4,
+                               atol=1e-4)
+
+
+def test_regions_on_two_threads_match_one_thread(compiled) -> None:  # type: ignore[no-untyped-def]
+    _, wasm, x, _ = compiled
+    got = []
+    for threads in (1, 2):
+        with runtime.load(wasm, threads=threads) as session:
+            got.append(session.run({"input0": x})["output0"])
+    np.testing.assert_array_equal(got[1], got[0])
