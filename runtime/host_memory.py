@@ -23,6 +23,7 @@ import contextlib
 import ctypes
 import itertools
 import mmap
+import sys
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -37,10 +38,27 @@ _libc.mmap.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_
                        ctypes.c_int, ctypes.c_long)
 _libc.mprotect.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int)
 _libc.munmap.argtypes = (ctypes.c_void_p, ctypes.c_size_t)
+_libc.madvise.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int)
 # NOTE: Linux's values (Python's mmap module lacks PROT_NONE and MAP_NORESERVE before 3.13)
 _PROT_NONE, _PROT_READ_WRITE = 0, mmap.PROT_READ | mmap.PROT_WRITE
 _MAP_NORESERVE = 0x4000
+_MADV_HUGEPAGE = 14
+_HUGE_PAGE = 1 << 21
 _FAILED = ctypes.c_void_p(-1).value
+
+
+def advise_written_huge_pages(address: int, size: int) -> None:
+    """Let Linux's khugepaged collapse the whole 2 MiB pages of ``address .. address + size``,
+    bytes already written (a model's weights), into transparent huge pages in the background
+    (``madvise(MADV_HUGEPAGE)``); best effort: nothing happens elsewhere or when the system
+    refuses. NOTE: advised before the write, the first touch compacts memory synchronously
+    (THP ``defrag`` in ``madvise`` mode, a common default): 0.1-0.6 s more at load; advised
+    after it, no page faults under the advice, so the load costs nothing and a long-lived
+    session's weights move to huge pages within about a minute (bench/README.md)."""
+    start = -(-address // _HUGE_PAGE) * _HUGE_PAGE
+    end = (address + size) // _HUGE_PAGE * _HUGE_PAGE
+    if sys.platform.startswith("linux") and end > start:
+        _libc.madvise(start, end - start, _MADV_HUGEPAGE)
 
 
 class Backing:

@@ -26,6 +26,7 @@ from wasi_intrinsics.wasi import MODULE as WASI_MODULE
 from wasi_intrinsics.wasi import CappedBuffer, WasiConfig, WasiState, preview1
 from wasm_kernels.wasm import Limits, MemoryType, ModuleInfo
 
+from . import host_memory
 from . import metadata as md
 from . import threads as intra
 from .arena import Addresses
@@ -97,6 +98,17 @@ def link_kernels(compartment: Compartment, compiled: tuple[Compiled, ...] | None
     return exports, memory
 
 
+def _written(blueprint: Blueprint) -> list[tuple[int, int]]:
+    """(address, bytes) of the large data the runtime writes into a new instance's memory:
+    the data segments compiled out of the module and the sidecar weights."""
+    ranges = [(s.address, s.size) for s in blueprint.segments.segments] \
+        if blueprint.segments is not None else []
+    sidecar = blueprint.metadata.sidecar
+    if sidecar is not None and blueprint.sidecar_weights is not None:
+        ranges.append((sidecar.offset, len(blueprint.sidecar_weights)))
+    return ranges
+
+
 class ModelInstance:
     """One instance of a model in its own compartment; not for concurrent use."""
 
@@ -151,6 +163,9 @@ class ModelInstance:
         sidecar = blueprint.metadata.sidecar
         if sidecar is not None and blueprint.sidecar_weights is not None:
             self.memory.write(store, blueprint.sidecar_weights, sidecar.offset)
+        base = ctypes.cast(self.memory.data_ptr(store), ctypes.c_void_p).value or 0
+        for address, size in _written(blueprint):
+            host_memory.advise_written_huge_pages(base + address, size)
         self.views = MemoryViews(self.memory_size, self.memory_view, self.addresses)
 
     def memory_size(self) -> int:
