@@ -5,6 +5,7 @@ or none, fused activations; convs whose phases the tiles cover badly stay dilate
 
 from __future__ import annotations
 
+import dilated_cases
 import numpy as np
 import pytest
 from executors import PROVIDERS, Lambda
@@ -12,16 +13,6 @@ from executors import PROVIDERS, Lambda
 import modelc
 import runtime
 from nn import functional as F
-
-RNG = np.random.default_rng(11)
-
-
-def _x(*shape: int) -> np.ndarray:
-    return RNG.standard_normal(shape).astype(np.float32)
-
-
-W = _x(24, 16, 3, 3)
-B = _x(24)
 
 # name: (dilation, input shape, bias, activation)
 CASES = {
@@ -33,21 +24,10 @@ CASES = {
 }
 
 
-def _model(dilation, bias: bool, activation: str | None) -> Lambda:  # type: ignore[no-untyped-def]
-    def forward(x: np.ndarray) -> np.ndarray:
-        y = F.conv2d(x, W, B if bias else None, padding=dilation, dilation=dilation)
-        return getattr(F, activation)(y) if activation else y
-    return Lambda(forward)
-
-
 @pytest.fixture(scope="module", params=sorted(CASES))
 def compiled(request):  # type: ignore[no-untyped-def]
     """(graph, wasm, input, case) of a case."""
-    dilation, shape, bias, activation = CASES[request.param]
-    x = _x(*shape)
-    model = _model(dilation, bias, activation)
-    graph = modelc.optimize(modelc.trace(model, (x,)))
-    return graph, modelc.export(model, (x,)), x, CASES[request.param]
+    return dilated_cases.compiled(CASES[request.param])
 
 
 def test_the_conv_runs_over_phases_as_f4(compiled) -> None:  # type: ignore[no-untyped-def]
@@ -59,20 +39,16 @@ def test_the_conv_runs_over_phases_as_f4(compiled) -> None:  # type: ignore[no-u
 
 @pytest.mark.parametrize("kernels", PROVIDERS)
 def test_phases_match_torch_and_eager(compiled, kernels: str) -> None:  # type: ignore[no-untyped-def]
-    torch = pytest.importorskip("torch")
-    _, wasm, x, (dilation, _, bias, activation) = compiled
+    pytest.importorskip("torch")
+    _, wasm, x, case = compiled
     with runtime.load(wasm, kernels=kernels) as session:
         got = session.run({"input0": x})["output0"]
-    with torch.no_grad():
-        y = torch.nn.functional.conv2d(torch.from_numpy(x), torch.from_numpy(W),
-                                       torch.from_numpy(B) if bias else None,
-                                       padding=dilation, dilation=dilation)
-        expected = (getattr(torch.nn.functional, activation)(y) if activation else y).numpy()
+    conv, expected = dilated_cases.torch_reference(x, case)
     # F(4x4, 3x3)'s documented tolerance (test_winograd_convs), of the conv's own output
-    atol = 2e-5 * float(y.abs().max())
+    atol = 2e-5 * float(np.abs(conv).max())
     np.testing.assert_allclose(got, expected, rtol=1e-4, atol=atol)
-    eager = _model(dilation, bias, activation)(x)
-    np.testing.assert_allclose(got, eager, rtol=1e-4, atol=atol)
+    np.testing.assert_allclose(got, dilated_cases.model(case[0], case[2], case[3])(x), rtol=1e-4,
+                               atol=atol)
 
 
 @pytest.mark.parametrize("kwargs,shape,residual", [
@@ -82,20 +58,20 @@ def test_phases_match_torch_and_eager(compiled, kernels: str) -> None:  # type: 
 ])
 def test_convs_it_does_not_cover_stay_dilated(kwargs: dict, shape: tuple,
                                               residual: bool) -> None:
-    weight = W[:16]
+    weight = dilated_cases.W[:16]
 
     def forward(x: np.ndarray) -> np.ndarray:
         y = F.conv2d(x, weight, None, **kwargs)
         return F.relu(y + x) if residual else y
-    graph = modelc.optimize(modelc.trace(Lambda(forward), (_x(*shape),)))
+    graph = modelc.optimize(modelc.trace(Lambda(forward), (dilated_cases.random(*shape),)))
     assert "winograd_input" not in graph.ops()
     assert [n.attrs["dilation"] for n in graph.nodes if n.op == "conv2d"] == [
         kwargs["dilation"]]
 
 
 def test_winograd_off_keeps_the_dilated_conv() -> None:
-    x = _x(1, 16, 16, 16)
-    model = _model(2, True, "relu")
+    x = dilated_cases.random(1, 16, 16, 16)
+    model = dilated_cases.model(2, True, "relu")
     wasm = modelc.export(model, (x,), winograd=False)
     assert b"f32_winograd" not in wasm
     with runtime.load(wasm) as session:
@@ -105,8 +81,4 @@ def test_winograd_off_keeps_the_dilated_conv() -> None:
 
 def test_phases_on_two_threads_match_one_thread(compiled) -> None:  # type: ignore[no-untyped-def]
     _, wasm, x, _ = compiled
-    got = []
-    for threads in (1, 2):
-        with runtime.load(wasm, threads=threads) as session:
-            got.append(session.run({"input0": x})["output0"])
-    np.testing.assert_array_equal(got[1], got[0])
+    dilated_cases.assert_two_threads_match_one(wasm, x)

@@ -6,23 +6,12 @@ activations; the regions' convs read no padding."""
 
 from __future__ import annotations
 
+import dilated_cases
 import numpy as np
 import pytest
-from executors import PROVIDERS, Lambda
+from executors import PROVIDERS
 
-import modelc
 import runtime
-from nn import functional as F
-
-RNG = np.random.default_rng(12)
-
-
-def _x(*shape: int) -> np.ndarray:
-    return RNG.standard_normal(shape).astype(np.float32)
-
-
-W = _x(24, 16, 3, 3)
-B = _x(24)
 
 # name: (dilation, input shape, bias, activation)
 CASES = {
@@ -34,21 +23,10 @@ CASES = {
 }
 
 
-def _model(dilation, bias: bool, activation: str | None) -> Lambda:  # type: ignore[no-untyped-def]
-    def forward(x: np.ndarray) -> np.ndarray:
-        y = F.conv2d(x, W, B if bias else None, padding=dilation, dilation=dilation)
-        return getattr(F, activation)(y) if activation else y
-    return Lambda(forward)
-
-
 @pytest.fixture(scope="module", params=sorted(CASES))
 def compiled(request):  # type: ignore[no-untyped-def]
     """(graph, wasm, input, case) of a case."""
-    dilation, shape, bias, activation = CASES[request.param]
-    x = _x(*shape)
-    model = _model(dilation, bias, activation)
-    graph = modelc.optimize(modelc.trace(model, (x,)))
-    return graph, modelc.export(model, (x,)), x, CASES[request.param]
+    return dilated_cases.compiled(CASES[request.param])
 
 
 def test_the_regions_read_no_padding(compiled) -> None:  # type: ignore[no-untyped-def]
@@ -63,25 +41,16 @@ def test_the_regions_read_no_padding(compiled) -> None:  # type: ignore[no-untyp
 
 @pytest.mark.parametrize("kernels", PROVIDERS)
 def test_regions_match_torch_and_eager(compiled, kernels: str) -> None:  # type: ignore[no-untyped-def]
-    torch = pytest.importorskip("torch")
-    _, wasm, x, (dilation, _, bias, activation) = compiled
-    with torch.no_grad():
-        ref = torch.nn.functional.conv2d(torch.from_numpy(x), torch.from_numpy(W),
-                                         torch.from_numpy(B) if bias else None,
-                                         padding=dilation, dilation=dilation)
-        if activation:
-            ref = getattr(torch.nn.functional, activation)(ref)
+    pytest.importorskip("torch")
+    _, wasm, x, case = compiled
     with runtime.load(wasm, kernels=kernels) as session:
         got = session.run({"input0": x})["output0"]
-    np.testing.assert_allclose(got, ref.numpy(), rtol=1e-4, atol=1e-4)
-    np.testing.assert_allclose(got, _model(dilation, bias, activation)(x), rtol=1e-4,
+    np.testing.assert_allclose(got, dilated_cases.torch_reference(x, case)[1], rtol=1e-4,
+                               atol=1e-4)
+    np.testing.assert_allclose(got, dilated_cases.model(case[0], case[2], case[3])(x), rtol=1e-4,
                                atol=1e-4)
 
 
 def test_regions_on_two_threads_match_one_thread(compiled) -> None:  # type: ignore[no-untyped-def]
     _, wasm, x, _ = compiled
-    got = []
-    for threads in (1, 2):
-        with runtime.load(wasm, threads=threads) as session:
-            got.append(session.run({"input0": x})["output0"])
-    np.testing.assert_array_equal(got[1], got[0])
+    dilated_cases.assert_two_threads_match_one(wasm, x)

@@ -1,0 +1,62 @@
+"""What the dilated-conv pass tests share (test_phase_dilated_convs, test_trim_dilated_convs):
+one weight, the model of a case, its compiled forms, torch's reference and the thread check."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from executors import Lambda
+
+import modelc
+import runtime
+from nn import functional as F
+
+RNG = np.random.default_rng(11)
+
+
+def random(*shape: int) -> np.ndarray:
+    return RNG.standard_normal(shape).astype(np.float32)
+
+
+W = random(24, 16, 3, 3)
+B = random(24)
+
+Case = tuple[Any, tuple[int, ...], bool, str | None]
+"""(dilation, input shape, bias, activation)."""
+
+
+def model(dilation: Any, bias: bool, activation: str | None) -> Lambda:
+    """A 'same' dilated 3x3 conv of ``W`` (and ``B``), then ``activation``."""
+    def forward(x: np.ndarray) -> np.ndarray:
+        y = F.conv2d(x, W, B if bias else None, padding=dilation, dilation=dilation)
+        return getattr(F, activation)(y) if activation else y
+    return Lambda(forward)
+
+
+def compiled(case: Case) -> tuple[modelc.Graph, bytes, np.ndarray, Case]:
+    """(optimised graph, wasm, input, case) of a case."""
+    dilation, shape, bias, activation = case
+    x = random(*shape)
+    conv = model(dilation, bias, activation)
+    return modelc.optimize(modelc.trace(conv, (x,))), modelc.export(conv, (x,)), x, case
+
+
+def torch_reference(x: np.ndarray, case: Case) -> tuple[np.ndarray, np.ndarray]:
+    """torch's conv output before and after the activation."""
+    import torch
+    dilation, _, bias, activation = case
+    with torch.no_grad():
+        y = torch.nn.functional.conv2d(torch.from_numpy(x), torch.from_numpy(W),
+                                       torch.from_numpy(B) if bias else None,
+                                       padding=dilation, dilation=dilation)
+        out = getattr(torch.nn.functional, activation)(y) if activation else y
+    return y.numpy(), out.numpy()
+
+
+def assert_two_threads_match_one(wasm: bytes, x: np.ndarray) -> None:
+    got = []
+    for threads in (1, 2):
+        with runtime.load(wasm, threads=threads) as session:
+            got.append(session.run({"input0": x})["output0"])
+    np.testing.assert_array_equal(got[1], got[0])
