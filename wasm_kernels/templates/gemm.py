@@ -35,7 +35,7 @@ TILES: dict[str, tuple[int, int]] = {"relaxed": (4, 8), "simd128": (4, 8), "scal
 ``dense_tile.QUAD_ROWS``: two rows load four steps at a time, the other two one step at a
 time; 8 accumulators, where 3x8's 6 left the FMA pipes idle a quarter of the time)."""
 
-CHUNK = 8
+CHUNK = 4
 """Panels of B packed at once, row by row of B, just before the first row block uses them."""
 
 
