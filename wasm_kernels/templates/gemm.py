@@ -1,11 +1,12 @@
 """The gemm family: C(m, n) = epilogue(A(m, k) @ B(k, n) [+ bias] [+ R]), row-major f32.
 
-``f32_gemm`` first copies B's whole panels of ``PANEL`` columns into its scratch ``ws`` in
-the layout ``f32_linear`` reads its packed weight in (``wasm_kernels.pack``), then runs the
-linear driver over them (which packs A's rows into ``wa``): read in place, a panel's step of
-k is a new cache line, and from n = 1024 a new page, so the panels of a large B were bound by
-cache and TLB misses (0.11x numpy at 1024^3, against the linear kernel's 0.3-0.4x). The
-columns past the last whole panel (n % 8) are read in place.
+``f32_gemm`` runs the linear driver (which packs A's rows into ``wa``) over B's whole panels
+of ``PANEL`` columns, copied ``CHUNK`` panels at a time into its scratch ``ws`` in the
+layout ``f32_linear`` reads its packed weight in (``wasm_kernels.pack``) just before the
+first row block multiplies them, so that block reads them from cache. Read in place, a
+panel's step of k is a new cache line, and from n = 1024 a new page, so the panels of a
+large B were bound by cache and TLB misses (0.11x numpy at 1024^3, against the linear
+kernel's 0.3-0.4x). The columns past the last whole panel (n % 8) are read in place.
 
 Read in place, a tile's step of k is one row of B, ``width`` floats, and the next step is a
 row stride further. That driver walks column panels of ``NR`` columns, then one register of
@@ -34,6 +35,9 @@ TILES: dict[str, tuple[int, int]] = {"relaxed": (4, 8), "simd128": (4, 8), "scal
 ``dense_tile.QUAD_ROWS``: two rows load four steps at a time, the other two one step at a
 time; 8 accumulators, where 3x8's 6 left the FMA pipes idle a quarter of the time)."""
 
+CHUNK = 4
+"""Panels of B packed at once, row by row of B, just before the first row block uses them."""
+
 
 def variant(isa: str) -> str:
     """The variant suffix of gemm kernels for ``isa``, e.g. ``relaxed_4x8``."""
@@ -60,30 +64,39 @@ def emit(spec: KernelSpec, isa_name: str) -> tuple[FuncType, Code]:
 
 
 def _packed(c: Code, isa_name: str, arg: dict[str, int], epilogue: tuple[str, ...]) -> None:
-    """B's whole panels packed into ``ws`` and multiplied by the linear driver, then the
-    columns past them read in place."""
+    """B's whole panels packed into ``ws`` as the linear driver's first row block reaches
+    them and multiplied by it, then the columns past them read in place."""
     f = linear.frame(c, isa_name, dict(arg, w=arg["ws"]), epilogue)
-    _pack(f)
-    linear.row_blocks(f, edge=False)
+    linear.row_blocks(f, edge=False, fill=partial(_pack_first, f))
     tail = DenseFrame(c, f.isa, arg, epilogue, f.i, f.j, f.lda, f.ldc, f.ldc)
     widths = [(f.isa, f.isa.lanes)] if f.isa.vector else []
     _columns(tail, widths + [(ISAS["scalar"], 1)])
 
 
-def _pack(f: DenseFrame) -> None:
-    """Copy B's whole panels of ``PANEL`` columns to ``ws``, row by row of B (read in order):
-    panel ``p``'s step ``kk`` lands at float ``p * PANEL * k + kk * PANEL``."""
+def _pack_first(f: linear._Frame) -> None:
+    """In the first row block (``ib = 0``), at every ``CHUNK``-th panel, copy B's columns
+    from ``j`` to the next ``CHUNK`` whole panels' end to ``ws``, row by row of B (read in
+    order), where the driver reads them: panel ``p``'s step ``kk`` at float
+    ``p * PANEL * k + kk * PANEL``. The block's tiles then read them from cache."""
     c, arg, isa = f.c, f.arg, f.isa
-    row, column, src, dst = (c.local("i32") for _ in range(4))
+    row, column, end, src, dst = (c.local("i32") for _ in range(5))
+    c.emit("local.get", f.ib).emit("local.get", f.j).emit("i32.const", CHUNK * PANEL - 1)
+    c.emit("i32.and").emit("i32.or").emit("i32.eqz").emit("if")
+    # end = min(j + CHUNK * PANEL, n)
+    c.emit("local.get", f.j).emit("i32.const", CHUNK * PANEL).emit("i32.add")
+    c.emit("local.tee", end).emit("local.get", arg["n"]).emit("local.get", end)
+    c.emit("local.get", arg["n"]).emit("i32.lt_u").emit("select").emit("local.set", end)
 
     def copy_row() -> None:
-        # src = b + row * n * 4, dst = ws + row * PANEL * 4
+        # src = b + row * n * 4 + j * 4, dst = ws + j * k * 4 + row * PANEL * 4
         c.emit("local.get", arg["b"]).emit("local.get", row).emit("local.get", f.ldc)
-        c.emit("i32.mul").emit("i32.add").emit("local.set", src)
-        c.emit("local.get", arg["ws"]).emit("local.get", row).emit("i32.const", 4 * PANEL)
+        c.emit("i32.mul").emit("i32.add").emit("local.get", f.j).emit("i32.const", 2)
+        c.emit("i32.shl").emit("i32.add").emit("local.set", src)
+        c.emit("local.get", arg["ws"]).emit("local.get", f.j).emit("local.get", f.lda)
+        c.emit("i32.mul").emit("i32.add").emit("local.get", row).emit("i32.const", 4 * PANEL)
         c.emit("i32.mul").emit("i32.add").emit("local.set", dst)
-        c.emit("i32.const", 0).emit("local.set", column)
-        strided_loop(c, column, PANEL, arg["n"], copy_panel)
+        c.emit("local.get", f.j).emit("local.set", column)
+        strided_loop(c, column, PANEL, end, copy_panel)
 
     def copy_panel() -> None:
         for v in range(PANEL // isa.lanes):
@@ -98,6 +111,7 @@ def _pack(f: DenseFrame) -> None:
 
     c.emit("i32.const", 0).emit("local.set", row)
     strided_loop(c, row, 1, arg["k"], copy_row)
+    c.emit("end")
 
 
 def _batched(f: DenseFrame) -> None:

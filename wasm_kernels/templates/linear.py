@@ -114,7 +114,8 @@ def frame(c: Code, isa_name: str, arg: dict[str, int], epilogue: tuple[str, ...]
 
 
 def row_blocks(f: _Frame, edge: bool, prepacked: bool = False,
-               narrow: tuple[int, Callable[[], None]] | None = None) -> None:
+               narrow: tuple[int, Callable[[], None]] | None = None,
+               fill: Callable[[], None] | None = None) -> None:
     """C's columns in whole panels (and with ``edge`` the padded last one) against A's row
     blocks; ``f.j`` ends at the first column not computed. A ``prepacked`` A is already in
     ``wa``'s layout for the tiles this driver runs (``pack_im2col.tiles``). With
@@ -122,7 +123,8 @@ def row_blocks(f: _Frame, edge: bool, prepacked: bool = False,
     (a pointwise conv's input planes) instead of packed panels, ``n >= PANEL``: columns past
     the whole panels are computed by one more tile ending at ``n``, ``TAIL`` columns wide
     when that covers them, else ``PANEL``; it stores again the columns before them it
-    overlaps, the same values as long as C overlaps neither A, W nor R."""
+    overlaps, the same values as long as C overlaps neither A, W nor R. ``fill`` runs
+    before each whole panel's tiles, with ``j`` set (the gemm packs its panel of B there)."""
     c, arg = f.c, f.arg
 
     def block() -> None:
@@ -146,7 +148,8 @@ def row_blocks(f: _Frame, edge: bool, prepacked: bool = False,
             for rows, end in _tile_runs(f)[:2 if f.mr > GROUP else 1]:
                 strided_loop(c, f.i, rows, end, partial(_pack_rows, f))
         c.emit("i32.const", 0).emit("local.set", f.j)
-        strided_loop(c, f.j, PANEL, arg["n"], partial(_column_tiles, f, False, prepacked))
+        strided_loop(c, f.j, PANEL, arg["n"],
+                     partial(_column_tiles, f, False, prepacked, fill=fill))
         if edge:
             c.emit("local.get", f.j).emit("local.get", arg["n"]).emit("i32.lt_u").emit("if")
             _column_tiles(f, True, prepacked)
@@ -222,10 +225,13 @@ def _end_tile(f: _Frame, prepacked: bool,
         c.emit("end")
 
 
-def _column_tiles(f: _Frame, edge: bool, prepacked: bool, width: int = PANEL) -> None:
+def _column_tiles(f: _Frame, edge: bool, prepacked: bool, width: int = PANEL,
+                  fill: Callable[[], None] | None = None) -> None:
     """Columns ``j .. j+width`` of C (an ``edge`` panel ends past ``n``) against the block's
-    rows (``_tile_runs``; A ``prepacked`` or not)."""
+    rows (``_tile_runs``; A ``prepacked`` or not), after ``fill`` (if any)."""
     c = f.c
+    if fill is not None:
+        fill()
     # NOTE: W in place: a panel's next columns are in the cache lines it reads already.
     packed_w = f.ldb is None
     if packed_w:
