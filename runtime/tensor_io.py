@@ -48,7 +48,7 @@ def _exactly(wide: np.ndarray, dtype: np.dtype) -> np.ndarray:
     cannot hold: fractions or out-of-range numbers for an integer, anything but 0/1 or
     booleans for bool, numbers past a float's range."""
     if wide.dtype.kind == "b" and dtype.kind != "b":
-        raise ValueError(f"expected numbers for a {dtype} input, got booleans")
+        raise ValueError("expected numbers, got booleans")
     if dtype.kind == "f":
         wide = wide.astype(np.float64)
         if np.any(np.abs(wide[np.isfinite(wide)]) > np.finfo(dtype).max):
@@ -56,11 +56,10 @@ def _exactly(wide: np.ndarray, dtype: np.dtype) -> np.ndarray:
         return wide.astype(dtype)
     if dtype.kind == "b":
         if wide.dtype.kind != "b" and not np.isin(wide, (0, 1)).all():
-            raise ValueError("expected booleans (or 0/1) for a bool input")
+            raise ValueError("expected booleans (or 0/1)")
         return wide.astype(dtype)
     if wide.dtype.kind == "f" and not (np.isfinite(wide) & (wide == np.floor(wide))).all():
-        raise ValueError(f"expected integers for a {dtype} input, got a fraction or non-finite "
-                         "number")
+        raise ValueError("expected integers, got a fraction or a non-finite number")
     info = np.iinfo(dtype)
     if wide.size and (wide.min() < info.min or wide.max() > info.max):
         raise ValueError(f"a number is outside the {dtype} range [{info.min}, {info.max}]")
@@ -73,7 +72,12 @@ def _from_json(text: str, dtype_of: DtypeOf) -> Arrays:
         wide = np.asarray(numbers)
         if wide.dtype == object:  # integers past int64
             wide = np.asarray(numbers, dtype=np.float64)
-        return _exactly(wide, np.dtype(dtype_of(name)))
+        dtype = np.dtype(dtype_of(name))
+        try:
+            return _exactly(wide, dtype)
+        except ValueError as err:
+            what = "the array" if name is None else f"input {name!r}"
+            raise ValueError(f"{what} ({dtype}): {err}") from None
 
     data = json.loads(text, parse_constant=lambda name: _NONFINITE[name])
     if isinstance(data, dict):

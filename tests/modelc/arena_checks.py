@@ -1,10 +1,12 @@
-"""Checks on a planned arena shared by the memory-planning tests."""
+"""Checks shared by the memory-planning tests: the planned arena, and outputs against eager."""
 
 from __future__ import annotations
 
 import numpy as np
 
 import modelc
+import nn
+import runtime
 
 
 def assert_live_values_nest(graph: modelc.Graph, skip_constants: bool = False) -> None:
@@ -25,3 +27,14 @@ def assert_live_values_nest(graph: modelc.Graph, skip_constants: bool = False) -
         for f2, l2, lo2, hi2 in spans[i + 1:]:
             if not (l1 < f2 or l2 < f1) and lo1 < hi2 and lo2 < hi1:
                 assert (lo1 <= lo2 and hi2 <= hi1) or (lo2 <= lo1 and hi1 <= hi2)
+
+
+def outputs_matching_eager(wasm: bytes, kernels: str, model: nn.Module,
+                           x: np.ndarray) -> list[np.ndarray]:
+    """The outputs of ``wasm`` on ``kernels`` for input ``x``, each checked against the eager
+    ``model``'s."""
+    with runtime.load(wasm, kernels=kernels) as session:
+        got = list(session.run({"input0": x}).values())
+    for g, w in zip(got, model(x), strict=True):
+        np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-5)
+    return got

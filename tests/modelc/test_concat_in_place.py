@@ -7,11 +7,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from arena_checks import assert_live_values_nest
+from arena_checks import assert_live_values_nest, outputs_matching_eager
 
 import modelc
 import nn
-import runtime
 from nn import functional as F
 
 PROVIDERS = ["relaxed", "simd128", "scalar", "host"]
@@ -96,11 +95,7 @@ def compiled() -> bytes:
 def test_in_place_concats_match_eager_and_torch(compiled: bytes, kernels: str) -> None:
     torch = pytest.importorskip("torch")
     model, x = _model(), _x()
-    with runtime.load(compiled, kernels=kernels) as session:
-        got = list(session.run({"input0": x}).values())
-    want = model(x)
-    for g, w in zip(got, want, strict=True):
-        np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-5)
+    got = outputs_matching_eager(compiled, kernels, model, x)
     t = torch.from_numpy
     a = torch.relu(torch.nn.functional.conv2d(t(x), t(model.a.weight), t(model.a.bias), padding=1))
     b = torch.sigmoid(torch.nn.functional.conv2d(t(x), t(model.b.weight), t(model.b.bias)))

@@ -8,11 +8,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from arena_checks import assert_live_values_nest
+from arena_checks import assert_live_values_nest, outputs_matching_eager
 
 import modelc
 import nn
-import runtime
 from modelc import ops
 from nn import functional as F
 
@@ -105,11 +104,7 @@ def compiled() -> bytes:
 def test_split_views_match_eager_and_torch(compiled: bytes, kernels: str) -> None:
     torch = pytest.importorskip("torch")
     model, x = _model(), _x()
-    with runtime.load(compiled, kernels=kernels) as session:
-        got = list(session.run({"input0": x}).values())
-    want = model(x)
-    for g, w in zip(got, want, strict=True):
-        np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-5)
+    got = outputs_matching_eager(compiled, kernels, model, x)
     t, fn = torch.from_numpy, torch.nn.functional
     a, b = torch.split(fn.silu(fn.conv2d(t(x), t(model.cv1.weight), t(model.cv1.bias))), 4, 1)
     c = fn.silu(fn.conv2d(b, t(model.m.weight), t(model.m.bias), padding=1))

@@ -200,7 +200,7 @@ def test_json_output_file_is_strict_json_with_nonfinite_as_strings(tmp_path):
     (["-i", "x=-"], b"\x93NUMPY garbage", "cannot read stdin as .npy"),
     (["-i", "x=-"], b"[[1, 2], [3]]", "cannot read stdin as .json"),
     (["-i", "x=-"], b'[["a", 1]]', r"expected numbers, booleans, nested lists .*got 'a'"),
-    (["-i", "x=-"], b"[[true]]", "expected numbers for a float32 input, got booleans"),
+    (["-i", "x=-"], b"[[true]]", r"the array \(float32\): expected numbers, got booleans"),
     (["-i", "x={npz}"], b"", "holds arrays by name; pass it without NAME="),
     (["-i", "x={txt}"], b"", "unsupported input file type '.txt'"),
 ])

@@ -36,16 +36,17 @@ def test_json_integers_feed_an_int64_input(embedding, tmp_path, capsys, document
 
 
 @pytest.mark.parametrize("text, message", [
-    ("[[1, 2.5, 3]]", "expected integers for a int64 input"),
+    ('{"ids": [[1, 2.5, 3]]}', r"input 'ids' \(int64\): expected integers"),
     ("[[1, 2, 1e30]]", r"outside the int64 range"),
-    ("[[true, false, true]]", "expected numbers for a int64 input, got booleans"),
+    ("[[true, false, true]]", r"\(int64\): expected numbers, got booleans"),
 ])
 def test_json_that_an_integer_input_cannot_hold_is_refused(embedding, tmp_path, capsys, text,
                                                            message):
     _, path = embedding
     source = tmp_path / "ids.json"
     source.write_text(text)
-    assert main(["run", str(path), "-i", f"ids={source}"]) == 7
+    spec = str(source) if text.startswith("{") else f"ids={source}"
+    assert main(["run", str(path), "-i", spec]) == 7
     err = capsys.readouterr().err
     assert len(err.strip().splitlines()) == 1 and __import__("re").search(message, err)
 
