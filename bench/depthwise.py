@@ -8,7 +8,9 @@ Rows are every depthwise layer shape of MobileNetV2 at 224 (3x3, stride 1 and 2)
 3x3 layers at stride (2, 1) on 80-wide planes (``v6``) and PP-OCR(v4) rec's layers at (2, 1)
 and (1, 2) (``rec``); contenders are
 timed in interleaved rounds in thread CPU time (see
-``bench/kernels.py``), per image at the margin (``BATCH``); no result is asserted.
+``bench/kernels.py``), per image at the margin (``BATCH``); no result is asserted. The
+``stream`` column bounds the marginal image: numpy summing the same input in the kernel's
+memory reads it as fast as this core reads those pages, with no work to overlap.
 """
 
 from __future__ import annotations
@@ -79,6 +81,13 @@ def _output(size: tuple[int, int], k: int, stride: tuple[int, int]) -> tuple[int
     return oh, ow
 
 
+def _floats(variant: Variant, address: int, count: int) -> np.ndarray:
+    """The ``count`` floats at ``address`` of ``variant``'s memory, as a numpy view."""
+    memory = np.ctypeslib.as_array(variant.memory.data_ptr(variant.store),
+                                   shape=(variant.memory.data_len(variant.store),))
+    return memory[address:address + 4 * count].view(np.float32)
+
+
 def _calls(variants: dict[str, Variant], c: int, size: tuple[int, int], k: int,
            stride: tuple[int, int]) -> dict[str, Callable[[], object]]:
     """Every contender on one layer, at batch 1 and ``BATCH`` (keys ``name@n``)."""
@@ -119,6 +128,7 @@ def _calls(variants: dict[str, Variant], c: int, size: tuple[int, int], k: int,
         relaxed = variants["relaxed"]
         px, pw, pb, py = relaxed.place([x, pack_conv_weight(weight, c),
                                         np.zeros(c, np.float32), y])
+        runs[f"stream@{n}"] = partial(np.add.reduce, _floats(relaxed, px, x.size))
         runs[f"conv2d@{n}"] = partial(relaxed.exports["f32_conv2d"], relaxed.store, px, pw, pb,
                                       py, n, c, *size, c, *window, c)
         runs[f"torch@{n}"] = partial(torch.no_grad()(torch.nn.functional.conv2d),
@@ -128,24 +138,29 @@ def _calls(variants: dict[str, Variant], c: int, size: tuple[int, int], k: int,
     return runs
 
 
-def bench_depthwise(repeat: int) -> None:
+def bench_depthwise(repeat: int, only: str = "") -> None:
     """f32_depthwise_conv2d per SIMD variant, the general f32_conv2d (relaxed) on the same
     layer, and torch's single-thread conv2d: GFLOPS of the marginal image (``BATCH``); ``hot``:
-    the relaxed kernel's batch-1 call repeated ``HOT`` times, its operands in cache."""
+    the relaxed kernel's batch-1 call repeated ``HOT`` times, its operands in cache. ``only``:
+    the rows whose name contains it (all when empty)."""
     import torch  # an extra, only for this section
 
     torch.set_num_threads(1)
     variants = {isa: Variant(isa, pages=1200) for isa in wasm_kernels.ISA_NAMES
                 if isa != "scalar"}
     variants["qu8"] = Variant("relaxed", pages=1200)
-    contenders = (*variants, "conv2d", "torch")
+    contenders = (*variants, "conv2d", "torch", "stream")
     print(f"depthwise conv GFLOPS per image (marginal over a batch of {BATCH}, median of "
           f"{repeat} interleaved rounds); target (issue #12) >= {TARGET:g} on every SIMD "
           "variant; qu8: the uint8 row (relaxed), dw/conv: relaxed depthwise over the general "
-          "conv kernel")
+          "conv kernel; stream: the layer's flops over the time numpy's sum takes to read "
+          "the input from the kernel's memory (the same pages), the most a kernel that reads "
+          "it once from there could reach")
     print(f"{'shape':>22}" + "".join(f"{name:>9}" for name in contenders)
           + f"{'hot':>9}{'dw/conv':>9}{'target':>8}")
     for name, (c, plane, k, strides) in SHAPES.items():
+        if only not in name:
+            continue
         size, stride = _pairs(plane), _pairs(strides)
         oh, ow = _output(size, k, stride)
         times = interleaved_seconds(_calls(variants, c, size, k, stride), repeat)
@@ -167,4 +182,7 @@ if __name__ == "__main__":
                                      "general conv kernel and torch, one thread")
     parser.add_argument("repeat", nargs="?", type=int, default=7,
                         help="interleaved rounds per layer (default: %(default)s)")
-    bench_depthwise(parser.parse_args().repeat)
+    parser.add_argument("--only", default="",
+                        help="the rows whose name contains this text (e.g. '/2')")
+    args = parser.parse_args()
+    bench_depthwise(args.repeat, args.only)
