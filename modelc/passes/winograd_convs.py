@@ -44,6 +44,16 @@ up to 1.2 times what 2x2 tiles cover, 25 tiles): one conv ran 0.83-0.85 of F(2x2
 0.80 at 256 @20, but whole models did not follow (x onnxruntime, two alternating pairs, load
 7-9: ddddocr 2.47 / 2.44 against 2.48 / 2.39, NudeNet 2.28 / 2.26 against 2.19 / 2.24,
 occular-deskew 1.76 / 1.78 against 1.85 / 1.85) and their ``.wasm`` grew by 4.4-7.6 MB."""
+DILATED = True
+"""Whether dilated convs may run as Winograd over their own plane (``dilated_tile``)."""
+DILATED_COST = (0.14, 1.1, 1.13)
+"""(fixed, per work, per share): a dilated conv's time over the direct conv's as Winograd,
+``fixed + per_work * w`` for the product's multiplies ``w`` over the direct conv's, and as
+``trim_dilated_convs``' regions, ``per_share * share``. Fitted on CRAFT's refiner's ASPP
+convs (64 -> 128 at 64x64, relu; ``bench/dilated_convs.py --rounds 5``, load 5.5, x the
+direct conv): dilated F(4x4) at d = 6, 12, 18, 24 (w = 0.32, 0.56, 0.32, 0.56) 0.49, 0.77,
+0.46, 0.75; F(2x2) 0.77, 0.85, 0.80, 1.00; the regions (share 0.88, 0.77, 0.66, 0.56) 0.87
+at 12 and 0.63 at 24; the phases 0.62 at 6."""
 SETS, LINE = 64, 64
 """An L1 data cache's sets and line bytes (48 KiB, 12 ways: the x86 cores measured)."""
 
@@ -103,6 +113,28 @@ def _applies(node: Node) -> bool:
             and kernel(tuple(node.attrs.get("epilogue", ()))) is not None)
 
 
+def dilated_tile(node: Node) -> int | None:
+    """The output tile m for a dilated conv run as Winograd over its own plane (the
+    transforms' dilated kernels), or None: a 3x3 conv of equal dilations ``d`` > 1 and
+    padding ``d``, no residual, where F(m x m) (of the two tiles, the one of less product
+    work; F(4x4) at a tie) is expected to beat both the direct conv and
+    ``trim_dilated_convs``' regions (``DILATED_COST``), and ``DILATED``."""
+    named = node.named_inputs()
+    d = pair(node.attrs.get("dilation", 1))
+    if not DILATED or d[0] != d[1] or d[0] == 1 or "residual" in named:
+        return None
+    padding = conv_padding(node.attrs.get("padding", 0), (3, 3), (1, 1), d)
+    if any(p != (d[0], d[0]) for p in padding):
+        return None
+    oh, ow = (int(s) for s in node.output.shape[2:])
+    work = {m: (m + 2) ** 2 * math.prod(tiles((oh, ow), m, d[0])) for m in (2, 4)}
+    m = min(work, key=lambda k: (work[k], -k))
+    fixed, per_work, per_share = DILATED_COST
+    trimmed = trim_dilated_convs.share(node)
+    rival = min(1.0, per_share * trimmed) if trimmed < 1.0 else 1.0
+    return m if fixed + per_work * work[m] / (9 * oh * ow) < rival else None
+
+
 def _rewrite(graph: Graph, node: Node, m: int | None = None) -> None:
     named = node.named_inputs()
     x, weight, name = named["input"], named["weight"], node.name
@@ -110,8 +142,11 @@ def _rewrite(graph: Graph, node: Node, m: int | None = None) -> None:
     n, c = (int(d) for d in x.shape[:2])
     o, (oh, ow) = int(weight.shape[0]), (int(d) for d in node.output.shape[2:])
     m = m or tile(oh, ow)
-    (th, tw), a = tiles((oh, ow), m), m + 2
-    (top, _), (left, _) = conv_padding(node.attrs.get("padding", 0), (3, 3), (1, 1), (1, 1))
+    dilation = pair(node.attrs.get("dilation", 1))[0]
+    (th, tw), a = tiles((oh, ow), m, dilation), m + 2
+    (top, _), (left, _) = conv_padding(node.attrs.get("padding", 0), (3, 3), (1, 1),
+                                       (dilation, dilation))
+    dilated = {"dilation": dilation} if dilation > 1 else {}
     position = graph.nodes.index(node)
     graph.remove(node)
     steps = 0
@@ -126,7 +161,8 @@ def _rewrite(graph: Graph, node: Node, m: int | None = None) -> None:
 
     count = plane_length(n * th * tw, (c, o), a * a)
     tiles_in = insert("tiles", "winograd_input", [x], ("input",),
-                      {"padding": (top, left), "tiles": (th, tw), "count": count, "tile": m},
+                      {"padding": (top, left), "tiles": (th, tw), "count": count, "tile": m,
+                       **dilated},
                       Value(f"{name}_tiles", (1, a * a * c, 1, count), "float32"))
     u = winograd_weight(np.asarray(weight.data, np.float32), m)
     products = insert("products", "conv2d",
@@ -134,7 +170,7 @@ def _rewrite(graph: Graph, node: Node, m: int | None = None) -> None:
                       ("input", "weight"), {"groups": a * a},
                       Value(f"{name}_products", (1, a * a * o, 1, count), "float32"))
     rest = [(k, v) for k, v in named.items() if k in ("bias", "residual")]
-    attrs: dict = {"batch": n, "size": (oh, ow), "tile": m}
+    attrs: dict = {"batch": n, "size": (oh, ow), "tile": m, **dilated}
     if node.attrs.get("epilogue"):
         attrs["epilogue"] = tuple(node.attrs["epilogue"])
     insert("", "winograd_output", [products, *(v for _, v in rest)],
@@ -151,6 +187,8 @@ def winograd_convs(graph: Graph) -> Graph:
             continue
         if pair(node.attrs.get("dilation", 1)) == (1, 1):
             _rewrite(graph, node)
+        elif dilated_tile(node) is not None:
+            _rewrite(graph, node, dilated_tile(node))
         elif trim_dilated_convs.share(node) <= trim_dilated_convs.SHARE:
             trim_dilated_convs.rewrite(graph, node)
         elif TILE4 and phase_dilated_convs.applies(node):
