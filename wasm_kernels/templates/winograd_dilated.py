@@ -33,14 +33,30 @@ def _start(c: Code, index: str, m: int, target: str) -> None:
 
 def _lanes(c: Code, isa: Isa, m: int, shift: str) -> None:
     """``col0 ..``: each lane's tile's first column, less ``shift`` (a local or none);
-    ``uniform``: the group's tiles lie in one block (adjacent columns)."""
-    for lane in range(isa.lanes):
-        c.get("j").emit("i32.const", lane).emit("i32.add").set("at")
-        _start(c, "at", m, f"col{lane}")
-        if shift:
-            c.get(f"col{lane}", shift).emit("i32.sub").set(f"col{lane}")
-    c.get("j", "dil").emit("i32.rem_u").emit("i32.const", isa.lanes).emit("i32.add")
-    c.get("dil").emit("i32.le_u").set("uniform")
+    ``uniform``: the group's tiles lie in one block (adjacent columns). Tile ``j + l`` is
+    phase ``(p + l) % dil`` of block ``b + (p + l) / dil`` for ``j``'s block ``b`` and
+    phase ``p``: ``col0 + l + ((p + l) / dil) * (m - 1) dil``, ``col0 + l`` when uniform."""
+    g = isa.lanes
+    c.get("j", "dil").emit("i32.div_u").tee("at")
+    c.get("dil").emit("i32.mul").emit("i32.const", m).emit("i32.mul")
+    c.get("j").get("at", "dil").emit("i32.mul").emit("i32.sub").tee("phase").emit("i32.add")
+    if shift:
+        c.get(shift).emit("i32.sub")
+    c.set("col0")
+    c.get("phase").emit("i32.const", g).emit("i32.add").get("dil").emit("i32.le_u")
+    c.set("uniform")
+    if g == 1:
+        return
+    c.get("uniform")
+    with c.if_():
+        for lane in range(1, g):
+            c.get("col0").emit("i32.const", lane).emit("i32.add").set(f"col{lane}")
+        c.emit("else")
+        for lane in range(1, g):
+            c.get("col0").emit("i32.const", lane).emit("i32.add")
+            c.get("phase").emit("i32.const", lane).emit("i32.add").get("dil")
+            c.emit("i32.div_u").get("dil").emit("i32.mul").emit("i32.const", m - 1)
+            c.emit("i32.mul").emit("i32.add").set(f"col{lane}")
 
 
 def _offset(c: Code, q: int) -> None:
@@ -94,7 +110,7 @@ def input_body(c: Code, isa: Isa, spec: KernelSpec) -> None:
     m, g = tile(spec.op), isa.lanes
     a, bt = m + 2, TRANSFORMS[m][0]
     locals_(c, "i32", "img", "ch", "i", "j", "kbytes", "xplane", "vbase", "tile", "first",
-            "at", "uniform", "whole", "two", "three", "dst", "r0",
+            "at", "phase", "uniform", "whole", "two", "three", "dst", "r0",
             *(f"col{lane}" for lane in range(g)), *(f"row{r}" for r in range(a)),
             *(f"ok{r}" for r in range(a)))
     t = [[c.local(isa.valtype, f"t{r}_{s}") for s in range(a)] for r in range(a)]
@@ -165,7 +181,7 @@ def output_body(c: Code, isa: Isa, spec: KernelSpec) -> None:
     m, g = tile(spec.op), isa.lanes
     a, at = m + 2, TRANSFORMS[m][1]
     locals_(c, "i32", "img", "ch", "i", "j", "kbytes", "mbase", "yplane", "tile", "q", "at",
-            "first", "uniform", "whole", "yrow", "r0", "limit",
+            "first", "phase", "uniform", "whole", "yrow", "r0", "limit",
             *(f"col{lane}" for lane in range(g)))
     mv = [c.local(isa.valtype, f"m{r}") for r in range(a)]
     u = [[c.local(isa.valtype, f"u{row}_{s}") for s in range(a)] for row in range(m)]
@@ -215,7 +231,9 @@ def output_body(c: Code, isa: Isa, spec: KernelSpec) -> None:
             c.get(value)
             isa.store(c)
             c.emit("else")
-            if isa.vector:
+            if isa.vector:  # lane by lane, unless all the group's columns are past the row
+                c.get("first", "ow").emit("i32.lt_s").get("uniform").emit("i32.eqz")
+                c.emit("i32.or").emit("i32.eqz").emit("br_if", 0)
                 for lane in range(isa.lanes):
                     _offset(c, b)
                     c.get(f"col{lane}").emit("i32.add").tee("at").get("ow").emit("i32.lt_u")
