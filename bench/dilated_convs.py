@@ -1,17 +1,19 @@
-"""Dilated 3x3 convs: the direct conv against the default pipeline (``trim_dilated_convs``'
-regions or ``phase_dilated_convs``' one F(4x4, 3x3) conv over the conv's phase planes) and
-the phases alone, per dilation, on one thread, in one run.
+"""Dilated 3x3 convs: the direct conv against the default pipeline, the regions or phases
+(``trim_dilated_convs``, ``phase_dilated_convs``), and Winograd over the dilated plane
+(``winograd_convs.dilated_tile``'s transforms) with F(2x2) and F(4x4), per dilation, on one
+thread, in one run.
 
     .venv/bin/python bench/dilated_convs.py [--rounds 7]
 
 For CRAFT's refiner's ASPP convs (64 -> 128 channels at 64x64, dilation and padding 6, 12,
-18, 24, bias and ReLU), one single-conv model is compiled three times: Winograd off (the
-direct dilated conv), the default pipeline (the regions where ``SHARE`` lets
-``trim_dilated_convs`` take the conv, else phases where ``COVER`` lets the phases take it,
-else the direct conv again) and phases alone (``SHARE`` off, ``COVER`` lifted). All
-run in interleaved rounds on the calling thread, each timed in thread CPU time; printed are
-the median times, the medians of the per-round ratios to the direct conv and the largest
-difference from it relative to the output's largest magnitude. No result is asserted.
+18, 24, bias and ReLU), one single-conv model is compiled five times: Winograd off (the
+direct dilated conv), the default pipeline, the dilated transforms off (the regions where
+``SHARE`` lets ``trim_dilated_convs`` take the conv, else phases where ``COVER`` lets the
+phases take it, else the direct conv again), and the dilated transforms with each tile
+forced. All run in interleaved rounds on the calling thread, each timed in thread CPU time;
+printed are the direct conv's median time, the medians of the per-round ratios to it and
+the largest difference from it relative to the output's largest magnitude. No result is
+asserted.
 """
 
 from __future__ import annotations

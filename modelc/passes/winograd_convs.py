@@ -7,9 +7,11 @@ epilogue and residual: 16 multiplies per 2x2 output tile and channel pair instea
 36 per 4x4 tile instead of 144 (``tile`` picks m; see ``nn/functional/winograd.py``).
 
 It applies to a float32 conv2d with a constant (O, C, 3, 3) weight, a constant bias or none,
-stride 1, dilation 1 (or a dilation ``phase_dilated_convs`` takes: then it runs over the
-conv's phase planes; a dilated conv whose padding taps are enough of its work is instead
-split by ``trim_dilated_convs`` into direct convs that skip them), one group, a static
+stride 1, dilation 1 (or a dilation: where ``dilated_tile`` expects it to pay, over the
+conv's own plane with the transforms' dilated kernels, tiles of outputs ``dilation`` apart;
+else, where the conv's padding taps are enough of its work, split by ``trim_dilated_convs``
+into direct convs that skip them; else over the phase planes ``phase_dilated_convs``
+takes), one group, a static
 input shape, and at least ``MIN_CHANNELS`` input and output channels, whose fused epilogue
 has an output transform row. It runs after ``fuse_epilogues`` (the conv's epilogue travels
 to the output transform);
@@ -178,10 +180,10 @@ def _rewrite(graph: Graph, node: Node, m: int | None = None) -> None:
 
 
 def winograd_convs(graph: Graph) -> Graph:
-    """Rewrite every eligible conv2d (see the module docstring); a dilated one into its
-    regions' direct convs where ``trim_dilated_convs`` keeps at most ``SHARE`` of its work,
-    else where ``phase_dilated_convs`` runs it as an undilated conv over its phases, as
-    F(4x4, 3x3)."""
+    """Rewrite every eligible conv2d (see the module docstring); a dilated one over its own
+    plane where ``dilated_tile`` picks a tile, else into its regions' direct convs where
+    ``trim_dilated_convs`` keeps at most ``SHARE`` of its work, else where
+    ``phase_dilated_convs`` runs it as an undilated conv over its phases, as F(4x4, 3x3)."""
     for node in [n for n in graph.nodes if n.op == "conv2d"]:
         if not _applies(node):
             continue
