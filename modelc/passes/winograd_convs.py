@@ -115,26 +115,51 @@ def _applies(node: Node) -> bool:
             and kernel(tuple(node.attrs.get("epilogue", ()))) is not None)
 
 
+def _dilated_cost(size: tuple[int, int], dilation: int) -> tuple[int, float]:
+    """(m, the expected time over the direct conv's) of a conv of ``dilation`` and output
+    ``size`` run as Winograd over its own plane with the tile of less product work (F(4x4)
+    at a tie; ``DILATED_COST``)."""
+    oh, ow = size
+    work = {m: (m + 2) ** 2 * math.prod(tiles(size, m, dilation)) for m in (2, 4)}
+    m = min(work, key=lambda k: (work[k], -k))
+    fixed, per_work, _ = DILATED_COST
+    return m, fixed + per_work * work[m] / (9 * oh * ow)
+
+
+def _trimmed_cost(node: Node, dilation: int) -> float:
+    """The expected time over the direct conv's of ``trim_dilated_convs``' regions (1.0
+    where it does not apply), the centre region (every tap inside the input) run as Winograd
+    over its own plane where that is expected to pay (``DILATED_COST``)."""
+    trimmed = trim_dilated_convs.share(node)
+    if trimmed >= 1.0:
+        return 1.0
+    per_share = DILATED_COST[2]
+    h, w = (int(s) for s in node.inputs[0].shape[2:])
+    centre = (h - 2 * dilation, w - 2 * dilation)
+    if min(centre) < 1:
+        return min(1.0, per_share * trimmed)
+    inner = centre[0] * centre[1] / (h * w)
+    return min(1.0, per_share * (trimmed - inner)
+               + inner * min(per_share, _dilated_cost(centre, dilation)[1]))
+
+
 def dilated_tile(node: Node) -> int | None:
     """The output tile m for a dilated conv run as Winograd over its own plane (the
     transforms' dilated kernels), or None: a 3x3 conv of equal dilations ``d`` > 1 and
-    padding ``d``, no residual, where F(m x m) (of the two tiles, the one of less product
-    work; F(4x4) at a tie) is expected to beat both the direct conv and
-    ``trim_dilated_convs``' regions (``DILATED_COST``), and ``DILATED``."""
+    padding ``d`` (or 0: the centre region ``trim_dilated_convs`` cuts), no residual, where
+    F(m x m) (of the two tiles, the one of less product work; F(4x4) at a tie) is expected
+    to beat both the direct conv and ``trim_dilated_convs``' regions (``DILATED_COST``),
+    and ``DILATED``."""
     named = node.named_inputs()
     d = pair(node.attrs.get("dilation", 1))
     if not DILATED or d[0] != d[1] or d[0] == 1 or "residual" in named:
         return None
     padding = conv_padding(node.attrs.get("padding", 0), (3, 3), (1, 1), d)
-    if any(p != (d[0], d[0]) for p in padding):
+    if any(p not in ((d[0], d[0]), (0, 0)) for p in padding):
         return None
     oh, ow = (int(s) for s in node.output.shape[2:])
-    work = {m: (m + 2) ** 2 * math.prod(tiles((oh, ow), m, d[0])) for m in (2, 4)}
-    m = min(work, key=lambda k: (work[k], -k))
-    fixed, per_work, per_share = DILATED_COST
-    trimmed = trim_dilated_convs.share(node)
-    rival = min(1.0, per_share * trimmed) if trimmed < 1.0 else 1.0
-    return m if fixed + per_work * work[m] / (9 * oh * ow) < rival else None
+    m, cost = _dilated_cost((oh, ow), d[0])
+    return m if cost < _trimmed_cost(node, d[0]) else None
 
 
 def _rewrite(graph: Graph, node: Node, m: int | None = None) -> None:
@@ -182,7 +207,8 @@ def _rewrite(graph: Graph, node: Node, m: int | None = None) -> None:
 def winograd_convs(graph: Graph) -> Graph:
     """Rewrite every eligible conv2d (see the module docstring); a dilated one over its own
     plane where ``dilated_tile`` picks a tile, else into its regions' direct convs where
-    ``trim_dilated_convs`` keeps at most ``SHARE`` of its work, else where
+    ``trim_dilated_convs`` keeps at most ``SHARE`` of its work (the centre region over its
+    own plane where ``dilated_tile`` picks a tile for it), else where
     ``phase_dilated_convs`` runs it as an undilated conv over its phases, as F(4x4, 3x3)."""
     for node in [n for n in graph.nodes if n.op == "conv2d"]:
         if not _applies(node):
@@ -192,7 +218,9 @@ def winograd_convs(graph: Graph) -> Graph:
         elif dilated_tile(node) is not None:
             _rewrite(graph, node, dilated_tile(node))
         elif trim_dilated_convs.share(node) <= trim_dilated_convs.SHARE:
-            trim_dilated_convs.rewrite(graph, node)
+            for region in trim_dilated_convs.rewrite(graph, node):
+                if _applies(region) and dilated_tile(region) is not None:
+                    _rewrite(graph, region, dilated_tile(region))
         elif TILE4 and phase_dilated_convs.applies(node):
             _rewrite(graph, phase_dilated_convs.rewrite(graph, node), 4)
     return graph

@@ -3,7 +3,8 @@ outputs ``dilation`` apart): F(2x2, 3x3) and F(4x4, 3x3) equal torch's dilated c
 eager model on every kernel provider, for dilations under, at and over the 4 tiles a
 register holds (groups of tiles crossing blocks), planes the blocks do not divide, batch 2,
 bias or none, fused activations; two threads match one; CRAFT's refiner's dilations take the
-transforms where they are expected to beat the regions."""
+transforms where they are expected to beat the regions, and the regions' centre (padding 0)
+takes them at dilation 12."""
 
 from __future__ import annotations
 
@@ -78,12 +79,40 @@ def test_dilated_winograd_on_two_threads_matches_one_thread(compiled) -> None:  
     dilated_cases.assert_two_threads_match_one(wasm, x)
 
 
-@pytest.mark.parametrize("dilation,tile", [(6, 4), (12, 4), (18, 4), (24, None)])
-def test_craft_dilations_take_the_transforms_that_pay(dilation: int, tile: int | None) -> None:
-    """CRAFT's refiner's ASPP convs (64x64): dilated Winograd at 6, 12 and 18; at 24 the
-    regions keep less work than any tiles (``DILATED_COST``)."""
+@pytest.mark.parametrize("dilation,expected", [(6, [(4, (6, 6))]), (12, [(4, (0, 0))]),
+                                               (18, [(4, (18, 18))]), (24, [])])
+def test_craft_dilations_take_the_transforms_that_pay(dilation: int, expected: list) -> None:
+    """CRAFT's refiner's ASPP convs (64x64): dilated Winograd over the plane at 6 and 18;
+    at 12 over the centre of ``trim_dilated_convs``' regions (padding 0); at 24 the regions
+    keep less work than any tiles (``DILATED_COST``)."""
     x = dilated_cases.random(1, 16, 64, 64)
     graph = modelc.optimize(modelc.trace(dilated_cases.model(dilation, True, "relu"), (x,)))
-    tiles = [n.attrs["tile"] for n in graph.nodes
-             if n.op == "winograd_input" and n.attrs.get("dilation") == dilation]
-    assert tiles == ([tile] if tile else [])
+    assert [(n.attrs["tile"], tuple(n.attrs["padding"])) for n in graph.nodes
+            if n.op == "winograd_input" and n.attrs.get("dilation") == dilation] == expected
+
+
+@pytest.fixture(scope="module")
+def trimmed() -> tuple[modelc.Graph, bytes, np.ndarray, dilated_cases.Case]:
+    """CRAFT's dilation 12: the regions, the centre one as dilated Winograd."""
+    return dilated_cases.compiled((12, (2, 16, 64, 64), True, "relu"))
+
+
+def test_the_trimmed_centre_runs_as_dilated_transforms(trimmed) -> None:  # type: ignore[no-untyped-def]
+    graph = trimmed[0]
+    assert [n.attrs["padding"] for n in graph.nodes if n.op == "winograd_input"] == [(0, 0)]
+    assert len([n for n in graph.nodes if n.op == "conv2d"
+                and n.attrs.get("dilation") == 12]) == 8  # the border regions
+
+
+@pytest.mark.parametrize("kernels", PROVIDERS)
+def test_the_trimmed_centre_matches_torch_and_eager(trimmed, kernels: str) -> None:  # type: ignore[no-untyped-def]
+    pytest.importorskip("torch")
+    _, wasm, x, case = trimmed
+    with runtime.load(wasm, kernels=kernels) as session:
+        got = session.run({"input0": x})["output0"]
+    conv, expected = dilated_cases.torch_reference(x, case)
+    atol = 2e-5 * float(np.abs(conv).max())
+    np.testing.assert_allclose(got, expected, rtol=1e-4, atol=atol)
+    np.testing.assert_allclose(got, dilated_cases.model(case[0], case[2], case[3])(x), rtol=1e-4,
+                               atol=atol)
+    dilated_cases.assert_two_threads_match_one(wasm, x)
