@@ -91,12 +91,14 @@ def test_bmm_bias_rows_shared_by_batch_groups(kernels, shape, batch, every) -> N
 
 
 @pytest.mark.parametrize("k", [33, 40, 64])
+@pytest.mark.parametrize("n", [24, 48])
 @pytest.mark.parametrize("name", ["f32_linear", "f32_gemm"])
-def test_dense_reads_nothing_past_its_panels(kernels, name, k) -> None:  # type: ignore[no-untyped-def]
+def test_dense_reads_nothing_past_its_panels(kernels, name, k, n) -> None:  # type: ignore[no-untyped-def]
     """The packed panels (W, or gemm's scratch ``ws``) end at the last byte of linear
-    memory: the tiles' reads ahead of the next panel stay inside them (a read past them would
-    trap). m = 32 is 8 packed tiles per panel, enough reads ahead to reach a panel's end."""
-    m, n = 32, 24
+    memory: the tiles' reads ahead of the next panel (or, in simd128's tiles of 3 panels,
+    of the next 3) stay inside them (a read past them would trap). m = 32 is 8 packed tiles
+    per panel, enough reads ahead to reach a panel's end."""
+    m = 32
     rng = np.random.default_rng(k)
     a = rng.standard_normal((m, k), np.float32)
     b = rng.standard_normal((k, n), np.float32)

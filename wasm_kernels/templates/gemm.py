@@ -80,10 +80,16 @@ def _pack_first(f: linear._Frame) -> None:
     ``p * PANEL * k + kk * PANEL``. The block's tiles then read them from cache."""
     c, arg, isa = f.c, f.arg, f.isa
     row, column, end, src, dst = (c.local("i32") for _ in range(5))
-    c.emit("local.get", f.ib).emit("local.get", f.j).emit("i32.const", CHUNK * PANEL - 1)
-    c.emit("i32.and").emit("i32.or").emit("i32.eqz").emit("if")
-    # end = min(j + CHUNK * PANEL, n)
-    c.emit("local.get", f.j).emit("i32.const", CHUNK * PANEL).emit("i32.add")
+    # a chunk is a wide tile's panels (linear.WIDE) where there are several
+    chunk = linear.WIDE.get(isa.name, CHUNK) * PANEL
+    c.emit("local.get", f.ib).emit("local.get", f.j)
+    if chunk & (chunk - 1):
+        c.emit("i32.const", chunk).emit("i32.rem_u")
+    else:
+        c.emit("i32.const", chunk - 1).emit("i32.and")
+    c.emit("i32.or").emit("i32.eqz").emit("if")
+    # end = min(j + chunk, n)
+    c.emit("local.get", f.j).emit("i32.const", chunk).emit("i32.add")
     c.emit("local.tee", end).emit("local.get", arg["n"]).emit("local.get", end)
     c.emit("local.get", arg["n"]).emit("i32.lt_u").emit("select").emit("local.set", end)
 
