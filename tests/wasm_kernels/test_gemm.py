@@ -13,10 +13,12 @@ from wasm_kernels.pack import pack_linear_weight
 # unrolled iterations, several tiles; every way linear's relaxed driver covers a block's rows
 # with tiles of 5 and 4 rows and single rows left over (m = 2, 3, 6, 7, 8, 11, 12, 13, 32, 37);
 # and larger cases with k % 32 == 17 and A rows of 8004 bytes, so linear's L2 blocks of A are
-# 15 or 16 rows and m = 44 spans three (the relaxed driver's last one 5 + 5 + 4 rows).
+# 15 or 16 rows and m = 44 spans three (the relaxed driver's last one 5 + 5 + 4 rows). simd128
+# runs tiles of 3 panels first (n = 24, 36, 70, 130), and f32_gemm packs B 12 panels at a time
+# there: n = 130 is two chunks, the second one group, a panel and two columns read in place.
 SHAPES = [(1, 1, 1), (3, 5, 7), (4, 3, 8), (4, 32, 8), (5, 17, 13), (8, 16, 16), (9, 33, 30),
           (2, 40, 9), (6, 35, 17), (7, 64, 8), (11, 33, 16), (13, 40, 9), (32, 70, 24),
-          (12, 24, 36), (37, 64, 70), (5, 2001, 70), (44, 2001, 12)]
+          (12, 24, 36), (37, 64, 70), (6, 40, 130), (5, 2001, 70), (44, 2001, 12)]
 GEMMS = [k for k in abi.KERNELS if k.family in ("gemm", "linear") and "batch" not in k.params]
 
 
