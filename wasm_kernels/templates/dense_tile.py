@@ -14,7 +14,10 @@ costs three), out of one of two layouts of A:
   nothing to spare. The relaxed ``f32_linear`` tile adds a fifth row read in place, one
   ``f32.load`` + ``f32x4.splat`` per step (``vmovss`` + ``vbroadcastss``): 10 chains in 15
   registers (a few stack slots at the loop's edges), 12-19% faster on an Intel Xeon
-  (bench/README.md, Issue #12 on the Intel machine).
+  (bench/README.md, Issue #12 on the Intel machine). With mul + add (simd128) the FP ports
+  run both ops of every update beside the shuffles, one per row and step, so its tile
+  spans ``panels`` = 3 panels of B: a group's rows in two passes of 2 x 24 (12
+  accumulators), one shuffle per 12 updates instead of per 2 (``linear.WIDE``).
   The scalar ISA reads the same packed steps float by float (``f32_conv2d_gemm``'s weight);
 - in place (``f32_bmm``, and rows left over): one ``v128.load`` brings four steps of one
   row, which keeps its register of A across them (``QUAD_ROWS`` rows), and the rows past

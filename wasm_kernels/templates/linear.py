@@ -38,8 +38,9 @@ MR = {"relaxed": 5, "simd128": 4, "scalar": 1}
 """Rows of A per tile, by ISA: a SIMD tile's first 4 rows are packed (one register per step
 of k, see ``dense_tile``). The relaxed tile reads a fifth row in place (10 accumulators:
 FMA chains to spare over the 8 that two FMA pipes of 4 cycles' latency need); with mul + add
-the FP pipes are the bound and 5 rows run no faster than 4. The scalar reference keeps its
-``PANEL`` accumulators in registers with one row and reads A in place."""
+the FP ports are the bound and 5 rows run no faster than 4 (wider tiles do: ``WIDE``). The
+scalar reference keeps its ``PANEL`` accumulators in registers with one row and reads A in
+place."""
 
 WIDE = {"simd128": 3}
 """Adjacent panels of W per tile of packed rows, by ISA, where more than one. With mul + add
