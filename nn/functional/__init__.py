@@ -62,6 +62,7 @@ from .elementwise import (
                          where,
 )
 from .float_classes import isinf, isnan
+from .grid_sample import grid_sample
 from .linear import linear, matmul
 from .loop import loop
 from .normalization import batch_norm, group_norm, instance_norm, layer_norm, rms_norm
@@ -104,10 +105,10 @@ __all__ = ["PRIMITIVES", "abs", "acos", "acosh", "adaptive_avg_pool2d", "add", "
            "conv_transpose3d", "cos",
            "cosh", "cumsum", "dequantize_linear", "div", "dropout", "dynamic_quantize_linear",
            "elu", "embedding", "eq", "erf", "exp", "flatten", "floor", "fmod", "full", "ge",
-           "gelu", "gelu_tanh", "group_norm", "gru", "gt", "hardshrink", "hardsigmoid",
-           "hardswish", "hardtanh", "head_attention", "instance_norm", "interpolate", "isinf",
-           "isnan", "layer_norm", "le", "leaky_relu", "linear", "log", "log_softmax", "loop",
-           "lstm", "lt", "matmul",
+           "gelu", "gelu_tanh", "grid_sample", "group_norm", "gru", "gt", "hardshrink",
+           "hardsigmoid", "hardswish", "hardtanh", "head_attention", "instance_norm",
+           "interpolate", "isinf", "isnan", "layer_norm", "le", "leaky_relu", "linear", "log",
+           "log_softmax", "loop", "lstm", "lt", "matmul",
            "max_pool2d", "max_pool3d", "maximum", "mean", "minimum", "mish", "mul", "ne", "neg",
            "pad", "permute", "pixel_shuffle", "pixel_unshuffle", "pow", "qadd", "qconcat",
            "qconv2d", "qlinear", "qmatmul", "quantize_linear", "relu", "relu6", "resample",
