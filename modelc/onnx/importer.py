@@ -26,6 +26,7 @@ from . import (
     functions,
     ops_activation,
     ops_control,
+    ops_detection,
     ops_einsum,
     ops_index,
     ops_layout,
@@ -43,10 +44,11 @@ from .functions import expandable
 from .newer_opsets import changed_ops
 from .node import OnnxNode
 from .older_opsets import upgrade
+from .ops_detection import COUNT_SUFFIX, RowCounted
 
 OPS = {**ops_activation.OPS, **ops_layout.OPS, **ops_math.OPS, **ops_nn.OPS, **ops_pool.OPS,
        **ops_resize.OPS, **ops_rnn.OPS, **ops_shape.OPS, **ops_control.OPS, **ops_einsum.OPS,
-       **ops_index.OPS, **ops_quantized.OPS}
+       **ops_index.OPS, **ops_quantized.OPS, **ops_detection.OPS}
 """Every supported ONNX op type (default domain) and its import function."""
 DOMAIN_OPS: dict[str, dict[str, Any]] = {"com.microsoft": ops_quantized.MICROSOFT,
                                          set_value.DOMAIN: set_value.OPS}
@@ -343,6 +345,13 @@ class _Importer:
         if missing:
             raise CompileError(f"ONNX node {name!r} ({node.op_type}): inputs {missing} are "
                                "produced by no node (an unsupported optional output?)")
+        counted = [i for i in node.input if isinstance(self.env.get(i), RowCounted)]
+        if counted:
+            made = {i: self.env[i].producer for i in counted}
+            raise CompileError(f"ONNX node {name!r} ({node.op_type}) reads {counted}, made by "
+                               f"{sorted(set(made.values()))} with a row count known only at "
+                               "run time; wasmnn returns such a tensor as a graph output "
+                               "only (the runtime keeps its first rows), no op reads it")
         if _op_function(node) is None:
             self.run_function(name, node)
             return
@@ -374,7 +383,7 @@ class _Importer:
         results = results if isinstance(results, tuple) else (results,)
         for out, result in zip(node.output, results):
             if out:
-                self.env[out] = (result if isinstance(result, SymbolicTensor)
+                self.env[out] = (result if isinstance(result, (SymbolicTensor, RowCounted))
                                  else np.asarray(result))
 
 
@@ -427,7 +436,13 @@ def from_onnx(model: Any, input_shapes: Mapping[str, Sequence[int]] | None = Non
     for o in proto.graph.output:  # NOTE: their int32 accumulators are float32 in the graph
         if producer.get(o.name) in ("MatMulInteger", "ConvInteger"):
             importer.env[o.name] = F.cast(importer.env[o.name], np.int32)
-    graph.outputs = {o.name: _graph_value(o.name, importer.env[o.name])
-                     for o in proto.graph.output}
+    graph.outputs = {}
+    for o in proto.graph.output:
+        value = importer.env[o.name]
+        if isinstance(value, RowCounted):
+            graph.outputs[o.name + COUNT_SUFFIX] = _graph_value(o.name, value.count)
+            graph.meta.setdefault("row_counts", {})[o.name] = o.name + COUNT_SUFFIX
+            value = value.rows
+        graph.outputs[o.name] = _graph_value(o.name, value)
     graph.verify()
     return graph

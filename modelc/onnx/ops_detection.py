@@ -1,0 +1,139 @@
+"""ONNX NonMaxSuppression: greedy selection as a wasm loop (``nn.functional.loop``).
+
+Each of at most ``min(max_output_boxes_per_class, boxes)`` steps takes, in every (batch,
+class) at once, the best-scoring box still a candidate (the lowest index on ties), and
+drops from the candidates it and every box whose IoU with it is over the threshold, as
+onnxruntime and onnx's reference do. The selected ``[batch, class, box]`` rows are then
+moved to the front of a fixed-capacity ``(batches * classes * steps, 3)`` tensor (the rest
+are -1) and counted.
+
+How many rows are selected is known only at run time, so the result is a ``RowCounted``:
+the importer lets it be a graph output only (the runtime returns its first ``count`` rows,
+with the count beside it as output ``<name>.count``) and refuses a node that reads it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from nn import functional as F
+
+from ..ops.loop import Body
+from .fold import is_known
+from .node import OnnxNode
+
+COUNT_SUFFIX = ".count"
+"""The name of the graph output holding a ``RowCounted`` output's row count, after its
+own name."""
+
+
+@dataclass(frozen=True)
+class RowCounted:
+    """A tensor of which only the first ``count`` rows (an int64 ``(1,)`` tensor) hold
+    values, and the op that made it."""
+
+    rows: Any
+    count: Any
+    producer: str
+
+
+def _corners(boxes: Any, center: bool) -> list[Any]:
+    """``[a_min, a_max, c_min, c_max, area]`` of each box, each (B, N, 1): flipped corners
+    put in order, or centre-size boxes (``center_point_box=1``) turned into corners."""
+    b = [F.slice(boxes, 2, k, k + 1) for k in range(4)]
+    if center:
+        half_a, half_c = F.mul(b[2], 0.5), F.mul(b[3], 0.5)
+        low_a, high_a = F.sub(b[0], half_a), F.add(b[0], half_a)
+        low_c, high_c = F.sub(b[1], half_c), F.add(b[1], half_c)
+    else:
+        low_a, high_a = F.minimum(b[0], b[2]), F.maximum(b[0], b[2])
+        low_c, high_c = F.minimum(b[1], b[3]), F.maximum(b[1], b[3])
+    area = F.mul(F.sub(high_a, low_a), F.sub(high_c, low_c))
+    return [low_a, high_a, low_c, high_c, area]
+
+
+def _step(batches: int, classes: int, boxes: int, threshold: float) -> Callable[..., Any]:
+    """One greedy step: ``(i, [candidates], [], [scores, table, *planes]) -> ([candidates],
+    [picked])``; ``candidates`` (B, C, N) is 1 for a box still in play, ``picked`` (B, C, 1)
+    the box taken (-1 when none is left)."""
+    positions = np.arange(boxes, dtype=np.int64)
+    offsets = (np.arange(batches, dtype=np.int64) * boxes).reshape(batches, 1, 1)
+
+    def step(i: Any, states: list[Any], elements: list[Any], outer: list[Any]) -> Any:
+        candidates = states[0]
+        scores, table, *planes = outer
+        live = F.gt(candidates, 0.0)
+        best = F.argmax(F.where(live, scores, -np.inf), dim=-1, keepdim=True)  # (B, C, 1)
+        left = F.gt(F.amax(candidates, dim=-1, keepdim=True), 0.0)
+        rows = F.reshape(F.add(best, offsets), (batches * classes,))
+        picked = F.reshape(F.embedding(rows, table), (batches, classes, 5))
+        low_a, high_a, low_c, high_c, area = (F.slice(picked, 2, k, k + 1) for k in range(5))
+        across_a = F.sub(F.minimum(high_a, planes[1]), F.maximum(low_a, planes[0]))
+        across_c = F.sub(F.minimum(high_c, planes[3]), F.maximum(low_c, planes[2]))
+        overlap = F.mul(F.maximum(across_a, 0.0), F.maximum(across_c, 0.0))
+        union = F.sub(F.add(planes[4], area), overlap)
+        # NOTE: boxes that do not overlap are never suppressed, whatever the threshold
+        iou = F.where(F.gt(overlap, 0.0), F.div(overlap, union), -np.inf)
+        kept = F.where(F.gt(iou, threshold), 0.0, candidates)
+        kept = F.where(F.eq(positions, best), 0.0, kept)
+        return [kept], [F.where(left, best, -1)]
+    return step
+
+
+def _compact(picked: Any, batches: int, classes: int, steps: int) -> tuple[Any, Any]:
+    """``picked`` (K, B, C, 1) as ``[batch, class, box]`` rows in (batch, class, step)
+    order, the selected ones first (-1 rows after them), and their count (int64, (1,))."""
+    total = batches * classes * steps
+    boxes = F.reshape(F.permute(F.reshape(picked, (steps, batches * classes)), [1, 0]),
+                      (total, 1))
+    grid = np.indices((batches, classes, steps)).reshape(3, total)
+    rows = F.concat([grid[0].reshape(total, 1), grid[1].reshape(total, 1), boxes], dim=1)
+    chosen = F.ge(boxes, 0)
+    key = F.where(chosen, -np.arange(total, dtype=np.float32).reshape(total, 1), -np.inf)
+    _, order = F.topk(F.reshape(key, (total,)), total)
+    rows = F.embedding(order, rows)
+    rows = F.where(F.ge(F.slice(rows, 1, 2, 3), 0), rows, -1)
+    count = F.cast(F.sum(F.cast(chosen, np.float32), dim=0), np.int64)
+    return rows, count
+
+
+def non_max_suppression(n: OnnxNode) -> Any:
+    """NonMaxSuppression (opsets 10-11): ``max_output_boxes_per_class``, ``iou_threshold``
+    and ``score_threshold`` must be known at import time, the boxes' and scores' shapes
+    fixed."""
+    boxes, scores = n.input(0), n.input(1)
+    limit = int(n.known(2, "max_output_boxes_per_class").reshape(-1)[0]) if n.has(2) else 0
+    threshold = float(n.known(3, "iou_threshold").reshape(-1)[0]) if n.has(3) else 0.0
+    floor = float(n.known(4, "score_threshold").reshape(-1)[0]) if n.has(4) else None
+    shape = (*boxes.shape, *scores.shape)
+    if not all(isinstance(d, (int, np.integer)) for d in shape):
+        raise n.error(f"boxes {list(boxes.shape)} and scores {list(scores.shape)} must have "
+                      "fixed shapes; fix them with input_shapes")
+    batches, count, _, _, classes, _ = (int(d) for d in shape)
+    steps = max(min(limit, count), 0)
+    if steps == 0:
+        return np.zeros((0, 3), np.int64)
+    corners = _corners(F.cast(boxes, np.float32), bool(n.attr("center_point_box", 0)))
+    table = F.reshape(F.concat(corners, dim=2), (batches * count, 5))
+    planes = [F.reshape(c, (batches, 1, count)) for c in corners]
+    scores = F.cast(scores, np.float32)
+    candidates = (np.ones((batches, classes, count), np.float32) if floor is None
+                  else F.where(F.gt(scores, floor), 1.0, 0.0))
+    step = _step(batches, classes, count, threshold)
+    outer = [scores, table, *planes]
+    if is_known(boxes, scores):
+        _, picked = F.loop(steps, [candidates], [], outer, step)
+        rows, total = _compact(picked, batches, classes, steps)
+        return rows[:int(total[0])]
+    body = Body.trace(step, [(candidates.shape, "float32")],
+                      outer=[(tuple(v.shape), "float32") for v in outer])
+    _, picked = F.loop(steps, [candidates], [], outer, body)
+    rows, total = _compact(picked, batches, classes, steps)
+    return RowCounted(rows, F.reshape(total, (1,)), n.name)
+
+
+OPS = {"NonMaxSuppression": non_max_suppression}
