@@ -37,6 +37,7 @@ from . import (
     ops_resize,
     ops_rnn,
     ops_shape,
+    ops_spectral,
     set_value,
 )
 from .fold_qdq import fold_qdq
@@ -48,7 +49,8 @@ from .ops_detection import COUNT_SUFFIX, RowCounted
 
 OPS = {**ops_activation.OPS, **ops_layout.OPS, **ops_math.OPS, **ops_nn.OPS, **ops_pool.OPS,
        **ops_resize.OPS, **ops_rnn.OPS, **ops_shape.OPS, **ops_control.OPS, **ops_einsum.OPS,
-       **ops_index.OPS, **ops_quantized.OPS, **ops_detection.OPS}
+       **ops_index.OPS, **ops_quantized.OPS, **ops_detection.OPS,
+       **ops_spectral.OPS}
 """Every supported ONNX op type (default domain) and its import function."""
 DOMAIN_OPS: dict[str, dict[str, Any]] = {"com.microsoft": ops_quantized.MICROSOFT,
                                          set_value.DOMAIN: set_value.OPS}
