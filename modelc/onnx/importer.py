@@ -45,7 +45,7 @@ from .functions import expandable
 from .newer_opsets import changed_ops
 from .node import OnnxNode
 from .older_opsets import upgrade
-from .ops_detection import COUNT_SUFFIX, RowCounted
+from .row_counted import COUNT_SUFFIX, RowCounted, keeps_rows
 
 OPS = {**ops_activation.OPS, **ops_layout.OPS, **ops_math.OPS, **ops_nn.OPS, **ops_pool.OPS,
        **ops_resize.OPS, **ops_rnn.OPS, **ops_shape.OPS, **ops_control.OPS, **ops_einsum.OPS,
@@ -347,18 +347,16 @@ class _Importer:
         if missing:
             raise CompileError(f"ONNX node {name!r} ({node.op_type}): inputs {missing} are "
                                "produced by no node (an unsupported optional output?)")
-        counted = [i for i in node.input if isinstance(self.env.get(i), RowCounted)]
-        if counted:
-            made = {i: self.env[i].producer for i in counted}
-            raise CompileError(f"ONNX node {name!r} ({node.op_type}) reads {counted}, made by "
-                               f"{sorted(set(made.values()))} with a row count known only at "
-                               "run time; wasmnn returns such a tensor as a graph output "
-                               "only (the runtime keeps its first rows), no op reads it")
+        operands = [self.env[i] if i else None for i in node.input]
+        counted = [isinstance(v, RowCounted) for v in operands]
+        counts = {id(v.count) for v in operands if isinstance(v, RowCounted)}
+        if counts and (_op_function(node) is None or len(counts) > 1):
+            raise _rows_refused(name, node, operands)
         if _op_function(node) is None:
             self.run_function(name, node)
             return
-        onnx_node = OnnxNode(name, node.op_type, [self.env[i] if i else None
-                                                  for i in node.input],
+        onnx_node = OnnxNode(name, node.op_type,
+                             [v.rows if isinstance(v, RowCounted) else v for v in operands],
                              _attrs(node), self.opset, len(node.output), self.subgraph,
                              self.detached)
         start = len(self.graph.nodes)
@@ -383,10 +381,26 @@ class _Importer:
                 raise onnx_node.error("a shape naming symbolic dims reached a run-time op; "
                                       "fix those dims with input_shapes / --input-shape")
         results = results if isinstance(results, tuple) else (results,)
+        if any(counted):
+            if not (all(isinstance(r, SymbolicTensor) for r in results)
+                    and keeps_rows(onnx_node, counted, results)):
+                raise _rows_refused(name, node, operands)
+            first = next(v for v in operands if isinstance(v, RowCounted))
+            results = tuple(RowCounted(r, first.count, first.producer) for r in results)
         for out, result in zip(node.output, results):
             if out:
                 self.env[out] = (result if isinstance(result, (SymbolicTensor, RowCounted))
                                  else np.asarray(result))
+
+
+def _rows_refused(name: str, node: Any, operands: Sequence[Any]) -> CompileError:
+    read = [i for i, v in zip(node.input, operands) if isinstance(v, RowCounted)]
+    made = sorted({v.producer for v in operands if isinstance(v, RowCounted)})
+    return CompileError(f"ONNX node {name!r} ({node.op_type}) reads {read}, whose rows are "
+                        f"counted at run time (from {made}); only ops that keep rows as rows "
+                        "(elementwise, Gather of columns or at such indices, Squeeze, "
+                        "Unsqueeze, Slice, Transpose and Concat off axis 0) may read them, "
+                        "and a graph output returns its first rows")
 
 
 def _expanded(importer: _Importer, name: str, node: Any) -> tuple[list[Any], int]:

@@ -7,15 +7,14 @@ onnxruntime and onnx's reference do. The selected ``[batch, class, box]`` rows a
 moved to the front of a fixed-capacity ``(batches * classes * steps, 3)`` tensor (the rest
 are -1) and counted.
 
-How many rows are selected is known only at run time, so the result is a ``RowCounted``:
-the importer lets it be a graph output only (the runtime returns its first ``count`` rows,
-with the count beside it as output ``<name>.count``) and refuses a node that reads it.
+How many rows are selected is known only at run time, so the result is a ``RowCounted``
+(``row_counted``): ops that keep rows as rows may read it, and as a graph output the runtime
+returns its first ``count`` rows, with the count beside it as output ``<name>.count``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -25,20 +24,7 @@ from nn import functional as F
 from ..ops.loop import Body
 from .fold import is_known
 from .node import OnnxNode
-
-COUNT_SUFFIX = ".count"
-"""The name of the graph output holding a ``RowCounted`` output's row count, after its
-own name."""
-
-
-@dataclass(frozen=True)
-class RowCounted:
-    """A tensor of which only the first ``count`` rows (an int64 ``(1,)`` tensor) hold
-    values, and the op that made it."""
-
-    rows: Any
-    count: Any
-    producer: str
+from .row_counted import RowCounted
 
 
 def _corners(boxes: Any, center: bool) -> list[Any]:

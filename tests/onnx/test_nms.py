@@ -95,12 +95,54 @@ def test_the_metadata_names_the_row_count():
     assert outputs["selected"].shape == (8, 3)  # 1 batch x 2 classes x 4 steps
 
 
-@pytest.mark.parametrize("consumer", ["Shape", "Identity"])
-def test_a_node_reading_the_selection_is_refused(consumer):
+@pytest.mark.parametrize("consumer", ["Shape", "ReduceMax"])
+def test_a_node_reading_the_selection_across_rows_is_refused(consumer):
     with pytest.raises(modelc.CompileError, match=r"'reader' \(" + consumer + r"\) reads "
-                       r"\['selected'\], made by \['nms'\] with a row count known only at "
-                       "run time"):
+                       r"\['selected'\], whose rows are counted at run time \(from \['nms'\]\); "
+                       "only ops that keep rows as rows"):
         modelc.from_onnx(_model(1, 2, 8, 4, 0.5, consumer=consumer))
+
+
+def _torchvision_style(count):
+    """``boxes[nms(boxes, scores, 0.5)]`` as torchvision exports it: the selection's box
+    column, squeezed, indexes the boxes and the scores."""
+    big = numpy_helper.from_array(np.array([2**63 - 1], np.int64), "limit")
+    consts = [big, numpy_helper.from_array(np.array([0.5], np.float32), "iou"),
+              numpy_helper.from_array(np.array([2], np.int64), "column"),
+              numpy_helper.from_array(np.array([0], np.int64), "zero"),
+              numpy_helper.from_array(np.array([0, 1], np.int64), "zero_one"),
+              numpy_helper.from_array(np.array([1], np.int64), "one")]
+    nodes = [helper.make_node("Unsqueeze", ["boxes", "zero"], ["b3"]),
+             helper.make_node("Unsqueeze", ["scores", "zero_one"], ["s3"]),
+             helper.make_node("NonMaxSuppression", ["b3", "s3", "limit", "iou"], ["sel"],
+                              name="nms"),
+             helper.make_node("Gather", ["sel", "column"], ["col"], axis=1),
+             helper.make_node("Squeeze", ["col", "one"], ["keep"]),
+             helper.make_node("Gather", ["boxes", "keep"], ["kept_boxes"]),
+             helper.make_node("Gather", ["scores", "keep"], ["kept_scores"]),
+             helper.make_node("Mul", ["kept_scores", "kept_scores"], ["squared"])]
+    graph = helper.make_graph(
+        nodes, "g", [helper.make_tensor_value_info("boxes", TensorProto.FLOAT, [count, 4]),
+                     helper.make_tensor_value_info("scores", TensorProto.FLOAT, [count])],
+        [helper.make_tensor_value_info(o, e, None) for o, e in (
+            ("keep", TensorProto.INT64), ("kept_boxes", TensorProto.FLOAT),
+            ("squared", TensorProto.FLOAT))], consts)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], ir_version=8)
+
+
+def test_ops_that_keep_rows_carry_the_row_count():
+    model = _torchvision_style(60)
+    feeds = {"boxes": _boxes(1, 60, 0)[0], "scores": _rng.random(60).astype(np.float32)}
+    want = dict(zip(["keep", "kept_boxes", "squared"], ort.InferenceSession(
+        model.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, feeds)))
+    assert 0 < len(want["keep"]) < 60
+    wasm = modelc.export(modelc.from_onnx(model))
+    for kernels in PROVIDERS:
+        with runtime.load(wasm, kernels=kernels) as session:
+            got = session.run(feeds)
+        for name, value in want.items():
+            np.testing.assert_array_equal(got[name], value, err_msg=f"{name} on {kernels}")
+            assert got[f"{name}.count"].tolist() == [len(want["keep"])]
 
 
 def test_run_time_thresholds_are_refused():
