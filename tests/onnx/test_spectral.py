@@ -101,3 +101,21 @@ def test_a_signal_along_the_last_axis_is_refused():
     with pytest.raises(modelc.CompileError, match=r"'t' \(DFT\): expected a signal axis other "
                                                   r"than the last"):
         modelc.from_onnx(model)
+
+
+@pytest.mark.parametrize("op", ["DFT", "STFT"])
+def test_a_symbolic_batch_runs_at_several_sizes(op, close):
+    if op == "DFT":
+        model = _model("DFT", ["b", 9, 5, 1], {}, {"axis": 1, "onesided": 1}, 17, ["x"])
+        shape = (9, 5, 1)
+    else:
+        model = _model("STFT", ["b", 70, 1], {"step": np.array(5, np.int64),
+                                              "length": np.array(16, np.int64)}, {}, 17,
+                       ["x", "step", "", "length"])
+        shape = (70, 1)
+    wasm = modelc.export(modelc.from_onnx(model, dynamic={"x": {0: ("b", 1, 8)}}))
+    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    with runtime.load(wasm) as ours:
+        for batch in (1, 3):
+            x = _rng.standard_normal((batch, *shape)).astype(np.float32)
+            close(ours.run({"x": x})["y"], session.run(None, {"x": x})[0], f"batch {batch}")
