@@ -3,9 +3,9 @@
 Each of at most ``min(max_output_boxes_per_class, boxes)`` steps takes, in every (batch,
 class) at once, the best-scoring box still a candidate (the lowest index on ties), and
 drops from the candidates it and every box whose IoU with it is over the threshold, as
-onnxruntime and onnx's reference do. The selected ``[batch, class, box]`` rows are then
-moved to the front of a fixed-capacity ``(batches * classes * steps, 3)`` tensor (the rest
-are -1) and counted.
+onnxruntime and onnx's reference do; the loop ends early once no class has a candidate.
+The selected ``[batch, class, box]`` rows are then moved to the front of a fixed-capacity
+``(batches * classes * steps, 3)`` tensor (the rest are -1) and counted.
 
 How many rows are selected is known only at run time, so the result is a ``RowCounted``
 (``row_counted``): ops that keep rows as rows may read it, and as a graph output the runtime
@@ -42,19 +42,22 @@ def _corners(boxes: Any, center: bool) -> list[Any]:
     return [low_a, high_a, low_c, high_c, area]
 
 
-def _step(batches: int, classes: int, boxes: int, threshold: float) -> Callable[..., Any]:
-    """One greedy step: ``(i, [candidates], [], [scores, table, *planes]) -> ([candidates],
-    [picked])``; ``candidates`` (B, C, N) is 1 for a box still in play, ``picked`` (B, C, 1)
-    the box taken (-1 when none is left)."""
+def _step(batches: int, classes: int, boxes: int, steps: int, threshold: float
+          ) -> Callable[..., Any]:
+    """One greedy step: ``(i, [candidates, picked, left], [], [scores, table, *planes]) ->
+    ([candidates, picked, left], [])``; ``candidates`` (B, C, N) is 1 for a box still in
+    play, row i of ``picked`` (K, B, C, 1) gets the box taken (-1 when none is left), and
+    ``left`` (a bool) says whether any box is still in play (the loop stops when none is)."""
     positions = np.arange(boxes, dtype=np.int64)
     offsets = (np.arange(batches, dtype=np.int64) * boxes).reshape(batches, 1, 1)
+    rows_of_picked = np.arange(steps, dtype=np.int64).reshape(steps, 1, 1, 1)
 
     def step(i: Any, states: list[Any], elements: list[Any], outer: list[Any]) -> Any:
-        candidates = states[0]
+        candidates, picked_so_far, _ = states
         scores, table, *planes = outer
         live = F.gt(candidates, 0.0)
         best = F.argmax(F.where(live, scores, -np.inf), dim=-1, keepdim=True)  # (B, C, 1)
-        left = F.gt(F.amax(candidates, dim=-1, keepdim=True), 0.0)
+        some = F.gt(F.amax(candidates, dim=-1, keepdim=True), 0.0)
         rows = F.reshape(F.add(best, offsets), (batches * classes,))
         picked = F.reshape(F.embedding(rows, table), (batches, classes, 5))
         low_a, high_a, low_c, high_c, area = (F.slice(picked, 2, k, k + 1) for k in range(5))
@@ -66,7 +69,8 @@ def _step(batches: int, classes: int, boxes: int, threshold: float) -> Callable[
         iou = F.where(F.gt(overlap, 0.0), F.div(overlap, union), -np.inf)
         kept = F.where(F.gt(iou, threshold), 0.0, candidates)
         kept = F.where(F.eq(positions, best), 0.0, kept)
-        return [kept], [F.where(left, best, -1)]
+        taken = F.where(F.eq(rows_of_picked, i), F.where(some, best, -1), picked_so_far)
+        return [kept, taken, F.gt(F.amax(kept), 0.0)], []
     return step
 
 
@@ -108,16 +112,20 @@ def non_max_suppression(n: OnnxNode) -> Any:
     planes = [F.reshape(c, (batches, 1, count)) for c in corners]
     scores = F.cast(scores, np.float32)
     candidates = (np.ones((batches, classes, count), np.float32) if floor is None
-                  else F.where(F.gt(scores, floor), 1.0, 0.0))
-    step = _step(batches, classes, count, threshold)
+                  else F.where(F.gt(scores, floor), np.float32(1), np.float32(0)))
+    step = _step(batches, classes, count, steps, threshold)
     outer = [scores, table, *planes]
+    states = [candidates, np.full((steps, batches, classes, 1), -1, np.int64),
+              F.gt(F.amax(candidates), 0.0)]
     if is_known(boxes, scores):
-        _, picked = F.loop(steps, [candidates], [], outer, step)
+        _, picked, _ = F.loop(steps, states, [], outer, step, until=2)
         rows, total = _compact(picked, batches, classes, steps)
         return rows[:int(total[0])]
-    body = Body.trace(step, [(candidates.shape, "float32")],
-                      outer=[(tuple(v.shape), "float32") for v in outer])
-    _, picked = F.loop(steps, [candidates], [], outer, body)
+    body = Body.trace(step, [(tuple(v.shape), str(v.dtype)) for v in states],
+                      outer=[(tuple(v.shape), "float32") for v in outer], counter=True)
+    # NOTE: it stops once no box is in play in any class: as many steps as the most boxes
+    # one class keeps, not max_output_boxes_per_class
+    _, picked, _ = F.loop(steps, states, [], outer, body, until=2)
     rows, total = _compact(picked, batches, classes, steps)
     return RowCounted(rows, F.reshape(total, (1,)), n.name)
 
