@@ -112,7 +112,8 @@ def non_max_suppression(n: OnnxNode) -> Any:
     planes = [F.reshape(c, (batches, 1, count)) for c in corners]
     scores = F.cast(scores, np.float32)
     candidates = (np.ones((batches, classes, count), np.float32) if floor is None
-                  else F.where(F.gt(scores, floor), np.float32(1), np.float32(0)))
+                  else F.where(F.gt(scores, floor), np.ones((), np.float32),
+                               np.zeros((), np.float32)))
     step = _step(batches, classes, count, steps, threshold)
     outer = [scores, table, *planes]
     states = [candidates, np.full((steps, batches, classes, 1), -1, np.int64),
