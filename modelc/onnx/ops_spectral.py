@@ -1,4 +1,5 @@
-"""ONNX DFT (opsets 17 and 20) and STFT (opset 17) as products with constant DFT matrices.
+"""ONNX DFT (opsets 17 and 20) and STFT (opset 17) as products with constant DFT matrices,
+and the window ops (Hann, Hamming, Blackman) of a size known at import, computed here.
 
 A DFT of known length along one axis is a linear map of the signal's (real, imaginary)
 values: ``dft_matrix`` builds it in float64 (then float32) for forward, inverse and one-sided
@@ -118,4 +119,25 @@ def stft(n: OnnxNode) -> Any:
     return F.permute(out, [0, 3, 1, 2])
 
 
-OPS = {"DFT": dft, "STFT": stft}
+_WINDOWS = {
+    "HannWindow": lambda t: np.sin(np.pi * t) ** 2,
+    "HammingWindow": lambda t: 25 / 46 - (1 - 25 / 46) * np.cos(2 * np.pi * t),
+    "BlackmanWindow": lambda t: 0.42 - 0.5 * np.cos(2 * np.pi * t) + 0.08 * np.cos(4 * np.pi * t),
+}
+"""Each window at ``t = n / N`` (``periodic``, the default) or ``n / (N - 1)``."""
+
+
+def window(n: OnnxNode) -> np.ndarray:
+    """HannWindow / HammingWindow / BlackmanWindow (opset 17) of a known ``size``, in the
+    element type ``output_datatype`` (float32 by default)."""
+    from onnx.helper import tensor_dtype_to_np_dtype
+
+    size = int(n.known(0, "size").reshape(-1)[0])
+    span = size if n.attr("periodic", 1) else size - 1
+    dtype = tensor_dtype_to_np_dtype(n.attr("output_datatype", 1))
+    if not span:  # NOTE: one sample: 1, as torch's windows
+        return np.ones(size, dtype)
+    return _WINDOWS[n.op_type](np.arange(size) / span).astype(dtype)
+
+
+OPS = {"DFT": dft, "STFT": stft, **dict.fromkeys(_WINDOWS, window)}

@@ -119,3 +119,28 @@ def test_a_symbolic_batch_runs_at_several_sizes(op, close):
         for batch in (1, 3):
             x = _rng.standard_normal((batch, *shape)).astype(np.float32)
             close(ours.run({"x": x})["y"], session.run(None, {"x": x})[0], f"batch {batch}")
+
+
+@pytest.mark.parametrize("op", ["HannWindow", "HammingWindow", "BlackmanWindow"])
+@pytest.mark.parametrize("periodic", [0, 1])
+def test_windows_of_a_known_size_fold_to_the_references(op, periodic):
+    node = helper.make_node(op, ["size"], ["y"], periodic=periodic)
+    graph = helper.make_graph([node], "g", [], [helper.make_tensor_value_info(
+        "y", TensorProto.FLOAT, None)], [numpy_helper.from_array(np.array(10, np.int64), "size")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=9)
+    want = ReferenceEvaluator(model).run(None, {})[0]
+    got = modelc.from_onnx(model).outputs["y"].data
+    assert got.dtype == np.float32
+    np.testing.assert_allclose(got, want, atol=1e-6)
+
+
+def test_stft_with_a_hann_window_node_matches_onnxruntime(close):
+    nodes = [helper.make_node("HannWindow", ["size"], ["window"]),
+             helper.make_node("STFT", ["x", "step", "window"], ["y"])]
+    consts = {"size": np.array(16, np.int64), "step": np.array(4, np.int64)}
+    graph = helper.make_graph(
+        nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 80, 1])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        [numpy_helper.from_array(v, k) for k, v in consts.items()])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=9)
+    _check(model, _rng.standard_normal((1, 80, 1)).astype(np.float32), close)
