@@ -25,6 +25,7 @@ from ..trace import DynamicSpec, SymbolicTensor, Tracer
 from . import (
     functions,
     ops_activation,
+    ops_bitshift,
     ops_control,
     ops_detection,
     ops_einsum,
@@ -50,7 +51,7 @@ from .row_counted import COUNT_SUFFIX, RowCounted, keeps_rows
 OPS = {**ops_activation.OPS, **ops_layout.OPS, **ops_math.OPS, **ops_nn.OPS, **ops_pool.OPS,
        **ops_resize.OPS, **ops_rnn.OPS, **ops_shape.OPS, **ops_control.OPS, **ops_einsum.OPS,
        **ops_index.OPS, **ops_quantized.OPS, **ops_detection.OPS,
-       **ops_spectral.OPS}
+       **ops_spectral.OPS, **ops_bitshift.OPS}
 """Every supported ONNX op type (default domain) and its import function."""
 DOMAIN_OPS: dict[str, dict[str, Any]] = {"com.microsoft": ops_quantized.MICROSOFT,
                                          set_value.DOMAIN: set_value.OPS}
