@@ -37,6 +37,10 @@ CASES: dict[str, tuple] = {
     "gather_runtime_int_data": ("Gather", [Run(np.arange(12, dtype=np.int64).reshape(4, 3)),
                                            Run(np.array([[3], [-4]], np.int32))],
                                 {"axis": 0}, 13),
+    "compress_axis": ("Compress", [Run(r(3, 5, 2)), np.array([1, 0, 1, 1], bool)],
+                      {"axis": 1}, 11),
+    "compress_flat": ("Compress", [Run(r(3, 4)), np.array([0, 1, 0, 0, 1, 1, 0, 1], bool)],
+                      {}, 11),
     "scatter_nd_rows_repeated": ("ScatterND", [Run(r(4, 3)), Run(i64s([1], [3], [1])),
                                                Run(r(3, 3))], {}, 13),
     "scatter_nd_elements_negative": ("ScatterND", [Run(r(2, 3, 2)), Run(i64s(
