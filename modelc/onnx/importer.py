@@ -37,6 +37,7 @@ from . import (
     ops_quantized,
     ops_resize,
     ops_rnn,
+    ops_roi_align,
     ops_shape,
     ops_spectral,
     set_value,
@@ -51,7 +52,8 @@ from .row_counted import COUNT_SUFFIX, RowCounted, keeps_rows
 OPS = {**ops_activation.OPS, **ops_layout.OPS, **ops_math.OPS, **ops_nn.OPS, **ops_pool.OPS,
        **ops_resize.OPS, **ops_rnn.OPS, **ops_shape.OPS, **ops_control.OPS, **ops_einsum.OPS,
        **ops_index.OPS, **ops_quantized.OPS, **ops_detection.OPS,
-       **ops_spectral.OPS, **ops_bitshift.OPS}
+       **ops_spectral.OPS, **ops_bitshift.OPS,
+       **ops_roi_align.OPS}
 """Every supported ONNX op type (default domain) and its import function."""
 DOMAIN_OPS: dict[str, dict[str, Any]] = {"com.microsoft": ops_quantized.MICROSOFT,
                                          set_value.DOMAIN: set_value.OPS}
