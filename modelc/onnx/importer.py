@@ -27,6 +27,7 @@ from . import (
     ops_activation,
     ops_bitshift,
     ops_control,
+    ops_deform_conv,
     ops_detection,
     ops_einsum,
     ops_index,
@@ -53,7 +54,7 @@ OPS = {**ops_activation.OPS, **ops_layout.OPS, **ops_math.OPS, **ops_nn.OPS, **o
        **ops_resize.OPS, **ops_rnn.OPS, **ops_shape.OPS, **ops_control.OPS, **ops_einsum.OPS,
        **ops_index.OPS, **ops_quantized.OPS, **ops_detection.OPS,
        **ops_spectral.OPS, **ops_bitshift.OPS,
-       **ops_roi_align.OPS}
+       **ops_roi_align.OPS, **ops_deform_conv.OPS}
 """Every supported ONNX op type (default domain) and its import function."""
 DOMAIN_OPS: dict[str, dict[str, Any]] = {"com.microsoft": ops_quantized.MICROSOFT,
                                          set_value.DOMAIN: set_value.OPS}
