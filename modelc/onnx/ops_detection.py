@@ -44,8 +44,8 @@ def _corners(boxes: Any, center: bool) -> list[Any]:
 
 def _step(batches: int, classes: int, boxes: int, steps: int, threshold: float
           ) -> Callable[..., Any]:
-    """One greedy step: ``(i, [candidates, picked, left], [], [scores, table, *planes]) ->
-    ([candidates, picked, left], [])``; ``candidates`` (B, C, N) is 1 for a box still in
+    """One greedy step: ``(i, [scores, picked, left], [], [table, *planes]) -> ([scores,
+    picked, left], [])``; ``scores`` (B, C, N) are the boxes' scores, -inf once out of
     play, row i of ``picked`` (K, B, C, 1) gets the box taken (-1 when none is left), and
     ``left`` (a bool) says whether any box is still in play (the loop stops when none is)."""
     positions = np.arange(boxes, dtype=np.int64)
@@ -53,42 +53,51 @@ def _step(batches: int, classes: int, boxes: int, steps: int, threshold: float
     rows_of_picked = np.arange(steps, dtype=np.int64).reshape(steps, 1, 1, 1)
 
     def step(i: Any, states: list[Any], elements: list[Any], outer: list[Any]) -> Any:
-        candidates, picked_so_far, _ = states
-        scores, table, *planes = outer
-        live = F.gt(candidates, 0.0)
-        best = F.argmax(F.where(live, scores, -np.inf), dim=-1, keepdim=True)  # (B, C, 1)
-        some = F.gt(F.amax(candidates, dim=-1, keepdim=True), 0.0)
+        scores, picked_so_far, _ = states
+        table, *planes = outer
+        best = F.argmax(scores, dim=-1, keepdim=True)  # (B, C, 1)
+        some = F.gt(F.amax(scores, dim=-1, keepdim=True), -np.inf)
         rows = F.reshape(F.add(best, offsets), (batches * classes,))
         picked = F.reshape(F.embedding(rows, table), (batches, classes, 5))
         low_a, high_a, low_c, high_c, area = (F.slice(picked, 2, k, k + 1) for k in range(5))
         across_a = F.sub(F.minimum(high_a, planes[1]), F.maximum(low_a, planes[0]))
         across_c = F.sub(F.minimum(high_c, planes[3]), F.maximum(low_c, planes[2]))
         overlap = F.mul(F.maximum(across_a, 0.0), F.maximum(across_c, 0.0))
-        union = F.sub(F.add(planes[4], area), overlap)
-        # NOTE: boxes that do not overlap are never suppressed, whatever the threshold
-        iou = F.where(F.gt(overlap, 0.0), F.div(overlap, union), -np.inf)
-        kept = F.where(F.gt(iou, threshold), 0.0, candidates)
-        kept = F.where(F.eq(positions, best), 0.0, kept)
+        iou = F.div(overlap, F.sub(F.add(planes[4], area), overlap))
+        if threshold < 0:  # NOTE: boxes that do not overlap are never suppressed
+            iou = F.where(F.gt(overlap, 0.0), iou, -np.inf)
+        kept = F.where(F.gt(iou, threshold), -np.inf, scores)
+        kept = F.where(F.eq(positions, best), -np.inf, kept)
         taken = F.where(F.eq(rows_of_picked, i), F.where(some, best, -1), picked_so_far)
-        return [kept, taken, F.gt(F.amax(kept), 0.0)], []
+        return [kept, taken, F.gt(F.amax(kept), -np.inf)], []
     return step
 
 
 def _compact(picked: Any, batches: int, classes: int, steps: int) -> tuple[Any, Any]:
     """``picked`` (K, B, C, 1) as ``[batch, class, box]`` rows in (batch, class, step)
-    order, the selected ones first (-1 rows after them), and their count (int64, (1,))."""
-    total = batches * classes * steps
-    boxes = F.reshape(F.permute(F.reshape(picked, (steps, batches * classes)), [1, 0]),
-                      (total, 1))
-    grid = np.indices((batches, classes, steps)).reshape(3, total)
-    rows = F.concat([grid[0].reshape(total, 1), grid[1].reshape(total, 1), boxes], dim=1)
-    chosen = F.ge(boxes, 0)
-    key = F.where(chosen, -np.arange(total, dtype=np.float32).reshape(total, 1), -np.inf)
-    _, order = F.topk(F.reshape(key, (total,)), total)
-    rows = F.embedding(order, rows)
-    rows = F.where(F.ge(F.slice(rows, 1, 2, 3), 0), rows, -1)
-    count = F.cast(F.sum(F.cast(chosen, np.float32), dim=0), np.int64)
-    return rows, count
+    order, the selected ones first (-1 rows after them), and their count (int64, (1,)).
+
+    Each (batch, class) picks boxes until it has none left, so its selection is a prefix
+    of its K steps: output row j belongs to the last (batch, class) whose prefixes before
+    it hold at most j rows, at step j minus those rows."""
+    lists, total = batches * classes, batches * classes * steps
+    by_list = F.permute(F.reshape(picked, (steps, lists)), [1, 0])  # (B * C, K)
+    counts = F.sum(F.cast(F.ge(by_list, 0), np.float32), dim=1)  # (B * C,)
+    before = F.reshape(F.cumsum(counts, 0, exclusive=True), (1, lists))
+    j = np.arange(total, dtype=np.float32).reshape(total, 1)
+    reached = F.le(before, j)  # (total, B * C)
+    owner = F.sub(F.sum(F.cast(reached, np.float32), dim=1, keepdim=True), 1.0)
+    start = F.amax(F.where(reached, before, -1.0), dim=1, keepdim=True)
+    # NOTE: rows past the count point past the lists' ends: kept in the table, then -1
+    source = F.minimum(F.add(F.mul(owner, float(steps)), F.sub(j, start)), float(total - 1))
+    source = F.cast(source, np.int64)
+    boxes = F.embedding(F.reshape(source, (total,)), F.reshape(by_list, (total, 1)))
+    batch = F.floor(F.div(F.add(owner, 0.5), float(classes)))
+    rows = F.concat([F.cast(batch, np.int64), F.cast(F.sub(owner, F.mul(batch, float(classes))),
+                                                    np.int64), boxes], dim=1)
+    count = F.sum(counts, dim=0, keepdim=True)
+    rows = F.where(F.lt(j, count), rows, -1)
+    return rows, F.cast(count, np.int64)
 
 
 def non_max_suppression(n: OnnxNode) -> Any:
@@ -107,17 +116,19 @@ def non_max_suppression(n: OnnxNode) -> Any:
     steps = max(min(limit, count), 0)
     if steps == 0:
         return np.zeros((0, 3), np.int64)
-    corners = _corners(F.cast(boxes, np.float32), bool(n.attr("center_point_box", 0)))
+    if boxes.dtype != np.float32 or scores.dtype != np.float32:
+        raise n.error(f"expects float32 boxes and scores, got {boxes.dtype} and {scores.dtype}")
+    corners = _corners(boxes, bool(n.attr("center_point_box", 0)))
     table = F.reshape(F.concat(corners, dim=2), (batches * count, 5))
     planes = [F.reshape(c, (batches, 1, count)) for c in corners]
-    scores = F.cast(scores, np.float32)
-    candidates = (np.ones((batches, classes, count), np.float32) if floor is None
-                  else F.where(F.gt(scores, floor), np.ones((), np.float32),
-                               np.zeros((), np.float32)))
+    # NOTE: -inf marks a box out of play, so a score of -inf counts as the lowest finite one
+    scores = F.maximum(scores, float(np.finfo(np.float32).min))
+    if floor is not None:
+        scores = F.where(F.gt(scores, floor), scores, -np.inf)
     step = _step(batches, classes, count, steps, threshold)
-    outer = [scores, table, *planes]
-    states = [candidates, np.full((steps, batches, classes, 1), -1, np.int64),
-              F.gt(F.amax(candidates), 0.0)]
+    outer = [table, *planes]
+    states = [scores, np.full((steps, batches, classes, 1), -1, np.int64),
+              F.gt(F.amax(scores), -np.inf)]
     if is_known(boxes, scores):
         _, picked, _ = F.loop(steps, states, [], outer, step, until=2)
         rows, total = _compact(picked, batches, classes, steps)
