@@ -48,7 +48,7 @@ from .functions import expandable
 from .newer_opsets import changed_ops
 from .node import OnnxNode
 from .older_opsets import upgrade
-from .row_counted import COUNT_SUFFIX, RowCounted, keeps_rows
+from .row_counted import COUNT_SUFFIX, RowCounted, keeps_rows, rows_refused
 
 OPS = {**ops_activation.OPS, **ops_layout.OPS, **ops_math.OPS, **ops_nn.OPS, **ops_pool.OPS,
        **ops_resize.OPS, **ops_rnn.OPS, **ops_shape.OPS, **ops_control.OPS, **ops_einsum.OPS,
@@ -355,7 +355,7 @@ class _Importer:
         counted = [isinstance(v, RowCounted) for v in operands]
         counts = {id(v.count) for v in operands if isinstance(v, RowCounted)}
         if counts and (_op_function(node) is None or len(counts) > 1):
-            raise _rows_refused(name, node, operands)
+            raise rows_refused(name, node, operands)
         if _op_function(node) is None:
             self.run_function(name, node)
             return
@@ -388,23 +388,13 @@ class _Importer:
         if any(counted):
             if not (all(isinstance(r, SymbolicTensor) for r in results)
                     and keeps_rows(onnx_node, counted, results)):
-                raise _rows_refused(name, node, operands)
+                raise rows_refused(name, node, operands)
             first = next(v for v in operands if isinstance(v, RowCounted))
             results = tuple(RowCounted(r, first.count, first.producer) for r in results)
         for out, result in zip(node.output, results):
             if out:
                 self.env[out] = (result if isinstance(result, (SymbolicTensor, RowCounted))
                                  else np.asarray(result))
-
-
-def _rows_refused(name: str, node: Any, operands: Sequence[Any]) -> CompileError:
-    read = [i for i, v in zip(node.input, operands) if isinstance(v, RowCounted)]
-    made = sorted({v.producer for v in operands if isinstance(v, RowCounted)})
-    return CompileError(f"ONNX node {name!r} ({node.op_type}) reads {read}, whose rows are "
-                        f"counted at run time (from {made}); only ops that keep rows as rows "
-                        "(elementwise, Gather of columns or at such indices, Squeeze, "
-                        "Unsqueeze, Slice, Transpose and Concat off axis 0) may read them, "
-                        "and a graph output returns its first rows")
 
 
 def _expanded(importer: _Importer, name: str, node: Any) -> tuple[list[Any], int]:

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ..errors import CompileError
 from .node import OnnxNode
 
 COUNT_SUFFIX = ".count"
@@ -74,3 +75,15 @@ def keeps_rows(n: OnnxNode, counted: Sequence[bool], results: Sequence[Any]) -> 
     if op == "Concat":
         return all(counted) and n.attr("axis") % ranks[0] != 0
     return False
+
+
+def rows_refused(name: str, node: Any, operands: Sequence[Any]) -> CompileError:
+    """The error for ONNX node ``node`` (named ``name``) reading row-counted ``operands``
+    in a way that does not keep rows as rows."""
+    read = [i for i, v in zip(node.input, operands) if isinstance(v, RowCounted)]
+    made = sorted({v.producer for v in operands if isinstance(v, RowCounted)})
+    return CompileError(f"ONNX node {name!r} ({node.op_type}) reads {read}, whose rows are "
+                        f"counted at run time (from {made}); only ops that keep rows as rows "
+                        "(elementwise, Gather of columns or at such indices, Squeeze, "
+                        "Unsqueeze, Slice, Transpose and Concat off axis 0) may read them, "
+                        "and a graph output returns its first rows")
