@@ -120,7 +120,8 @@ def bench_conv(repeat: int, match: tuple[str, ...] = ()) -> None:
         if match and not any(part in name for part in match):
             continue
         n, c, h, w = shape
-        (kh, kw), (sh, sw), (ph, pw), (dh, dw) = map(_pair, (k, stride, pad, dilation))
+        (kh, kw), (sh, sw) = _pair(k), _pair(stride)
+        (ph, pw), (dh, dw) = _pair(pad), _pair(dilation)
         oh, ow = out_size((h, w), (kh, kw), (sh, sw), (ph, pw), (dh, dw))
         rng = np.random.default_rng(0)
         x = rng.standard_normal(shape, np.float32)
