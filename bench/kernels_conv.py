@@ -39,7 +39,13 @@ REAL_CONV_SHAPES = {
 """More layers of the real models (``kernels.CONV_SHAPES``' abbreviations; ocr: PP-OCRv6's
 recognizer) where #19's slowest ones lose: strided convs and stems, batch 1."""
 
-WINDOW_CONV_SHAPES = {
+Window = int | tuple[int, int]
+"""A kernel size, stride, padding or dilation: both axes' or (rows, columns)."""
+
+ConvRow = tuple[tuple[int, int, int, int], int, Window, Window, Window, int, Window]
+"""(input (N, C, H, W), out channels, kernel, stride, padding, groups, dilation)."""
+
+WINDOW_CONV_SHAPES: dict[str, ConvRow] = {
     "mg k1x5 256->512 @1x508": ((1, 256, 1, 512), 512, (1, 5), 1, 0, 1, 1),
     "if k2x2 256->512 @33": ((1, 256, 32, 32), 512, (2, 2), 1, 1, 1, 1),
     "if k2x2 128->256 @65": ((1, 128, 64, 64), 256, (2, 2), 1, 1, 1, 1),
@@ -82,10 +88,6 @@ def conv_call(variant: Variant, x: np.ndarray, weight: np.ndarray, stride: Windo
                                 columns, oh * ow, 0)
 
 
-Window = int | tuple[int, int]
-"""A kernel size, stride, padding or dilation: both axes' or (rows, columns)."""
-
-
 def _pair(value: Window) -> tuple[int, int]:
     return (value, value) if isinstance(value, int) else value
 
@@ -114,7 +116,8 @@ def bench_conv(repeat: int, match: tuple[str, ...] = ()) -> None:
     print(f"{'shape':>24}{'kernel':>8}" + "".join(f"{isa:>9}{'lin-' + isa:>13}{'conv/lin':>9}"
                                                   for isa in variants)
           + f"{'torch-1t':>9}{'target':>8}")
-    rows = {name: (*row, 1) for name, row in {**CONV_SHAPES, **REAL_CONV_SHAPES}.items()}
+    rows: dict[str, ConvRow] = {name: (*row, 1)
+                                for name, row in {**CONV_SHAPES, **REAL_CONV_SHAPES}.items()}
     for name, (shape, out, k, stride, pad, groups, dilation) in {
             **rows, **WINDOW_CONV_SHAPES}.items():
         if match and not any(part in name for part in match):
