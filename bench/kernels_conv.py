@@ -20,6 +20,7 @@ from wasm_kernels.pack import pack_conv_weight, pack_linear_weight
 from wasm_kernels.pack_im2col import (
     columns_per_chunk,
     pack_im2col_weight,
+    packs,
     padded_floats,
     runs_as_gemm,
     scratch_floats,
@@ -84,8 +85,10 @@ def conv_call(variant: Variant, x: np.ndarray, weight: np.ndarray, stride: Windo
         x, pack_im2col_weight(weight, groups), bias,
         np.zeros(scratch_floats(cg * kh * kw, oh * ow), np.float32),
         np.zeros(max(padded, 1), np.float32), y])
-    return "gemm", variant.call("f32_conv2d_gemm", px, pweight, pb, pws, pxp, py, *sizes,
-                                columns, oh * ow, 0)
+    kernel = "f32_conv2d_im2col" if packs(cg, out // groups, (kh, kw), (sh, sw), (oh, ow),
+                                          (dh, dw), (ph, pw) != (0, 0)) else "f32_conv2d_gemm"
+    return "gemm", variant.call(kernel, px, pweight, pb, pws, pxp, py, *sizes, columns,
+                                oh * ow, 0)
 
 
 def _pair(value: Window) -> tuple[int, int]:

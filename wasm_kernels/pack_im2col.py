@@ -82,6 +82,18 @@ def taps(cg: int, og: int, kernel: tuple[int, int], stride: tuple[int, int],
             and og >= SPLIT_ROWS)
 
 
+def packs(cg: int, og: int, kernel: tuple[int, int], stride: tuple[int, int],
+          out: tuple[int, int], dilation: tuple[int, int] = (1, 1), padded: bool = True) -> bool:
+    """Whether ``f32_conv2d_gemm`` packs every chunk of this conv's columns: it neither reads a
+    1x1 conv's input planes in place (no padding, any stride) nor ``taps``. Such a conv runs
+    as ``f32_conv2d_im2col``, the same kernel without those two paths: a third of the code,
+    in which cranelift keeps the instance's context in a register through the tile's loop,
+    where in ``f32_conv2d_gemm`` it reloaded it from the stack before every load (1035
+    instructions per 32 steps of the 5x8 tile against 903: ``bench/tile_code.py``)."""
+    return not ((kernel == (1, 1) and not padded)
+                or taps(cg, og, kernel, stride, out, dilation, padded))
+
+
 def pack_im2col_weight(w: np.ndarray, groups: int) -> np.ndarray:
     """A conv weight (o, c / groups, kh, kw) as the flat float32 array ``f32_conv2d_gemm``
     reads: per group its (o / groups, c / groups * kh * kw) matrix, each tile's (``tiles``)
