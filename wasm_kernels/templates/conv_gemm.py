@@ -24,6 +24,16 @@ whole output rows, each row's pixels a segment whose tiles read the (padded) inp
 every tap (``dense_tile.Taps``, with a pointer per kernel row to its odd columns when phased), and
 only a segment under a panel (where a thread's part starts or ends mid-row) is packed. Where
 the gemm pays is the compiler's choice (``modelc/ops/conv2d.py``).
+
+``f32_conv2d_im2col[_add][_<activation>]`` computes the same with neither in-place path: it
+packs every chunk, and the compiler runs every conv that would (``pack_im2col.packs``) on it.
+NOTE: in ``f32_conv2d_gemm`` (36-51K instructions of machine code) cranelift kept the
+instance's context in a stack slot through the packed tile's loops and loaded it again before
+every load (1035 instructions and 140 stack accesses per 32 steps of the 5x8 tile); in the
+10-14K of ``f32_conv2d_im2col`` it stays in a register (900-920 and 6-26:
+``bench/tile_code.py``), and those convs ran 5-10% faster (bench/README.md). Splitting the
+pointwise and taps paths the same way did not help them: their functions stayed over 20K
+instructions and their loops reloaded as often or more.
 """
 
 from __future__ import annotations
