@@ -49,8 +49,8 @@ def _applies(node: Node) -> bool:
 
 
 class _Rows:
-    """The channels-last rows of NCHW values, made once each, and the NCHW copies made of
-    converted convs' rows (removed at the end where nothing reads them)."""
+    """The channels-last rows of NCHW values, made once each, and the moves to NCHW (of
+    converted convs' rows, or bypassed) that may end up unread: removed at the end."""
 
     def __init__(self, graph: Graph) -> None:
         self.graph = graph
@@ -63,14 +63,20 @@ class _Rows:
         if id(x) in self.of:
             return self.of[id(x)], position
         n, c, h, w = _sizes(x)
-        last = Value(f"{x.name}_last", (n, h, w, c), x.dtype)  # (N, H, W, C)
-        self.graph.insert(position, f"{x.name}_last", "permute", [x], ("input",),
-                          {"dims": (0, 2, 3, 1)}, {}, last)
+        source = x.producer
+        if source is not None and source.op == "permute" and source.attrs["dims"] == (0, 3, 1, 2):
+            last = source.inputs[0]  # x is channels-last data moved to NCHW: read that
+            self.back.append(source)
+        else:
+            last = Value(f"{x.name}_last", (n, h, w, c), x.dtype)  # (N, H, W, C)
+            self.graph.insert(position, f"{x.name}_last", "permute", [x], ("input",),
+                              {"dims": (0, 2, 3, 1)}, {}, last)
+            position += 1
         rows = Value(f"{x.name}_rows", (n, h * w, c), x.dtype)  # (N, H * W, C)
-        self.graph.insert(position + 1, f"{x.name}_rows", "reshape", [last], ("input",),
+        self.graph.insert(position, f"{x.name}_rows", "reshape", [last], ("input",),
                           {"shape": (-1, h * w, c)}, {}, rows)
         self.of[id(x)] = rows
-        return rows, position + 2
+        return rows, position + 1
 
     def convert(self, node: Node) -> None:
         position, named, matrix = detach_conv(self.graph, node)
@@ -99,7 +105,7 @@ class _Rows:
         self.back += [made for made in (out.producer, last.producer) if made is not None]
 
     def drop_unread(self) -> None:
-        """Remove the NCHW copies that no node or graph output reads."""
+        """Remove the moves to NCHW that no node or graph output reads."""
         outputs = {id(v) for v in self.graph.outputs.values()}
         for node in self.back:
             if not node.output.users and id(node.output) not in outputs:

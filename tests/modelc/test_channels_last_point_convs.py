@@ -2,7 +2,8 @@
 transposed once at a chain's entry and once at its exit, against eager nn (and torch) on
 every kernel provider and on two threads: an SVTR-like block (depthwise, conv + gelu, conv +
 the block's input), two convs sharing their input with a converted conv's output also a
-graph output, and the convs the rule leaves to the conv kernels."""
+graph output, a channels-last input permuted to NCHW, and the convs the rule leaves to the
+conv kernels."""
 
 from __future__ import annotations
 
@@ -49,6 +50,10 @@ CASES = {
     "svtr_block_batch": (Lambda(_svtr_block), _x(2, 64, 6, 8),
                          {"input0": {0: ("batch", 1, 3)}}, 2, 2),
     "shared_input": (Lambda(_shared_input), _x(1, 64, 3, 20), {}, 4, 3),
+    # a channels-last input moved to NCHW: the conv reads it as it is
+    "channels_last_input": (Lambda(lambda x: F.relu(F.conv2d(F.permute(x, (0, 3, 1, 2)),
+                                                             EXPAND, BIAS))),
+                            _x(1, 5, 8, 64), {}, 1, 1),
 }
 
 
