@@ -13,7 +13,8 @@ of 1x1 convs (conv -> gelu -> conv + residual in SVTR and LCNet blocks) transpos
 its entry and once at its exit.
 
 It applies to a conv2d with a constant float32 weight, a 1x1 kernel, stride 1, no padding,
-no groups, an output plane of at most ``MOST_PIXELS`` pixels and ``LEAST_WORK``. It runs after
+no groups, an output plane of at most ``MOST_PIXELS`` pixels and ``LEAST_WORK``, in a chain
+of such convs (``_chained``). It runs after
 ``fuse_epilogues``: the ``linear`` family fuses the same epilogues as the conv kernels.
 """
 
@@ -64,7 +65,7 @@ class _Rows:
             return self.of[id(x)], position
         n, c, h, w = _sizes(x)
         source = x.producer
-        if source is not None and source.op == "permute" and source.attrs["dims"] == (0, 3, 1, 2):
+        if source is not None and _from_channels_last(x):
             last = source.inputs[0]  # x is channels-last data moved to NCHW: read that
             self.back.append(source)
         else:
@@ -119,10 +120,33 @@ def _sizes(x: Value) -> tuple[Dim, int, int, int]:
     return n, c, h, w
 
 
+def _from_channels_last(x: Value) -> bool:
+    source = x.producer
+    return source is not None and source.op == "permute" and source.attrs["dims"] == (0, 3, 1, 2)
+
+
+def _chained(convs: list[Node]) -> list[Node]:
+    """The convs among ``convs`` that share a value with another of them (one's output is
+    another's input or residual, or two read one input) or read channels-last data: a lone
+    1x1 conv between two depthwise convs (PP-LCNet's blocks) would pay both transposes for
+    itself, which measured no faster than the pointwise kernel."""
+    made = {id(node.output) for node in convs}
+    readers: dict[int, int] = {}
+    for node in convs:
+        key = id(node.named_inputs()["input"])
+        readers[key] = readers.get(key, 0) + 1
+    read = {id(v) for node in convs for name, v in node.named_inputs().items()
+            if name in ("input", "residual")}
+    return [node for node in convs
+            if id(node.output) in read or readers[id(node.named_inputs()["input"])] > 1
+            or any(id(v) in made for name, v in node.named_inputs().items()
+                   if name in ("input", "residual"))
+            or _from_channels_last(node.named_inputs()["input"])]
+
+
 def channels_last_point_convs(graph: Graph) -> Graph:
     rows = _Rows(graph)
-    for node in [n for n in graph.nodes if n.op == "conv2d"]:
-        if _applies(node):
-            rows.convert(node)
+    for node in _chained([n for n in graph.nodes if n.op == "conv2d" and _applies(n)]):
+        rows.convert(node)
     rows.drop_unread()
     return graph

@@ -3,7 +3,7 @@ transposed once at a chain's entry and once at its exit, against eager nn (and t
 every kernel provider and on two threads: an SVTR-like block (depthwise, conv + gelu, conv +
 the block's input), two convs sharing their input with a converted conv's output also a
 graph output, a channels-last input permuted to NCHW, and the convs the rule leaves to the
-conv kernels."""
+conv kernels (large planes, little work, a lone conv)."""
 
 from __future__ import annotations
 
@@ -116,9 +116,18 @@ def test_chains_transpose_at_their_ends_only(name: str) -> None:
                for n in graph.nodes if n.op == "conv2d")
 
 
-@pytest.mark.parametrize("shape, weight", [((1, 64, 24, 24), EXPAND),  # 576 pixels
-                                           ((1, 3, 6, 8), _x(4, 3, 1, 1))])  # 12 per pixel
-def test_large_planes_and_little_work_stay_convs(shape, weight) -> None:  # type: ignore[no-untyped-def]
-    model = Lambda(lambda x: F.relu(F.conv2d(x, weight, None)))
+@pytest.mark.parametrize("shape, first, second", [
+    ((1, 64, 24, 24), EXPAND, SHRINK),  # 576 pixels
+    ((1, 3, 6, 8), _x(4, 3, 1, 1), _x(3, 4, 1, 1))])  # 12 multiply-adds a pixel
+def test_large_planes_and_little_work_stay_convs(shape, first, second) -> None:  # type: ignore[no-untyped-def]
+    model = Lambda(lambda x: F.conv2d(F.relu(F.conv2d(x, first, None)), second, None))
     graph = optimize(modelc.trace(model, (_x(*shape),)), PIPELINE)
-    assert [n.op for n in graph.nodes] == ["conv2d"]
+    assert [n.op for n in graph.nodes] == ["conv2d", "conv2d"]
+
+
+def test_a_lone_conv_between_depthwise_convs_stays_a_conv() -> None:
+    wide = _x(256, 1, 3, 3)
+    model = Lambda(lambda x: F.conv2d(F.conv2d(F.conv2d(x, DEPTHWISE, None, padding=1, groups=64),
+                                               EXPAND, None), wide, None, padding=1, groups=256))
+    graph = optimize(modelc.trace(model, (_x(1, 64, 6, 8),)), PIPELINE)
+    assert [n.op for n in graph.nodes] == ["conv2d"] * 3
