@@ -4,14 +4,14 @@
 
 The conv gemm (``f32_conv2d_gemm``, output channels as its rows) against the same layer
 built from the kernels the integer conv already uses (``modelc/ops/qconv2d.py``): the NCHW
-input transposed to channels-last (``f32_transpose``), its window rows (pixels, kh * kw * c)
-built by ``qu8_im2col`` on 4-byte taps (a padding tap is four zero bytes, 0.0), the
-``f32_linear_bias`` product with the weight as its packed (o, kh * kw * c) matrix (pixels
-as the rows), and the (pixels, o) result transposed back to NCHW. Every step is timed in
-the layer (``tp``); ``lin`` is the product alone. Both outputs are checked against each
-other. Shapes: ``kernels.CONV_SHAPES`` and ``kernels_conv.REAL_CONV_SHAPES`` plus the deep
-layers of open_nsfw and ResNet-50; thread CPU time, interleaved rounds, median ratios
-(``kernels.py``'s rules).
+input transposed to channels-last (the strided ``f32_mul`` by 1.0, as ``permute`` and the
+lowering move floats), its window rows (pixels, kh * kw * c) built by ``qu8_im2col`` on
+4-byte taps (a padding tap is four zero bytes, 0.0), the ``f32_linear_bias`` product with
+the weight as its packed (o, kh * kw * c) matrix (pixels as the rows), and the (pixels, o)
+result transposed back to NCHW. Every step is timed in the layer (``tp``); ``lin`` is the
+product alone. Both outputs are checked against each other. Shapes: ``kernels.CONV_SHAPES``
+and ``kernels_conv.REAL_CONV_SHAPES`` plus the deep layers of open_nsfw and ResNet-50;
+thread CPU time, interleaved rounds, median ratios (``kernels.py``'s rules).
 """
 
 from __future__ import annotations
@@ -58,17 +58,22 @@ def transposed_calls(variant: Variant, x: np.ndarray, weight: np.ndarray, bias: 
     pixels, depth = n * oh * ow, c * k * k
     rows = weight.transpose(0, 2, 3, 1).reshape(o, depth)  # (o, kh kw c): im2col's order
     pointwise = (k, stride, pad) == (1, 1, 0)
-    px, pzero, pxt, pa, pw, pb, pc, pwa, py = variant.place(
+    px, pzero, pxt, pa, pw, pb, pc, pwa, py, pone = variant.place(
         [x, np.zeros(16, np.uint8), np.zeros(x.size, np.float32),
          np.zeros(pixels * depth, np.float32), pack_linear_weight(rows), bias,
          np.zeros(pixels * o, np.float32), np.zeros(pixels * depth, np.float32),
-         np.zeros(pixels * o, np.float32)], after=True)
-    calls = [variant.call("f32_transpose", px, pa if pointwise else pxt, n, c, h * w)]
+         np.zeros(pixels * o, np.float32), np.ones(1, np.float32)], after=True)
+
+    def transpose(source: int, target: int, rows: int, cols: int) -> Call:
+        # (n, rows, cols) -> (n, cols, rows) as the lowering moves it: the strided f32_mul by 1
+        return variant.call("f32_mul", source, pone, target, 1, n, cols, rows,
+                            0, rows * cols, 1, cols, 0, 0, 0, 0)
+    calls = [transpose(px, pa if pointwise else pxt, c, h * w)]
     if not pointwise:
         calls.append(variant.call("qu8_im2col", pxt, pzero, pa, n, 4 * c, h, w, oh, ow, k, k,
                                   stride, stride, pad, pad, 1, 1))
     product = variant.call("f32_linear_bias", pa, pw, pb, pc, pwa, pixels, depth, o)
-    calls += [product, variant.call("f32_transpose", pc, py, n, oh * ow, o)]
+    calls += [product, transpose(pc, py, oh * ow, o)]
 
     def output() -> np.ndarray:
         view = np.ctypeslib.as_array(variant.memory.data_ptr(variant.store),

@@ -6,6 +6,7 @@ from collections.abc import Callable
 
 from ..graph import Graph
 from .chain_max_pools import chain_max_pools
+from .channels_last_point_convs import channels_last_point_convs
 from .compose_permutes import compose_permutes
 from .eliminate_dead_code import eliminate_dead_code
 from .expand_powers import expand_powers
@@ -61,6 +62,7 @@ PIPELINE: tuple[Pass, ...] = (
     compose_permutes,      # permute chains into one permute; identities removed
     split_permutes,        # a permute of over 4 unmergeable axes: block moves of <= 4 each
     fuse_epilogues,        # relu & co. into the producing gemm
+    channels_last_point_convs,  # 1x1 convs on small planes: linears over channels-last rows
     fuse_attention,        # head permutes, scores (+ mask), softmax, @ v: one head_attention
     winograd_convs,        # dense 3x3 stride-1 convs as Winograd F(2x2) / F(4x4, 3x3)
     materialize_outputs,   # a constant graph output copied into the arena
@@ -76,11 +78,11 @@ def optimize(graph: Graph, pipeline: tuple[Pass, ...] = PIPELINE) -> Graph:
     return graph
 
 
-__all__ = ["PIPELINE", "chain_max_pools", "compose_permutes", "eliminate_dead_code",
-           "expand_powers", "flush_subnormal_weights", "fold_affine", "fold_batchnorm",
-           "fold_constants", "fold_dequantize_scales", "fold_gathered_unary", "fold_linear_bias",
-           "fold_scales", "frame_strided_convs", "fuse_attention", "fuse_epilogues",
-           "gather_one_hot", "infer_shapes", "linear_point_convs", "materialize_outputs",
-           "merge_duplicates", "optimize", "phase_conv_transposes", "plan_memory",
-           "recognize_composites", "recognize_layer_norm", "remove_no_ops", "softmax_last_axis",
-           "split_permutes", "winograd_convs"]
+__all__ = ["PIPELINE", "chain_max_pools", "channels_last_point_convs", "compose_permutes",
+           "eliminate_dead_code", "expand_powers", "flush_subnormal_weights", "fold_affine",
+           "fold_batchnorm", "fold_constants", "fold_dequantize_scales", "fold_gathered_unary",
+           "fold_linear_bias", "fold_scales", "frame_strided_convs", "fuse_attention",
+           "fuse_epilogues", "gather_one_hot", "infer_shapes", "linear_point_convs",
+           "materialize_outputs", "merge_duplicates", "optimize", "phase_conv_transposes",
+           "plan_memory", "recognize_composites", "recognize_layer_norm", "remove_no_ops",
+           "softmax_last_axis", "split_permutes", "winograd_convs"]

@@ -27,10 +27,15 @@ def _hardswish_as_paddle_exports_it(h):  # paddle2onnx: Add, Clip, Mul, Div
     return h * F.relu6(h + 3.0) / 6.0
 
 
+def _hardswish_as_hard_sigmoid_times_x(h):  # ONNX HardSigmoid(1/6, 0.5) * x, imported
+    return F.minimum(F.maximum(h * float(np.float32(1 / 6)) + 0.5, 0.0), 1.0) * h
+
+
 @pytest.mark.parametrize("name, fn", [("gelu", F.gelu), ("gelu", _gelu_as_onnx_exports_it),
                                       ("silu", F.silu), ("relu6", F.relu6),
                                       ("hardswish", F.hardswish),
-                                      ("hardswish", _hardswish_as_paddle_exports_it)])
+                                      ("hardswish", _hardswish_as_paddle_exports_it),
+                                      ("hardswish", _hardswish_as_hard_sigmoid_times_x)])
 def test_composite_becomes_one_node_then_fuses_into_the_gemm(name, fn):
     model = Act(fn).eval()
     graph = recognize_composites(modelc.trace(model, (np.zeros((2, 6), np.float32),)))
