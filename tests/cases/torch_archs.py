@@ -88,23 +88,36 @@ class GPT2(nn.Module):
     """Token and learned position embeddings, pre-LN blocks, the head tied to the tokens."""
 
     def __init__(self, vocab: int = 64, d: int = 32, heads: int = 4, layers: int = 2,
-                 max_len: int = 32, with_past: bool = False):
+                 max_len: int = 32):
         super().__init__()
-        self.with_past = with_past
         self.wte, self.wpe = nn.Embedding(vocab, d), nn.Embedding(max_len, d)
         self.h = nn.ModuleList(GPT2Block(d, heads) for _ in range(layers))
         self.ln_f = nn.LayerNorm(d)
 
-    def forward(self, input_ids, *past_kv):
+    def decode(self, input_ids, past_kv: list[torch.Tensor]):
+        """Logits and each layer's present keys and values after ``past_kv`` (keys and values
+        of layer 0, then layer 1, ...; empty: no past)."""
         t = input_ids.shape[1]
         p = past_kv[0].shape[2] if past_kv else 0
         x = self.wte(input_ids) + self.wpe(torch.arange(p, p + t))
-        presents = []
+        presents: list[torch.Tensor] = []
         for i, block in enumerate(self.h):
             x, present = block(x, (past_kv[2 * i], past_kv[2 * i + 1]) if past_kv else None)
             presents += present
-        logits = self.ln_f(x) @ self.wte.weight.T  # (B, T, vocab)
-        return (logits, *presents) if self.with_past else logits
+        return self.ln_f(x) @ self.wte.weight.T, presents  # (B, T, vocab)
+
+    def forward(self, input_ids):
+        return self.decode(input_ids, [])[0]
+
+
+class GPT2WithPast(GPT2):
+    """GPT-2 as exported for generation: the past keys and values of two layers in, the
+    presents out."""
+
+    def forward(self, input_ids, past_key_0, past_value_0, past_key_1, past_value_1):
+        logits, presents = self.decode(input_ids,
+                                       [past_key_0, past_value_0, past_key_1, past_value_1])
+        return (logits, *presents)
 
 
 class RMSNorm(nn.Module):
@@ -503,7 +516,7 @@ _PRESENTS = tuple(f"present_{kind}_{i}" for i in range(2) for kind in ("key", "v
 
 ARCHS: dict[str, Arch] = {
     "gpt2": Arch(GPT2, lambda rng: {"input_ids": rng.integers(0, 64, (2, 7))}, ("logits",)),
-    "gpt2_past": Arch(lambda: GPT2(with_past=True), _gpt2_past_inputs, ("logits", *_PRESENTS)),
+    "gpt2_past": Arch(GPT2WithPast, _gpt2_past_inputs, ("logits", *_PRESENTS)),
     "llama": Arch(LlamaBlock, _floats(x=(2, 7, 32))),
     "whisper_encoder": Arch(WhisperEncoder, _floats(mel=(2, 16, 32))),
     "convnext": Arch(ConvNeXt, _floats(x=(2, 3, 32, 32))),
