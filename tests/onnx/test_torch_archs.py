@@ -25,19 +25,10 @@ from torch_archs import ARCHS  # noqa: E402  (it imports torch)
 EXPORTERS = ("dynamo", "torchscript17")
 BATCH = ("batch", 1, 4)
 
-_SDPA_MERGE = ("reshape ['batch', 4, {t}, 8] -> [-1, {t}, 8]: cannot infer -1 (onnxscript's "
-               "scaled_dot_product_attention merges the batch and head axes to transpose the "
-               "keys; the IR has no products of symbolic dims)")
 REFUSED: dict[tuple[str, str, str], str] = {
-    ("gpt2", "dynamo", "symbolic"): _SDPA_MERGE.format(t=7),
-    ("gpt2_past", "dynamo", "symbolic"): _SDPA_MERGE.format(t=3),
-    ("llama", "dynamo", "symbolic"): _SDPA_MERGE.format(t=7),
-    ("whisper_encoder", "dynamo", "symbolic"): _SDPA_MERGE.format(t=16),
-    ("vit", "dynamo", "symbolic"): _SDPA_MERGE.format(t=17),
-    **{("t5_" + part, exporter, "symbolic"): "Range up to symbolic dim 'seq' is not supported "
-       "(the relative positions over a symbolic sequence; input_shapes fixes it)"
-       for part in ("encoder", "decoder") for exporter in EXPORTERS},
-}
+    (name, exporter, "symbolic"): "Range up to symbolic dim 'seq' is not supported (the "
+    "relative positions over a symbolic sequence; input_shapes fixes it)"
+    for name in ("t5_encoder", "t5_decoder") for exporter in EXPORTERS}
 """(architecture, exporter, batch) -> the refusal it meets today (a strict xfail, so a fix
 shows)."""
 
