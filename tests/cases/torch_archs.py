@@ -1,6 +1,6 @@
 """Small PyTorch definitions of architectures people export to ONNX today, with random
 seeded weights and a few layers each: a GPT-2-style causal decoder (with and without past
-keys and values), a LLaMA-style block, a Whisper-style audio encoder, ConvNeXt blocks, an
+keys and values, and over a left-padded batch), a LLaMA-style block, a Whisper-style audio encoder, ConvNeXt blocks, an
 EfficientNet MBConv with squeeze-excite, a YOLOv8-style detector, a small U-Net with a time
 embedding, a T5-style attention with relative position buckets, and a ViT with a class token.
 
@@ -55,12 +55,15 @@ class CausalSelfAttention(nn.Module):
         self.heads = heads
         self.c_attn, self.c_proj = nn.Linear(d, 3 * d), nn.Linear(d, d)
 
-    def forward(self, x, past: tuple[torch.Tensor, torch.Tensor] | None = None):
+    def forward(self, x, past: tuple[torch.Tensor, torch.Tensor] | None = None,
+                bias: torch.Tensor | None = None):
         b, t, c = x.shape
         q, k, v = self.c_attn(x).split(c, dim=2)
         q, k, v = (z.view(b, t, self.heads, c // self.heads).transpose(1, 2)
                    for z in (q, k, v))  # (B, nh, T, hs)
-        if past is None:
+        if bias is not None:
+            y = F.scaled_dot_product_attention(q, k, v, attn_mask=bias)
+        elif past is None:
             y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
         else:
             k, v = torch.cat([past[0], k], dim=2), torch.cat([past[1], v], dim=2)
@@ -78,8 +81,8 @@ class GPT2Block(nn.Module):
         self.mlp = nn.Sequential(nn.Linear(d, 4 * d), nn.GELU(approximate="tanh"),
                                  nn.Linear(4 * d, d))
 
-    def forward(self, x, past=None):
-        y, present = self.attn(self.ln_1(x), past)
+    def forward(self, x, past=None, bias=None):
+        y, present = self.attn(self.ln_1(x), past, bias)
         x = x + y
         return x + self.mlp(self.ln_2(x)), present
 
@@ -108,6 +111,22 @@ class GPT2(nn.Module):
 
     def forward(self, input_ids):
         return self.decode(input_ids, [])[0]
+
+
+class GPT2WithMask(GPT2):
+    """GPT-2 as transformers runs a padded batch: positions counted along the attention mask
+    (``cumsum``), and the padding mask and the causal one merged into an additive bias."""
+
+    def forward(self, input_ids, attention_mask):
+        t = input_ids.shape[1]
+        positions = (attention_mask.cumsum(-1) - 1).masked_fill(attention_mask == 0, 1)
+        x = self.wte(input_ids) + self.wpe(positions)
+        causal = torch.ones(t, t, dtype=torch.bool).tril()
+        keep = causal[None, None] & attention_mask[:, None, None, :].bool()  # (B, 1, T, T)
+        bias = torch.where(keep, 0.0, torch.finfo(torch.float32).min)
+        for block in self.h:
+            x = block(x, None, bias)[0]
+        return self.ln_f(x) @ self.wte.weight.T  # (B, T, vocab)
 
 
 class GPT2WithPast(GPT2):
@@ -492,6 +511,12 @@ def _gpt2_past_inputs(rng: np.random.Generator) -> dict[str, np.ndarray]:
     return inputs
 
 
+def _gpt2_masked_inputs(rng: np.random.Generator) -> dict[str, np.ndarray]:
+    mask = np.ones((2, 7), np.int64)
+    mask[0, :3] = 0  # left padding, as for generation
+    return {"input_ids": rng.integers(0, 64, (2, 7)), "attention_mask": mask}
+
+
 def _unet_inputs(rng: np.random.Generator) -> dict[str, np.ndarray]:
     return {"x": rng.standard_normal((2, 4, 16, 16)).astype(np.float32),
             "t": rng.uniform(0, 1000, 2).astype(np.float32)}
@@ -516,6 +541,7 @@ _PRESENTS = tuple(f"present_{kind}_{i}" for i in range(2) for kind in ("key", "v
 
 ARCHS: dict[str, Arch] = {
     "gpt2": Arch(GPT2, lambda rng: {"input_ids": rng.integers(0, 64, (2, 7))}, ("logits",)),
+    "gpt2_masked": Arch(GPT2WithMask, _gpt2_masked_inputs, ("logits",)),
     "gpt2_past": Arch(GPT2WithPast, _gpt2_past_inputs, ("logits", *_PRESENTS)),
     "llama": Arch(LlamaBlock, _floats(x=(2, 7, 32))),
     "whisper_encoder": Arch(WhisperEncoder, _floats(mel=(2, 16, 32))),
