@@ -26,8 +26,8 @@ EXPORTERS = ("dynamo", "torchscript17")
 BATCH = ("batch", 1, 4)
 
 REFUSED: dict[tuple[str, str, str], str] = {
-    (name, exporter, "symbolic"): "Range up to symbolic dim 'seq' is not supported (the "
-    "relative positions over a symbolic sequence; input_shapes fixes it)"
+    (name, exporter, "symbolic"): "Range up to symbolic dim 'seq' (dynamo: 's<N>') is not "
+    "supported: the relative positions over a symbolic sequence; input_shapes fixes it"
     for name in ("t5_encoder", "t5_decoder") for exporter in EXPORTERS}
 """(architecture, exporter, batch) -> the refusal it meets today (a strict xfail, so a fix
 shows)."""
