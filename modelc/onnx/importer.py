@@ -24,6 +24,7 @@ from ..graph import Dim, Graph, Guard, Value
 from ..trace import DynamicSpec, SymbolicTensor, Tracer
 from . import (
     functions,
+    merged_transpose,
     ops_activation,
     ops_bitshift,
     ops_control,
@@ -57,7 +58,8 @@ OPS = {**ops_activation.OPS, **ops_layout.OPS, **ops_math.OPS, **ops_nn.OPS, **o
        **ops_roi_align.OPS, **ops_deform_conv.OPS}
 """Every supported ONNX op type (default domain) and its import function."""
 DOMAIN_OPS: dict[str, dict[str, Any]] = {"com.microsoft": ops_quantized.MICROSOFT,
-                                         set_value.DOMAIN: set_value.OPS}
+                                         set_value.DOMAIN: {**set_value.OPS,
+                                                            **merged_transpose.OPS}}
 """Supported ops of other domains (onnxruntime's contrib ops, and the importer's own rewrites),
 by domain."""
 OPSETS = (9, 23)
@@ -434,6 +436,7 @@ def from_onnx(model: Any, input_shapes: Mapping[str, Sequence[int]] | None = Non
         ImportError: the ``onnx`` package is not installed.
     """
     proto = set_value.fold_set_value(fold_qdq(upgrade(_load(model), OPSETS[0], CONVERTED)))
+    proto = merged_transpose.fold_merged_transposes(proto)
     check_supported(proto)
     graph = Graph()
     importer = _Importer(proto, graph, _opset(proto))

@@ -99,13 +99,29 @@ def _unary(fn: Callable[[Any], Any]) -> OpFn:
     return lambda n: fn(n.input(0))
 
 
+def _no_dim_arithmetic(n: OnnxNode, a: Any, b: Any) -> tuple[Any, Any]:
+    """``a`` and ``b``, refused where numpy would add dim names as strings (``'past' +
+    'seq'``) or repeat one (``'batch' * 4``) in a known shape value."""
+    if n.op_type not in ("Add", "Mul", "Sum", "Mean") or not is_known(a, b) or all(
+            np.asarray(v).dtype != object for v in (a, b)):
+        return a, b
+    pairs = zip(*(v.reshape(-1).tolist() for v in np.broadcast_arrays(
+        np.asarray(a, object), np.asarray(b, object))))
+    for x, y in pairs:
+        names = [v for v in (x, y) if isinstance(v, str)]
+        if len(names) == 2 or (names and n.op_type == "Mul" and 1 not in (x, y)):
+            raise n.error(f"{n.op_type} of symbolic dims {x!r} and {y!r} is not supported "
+                          "(the IR has no dim arithmetic); fix them with input_shapes")
+    return a, b
+
+
 def _binary(fn: Callable[[Any, Any], Any]) -> OpFn:
-    return lambda n: fn(*operands(n.input(0), n.input(1)))
+    return lambda n: fn(*operands(*_no_dim_arithmetic(n, n.input(0), n.input(1))))
 
 
 def _variadic(fn: Callable[[Any, Any], Any]) -> OpFn:
     def run(n: OnnxNode) -> Any:
-        out = functools.reduce(lambda a, b: fn(*operands(a, b)),
+        out = functools.reduce(lambda a, b: fn(*operands(*_no_dim_arithmetic(n, a, b))),
                                [n.input(i) for i in range(len(n.inputs))])
         return F.div(out, float(len(n.inputs))) if n.op_type == "Mean" else out
     return run

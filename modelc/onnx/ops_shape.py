@@ -240,7 +240,8 @@ def eye_like(n: OnnxNode) -> np.ndarray:
 
 def expand(n: OnnxNode) -> Any:
     """Expand (bidirectional broadcast): adding zeros of the target shape (bools: ``!=
-    False``); a symbolic target dim must already be the input's."""
+    False``); a symbolic target dim the input lacks takes zeros made at run time (a ViT's
+    class token expanded to the batch)."""
     x, target = n.input(0), dims(n.known(1, "shape"))
     if is_known(x) and all(isinstance(d, int) for d in target):
         return x * np.ones(target, dtype=x.dtype)
@@ -248,8 +249,12 @@ def expand(n: OnnxNode) -> Any:
     have = [1] * (rank - len(x.shape)) + list(x.shape)
     want = [1] * (rank - len(target)) + target
     if any(isinstance(w, str) and h != w for h, w in zip(have, want)) or is_known(x):
-        raise n.error(f"cannot expand {list(x.shape)} to {target}: a symbolic target dim "
-                      "must already be the input's")
+        if x.dtype == bool or any(isinstance(w, str) and h not in (1, w)
+                                  for h, w in zip(have, want)):
+            raise n.error(f"cannot expand {list(x.shape)} to {target}: a symbolic target "
+                          "dim must be the input's or broadcast from 1 (not of bools)")
+        size: Any = [h if isinstance(h, str) else w for h, w in zip(have, want)]
+        return F.add(x, F.full(size, 0, x.dtype))
     zeros = np.zeros([w if isinstance(w, int) else 1 for w in want], dtype=x.dtype)
     if zeros.size == 1 and zeros.ndim <= len(x.shape):
         return x
@@ -282,10 +287,13 @@ def pad(n: OnnxNode) -> Any:
 def range_(n: OnnxNode) -> np.ndarray:
     start, limit, delta = (n.known(i, name) for i, name in
                            enumerate(("start", "limit", "delta")))
-    if start.dtype == object or limit.dtype == object:
+    if any(isinstance(v, str) for v in (*dims(start), *dims(limit))):
         raise n.error(f"Range up to symbolic dim {limit.tolist()!r} is not supported; fix it "
                       "with input_shapes")
-    return np.arange(start.item(), limit.item(), delta.item(), dtype=start.dtype)
+    # NOTE: a fixed dim read from a shape that names other dims is an int in an object array
+    bounds = [v.item() if v.dtype != object else int(v.item()) for v in (start, limit, delta)]
+    dtype = next((v.dtype for v in (start, limit, delta) if v.dtype != object), np.int64)
+    return np.arange(*bounds, dtype=dtype)
 
 
 def tile(n: OnnxNode) -> Any:

@@ -109,3 +109,23 @@ def test_integer_reduce_min_is_refused():
     with pytest.raises(modelc.CompileError, match=r"'m' \(ReduceMin\): ValueError: ReduceMin "
                                                   r"of int32 tensors is not supported"):
         modelc.from_onnx(model)
+
+
+@pytest.mark.parametrize(("op", "second", "shown"), [("Add", "s", "'seq'"), ("Mul", "four", "4")])
+def test_arithmetic_on_symbolic_dims_is_refused(op, second, shown):
+    """numpy would concatenate the names ('past' + 'seq', GPT-2's positions after a past of
+    symbolic length) or repeat one ('past' * 4); a name times 1 stays the name."""
+    index = numpy_helper.from_array(np.array([2], np.int64), "two")
+    four = numpy_helper.from_array(np.array([4], np.int64), "four")
+    nodes = [helper.make_node("Shape", ["past"], ["ps"]),
+             helper.make_node("Gather", ["ps", "two"], ["p"]),
+             helper.make_node("Shape", ["x"], ["xs"]),
+             helper.make_node("Gather", ["xs", "two"], ["s"]),
+             helper.make_node(op, ["p", second], ["n"], name="grow"),
+             helper.make_node("ConstantOfShape", ["n"], ["y"])]
+    model = _model(nodes, [_info("past", TensorProto.FLOAT, [1, 1, "past"]),
+                           _info("x", TensorProto.FLOAT, [1, 1, "seq"])],
+                   [_info("y", TensorProto.FLOAT, None)], [index, four])
+    with pytest.raises(modelc.CompileError, match=rf"'grow' \({op}\): {op} of symbolic dims "
+                                                  rf"'past' and {shown} is not supported"):
+        modelc.from_onnx(model)

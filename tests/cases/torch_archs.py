@@ -1,0 +1,556 @@
+"""Small PyTorch definitions of architectures people export to ONNX today, with random
+seeded weights and a few layers each: a GPT-2-style causal decoder (with and without past
+keys and values, and over a left-padded batch), a LLaMA-style block, a Whisper-style audio encoder, ConvNeXt blocks, an
+EfficientNet MBConv with squeeze-excite, a YOLOv8-style detector, a small U-Net with a time
+embedding, a T5-style attention with relative position buckets, and a ViT with a class token.
+
+Each follows the reference implementation's spelling of its ops (slicing and ``cat`` for the
+rotary embedding, ``repeat_interleave`` for grouped-query attention, ``permute`` around a
+channels-last LayerNorm, ``scaled_dot_product_attention`` where the real models call it), so
+the ONNX exporters meet the patterns they meet on the real models. ``ARCHS`` names them with
+their example inputs, shared by ``tests/onnx/test_torch_archs.py``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+Inputs = Callable[[np.random.Generator], dict[str, np.ndarray]]
+
+
+def _randomize_norms(model: nn.Module) -> nn.Module:
+    """Non-trivial running statistics and affine parameters, so folding them is tested."""
+    for module in model.modules():
+        if isinstance(module, nn.BatchNorm2d):
+            module.running_mean.uniform_(-0.5, 0.5)
+            module.running_var.uniform_(0.5, 2.0)
+        if isinstance(module, (nn.BatchNorm2d, nn.GroupNorm, nn.LayerNorm)):
+            module.weight.data.uniform_(0.5, 1.5)
+            module.bias.data.uniform_(-0.5, 0.5)
+    return model.eval()
+
+
+def _sinusoids(length: int, channels: int) -> torch.Tensor:
+    """Whisper's fixed positional table: sin in the first half of the channels, cos in the
+    second, at log-spaced timescales up to 10,000."""
+    increment = math.log(10000) / (channels // 2 - 1)
+    inv_timescales = torch.exp(-increment * torch.arange(channels // 2))
+    scaled = torch.arange(length)[:, None] * inv_timescales[None, :]  # (T, C/2)
+    return torch.cat([torch.sin(scaled), torch.cos(scaled)], dim=1)
+
+
+class CausalSelfAttention(nn.Module):
+    """GPT-2's attention: one fused qkv projection, heads split by view, past keys and values
+    concatenated in front, a causal mask offset by the past length."""
+
+    def __init__(self, d: int, heads: int):
+        super().__init__()
+        self.heads = heads
+        self.c_attn, self.c_proj = nn.Linear(d, 3 * d), nn.Linear(d, d)
+
+    def forward(self, x, past: tuple[torch.Tensor, torch.Tensor] | None = None,
+                bias: torch.Tensor | None = None):
+        b, t, c = x.shape
+        q, k, v = self.c_attn(x).split(c, dim=2)
+        q, k, v = (z.view(b, t, self.heads, c // self.heads).transpose(1, 2)
+                   for z in (q, k, v))  # (B, nh, T, hs)
+        if bias is not None:
+            y = F.scaled_dot_product_attention(q, k, v, attn_mask=bias)
+        elif past is None:
+            y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        else:
+            k, v = torch.cat([past[0], k], dim=2), torch.cat([past[1], v], dim=2)
+            p = k.shape[2] - t
+            mask = torch.ones(t, p + t, dtype=torch.bool).tril(diagonal=p)  # (T, P+T)
+            y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+        return self.c_proj(y.transpose(1, 2).reshape(b, t, c)), (k, v)
+
+
+class GPT2Block(nn.Module):
+    def __init__(self, d: int, heads: int):
+        super().__init__()
+        self.ln_1, self.ln_2 = nn.LayerNorm(d), nn.LayerNorm(d)
+        self.attn = CausalSelfAttention(d, heads)
+        self.mlp = nn.Sequential(nn.Linear(d, 4 * d), nn.GELU(approximate="tanh"),
+                                 nn.Linear(4 * d, d))
+
+    def forward(self, x, past=None, bias=None):
+        y, present = self.attn(self.ln_1(x), past, bias)
+        x = x + y
+        return x + self.mlp(self.ln_2(x)), present
+
+
+class GPT2(nn.Module):
+    """Token and learned position embeddings, pre-LN blocks, the head tied to the tokens."""
+
+    def __init__(self, vocab: int = 64, d: int = 32, heads: int = 4, layers: int = 2,
+                 max_len: int = 32):
+        super().__init__()
+        self.wte, self.wpe = nn.Embedding(vocab, d), nn.Embedding(max_len, d)
+        self.h = nn.ModuleList(GPT2Block(d, heads) for _ in range(layers))
+        self.ln_f = nn.LayerNorm(d)
+
+    def decode(self, input_ids, past_kv: list[torch.Tensor]):
+        """Logits and each layer's present keys and values after ``past_kv`` (keys and values
+        of layer 0, then layer 1, ...; empty: no past)."""
+        t = input_ids.shape[1]
+        p = past_kv[0].shape[2] if past_kv else 0
+        x = self.wte(input_ids) + self.wpe(torch.arange(p, p + t))
+        presents: list[torch.Tensor] = []
+        for i, block in enumerate(self.h):
+            x, present = block(x, (past_kv[2 * i], past_kv[2 * i + 1]) if past_kv else None)
+            presents += present
+        return self.ln_f(x) @ self.wte.weight.T, presents  # (B, T, vocab)
+
+    def forward(self, input_ids):
+        return self.decode(input_ids, [])[0]
+
+
+class GPT2WithMask(GPT2):
+    """GPT-2 as transformers runs a padded batch: positions counted along the attention mask
+    (``cumsum``), and the padding mask and the causal one merged into an additive bias."""
+
+    def forward(self, input_ids, attention_mask):
+        t = input_ids.shape[1]
+        positions = (attention_mask.cumsum(-1) - 1).masked_fill(attention_mask == 0, 1)
+        x = self.wte(input_ids) + self.wpe(positions)
+        causal = torch.ones(t, t, dtype=torch.bool).tril()
+        keep = causal[None, None] & attention_mask[:, None, None, :].bool()  # (B, 1, T, T)
+        bias = torch.where(keep, 0.0, torch.finfo(torch.float32).min)
+        for block in self.h:
+            x = block(x, None, bias)[0]
+        return self.ln_f(x) @ self.wte.weight.T  # (B, T, vocab)
+
+
+class GPT2WithPast(GPT2):
+    """GPT-2 as exported for generation: the past keys and values of two layers in, the
+    presents out."""
+
+    def forward(self, input_ids, past_key_0, past_value_0, past_key_1, past_value_1):
+        logits, presents = self.decode(input_ids,
+                                       [past_key_0, past_value_0, past_key_1, past_value_1])
+        return (logits, *presents)
+
+
+class RMSNorm(nn.Module):
+    def __init__(self, d: int, eps: float = 1e-6):
+        super().__init__()
+        self.eps, self.weight = eps, nn.Parameter(torch.rand(d) + 0.5)
+
+    def forward(self, x):
+        return self.weight * (x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps))
+
+
+def _rotate_half(x):
+    x1, x2 = x[..., : x.shape[-1] // 2], x[..., x.shape[-1] // 2:]
+    return torch.cat((-x2, x1), dim=-1)
+
+
+class LlamaBlock(nn.Module):
+    """RMSNorm, rotary embeddings (slice and cat), grouped-query attention (keys and values
+    repeated by ``repeat_interleave``), SwiGLU."""
+
+    def __init__(self, d: int = 32, heads: int = 4, kv_heads: int = 2, hidden: int = 64):
+        super().__init__()
+        self.heads, self.kv_heads, self.hs = heads, kv_heads, d // heads
+        self.q_proj = nn.Linear(d, d, bias=False)
+        self.k_proj = nn.Linear(d, kv_heads * self.hs, bias=False)
+        self.v_proj = nn.Linear(d, kv_heads * self.hs, bias=False)
+        self.o_proj = nn.Linear(d, d, bias=False)
+        self.gate_proj = nn.Linear(d, hidden, bias=False)
+        self.up_proj = nn.Linear(d, hidden, bias=False)
+        self.down_proj = nn.Linear(hidden, d, bias=False)
+        self.input_layernorm, self.post_attention_layernorm = RMSNorm(d), RMSNorm(d)
+        self.register_buffer("inv_freq", 1.0 / 10000 ** (torch.arange(0, self.hs, 2) / self.hs))
+
+    def forward(self, x):
+        b, t, _ = x.shape
+        freqs = torch.arange(t, dtype=torch.float32)[:, None] * self.inv_freq[None, :]
+        emb = torch.cat((freqs, freqs), dim=-1)  # (T, hs)
+        cos, sin = emb.cos(), emb.sin()
+        h = self.input_layernorm(x)
+        q = self.q_proj(h).view(b, t, self.heads, self.hs).transpose(1, 2)  # (B, nh, T, hs)
+        k = self.k_proj(h).view(b, t, self.kv_heads, self.hs).transpose(1, 2)
+        v = self.v_proj(h).view(b, t, self.kv_heads, self.hs).transpose(1, 2)
+        q, k = q * cos + _rotate_half(q) * sin, k * cos + _rotate_half(k) * sin
+        groups = self.heads // self.kv_heads
+        k, v = k.repeat_interleave(groups, dim=1), v.repeat_interleave(groups, dim=1)
+        y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        x = x + self.o_proj(y.transpose(1, 2).reshape(b, t, -1))
+        h = self.post_attention_layernorm(x)
+        return x + self.down_proj(F.silu(self.gate_proj(h)) * self.up_proj(h))
+
+
+class EncoderBlock(nn.Module):
+    """Pre-LN self-attention without a mask (Whisper's encoder, ViT)."""
+
+    def __init__(self, d: int, heads: int, act: Callable = F.gelu):
+        super().__init__()
+        self.heads, self.act = heads, act
+        self.norm1, self.norm2 = nn.LayerNorm(d), nn.LayerNorm(d)
+        self.qkv, self.proj = nn.Linear(d, 3 * d), nn.Linear(d, d)
+        self.fc1, self.fc2 = nn.Linear(d, 4 * d), nn.Linear(4 * d, d)
+
+    def forward(self, x):
+        b, t, c = x.shape
+        qkv = self.qkv(self.norm1(x)).reshape(b, t, 3, self.heads, c // self.heads)
+        q, k, v = qkv.permute(2, 0, 3, 1, 4).unbind(0)  # 3 x (B, nh, T, hs)
+        y = F.scaled_dot_product_attention(q, k, v)
+        x = x + self.proj(y.transpose(1, 2).reshape(b, t, c))
+        return x + self.fc2(self.act(self.fc1(self.norm2(x))))
+
+
+class WhisperEncoder(nn.Module):
+    """Two Conv1d (the second of stride 2) with GELU over a log-mel spectrogram, fixed
+    sinusoidal positions, attention blocks, a final LayerNorm."""
+
+    def __init__(self, mels: int = 16, d: int = 32, heads: int = 4, frames: int = 32):
+        super().__init__()
+        self.conv1 = nn.Conv1d(mels, d, 3, padding=1)
+        self.conv2 = nn.Conv1d(d, d, 3, stride=2, padding=1)
+        self.register_buffer("positional_embedding", _sinusoids(frames // 2, d))
+        self.blocks = nn.ModuleList(EncoderBlock(d, heads) for _ in range(2))
+        self.ln_post = nn.LayerNorm(d)
+
+    def forward(self, mel):
+        x = F.gelu(self.conv2(F.gelu(self.conv1(mel)))).permute(0, 2, 1)  # (B, T/2, d)
+        x = x + self.positional_embedding
+        for block in self.blocks:
+            x = block(x)
+        return self.ln_post(x)
+
+
+class ConvNeXtBlock(nn.Module):
+    def __init__(self, d: int):
+        super().__init__()
+        self.dwconv = nn.Conv2d(d, d, 7, padding=3, groups=d)
+        self.norm = nn.LayerNorm(d, eps=1e-6)
+        self.pwconv1, self.pwconv2 = nn.Linear(d, 4 * d), nn.Linear(4 * d, d)
+        self.gamma = nn.Parameter(torch.rand(d) * 0.5 + 0.1)
+
+    def forward(self, x):
+        y = self.dwconv(x).permute(0, 2, 3, 1)  # (N, H, W, C)
+        y = self.gamma * self.pwconv2(F.gelu(self.pwconv1(self.norm(y))))
+        return x + y.permute(0, 3, 1, 2)  # (N, C, H, W)
+
+
+class ConvNeXt(nn.Module):
+    """A 4x4/4 patchify stem, two blocks, global average pool, LayerNorm, a linear head."""
+
+    def __init__(self, d: int = 16, classes: int = 10):
+        super().__init__()
+        self.stem = nn.Conv2d(3, d, 4, stride=4)
+        self.blocks = nn.Sequential(ConvNeXtBlock(d), ConvNeXtBlock(d))
+        self.norm, self.head = nn.LayerNorm(d, eps=1e-6), nn.Linear(d, classes)
+
+    def forward(self, x):
+        x = self.blocks(self.stem(x))
+        return self.head(self.norm(x.mean([-2, -1])))
+
+
+def _conv_bn_silu(cin: int, cout: int, k: int, stride: int = 1, groups: int = 1):
+    return nn.Sequential(nn.Conv2d(cin, cout, k, stride, k // 2, groups=groups, bias=False),
+                         nn.BatchNorm2d(cout), nn.SiLU())
+
+
+class MBConv(nn.Module):
+    """Expand 1x1, depthwise kxk, squeeze-excite, project 1x1, residual when shapes match."""
+
+    def __init__(self, cin: int, cout: int, k: int, stride: int, expand: int = 4):
+        super().__init__()
+        hidden, squeezed = cin * expand, max(1, cin // 4)
+        self.expand = _conv_bn_silu(cin, hidden, 1)
+        self.depthwise = _conv_bn_silu(hidden, hidden, k, stride, groups=hidden)
+        self.se_reduce = nn.Conv2d(hidden, squeezed, 1)
+        self.se_expand = nn.Conv2d(squeezed, hidden, 1)
+        self.project = nn.Sequential(nn.Conv2d(hidden, cout, 1, bias=False), nn.BatchNorm2d(cout))
+        self.residual = stride == 1 and cin == cout
+
+    def forward(self, x):
+        y = self.depthwise(self.expand(x))
+        s = F.adaptive_avg_pool2d(y, 1)
+        y = y * torch.sigmoid(self.se_expand(F.silu(self.se_reduce(s))))
+        y = self.project(y)
+        return x + y if self.residual else y
+
+
+class EfficientNet(nn.Module):
+    def __init__(self, classes: int = 10):
+        super().__init__()
+        self.stem = _conv_bn_silu(3, 16, 3, 2)
+        self.blocks = nn.Sequential(MBConv(16, 24, 5, 2), MBConv(24, 24, 3, 1))
+        self.head = _conv_bn_silu(24, 64, 1)
+        self.classifier = nn.Linear(64, classes)
+
+    def forward(self, x):
+        x = self.head(self.blocks(self.stem(x)))
+        return self.classifier(torch.flatten(F.adaptive_avg_pool2d(x, 1), 1))
+
+
+class Bottleneck(nn.Module):
+    def __init__(self, c: int):
+        super().__init__()
+        self.cv1, self.cv2 = _conv_bn_silu(c, c, 3), _conv_bn_silu(c, c, 3)
+
+    def forward(self, x):
+        return x + self.cv2(self.cv1(x))
+
+
+class C2f(nn.Module):
+    """Split in two by ``chunk``, run bottlenecks on the second half keeping every output,
+    concatenate them all."""
+
+    def __init__(self, cin: int, cout: int, n: int = 1):
+        super().__init__()
+        self.c = cout // 2
+        self.cv1 = _conv_bn_silu(cin, 2 * self.c, 1)
+        self.cv2 = _conv_bn_silu((2 + n) * self.c, cout, 1)
+        self.m = nn.ModuleList(Bottleneck(self.c) for _ in range(n))
+
+    def forward(self, x):
+        y = list(self.cv1(x).chunk(2, 1))
+        y.extend(m(y[-1]) for m in self.m)
+        return self.cv2(torch.cat(y, 1))
+
+
+class SPPF(nn.Module):
+    def __init__(self, cin: int, cout: int):
+        super().__init__()
+        self.cv1, self.cv2 = _conv_bn_silu(cin, cin // 2, 1), _conv_bn_silu(cin * 2, cout, 1)
+        self.m = nn.MaxPool2d(5, 1, 2)
+
+    def forward(self, x):
+        y = [self.cv1(x)]
+        y.extend(self.m(y[-1]) for _ in range(3))
+        return self.cv2(torch.cat(y, 1))
+
+
+class YOLOv8(nn.Module):
+    """Backbone with C2f and SPPF, a neck with nearest upsampling and concats, and the
+    decoupled detect head: DFL (softmax over 16 bins, expectation by a fixed 1x1 conv),
+    anchors from ``arange``, boxes as xywh scaled by the stride, sigmoid class scores."""
+
+    def __init__(self, classes: int = 3, reg_max: int = 16):
+        super().__init__()
+        self.reg_max, self.classes = reg_max, classes
+        self.b1 = nn.Sequential(_conv_bn_silu(3, 8, 3, 2), _conv_bn_silu(8, 16, 3, 2), C2f(16, 16))
+        self.b2 = nn.Sequential(_conv_bn_silu(16, 32, 3, 2), C2f(32, 32), SPPF(32, 32))
+        self.up = nn.Upsample(scale_factor=2, mode="nearest")
+        self.neck = C2f(48, 16)
+        self.down = _conv_bn_silu(16, 16, 3, 2)
+        self.neck2 = C2f(48, 32)
+        self.box = nn.ModuleList(
+            nn.Sequential(_conv_bn_silu(c, 16, 3), nn.Conv2d(16, 4 * reg_max, 1)) for c in (16, 32))
+        self.cls = nn.ModuleList(
+            nn.Sequential(_conv_bn_silu(c, 16, 3), nn.Conv2d(16, classes, 1)) for c in (16, 32))
+        self.dfl = nn.Conv2d(reg_max, 1, 1, bias=False).requires_grad_(False)
+        self.dfl.weight.data[:] = torch.arange(reg_max, dtype=torch.float32).view(1, reg_max, 1, 1)
+
+    def forward(self, x):
+        p3 = self.b1(x)
+        p4 = self.b2(p3)
+        n3 = self.neck(torch.cat([self.up(p4), p3], 1))
+        n4 = self.neck2(torch.cat([self.down(n3), p4], 1))
+        outs, anchors, strides = [], [], []
+        for i, (feat, stride) in enumerate(((n3, 4.0), (n4, 8.0))):
+            b, _, h, w = feat.shape
+            outs.append(torch.cat([self.box[i](feat), self.cls[i](feat)], 1).view(b, -1, h * w))
+            sy, sx = torch.meshgrid(torch.arange(h, dtype=feat.dtype) + 0.5,
+                                    torch.arange(w, dtype=feat.dtype) + 0.5, indexing="ij")
+            anchors.append(torch.stack((sx, sy), -1).view(-1, 2))
+            strides.append(torch.full((h * w, 1), stride, dtype=feat.dtype))
+        out = torch.cat(outs, 2)  # (B, 4 * reg_max + classes, A)
+        anchor_points, stride_tensor = torch.cat(anchors).T, torch.cat(strides).T  # (2, A), (1, A)
+        box, cls = out.split((4 * self.reg_max, self.classes), 1)
+        b, _, a = box.shape
+        dist = self.dfl(box.view(b, 4, self.reg_max, a).transpose(2, 1).softmax(1)).view(b, 4, a)
+        lt, rb = dist.chunk(2, 1)
+        x1y1, x2y2 = anchor_points - lt, anchor_points + rb
+        dbox = torch.cat(((x1y1 + x2y2) / 2, x2y2 - x1y1), 1) * stride_tensor
+        return torch.cat((dbox, cls.sigmoid()), 1)
+
+
+def _timestep_embedding(t, dim: int):
+    """The diffusion models' sinusoidal embedding of a float time step."""
+    half = dim // 2
+    freqs = torch.exp(-math.log(10000) * torch.arange(half, dtype=torch.float32) / half)
+    args = t[:, None].float() * freqs[None]  # (B, half)
+    return torch.cat([torch.cos(args), torch.sin(args)], dim=-1)
+
+
+class ResBlock(nn.Module):
+    def __init__(self, cin: int, cout: int, tdim: int):
+        super().__init__()
+        self.norm1, self.norm2 = nn.GroupNorm(4, cin), nn.GroupNorm(4, cout)
+        self.conv1 = nn.Conv2d(cin, cout, 3, padding=1)
+        self.conv2 = nn.Conv2d(cout, cout, 3, padding=1)
+        self.temb = nn.Linear(tdim, cout)
+        self.skip = nn.Conv2d(cin, cout, 1) if cin != cout else nn.Identity()
+
+    def forward(self, x, temb):
+        h = self.conv1(F.silu(self.norm1(x)))
+        h = h + self.temb(F.silu(temb))[:, :, None, None]
+        h = self.conv2(F.silu(self.norm2(h)))
+        return self.skip(x) + h
+
+
+class UNet(nn.Module):
+    """Two resolutions: ResBlocks with GroupNorm, SiLU and a time embedding, a stride-2
+    down conv, a ConvTranspose2d up, and skip concatenations."""
+
+    def __init__(self, c: int = 8, tdim: int = 16):
+        super().__init__()
+        self.tdim = tdim
+        self.time_mlp = nn.Sequential(nn.Linear(tdim, tdim), nn.SiLU(), nn.Linear(tdim, tdim))
+        self.conv_in = nn.Conv2d(4, c, 3, padding=1)
+        self.down1 = ResBlock(c, c, tdim)
+        self.downsample = nn.Conv2d(c, c, 3, stride=2, padding=1)
+        self.down2 = ResBlock(c, 2 * c, tdim)
+        self.mid = ResBlock(2 * c, 2 * c, tdim)
+        self.upsample = nn.ConvTranspose2d(2 * c, 2 * c, 4, stride=2, padding=1)
+        self.up1 = ResBlock(3 * c, c, tdim)
+        self.up2 = ResBlock(2 * c, c, tdim)
+        self.norm_out, self.conv_out = nn.GroupNorm(4, c), nn.Conv2d(c, 4, 3, padding=1)
+
+    def forward(self, x, t):
+        temb = self.time_mlp(_timestep_embedding(t, self.tdim))
+        h0 = self.conv_in(x)
+        h1 = self.down1(h0, temb)
+        h2 = self.mid(self.down2(self.downsample(h1), temb), temb)
+        h = self.up1(torch.cat([self.upsample(h2), h1], 1), temb)
+        h = self.up2(torch.cat([h, h0], 1), temb)
+        return self.conv_out(F.silu(self.norm_out(h)))
+
+
+def relative_position_bucket(relative_position, bidirectional: bool, num_buckets: int,
+                             max_distance: int):
+    """T5's buckets: exact below ``max_exact``, log-spaced up to ``max_distance``."""
+    buckets = torch.zeros_like(relative_position)
+    if bidirectional:
+        num_buckets //= 2
+        buckets += (relative_position > 0).to(torch.long) * num_buckets
+        relative_position = torch.abs(relative_position)
+    else:
+        relative_position = -torch.min(relative_position, torch.zeros_like(relative_position))
+    max_exact = num_buckets // 2
+    is_small = relative_position < max_exact
+    large = max_exact + (torch.log(relative_position.float() / max_exact)
+                         / math.log(max_distance / max_exact)
+                         * (num_buckets - max_exact)).to(torch.long)
+    large = torch.min(large, torch.full_like(large, num_buckets - 1))
+    return buckets + torch.where(is_small, relative_position, large)
+
+
+class T5Attention(nn.Module):
+    """T5's self-attention layer: RMS LayerNorm without a mean, unscaled scores plus a learned
+    bias per relative position bucket, a ReLU feed-forward."""
+
+    def __init__(self, d: int = 32, heads: int = 4, bidirectional: bool = True,
+                 num_buckets: int = 32, max_distance: int = 128):
+        super().__init__()
+        self.heads, self.bidirectional = heads, bidirectional
+        self.num_buckets, self.max_distance = num_buckets, max_distance
+        self.q, self.k = nn.Linear(d, d, bias=False), nn.Linear(d, d, bias=False)
+        self.v, self.o = nn.Linear(d, d, bias=False), nn.Linear(d, d, bias=False)
+        self.relative_attention_bias = nn.Embedding(num_buckets, heads)
+        self.ln1, self.ln2 = RMSNorm(d), RMSNorm(d)
+        self.wi, self.wo = nn.Linear(d, 4 * d, bias=False), nn.Linear(4 * d, d, bias=False)
+
+    def forward(self, x):
+        b, t, c = x.shape
+        context = torch.arange(t, dtype=torch.long)[:, None]
+        memory = torch.arange(t, dtype=torch.long)[None, :]
+        bucket = relative_position_bucket(memory - context, self.bidirectional,
+                                          self.num_buckets, self.max_distance)  # (T, T)
+        bias = self.relative_attention_bias(bucket).permute(2, 0, 1).unsqueeze(0)  # (1, nh, T, T)
+        h = self.ln1(x)
+        q, k, v = (p(h).view(b, t, self.heads, c // self.heads).transpose(1, 2)
+                   for p in (self.q, self.k, self.v))  # (B, nh, T, hs)
+        y = torch.softmax(q @ k.transpose(3, 2) + bias, dim=-1) @ v
+        x = x + self.o(y.transpose(1, 2).reshape(b, t, c))
+        return x + self.wo(F.relu(self.wi(self.ln2(x))))
+
+
+class ViT(nn.Module):
+    """Patch embedding by a 4x4/4 conv, a learned class token concatenated in front, learned
+    positions, pre-LN blocks, the head on the class token."""
+
+    def __init__(self, d: int = 32, heads: int = 4, classes: int = 10, image: int = 16):
+        super().__init__()
+        self.patch_embed = nn.Conv2d(3, d, 4, stride=4)
+        self.cls_token = nn.Parameter(torch.randn(1, 1, d) * 0.5)
+        self.pos_embed = nn.Parameter(torch.randn(1, (image // 4) ** 2 + 1, d) * 0.5)
+        self.blocks = nn.ModuleList(EncoderBlock(d, heads) for _ in range(2))
+        self.norm, self.head = nn.LayerNorm(d, eps=1e-6), nn.Linear(d, classes)
+
+    def forward(self, x):
+        x = self.patch_embed(x).flatten(2).transpose(1, 2)  # (B, N, d)
+        x = torch.cat([self.cls_token.expand(x.shape[0], -1, -1), x], dim=1) + self.pos_embed
+        for block in self.blocks:
+            x = block(x)
+        return self.head(self.norm(x)[:, 0])
+
+
+def _floats(**shapes: tuple[int, ...]) -> Inputs:
+    return lambda rng: {name: rng.standard_normal(s).astype(np.float32)
+                        for name, s in shapes.items()}
+
+
+def _gpt2_past_inputs(rng: np.random.Generator) -> dict[str, np.ndarray]:
+    inputs = {"input_ids": rng.integers(0, 64, (2, 3))}
+    for i in range(2):
+        for kind in ("key", "value"):
+            inputs[f"past_{kind}_{i}"] = rng.standard_normal((2, 4, 5, 8)).astype(np.float32)
+    return inputs
+
+
+def _gpt2_masked_inputs(rng: np.random.Generator) -> dict[str, np.ndarray]:
+    mask = np.ones((2, 7), np.int64)
+    mask[0, :3] = 0  # left padding, as for generation
+    return {"input_ids": rng.integers(0, 64, (2, 7)), "attention_mask": mask}
+
+
+def _unet_inputs(rng: np.random.Generator) -> dict[str, np.ndarray]:
+    return {"x": rng.standard_normal((2, 4, 16, 16)).astype(np.float32),
+            "t": rng.uniform(0, 1000, 2).astype(np.float32)}
+
+
+@dataclass(frozen=True)
+class Arch:
+    """A model to build (seeded) and how to make its inputs; ``outputs`` names its results."""
+
+    build: Callable[[], nn.Module]
+    inputs: Inputs
+    outputs: tuple[str, ...] = ("y",)
+    dynamic: dict[str, dict[int, str]] = field(default_factory=dict)
+    """Axes exported as symbolic (fixed again at import by the inputs' shapes)."""
+
+    def model(self) -> nn.Module:
+        torch.manual_seed(0)
+        return _randomize_norms(self.build())
+
+
+_PRESENTS = tuple(f"present_{kind}_{i}" for i in range(2) for kind in ("key", "value"))
+
+ARCHS: dict[str, Arch] = {
+    "gpt2": Arch(GPT2, lambda rng: {"input_ids": rng.integers(0, 64, (2, 7))}, ("logits",)),
+    "gpt2_masked": Arch(GPT2WithMask, _gpt2_masked_inputs, ("logits",)),
+    "gpt2_past": Arch(GPT2WithPast, _gpt2_past_inputs, ("logits", *_PRESENTS)),
+    "llama": Arch(LlamaBlock, _floats(x=(2, 7, 32))),
+    "whisper_encoder": Arch(WhisperEncoder, _floats(mel=(2, 16, 32))),
+    "convnext": Arch(ConvNeXt, _floats(x=(2, 3, 32, 32))),
+    "efficientnet": Arch(EfficientNet, _floats(x=(2, 3, 32, 32))),
+    "yolov8": Arch(YOLOv8, _floats(x=(1, 3, 32, 32))),
+    "unet": Arch(UNet, _unet_inputs),
+    "t5_encoder": Arch(T5Attention, _floats(x=(2, 9, 32)), dynamic={"x": {1: "seq"}}),
+    "t5_decoder": Arch(lambda: T5Attention(bidirectional=False), _floats(x=(2, 9, 32)),
+                       dynamic={"x": {1: "seq"}}),
+    "vit": Arch(ViT, _floats(x=(2, 3, 16, 16))),
+}

@@ -1,0 +1,97 @@
+"""Today's architectures (``tests/cases/torch_archs.py``) as torch 2.13 exports them: by the
+default dynamo exporter (``torch.onnx.export(..., dynamo=True)``, which needs onnxscript; its
+graphs are opset 20 with LayerNormalization, Gelu and its own shape and mask patterns) and by
+the TorchScript one at opset 17, both with a symbolic batch as users export them. Each is
+compiled to wasm twice, with its shapes fixed by ``input_shapes`` and with the batch kept
+symbolic, and run on every kernel provider against onnxruntime within 1e-4."""
+
+from __future__ import annotations
+
+import functools
+import io
+import logging
+import warnings
+
+import numpy as np
+import pytest
+from executors import PROVIDERS
+
+import modelc
+
+torch = pytest.importorskip("torch")
+runtime = pytest.importorskip("runtime")
+from torch_archs import ARCHS  # noqa: E402  (it imports torch)
+
+EXPORTERS = ("dynamo", "torchscript17")
+BATCH = ("batch", 1, 4)
+
+REFUSED: dict[tuple[str, str, str], str] = {
+    (name, exporter, "symbolic"): "Range up to symbolic dim 'seq' (dynamo: 's<N>') is not "
+    "supported: the relative positions over a symbolic sequence; input_shapes fixes it"
+    for name in ("t5_encoder", "t5_decoder") for exporter in EXPORTERS}
+"""(architecture, exporter, batch) -> the refusal it meets today (a strict xfail, so a fix
+shows)."""
+
+
+def _inputs(name: str) -> dict[str, np.ndarray]:
+    return ARCHS[name].inputs(np.random.default_rng(0))
+
+
+@functools.cache
+def _export(name: str, exporter: str) -> bytes:
+    """The model exported with axis 0 of every input symbolic (and the architecture's own
+    symbolic axes)."""
+    arch, inputs = ARCHS[name], _inputs(name)
+    args = tuple(torch.from_numpy(a) for a in inputs.values())
+    axes = {k: {0: "batch", **arch.dynamic.get(k, {})} for k in inputs}
+    names, outputs = list(inputs), list(arch.outputs)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        if exporter == "dynamo":
+            logging.getLogger("torch.onnx").setLevel(logging.ERROR)
+            batch = torch.export.Dim("batch", min=1, max=64)
+            shapes = tuple({axis: batch if dim == "batch" else torch.export.Dim.DYNAMIC
+                            for axis, dim in axes[k].items()} for k in inputs)
+            program = torch.onnx.export(arch.model(), args, dynamo=True, input_names=names,
+                                        output_names=outputs, dynamic_shapes=shapes,
+                                        verbose=False)
+            return program.model_proto.SerializeToString()
+        out = io.BytesIO()
+        torch.onnx.export(arch.model(), args, out, dynamo=False, input_names=names,
+                          output_names=outputs, dynamic_axes=axes, opset_version=17)
+        return out.getvalue()
+
+
+def _cases() -> list:
+    cases = []
+    for name in sorted(ARCHS):
+        for exporter in EXPORTERS:
+            for batch in ("fixed", "symbolic"):
+                reason = REFUSED.get((name, exporter, batch))
+                marks = ([pytest.mark.xfail(reason=reason, raises=modelc.CompileError, strict=True)]
+                         if reason else [])
+                cases.append(pytest.param(name, exporter, batch, marks=marks,
+                                          id=f"{name}-{exporter}-{batch}"))
+    return cases
+
+
+@pytest.mark.parametrize(("name", "exporter", "batch"), _cases())
+def test_arch_in_wasm_matches_onnxruntime(name, exporter, batch, compare_with_ort):
+    if exporter == "dynamo":
+        pytest.importorskip("onnxscript")
+    inputs, data = _inputs(name), _export(name, exporter)
+    if batch == "fixed":
+        kwargs: dict = {"input_shapes": {k: v.shape for k, v in inputs.items()}}
+        runs = [inputs]
+    else:
+        kwargs = {"dynamic": {k: {0: BATCH} for k in inputs}}
+        runs = [inputs, {k: v[:1] for k, v in inputs.items()}]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # T5's log(0) in the branch not taken
+        wasm = modelc.export(modelc.from_onnx(data, **kwargs))
+    for kernels in PROVIDERS:
+        with runtime.load(wasm, kernels=kernels) as session:
+            for run in runs:
+                got = session.run(dict(run))
+                compare_with_ort(got, data, run, f"{name} by {exporter} on {kernels}, "
+                                 f"batch {len(next(iter(run.values())))}")
