@@ -1,17 +1,19 @@
-"""Dilated 3x3 convs: the direct conv against the default pipeline (``trim_dilated_convs``'
-regions or ``phase_dilated_convs``' one F(4x4, 3x3) conv over the conv's phase planes) and
-the phases alone, per dilation, on one thread, in one run.
+"""Dilated 3x3 convs: the direct conv against the default pipeline, the regions or phases
+(``trim_dilated_convs``, ``phase_dilated_convs``), and Winograd over the dilated plane
+(``winograd_convs.dilated_tile``'s transforms) with F(2x2) and F(4x4), per dilation, on one
+thread, in one run.
 
     .venv/bin/python bench/dilated_convs.py [--rounds 7]
 
 For CRAFT's refiner's ASPP convs (64 -> 128 channels at 64x64, dilation and padding 6, 12,
-18, 24, bias and ReLU), one single-conv model is compiled three times: Winograd off (the
-direct dilated conv), the default pipeline (the regions where ``SHARE`` lets
-``trim_dilated_convs`` take the conv, else phases where ``COVER`` lets the phases take it,
-else the direct conv again) and phases alone (``SHARE`` off, ``COVER`` lifted). All
-run in interleaved rounds on the calling thread, each timed in thread CPU time; printed are
-the median times, the medians of the per-round ratios to the direct conv and the largest
-difference from it relative to the output's largest magnitude. No result is asserted.
+18, 24, bias and ReLU), one single-conv model is compiled five times: Winograd off (the
+direct dilated conv), the default pipeline, the dilated transforms off (the regions where
+``SHARE`` lets ``trim_dilated_convs`` take the conv, else phases where ``COVER`` lets the
+phases take it, else the direct conv again), and the dilated transforms with each tile
+forced. All run in interleaved rounds on the calling thread, each timed in thread CPU time;
+printed are the direct conv's median time, the medians of the per-round ratios to it and
+the largest difference from it relative to the output's largest magnitude. No result is
+asserted.
 """
 
 from __future__ import annotations
@@ -29,8 +31,7 @@ import runtime
 from nn import Module
 from nn import functional as F
 
-PHASES = importlib.import_module("modelc.passes.phase_dilated_convs")
-TRIM = importlib.import_module("modelc.passes.trim_dilated_convs")
+WINO = importlib.import_module("modelc.passes.winograd_convs")
 
 # (cin, cout, height = width, dilation) of CRAFT's refiner's ASPP convs
 LAYERS = [(64, 128, 64, 6), (64, 128, 64, 12), (64, 128, 64, 18), (64, 128, 64, 24)]
@@ -51,14 +52,19 @@ class _Conv(Module):
 
 
 def _exports(model: Module, x: np.ndarray) -> list[bytes]:
-    """Winograd off, the default pipeline, and phases alone at any cover."""
-    saved = PHASES.COVER, TRIM.SHARE
-    PHASES.COVER, TRIM.SHARE = float("inf"), -1.0
+    """Winograd off, the default pipeline, the regions or phases (dilated Winograd off), and
+    dilated Winograd F(2x2) and F(4x4) forced."""
+    wasms = [modelc.export(model, (x,), winograd=False), modelc.export(model, (x,))]
+    saved = WINO.DILATED, WINO.dilated_tile
     try:
-        every = modelc.export(model, (x,))
+        WINO.DILATED = False
+        wasms.append(modelc.export(model, (x,)))
+        for m in (2, 4):
+            WINO.dilated_tile = lambda node, m=m: m  # type: ignore[assignment]
+            wasms.append(modelc.export(model, (x,)))
     finally:
-        PHASES.COVER, TRIM.SHARE = saved
-    return [modelc.export(model, (x,), winograd=False), modelc.export(model, (x,)), every]
+        WINO.DILATED, WINO.dilated_tile = saved
+    return wasms
 
 
 def _timed(run: partial, calls: int) -> float:
@@ -69,8 +75,9 @@ def _timed(run: partial, calls: int) -> float:
 
 
 def bench(rounds: int) -> None:
-    print(f"{'cin':>4} {'cout':>4} {'hw':>4} {'dil':>4} {'direct ms':>9} {'default ms':>10} "
-          f"{'x direct':>8} {'phases ms':>9} {'x direct':>8}  max diff of max")
+    print(f"{'cin':>4} {'cout':>4} {'hw':>4} {'dil':>4} {'direct ms':>9} {'default':>8} "
+          f"{'trim/phases':>11} {'dilated F2':>10} {'dilated F4':>10}  max diff of max"
+          "   (x direct)")
     for cin, cout, hw, dilation in LAYERS:
         x = np.random.default_rng(1).standard_normal((1, cin, hw, hw)).astype(np.float32)
         sessions = [runtime.load(wasm) for wasm in _exports(_Conv(cin, cout, dilation), x)]
@@ -86,8 +93,9 @@ def bench(rounds: int) -> None:
                     times[i].append(_timed(run, calls))
             ms = [statistics.median(t) * 1e3 for t in times]
             ratios = [statistics.median(b / a for a, b in zip(times[0], t)) for t in times[1:]]
-            print(f"{cin:4} {cout:4} {hw:4} {dilation:4} {ms[0]:9.3f} {ms[1]:10.3f} "
-                  f"{ratios[0]:8.3f} {ms[2]:9.3f} {ratios[1]:8.3f}  {diff:.1e}", flush=True)
+            print(f"{cin:4} {cout:4} {hw:4} {dilation:4} {ms[0]:9.3f} {ratios[0]:8.3f} "
+                  f"{ratios[1]:11.3f} {ratios[2]:10.3f} {ratios[3]:10.3f}  {diff:.1e}",
+                  flush=True)
         finally:
             for s in sessions:
                 s.close()

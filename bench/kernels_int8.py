@@ -4,6 +4,7 @@ Run through ``kernels.py``; the measurement rules are its own."""
 
 from __future__ import annotations
 
+import itertools
 import statistics
 from collections.abc import Callable
 
@@ -134,41 +135,49 @@ def bench_int8_conv(repeat: int) -> None:
 
 
 ROW_SHAPES = [(1, 256, 1024), (2, 256, 1024), (3, 256, 1024), (4, 256, 1024),
-              (128, 256, 1024), (24, 512, 1024)]
+              (128, 256, 1024), (24, 512, 1024), (1, 512, 2048), (8, 512, 2048)]
 """text2tashkeel's LSTM products (issue #19 item 3): an unrolled step's hidden state (one
 row, k = 256) by its 4 * 256 gates, a few rows, 128 rows (the tile's own rate), and the input
-projection of 24 steps at once."""
+projection of 24 steps at once; VoiceFilter's step (k = 512 by 4 * 512 gates: wide, 2 MB,
+past ``pack_quantized.WIDE_MAX_BYTES``) and its 8-step projection."""
+
+
+ROW_OPS = ("qlinear", "qlinear_wide")
+"""The rows compared: W packed as int8 and widened in the kernel, and W packed wide (int16)."""
 
 
 def bench_int8_rows(repeat: int) -> None:
     """qu8_qlinear_dequantize at a few rows of A against many (an unrolled recurrent step's
-    product against a whole sequence's), per SIMD variant: microseconds per call and GOPS,
-    each call repeated so that a timing spans at least ~2 ms."""
+    product against a whole sequence's), per SIMD variant, with W packed as int8 and wide
+    (``qu8_qlinear_wide_dequantize``): microseconds per call (a Python call, ~4 us, included)
+    and GOPS, each call repeated so that a timing spans at least ~2 ms."""
     variants = {isa: Variant(isa, pages=400) for isa in wasm_kernels.ISA_NAMES if isa != "scalar"}
     print(f"int8 linear at few rows: us per call / GOPS (median of {repeat} interleaved rounds)")
-    print(f"{'M x K x N':>16}" + "".join(f"{isa:>22}" for isa in variants))
+    print(f"{'M x K x N':>16}" + "".join(f"{isa + ' ' + op:>26}" for isa in variants
+                                         for op in ROW_OPS))
     for m, k, n in ROW_SHAPES:
         rng = np.random.default_rng(0)
         qa = rng.integers(0, 256, (m, k)).astype(np.uint8)
         qw = rng.integers(-127, 128, (n, k)).astype(np.int8)
         calls = max(1, 2_000_000 // (m * k * n // 1000))
         runs: dict[str, Callable[[], object]] = {}
-        for isa, variant in variants.items():
+        for (isa, variant), op in itertools.product(variants.items(), ROW_OPS):
             addresses = variant.place([
                 qa, np.array([0.02], np.float32), np.array([128], np.uint8),
-                pack_qlinear_weight(qw), np.full(n, 0.01, np.float32), np.zeros(n, np.int32),
-                np.zeros(n, np.float32), np.zeros((m, n), np.float32),
-                *(np.zeros(size, np.float32) for size in qlinear_scratch_floats(m, k))])
-            call = variant.call("qu8_qlinear_dequantize", *addresses, m, k, n)
+                pack_qlinear_weight(qw, wide=op == "qlinear_wide"), np.full(n, 0.01, np.float32),
+                np.zeros(n, np.int32), np.zeros(n, np.float32), np.zeros((m, n), np.float32),
+                *(np.zeros(size, np.float32) for size in qlinear_scratch_floats(m, k))],
+                after=True)
+            call = variant.call(f"qu8_{op}_dequantize", *addresses, m, k, n)
 
             def run(call: Callable[[], object] = call, calls: int = calls) -> None:
                 for _ in range(calls):
                     call()
 
-            runs[isa] = run
+            runs[f"{isa} {op}"] = run
         times = interleaved_seconds(runs, repeat)
         cells = []
-        for isa in variants:
-            seconds = statistics.median(times[isa]) / calls
+        for name in runs:
+            seconds = statistics.median(times[name]) / calls
             cells.append(f"{seconds * 1e6:>12.1f} / {2 * m * k * n / seconds / 1e9:>6.1f}")
-        print(f"{f'{m}x{k}x{n}':>16}" + "".join(f"{cell:>22}" for cell in cells))
+        print(f"{f'{m}x{k}x{n}':>16}" + "".join(f"{cell:>26}" for cell in cells))

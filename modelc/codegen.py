@@ -288,9 +288,9 @@ def lower(graph: Graph, reserve: int = 0) -> tuple[LowerContext, Layout]:
             no input, or an input or output of a dtype the runtime does not take.
     """
     _check_dim_bounds(graph)
+    check_interface(graph)
     ctx = LowerContext(graph)
     lower_nodes(ctx)
-    check_interface(graph)
     messages, message_at = _message_segment(graph, SCRATCH_BYTES)
     layout = make_layout(graph, messages, message_at, SCRATCH_BYTES + len(messages), reserve,
                          len(ctx.weights))

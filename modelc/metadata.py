@@ -33,11 +33,14 @@ def check_interface(graph: Graph) -> None:
                            f"must be one of {list(DTYPES)}")
 
 
-def _tensor(name: str, value: Value, offset: tuple[int, int | None]) -> dict[str, object]:
+def _tensor(name: str, value: Value, offset: tuple[int, int | None],
+            rows_from: str | None = None) -> dict[str, object]:
     address, offset_at = offset
     tensor = {"name": name, "dtype": value.dtype, "shape": list(value.shape), "offset": address}
     if offset_at is not None:
         tensor["offset_at"] = offset_at
+    if rows_from is not None:
+        tensor["rows_from"] = rows_from
     return tensor
 
 
@@ -55,7 +58,8 @@ def encode_metadata(graph: Graph, *, producer: str, offsets: dict[str, tuple[int
         "entry": "run",
         "dims": [{"name": n, "min": lo, "max": hi} for n, (lo, hi) in graph.dims.items()],
         "inputs": [_tensor(n, v, offsets[n]) for n, v in graph.inputs.items()],
-        "outputs": [_tensor(n, v, offsets[n]) for n, v in graph.outputs.items()],
+        "outputs": [_tensor(n, v, offsets[n], graph.meta.get("row_counts", {}).get(n))
+                    for n, v in graph.outputs.items()],
         "ops": graph.ops(),
         "arena_bytes": graph.meta["arena_bytes"],
         "arena_bytes_min": graph.meta["arena_bytes_min"],

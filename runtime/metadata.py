@@ -16,7 +16,10 @@ The section ``wasmnn.model`` holds one UTF-8 JSON object, format 1:
 Tensors are dense, C-order, at byte ``offset`` in linear memory. A model whose memory
 follows its dims has ``layout``: its ``entry`` export, called with the dims, grows memory to
 what they need and writes that size (a u32) at ``need_at``; a tensor with ``offset_at`` is
-then at the u32 address written there (its ``offset`` is the one at the smallest dims). The
+then at the u32 address written there (its ``offset`` is the one at the smallest dims). An
+output with ``rows_from`` (e.g. NonMaxSuppression's selected indices, whose row count
+depends on the data) holds values in its first rows only: as many as the one-element integer
+output it names holds after a run, at most its first dim. The
 file is untrusted: every field is type-checked and every tensor must fit in
 ``memory_bytes_max`` (else ``memory_bytes``) at the largest dims, or ``ModelFormatError``
 names the field; addresses a ``layout`` call writes are checked when they are read.
@@ -58,6 +61,8 @@ class TensorInfo:
     shape: tuple[int | str, ...]
     offset: int
     offset_at: int | None = None
+    rows_from: str | None = None
+    """The output holding how many leading rows of this one hold values, if not all."""
 
     def resolve(self, dims: dict[str, int]) -> tuple[int, ...]:
         return tuple(d if isinstance(d, int) else dims[d] for d in self.shape)
@@ -161,13 +166,45 @@ def _tensor(obj: Any, where: str, dim_names: set[str]) -> TensorInfo:
             raise ModelFormatError(f"model metadata: {where} ({name!r}) has shape entry "
                                    f"{d!r}; expected a size or one of {sorted(dim_names)}")
     offset_at = _count(obj, "offset_at", where) if "offset_at" in obj else None
-    return TensorInfo(name, dtype, tuple(shape), _count(obj, "offset", where), offset_at)
+    rows_from = _field(obj, "rows_from", str, where) if "rows_from" in obj else None
+    return TensorInfo(name, dtype, tuple(shape), _count(obj, "offset", where), offset_at,
+                      rows_from)
 
 
 def _layout(raw: Any) -> LayoutEntry | None:
     if raw is None:
         return None
     return LayoutEntry(_field(raw, "entry", str, "layout"), _count(raw, "need_at", "layout"))
+
+
+def _check_row_counts(inputs: tuple[TensorInfo, ...], outputs: tuple[TensorInfo, ...]) -> None:
+    by_name = {t.name: t for t in outputs}
+    for t in inputs + outputs:
+        if t.rows_from is None:
+            continue
+        count = by_name.get(t.rows_from)
+        if (t in inputs or not t.shape or count is None or count.rows_from is not None
+                or not count.dtype.startswith(("int", "uint")) or count.shape not in ((), (1,))):
+            raise ModelFormatError(f"model metadata: tensor {t.name!r} has rows_from "
+                                   f"{t.rows_from!r}; expected an output with rows naming "
+                                   "another output of one integer")
+
+
+def row_counted(outputs: dict[str, np.ndarray], infos: tuple[TensorInfo, ...]
+                ) -> dict[str, np.ndarray]:
+    """``outputs`` with each output that has ``rows_from`` cut to the rows that hold values.
+
+    Raises:
+        ModelFormatError: the count the model wrote is negative or over the rows it has.
+    """
+    for t in infos:
+        if t.rows_from is not None and t.name in outputs:
+            rows = int(outputs[t.rows_from].reshape(-1)[0])
+            if not 0 <= rows <= outputs[t.name].shape[0]:
+                raise ModelFormatError(f"the model wrote {rows} as the row count of output "
+                                       f"{t.name!r}, which has {outputs[t.name].shape[0]} rows")
+            outputs[t.name] = outputs[t.name][:rows]
+    return outputs
 
 
 def parse(payload: bytes | None) -> ModelMetadata:
@@ -208,6 +245,7 @@ def parse(payload: bytes | None) -> ModelMetadata:
                    for i, t in enumerate(_field(raw, "inputs", list, "metadata")))
     outputs = tuple(_tensor(t, f"outputs[{i}]", names)
                     for i, t in enumerate(_field(raw, "outputs", list, "metadata")))
+    _check_row_counts(inputs, outputs)
     memory_bytes = _count(raw, "memory_bytes", "metadata")
     meta = ModelMetadata(
         raw=raw, producer=_field(raw, "producer", str, "metadata"),

@@ -212,14 +212,16 @@ class Lease:
             raise
         instance.views.current()  # NOTE: re-read: the guest may have grown memory.
         _, views = instance.views.of(plan)
+        infos = self._session.metadata.outputs
         if copy:
-            return {t.name: view.copy() for t, view in zip(plan.outputs, views)}
+            return md.row_counted({t.name: view.copy() for t, view in zip(plan.outputs, views)},
+                                  infos)
         outputs = {}
         for tensor, view in zip(plan.outputs, views):
             view = view.view()
             view.flags.writeable = False
             outputs[tensor.name] = view
-        return outputs
+        return md.row_counted(outputs, infos)
 
     def _drop(self, healthy: bool) -> None:
         if self._instance is not None:

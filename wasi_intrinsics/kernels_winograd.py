@@ -1,6 +1,6 @@
 """The host kernels of the ``winograd`` family: the input and output transforms of Winograd
-F(2x2, 3x3) and F(4x4, 3x3), computed with numpy in float64 over the channels a call (or a
-part) covers."""
+F(2x2, 3x3) and F(4x4, 3x3) (of a dilated conv's tiles too), computed with numpy in float64
+over the channels a call (or a part) covers."""
 
 from __future__ import annotations
 
@@ -26,19 +26,25 @@ def _channels(ctx: HostContext, pointer: int, images: int, stride: int, count: i
                                            (stride * size * 4, size * 4, 4), writeable=True)
 
 
+def _starts(tiles: int, m: int, dil: int) -> np.ndarray:
+    """Each tile's first output row (or column): the ``dil`` tiles of a block of ``m dil``
+    interleave (``abi_winograd.DILATED``)."""
+    j = np.arange(tiles)
+    return (j // dil) * m * dil + j % dil
+
+
 def _input(spec: abi.KernelSpec) -> Callable[..., None]:
     m = tile(spec.op)
     b_t, a = np.array(TRANSFORMS[m][0], np.float64), m + 2
 
     def run(ctx: HostContext, x: int, v: int, n: int, c: int, cs: int, h: int, w: int,
-            th: int, tw: int, top: int, left: int, count: int) -> None:
-        check_bytes(ctx, n * c * (m * th + a + h + top) * (m * tw + a + w + left) * 8,
-                    "the padded input")
+            th: int, tw: int, top: int, left: int, count: int, dil: int = 1) -> None:
+        rows, cols = (_starts(t, m, dil)[:, None] + dil * np.arange(a) for t in (th, tw))
+        height, width = max(rows.max() + 1, top + h), max(cols.max() + 1, left + w)
+        check_bytes(ctx, n * c * height * width * 8, "the padded input")
         image = _channels(ctx, x, n, cs, c, h * w).reshape(n, c, h, w)
-        padded = np.zeros((n, c, m * th + a + h + top, m * tw + a + w + left), np.float64)
+        padded = np.zeros((n, c, height, width), np.float64)
         padded[:, :, top:top + h, left:left + w] = image
-        rows = np.arange(th)[:, None] * m + np.arange(a)  # (TH, a)
-        cols = np.arange(tw)[:, None] * m + np.arange(a)  # (TW, a)
         d = padded[:, :, rows[:, None, :, None], cols[None, :, None, :]]  # (N, C, TH, TW, a, a)
         tiles = np.einsum("ar,ncijrs,bs->abcnij", b_t, d, b_t).reshape(a * a, c, n * th * tw)
         out = _channels(ctx, v, a * a, cs, c, count)
@@ -56,8 +62,11 @@ def _output(spec: abi.KernelSpec) -> Callable[..., None]:
         n, o, os, oh, ow, th, tw = (arg[k] for k in ("n", "o", "os", "oh", "ow", "th", "tw"))
         m = _channels(ctx, arg["m"], a * a, os, o, arg["count"])[..., :n * th * tw]
         m = m.astype(np.float64).reshape(a, a, o, n, th, tw)
-        y = np.einsum("ar,rsonij,bs->noiajb", a_t, m, a_t).reshape(n, o, size * th,
-                                                                   size * tw)
+        dil = arg.get("dil", 1)
+        rows, cols = (_starts(t, size, dil)[:, None] + dil * np.arange(size) for t in (th, tw))
+        y = np.zeros((n, o, rows.max() + 1, cols.max() + 1), np.float64)
+        y[:, :, rows[:, :, None, None], cols[None, None, :, :]] = np.einsum(
+            "ar,rsonij,bs->noiajb", a_t, m, a_t)
         y = y[:, :, :oh, :ow] + operand(ctx.memory, arg["bias"], (o,))[:, None, None]
         y = y.astype(np.float32)
         if "add" in spec.epilogue:

@@ -137,10 +137,13 @@ def _conv(residual: bool, activation: str) -> KernelSpec:
                       "alias X" + (" or R" if residual else ""), epilogue=epilogue)
 
 
-def _conv_gemm(residual: bool, activation: str) -> KernelSpec:
+def _conv_gemm(residual: bool, activation: str, op: str = "conv2d_gemm") -> KernelSpec:
+    """A row of the conv_gemm family: ``op`` ``conv2d_gemm`` (every path of
+    ``templates/conv_gemm.py``), or ``conv2d_im2col``, the same arguments and result from
+    packed columns only (``pack_im2col.packs``)."""
     epilogue = _epilogue(False, residual, activation)
     math = _math("conv2d(x, weight) + bias", epilogue)
-    return KernelSpec("_".join(("f32_conv2d_gemm",) + epilogue), "conv_gemm", "conv2d_gemm",
+    return KernelSpec("_".join((f"f32_{op}",) + epilogue), "conv_gemm", op,
                       ("x", "weight", "bias") + (("r",) if residual else ()) + ("ws", "xp")
                       + CONV_PARAMS + ("columns", "pixels", "first_bytes"),
                       f"Y(n, o, oh, ow) = {math}: as f32_conv2d, run as a gemm per image and "
@@ -359,8 +362,8 @@ KERNELS: tuple[KernelSpec, ...] = (
     GATHER,
     GATHER_BYTES,
     *(_conv(residual, act) for residual in (False, True) for act in ("", *FUSED_ACTIVATIONS)),
-    *(_conv_gemm(residual, act) for residual in (False, True)
-      for act in ("", *FUSED_ACTIVATIONS)),
+    *(_conv_gemm(residual, act, op) for op in ("conv2d_gemm", "conv2d_im2col")
+      for residual in (False, True) for act in ("", *FUSED_ACTIVATIONS)),
     *(_depthwise(act) for act in ("", *FUSED_ACTIVATIONS)),
     *(_qdepthwise(dtype, act) for dtype in ("uint8", "int8")
       for act in ("", *QUANTIZED_ACTIVATIONS)),

@@ -80,15 +80,19 @@ def _qlinear(dtype: str, requantize: bool, activation: str, op: str) -> KernelSp
         "wa and ws are scratch of pack_quantized.qlinear_scratch_floats(m, k) floats (A's "
         "rows widened to int16, a block at a time; one widened weight panel per "
         "pack_quantized.QSPLIT_ROWS rows, so parts of the rows on other threads use their own)"
-        + (CONV_TILE if op == "qconv" else ""),
+        + {"qconv": CONV_TILE, "qlinear_wide": WIDE}.get(op, ""),
         epilogue=epilogue, dtypes=(dtype, dtype if requantize else "float32"))
 
 
 CONV_TILE = ("; the same product for a conv's im2col rows, built with the simd128 tile in "
              "the relaxed module too (templates/qlinear.py TILE_ISA)")
 
+WIDE = ("; W packed wide (pack_qlinear_weight(w, wide=True): its weights as int16, twice the "
+        "bytes), which the k loop loads without widening it: a product of a few rows (an "
+        "unrolled recurrent step's) over a weight that fits in L2 (templates/qlinear.py)")
+
 QLINEARS: tuple[KernelSpec, ...] = tuple(
-    _qlinear(dtype, requantize, act, op) for op in ("qlinear", "qconv")
+    _qlinear(dtype, requantize, act, op) for op in ("qlinear", "qconv", "qlinear_wide")
     for dtype in ("uint8", "int8") for requantize in (False, True)
     for act in ("", "relu", "relu6"))
 

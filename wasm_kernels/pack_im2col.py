@@ -55,6 +55,15 @@ in place (at 48 channels in place ran 0.91-0.95x the packed columns)."""
 TAPS_MIN_WIDTH = 32
 """Output columns from which a conv that ``taps`` reads its input in place."""
 
+TAPS_PACKED = 24, 128
+"""Input channels per group from which a conv that ``taps`` runs packed (``packs``), unless
+its output rows have the second number of columns or more. ``f32_conv2d_im2col`` over
+``f32_conv2d_gemm`` reading in place, the same operands, one process, relaxed (simd128), load
+5-6: 24->48/2 @104 out 1.07 (0.98), 32->64/2 @40 1.12 (0.98), 48 @52 1.07 (0.98), 64 @56 1.07
+(0.97), 96 @52 1.12 (1.01); 32 @160 0.99 (0.95), 16->32/2 @80 1.03 (0.95), 12->24 @208 0.97
+(0.95), 16 @80 0.83, RGB stems 0.99-1.03: packed, the tile keeps the instance's context in a
+register, which in place it reloads before its loads (``bench/tile_code.py``)."""
+
 
 def taps(cg: int, og: int, kernel: tuple[int, int], stride: tuple[int, int],
          out: tuple[int, int], dilation: tuple[int, int] = (1, 1), padded: bool = True) -> bool:
@@ -80,6 +89,21 @@ def taps(cg: int, og: int, kernel: tuple[int, int], stride: tuple[int, int],
     return (kernel == (3, 3) and (stride[1] == 1 or phased)
             and dilation[1] == 1 and out[1] >= TAPS_MIN_WIDTH and cg <= most
             and og >= SPLIT_ROWS)
+
+
+def packs(cg: int, og: int, kernel: tuple[int, int], stride: tuple[int, int],
+          out: tuple[int, int], dilation: tuple[int, int] = (1, 1), padded: bool = True) -> bool:
+    """Whether a conv runs as ``f32_conv2d_im2col``, packing every chunk of its columns: not
+    a 1x1 conv without padding (any stride), whose input planes ``f32_conv2d_gemm`` reads in
+    place, nor one that ``taps`` with fewer than ``TAPS_PACKED`` channels or long rows.
+    ``f32_conv2d_im2col`` is ``f32_conv2d_gemm`` without those two paths: a third of the
+    code, in which cranelift keeps the instance's context in a register through the tile's
+    loop, where in ``f32_conv2d_gemm`` it reloaded it from the stack before every load (1035
+    instructions per 32 steps of the 5x8 tile against 903: ``bench/tile_code.py``)."""
+    if kernel == (1, 1) and not padded:
+        return False
+    reads_in_place = taps(cg, og, kernel, stride, out, dilation, padded)
+    return not reads_in_place or (cg >= TAPS_PACKED[0] and out[1] < TAPS_PACKED[1])
 
 
 def pack_im2col_weight(w: np.ndarray, groups: int) -> np.ndarray:

@@ -11,6 +11,9 @@ column's weights are in ``SEVEN_BIT`` or their negations are (the relaxed module
 then use the relaxed dot product, ``templates/qlinear_tile.py``), else 0, then per panel 32
 bytes: each column's 4 bytes 0xFF where that column is used negated, else 0 (a step's layout;
 read as int32, each column's -1 or 0).
+
+A ``wide`` packing (the ``qlinear_wide`` rows) stores the panels' weights as int16, each in
+its place, so the kernels' k loop loads them without widening them.
 """
 
 from __future__ import annotations
@@ -37,6 +40,26 @@ def qblock_rows(k: int) -> int:
     return max(2, QBLOCK_BYTES // (_round_up(k, 4) * 4) & ~1)
 
 
+DIRECT_ROWS = 4
+"""Products of fewer rows of A than this (an unrolled recurrent step's one row) skip the
+simd128 tile's widened W panels: their tiles widen W as they load it (``v128.load8x8_s``),
+where widening a panel into scratch costs as much as one row's product over it; or, when
+``packs_wide``, load it packed wide."""
+
+WIDE_MAX_BYTES = 1 << 20
+"""The most bytes of wide (int16) panels a weight is packed in: half of this CPU's 2 MB L2.
+The one-row product over a wide 1024 x 512 weight (1 MB) ran 1.17x as fast as over the
+int8 one, over a wide 2048 x 512 one (2 MB, mostly from L3) 0.7x (``bench/kernels.py
+--only int8rows``)."""
+
+
+def packs_wide(rows: int, n: int, k: int) -> bool:
+    """Whether a product of ``rows`` rows of A by an (n, k) weight takes the ``qlinear_wide``
+    rows: fewer rows than ``DIRECT_ROWS``, so that the int8 weight would be widened in the
+    k loop, and wide panels within ``WIDE_MAX_BYTES``."""
+    return rows < DIRECT_ROWS and 2 * _round_up(n, QPANEL) * _round_up(k, 4) <= WIDE_MAX_BYTES
+
+
 QSPLIT_ROWS = 8
 """Rows at a multiple of which a thread's part of a qlinear kernel starts
 (``parallel.splits``): ``ws`` holds one widened panel per that many rows, so parts widen
@@ -55,14 +78,16 @@ def _round_up(value: int, step: int) -> int:
     return -(-value // step) * step
 
 
-def packed_qlinear_bytes(n: int, k: int) -> int:
-    """Size in bytes of a packed (n, k) weight, column sums included."""
+def packed_qlinear_bytes(n: int, k: int, wide: bool = False) -> int:
+    """Size in bytes of a packed (n, k) weight, column sums included; ``wide``: its
+    weights as int16."""
     columns = _round_up(n, QPANEL)
-    return columns * _round_up(k, 4) + 4 * columns + 4 + 4 * columns
+    return columns * _round_up(k, 4) * (2 if wide else 1) + 4 * columns + 4 + 4 * columns
 
 
-def pack_qlinear_weight(weight: np.ndarray) -> np.ndarray:
-    """W (n, k) int8 -> the packed bytes (uint8 array) ``qlinear`` kernels read.
+def pack_qlinear_weight(weight: np.ndarray, wide: bool = False) -> np.ndarray:
+    """W (n, k) int8 -> the packed bytes (uint8 array) ``qlinear`` kernels read; ``wide``:
+    the panels' weights as int16 (the ``qlinear_wide`` rows).
 
     Raises:
         ValueError: ``weight`` is not a 2-D int8 array.
@@ -83,14 +108,17 @@ def pack_qlinear_weight(weight: np.ndarray) -> np.ndarray:
     negated = ~plain & (low >= -SEVEN_BIT[1]) & (high <= -SEVEN_BIT[0])
     seven = np.array([bool(np.all(plain | negated))], "<i4")
     masks = np.repeat(np.where(negated, 255, 0).astype(np.uint8), 4)
-    return np.concatenate([np.ascontiguousarray(panels).reshape(-1).view(np.uint8),
+    flat = np.ascontiguousarray(panels).reshape(-1)
+    return np.concatenate([(flat.astype("<i2") if wide else flat).view(np.uint8),
                            sums.view(np.uint8), seven.view(np.uint8), masks])
 
 
-def unpack_qlinear_weight(packed: np.ndarray, n: int, k: int) -> np.ndarray:
+def unpack_qlinear_weight(packed: np.ndarray, n: int, k: int, wide: bool = False
+                          ) -> np.ndarray:
     """The (n, k) int8 weight back from ``pack_qlinear_weight``'s bytes (the host provider's
     reading of them)."""
     columns, depth = _round_up(n, QPANEL), _round_up(k, 4)
-    panels = np.asarray(packed[:columns * depth]).view(np.int8)
+    size = 2 if wide else 1
+    panels = np.asarray(packed[:columns * depth * size]).view("<i2" if wide else np.int8)
     weight = panels.reshape(columns // QPANEL, depth // 4, QPANEL, 4).transpose(0, 2, 1, 3)
-    return weight.reshape(columns, depth)[:n, :k]
+    return weight.reshape(columns, depth)[:n, :k].astype(np.int8)

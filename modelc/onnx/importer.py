@@ -25,7 +25,10 @@ from ..trace import DynamicSpec, SymbolicTensor, Tracer
 from . import (
     functions,
     ops_activation,
+    ops_bitshift,
     ops_control,
+    ops_deform_conv,
+    ops_detection,
     ops_einsum,
     ops_index,
     ops_layout,
@@ -35,7 +38,9 @@ from . import (
     ops_quantized,
     ops_resize,
     ops_rnn,
+    ops_roi_align,
     ops_shape,
+    ops_spectral,
     set_value,
 )
 from .fold_qdq import fold_qdq
@@ -43,10 +48,13 @@ from .functions import expandable
 from .newer_opsets import changed_ops
 from .node import OnnxNode
 from .older_opsets import upgrade
+from .row_counted import COUNT_SUFFIX, RowCounted, keeps_rows, rows_refused
 
 OPS = {**ops_activation.OPS, **ops_layout.OPS, **ops_math.OPS, **ops_nn.OPS, **ops_pool.OPS,
        **ops_resize.OPS, **ops_rnn.OPS, **ops_shape.OPS, **ops_control.OPS, **ops_einsum.OPS,
-       **ops_index.OPS, **ops_quantized.OPS}
+       **ops_index.OPS, **ops_quantized.OPS, **ops_detection.OPS,
+       **ops_spectral.OPS, **ops_bitshift.OPS,
+       **ops_roi_align.OPS, **ops_deform_conv.OPS}
 """Every supported ONNX op type (default domain) and its import function."""
 DOMAIN_OPS: dict[str, dict[str, Any]] = {"com.microsoft": ops_quantized.MICROSOFT,
                                          set_value.DOMAIN: set_value.OPS}
@@ -343,11 +351,16 @@ class _Importer:
         if missing:
             raise CompileError(f"ONNX node {name!r} ({node.op_type}): inputs {missing} are "
                                "produced by no node (an unsupported optional output?)")
+        operands = [self.env[i] if i else None for i in node.input]
+        counted = [isinstance(v, RowCounted) for v in operands]
+        counts = {id(v.count) for v in operands if isinstance(v, RowCounted)}
+        if counts and (_op_function(node) is None or len(counts) > 1):
+            raise rows_refused(name, node, operands)
         if _op_function(node) is None:
             self.run_function(name, node)
             return
-        onnx_node = OnnxNode(name, node.op_type, [self.env[i] if i else None
-                                                  for i in node.input],
+        onnx_node = OnnxNode(name, node.op_type,
+                             [v.rows if isinstance(v, RowCounted) else v for v in operands],
                              _attrs(node), self.opset, len(node.output), self.subgraph,
                              self.detached)
         start = len(self.graph.nodes)
@@ -372,9 +385,15 @@ class _Importer:
                 raise onnx_node.error("a shape naming symbolic dims reached a run-time op; "
                                       "fix those dims with input_shapes / --input-shape")
         results = results if isinstance(results, tuple) else (results,)
+        if any(counted):
+            if not (all(isinstance(r, SymbolicTensor) for r in results)
+                    and keeps_rows(onnx_node, counted, results)):
+                raise rows_refused(name, node, operands)
+            first = next(v for v in operands if isinstance(v, RowCounted))
+            results = tuple(RowCounted(r, first.count, first.producer) for r in results)
         for out, result in zip(node.output, results):
             if out:
-                self.env[out] = (result if isinstance(result, SymbolicTensor)
+                self.env[out] = (result if isinstance(result, (SymbolicTensor, RowCounted))
                                  else np.asarray(result))
 
 
@@ -427,7 +446,13 @@ def from_onnx(model: Any, input_shapes: Mapping[str, Sequence[int]] | None = Non
     for o in proto.graph.output:  # NOTE: their int32 accumulators are float32 in the graph
         if producer.get(o.name) in ("MatMulInteger", "ConvInteger"):
             importer.env[o.name] = F.cast(importer.env[o.name], np.int32)
-    graph.outputs = {o.name: _graph_value(o.name, importer.env[o.name])
-                     for o in proto.graph.output}
+    graph.outputs = {}
+    for o in proto.graph.output:
+        value = importer.env[o.name]
+        if isinstance(value, RowCounted):
+            graph.outputs[o.name + COUNT_SUFFIX] = _graph_value(o.name, value.count)
+            graph.meta.setdefault("row_counts", {})[o.name] = o.name + COUNT_SUFFIX
+            value = value.rows
+        graph.outputs[o.name] = _graph_value(o.name, value)
     graph.verify()
     return graph

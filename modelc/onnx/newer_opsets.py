@@ -18,7 +18,8 @@ from collections.abc import Iterator
 from typing import Any
 
 _DOMAINS = ("", "ai.onnx")
-FOLLOWED = {"Swish": 24, "SwiGLU": 28, "SpaceToDepth": 28}
+FOLLOWED = {"Swish": 24, "SwiGLU": 28, "SpaceToDepth": 28, "CumProd": 26,
+            "BitShift": 28}
 """Ops new or changed since opset 23 that the importer implements at a newer version (which
 it names)."""
 

@@ -1,8 +1,9 @@
 """ONNX index ops: OneHot, GatherND, ScatterND and ScatterElements (and its opset-9 name
-Scatter), written in ``nn.functional`` calls (comparisons, where, slices, gathers) so they
-need no kernel of their own, and TopK (``topk``); computed in numpy when known. GatherND and
-ScatterND at indices computed at run time view the data as a table of rows (the indexed
-axes) and turn each index tuple into a row number with integer arithmetic."""
+Scatter), Compress (at a known condition), written in ``nn.functional`` calls (comparisons,
+where, slices, gathers) so they need no kernel of their own, and TopK (``topk``); computed
+in numpy when known. GatherND and ScatterND at indices computed at run time view the data as
+a table of rows (the indexed axes) and turn each index tuple into a row number with integer
+arithmetic."""
 
 from __future__ import annotations
 
@@ -298,6 +299,33 @@ def reverse_sequence(n: OnnxNode) -> Any:
     return F.reshape(F.embedding(rows, table), x.shape)
 
 
+def compress(n: OnnxNode) -> Any:
+    """Compress: the entries along ``axis`` (of the flattened input without one) where the
+    condition, known at import, is true: one gather of rows at those positions."""
+    x = n.input(0)
+    condition = n.known(1, "condition").reshape(-1).astype(bool)
+    axis = n.attr("axis")
+    if axis is None:
+        x = F.reshape(x, (-1,)) if not is_known(x) else x.reshape(-1)
+        axis = 0
+    axis = n.axis(axis, len(x.shape))
+    length = x.shape[axis]
+    if not isinstance(length, int) or len(condition) > length:
+        raise n.error(f"a condition of {len(condition)} over axis {axis} of shape "
+                      f"{list(x.shape)}: the axis must be fixed and no shorter")
+    picked = np.flatnonzero(condition)
+    if is_known(x):
+        return np.take(x, picked, axis=axis)
+    if not len(picked):
+        raise n.error("the condition selects nothing: the result would be empty")
+    order = [axis, *(d for d in range(len(x.shape)) if d != axis)]
+    rows = F.permute(x, order) if axis else x
+    taken = F.embedding(picked, F.reshape(rows, (length, -1)))
+    taken = F.reshape(taken, (len(picked), *rows.shape[1:]))
+    return F.permute(taken, [order.index(d) for d in range(len(order))]) if axis else taken
+
+
 OPS: dict[str, OpFn] = {"OneHot": one_hot, "GatherND": gather_nd, "ScatterND": scatter_nd,
                         "ScatterElements": scatter_elements, "Scatter": scatter_elements,
-                        "TopK": top_k, "ReverseSequence": reverse_sequence}
+                        "TopK": top_k, "ReverseSequence": reverse_sequence,
+                        "Compress": compress}

@@ -1,5 +1,5 @@
 """ONNX rearrangement, index and running ops: DepthToSpace / SpaceToDepth (sub-pixel
-rearrangements), ArgMax / ArgMin, CumSum, Trilu, and the GroupNormalization (opsets 18 and
+rearrangements), ArgMax / ArgMin, CumSum, CumProd, Trilu, and the GroupNormalization (opsets 18 and
 21) and RMSNormalization (opset 23) forms, each through ``nn.functional`` composites.
 
 Values known at import time (shape arithmetic, integer tensors) are computed with numpy.
@@ -66,6 +66,13 @@ def cum_sum(n: OnnxNode) -> Any:
     return np.flip(sums, dim) if reverse else sums
 
 
+def cum_prod(n: OnnxNode) -> Any:
+    """CumProd (opset 26, taken at any opset the importer follows): ``F.cumprod``."""
+    x = n.input(0)
+    dim = n.axis(int(n.known(1, "axis").reshape(-1)[0]))
+    return F.cumprod(x, dim, bool(n.attr("exclusive", 0)), bool(n.attr("reverse", 0)))
+
+
 def trilu(n: OnnxNode) -> Any:
     x = n.input(0)
     k = int(n.known(1, "k").reshape(-1)[0]) if n.has(1) else 0
@@ -101,6 +108,7 @@ def rms_normalization(n: OnnxNode) -> Any:
 
 OPS: dict[str, Callable[[OnnxNode], Any]] = {
     "DepthToSpace": depth_to_space, "SpaceToDepth": space_to_depth,
-    "ArgMax": _arg(F.argmax), "ArgMin": _arg(F.argmin), "CumSum": cum_sum, "Trilu": trilu,
+    "ArgMax": _arg(F.argmax), "ArgMin": _arg(F.argmin), "CumProd": cum_prod, "CumSum": cum_sum,
+    "Trilu": trilu,
     "GroupNormalization": group_normalization, "RMSNormalization": rms_normalization,
 }

@@ -23,7 +23,7 @@ from .ops_rnn import _direction_state, _nonlinearity, _stack
 
 
 def _quantized_product(x: Tensor, weight: np.ndarray, scale: np.ndarray, zero: np.ndarray,
-                       bias: np.ndarray | None = None) -> Tensor:
+                       bias: np.ndarray | Tensor | None = None) -> Tensor:
     """``x @ dequantized(weight)`` (+ ``bias``) with ``x`` quantized dynamically, as
     onnxruntime's quantized LSTM gemms: ``weight`` (K, N) int8, ``scale``/``zero`` per
     tensor or per column (N,)."""
@@ -87,7 +87,13 @@ def dynamic_quantize_lstm(n: OnnxNode) -> Any:
         order = range(steps - 1, -1, -1) if direction == "reverse" or d == 1 else range(steps)
         for t in order:
             gates = F.squeeze(rows[t], 0)
-            if h is not None:
+            if h is not None and batch == 1 and not isinstance(h, np.ndarray):
+                # NOTE: one row's projected input is the recurrent product's float bias: no
+                # add node, the same sums (acc * scale + bias, as the add computed them); a
+                # constant initial state's product folds instead
+                gates = _quantized_product(h, recurrents[d], r_scale, r_zero,
+                                           F.reshape(gates, (4 * hidden,)))
+            elif h is not None:
                 gates = F.add(gates, _quantized_product(h, recurrents[d], r_scale, r_zero))
             h, c = _cell(gates, c, hidden)
             outputs.append(h)

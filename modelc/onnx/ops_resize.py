@@ -189,4 +189,19 @@ def _extrapolate(n: OnnxNode, y: Any, outside: list[tuple[int, np.ndarray]]) -> 
     return F.where(mask, value, y)
 
 
-OPS = {"Resize": resize, "Upsample": resize}
+def grid_sample(n: OnnxNode) -> Any:
+    """GridSample (opsets 16-22): ``nn.functional.grid_sample``; opset 20 renamed the modes
+    ``linear`` and ``cubic`` and allowed 5-D inputs."""
+    x, grid = n.input(0), n.input(1)
+    mode = {"linear": "bilinear", "cubic": "bicubic"}.get(n.attr("mode", "bilinear"),
+                                                          n.attr("mode", "bilinear"))
+    if x.dtype != np.float32 or grid.dtype != np.float32:
+        raise n.error(f"samples float32 inputs on a float32 grid, got {x.dtype} on {grid.dtype}")
+    try:
+        return F.grid_sample(x, grid, mode, n.attr("padding_mode", "zeros"),
+                             bool(n.attr("align_corners", 0)))
+    except ValueError as err:
+        raise n.error(str(err)) from None
+
+
+OPS = {"GridSample": grid_sample, "Resize": resize, "Upsample": resize}

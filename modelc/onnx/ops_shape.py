@@ -118,25 +118,35 @@ def slice_(n: OnnxNode) -> Any:
 
 
 def gather(n: OnnxNode) -> Any:
-    """Gather: known from known; a known table indexed at run time is an ``embedding``; a
-    run-time tensor at known indices is slices joined by ``concat``."""
+    """Gather: known from known; at run-time indices, an ``embedding`` of the data viewed
+    as a table of rows along ``axis`` (a run-time table needs a fixed shape; negative
+    indices count from the end); a run-time tensor at known indices is slices joined by
+    ``concat``."""
     data, indices = n.input(0), n.input(1)
     axis = n.axis(n.attr("axis", 0), len(data.shape))
     if is_known(data, indices):
         return np.asarray(np.take(data, indices, axis=axis), dtype=data.dtype)
-    if is_known(data):
+    if not is_known(indices):
         if indices.dtype == np.int32:  # the gather kernel reads int64 indices
             indices = F.cast(indices, np.int64)
-        table = np.moveaxis(data, axis, 0)
-        rows = F.embedding(indices, table.reshape(table.shape[0], -1))
+        if is_known(data):
+            table = np.moveaxis(data, axis, 0)
+            rows = F.embedding(indices, table.reshape(table.shape[0], -1))
+        else:
+            if not all(isinstance(d, int) for d in data.shape):
+                raise n.error(f"Gather of a run-time tensor of symbolic shape "
+                              f"{list(data.shape)} at run-time indices is not supported")
+            order = [axis, *(d for d in range(len(data.shape)) if d != axis)]
+            table = F.permute(data, order) if axis else data
+            length = data.shape[axis]
+            indices = F.where(F.lt(indices, 0), F.add(indices, length), indices)
+            rows = F.embedding(indices, F.reshape(table, (length, -1)))
         out = F.reshape(rows, (*indices.shape, *table.shape[1:]))  # (*idx, *before, *after)
         if axis == 0:
             return out
         k = len(indices.shape)
         order = [*range(k, k + axis), *range(k), *range(k + axis, len(out.shape))]
         return F.permute(out, order)
-    if not is_known(indices):
-        raise n.error("Gather of a run-time tensor at run-time indices is not supported")
     length = data.shape[axis]
     flat = [int(i) % length if isinstance(length, int) else int(i)
             for i in indices.reshape(-1)]

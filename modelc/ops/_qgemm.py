@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from wasm_kernels import abi
-from wasm_kernels.pack_quantized import pack_qlinear_weight, qlinear_scratch_floats
+from wasm_kernels.pack_quantized import pack_qlinear_weight, packs_wide, qlinear_scratch_floats
 
 from ._quantized import Push, per_channel
 
@@ -44,17 +44,21 @@ def call_qlinear(ctx: LowerContext, named: dict[str, Value], a: Push, c: Push,
     holds the op's input scale and zero point, weight scale, optional bias and optional
     output pair (requantized when present, else dequantized to float32); ``dtype`` is
     ``a``'s, ``op`` the op lowered (``qconv2d`` calls the ``qconv`` rows) and named in
-    errors.
+    errors. A ``qlinear`` of a few static rows takes the ``qlinear_wide`` rows when the
+    weight packed wide fits (``pack_quantized.packs_wide``): twice its bytes among the
+    weights.
 
     Raises:
         CompileError: the weight scale is computed at run time.
     """
     n, k = weight.shape
+    wide = op == "qlinear" and all(isinstance(d, int) for d in rows) and packs_wide(
+        math.prod(rows), n, k)
     bias = named.get("bias")
     a()
     ctx.address(named["input_scale"])
     ctx.address(named["input_zero_point"])
-    ctx.constant(pack_qlinear_weight(weight))
+    ctx.constant(pack_qlinear_weight(weight, wide))
     ctx.constant(per_channel(named["weight_scale"], n, "float32", op))
     if bias is not None and bias.dtype == "int32":
         ctx.address(bias)
@@ -76,5 +80,5 @@ def call_qlinear(ctx: LowerContext, named: dict[str, Value], a: Push, c: Push,
     ctx.push(n)
     epilogue = ("requantize" if requantize else "dequantize",) + ((activation,) if
                                                                   activation else ())
-    ctx.call(abi.find("qlinear", "qconv" if op == "qconv2d" else "qlinear", epilogue,
-                      dtype).name)
+    kernel = "qconv" if op == "qconv2d" else "qlinear_wide" if wide else "qlinear"
+    ctx.call(abi.find("qlinear", kernel, epilogue, dtype).name)

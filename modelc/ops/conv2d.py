@@ -4,7 +4,8 @@ A depthwise conv (``groups == c``) lowers to the ``depthwise`` family (``_depthw
 any other to one call of the ABI's ``conv`` family (the direct kernel, weight packed by
 ``wasm_kernels.pack.pack_conv_weight``) or ``conv_gemm`` family (im2col into the node's
 scratch and the dense tile, weight packed by ``pack_im2col.pack_im2col_weight``), whichever
-``pack_im2col.runs_as_gemm`` says is faster for the shape, with its fused epilogue and a zero
+``pack_im2col.runs_as_gemm`` says is faster for the shape (``f32_conv2d_im2col`` when
+``pack_im2col.packs``: the gemm without its in-place paths), with its fused epilogue and a zero
 bias if there is none: both take any stride, dilation and groups. A dense conv with a
 window on a small plane runs as the transposed product instead, its pixels as the rows of
 the ``linear`` tile (``_conv_rows``). The
@@ -29,10 +30,10 @@ from wasm_kernels.pack import pack_conv_weight
 from wasm_kernels.pack_im2col import (
     columns_per_chunk,
     pack_im2col_weight,
+    packs,
     padded_floats,
     runs_as_gemm,
     scratch_floats,
-    taps,
 )
 
 from ..errors import CompileError
@@ -109,15 +110,18 @@ class Conv2d(OpDef):
         if g.as_gemm:
             for number in (g.columns, g.oh * g.ow, 0):  # columns, pixels, first_bytes
                 ctx.push(number)
-        family, op = ("conv_gemm", "conv2d_gemm") if g.as_gemm else ("conv", "conv2d")
+        family, op = ("conv", "conv2d")
+        if g.as_gemm:
+            family, op = "conv_gemm", "conv2d_im2col" if g.packs else "conv2d_gemm"
         ctx.call(abi.find(family, op, tuple(node.attrs.get("epilogue", ()))).name)
 
 
 def kernel_path(node: Node) -> str:
     """Which kernel runs a conv2d node: ``depthwise``, ``rows`` (the transposed product,
-    ``_conv_rows``), ``direct`` (``f32_conv2d``), or ``f32_conv2d_gemm`` as ``pointwise`` (a
-    1x1 at stride 1), ``taps`` (reading its input in place, ``pack_im2col.taps``) or
-    ``gemm`` (packing it)."""
+    ``_conv_rows``), ``direct`` (``f32_conv2d``), ``f32_conv2d_gemm`` as ``pointwise`` (a
+    1x1 without padding, its input read in place, subsampled first at a larger stride) or
+    ``taps`` (reading its input in place, ``pack_im2col.taps``), or ``gemm``
+    (``f32_conv2d_im2col``, packing it)."""
     if _depthwise.scratch(node):
         return "depthwise"
     g = _Geometry.of(node)
@@ -125,12 +129,9 @@ def kernel_path(node: Node) -> str:
         return "rows"
     if not g.as_gemm:
         return "direct"
-    o, cg, kh, kw = g.data.shape
-    if (kh, kw) == (1, 1) and g.stride == (1, 1):
-        return "pointwise"
-    reads_in_place = taps(cg, o // g.groups, (kh, kw), g.stride, (g.oh, g.ow), g.dilation,
-                          g.pad != (0, 0))
-    return "taps" if reads_in_place else "gemm"
+    if g.packs:
+        return "gemm"
+    return "pointwise" if g.data.shape[2:] == (1, 1) and g.pad == (0, 0) else "taps"
 
 
 @dataclass(frozen=True)
@@ -171,6 +172,13 @@ class _Geometry:
         o, cg, kh, kw = self.data.shape
         return runs_as_gemm(cg, o // self.groups, (kh, kw), self.stride, (self.oh, self.ow),
                             self.dilation, self.pad != (0, 0))
+
+    @property
+    def packs(self) -> bool:
+        """Whether it runs as ``f32_conv2d_im2col`` (``pack_im2col.packs``), when a gemm."""
+        o, cg, kh, kw = self.data.shape
+        return packs(cg, o // self.groups, (kh, kw), self.stride, (self.oh, self.ow),
+                     self.dilation, self.pad != (0, 0))
 
     @property
     def transposed(self) -> bool:

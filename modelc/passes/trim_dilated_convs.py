@@ -59,8 +59,9 @@ def share(node: Node) -> float:
     return kept
 
 
-def rewrite(graph: Graph, node: Node) -> None:
-    """Replace ``node`` by its regions' convs and the concats joining them."""
+def rewrite(graph: Graph, node: Node) -> list[Node]:
+    """Replace ``node`` by its regions' convs and the concats joining them; the regions'
+    convs."""
     named = node.named_inputs()
     x, weight, name = named["input"], named["weight"], node.name
     assert weight.data is not None
@@ -97,7 +98,7 @@ def rewrite(graph: Graph, node: Node) -> None:
         return insert("" if last else suffix, "concat", parts, ("tensors*",) * len(parts),
                       {"dim": axis}, output)
 
-    bands = []
+    bands, regions = [], []
     for i, (a, b, t0, t1) in enumerate(rows):
         band = cut(x, 2, a + (t0 - 1) * dh, b + (t1 - 2) * dh, f"rows{i}")
         parts = []
@@ -111,7 +112,10 @@ def rewrite(graph: Graph, node: Node) -> None:
                  *(v for _, v in rest)], ("input", "weight", *(k for k, _ in rest)), attrs,
                 node.output if last else Value(f"{name}_region{i}{j}", (n, o, b - a, b2 - a2),
                                                "float32")))
+            regions.append(parts[-1])
         bands.append(parts[0] if len(parts) == 1
                      else joined(parts, 3, f"band{i}", len(rows) == 1))
     if len(rows) > 1:
         joined(bands, 2, "", True)
+    outputs = {id(v) for v in regions}
+    return [n for n in graph.nodes if n.op == "conv2d" and id(n.output) in outputs]

@@ -7,9 +7,11 @@ epilogue and residual: 16 multiplies per 2x2 output tile and channel pair instea
 36 per 4x4 tile instead of 144 (``tile`` picks m; see ``nn/functional/winograd.py``).
 
 It applies to a float32 conv2d with a constant (O, C, 3, 3) weight, a constant bias or none,
-stride 1, dilation 1 (or a dilation ``phase_dilated_convs`` takes: then it runs over the
-conv's phase planes; a dilated conv whose padding taps are enough of its work is instead
-split by ``trim_dilated_convs`` into direct convs that skip them), one group, a static
+stride 1, dilation 1 (or a dilation: where ``dilated_tile`` expects it to pay, over the
+conv's own plane with the transforms' dilated kernels, tiles of outputs ``dilation`` apart;
+else, where the conv's padding taps are enough of its work, split by ``trim_dilated_convs``
+into direct convs that skip them; else over the phase planes ``phase_dilated_convs``
+takes), one group, a static
 input shape, and at least ``MIN_CHANNELS`` input and output channels, whose fused epilogue
 has an output transform row. It runs after ``fuse_epilogues`` (the conv's epilogue travels
 to the output transform);
@@ -44,6 +46,16 @@ up to 1.2 times what 2x2 tiles cover, 25 tiles): one conv ran 0.83-0.85 of F(2x2
 0.80 at 256 @20, but whole models did not follow (x onnxruntime, two alternating pairs, load
 7-9: ddddocr 2.47 / 2.44 against 2.48 / 2.39, NudeNet 2.28 / 2.26 against 2.19 / 2.24,
 occular-deskew 1.76 / 1.78 against 1.85 / 1.85) and their ``.wasm`` grew by 4.4-7.6 MB."""
+DILATED = True
+"""Whether dilated convs may run as Winograd over their own plane (``dilated_tile``)."""
+DILATED_COST = (0.14, 1.1, 1.13)
+"""(fixed, per work, per share): a dilated conv's time over the direct conv's as Winograd,
+``fixed + per_work * w`` for the product's multiplies ``w`` over the direct conv's, and as
+``trim_dilated_convs``' regions, ``per_share * share``. Fitted on CRAFT's refiner's ASPP
+convs (64 -> 128 at 64x64, relu; ``bench/dilated_convs.py --rounds 5``, load 5.5, x the
+direct conv): dilated F(4x4) at d = 6, 12, 18, 24 (w = 0.32, 0.56, 0.32, 0.56) 0.49, 0.77,
+0.46, 0.75; F(2x2) 0.77, 0.85, 0.80, 1.00; the regions (share 0.88, 0.77, 0.66, 0.56) 0.87
+at 12 and 0.63 at 24; the phases 0.62 at 6."""
 SETS, LINE = 64, 64
 """An L1 data cache's sets and line bytes (48 KiB, 12 ways: the x86 cores measured)."""
 
@@ -103,6 +115,53 @@ def _applies(node: Node) -> bool:
             and kernel(tuple(node.attrs.get("epilogue", ()))) is not None)
 
 
+def _dilated_cost(size: tuple[int, int], dilation: int) -> tuple[int, float]:
+    """(m, the expected time over the direct conv's) of a conv of ``dilation`` and output
+    ``size`` run as Winograd over its own plane with the tile of less product work (F(4x4)
+    at a tie; ``DILATED_COST``)."""
+    oh, ow = size
+    work = {m: (m + 2) ** 2 * math.prod(tiles(size, m, dilation)) for m in (2, 4)}
+    m = min(work, key=lambda k: (work[k], -k))
+    fixed, per_work, _ = DILATED_COST
+    return m, fixed + per_work * work[m] / (9 * oh * ow)
+
+
+def _trimmed_cost(node: Node, dilation: int) -> float:
+    """The expected time over the direct conv's of ``trim_dilated_convs``' regions (1.0
+    where it does not apply), the centre region (every tap inside the input) run as Winograd
+    over its own plane where that is expected to pay (``DILATED_COST``)."""
+    trimmed = trim_dilated_convs.share(node)
+    if trimmed >= 1.0:
+        return 1.0
+    per_share = DILATED_COST[2]
+    h, w = (int(s) for s in node.inputs[0].shape[2:])
+    centre = (h - 2 * dilation, w - 2 * dilation)
+    if min(centre) < 1:
+        return min(1.0, per_share * trimmed)
+    inner = centre[0] * centre[1] / (h * w)
+    return min(1.0, per_share * (trimmed - inner)
+               + inner * min(per_share, _dilated_cost(centre, dilation)[1]))
+
+
+def dilated_tile(node: Node) -> int | None:
+    """The output tile m for a dilated conv run as Winograd over its own plane (the
+    transforms' dilated kernels), or None: a 3x3 conv of equal dilations ``d`` > 1 and
+    padding ``d`` (or 0: the centre region ``trim_dilated_convs`` cuts), no residual, where
+    F(m x m) (of the two tiles, the one of less product work; F(4x4) at a tie) is expected
+    to beat both the direct conv and ``trim_dilated_convs``' regions (``DILATED_COST``),
+    and ``DILATED``."""
+    named = node.named_inputs()
+    d = pair(node.attrs.get("dilation", 1))
+    if not DILATED or d[0] != d[1] or d[0] == 1 or "residual" in named:
+        return None
+    padding = conv_padding(node.attrs.get("padding", 0), (3, 3), (1, 1), d)
+    if any(p not in ((d[0], d[0]), (0, 0)) for p in padding):
+        return None
+    oh, ow = (int(s) for s in node.output.shape[2:])
+    m, cost = _dilated_cost((oh, ow), d[0])
+    return m if cost < _trimmed_cost(node, d[0]) else None
+
+
 def _rewrite(graph: Graph, node: Node, m: int | None = None) -> None:
     named = node.named_inputs()
     x, weight, name = named["input"], named["weight"], node.name
@@ -110,8 +169,11 @@ def _rewrite(graph: Graph, node: Node, m: int | None = None) -> None:
     n, c = (int(d) for d in x.shape[:2])
     o, (oh, ow) = int(weight.shape[0]), (int(d) for d in node.output.shape[2:])
     m = m or tile(oh, ow)
-    (th, tw), a = tiles((oh, ow), m), m + 2
-    (top, _), (left, _) = conv_padding(node.attrs.get("padding", 0), (3, 3), (1, 1), (1, 1))
+    dilation = pair(node.attrs.get("dilation", 1))[0]
+    (th, tw), a = tiles((oh, ow), m, dilation), m + 2
+    (top, _), (left, _) = conv_padding(node.attrs.get("padding", 0), (3, 3), (1, 1),
+                                       (dilation, dilation))
+    dilated = {"dilation": dilation} if dilation > 1 else {}
     position = graph.nodes.index(node)
     graph.remove(node)
     steps = 0
@@ -126,7 +188,8 @@ def _rewrite(graph: Graph, node: Node, m: int | None = None) -> None:
 
     count = plane_length(n * th * tw, (c, o), a * a)
     tiles_in = insert("tiles", "winograd_input", [x], ("input",),
-                      {"padding": (top, left), "tiles": (th, tw), "count": count, "tile": m},
+                      {"padding": (top, left), "tiles": (th, tw), "count": count, "tile": m,
+                       **dilated},
                       Value(f"{name}_tiles", (1, a * a * c, 1, count), "float32"))
     u = winograd_weight(np.asarray(weight.data, np.float32), m)
     products = insert("products", "conv2d",
@@ -134,7 +197,7 @@ def _rewrite(graph: Graph, node: Node, m: int | None = None) -> None:
                       ("input", "weight"), {"groups": a * a},
                       Value(f"{name}_products", (1, a * a * o, 1, count), "float32"))
     rest = [(k, v) for k, v in named.items() if k in ("bias", "residual")]
-    attrs: dict = {"batch": n, "size": (oh, ow), "tile": m}
+    attrs: dict = {"batch": n, "size": (oh, ow), "tile": m, **dilated}
     if node.attrs.get("epilogue"):
         attrs["epilogue"] = tuple(node.attrs["epilogue"])
     insert("", "winograd_output", [products, *(v for _, v in rest)],
@@ -142,17 +205,22 @@ def _rewrite(graph: Graph, node: Node, m: int | None = None) -> None:
 
 
 def winograd_convs(graph: Graph) -> Graph:
-    """Rewrite every eligible conv2d (see the module docstring); a dilated one into its
-    regions' direct convs where ``trim_dilated_convs`` keeps at most ``SHARE`` of its work,
-    else where ``phase_dilated_convs`` runs it as an undilated conv over its phases, as
-    F(4x4, 3x3)."""
+    """Rewrite every eligible conv2d (see the module docstring); a dilated one over its own
+    plane where ``dilated_tile`` picks a tile, else into its regions' direct convs where
+    ``trim_dilated_convs`` keeps at most ``SHARE`` of its work (the centre region over its
+    own plane where ``dilated_tile`` picks a tile for it), else where
+    ``phase_dilated_convs`` runs it as an undilated conv over its phases, as F(4x4, 3x3)."""
     for node in [n for n in graph.nodes if n.op == "conv2d"]:
         if not _applies(node):
             continue
         if pair(node.attrs.get("dilation", 1)) == (1, 1):
             _rewrite(graph, node)
+        elif dilated_tile(node) is not None:
+            _rewrite(graph, node, dilated_tile(node))
         elif trim_dilated_convs.share(node) <= trim_dilated_convs.SHARE:
-            trim_dilated_convs.rewrite(graph, node)
+            for region in trim_dilated_convs.rewrite(graph, node):
+                if _applies(region) and dilated_tile(region) is not None:
+                    _rewrite(graph, region, dilated_tile(region))
         elif TILE4 and phase_dilated_convs.applies(node):
             _rewrite(graph, phase_dilated_convs.rewrite(graph, node), 4)
     return graph

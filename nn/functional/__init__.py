@@ -62,6 +62,7 @@ from .elementwise import (
                          where,
 )
 from .float_classes import isinf, isnan
+from .grid_sample import grid_sample
 from .linear import linear, matmul
 from .loop import loop
 from .normalization import batch_norm, group_norm, instance_norm, layer_norm, rms_norm
@@ -93,7 +94,7 @@ from .shape import (
                          transpose,
                          unsqueeze,
 )
-from .triangular import cumsum, tril, triu
+from .triangular import cumprod, cumsum, tril, triu
 from .trigonometry import acos, acosh, asin, asinh, atan, atanh, cosh, sinh, tan
 from .winograd import winograd_input, winograd_output
 
@@ -101,13 +102,13 @@ __all__ = ["PRIMITIVES", "abs", "acos", "acosh", "adaptive_avg_pool2d", "add", "
            "argmin", "asin", "asinh", "atan", "atanh", "attention_weights", "avg_pool2d",
            "avg_pool3d", "batch_norm", "cast", "ceil", "celu", "channel_shuffle", "check",
            "concat", "conv1d", "conv2d", "conv3d", "conv_padding", "conv_transpose2d",
-           "conv_transpose3d", "cos",
-           "cosh", "cumsum", "dequantize_linear", "div", "dropout", "dynamic_quantize_linear",
+           "conv_transpose3d", "cos", "cosh", "cumprod", "cumsum", "dequantize_linear", "div",
+           "dropout", "dynamic_quantize_linear",
            "elu", "embedding", "eq", "erf", "exp", "flatten", "floor", "fmod", "full", "ge",
-           "gelu", "gelu_tanh", "group_norm", "gru", "gt", "hardshrink", "hardsigmoid",
-           "hardswish", "hardtanh", "head_attention", "instance_norm", "interpolate", "isinf",
-           "isnan", "layer_norm", "le", "leaky_relu", "linear", "log", "log_softmax", "loop",
-           "lstm", "lt", "matmul",
+           "gelu", "gelu_tanh", "grid_sample", "group_norm", "gru", "gt", "hardshrink",
+           "hardsigmoid", "hardswish", "hardtanh", "head_attention", "instance_norm",
+           "interpolate", "isinf", "isnan", "layer_norm", "le", "leaky_relu", "linear", "log",
+           "log_softmax", "loop", "lstm", "lt", "matmul",
            "max_pool2d", "max_pool3d", "maximum", "mean", "minimum", "mish", "mul", "ne", "neg",
            "pad", "permute", "pixel_shuffle", "pixel_unshuffle", "pow", "qadd", "qconcat",
            "qconv2d", "qlinear", "qmatmul", "quantize_linear", "relu", "relu6", "resample",

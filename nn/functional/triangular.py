@@ -1,8 +1,8 @@
 """Triangular selections and running sums, composites over constant triangular matrices:
 ``triu``, ``tril`` (a ``where`` on a constant mask, so an inf outside the triangle still
-gives 0) and ``cumsum`` (a ``linear`` with a triangular weight, so it runs on the gemm
-kernel; integers are summed exactly by doubling instead; the summed axis must have a fixed
-size)."""
+gives 0), ``cumsum`` (a ``linear`` with a triangular weight, so it runs on the gemm
+kernel; integers are summed exactly by doubling instead) and ``cumprod`` (by doubling); the
+scanned axis must have a fixed size."""
 
 from __future__ import annotations
 
@@ -10,11 +10,12 @@ from typing import Any
 
 import numpy as np
 
-from .elementwise import add, sub, where
+from .creation import full
+from .elementwise import add, mul, sub, where
 from .linear import linear
 from .shape import concat, permute, slice
 
-__all__ = ["cumsum", "tril", "triu"]
+__all__ = ["cumprod", "cumsum", "tril", "triu"]
 
 
 def _fixed(size: Any, what: str) -> int:
@@ -84,15 +85,48 @@ def cumsum(input: Any, dim: int, exclusive: bool = False, reverse: bool = False)
 
 
 def _integer_cumsum(input: Any, dim: int, n: int, exclusive: bool, reverse: bool) -> Any:
-    """Running sums of integers, exact and wrapping as the integer adds do, by doubling
-    (Hillis-Steele): after the step of ``shift``, element i holds the sum of the ``2 *
-    shift`` elements up to it, so log2(n) slice-add-concat steps do it."""
+    """Running sums of integers, exact and wrapping as the integer adds do."""
     values = slice(input, dim, None, None, -1) if reverse else input
-    sums, shift = values, 1
-    while shift < n:
-        sums = concat([slice(sums, dim, 0, shift),
-                       add(slice(sums, dim, shift, n), slice(sums, dim, 0, n - shift))], dim)
-        shift *= 2
+    sums = _doubling(values, dim, n, add)
     if exclusive:
         sums = sub(sums, values)
     return slice(sums, dim, None, None, -1) if reverse else sums
+
+
+def _doubling(values: Any, dim: int, n: int, combine: Any) -> Any:
+    """Running ``combine`` (associative) along ``dim`` by doubling (Hillis-Steele): after
+    the step of ``shift``, element i combines the ``2 * shift`` elements up to it, so
+    log2(n) slice-combine-concat steps do it."""
+    scanned, shift = values, 1
+    while shift < n:
+        scanned = concat([slice(scanned, dim, 0, shift),
+                          combine(slice(scanned, dim, shift, n),
+                                  slice(scanned, dim, 0, n - shift))], dim)
+        shift *= 2
+    return scanned
+
+
+def cumprod(input: Any, dim: int, exclusive: bool = False, reverse: bool = False) -> Any:
+    """Running products along ``dim`` (torch's ``cumprod``); ``exclusive`` leaves each
+    element out of its own product (the first is 1) and ``reverse`` multiplies from the end
+    (ONNX CumProd's attributes). Integers wrap as their multiplies do.
+
+    Raises:
+        ValueError: ``dim`` out of range, or the axis is symbolic.
+
+    >>> cumprod(np.array([1.0, 2.0, 3.0, 4.0], np.float32), 0, exclusive=True).tolist()
+    [1.0, 1.0, 2.0, 6.0]
+    """
+    rank = len(input.shape)
+    if not -rank <= dim < rank:
+        raise ValueError(f"cumprod: dim {dim} is out of range for rank {rank}")
+    dim %= rank
+    n = _fixed(input.shape[dim], f"cumprod over axis {dim}")
+    values = slice(input, dim, None, None, -1) if reverse else input
+    if exclusive and n:
+        # NOTE: shifted by one behind a 1, not divided: a zero must not poison the rest
+        ones = full([1 if d == dim else size for d, size in enumerate(input.shape)], 1,
+                    dtype=input.dtype)
+        values = concat([ones, slice(values, dim, 0, n - 1)], dim)
+    products = _doubling(values, dim, n, mul)
+    return slice(products, dim, None, None, -1) if reverse else products

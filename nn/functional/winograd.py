@@ -22,7 +22,7 @@ import numpy as np
 
 from .._dispatch import primitive
 
-__all__ = ["winograd_input", "winograd_output", "winograd_weight"]
+__all__ = ["tile_starts", "winograd_input", "winograd_output", "winograd_weight"]
 
 # (B^T, G, A^T) by output tile m (Lavin and Gray's F(2x2, 3x3) and F(4x4, 3x3))
 MATRICES = {
@@ -62,15 +62,37 @@ def winograd_weight(weight: np.ndarray, tile: int = 2) -> np.ndarray:
     return u.reshape(len(g) ** 2 * o, c, 1, 1).astype(np.float32)
 
 
+def tile_starts(length: int, tile: int = 2, dilation: int = 1) -> np.ndarray:
+    """The first output index of each tile along an axis of ``length`` outputs: tile ``j``
+    covers ``start + dilation * k`` (k < ``tile``), the ``dilation`` tiles of a block of
+    ``tile * dilation`` outputs interleaved (``(j // dilation) * tile * dilation + j %
+    dilation``); the tiles starting inside the axis, which they cover once.
+
+    >>> tile_starts(5).tolist()
+    [0, 2, 4]
+    >>> tile_starts(10, 2, 3).tolist()
+    [0, 1, 2, 6, 7, 8]
+    """
+    starts = _starts(-(-int(length) // (tile * dilation)) * dilation, tile, dilation)
+    return starts[starts < length]
+
+
+def _starts(tiles: int, tile: int, dilation: int) -> np.ndarray:
+    j = np.arange(tiles)
+    return (j // dilation) * tile * dilation + j % dilation
+
+
 @primitive
 def winograd_input(input: np.ndarray, padding: Any = (0, 0), tiles: Any = None,
-                   count: int | None = None, tile: int = 2) -> np.ndarray:
+                   count: int | None = None, tile: int = 2, dilation: int = 1) -> np.ndarray:
     """(N, C, H, W) -> the transformed tiles (1, a^2 * C, 1, COUNT), a = ``tile`` + 2:
     ``B^T d B`` of each a x a tile ``d`` (stride ``tile``) of the input zero-padded by
     ``padding`` = (top, left) rows and columns before it and by as many after it as the
     ``tiles`` = (TH, TW) reach (default: the tiles that fit in the input and its top and left
     padding); ``count`` (default
     N * TH * TW) may add zero columns after the tiles (the kernel leaves them unwritten).
+    With ``dilation`` > 1 (a dilated 3x3 conv) a tile's inputs are ``dilation`` apart and
+    the tiles start at ``tile_starts`` (default tiles: those starting inside the input).
 
     Raises:
         ValueError: not 4-D, negative padding, or no tile.
@@ -89,16 +111,20 @@ def winograd_input(input: np.ndarray, padding: Any = (0, 0), tiles: Any = None,
         raise ValueError(f"winograd_input: expected (N, C, H, W) and padding (top, left) >= 0, "
                          f"got {input.shape} and {padding}")
     n, c, h, w = input.shape
-    th, tw = ((h + top - 2) // m, (w + left - 2) // m) if tiles is None else tiles
-    if min(th, tw) < 1:
+    dil = int(dilation)
+    if tiles is None:
+        tiles = ((h + top - 2) // m, (w + left - 2) // m) if dil == 1 else (
+            len(tile_starts(h, m, dil)), len(tile_starts(w, m, dil)))
+    th, tw = tiles
+    if min(th, tw) < 1 or dil < 1:
         raise ValueError(f"winograd_input: no 4x4 tile in {input.shape} padded by {padding}")
     count = n * th * tw if count is None else int(count)
     if count < n * th * tw:
         raise ValueError(f"winograd_input: count {count} is under the {n * th * tw} tiles")
-    padded = np.zeros((n, c, max(m * th + 2, top + h), max(m * tw + 2, left + w)), np.float64)
-    padded[:, :, top:top + h, left:left + w] = input  # (N, C, m TH + 2.., m TW + 2..)
-    rows = np.arange(th)[:, None] * m + np.arange(a)  # (TH, a)
-    cols = np.arange(tw)[:, None] * m + np.arange(a)  # (TW, a)
+    rows, cols = (_starts(t, m, dil)[:, None] + dil * np.arange(a) for t in (th, tw))
+    padded = np.zeros((n, c, max(rows.max() + 1, top + h), max(cols.max() + 1, left + w)),
+                      np.float64)
+    padded[:, :, top:top + h, left:left + w] = input
     d = padded[:, :, rows[:, None, :, None], cols[None, :, None, :]]  # (N, C, TH, TW, a, a)
     v = np.einsum("ar,ncijrs,bs->abcnij", b_t, d, b_t).reshape(a * a * c, n * th * tw)
     out = np.zeros((1, a * a * c, 1, count), input.dtype)
@@ -108,10 +134,11 @@ def winograd_input(input: np.ndarray, padding: Any = (0, 0), tiles: Any = None,
 
 @primitive
 def winograd_output(input: np.ndarray, bias: np.ndarray | None = None, batch: int = 1,
-                    size: Any = (2, 2), tile: int = 2) -> np.ndarray:
+                    size: Any = (2, 2), tile: int = 2, dilation: int = 1) -> np.ndarray:
     """The per-tile products (1, a^2 * O, 1, COUNT) -> (N, O, OH, OW), a = ``tile`` + 2,
     ``size`` = (OH, OW): ``A^T m A`` of each tile, cropped to ``size``, plus ``bias`` (O,) if
-    given; the columns past the N * TH * TW tiles are ignored.
+    given; the columns past the N * TH * TW tiles are ignored. With ``dilation`` > 1 a
+    tile's outputs are ``dilation`` apart, the tiles at ``tile_starts``.
 
     Raises:
         ValueError: a shape that does not hold ``batch`` images of 16 positions of ``size``.
@@ -121,13 +148,17 @@ def winograd_output(input: np.ndarray, bias: np.ndarray | None = None, batch: in
     """
     a_t = _matrices(tile)[2]
     oh, ow = size
-    a, th, tw = tile + 2, -(-oh // tile), -(-ow // tile)
+    dil = int(dilation)
+    a, (th, tw) = tile + 2, (len(tile_starts(size_, tile, dil)) for size_ in (oh, ow))
     if input.ndim != 4 or input.shape[1] % (a * a) or input.shape[3] < batch * th * tw:
         raise ValueError(f"winograd_output: expected (1, {a * a} * O, 1, >= {batch * th * tw}) "
                          f"for {batch} images of {oh}x{ow}, got {input.shape}")
     o = input.shape[1] // (a * a)
     m = input[..., :batch * th * tw].reshape(a, a, o, batch, th, tw).astype(np.float64)
-    y = np.einsum("ar,rsonij,bs->noiajb", a_t, m, a_t).reshape(batch, o, tile * th, tile * tw)
+    tiles = np.einsum("ar,rsonij,bs->noiajb", a_t, m, a_t)  # (N, O, TH, m, TW, m)
+    rows, cols = (_starts(t, tile, dil)[:, None] + dil * np.arange(tile) for t in (th, tw))
+    y = np.zeros((batch, o, rows.max() + 1, cols.max() + 1), np.float64)
+    y[:, :, rows[:, :, None, None], cols[None, None, :, :]] = tiles
     y = y[:, :, :oh, :ow]
     if bias is not None:
         y = y + np.asarray(bias, np.float64).reshape(1, -1, 1, 1)

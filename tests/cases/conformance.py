@@ -218,6 +218,9 @@ def run_case(case: Case, kernels: str = "relaxed") -> Outcome:
     again = _attempt(case, model, {names[0]: case.inputs[0]}, kernels)
     if again.status == PASS:
         return Outcome(case.name, case.op, PASS_CONST, outcome.detail)
+    if again.status == REFUSED:
+        return Outcome(case.name, case.op, REFUSED, f"{outcome.detail[:200]}; with the inputs "
+                       f"after the first as initializers: {again.detail[:200]}")
     return again if again.status in (WRONG, ORT_AGREES) else outcome
 
 

@@ -191,6 +191,10 @@ CASES: dict[str, Case] = {
         m, FILTER_BIAS, batch=2, size=(5, 7), tile=4)), (x(1, 144, 1, 8),)),
     "winograd_output_relu": Case(lambda m: F.relu(F.winograd_output(
         m, FILTER_BIAS, batch=2, size=(3, 5))), (x(1, 64, 1, 12),)),
+    "winograd_input_dilated": Case(lambda a: F.winograd_input(a, (3, 3), dilation=3),
+                                   (x(2, 3, 11, 13),)),
+    "winograd_output_tile4_dilated_relu": Case(lambda m: F.relu(F.winograd_output(
+        m, FILTER_BIAS, batch=2, size=(7, 9), tile=4, dilation=2)), (x(1, 144, 1, 12),)),
     "avg_pool2d": Case(lambda a: F.avg_pool2d(a, 3, 2, 1, ceil_mode=True,
                                               count_include_pad=False), (x(1, 2, 7, 8),)),
     "max_pool2d": Case(lambda a: F.max_pool2d(a, 3, 2, 1), (x(2, 2, 9, 9),)),

@@ -1,8 +1,12 @@
 """What the dilated-conv pass tests share (test_phase_dilated_convs, test_trim_dilated_convs):
-one weight, the model of a case, its compiled forms, torch's reference and the thread check."""
+one weight, the model of a case, its compiled forms (with Winograd over the dilated plane or
+without), torch's reference and the thread check."""
 
 from __future__ import annotations
 
+import contextlib
+import importlib
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -11,6 +15,8 @@ from executors import Lambda
 import modelc
 import runtime
 from nn import functional as F
+
+winograd_convs = importlib.import_module("modelc.passes.winograd_convs")
 
 RNG = np.random.default_rng(11)
 
@@ -34,12 +40,26 @@ def model(dilation: Any, bias: bool, activation: str | None) -> Lambda:
     return Lambda(forward)
 
 
-def compiled(case: Case) -> tuple[modelc.Graph, bytes, np.ndarray, Case]:
-    """(optimised graph, wasm, input, case) of a case."""
+@contextlib.contextmanager
+def dilated_winograd(on: bool) -> Iterator[None]:
+    """Compile with ``winograd_convs.DILATED`` set to ``on`` (off: the conv goes to the
+    regions or the phases as it would without the dilated transforms)."""
+    saved = winograd_convs.DILATED
+    winograd_convs.DILATED = on
+    try:
+        yield
+    finally:
+        winograd_convs.DILATED = saved
+
+
+def compiled(case: Case, dilated: bool = True) -> tuple[modelc.Graph, bytes, np.ndarray, Case]:
+    """(optimised graph, wasm, input, case) of a case, Winograd over the dilated plane
+    allowed or not (``dilated``)."""
     dilation, shape, bias, activation = case
     x = random(*shape)
     conv = model(dilation, bias, activation)
-    return modelc.optimize(modelc.trace(conv, (x,))), modelc.export(conv, (x,)), x, case
+    with dilated_winograd(dilated):
+        return modelc.optimize(modelc.trace(conv, (x,))), modelc.export(conv, (x,)), x, case
 
 
 def torch_reference(x: np.ndarray, case: Case) -> tuple[np.ndarray, np.ndarray]:

@@ -25,8 +25,11 @@ def _conv(c: int, o: int, k: int, stride: int, size: int, groups: int = 1):
     (16, 16, 3, 1, 20, 16, "depthwise", "f32_depthwise"),
     (256, 256, 3, 2, 14, 1, "rows", "f32_linear"),
     (12, 24, 3, 1, 208, 1, "taps", "f32_conv2d_gemm"),
+    (32, 32, 3, 1, 160, 1, "taps", "f32_conv2d_gemm"),
+    (32, 64, 3, 2, 80, 1, "gemm", "f32_conv2d_im2col"),
     (32, 64, 1, 1, 28, 1, "pointwise", "f32_conv2d_gemm"),
-    (64, 128, 3, 2, 56, 1, "gemm", "f32_conv2d_gemm"),
+    (64, 128, 3, 2, 56, 1, "gemm", "f32_conv2d_im2col"),
+    (128, 256, 1, 2, 56, 1, "pointwise", "f32_conv2d_gemm"),
     (3, 16, 3, 2, 112, 1, "direct", "f32_conv2d"),
 ])
 def test_kernel_path_names_the_kernel_the_lowering_calls(c, o, k, stride, size, groups, path,

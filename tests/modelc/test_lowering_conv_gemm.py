@@ -33,7 +33,7 @@ BIAS = _x(48)
 CASES = {
     "gemm_stride2_batch": (
         Lambda(lambda x: F.relu(F.conv2d(x, W_48[:8], BIAS[:8], stride=2, padding=1))),
-        _x(2, 8, 9, 11), {"input0": {0: ("batch", 1, 3)}}, "f32_conv2d_gemm_relu",
+        _x(2, 8, 9, 11), {"input0": {0: ("batch", 1, 3)}}, "f32_conv2d_im2col_relu",
         lambda t, x: t.relu(t.nn.functional.conv2d(x, t.tensor(W_48[:8]), t.tensor(BIAS[:8]),
                                                    stride=2, padding=1))),
     "direct_rgb_stride2_batch": (
@@ -53,12 +53,12 @@ CASES = {
                                                    padding=1))),
     "gemm_grouped_dilated": (
         Lambda(lambda x: F.conv2d(x, W_GROUPED, None, padding=2, dilation=2, groups=2)),
-        _x(1, 8, 7, 9), {}, "f32_conv2d_gemm",
+        _x(1, 8, 7, 9), {}, "f32_conv2d_im2col",
         lambda t, x: t.nn.functional.conv2d(x, t.tensor(W_GROUPED), None, padding=2,
                                             dilation=2, groups=2)),
     "gemm_same_even_kernel": (
         Lambda(lambda x: F.conv2d(x, W_EVEN, None, padding="same")), _x(1, 3, 8, 9), {},
-        "f32_conv2d_gemm",
+        "f32_conv2d_im2col",
         lambda t, x: t.nn.functional.conv2d(x, t.tensor(W_EVEN), None, padding="same")),
     "gemm_pointwise_residual": (
         Lambda(lambda x: F.relu(F.conv2d(x, W_POINT[:16], None) + x)), _x(1, 16, 5, 7), {},

@@ -27,7 +27,7 @@ CASES = {
 @pytest.fixture(scope="module", params=sorted(CASES))
 def compiled(request):  # type: ignore[no-untyped-def]
     """(graph, wasm, input, case) of a case."""
-    return dilated_cases.compiled(CASES[request.param])
+    return dilated_cases.compiled(CASES[request.param], dilated=False)
 
 
 def test_the_conv_runs_over_phases_as_f4(compiled) -> None:  # type: ignore[no-untyped-def]
@@ -63,7 +63,9 @@ def test_convs_it_does_not_cover_stay_dilated(kwargs: dict, shape: tuple,
     def forward(x: np.ndarray) -> np.ndarray:
         y = F.conv2d(x, weight, None, **kwargs)
         return F.relu(y + x) if residual else y
-    graph = modelc.optimize(modelc.trace(Lambda(forward), (dilated_cases.random(*shape),)))
+    with dilated_cases.dilated_winograd(False):
+        graph = modelc.optimize(modelc.trace(Lambda(forward),
+                                             (dilated_cases.random(*shape),)))
     assert "winograd_input" not in graph.ops()
     assert [n.attrs["dilation"] for n in graph.nodes if n.op == "conv2d"] == [
         kwargs["dilation"]]

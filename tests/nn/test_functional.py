@@ -23,6 +23,7 @@ X = (rng.standard_normal((2, 3, 5)) * 3).astype(np.float32)
 IMAGE = rng.standard_normal((2, 3, 5, 6)).astype(np.float32)
 VOLUME = rng.standard_normal((2, 4, 7, 6, 5)).astype(np.float32)
 Y = (rng.standard_normal((3, 5)) * 3).astype(np.float32)
+GRID = rng.uniform(-1.3, 1.3, (2, 4, 3, 2)).astype(np.float32)
 POS = np.abs(X) + 0.1
 
 # (name, ours, torch, inputs): the same arguments go to both.
@@ -134,6 +135,9 @@ CASES: list[tuple[str, Callable[..., Any], Callable[..., Any], tuple[Any, ...]]]
     ("rms_norm", lambda x, w: F.rms_norm(x, (3, 5), w, 1e-3),
      lambda x, w: TF.rms_norm(x, (3, 5), w, 1e-3),
      (X, rng.standard_normal((3, 5)).astype(np.float32))),
+    ("grid_sample", lambda x: F.grid_sample(x, GRID, "bicubic", "border"),
+     lambda x: TF.grid_sample(x, torch.from_numpy(GRID), "bicubic", "border",
+                              align_corners=False), (IMAGE,)),
     ("interpolate", lambda x: F.interpolate(x, scale_factor=(1.5, 0.7), mode="bilinear"),
      lambda x: TF.interpolate(x, scale_factor=(1.5, 0.7), mode="bilinear"), (IMAGE,)),
     *((f"interpolate_{mode}", lambda x, m=mode: F.interpolate(x, size=(7, 3), mode=m),

@@ -55,6 +55,18 @@ def test_float64_interface_is_refused_at_export():
         modelc.export(modelc.from_onnx(model))
 
 
+@pytest.mark.parametrize("elem, dtype", [(TensorProto.DOUBLE, "float64"),
+                                         (TensorProto.UINT32, "uint32")])
+def test_interface_dtype_is_refused_before_any_node_lowers(elem, dtype):
+    """An op that cannot lower the dtype either must not hide the reason: the interface's
+    dtype is what is refused, named by tensor."""
+    model = _model([helper.make_node("Transpose", ["x"], ["y"])], [_info("x", elem, [2, 3])],
+                   [_info("y", elem, [3, 2])])
+    with pytest.raises(modelc.CompileError, match=rf"^unsupported dtype of input 'x' "
+                                                  rf"\({dtype}\), output 'y' \({dtype}\)"):
+        modelc.export(modelc.from_onnx(model))
+
+
 def test_model_without_inputs_is_refused_at_export():
     value = numpy_helper.from_array(np.arange(3, dtype=np.float32), "v")
     model = _model([helper.make_node("Constant", [], ["y"], value=value)], [],

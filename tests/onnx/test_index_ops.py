@@ -31,6 +31,16 @@ CASES: dict[str, tuple] = {
                              {"batch_dims": 1}, 13),
     "gather_nd_two_batch_dims": ("GatherND", [Run(r(2, 3, 4)), Run(np.array(
         [[[1], [3], [0]], [[2], [2], [-1]]], np.int64))], {"batch_dims": 2}, 13),
+    "gather_runtime_rows": ("Gather", [Run(r(5, 3)), Run(i64s([4, -1], [0, 2]))], {}, 13),
+    "gather_runtime_columns": ("Gather", [Run(r(2, 5, 3)), Run(i64s(1, -5, 4))],
+                               {"axis": 1}, 13),
+    "gather_runtime_int_data": ("Gather", [Run(np.arange(12, dtype=np.int64).reshape(4, 3)),
+                                           Run(np.array([[3], [-4]], np.int32))],
+                                {"axis": 0}, 13),
+    "compress_axis": ("Compress", [Run(r(3, 5, 2)), np.array([1, 0, 1, 1], bool)],
+                      {"axis": 1}, 11),
+    "compress_flat": ("Compress", [Run(r(3, 4)), np.array([0, 1, 0, 0, 1, 1, 0, 1], bool)],
+                      {}, 11),
     "scatter_nd_rows_repeated": ("ScatterND", [Run(r(4, 3)), Run(i64s([1], [3], [1])),
                                                Run(r(3, 3))], {}, 13),
     "scatter_nd_elements_negative": ("ScatterND", [Run(r(2, 3, 2)), Run(i64s(

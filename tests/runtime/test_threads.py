@@ -162,7 +162,7 @@ def test_the_convs_use_conv_kernels_that_split(convs):
     imported = {i.name for i in read_module(convs[1]).imports if i.module == abi.MODULE}
     split = imported & parallel.splits("relaxed").keys()
     assert {abi.BY_NAME[n].epilogue for n in split
-            if abi.BY_NAME[n].op in ("conv2d", "conv2d_gemm")} >= {
+            if abi.BY_NAME[n].op in ("conv2d", "conv2d_gemm", "conv2d_im2col")} >= {
         ("relu",), ("add",)}, sorted(imported)
     assert {"f32_max_pool2d", "f32_avg_pool2d", "f32_depthwise_conv2d"} <= split, sorted(
         imported)

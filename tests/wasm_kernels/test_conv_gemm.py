@@ -1,23 +1,23 @@
-"""Every f32_conv2d_gemm row against nn.functional.conv2d (and torch): panels copied half a
-panel (4 pixels) a register at a time at stride 1, at stride 2 from a phased padded copy
-(even and odd pad, dilated, rows shorter than a vector) or unpadded, halves crossing output
-rows packed pixel by pixel, a second half past the last pixel, other strides, dilation,
-groups, batch > 1, output channels in tiles of 5 and 4 and left over, in one block or several
-(a deep weight), pixels in several chunks (each padding the rows it reads first, down to one
-panel a chunk) and a last panel shorter than 8. A 1x1 stride-1 conv reads its input in place,
-ending on a 4- or 8-pixel tile that overlaps the last panel (105, 33 and 28 pixels; 15):
-planes of fewer than 8 pixels (packed), of a multiple of 8 (no end tile), and input channels
-past the tile's unroll of 32; at a larger stride the same after subsampling, 4 pixels at a
-time at stride 2 (rows of even and odd width, runs of 1-3 pixels left) and one by one
-otherwise. A 3x3 conv at column stride 1, up to 96 input channels, 12 or more output channels
-and rows of 32 or more reads its input in place (``taps``): rows of whole panels, ending on a
-4- or 8-pixel tile, channels past and under the 3 per iteration, unpadded (up to 48 channels:
-49 packed), row stride and dilation 2, 96 input channels (97: packed), 11 output channels and
-rows of 31 (packed), groups, chunks of whole rows, and a thread's part that starts and ends
-mid-row (its segments under a panel packed). At column stride 2 a padded conv reads its phased
-copy in place the same way (even and odd widths and padding, 32 channels (33: packed), row
-dilation 2, a part starting mid-row); unpadded it packs. A chunk's last panel holding 1-3
-pixels: a deep weight in blocks of 10 rows ending in tiles of 4, single rows, and 3 pixels."""
+"""Every f32_conv2d_gemm and f32_conv2d_im2col row against nn.functional.conv2d (and torch): panels
+copied half a panel (4 pixels) a register at a time at stride 1, at stride 2 from a phased
+padded copy (even and odd pad, dilated, rows shorter than a vector) or unpadded, halves crossing
+output rows packed pixel by pixel, a second half past the last pixel, other strides, dilation,
+groups, batch > 1, output channels in tiles of 5 and 4 and left over, in one block or several (a
+deep weight), pixels in several chunks (each padding the rows it reads first, down to one panel
+a chunk) and a last panel shorter than 8. A 1x1 stride-1 conv reads its input in place, ending
+on a 4- or 8-pixel tile that overlaps the last panel (105, 33 and 28 pixels; 15): planes of
+fewer than 8 pixels (packed), of a multiple of 8 (no end tile), and input channels past the
+tile's unroll of 32; at a larger stride the same after subsampling, 4 pixels at a time at stride
+2 (rows of even and odd width, runs of 1-3 pixels left) and one by one otherwise. A 3x3 conv at
+column stride 1, up to 96 input channels, 12 or more output channels and rows of 32 or more
+reads its input in place (``taps``): rows of whole panels, ending on a 4- or 8-pixel tile,
+channels past and under the 3 per iteration, unpadded (up to 48 channels: 49 packed), row stride
+and dilation 2, 96 input channels (97: packed), 11 output channels and rows of 31 (packed),
+groups, chunks of whole rows, and a thread's part that starts and ends mid-row (its segments
+under a panel packed). At column stride 2 a padded conv reads its phased copy in place the same
+way (even and odd widths and padding, 32 channels (33: packed), row dilation 2, a part starting
+mid-row); unpadded it packs. A chunk's last panel holding 1-3 pixels: a deep weight in blocks of
+10 rows ending in tiles of 4, single rows, and 3 pixels."""
 
 import numpy as np
 import pytest
@@ -128,9 +128,12 @@ def _run(kernels, spec: abi.KernelSpec, case: tuple, seed: int = 0):  # type: ig
     return out, expected
 
 
+@pytest.mark.parametrize("op", ["conv2d_gemm", "conv2d_im2col"])
 @pytest.mark.parametrize("case", list(CASES))
-def test_conv2d_gemm_shapes(kernels, case: str) -> None:  # type: ignore[no-untyped-def]
-    out, expected = _run(kernels, abi.BY_NAME["f32_conv2d_gemm"], CASES[case])
+def test_conv2d_gemm_shapes(kernels, case: str, op: str) -> None:  # type: ignore[no-untyped-def]
+    """Every case on both rows: f32_conv2d_im2col packs the columns of every shape (1x1 and
+    the taps shapes too) and must compute the same."""
+    out, expected = _run(kernels, abi.find("conv_gemm", op), CASES[case])
     np.testing.assert_allclose(out, expected, rtol=1e-4, atol=1e-4, err_msg=case)
 
 
@@ -163,13 +166,14 @@ def test_conv2d_gemm_matches_torch(kernels) -> None:  # type: ignore[no-untyped-
     np.testing.assert_allclose(out, expected, rtol=1e-4, atol=1e-4)
 
 
+@pytest.mark.parametrize("kernel", ["f32_conv2d_gemm_add_relu", "f32_conv2d_im2col_add_relu"])
 @pytest.mark.parametrize("case, first, count", [
     ("3x3-chunks", 8, 19), ("stride2-odd", 8, 19), ("1x1", 8, 19), ("1x1-exact", 8, 19),
     ("1x1-stride2-odd", 8, 19), ("1x1-stride2-wide", 8, 19), ("7x7-small", 8, 19),
     ("taps-tail", 8, 19), ("taps-tail", 33, 41), ("taps-end", 35, 50), ("taps-stride2", 8, 19),
     ("taps-stride2", 30, 45), ("stride2-halves", 4, 30), ("7x7-rows", 5, 60)])
 def test_conv2d_gemm_computes_only_its_part_of_the_pixels(kernels, case: str, first: int,
-                                                          count: int) -> None:  # type: ignore[no-untyped-def]
+                                                          count: int, kernel: str) -> None:  # type: ignore[no-untyped-def]
     """A thread's part: pixels first .. first + count of each plane, with Y, R and ws moved
     there by the caller; the other pixels of Y stay as they were (a part reading its input
     in place across rows of 36 and 39: 3 and 4 pixels of a row packed, then a whole row read
@@ -196,7 +200,7 @@ def test_conv2d_gemm_computes_only_its_part_of_the_pixels(kernels, case: str, fi
         memory[cursor:cursor + array.nbytes] = array.view(np.uint8).ravel()
         placed[key], cursor = cursor, (cursor + array.nbytes + 127) // 64 * 64
     moved = {"r": 4 * first, "y": 4 * first, "ws": 4 * first * steps}
-    kernels.funcs("f32_conv2d_gemm_add_relu")(
+    kernels.funcs(kernel)(
         kernels.store, *(placed[key] + moved.get(key, 0)
                          for key in ("x", "weight", "bias", "r", "ws", "xp", "y")),
         1, shape[1], *shape[2:], o, *expected.shape[2:], *k, *s, *p, *d, 1, columns, count,

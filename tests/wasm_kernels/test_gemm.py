@@ -13,10 +13,12 @@ from wasm_kernels.pack import pack_linear_weight
 # unrolled iterations, several tiles; every way linear's relaxed driver covers a block's rows
 # with tiles of 5 and 4 rows and single rows left over (m = 2, 3, 6, 7, 8, 11, 12, 13, 32, 37);
 # and larger cases with k % 32 == 17 and A rows of 8004 bytes, so linear's L2 blocks of A are
-# 15 or 16 rows and m = 44 spans three (the relaxed driver's last one 5 + 5 + 4 rows).
+# 15 or 16 rows and m = 44 spans three (the relaxed driver's last one 5 + 5 + 4 rows). simd128
+# runs tiles of 3 panels first (n = 24, 36, 70, 130), and f32_gemm packs B 12 panels at a time
+# there: n = 130 is two chunks, the second one group, a panel and two columns read in place.
 SHAPES = [(1, 1, 1), (3, 5, 7), (4, 3, 8), (4, 32, 8), (5, 17, 13), (8, 16, 16), (9, 33, 30),
           (2, 40, 9), (6, 35, 17), (7, 64, 8), (11, 33, 16), (13, 40, 9), (32, 70, 24),
-          (12, 24, 36), (37, 64, 70), (5, 2001, 70), (44, 2001, 12)]
+          (12, 24, 36), (37, 64, 70), (6, 40, 130), (5, 2001, 70), (44, 2001, 12)]
 GEMMS = [k for k in abi.KERNELS if k.family in ("gemm", "linear") and "batch" not in k.params]
 
 
@@ -91,12 +93,14 @@ def test_bmm_bias_rows_shared_by_batch_groups(kernels, shape, batch, every) -> N
 
 
 @pytest.mark.parametrize("k", [33, 40, 64])
+@pytest.mark.parametrize("n", [24, 48])
 @pytest.mark.parametrize("name", ["f32_linear", "f32_gemm"])
-def test_dense_reads_nothing_past_its_panels(kernels, name, k) -> None:  # type: ignore[no-untyped-def]
+def test_dense_reads_nothing_past_its_panels(kernels, name, k, n) -> None:  # type: ignore[no-untyped-def]
     """The packed panels (W, or gemm's scratch ``ws``) end at the last byte of linear
-    memory: the tiles' reads ahead of the next panel stay inside them (a read past them would
-    trap). m = 32 is 8 packed tiles per panel, enough reads ahead to reach a panel's end."""
-    m, n = 32, 24
+    memory: the tiles' reads ahead of the next panel (or, in simd128's tiles of 3 panels,
+    of the next 3) stay inside them (a read past them would trap). m = 32 is 8 packed tiles
+    per panel, enough reads ahead to reach a panel's end."""
+    m = 32
     rng = np.random.default_rng(k)
     a = rng.standard_normal((m, k), np.float32)
     b = rng.standard_normal((k, n), np.float32)

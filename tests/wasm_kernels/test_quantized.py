@@ -14,7 +14,7 @@ from wasm_kernels.pack_quantized import pack_qlinear_weight, qblock_rows, qlinea
 # (m, k, n): size 1, k % 4 tails of 1-3, n below, at and past the 8-column panel, m % 2
 # remainders, several tiles, a long k, and k past the unrolled steps of 8 by one step of 4
 # (with and without a tail), and past A's widened chunks of 16 by steps of 4 (23, 44); fewer
-# rows than qlinear.DIRECT_ROWS take the tiles that widen W as they load it, the rest widen
+# rows than pack_quantized.DIRECT_ROWS take the tiles that widen W as they load it, the rest widen
 # it a panel at a time (4 rows and more).
 SHAPES = [(1, 1, 1), (1, 3, 7), (2, 4, 8), (3, 5, 9), (2, 7, 16), (2, 12, 8), (3, 15, 9),
           (5, 16, 17), (2, 23, 8), (4, 33, 24), (3, 44, 9), (7, 130, 31), (3, 384, 40)]
@@ -64,7 +64,8 @@ def _call(kernels, spec: abi.KernelSpec, ops: dict, offset: int = 0) -> np.ndarr
     m, k = ops["a"].shape
     n = ops["w"].shape[0]
     dtype = np.dtype(spec.dtypes[1])
-    args = dict(ops, w=pack_qlinear_weight(ops["w"]), c=kernels.output((m, n), dtype),
+    w = pack_qlinear_weight(ops["w"], wide=spec.op == "qlinear_wide")
+    args = dict(ops, w=w, c=kernels.output((m, n), dtype),
                 **_scratch(m, k), m=m, k=k, n=n)
     if "fbias" in spec.params:
         args["fbias"] = np.zeros(n, np.float32)

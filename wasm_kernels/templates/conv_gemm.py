@@ -24,6 +24,16 @@ whole output rows, each row's pixels a segment whose tiles read the (padded) inp
 every tap (``dense_tile.Taps``, with a pointer per kernel row to its odd columns when phased), and
 only a segment under a panel (where a thread's part starts or ends mid-row) is packed. Where
 the gemm pays is the compiler's choice (``modelc/ops/conv2d.py``).
+
+``f32_conv2d_im2col[_add][_<activation>]`` computes the same with neither in-place path: it
+packs every chunk, and the compiler runs every conv that would (``pack_im2col.packs``) on it.
+NOTE: in ``f32_conv2d_gemm`` (36-51K instructions of machine code) cranelift kept the
+instance's context in a stack slot through the packed tile's loops and loaded it again before
+every load (1035 instructions and 140 stack accesses per 32 steps of the 5x8 tile); in the
+10-14K of ``f32_conv2d_im2col`` it stays in a register (900-920 and 6-26:
+``bench/tile_code.py``), and those convs ran 5-10% faster (bench/README.md). Splitting the
+pointwise and taps paths the same way did not help them: their functions stayed over 20K
+instructions and their loops reloaded as often or more.
 """
 
 from __future__ import annotations
@@ -54,7 +64,9 @@ def emit(spec: KernelSpec, isa_name: str) -> tuple[FuncType, Code]:
     im2col.declare(c, isa)
     conv_pointwise.declare(c)
     c.get("h", "w").emit("i32.mul").emit("i32.const", 2).emit("i32.shl").set("iplane")
-    conv_pointwise.flatten(c)
+    packs = spec.op == "conv2d_im2col"
+    if not packs:
+        conv_pointwise.flatten(c)
     c.get("c", "groups").emit("i32.div_u").set("cg")
     c.get("o", "groups").emit("i32.div_u").set("og")
     c.get("oh", "ow").emit("i32.mul").emit("i32.const", 2).emit("i32.shl").set("oplane")
@@ -72,7 +84,11 @@ def emit(spec: KernelSpec, isa_name: str) -> tuple[FuncType, Code]:
     c.get("oplane").set(f.ldc)
     # a pointwise conv's whole panels: B read in place, the (subsampled) input planes its rows
     in_place = dataclasses.replace(f, ldb=c.names["bplane"])
-    _taps_sizes(c)
+    if packs:
+        c.emit("i32.const", 0).set("taps")
+        c.get("columns").set("chunk")
+    else:
+        _taps_sizes(c)
     tap_args = c.names["cg"], c.names["plane"], c.names["tap_dh"]
     taps = (dataclasses.replace(in_place, taps=Taps(*tap_args)),
             dataclasses.replace(in_place, taps=Taps(*tap_args, odd=c.names["odd_bytes"])))
@@ -82,7 +98,7 @@ def emit(spec: KernelSpec, isa_name: str) -> tuple[FuncType, Code]:
         c.emit("i32.const", 0).set("group")
         with c.loop():
             c.get("group", "groups").emit("i32.ge_u").emit("br_if", 1)
-            _group(c, f, in_place, taps, isa)
+            _group(c, f, in_place, None if packs else taps, isa)
             c.get("group").emit("i32.const", 1).emit("i32.add").set("group")
         c.get("image").emit("i32.const", 1).emit("i32.add").set("image")
     return FuncType(spec.param_types, spec.results), c
@@ -113,10 +129,12 @@ def _taps_sizes(c: Code) -> None:
 
 
 def _group(c: Code, f: linear._Frame, in_place: linear._Frame,
-           taps: tuple[linear._Frame, linear._Frame], isa: Isa) -> None:
+           taps: tuple[linear._Frame, linear._Frame] | None, isa: Isa) -> None:
     """Pointers to this image's group, then its pixels chunk by chunk: pack, multiply (a
     pointwise conv multiplies its whole panels in place first: ``conv_pointwise``; a conv
-    that ``taps`` multiplies its input in place, row by row, nothing packed)."""
+    that ``taps`` multiplies its input in place, row by row, nothing packed). Without
+    ``taps`` (``f32_conv2d_im2col``) every chunk is packed: neither of those paths is
+    generated."""
     # xg = x + (image * c + group * cg) * iplane; wg = weight + group * og * steps * 4
     c.get("x", "image", "c").emit("i32.mul").get("group", "cg").emit("i32.mul")
     c.emit("i32.add").get("iplane").emit("i32.mul").emit("i32.add").set("xg")
@@ -130,9 +148,10 @@ def _group(c: Code, f: linear._Frame, in_place: linear._Frame,
             c.get(out, "image", "o").emit("i32.mul").get("group", "og").emit("i32.mul")
             c.emit("i32.add").get("oplane").emit("i32.mul").emit("i32.add").set(pointer)
     padded_copy.start(c)
-    conv_pointwise.subsample(c, isa)
     c.get("first0").set("first")
-    conv_pointwise.in_place(c, in_place, lambda frame: _multiply(c, frame))
+    if taps is not None:
+        conv_pointwise.subsample(c, isa)
+        conv_pointwise.in_place(c, in_place, lambda frame: _multiply(c, frame))
     with c.loop():
         c.get("first", "end").emit("i32.ge_u").emit("br_if", 1)
         # count = min(chunk - (first % ow if taps), end - first): with taps, up to a row's end
@@ -142,7 +161,12 @@ def _group(c: Code, f: linear._Frame, in_place: linear._Frame,
         c.get("count", "seg_end", "count", "seg_end").emit("i32.lt_u").emit("select")
         c.set("count")
         padded_copy.rows(c, f.isa)
-        _segments(c, f, taps)
+        if taps is None:
+            c.get("ws").set("cols")
+            im2col.pack(c, f.isa)
+            _multiply(c, f)
+        else:
+            _segments(c, f, taps)
 
 
 def _segments(c: Code, f: linear._Frame, taps: tuple[linear._Frame, linear._Frame]) -> None:

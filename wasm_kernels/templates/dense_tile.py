@@ -14,7 +14,10 @@ costs three), out of one of two layouts of A:
   nothing to spare. The relaxed ``f32_linear`` tile adds a fifth row read in place, one
   ``f32.load`` + ``f32x4.splat`` per step (``vmovss`` + ``vbroadcastss``): 10 chains in 15
   registers (a few stack slots at the loop's edges), 12-19% faster on an Intel Xeon
-  (bench/README.md, Issue #12 on the Intel machine).
+  (bench/README.md, Issue #12 on the Intel machine). With mul + add (simd128) the FP ports
+  run both ops of every update beside the shuffles, one per row and step, so its tile
+  spans ``panels`` = 3 panels of B: a group's rows in two passes of 2 x 24 (12
+  accumulators), one shuffle per 12 updates instead of per 2 (``linear.WIDE``).
   The scalar ISA reads the same packed steps float by float (``f32_conv2d_gemm``'s weight);
 - in place (``f32_bmm``, and rows left over): one ``v128.load`` brings four steps of one
   row, which keeps its register of A across them (``QUAD_ROWS`` rows), and the rows past
@@ -48,7 +51,7 @@ from dataclasses import dataclass
 from ..wasm import Code
 from . import activations
 from .conv_tiles import LANE_BROADCAST
-from .isa import ISAS, Isa, KernelFrame
+from .isa import Isa, KernelFrame
 
 UNROLL = 32
 """Steps of k per loop iteration (a power of two); the ``k % UNROLL`` last run by ``MID``."""
@@ -62,6 +65,10 @@ count, branch and pointer bumps, ran the relaxed ``f32_linear`` at 25-31 GFLOPS 
 
 GROUP = 4
 """Rows of A a packed panel holds per step of k: one register of a SIMD ISA."""
+
+PASS_ROWS = 2
+"""Rows of a packed group per pass of a tile wider than one panel: the simd128 tile over 3
+panels (2 x 24: 12 accumulators) runs its group's rows in two passes."""
 
 QUAD_ROWS = 2
 """Rows of A read in place that load four steps at once (a register each, broadcast lane by
@@ -113,7 +120,8 @@ class Taps:
 
 def tile(f: DenseFrame, isa: Isa, rows: int, width: int, b_start: Callable[[], None],
          edge: bool = False, a_panel: Callable[[], None] | None = None,
-         touch: Callable[[], None] | None = None, taps: Taps | None = None) -> None:
+         touch: Callable[[], None] | None = None, taps: Taps | None = None,
+         panels: int = 1) -> None:
     """C[i:i+rows, j:j+width] = epilogue(A[i:i+rows] @ B[:, j:j+width] [+ bias] [+ R]).
 
     ``b_start`` pushes the address of B's first step for column ``j``. An ``edge`` tile
@@ -121,39 +129,48 @@ def tile(f: DenseFrame, isa: Isa, rows: int, width: int, b_start: Callable[[], N
     pushes the address of the tile's first ``GROUP`` rows of A packed step-major (a step's A
     is one register); the rows past them, and without it every row, are read in place.
     ``touch`` emits code run once per unrolled iteration (the driver's reads ahead of what
-    later tiles need). With ``taps``, B is a conv's input read in place (``Taps``).
+    later tiles need). With ``taps``, B is a conv's input read in place (``Taps``). With
+    ``panels`` > 1, B is that many adjacent packed panels (``width / panels`` floats a step,
+    ``k`` steps each), and a packed group's rows run ``PASS_ROWS`` at a time.
     """
     c, arg = f.c, f.arg
     regs = width // isa.lanes
-    acc = [[c.local(isa.valtype) for _ in range(regs)] for _ in range(rows)]
+    height = PASS_ROWS if panels > 1 and rows > PASS_ROWS else rows
+    acc = [[c.local(isa.valtype) for _ in range(regs)] for _ in range(height)]
     first = GROUP if a_panel else 0
     # pa: the packed group's pointer (with a_panel), then one per row read in place
     pa = [c.local("i32") for _ in range((1 if a_panel else 0) + rows - first)]
-    pb, steps = c.local("i32"), c.local("i32")
-    if a_panel:
-        a_panel()
-        c.emit("local.set", pa[0])
-    for pointer, r in zip(pa[1 if a_panel else 0:], range(first, rows)):
-        row_address(c, arg["a"], f.i, r, f.lda)
-        c.emit("local.set", pointer)
-    b_start()
-    c.emit("local.set", pb)
-    for row in acc:
-        for register in row:
-            isa.const(c, 0.0)
-            c.emit("local.set", register)
-    step = _Step(f, isa, acc, pa, pb, packed=a_panel is not None, taps=taps)
-    if taps is None:
-        _k_loops(f, step, steps, touch)
-    else:
-        _tap_loops(f, step, steps, taps)
-    for r in range(rows):
-        if edge:
-            _store_columns(f, isa, r, acc[r], width)
+    pbs, steps = [c.local("i32") for _ in range(panels)], c.local("i32")
+    for top in range(0, rows, height):
+        if a_panel:
+            a_panel()
+            c.emit("local.set", pa[0])
+        for pointer, r in zip(pa[1 if a_panel else 0:], range(first, rows)):
+            row_address(c, arg["a"], f.i, r, f.lda)
+            c.emit("local.set", pointer)
+        b_start()
+        c.emit("local.set", pbs[0])
+        for previous, pointer in zip(pbs, pbs[1:]):
+            # the next panel: width / panels floats a step, k * 4 = lda bytes per float
+            c.emit("local.get", previous).emit("local.get", f.lda)
+            c.emit("i32.const", width // panels).emit("i32.mul").emit("i32.add")
+            c.emit("local.set", pointer)
+        for row in acc:
+            for register in row:
+                isa.const(c, 0.0)
+                c.emit("local.set", register)
+        step = _Step(f, isa, acc, pa, pbs, packed=a_panel is not None, taps=taps, top=top)
+        if taps is None:
+            _k_loops(f, step, steps, touch)
         else:
-            for v, register in enumerate(acc[r]):
-                c.emit("local.get", register)
-                _store(f, isa, r, 4 * isa.lanes * v)
+            _tap_loops(f, step, steps, taps)
+        for r, row in enumerate(acc, top):
+            if edge:
+                _store_columns(f, isa, r, row, width)
+            else:
+                for v, register in enumerate(row):
+                    c.emit("local.get", register)
+                    _store(f, isa, r, 4 * isa.lanes * v)
 
 
 def _k_loops(f: DenseFrame, step: _Step, steps: int, touch: Callable[[], None] | None) -> None:
@@ -209,16 +226,16 @@ class _Step:
     """Emits one step of k of a tile: B's registers, then per row a broadcast of A and its
     multiply-adds."""
 
-    def __init__(self, f: DenseFrame, isa: Isa, acc: list[list[int]], pa: list[int], pb: int,
-                 packed: bool, taps: Taps | None = None):
+    def __init__(self, f: DenseFrame, isa: Isa, acc: list[list[int]], pa: list[int],
+                 pbs: list[int], packed: bool, taps: Taps | None = None, top: int = 0):
         c = f.c
-        self.f, self.isa, self.acc, self.pa, self.pb = f, isa, acc, pa, pb
-        self.packed, self.taps = packed, taps
+        self.f, self.isa, self.acc, self.pa, self.pbs = f, isa, acc, pa, pbs
+        self.pb, self.packed, self.taps, self.top = pbs[0], packed, taps, top
         # with taps: a pointer per kernel row, pb's row first, each one plane on per channel
         self.kernel_rows: list[int] = []
         self.odd_rows: list[int] = []
         if taps:
-            self.kernel_rows = [pb] + [c.local("i32") for _ in range(TAP_KERNEL - 1)]
+            self.kernel_rows = [self.pb] + [c.local("i32") for _ in range(TAP_KERNEL - 1)]
             for previous, pointer in zip(self.kernel_rows, self.kernel_rows[1:]):
                 c.emit("local.get", previous).emit("local.get", taps.row).emit("i32.add")
                 c.emit("local.set", pointer)
@@ -232,13 +249,14 @@ class _Step:
         self.b = [c.local(isa.valtype) for _ in acc[0]]
         # NOTE: mul + add (no FMA) with packed A and B runs column-major: every row's broadcast
         # first, then per register of B one load and its rows' updates (below).
-        self.by_column = (packed and len(acc) == GROUP and f.ldb is None and isa.vector
+        self.by_column = (packed and len(acc) <= GROUP and f.ldb is None and isa.vector
                           and not isa.fma and taps is None)
         self.a = c.local(isa.valtype)
         self.broadcasts = [c.local("v128") for _ in acc] if self.by_column else []
         self.quads = ([c.local("v128") for _ in (pa[:1] if packed else pa[:QUAD_ROWS])]
                       if isa.vector else [])
-        self.width_bytes = 4 * isa.lanes * len(acc[0])
+        # bytes of a step of one panel of B
+        self.width_bytes = 4 * isa.lanes * len(acc[0]) // len(pbs)
 
     def emit(self, u: int, unrolled: bool) -> None:
         """Step ``u`` of an iteration (A and a packed B at offsets from their pointers);
@@ -265,7 +283,7 @@ class _Step:
                 isa.load_splat(c, 4 * u)
             elif self.packed and isa.vector:
                 c.emit("local.get", self.quads[0]).emit("local.get", self.quads[0])
-                c.emit("i8x16.shuffle", LANE_BROADCAST[r])
+                c.emit("i8x16.shuffle", LANE_BROADCAST[self.top + r])
             elif self.packed:
                 c.emit("local.get", self.pa[0])
                 isa.load_splat(c, 4 * (GROUP * u + r))
@@ -300,9 +318,12 @@ class _Step:
                 pointer = (self.odd_rows if tap % TAP_KERNEL == 1 else self.kernel_rows)[
                     tap // TAP_KERNEL]
                 offset = 4 * (tap % TAP_KERNEL == 2)
+        per_panel = len(self.b) // len(self.pbs)
         for v, register in enumerate(self.b):
+            if not self.taps:
+                pointer = self.pbs[v // per_panel] if f.ldb is None else self.pb
             c.emit("local.get", pointer)
-            isa.load(c, offset + 4 * isa.lanes * v)
+            isa.load(c, offset + 4 * isa.lanes * (v % per_panel))
             c.emit("local.set", register)
         if self.taps and tap == TAP_KERNEL * TAP_KERNEL - 1:
             for row in self.kernel_rows + self.odd_rows:
@@ -318,12 +339,13 @@ class _Step:
         the FP pipes per update, beside the shuffles) this order measured 5-10% faster than
         row-major; with FMA row-major is as fast and needs fewer registers."""
         c, isa = self.f.c, self.isa
-        for r, broadcast in enumerate(self.broadcasts):
+        for r, broadcast in enumerate(self.broadcasts, self.top):
             c.emit("local.get", self.quads[0]).emit("local.get", self.quads[0])
             c.emit("i8x16.shuffle", LANE_BROADCAST[r]).emit("local.set", broadcast)
+        per_panel = len(self.b) // len(self.pbs)
         for v, register in enumerate(self.b):
-            c.emit("local.get", self.pb)
-            isa.load(c, u * self.width_bytes + 4 * isa.lanes * v)
+            c.emit("local.get", self.pbs[v // per_panel])
+            isa.load(c, u * self.width_bytes + 4 * isa.lanes * (v % per_panel))
             c.emit("local.set", register)
             for broadcast, row in zip(self.broadcasts, self.acc):
                 c.emit("local.get", broadcast).emit("local.get", register)
@@ -338,7 +360,7 @@ class _Step:
         (bench/README.md)."""
         c = self.f.c
         # B's: a conv's kernel rows and, phased, their odd columns; else pb
-        for pointer in [*self.pa, *(self.kernel_rows + self.odd_rows or [self.pb])]:
+        for pointer in [*self.pa, *(self.kernel_rows + self.odd_rows or self.pbs)]:
             c.emit("local.get", pointer).emit("i32.const", 0).emit("i32.add")
             c.emit("local.set", pointer)
 
@@ -349,7 +371,7 @@ class _Step:
         if self.packed:
             pointers[0] = (self.pa[0], 4 * GROUP * steps)
         if self.f.ldb is None and not self.taps:
-            pointers.append((self.pb, steps * self.width_bytes))
+            pointers += [(pb, steps * self.width_bytes) for pb in self.pbs]
         for pointer, amount in pointers:
             c.emit("local.get", pointer).emit("i32.const", amount).emit("i32.add")
             c.emit("local.set", pointer)
@@ -363,32 +385,40 @@ def row_address(c: Code, base: int, row: int, r: int, stride: int) -> None:
     c.emit("local.get", stride).emit("i32.mul").emit("i32.add")
 
 
+def _address(f: DenseFrame, base: int, r: int, row: bool) -> None:
+    """Push ``base + (i + r) * ldc + j * 4`` (C's or R's row ``i + r`` at column ``j``), or
+    ``base + j * 4`` for the bias row."""
+    c = f.c
+    if row:
+        row_address(c, base, f.i, r, f.ldc)
+    else:
+        c.emit("local.get", base)
+    c.emit("local.get", f.j).emit("i32.const", 2).emit("i32.shl").emit("i32.add")
+
+
+def _row_bias(f: DenseFrame, isa: Isa, r: int) -> None:
+    """Add a conv's bias of row ``i + r`` (one per output channel) to every lane of the register
+    on the stack."""
+    c = f.c
+    c.emit("local.get", f.arg["row_bias"]).emit("local.get", f.i).emit("i32.const", 2)
+    c.emit("i32.shl").emit("i32.add")
+    isa.load_splat(c, 4 * r)
+    isa.op(c, "add")
+
+
 def _store(f: DenseFrame, isa: Isa, r: int, offset: int) -> None:
     """Apply the epilogue to the register on the stack and store it at ``offset`` bytes past
     C[i + r, j]."""
     c, arg = f.c, f.arg
     value = c.local(isa.valtype)
     c.emit("local.set", value)
-
-    def address(base: int, row: bool) -> None:
-        # base + (i + r) * ldc + j * 4, or base + j * 4 for the bias row.
-        if row:
-            row_address(c, base, f.i, r, f.ldc)
-        else:
-            c.emit("local.get", base)
-        c.emit("local.get", f.j).emit("i32.const", 2).emit("i32.shl").emit("i32.add")
-
-    address(arg["c"], row=True)
+    _address(f, arg["c"], r, row=True)
     c.emit("local.get", value)
     if "row_bias" in arg:
-        # one bias per row of C (a conv's output channel): bias[i + r] in every lane
-        c.emit("local.get", arg["row_bias"]).emit("local.get", f.i).emit("i32.const", 2)
-        c.emit("i32.shl").emit("i32.add")
-        isa.load_splat(c, 4 * r)
-        isa.op(c, "add")
+        _row_bias(f, isa, r)
     for name, row in (("bias", False), ("r", True)):
         if name in arg:
-            address(arg[name], row)
+            _address(f, arg[name], r, row)
             isa.load(c, offset)
             isa.op(c, "add")
     for op in f.epilogue:
@@ -397,13 +427,54 @@ def _store(f: DenseFrame, isa: Isa, r: int, offset: int) -> None:
 
 
 def _store_columns(f: DenseFrame, isa: Isa, r: int, registers: list[int], width: int) -> None:
-    """Store row ``r`` of an edge tile column by column, those before ``n`` only."""
-    c = f.c
-    for column in range(width):
-        c.emit("local.get", f.arg["n"]).emit("local.get", f.j).emit("i32.sub")
-        c.emit("i32.const", column).emit("i32.gt_u").emit("if")
-        c.emit("local.get", registers[column // isa.lanes])
-        if isa.vector:
-            c.emit("f32x4.extract_lane", column % isa.lanes)
-        _store(f, ISAS["scalar"], r, 4 * column)
-        c.emit("end")
+    """Store row ``r`` of an edge tile, the columns before ``n`` only: each register through
+    the epilogue as the other tiles' stores do (the lanes of a bias or R past ``n`` are not
+    read, zero), then lane by lane. NOTE: the epilogue once per column (in a scalar register)
+    made ``f32_conv2d_gemm`` with a silu or an add and relu 30-40% longer, past the size where
+    cranelift kept the instance's context in a register in its tiles' loops (one more load
+    before every load of the tile otherwise: ``bench/tile_code.py``)."""
+    c, arg = f.c, f.arg
+    lanes = isa.lanes
+
+    def before_n(column: int) -> None:
+        c.emit("local.get", arg["n"]).emit("local.get", f.j).emit("i32.sub")
+        c.emit("i32.const", column).emit("i32.gt_u")
+
+    for v, register in enumerate(registers):
+        value = c.local(isa.valtype)
+        c.emit("local.get", register)
+        if "row_bias" in arg:
+            _row_bias(f, isa, r)
+        for name, row in (("bias", False), ("r", True)):
+            if name not in arg:
+                continue
+            lanes_of = c.local(isa.valtype)
+            isa.const(c, 0.0)
+            c.emit("local.set", lanes_of)
+            for lane in range(lanes):
+                column = v * lanes + lane
+                before_n(column)
+                c.emit("if")
+                _address(f, arg[name], r, row)
+                c.emit("f32.load", 2, 4 * column)
+                if isa.vector:
+                    loaded = c.local("f32")
+                    c.emit("local.set", loaded).emit("local.get", lanes_of)
+                    c.emit("local.get", loaded).emit("f32x4.replace_lane", lane)
+                c.emit("local.set", lanes_of)
+                c.emit("end")
+            c.emit("local.get", lanes_of)
+            isa.op(c, "add")
+        for op in f.epilogue:
+            activations.apply(c, isa, op)
+        c.emit("local.set", value)
+        for lane in range(lanes):
+            column = v * lanes + lane
+            before_n(column)
+            c.emit("if")
+            _address(f, arg["c"], r, row=True)
+            c.emit("local.get", value)
+            if isa.vector:
+                c.emit("f32x4.extract_lane", lane)
+            c.emit("f32.store", 2, 4 * column)
+            c.emit("end")

@@ -1,7 +1,7 @@
 """The gemm family: C(m, n) = epilogue(A(m, k) @ B(k, n) [+ bias] [+ R]), row-major f32.
 
 ``f32_gemm`` runs the linear driver (which packs A's rows into ``wa``) over B's whole panels
-of ``PANEL`` columns, copied ``CHUNK`` panels at a time into its scratch ``ws`` in the
+of ``PANEL`` columns, copied ``CHUNK`` tiles' panels at a time into its scratch ``ws`` in the
 layout ``f32_linear`` reads its packed weight in (``wasm_kernels.pack``) just before the
 first row block multiplies them, so that block reads them from cache. Read in place, a
 panel's step of k is a new cache line, and from n = 1024 a new page, so the panels of a
@@ -36,7 +36,9 @@ TILES: dict[str, tuple[int, int]] = {"relaxed": (4, 8), "simd128": (4, 8), "scal
 time; 8 accumulators, where 3x8's 6 left the FMA pipes idle a quarter of the time)."""
 
 CHUNK = 4
-"""Panels of B packed at once, row by row of B, just before the first row block uses them."""
+"""Tiles' columns of B packed at once, row by row of B, just before the first row block uses
+them: 4 panels for the relaxed tile, 12 for simd128's tiles of 3 panels (``linear.WIDE``;
+1.02-1.10x its speed with 3 panels a chunk, bench/README.md)."""
 
 
 def variant(isa: str) -> str:
@@ -74,16 +76,21 @@ def _packed(c: Code, isa_name: str, arg: dict[str, int], epilogue: tuple[str, ..
 
 
 def _pack_first(f: linear._Frame) -> None:
-    """In the first row block (``ib = 0``), at every ``CHUNK``-th panel, copy B's columns
-    from ``j`` to the next ``CHUNK`` whole panels' end to ``ws``, row by row of B (read in
-    order), where the driver reads them: panel ``p``'s step ``kk`` at float
+    """In the first row block (``ib = 0``), at every ``CHUNK``-th tile's column, copy B's
+    columns from ``j`` to the next ``CHUNK`` tiles' whole panels' end to ``ws``, row by row
+    of B (read in order), where the driver reads them: panel ``p``'s step ``kk`` at float
     ``p * PANEL * k + kk * PANEL``. The block's tiles then read them from cache."""
     c, arg, isa = f.c, f.arg, f.isa
     row, column, end, src, dst = (c.local("i32") for _ in range(5))
-    c.emit("local.get", f.ib).emit("local.get", f.j).emit("i32.const", CHUNK * PANEL - 1)
-    c.emit("i32.and").emit("i32.or").emit("i32.eqz").emit("if")
-    # end = min(j + CHUNK * PANEL, n)
-    c.emit("local.get", f.j).emit("i32.const", CHUNK * PANEL).emit("i32.add")
+    chunk = CHUNK * linear.WIDE.get(isa.name, 1) * PANEL
+    c.emit("local.get", f.ib).emit("local.get", f.j)
+    if chunk & (chunk - 1):
+        c.emit("i32.const", chunk).emit("i32.rem_u")
+    else:
+        c.emit("i32.const", chunk - 1).emit("i32.and")
+    c.emit("i32.or").emit("i32.eqz").emit("if")
+    # end = min(j + chunk, n)
+    c.emit("local.get", f.j).emit("i32.const", chunk).emit("i32.add")
     c.emit("local.tee", end).emit("local.get", arg["n"]).emit("local.get", end)
     c.emit("local.get", arg["n"]).emit("i32.lt_u").emit("select").emit("local.set", end)
 

@@ -38,8 +38,17 @@ MR = {"relaxed": 5, "simd128": 4, "scalar": 1}
 """Rows of A per tile, by ISA: a SIMD tile's first 4 rows are packed (one register per step
 of k, see ``dense_tile``). The relaxed tile reads a fifth row in place (10 accumulators:
 FMA chains to spare over the 8 that two FMA pipes of 4 cycles' latency need); with mul + add
-the FP pipes are the bound and 5 rows run no faster than 4. The scalar reference keeps its
-``PANEL`` accumulators in registers with one row and reads A in place."""
+the FP ports are the bound and 5 rows run no faster than 4 (wider tiles do: ``WIDE``). The
+scalar reference keeps its ``PANEL`` accumulators in registers with one row and reads A in
+place."""
+
+WIDE = {"simd128": 3}
+"""Adjacent panels of W per tile of packed rows, by ISA, where more than one. With mul + add
+(no FMA) the FP ports run the two ops of every update beside the shuffles that broadcast
+A, one per row and step: a 2 x 24 pass (``dense_tile.PASS_ROWS`` rows of a packed group, 12
+accumulators) needs one shuffle per 12 updates where 4 x 8 needs one per 2, and ran 8-15%
+faster on the MiniLM shapes (bench/README.md). The columns past the last group of panels
+run in 4 x 8 tiles."""
 
 AHEAD_LINES = 4
 """Cache lines of the next panel of W a tile reads ahead per unrolled iteration of k."""
@@ -158,6 +167,10 @@ def row_blocks(f: _Frame, edge: bool, prepacked: bool = False,
             for rows, end in _tile_runs(f)[:2 if f.mr > GROUP else 1]:
                 strided_loop(c, f.i, rows, end, partial(_pack_rows, f))
         c.emit("i32.const", 0).emit("local.set", f.j)
+        wide = WIDE.get(f.isa.name, 1) if f.ldb is None and not prepacked else 1
+        if wide > 1:
+            strided_loop(c, f.j, wide * PANEL, arg["n"],
+                         partial(_column_tiles, f, False, prepacked, fill=fill, panels=wide))
         strided_loop(c, f.j, PANEL, arg["n"],
                      partial(_column_tiles, f, False, prepacked, fill=fill))
         if edge:
@@ -236,34 +249,36 @@ def _end_tile(f: _Frame, prepacked: bool,
 
 
 def _column_tiles(f: _Frame, edge: bool, prepacked: bool, width: int = PANEL,
-                  fill: Callable[[], None] | None = None) -> None:
-    """Columns ``j .. j+width`` of C (an ``edge`` panel ends past ``n``) against the block's
-    rows (``_tile_runs``; A ``prepacked`` or not), after ``fill`` (if any). With W in place
-    and A prepacked (a pointwise conv), the block's first panel runs tiles that read A ahead
-    (``_weight_ahead``, up to ``A_AHEAD_STEPS``), the others tiles that do not."""
+                  fill: Callable[[], None] | None = None, panels: int = 1) -> None:
+    """Columns ``j .. j+width*panels`` of C (``panels`` adjacent panels of W; an ``edge``
+    panel ends past ``n``) against the block's rows (``_tile_runs``; A ``prepacked`` or
+    not), after ``fill`` (if any). With W in place and A prepacked (a pointwise conv), the
+    block's first panel runs tiles that read A ahead (``_weight_ahead``, up to
+    ``A_AHEAD_STEPS``), the others tiles that do not."""
     c = f.c
     if fill is not None:
         fill()
     # NOTE: W in place: a panel's next columns are in the cache lines it reads already.
     packed_w = f.ldb is None
     if packed_w:
-        _next_panel(f)
-        _tiles(f, edge, prepacked, width, AHEAD_LINES)
+        _next_panel(f, panels)
+        _tiles(f, edge, prepacked, width, panels, AHEAD_LINES)
     elif prepacked and f.taps is None:
         c.emit("local.get", f.j).emit("i32.eqz")
         c.emit("local.get", f.lda).emit("i32.const", 4 * A_AHEAD_STEPS).emit("i32.le_u")
         c.emit("i32.and").emit("if")
         _weight_ahead(f)
-        _tiles(f, edge, prepacked, width, A_AHEAD_LINES)
+        _tiles(f, edge, prepacked, width, panels, A_AHEAD_LINES)
         c.emit("else")
-        _tiles(f, edge, prepacked, width, 0)
+        _tiles(f, edge, prepacked, width, panels, 0)
         c.emit("end")
     else:
-        _tiles(f, edge, prepacked, width, 0)
+        _tiles(f, edge, prepacked, width, panels, 0)
 
 
-def _tiles(f: _Frame, edge: bool, prepacked: bool, width: int, ahead_lines: int) -> None:
-    """The block's tiles on columns ``j .. j+width``, tiles of ``GROUP`` rows or more
+def _tiles(f: _Frame, edge: bool, prepacked: bool, width: int, panels: int,
+           ahead_lines: int) -> None:
+    """The block's tiles on columns ``j .. j+width*panels``, tiles of ``GROUP`` rows or more
     reading ``ahead_lines`` ahead per unrolled iteration (``_read_ahead``)."""
     c = f.c
     c.emit("local.get", f.ib).emit("local.set", f.i)
@@ -274,21 +289,22 @@ def _tiles(f: _Frame, edge: bool, prepacked: bool, width: int, ahead_lines: int)
         ahead = (partial(_read_ahead, f, ahead_lines) if rows >= GROUP and ahead_lines
                  else None)
         strided_loop(c, f.i, rows, end,
-                     partial(tile, f, f.isa, rows, width, partial(_panel, f), edge, packed,
-                             ahead, f.taps))
+                     partial(tile, f, f.isa, rows, width * panels, partial(_panel, f), edge,
+                             packed, ahead, f.taps, panels))
 
 
-def _next_panel(f: _Frame) -> None:
-    """``ahead .. ahead_end`` = the next whole panel of W (``j + 2 * PANEL <= n``), else
-    empty."""
+def _next_panel(f: _Frame, panels: int = 1) -> None:
+    """``ahead .. ahead_end`` = the next ``panels`` whole panels of W (``j + 2 * panels *
+    PANEL <= n``), else empty."""
     c, arg = f.c, f.arg
+    width = panels * PANEL
     c.emit("i32.const", 0).emit("local.tee", f.ahead).emit("local.set", f.ahead_end)
-    c.emit("local.get", f.j).emit("i32.const", 2 * PANEL).emit("i32.add")
+    c.emit("local.get", f.j).emit("i32.const", 2 * width).emit("i32.add")
     c.emit("local.get", arg["n"]).emit("i32.le_u").emit("if")
-    # ahead = w + (j + PANEL) * k * 4; ahead_end = ahead + PANEL * k * 4
-    c.emit("local.get", arg["w"]).emit("local.get", f.j).emit("i32.const", PANEL)
+    # ahead = w + (j + width) * k * 4; ahead_end = ahead + width * k * 4
+    c.emit("local.get", arg["w"]).emit("local.get", f.j).emit("i32.const", width)
     c.emit("i32.add").emit("local.get", f.lda).emit("i32.mul").emit("i32.add")
-    c.emit("local.tee", f.ahead).emit("local.get", f.lda).emit("i32.const", PANEL)
+    c.emit("local.tee", f.ahead).emit("local.get", f.lda).emit("i32.const", width)
     c.emit("i32.mul").emit("i32.add").emit("local.set", f.ahead_end)
     c.emit("end")
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 from functools import partial
 
 from ..abi import KernelSpec
-from ..pack_quantized import QBLOCK_BYTES, QPANEL
+from ..pack_quantized import DIRECT_ROWS, QBLOCK_BYTES, QPANEL
 from ..wasm import Code, FuncType
 from .isa import ISAS
 from .loops import strided_loop
@@ -38,10 +38,6 @@ SEVEN_MR = 4
 registers and A's (bench/int8_tiles.py measured its k loop 1.26-1.29x the simd128 tile's)."""
 
 
-DIRECT_ROWS = 4
-"""Products of fewer rows of A than this (an unrolled recurrent step's one row) skip the
-simd128 tile's widened W panels: their tiles widen W as they load it (``v128.load8x8_s``),
-where widening a panel into scratch costs as much as one row's product over it."""
 
 
 TILE_ISA = {("qconv", "relaxed"): "simd128", ("qlinear", "relaxed"): "simd128"}
@@ -62,10 +58,14 @@ def emit(spec: KernelSpec, isa_name: str, tile_isa: str | None = None
     """Generate qlinear kernel ``spec`` for ``isa_name`` with the tile of ISA ``tile_isa``
     (default: ``TILE_ISA``'s choice, else ``isa_name``'s own; in a module with relaxed SIMD
     the default also holds the relaxed-dot tile that 7-bit weights take, ``SEVEN_MR``)."""
-    seven = ISAS[isa_name].fma and tile_isa is None
-    isa_name = tile_isa or TILE_ISA.get((spec.op, isa_name), isa_name)
     c = Code(spec.param_types)
     f = frame(c, spec)
+    seven = ISAS[isa_name].fma and tile_isa is None and not f.wide
+    if f.wide:
+        # NOTE: wide weights take the i16 dot tile alone, whatever the module's ISA
+        isa_name = "scalar" if isa_name == "scalar" else "simd128"
+    else:
+        isa_name = tile_isa or TILE_ISA.get((spec.op, isa_name), isa_name)
     i, j = c.local("i32"), c.local("i32")
     c.emit("i32.const", 0).emit("local.set", i)
     if isa_name == "scalar":
@@ -81,6 +81,9 @@ def emit(spec: KernelSpec, isa_name: str, tile_isa: str | None = None
         c.emit("local.get", f.a_zero).emit("i32.const", 128).emit("i32.add")
         c.emit("local.set", f.a_zero)
     tiles = [(rows, Tile(f, isa, rows, i, j)) for rows in (MR[isa_name], 1)]
+    if f.wide:
+        _blocks(f, tiles, i, j)
+        return FuncType(spec.param_types, spec.results), c
     if tiles[0][1].packed:
         direct = [(rows, Tile(f, isa, rows, i, j, direct=True)) for rows in (MR[isa_name], 1)]
         if seven:
@@ -144,7 +147,7 @@ def _blocks(f: QFrame, tiles: list[tuple[int, Tile]], i: int, j: int,
     pack_rows(f, count, seven)
 
     def panel(edge: bool) -> None:
-        if not direct:
+        if not direct and not f.wide:
             widen_panel(f, j, seven)
         c.emit("i32.const", 0).emit("local.set", i)
         for rows, tile in tiles:

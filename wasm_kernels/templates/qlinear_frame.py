@@ -43,6 +43,11 @@ class QFrame:
     def activation(self) -> str:
         return self.spec.activations[0] if self.spec.activations else ""
 
+    @property
+    def wide(self) -> bool:
+        """Whether W's panels hold int16 weights (the ``qlinear_wide`` rows)."""
+        return self.spec.op == "qlinear_wide"
+
 
 def _load_byte(c: Code, dtype: str) -> None:
     c.emit("i32.load8_s" if dtype == "int8" else "i32.load8_u", 0, 0)
@@ -57,13 +62,14 @@ def frame(c: Code, spec: KernelSpec) -> QFrame:
     _load_byte(c, spec.dtypes[0])
     c.emit("local.set", f.a_zero)
     c.emit("local.get", arg["a_scale"]).emit("f32.load", 2, 0).emit("local.set", f.a_scale)
-    # panel_bytes = round_up(k, 4) * QPANEL; sums = w + panels * panel_bytes
+    # panel_bytes = round_up(k, 4) * QPANEL; sums = w + panels * panel_bytes (wide: twice)
     c.emit("local.get", arg["k"]).emit("i32.const", 3).emit("i32.add")
     c.emit("i32.const", -4).emit("i32.and").emit("i32.const", QPANEL).emit("i32.mul")
     c.emit("local.set", f.panel_bytes)
     c.emit("local.get", arg["w"]).emit("local.get", arg["n"]).emit("i32.const", QPANEL - 1)
     c.emit("i32.add").emit("i32.const", QPANEL.bit_length() - 1).emit("i32.shr_u")
-    c.emit("local.get", f.panel_bytes).emit("i32.mul").emit("i32.add").emit("local.set", f.sums)
+    c.emit("local.get", f.panel_bytes).emit("i32.mul").emit("i32.const", int(f.wide))
+    c.emit("i32.shl").emit("i32.add").emit("local.set", f.sums)
     # masks = sums + 4 * round_up(n, QPANEL) + 4: the 7-bit flag is the word before them
     c.emit("local.get", f.sums).emit("local.get", arg["n"]).emit("i32.const", QPANEL - 1)
     c.emit("i32.add").emit("i32.const", -QPANEL).emit("i32.and").emit("i32.const", 2)
@@ -125,17 +131,19 @@ def column_start(f: QFrame, column: int) -> None:
     c.emit("i32.mul").emit("i32.sub")
 
 
-def _weight_address(f: QFrame, column: int, step: int) -> None:
-    """Push the address of W[column, step] in the packed panels."""
+def _load_weight(f: QFrame, column: int, step: int) -> None:
+    """Push W[column, step] from the packed panels (wide: an int16 in place of each byte)."""
     c = f.c
-    c.emit("local.get", f.arg["w"])
     c.emit("local.get", column).emit("i32.const", QPANEL.bit_length() - 1).emit("i32.shr_u")
-    c.emit("local.get", f.panel_bytes).emit("i32.mul").emit("i32.add")
+    c.emit("local.get", f.panel_bytes).emit("i32.mul")
     c.emit("local.get", step).emit("i32.const", 2).emit("i32.shr_u")
     c.emit("i32.const", 4 * QPANEL).emit("i32.mul").emit("i32.add")
     c.emit("local.get", column).emit("i32.const", QPANEL - 1).emit("i32.and")
     c.emit("i32.const", 2).emit("i32.shl").emit("i32.add")
     c.emit("local.get", step).emit("i32.const", 3).emit("i32.and").emit("i32.add")
+    c.emit("i32.const", int(f.wide)).emit("i32.shl")
+    c.emit("local.get", f.arg["w"]).emit("i32.add")
+    c.emit("i32.load16_s" if f.wide else "i32.load8_s", 0, 0)
 
 
 def scalar_element(f: QFrame, row: int, column: int) -> None:
@@ -151,8 +159,8 @@ def scalar_element(f: QFrame, row: int, column: int) -> None:
         c.emit("local.get", arg["a"]).emit("local.get", row).emit("local.get", arg["k"])
         c.emit("i32.mul").emit("i32.add").emit("local.get", step).emit("i32.add")
         _load_byte(c, f.spec.dtypes[0])
-        _weight_address(f, column, step)
-        c.emit("i32.load8_s", 0, 0).emit("i32.mul")
+        _load_weight(f, column, step)
+        c.emit("i32.mul")
         c.emit("local.get", acc).emit("i32.add").emit("local.set", acc)
 
     strided_loop(c, step, 1, arg["k"], product)

@@ -13,7 +13,11 @@ engine:
   each lane sums two products of one column, so a column's four steps land in two lanes,
   added pairwise at the end; a ``direct`` tile (a product of a few rows, where widening
   each panel into scratch would cost as much as the product) widens W as it loads it
-  (``v128.load8x8_s``) from the packed panels, the same products in the same order;
+  (``v128.load8x8_s``) from the packed panels, the same products in the same order; the
+  ``qlinear_wide`` rows' tiles load W's panels packed wide (int16, the layout of a panel
+  widened into ``ws``) with plain ``v128.load`` s: no ``pmovsxbw`` on the shuffle port per
+  8 products, and no panel widened into scratch (their one-row tile takes ``WIDE_UNROLL``
+  steps per iteration);
 - ``relaxed``: ``i32x4.relaxed_dot_i8x16_i7x16_add_s`` sums four products of one column per
   lane, but its second operand is only defined on 7-bit values: A (uint8, or int8 moved to
   uint8 by flipping its sign bit, its zero point raised by 128 to match) is split as ``lo +
@@ -37,6 +41,7 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Callable
+from functools import partial
 
 from ..pack_quantized import QPANEL
 from ..wasm import Code
@@ -63,6 +68,11 @@ widened W loads of the iteration first and spilled them: 2 ran MiniLM's linear s
 1.10-1.24x faster (measured on the simd128 tile when it still read A in place,
 bench/README.md)."""
 A_LOAD = {2: "v128.load64_zero", 4: "v128.load"}
+WIDE_UNROLL = 2
+"""Steps of four k per loop iteration of the one-row tile over wide weights (a loop bound by
+the instructions it issues, not by its vector ports): 2 ran 1x256x1024 1.08-1.10x as fast
+as 1; at 4, and at 2 for the two-row tile, cranelift issued all the iteration's loads first
+and spilled (0.83-0.89x)."""
 """The load of one row's ``4 * UNROLL`` bytes of A."""
 
 
@@ -78,6 +88,7 @@ class Tile:
         c = f.c
         self.f, self.isa, self.rows, self.i, self.j = f, isa, rows, i, j
         self.seven, self.direct = seven, direct
+        self.unroll = WIDE_UNROLL if f.wide and rows == 1 else 1
         self.relaxed = isa.fma and not seven
         self.packed = not self.relaxed  # simd128 and seven read A and W from qlinear_pack
         groups = 2 if self.relaxed or seven else 4  # v128 of W per step
@@ -105,11 +116,12 @@ class Tile:
             else:
                 c.emit("local.get", f.arg["k"])
             c.emit("i32.mul").emit("i32.add").emit("local.set", pointer)
-        if self.packed and not self.direct:
+        if self.packed and not self.direct and not f.wide:
             c.emit("local.get", f.arg["ws"])
         else:
+            # w + (j / QPANEL) * panel_bytes, twice that for wide panels
             c.emit("local.get", f.arg["w"]).emit("local.get", self.j)
-            c.emit("i32.const", QPANEL.bit_length() - 1).emit("i32.shr_u")
+            c.emit("i32.const", QPANEL.bit_length() - 1 - int(f.wide)).emit("i32.shr_u")
             c.emit("local.get", f.panel_bytes).emit("i32.mul").emit("i32.add")
         c.emit("local.set", self.pw)
         for row in self.acc:
@@ -117,9 +129,17 @@ class Tile:
                 for register in group:
                     c.emit("v128.const", bytes(16)).emit("local.set", register)
         if self.packed:
-            # every step of four k, the last one zero-padded in wa (W is zero there)
-            c.emit("local.get", f.arg["k"]).emit("i32.const", 3).emit("i32.add")
-            self._loop(lambda: c.emit("i32.const", 2).emit("i32.shr_u"), 1)
+            # every step of four k, the last one zero-padded in wa (W is zero there):
+            # ``unroll`` steps per iteration, then single steps
+            for shift, mask, unroll in ((self.unroll.bit_length() + 1, None, self.unroll),
+                                        (2, self.unroll - 1, 1)):
+                if mask == 0:
+                    continue
+                c.emit("local.get", f.arg["k"]).emit("i32.const", 3).emit("i32.add")
+                c.emit("i32.const", shift).emit("i32.shr_u")
+                if mask is not None:
+                    c.emit("i32.const", mask).emit("i32.and")
+                self._loop(lambda: None, unroll)
         else:
             # UNROLL steps per iteration, then single steps, then the k % 4 tail.
             self._loop(lambda: self._count(UNROLL.bit_length() + 1, None), UNROLL)
@@ -136,27 +156,27 @@ class Tile:
         c = self.f.c
         count()
         c.emit("local.tee", self.steps).emit("if").emit("loop")
-        if unroll > 1:
+        if unroll > 1 and not self.packed:
             # NOTE: one load of UNROLL steps' bytes per row, each step's 4 broadcast by a
             # shuffle (pshufd), instead of a splat load per step.
             for pointer, quad in zip(self.pa, self.quads):
                 c.emit("local.get", pointer).emit(A_LOAD[UNROLL], 0, 0)
                 c.emit("local.set", quad)
+        w_step = (SEVEN_STEP_BYTES if self.seven else
+                  WIDE_STEP_BYTES if self.packed and not self.direct else STEP_BYTES)
         for u in range(unroll):
-            self._step(self._packed_load if self.packed else
-                       self._quad_lane(u) if unroll > 1 else self._splat_load, STEP_BYTES * u)
-        a_bytes = PACKED_STEP_BYTES if self.packed else 4 * unroll
-        w_bytes = (SEVEN_STEP_BYTES if self.seven else
-                   WIDE_STEP_BYTES if self.packed and not self.direct else STEP_BYTES * unroll)
-        for pointer, amount in [(p, a_bytes) for p in self.pa] + [(self.pw, w_bytes)]:
+            self._step(partial(self._packed_load, PACKED_STEP_BYTES * u) if self.packed else
+                       self._quad_lane(u) if unroll > 1 else self._splat_load, w_step * u)
+        a_bytes = (PACKED_STEP_BYTES if self.packed else 4) * unroll
+        for pointer, amount in [(p, a_bytes) for p in self.pa] + [(self.pw, w_step * unroll)]:
             c.emit("local.get", pointer).emit("i32.const", amount).emit("i32.add")
             c.emit("local.set", pointer)
         c.emit("local.get", self.steps).emit("i32.const", 1).emit("i32.sub")
         c.emit("local.tee", self.steps).emit("br_if", 0).emit("end").emit("end")
 
-    def _packed_load(self, r: int) -> None:
-        """Push row r's next step of A, widened and doubled by ``pack_rows``."""
-        self.f.c.emit("local.get", self.pa[r]).emit("v128.load", 0, 0)
+    def _packed_load(self, offset: int, r: int) -> None:
+        """Push row r's step of A ``offset`` bytes on, widened and doubled by ``pack_rows``."""
+        self.f.c.emit("local.get", self.pa[r]).emit("v128.load", 0, offset)
 
     def _splat_load(self, r: int) -> None:
         """Push row r's next four bytes of A in every lane."""

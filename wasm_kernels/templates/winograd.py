@@ -16,10 +16,13 @@ from .isa import ISAS, Isa
 
 def emit(spec: KernelSpec, isa_name: str) -> tuple[FuncType, Code]:
     """Generate ``spec`` (an input or an output transform of ``abi_winograd``)."""
-    from . import winograd_input, winograd_output
+    from . import winograd_dilated, winograd_input, winograd_output
 
     c = Code(spec.param_types, names=[p.split(":")[0] for p in spec.params])
-    body = winograd_input.body if spec.op.endswith("input") else winograd_output.body
+    dilated = "dilated" in spec.op
+    body = ((winograd_dilated.input_body if dilated else winograd_input.body)
+            if spec.op.endswith("input") else
+            winograd_dilated.output_body if dilated else winograd_output.body)
     body(c, ISAS[isa_name], spec)
     return FuncType(spec.param_types, spec.results), c
 

@@ -177,8 +177,8 @@ def body(c: Code, isa: Isa, spec: KernelSpec) -> None:
         pointer(c, "vbase", "v", ("ch", "count"), ("img", "th", "tw"))
         count(c, "i", lambda: c.get("th"), 1, row_of_tiles)
 
-    count(c, "img", lambda: c.get("n"), 1, lambda: count(c, "ch", lambda: c.get("c"), 1,
-                                                         channel))
+    count(c, "ch", lambda: c.get("c"), 1, lambda: count(c, "img", lambda: c.get("n"), 1,
+                                                        channel))
 
 
 def _partial_store(c: Code, out: int) -> None:

@@ -82,8 +82,8 @@ def body(c: Code, isa: Isa, spec: KernelSpec) -> None:
         c.set(bias)
         count(c, "i", lambda: c.get("th"), 1, row_of_tiles)
 
-    count(c, "img", lambda: c.get("n"), 1, lambda: count(c, "ch", lambda: c.get("o"), 1,
-                                                         channel))
+    count(c, "ch", lambda: c.get("o"), 1, lambda: count(c, "img", lambda: c.get("n"), 1,
+                                                        channel))
 
 
 def _registers(c: Code, isa: Isa, y: list[int]) -> list[tuple[int | None, int]]:
