@@ -36,9 +36,22 @@ REAL_CONV_SHAPES = {
     "dddd 3x3/2 96->192 @52": ((1, 96, 52, 52), 192, 3, 2, 1, 1),
     "dddd 3x3/2 192->384 @26": ((1, 192, 26, 26), 384, 3, 2, 1, 1),
     "ocr 3x3/2 96->48 @24x160": ((1, 96, 24, 160), 48, 3, 2, 1, 1),
+    "cr 1x1 128->128 @64": ((1, 128, 64, 64), 128, 1, 1, 0, 1),
+    "cr 1x1 128->1 @64": ((1, 128, 64, 64), 1, 1, 1, 0, 1),
+    "on 1x1 128->512 @14": ((1, 128, 14, 14), 512, 1, 1, 0, 1),
+    "on 1x1 512->128 @14": ((1, 512, 14, 14), 128, 1, 1, 0, 1),
+    "on 1x1 64->256 @28": ((1, 64, 28, 28), 256, 1, 1, 0, 1),
+    "on 1x1 256->1024 @7": ((1, 256, 7, 7), 1024, 1, 1, 0, 1),
+    "on 1x1 64->32 @56": ((1, 64, 56, 56), 32, 1, 1, 0, 1),
+    "on wino 2048 @1x52 g16": ((1, 2048, 1, 52), 2048, 1, 1, 0, 16),
+    "ro 1x1 256 @14": ((1, 256, 14, 14), 256, 1, 1, 0, 1),
+    "ocr 1x1 384->192 @6x80": ((1, 384, 6, 80), 192, 1, 1, 0, 1),
+    "ocr 1x1 384->768 @3x80": ((1, 384, 3, 80), 768, 1, 1, 0, 1),
 }
 """More layers of the real models (``kernels.CONV_SHAPES``' abbreviations; ocr: PP-OCRv6's
-recognizer) where #19's slowest ones lose: strided convs and stems, batch 1."""
+recognizer, cr: CRAFT's refiner) where #19's slowest ones lose: strided convs and stems, and
+the pointwise convs that are most of their time (``wino``: open_nsfw's Winograd product, 16
+groups of 128 channels over 52 tiles), batch 1."""
 
 Window = int | tuple[int, int]
 """A kernel size, stride, padding or dilation: both axes' or (rows, columns)."""

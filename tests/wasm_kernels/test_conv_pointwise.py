@@ -3,7 +3,8 @@ pixels one at a time against the weight's tiles (``templates/conv_columns.py``),
 the end tile, against nn.functional.conv2d with every fused epilogue, on every provider; and
 a conv computed in two parts of a panel or more (as threads split it), cut at every pixel so
 that any pixel may be one past the last panel, equal to it in one call bit for bit, with an
-activation whose vector evaluation rounds differently from its scalar one. (Parts of fewer
+activation whose vector evaluation rounds differently from its scalar one; and the convs
+with one output channel, plane by plane (``templates/conv_one_row.py``). (Parts of fewer
 than 8 pixels are packed, and their edge tile's scalar epilogue may differ in the last bit:
 threads split at whole panels.)"""
 
@@ -31,6 +32,15 @@ CASES = {
     "wide": ((1, 24, 23, 29), 33),
     # chunks of 320, 320 and 360 pixels (k = 200), 26 channels in blocks of 10 and 16
     "chunks": ((1, 200, 25, 40), 26),
+    # one channel (conv_one_row): chunks of 1024 and 493 pixels, 1 past the last register,
+    # k = 130: 16 passes of 8 planes and 2 of one
+    "one": ((1, 130, 37, 41), 1),
+    # one channel, two images, k = 5, 3 past the last register
+    "one image of two": ((2, 5, 9, 11), 1),
+    # one channel, k = 9: a pass of 8 planes and one, 55 pixels
+    "one of 9": ((1, 9, 5, 11), 1),
+    # three channels: the tile's single rows
+    "three": ((1, 9, 5, 11), 3),
 }
 GEMMS = [k for k in abi.KERNELS if k.family == "conv_gemm"]
 
@@ -67,9 +77,10 @@ def test_pointwise_end_pixels_match_numpy(kernels, spec: abi.KernelSpec) -> None
                                    err_msg=f"{spec.name} {case}")
 
 
+@pytest.mark.parametrize("case", ["7x7", "one of 9"])
 @pytest.mark.parametrize("name", ["f32_conv2d_gemm_add_gelu", "f32_conv2d_gemm_sigmoid"])
-def test_two_parts_equal_one_call_bit_for_bit(kernels, name: str) -> None:  # type: ignore[no-untyped-def]
-    shape, o = CASES["7x7"]
+def test_two_parts_equal_one_call_bit_for_bit(kernels, name: str, case: str) -> None:  # type: ignore[no-untyped-def]
+    shape, o = CASES[case]
     x, w, bias, r = _inputs(shape, o, 5)
     _, c, h, width = shape
     pixels = h * width

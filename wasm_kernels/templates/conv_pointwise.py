@@ -9,7 +9,8 @@ the last whole panel of ``PANEL`` are one more tile ending at the last pixel (``
 (or a thread's part) of fewer than ``PANEL`` pixels go through ``im2col``'s packing. On a
 chunk of ``POINT_PIXELS`` pixels or more the driver's row blocks are ``POINT_ROWS`` output
 channels: each block sweeps the chunk's panels (the chunk's input stays in L2 while the blocks
-pass), writing (and reading the residual of) a few planes at a time.
+pass), writing (and reading the residual of) a few planes at a time. A conv with one output
+channel per group goes plane by plane instead (``conv_one_row``).
 
 The functions read the conv's arguments and the locals of ``conv_gemm`` and ``im2col`` by
 name from the ``Code``; ``declare`` adds the locals they use.
@@ -23,6 +24,7 @@ from collections.abc import Callable
 from ..pack import PANEL
 from ..pack_im2col import ROWS
 from ..wasm import Code
+from . import conv_one_row
 from .conv_tiles import EVEN_LANES
 from .isa import Isa
 from .linear import _Frame
@@ -153,6 +155,9 @@ def in_place(c: Code, f: _Frame, multiply: Callable[[_Frame], None]) -> None:
     c.get("flat", "end", "first").emit("i32.sub").emit("i32.const", PANEL).emit("i32.ge_u")
     c.emit("i32.and")
     with c.if_():
+        c.get("og").emit("i32.const", 1).emit("i32.eq")
+        with c.if_():
+            conv_one_row.row(c, f.isa, f.epilogue)
         with c.loop():
             c.get("first", "end").emit("i32.ge_u").emit("br_if", 1)
             # count = columns if columns + PANEL <= end - first, else end - first
