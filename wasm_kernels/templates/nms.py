@@ -1,4 +1,5 @@
-"""``f32_non_max_suppression``: greedy NMS per (batch, class), scalar code for every ISA.
+"""``f32_non_max_suppression``: greedy NMS per (batch, class); scalar code but for the scan
+of the scores against the floor, 4 at a time in the SIMD variants.
 
 Per batch, each box's corners and area go to scratch once. Per class, the boxes over the
 score floor go into a binary max-heap of (score, index) pairs (built in O(m)); the best is
@@ -16,6 +17,7 @@ import numpy as np
 
 from ..abi import KernelSpec
 from ..wasm import Code, FuncType
+from .isa import ISAS
 
 _LOWEST = float(np.finfo(np.float32).min)
 """Scores of -inf are read as this, as ONNX runtimes order them among the others."""
@@ -25,12 +27,14 @@ _BOX = 20
 second ones, area (f32 each)."""
 
 _I32 = ("b", "cls", "i", "m", "kept", "rows", "heap", "keep", "box", "pos", "child", "pa",
-        "pb", "j", "at", "record", "scores_at", "capacity")
+        "pb", "j", "at", "record", "scores_at", "capacity", "end")
 _F32 = ("s", "la", "ha", "lc", "hc", "across_a", "across_c", "overlap")
 
 
 def emit(spec: KernelSpec, isa_name: str) -> tuple[FuncType, Code]:
-    """Generate ``f32_non_max_suppression`` (the same code for every ISA)."""
+    """Generate ``f32_non_max_suppression`` for ``isa_name`` (the SIMD ones skip groups of
+    4 boxes below the score floor at once)."""
+    vector = ISAS[isa_name].vector
     c = Code(spec.param_types, names=[p.split(":")[0] for p in spec.params])
     for name in _I32:
         c.local("i32", name)
@@ -38,9 +42,12 @@ def emit(spec: KernelSpec, isa_name: str) -> tuple[FuncType, Code]:
         c.local("f32", name)
     c.local("i64", "swap")
 
-    def for_range(counter: str, limit: str, body: Callable[[], None]) -> None:
-        """``for counter in range(limit): body()`` (``br 1`` in body breaks, unsigned)."""
-        c.emit("i32.const", 0).set(counter)
+    def for_range(counter: str, limit: str, body: Callable[[], None], start: bool = True
+                  ) -> None:
+        """``for counter in range(limit): body()`` (``br 1`` in body breaks, unsigned),
+        from 0 or (not ``start``) from the counter's value."""
+        if start:
+            c.emit("i32.const", 0).set(counter)
         with c.loop():
             c.get(counter, limit).emit("i32.ge_u").emit("br_if", 1)
             body()
@@ -111,17 +118,37 @@ def emit(spec: KernelSpec, isa_name: str) -> tuple[FuncType, Code]:
         c.get("record", "ha", "la").emit("f32.sub").get("hc", "lc").emit("f32.sub")
         c.emit("f32.mul").emit("f32.store", 2, 16)
 
-    def push_candidate() -> None:
-        """Box ``i`` into the heap when its score is over the floor (or none is set)."""
-        address("scores_at", "i", 4)
+    def push_candidate(box: str) -> None:
+        """Box ``box`` into the heap when its score is over the floor (or none is set)."""
+        address("scores_at", box, 4)
         c.emit("f32.load", 2, 0).emit("f32.const", _LOWEST).emit("f32.max").set("s")
         c.get("floored").emit("i32.eqz").get("s", "floor").emit("f32.gt").emit("i32.or")
         with c.if_():
             address("heap", "m", 8)
             c.set("pa")
             c.get("pa", "s").emit("f32.store", 2, 0)
-            c.get("pa", "i").emit("i32.store", 2, 4)
+            c.get("pa", box).emit("i32.store", 2, 4)
             c.get("m").emit("i32.const", 1).emit("i32.add").set("m")
+
+    def skip_below_floor() -> None:
+        """Step ``i`` over groups of 4 boxes none of which is over the floor (when one is
+        set), testing each group's 4 scores at once; a group with a candidate is pushed
+        box by box."""
+        c.get("floored")
+        with c.if_():
+            with c.loop():
+                c.get("i").emit("i32.const", 4).emit("i32.add").tee("end").get("n")
+                c.emit("i32.gt_u").emit("br_if", 1)
+                address("scores_at", "i", 4)
+                c.emit("v128.load", 2, 0).emit("f32.const", _LOWEST).emit("f32x4.splat")
+                c.emit("f32x4.max").get("floor").emit("f32x4.splat").emit("f32x4.gt")
+                c.emit("v128.any_true")
+                with c.if_():
+                    with c.loop():
+                        c.get("i", "end").emit("i32.ge_u").emit("br_if", 1)
+                        push_candidate("i")
+                        c.get("i").emit("i32.const", 1).emit("i32.add").set("i")
+                c.get("end").set("i")
 
     def overlaps() -> None:
         """Set ``suppressed`` (in ``pos``) and break when kept box ``j`` suppresses the
@@ -174,8 +201,10 @@ def emit(spec: KernelSpec, isa_name: str) -> tuple[FuncType, Code]:
         c.emit("i32.mul").set("i")
         address("scores", "i", 4)
         c.set("scores_at")
-        c.emit("i32.const", 0).set("m")
-        for_range("i", "n", push_candidate)
+        c.emit("i32.const", 0).tee("m").set("i")
+        if vector:
+            skip_below_floor()
+        for_range("i", "n", lambda: push_candidate("i"), start=False)
         c.get("m").emit("i32.const", 1).emit("i32.shr_u").set("i")
         with c.loop():  # heapify: sift every entry with children down, the last first
             c.get("i").emit("i32.eqz").emit("br_if", 1)
