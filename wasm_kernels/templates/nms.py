@@ -1,5 +1,5 @@
 """``f32_non_max_suppression``: greedy NMS per (batch, class); scalar code but for the scan
-of the scores against the floor, 4 at a time in the SIMD variants.
+of the scores against the floor, 16 at a time in the SIMD variants.
 
 Per batch, each box's corners and area go to scratch once. Per class, the boxes over the
 score floor go into a binary max-heap of (score, index) pairs (built in O(m)); the best is
@@ -26,6 +26,9 @@ _BOX = 20
 """Bytes of one box's record in scratch: low and high first coordinates, low and high
 second ones, area (f32 each)."""
 
+_GROUP = 16
+"""Scores the SIMD variants test against the floor at once."""
+
 _I32 = ("b", "cls", "i", "m", "kept", "rows", "heap", "keep", "box", "pos", "child", "pa",
         "pb", "j", "at", "record", "scores_at", "capacity", "end")
 _F32 = ("s", "la", "ha", "lc", "hc", "across_a", "across_c", "overlap")
@@ -33,7 +36,7 @@ _F32 = ("s", "la", "ha", "lc", "hc", "across_a", "across_c", "overlap")
 
 def emit(spec: KernelSpec, isa_name: str) -> tuple[FuncType, Code]:
     """Generate ``f32_non_max_suppression`` for ``isa_name`` (the SIMD ones skip groups of
-    4 boxes below the score floor at once)."""
+    16 boxes below the score floor at once)."""
     vector = ISAS[isa_name].vector
     c = Code(spec.param_types, names=[p.split(":")[0] for p in spec.params])
     for name in _I32:
@@ -41,6 +44,8 @@ def emit(spec: KernelSpec, isa_name: str) -> tuple[FuncType, Code]:
     for name in _F32:
         c.local("f32", name)
     c.local("i64", "swap")
+    if vector:
+        c.local("v128", "floors")
 
     def for_range(counter: str, limit: str, body: Callable[[], None], start: bool = True
                   ) -> None:
@@ -131,17 +136,22 @@ def emit(spec: KernelSpec, isa_name: str) -> tuple[FuncType, Code]:
             c.get("m").emit("i32.const", 1).emit("i32.add").set("m")
 
     def skip_below_floor() -> None:
-        """Step ``i`` over groups of 4 boxes none of which is over the floor (when one is
-        set), testing each group's 4 scores at once; a group with a candidate is pushed
-        box by box."""
+        """Step ``i`` over groups of ``_GROUP`` boxes none of which is over the floor (when
+        one is set), testing a group's scores 4 at a time; a group with a candidate is
+        pushed box by box. (``s >= floor`` lets through every score that, -inf read as the
+        lowest finite one, is over it: ``push_candidate`` tests it exactly.)"""
         c.get("floored")
         with c.if_():
+            c.get("floor").emit("f32x4.splat").set("floors")
             with c.loop():
-                c.get("i").emit("i32.const", 4).emit("i32.add").tee("end").get("n")
+                c.get("i").emit("i32.const", _GROUP).emit("i32.add").tee("end").get("n")
                 c.emit("i32.gt_u").emit("br_if", 1)
                 address("scores_at", "i", 4)
-                c.emit("v128.load", 2, 0).emit("f32.const", _LOWEST).emit("f32x4.splat")
-                c.emit("f32x4.max").get("floor").emit("f32x4.splat").emit("f32x4.gt")
+                c.set("pa")
+                for k in range(_GROUP // 4):
+                    c.get("pa").emit("v128.load", 2, 16 * k).get("floors").emit("f32x4.ge")
+                    if k:
+                        c.emit("v128.or")
                 c.emit("v128.any_true")
                 with c.if_():
                     with c.loop():
