@@ -25,6 +25,7 @@ from .kernel_math import NUMPY_FUNCTIONS, activate, unary
 from .kernel_operands import element_dtype, operand, strided_operand
 from .kernel_qrescale import qrescale
 from .kernels_conv import FAMILIES as CONV_FAMILIES
+from .kernels_detection import FAMILIES as DETECTION_FAMILIES
 from .kernels_quantized import FAMILIES as QUANTIZED_FAMILIES
 from .kernels_winograd import FAMILIES as WINOGRAD_FAMILIES
 
@@ -317,7 +318,7 @@ FAMILIES: dict[str, Callable[[abi.KernelSpec], Callable[..., None]]] = {
     "norm": lambda spec: _group_norm,
     "compare": _broadcast, "recurrent": _cell, "resample": lambda spec: _resample,
     "integer": _broadcast, "topk": _topk, "qrescale": qrescale, "attention": _attention,
-    **QUANTIZED_FAMILIES, **CONV_FAMILIES, **WINOGRAD_FAMILIES,
+    **QUANTIZED_FAMILIES, **CONV_FAMILIES, **WINOGRAD_FAMILIES, **DETECTION_FAMILIES,
 }
 
 

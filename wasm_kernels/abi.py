@@ -295,6 +295,27 @@ TOPKS: tuple[KernelSpec, ...] = tuple(KernelSpec(
     "their int64 indices; equal values keep their order (the lower index first); k <= n",
     dtypes=(dtype, dtype)) for dtype in TOPK_TYPES)
 
+NMS = KernelSpec(
+    "f32_non_max_suppression", "nms", "non_max_suppression",
+    ("boxes", "scores", "selected", "count", "scratch", "batches", "classes", "n", "k",
+     "center", "floored", "iou:f32", "floor:f32"),
+    "ONNX NonMaxSuppression of f32 boxes(batches, n, 4) (two corners in either order, or "
+    "centre and size when center is 1) and scores(batches, classes, n): per (batch, class), "
+    "the boxes whose score (-inf read as the lowest finite f32) is over floor (all when "
+    "floored is 0), by descending score (the lower index first on ties), each kept unless "
+    "a box kept before it overlaps it with IoU over iou (boxes that do not overlap never "
+    "suppress), at most k; int64 selected(batches * classes * k, 3) gets their [batch, "
+    "class, box] rows in (batch, class, rank) order, then rows of -1, and int64 count(1,) "
+    "their number; scratch is nms_scratch_floats(n, k) floats, overwritten",
+    dtypes=("float32", "int64"))
+
+
+def nms_scratch_floats(n: int, k: int) -> int:
+    """The scratch floats of ``f32_non_max_suppression`` on ``n`` boxes keeping ``k`` per
+    class: each box's corners and area, a heap of (score, index) pairs, the kept boxes'."""
+    return 7 * n + 5 * k
+
+
 BMM_BIAS = KernelSpec(
     "f32_bmm_bias", "gemm", "bmm",
     ("a", "b", "bias", "c", "batch", "m", "k", "n", "a_stride", "b_stride", "bias_every"),
@@ -383,6 +404,7 @@ KERNELS: tuple[KernelSpec, ...] = (
     RESAMPLE,
     *INTEGERS,
     *TOPKS,
+    NMS,
     *QRESCALE,
     *QUANTIZE,
     *QLINEARS,

@@ -32,6 +32,7 @@ from .argmax import argmax, argmin
 from .attention import attention_weights, head_attention, scaled_dot_product_attention
 from .conv import conv1d, conv2d, conv3d, conv_padding, conv_transpose2d, conv_transpose3d
 from .creation import full
+from .detection import non_max_suppression
 from .dropout import dropout
 from .elementwise import (
                          abs,
@@ -110,6 +111,7 @@ __all__ = ["PRIMITIVES", "abs", "acos", "acosh", "adaptive_avg_pool2d", "add", "
            "interpolate", "isinf", "isnan", "layer_norm", "le", "leaky_relu", "linear", "log",
            "log_softmax", "loop", "lstm", "lt", "matmul",
            "max_pool2d", "max_pool3d", "maximum", "mean", "minimum", "mish", "mul", "ne", "neg",
+           "non_max_suppression",
            "pad", "permute", "pixel_shuffle", "pixel_unshuffle", "pow", "qadd", "qconcat",
            "qconv2d", "qlinear", "qmatmul", "quantize_linear", "relu", "relu6", "resample",
            "reshape", "rms_norm", "rnn", "round", "rsqrt", "scaled_dot_product_attention", "selu",

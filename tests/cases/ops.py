@@ -262,6 +262,8 @@ CASES: dict[str, Case] = {
     "topk_smallest_middle": Case(lambda a: F.topk(a, 3, 1, largest=False)[0] + 1.0,
                                  (x(2, 5, 4),)),
     "topk_indices": Case(lambda a: F.cast(F.topk(a, 2)[1], np.float32), (x(3, 7),), BATCH),
+    "non_max_suppression": Case(lambda b, s: sum(F.cast(v, np.float32) for v in (
+        F.non_max_suppression(b, s, 5, 0.3, 0.0))), (x(2, 12, 4), x(2, 3, 12))),
     "check_input_flag": Case(lambda a, ok: F.check(a, ok) * 2.0, (x(2, 3), np.array([True]))),
     # a scan over 6 rows with a state, an outer tensor and a per-row output
     "loop": Case(lambda s, rows, w: sum(F.loop(None, [s], [rows], [w], _scan_body())),
