@@ -23,7 +23,8 @@ from typing import TYPE_CHECKING
 
 from ..pack_im2col import ROWS
 from . import activations
-from .dense_tile import GROUP, row_address
+from .dense_store import row_address
+from .dense_tile import GROUP
 from .isa import Isa
 from .loops import strided_loop
 

@@ -30,7 +30,8 @@ from functools import partial
 from ..abi import KernelSpec
 from ..pack import PANEL
 from ..wasm import Code, FuncType
-from .dense_tile import GROUP, DenseFrame, Taps, row_address, tile
+from .dense_store import row_address
+from .dense_tile import GROUP, DenseFrame, Taps, tile
 from .isa import ISAS
 from .loops import strided_loop
 
