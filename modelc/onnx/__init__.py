@@ -4,6 +4,7 @@
 (``ops_math``, ``ops_nn``, ``ops_shape``) map each ONNX op to ``nn.functional`` calls.
 """
 
-from .importer import DEFAULT_DIM_RANGE, OPS, OPSETS, check_supported, from_onnx
+from .importer import DEFAULT_DIM_RANGE, from_onnx
+from .op_table import OPS, OPSETS, check_supported
 
 __all__ = ["DEFAULT_DIM_RANGE", "OPS", "OPSETS", "check_supported", "from_onnx"]

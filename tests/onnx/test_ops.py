@@ -241,7 +241,7 @@ def _onnx_unary() -> dict[str, Any]:
 
 @pytest.mark.parametrize("op", sorted(_onnx_unary()))
 def test_every_abi_unary_op_imports_as_itself(op, check_against_ort):
-    from modelc.onnx.importer import OPS, OPSETS
+    from modelc.onnx.op_table import OPS, OPSETS
 
     name = _onnx_unary()[op].name
     assert name in OPS, f"the ONNX importer does not map {name}"
@@ -256,16 +256,16 @@ def test_every_abi_unary_op_imports_as_itself(op, check_against_ort):
 
 def test_no_op_type_is_mapped_by_two_op_modules():
     """The importer merges the op modules' tables, where a later one would silently win."""
-    from modelc.onnx import importer
+    from modelc.onnx import op_table
 
-    tables = {name: getattr(importer, name).OPS for name in dir(importer)
+    tables = {name: getattr(op_table, name).OPS for name in dir(op_table)
               if name.startswith("ops_")}
     seen: dict[str, str] = {}
     for name, table in sorted(tables.items()):
         for op_type in table:
             assert op_type not in seen, f"{op_type} is in both {seen[op_type]} and {name}"
             seen[op_type] = name
-    assert set(seen) == set(importer.OPS)
+    assert set(seen) == set(op_table.OPS)
 
 
 def test_a_dim_stored_as_minus_one_is_symbolic() -> None:
