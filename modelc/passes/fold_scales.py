@@ -24,7 +24,7 @@ PASS_THROUGH = ("reshape", "permute")
 """Ops between the linear and the matmul that commute with a scalar factor."""
 
 
-def _scalar(node: Node) -> float | None:
+def scalar_factor(node: Node) -> float | None:
     """The scalar factor of ``mul(x, s)``: a float attr or a one-element constant."""
     if node.op != "mul":
         return None
@@ -88,7 +88,7 @@ def _scale(linear: Node, factor: float) -> None:
 
 def fold_scales(graph: Graph) -> Graph:
     for node in list(graph.nodes):
-        factor = _scalar(node)
+        factor = scalar_factor(node)
         source = next((v for v in node.inputs if not v.is_constant), None)
         # NOTE: 0, inf and NaN would turn weights and outputs into different NaN patterns.
         if factor is None or not math.isfinite(factor) or factor == 0.0 or source is None \
