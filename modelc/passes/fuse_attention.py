@@ -18,7 +18,9 @@ intermediate values have no other users are fused, with a float mask the kernel 
 A constant scalar ``mul`` on the permuted query and/or on K^T before the score matmul (torch's
 exporters write ``scaled_dot_product_attention``'s ``1 / sqrt(D)`` so, the dynamo one as
 ``D ** -0.25`` on each) is fused too: their product scales the query once, one ``mul`` over
-(B, T, H, D) instead of over the (B, H, T, S) scores.
+(B, T, H, D) instead of over the (B, H, T, S) scores, or none when the query is a linear's
+output only it reads (through reshapes): the linear's weights and bias take the factor
+(``fold_scales``).
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ import math
 
 from ..graph import Graph, Node, Value
 from ..ops.head_attention import mask_form
-from .fold_scales import scalar_factor
+from .fold_scales import scalar_factor, scale_linear, source_linear
 
 HEADS = (0, 2, 1, 3)
 """The permute between (B, T, H, D) and (B, H, T, D), its own inverse."""
@@ -122,11 +124,14 @@ def fuse_attention(graph: Graph) -> Graph:
             continue
         nodes, inputs, factor = matched
         result = out.output
+        linear = None if factor == 1.0 else source_linear(graph, inputs[0])
         for node in reversed(nodes):
             graph.remove(node)
         position = max((graph.nodes.index(v.producer) for v in inputs
                         if v.producer is not None), default=-1) + 1
-        if factor != 1.0:
+        if linear is not None:
+            scale_linear(linear, factor)
+        elif factor != 1.0:
             query = inputs[0]
             scaled = Value(f"{out.name}_query_scaled", query.shape, query.dtype)
             inputs[0] = graph.insert(position, scaled.name, "mul", [query], ("input",),
