@@ -25,9 +25,17 @@ def _gelu_tanh_as_jax_exports_it(x: Any) -> Any:
     return F.mul(x, F.mul(0.5, F.add(1.0, F.tanh(inner))))
 
 
+def _gelu_tanh_as_torchscript_exports_it(x: Any) -> Any:
+    """The same as torch's TorchScript exporter writes it (opset 17, imported): the cube as
+    ``x * (x * x)``, ``0.5`` applied last."""
+    inner = F.mul(SQRT_2_OVER_PI, F.add(x, F.mul(CUBIC, F.mul(x, F.mul(x, x)))))
+    return F.mul(0.5, F.mul(x, F.add(1.0, F.tanh(inner))))
+
+
 class GeluTanh(Unary):
     name = "gelu_tanh"
-    composite_forms = (F.gelu_tanh, _gelu_tanh_as_jax_exports_it)
+    composite_forms = (F.gelu_tanh, _gelu_tanh_as_jax_exports_it,
+                       _gelu_tanh_as_torchscript_exports_it)
 
 
 OP = GeluTanh()

@@ -24,7 +24,7 @@ PASS_THROUGH = ("reshape", "permute")
 """Ops between the linear and the matmul that commute with a scalar factor."""
 
 
-def _scalar(node: Node) -> float | None:
+def scalar_factor(node: Node) -> float | None:
     """The scalar factor of ``mul(x, s)``: a float attr or a one-element constant."""
     if node.op != "mul":
         return None
@@ -50,7 +50,7 @@ def _scaled_inputs(node: Node) -> tuple[str, ...]:
     return tuple(n for n in node.input_names if n != "input")
 
 
-def _source_linear(graph: Graph, value: Value) -> Node | None:
+def source_linear(graph: Graph, value: Value) -> Node | None:
     """The linear whose output reaches ``value`` through single-use pass-through ops."""
     producer = value.producer
     while producer is not None and producer.op in PASS_THROUGH and _single_use(graph, value):
@@ -72,7 +72,8 @@ def _source_linear(graph: Graph, value: Value) -> Node | None:
     return producer
 
 
-def _scale(linear: Node, factor: float) -> None:
+def scale_linear(linear: Node, factor: float) -> None:
+    """Multiply the parameters of ``linear`` (from ``source_linear``) by ``factor``."""
     inputs = []
     scaled = _scaled_inputs(linear)
     for name, value in zip(linear.input_names, linear.inputs):
@@ -88,7 +89,7 @@ def _scale(linear: Node, factor: float) -> None:
 
 def fold_scales(graph: Graph) -> Graph:
     for node in list(graph.nodes):
-        factor = _scalar(node)
+        factor = scalar_factor(node)
         source = next((v for v in node.inputs if not v.is_constant), None)
         # NOTE: 0, inf and NaN would turn weights and outputs into different NaN patterns.
         if factor is None or not math.isfinite(factor) or factor == 0.0 or source is None \
@@ -98,10 +99,10 @@ def fold_scales(graph: Graph) -> Graph:
         if matmul.op != "matmul" or not _single_use(graph, source) \
                 or node.output.dtype != "float32":
             continue
-        linear = _source_linear(graph, matmul.inputs[0])
+        linear = source_linear(graph, matmul.inputs[0])
         if linear is None:
             continue
-        _scale(linear, factor)
+        scale_linear(linear, factor)
         graph.replace_uses(node.output, source)
         graph.remove(node)
     return graph

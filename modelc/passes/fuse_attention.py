@@ -14,12 +14,22 @@ stays in cache between its matmul, softmax and weighted sum (``templates/attenti
 K^T's permute stays: it is the transposed copy the score matmul reads. Only nodes whose
 intermediate values have no other users are fused, with a float mask the kernel takes
 (``ops.head_attention.mask_form``).
+
+A constant scalar ``mul`` on the permuted query and/or on K^T before the score matmul (torch's
+exporters write ``scaled_dot_product_attention``'s ``1 / sqrt(D)`` so, the dynamo one as
+``D ** -0.25`` on each) is fused too: their product scales the query once, one ``mul`` over
+(B, T, H, D) instead of over the (B, H, T, S) scores, or none when the query is a linear's
+output only it reads (through reshapes): the linear's weights and bias take the factor
+(``fold_scales``).
 """
 
 from __future__ import annotations
 
+import math
+
 from ..graph import Graph, Node, Value
 from ..ops.head_attention import mask_form
+from .fold_scales import scalar_factor, scale_linear, source_linear
 
 HEADS = (0, 2, 1, 3)
 """The permute between (B, T, H, D) and (B, H, T, D), its own inverse."""
@@ -43,6 +53,19 @@ def _heads(graph: Graph, value: Value) -> Node | None:
     return node
 
 
+def _unscaled(graph: Graph, value: Value) -> tuple[Value, list[Node], float]:
+    """``value`` without the constant scalar ``mul`` producing it (if only one user), that
+    ``mul`` (or none) and its factor (or 1)."""
+    node = _only_use(graph, value, "mul")
+    factor = None if node is None else scalar_factor(node)
+    if node is None or factor is None or not math.isfinite(factor) or factor == 0.0:
+        return value, [], 1.0
+    source = next(v for v in node.inputs if not v.is_constant)
+    if source.shape != value.shape or value.dtype != "float32":
+        return value, [], 1.0
+    return source, [node], factor
+
+
 def _masked_scores(graph: Graph, value: Value) -> tuple[list[Node], Value | None] | None:
     """The nodes making the masked scores ``value`` and the mask: a matmul with the mask as
     its fused residual (or none), or a plain matmul and an ``add`` of the mask (one the
@@ -63,9 +86,9 @@ def _masked_scores(graph: Graph, value: Value) -> tuple[list[Node], Value | None
     return None
 
 
-def _match(graph: Graph, out: Node) -> tuple[list[Node], list[Value]] | None:
-    """The nodes of one attention ending at the head permute ``out`` and the fused node's
-    inputs (query, K^T, value[, mask]), or None."""
+def _match(graph: Graph, out: Node) -> tuple[list[Node], list[Value], float] | None:
+    """The nodes of one attention ending at the head permute ``out``, the fused node's
+    inputs (query, K^T, value[, mask]) and the factor scaling the scores, or None."""
     if out.op != "permute" or tuple(out.attrs["dims"]) != HEADS:
         return None
     weighted = _only_use(graph, out.inputs[0], "matmul")
@@ -80,7 +103,9 @@ def _match(graph: Graph, out: Node) -> tuple[list[Node], list[Value]] | None:
     if masked is None:
         return None
     scoring, mask = masked
-    q_heads, kt = _heads(graph, scoring[0].inputs[0]), scoring[0].inputs[1]
+    q, q_scale, q_factor = _unscaled(graph, scoring[0].inputs[0])
+    kt, k_scale, k_factor = _unscaled(graph, scoring[0].inputs[1])
+    q_heads = _heads(graph, q)
     if q_heads is None or len(kt.shape) != 4:
         return None
     b, t = q_heads.inputs[0].shape[:2]
@@ -88,7 +113,8 @@ def _match(graph: Graph, out: Node) -> tuple[list[Node], list[Value]] | None:
                              or mask_form(mask.shape, b, t, kt.shape[3]) is None):
         return None
     inputs = [q_heads.inputs[0], kt, v_heads.inputs[0]] + ([mask] if mask is not None else [])
-    return [q_heads, v_heads, *scoring, softmax, weighted, out], inputs
+    nodes = [q_heads, v_heads, *q_scale, *k_scale, *scoring, softmax, weighted, out]
+    return nodes, inputs, q_factor * k_factor
 
 
 def fuse_attention(graph: Graph) -> Graph:
@@ -96,12 +122,21 @@ def fuse_attention(graph: Graph) -> Graph:
         matched = _match(graph, out)
         if matched is None:
             continue
-        nodes, inputs = matched
+        nodes, inputs, factor = matched
         result = out.output
+        linear = None if factor == 1.0 else source_linear(graph, inputs[0])
         for node in reversed(nodes):
             graph.remove(node)
         position = max((graph.nodes.index(v.producer) for v in inputs
                         if v.producer is not None), default=-1) + 1
+        if linear is not None:
+            scale_linear(linear, factor)
+        elif factor != 1.0:
+            query = inputs[0]
+            scaled = Value(f"{out.name}_query_scaled", query.shape, query.dtype)
+            inputs[0] = graph.insert(position, scaled.name, "mul", [query], ("input",),
+                                     {"other": factor}, out.meta, scaled)
+            position += 1
         graph.insert(position, f"{out.name}_attention", "head_attention", inputs,
                      ("query", "key_t", "value", "mask")[:len(inputs)], {}, out.meta, result)
     return graph

@@ -7,6 +7,7 @@ symbolic, and run on every kernel provider against onnxruntime within 1e-4."""
 
 from __future__ import annotations
 
+import collections
 import functools
 import io
 import logging
@@ -17,6 +18,7 @@ import pytest
 from executors import PROVIDERS
 
 import modelc
+from modelc.passes import optimize
 
 torch = pytest.importorskip("torch")
 runtime = pytest.importorskip("runtime")
@@ -95,3 +97,25 @@ def test_arch_in_wasm_matches_onnxruntime(name, exporter, batch, compare_with_or
                 got = session.run(dict(run))
                 compare_with_ort(got, data, run, f"{name} by {exporter} on {kernels}, "
                                  f"batch {len(next(iter(run.values())))}")
+
+
+@pytest.mark.parametrize("exporter", EXPORTERS)
+@pytest.mark.parametrize("name", ["gpt2", "gpt2_masked"])
+def test_gpt2_attention_and_gelu_take_the_fast_paths(name, exporter, compare_with_ort):
+    """From both exporters, each layer's attention (the SDPA scale a ``mul`` on Q and K^T, a
+    constant causal or an additive padding mask) is one ``head_attention`` node and its
+    GELU(tanh) one ``gelu_tanh`` node, computing what onnxruntime computes."""
+    if exporter == "dynamo":
+        pytest.importorskip("onnxscript")
+    inputs, data = _inputs(name), _export(name, exporter)
+    shapes = {k: v.shape for k, v in inputs.items()}
+    graph = optimize(modelc.from_onnx(data, input_shapes=shapes))
+    ops = collections.Counter(node.op for node in graph.nodes)
+    layers = 2  # torch_archs' GPT-2
+    assert ops["head_attention"] == layers and ops["gelu_tanh"] == layers, ops
+    assert not ops["softmax"] and not ops["tanh"] and not ops["matmul"], ops
+    wasm = modelc.export(modelc.from_onnx(data, input_shapes=shapes))
+    for kernels in PROVIDERS:
+        with runtime.load(wasm, kernels=kernels) as session:
+            compare_with_ort(session.run(dict(inputs)), data, inputs,
+                             f"{name} by {exporter} on {kernels}")
