@@ -110,3 +110,34 @@ def guarded_store(c: Code, isa: Isa, value: int, row: str, column: str, first: i
             if isa.vector:
                 c.emit("f32x4.extract_lane", lane)
             c.emit("f32.store", 2, 0)
+
+
+def output_rows(c: Code, isa: Isa, at: tuple[tuple[float, ...], ...], mv: list[int],
+                u: list[list[int]], bias: int) -> None:
+    """``u(row, s) = A^T m`` along the rows of the (m + 2)^2 products at ``q`` (one position
+    every ``kbytes``), the bias added to ``m(1, 1)``; ``mv`` holds a column of ``m``."""
+    a = len(mv)
+    for s in range(a):
+        for r in range(a):
+            c.get("q", "kbytes").emit("i32.const", a * r + s).emit("i32.mul")
+            c.emit("i32.add")
+            isa.load(c)
+            if (r, s) == (1, 1):
+                c.get(bias)
+                isa.op(c, "add")
+            c.set(mv[r])
+        for row in range(len(u)):
+            linear(c, isa, at[row], mv)
+            c.set(u[row][s])
+
+
+def each_plane(c: Code, row_of_tiles: Callable[[], None]) -> None:
+    """``row_of_tiles`` for every row of tiles ``i`` of every input plane: channels outermost,
+    images inside, with ``xplane`` at the plane and ``vbase`` at its first tile."""
+    def channel() -> None:
+        pointer(c, "xplane", "x", ("img", "cs", "h", "w"), ("ch", "h", "w"))
+        pointer(c, "vbase", "v", ("ch", "count"), ("img", "th", "tw"))
+        count(c, "i", lambda: c.get("th"), 1, row_of_tiles)
+
+    count(c, "ch", lambda: c.get("c"), 1, lambda: count(c, "img", lambda: c.get("n"), 1,
+                                                        channel))

@@ -19,7 +19,7 @@ from ..abi_winograd import TRANSFORMS, tile
 from ..wasm import Code
 from . import activations
 from .isa import Isa
-from .winograd import count, guarded_store, linear, locals_, pointer
+from .winograd import count, each_plane, guarded_store, linear, locals_, output_rows, pointer
 from .winograd_input import ORDER, _partial_store
 
 
@@ -166,13 +166,7 @@ def input_body(c: Code, isa: Isa, spec: KernelSpec) -> None:
                     isa.store(c)
                 c.get("dst", "kbytes").emit("i32.add").set("dst")
 
-    def channel() -> None:
-        pointer(c, "xplane", "x", ("img", "cs", "h", "w"), ("ch", "h", "w"))
-        pointer(c, "vbase", "v", ("ch", "count"), ("img", "th", "tw"))
-        count(c, "i", lambda: c.get("th"), 1, row_of_tiles)
-
-    count(c, "ch", lambda: c.get("c"), 1, lambda: count(c, "img", lambda: c.get("n"), 1,
-                                                        channel))
+    each_plane(c, row_of_tiles)
 
 
 def output_body(c: Code, isa: Isa, spec: KernelSpec) -> None:
@@ -192,18 +186,7 @@ def output_body(c: Code, isa: Isa, spec: KernelSpec) -> None:
         _lanes(c, isa, m, "")
         c.get("j").emit("i32.const", g).emit("i32.add").get("tw").emit("i32.le_u").set("whole")
         pointer(c, "q", "tile", ("j",))
-        for s in range(a):  # u(row, s) = A^T m along the rows, the bias in m(1, 1)
-            for r in range(a):
-                c.get("q", "kbytes").emit("i32.const", a * r + s).emit("i32.mul")
-                c.emit("i32.add")
-                isa.load(c)
-                if (r, s) == (1, 1):
-                    c.get(bias)
-                    isa.op(c, "add")
-                c.set(mv[r])
-            for row in range(m):
-                linear(c, isa, at[row], mv)
-                c.set(u[row][s])
+        output_rows(c, isa, at, mv, u, bias)
         # lanes past the row's tiles: their columns count as outside the image
         c.emit("i32.const", g).get("tw", "j").emit("i32.sub").get("whole").emit("select")
         c.set("limit")

@@ -28,7 +28,7 @@ from ..abi_winograd import TRANSFORMS, tile
 from ..wasm import Code
 from .conv_tiles import EVEN_LANES, ODD_LANES
 from .isa import Isa
-from .winograd import count, guarded_lanes, linear, locals_, pointer, shuffle
+from .winograd import count, each_plane, guarded_lanes, linear, locals_, pointer, shuffle
 
 ORDER = {2: (1, 2, 0, 3), 4: tuple(range(6))}
 """The rows of ``B^T`` in the order they are stored: for m = 2, rows 1 and 2 share the
@@ -172,13 +172,7 @@ def body(c: Code, isa: Isa, spec: KernelSpec) -> None:
                         _partial_store(c, out)
                 c.get("dst", "kbytes").emit("i32.add").set("dst")
 
-    def channel() -> None:
-        pointer(c, "xplane", "x", ("img", "cs", "h", "w"), ("ch", "h", "w"))
-        pointer(c, "vbase", "v", ("ch", "count"), ("img", "th", "tw"))
-        count(c, "i", lambda: c.get("th"), 1, row_of_tiles)
-
-    count(c, "ch", lambda: c.get("c"), 1, lambda: count(c, "img", lambda: c.get("n"), 1,
-                                                        channel))
+    each_plane(c, row_of_tiles)
 
 
 def _partial_store(c: Code, out: int) -> None:

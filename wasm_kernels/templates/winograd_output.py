@@ -18,7 +18,16 @@ from ..abi_winograd import TRANSFORMS, tile
 from ..wasm import Code
 from . import activations
 from .isa import Isa
-from .winograd import count, guarded_lanes, guarded_store, linear, locals_, pointer, shuffle
+from .winograd import (
+    count,
+    guarded_lanes,
+    guarded_store,
+    linear,
+    locals_,
+    output_rows,
+    pointer,
+    shuffle,
+)
 
 
 def body(c: Code, isa: Isa, spec: KernelSpec) -> None:
@@ -38,18 +47,7 @@ def body(c: Code, isa: Isa, spec: KernelSpec) -> None:
     def group() -> None:
         c.get("j").emit("i32.const", m).emit("i32.mul").set("col")
         pointer(c, "q", "tile", ("j",))
-        for s in range(a):  # u(row, s) = A^T m along the rows, the bias in m(1, 1)
-            for r in range(a):
-                c.get("q", "kbytes").emit("i32.const", a * r + s).emit("i32.mul")
-                c.emit("i32.add")
-                isa.load(c)
-                if (r, s) == (1, 1):
-                    c.get(bias)
-                    isa.op(c, "add")
-                c.set(mv[r])
-            for row in range(m):
-                linear(c, isa, at[row], mv)
-                c.set(u[row][s])
+        output_rows(c, isa, at, mv, u, bias)
         for row in range(m):  # y(row, b) = (A^T m) A
             for b in range(m):
                 linear(c, isa, at[b], u[row])
