@@ -80,3 +80,16 @@ def assert_two_threads_match_one(wasm: bytes, x: np.ndarray) -> None:
         with runtime.load(wasm, threads=threads) as session:
             got.append(session.run({"input0": x})["output0"])
     np.testing.assert_array_equal(got[1], got[0])
+
+
+def assert_matches_torch_and_eager(wasm: bytes, x: np.ndarray, case: Case, kernels: str,
+                                   winograd: bool = True) -> None:
+    """``wasm`` run on ``kernels`` matches torch's conv and the eager model of ``case``: within
+    F(4x4, 3x3)'s documented tolerance of the conv's own output (test_winograd_convs) when
+    ``winograd``, else 1e-4."""
+    with runtime.load(wasm, kernels=kernels) as session:
+        got = session.run({"input0": x})["output0"]
+    conv, expected = torch_reference(x, case)
+    atol = 2e-5 * float(np.abs(conv).max()) if winograd else 1e-4
+    np.testing.assert_allclose(got, expected, rtol=1e-4, atol=atol)
+    np.testing.assert_allclose(got, model(case[0], case[2], case[3])(x), rtol=1e-4, atol=atol)

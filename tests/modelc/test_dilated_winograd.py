@@ -18,7 +18,6 @@ import pytest
 from executors import PROVIDERS
 
 import modelc
-import runtime
 
 winograd_convs = importlib.import_module("modelc.passes.winograd_convs")
 
@@ -64,14 +63,7 @@ def test_the_conv_runs_as_dilated_transforms(compiled) -> None:  # type: ignore[
 def test_dilated_winograd_matches_torch_and_eager(compiled, kernels: str) -> None:  # type: ignore[no-untyped-def]
     pytest.importorskip("torch")
     _, wasm, x, case, _ = compiled
-    with runtime.load(wasm, kernels=kernels) as session:
-        got = session.run({"input0": x})["output0"]
-    conv, expected = dilated_cases.torch_reference(x, case)
-    # F(4x4, 3x3)'s documented tolerance (test_winograd_convs), of the conv's own output
-    atol = 2e-5 * float(np.abs(conv).max())
-    np.testing.assert_allclose(got, expected, rtol=1e-4, atol=atol)
-    np.testing.assert_allclose(got, dilated_cases.model(case[0], case[2], case[3])(x), rtol=1e-4,
-                               atol=atol)
+    dilated_cases.assert_matches_torch_and_eager(wasm, x, case, kernels)
 
 
 def test_dilated_winograd_on_two_threads_matches_one_thread(compiled) -> None:  # type: ignore[no-untyped-def]
@@ -108,11 +100,5 @@ def test_the_trimmed_centre_runs_as_dilated_transforms(trimmed) -> None:  # type
 def test_the_trimmed_centre_matches_torch_and_eager(trimmed, kernels: str) -> None:  # type: ignore[no-untyped-def]
     pytest.importorskip("torch")
     _, wasm, x, case = trimmed
-    with runtime.load(wasm, kernels=kernels) as session:
-        got = session.run({"input0": x})["output0"]
-    conv, expected = dilated_cases.torch_reference(x, case)
-    atol = 2e-5 * float(np.abs(conv).max())
-    np.testing.assert_allclose(got, expected, rtol=1e-4, atol=atol)
-    np.testing.assert_allclose(got, dilated_cases.model(case[0], case[2], case[3])(x), rtol=1e-4,
-                               atol=atol)
+    dilated_cases.assert_matches_torch_and_eager(wasm, x, case, kernels)
     dilated_cases.assert_two_threads_match_one(wasm, x)

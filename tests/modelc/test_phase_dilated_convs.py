@@ -41,14 +41,7 @@ def test_the_conv_runs_over_phases_as_f4(compiled) -> None:  # type: ignore[no-u
 def test_phases_match_torch_and_eager(compiled, kernels: str) -> None:  # type: ignore[no-untyped-def]
     pytest.importorskip("torch")
     _, wasm, x, case = compiled
-    with runtime.load(wasm, kernels=kernels) as session:
-        got = session.run({"input0": x})["output0"]
-    conv, expected = dilated_cases.torch_reference(x, case)
-    # F(4x4, 3x3)'s documented tolerance (test_winograd_convs), of the conv's own output
-    atol = 2e-5 * float(np.abs(conv).max())
-    np.testing.assert_allclose(got, expected, rtol=1e-4, atol=atol)
-    np.testing.assert_allclose(got, dilated_cases.model(case[0], case[2], case[3])(x), rtol=1e-4,
-                               atol=atol)
+    dilated_cases.assert_matches_torch_and_eager(wasm, x, case, kernels)
 
 
 @pytest.mark.parametrize("kwargs,shape,residual", [

@@ -11,8 +11,6 @@ import numpy as np
 import pytest
 from executors import PROVIDERS
 
-import runtime
-
 # name: (dilation, input shape, bias, activation)
 CASES = {
     "d12_craft_relu": (12, (1, 16, 64, 64), True, "relu"),
@@ -43,12 +41,7 @@ def test_the_regions_read_no_padding(compiled) -> None:  # type: ignore[no-untyp
 def test_regions_match_torch_and_eager(compiled, kernels: str) -> None:  # type: ignore[no-untyped-def]
     pytest.importorskip("torch")
     _, wasm, x, case = compiled
-    with runtime.load(wasm, kernels=kernels) as session:
-        got = session.run({"input0": x})["output0"]
-    np.testing.assert_allclose(got, dilated_cases.torch_reference(x, case)[1], rtol=1e-4,
-                               atol=1e-4)
-    np.testing.assert_allclose(got, dilated_cases.model(case[0], case[2], case[3])(x), rtol=1e-4,
-                               atol=1e-4)
+    dilated_cases.assert_matches_torch_and_eager(wasm, x, case, kernels, winograd=False)
 
 
 def test_regions_on_two_threads_match_one_thread(compiled) -> None:  # type: ignore[no-untyped-def]
