@@ -141,3 +141,22 @@ def each_plane(c: Code, row_of_tiles: Callable[[], None]) -> None:
 
     count(c, "ch", lambda: c.get("c"), 1, lambda: count(c, "img", lambda: c.get("n"), 1,
                                                         channel))
+
+
+def each_output_plane(c: Code, isa: Isa, bias: int, row_of_tiles: Callable[[], None],
+                      residual: bool = False) -> None:
+    """``row_of_tiles`` for every row of tiles ``i`` of every output plane: channels outermost,
+    images inside, with ``mbase`` at the plane's first product, ``yplane`` (and ``rplane``
+    when ``residual``) at its output (residual) plane and the channel's bias in ``bias``."""
+    def channel() -> None:
+        pointer(c, "mbase", "m", ("ch", "count"), ("img", "th", "tw"))
+        pointer(c, "yplane", "y", ("img", "os", "oh", "ow"), ("ch", "oh", "ow"))
+        if residual:
+            pointer(c, "rplane", "r", ("img", "os", "oh", "ow"), ("ch", "oh", "ow"))
+        c.get("bias", "ch").emit("i32.const", 2).emit("i32.shl").emit("i32.add")
+        isa.load_splat(c)
+        c.set(bias)
+        count(c, "i", lambda: c.get("th"), 1, row_of_tiles)
+
+    count(c, "ch", lambda: c.get("o"), 1, lambda: count(c, "img", lambda: c.get("n"), 1,
+                                                        channel))

@@ -19,8 +19,17 @@ from ..abi_winograd import TRANSFORMS, tile
 from ..wasm import Code
 from . import activations
 from .isa import Isa
-from .winograd import count, each_plane, guarded_store, linear, locals_, output_rows, pointer
-from .winograd_input import ORDER, _partial_store
+from .winograd import (
+    count,
+    each_output_plane,
+    each_plane,
+    guarded_store,
+    linear,
+    locals_,
+    output_rows,
+    pointer,
+)
+from .winograd_input import store_positions
 
 
 def _start(c: Code, index: str, m: int, target: str) -> None:
@@ -147,24 +156,7 @@ def input_body(c: Code, isa: Isa, spec: KernelSpec) -> None:
                 for s in range(a):
                     isa.const(c, 0.0)
                     c.set(t[r][s])
-        for row in ORDER[m]:  # position a row + s at dst = tile + 4 j + (a row + s) * kbytes
-            c.get("tile", "j").emit("i32.const", 2).emit("i32.shl").emit("i32.add")
-            c.get("kbytes").emit("i32.const", a * row).emit("i32.mul").emit("i32.add")
-            c.set("dst")
-            for s in range(a):
-                linear(c, isa, bt[row], [t[r][s] for r in range(a)])
-                c.set(out)
-                if isa.vector:
-                    c.get("whole")
-                    with c.if_():
-                        c.get("dst", out)
-                        isa.store(c)
-                        c.emit("else")
-                        _partial_store(c, out)
-                else:
-                    c.get("dst", out)
-                    isa.store(c)
-                c.get("dst", "kbytes").emit("i32.add").set("dst")
+        store_positions(c, isa, m, bt, t, out, whole=not isa.vector)
 
     each_plane(c, row_of_tiles)
 
@@ -233,13 +225,4 @@ def output_body(c: Code, isa: Isa, spec: KernelSpec) -> None:
         pointer(c, "tile", "mbase", ("i", "tw"))
         count(c, "j", lambda: c.get("tw"), g, group)
 
-    def channel() -> None:
-        pointer(c, "mbase", "m", ("ch", "count"), ("img", "th", "tw"))
-        pointer(c, "yplane", "y", ("img", "os", "oh", "ow"), ("ch", "oh", "ow"))
-        c.get("bias", "ch").emit("i32.const", 2).emit("i32.shl").emit("i32.add")
-        isa.load_splat(c)
-        c.set(bias)
-        count(c, "i", lambda: c.get("th"), 1, row_of_tiles)
-
-    count(c, "ch", lambda: c.get("o"), 1, lambda: count(c, "img", lambda: c.get("n"), 1,
-                                                        channel))
+    each_output_plane(c, isa, bias, row_of_tiles)

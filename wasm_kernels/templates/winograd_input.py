@@ -153,24 +153,7 @@ def body(c: Code, isa: Isa, spec: KernelSpec) -> None:
     def stores(whole: bool) -> None:
         """The group's (m + 2)^2 positions from its rows ``t``, stored whole (``whole``, or
         the group is) or else lane by lane."""
-        for row in ORDER[m]:  # position a row + s at dst = tile + 4 j + (a row + s) * kbytes
-            c.get("tile", "j").emit("i32.const", 2).emit("i32.shl").emit("i32.add")
-            c.get("kbytes").emit("i32.const", a * row).emit("i32.mul").emit("i32.add")
-            c.set("dst")
-            for s in range(a):
-                linear(c, isa, bt[row], [t[r][s] for r in range(a)])
-                c.set(out)
-                if whole:
-                    c.get("dst", out)
-                    isa.store(c)
-                else:
-                    c.get("whole")
-                    with c.if_():
-                        c.get("dst", out)
-                        isa.store(c)
-                        c.emit("else")
-                        _partial_store(c, out)
-                c.get("dst", "kbytes").emit("i32.add").set("dst")
+        store_positions(c, isa, m, bt, t, out, whole)
 
     each_plane(c, row_of_tiles)
 
@@ -267,3 +250,29 @@ def _transform(c: Code, isa: Isa, bt: tuple[tuple[float, ...], ...], d: list[int
     for s, row in enumerate(bt):
         linear(c, isa, row, d)
         c.set(t[s])
+
+
+def store_positions(c: Code, isa: Isa, m: int, bt: tuple[tuple[float, ...], ...],
+                    t: list[list[int]], out: int, whole: bool) -> None:
+    """The group's (m + 2)^2 positions, ``B^T`` applied down the columns of its rows ``t``:
+    position ``a row + s`` at ``dst = tile + 4 j + (a row + s) * kbytes``, stored whole when
+    ``whole``, else whole or lane by lane as the ``whole`` local says."""
+    a = m + 2
+    for row in ORDER[m]:
+        c.get("tile", "j").emit("i32.const", 2).emit("i32.shl").emit("i32.add")
+        c.get("kbytes").emit("i32.const", a * row).emit("i32.mul").emit("i32.add")
+        c.set("dst")
+        for s in range(a):
+            linear(c, isa, bt[row], [t[r][s] for r in range(a)])
+            c.set(out)
+            if whole:
+                c.get("dst", out)
+                isa.store(c)
+            else:
+                c.get("whole")
+                with c.if_():
+                    c.get("dst", out)
+                    isa.store(c)
+                    c.emit("else")
+                    _partial_store(c, out)
+            c.get("dst", "kbytes").emit("i32.add").set("dst")

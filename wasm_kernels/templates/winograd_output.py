@@ -20,6 +20,7 @@ from . import activations
 from .isa import Isa
 from .winograd import (
     count,
+    each_output_plane,
     guarded_lanes,
     guarded_store,
     linear,
@@ -70,18 +71,7 @@ def body(c: Code, isa: Isa, spec: KernelSpec) -> None:
         pointer(c, "tile", "mbase", ("i", "tw"))
         count(c, "j", lambda: c.get("tw"), g, group)
 
-    def channel() -> None:
-        pointer(c, "mbase", "m", ("ch", "count"), ("img", "th", "tw"))
-        pointer(c, "yplane", "y", ("img", "os", "oh", "ow"), ("ch", "oh", "ow"))
-        if residual:
-            pointer(c, "rplane", "r", ("img", "os", "oh", "ow"), ("ch", "oh", "ow"))
-        c.get("bias", "ch").emit("i32.const", 2).emit("i32.shl").emit("i32.add")
-        isa.load_splat(c)
-        c.set(bias)
-        count(c, "i", lambda: c.get("th"), 1, row_of_tiles)
-
-    count(c, "ch", lambda: c.get("o"), 1, lambda: count(c, "img", lambda: c.get("n"), 1,
-                                                        channel))
+    each_output_plane(c, isa, bias, row_of_tiles, residual)
 
 
 def _registers(c: Code, isa: Isa, y: list[int]) -> list[tuple[int | None, int]]:
