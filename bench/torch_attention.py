@@ -1,10 +1,12 @@
 """A GPT-2-style causal attention block written with torch's ``scaled_dot_product_attention``
-and exported by torch's dynamo and TorchScript exporters: wasm with ``fuse_attention`` against
-wasm without it (the score matmul, softmax and weighted sum as separate nodes) and
-onnxruntime, one thread, in interleaved rounds of thread CPU time.
+(or, with ``--stacked``, ViT's bidirectional one: Q, K and V unbound from one
+``reshape(B, T, 3, H, D).permute(2, 0, 3, 1, 4)``) exported by torch's dynamo and TorchScript
+exporters: wasm with ``fuse_attention`` (and ``unstack_heads``) against wasm without them (the
+score matmul, softmax and weighted sum as separate nodes) and onnxruntime, one thread, in
+interleaved rounds of thread CPU time.
 
     .venv/bin/python bench/torch_attention.py [--tokens 128] [--heads 12] [--width 64]
-                                              [--layers 2] [--repeat 15]
+                                              [--layers 2] [--repeat 15] [--stacked]
 
 Prints per exporter the median milliseconds of each contender and ``fused/unfused`` and
 ``fused/ort`` ratios. No result is asserted.
@@ -33,24 +35,30 @@ import runtime
 from bench.kernels import interleaved_seconds
 from modelc.codegen import generate
 from modelc.export import producer
-from modelc.passes import PIPELINE, fuse_attention, optimize
+from modelc.passes import PIPELINE, fuse_attention, optimize, unstack_heads
 
 
 class Block(torch.nn.Module):
-    """Pre-norm causal self-attention with a residual, GPT-2's layout of Q, K and V."""
+    """Pre-norm self-attention with a residual: causal in GPT-2's layout of Q, K and V, or
+    bidirectional in ViT's (``stacked``)."""
 
-    def __init__(self, heads: int, width: int) -> None:
+    def __init__(self, heads: int, width: int, stacked: bool = False) -> None:
         super().__init__()
-        self.heads, self.width = heads, width
+        self.heads, self.width, self.stacked = heads, width, stacked
         self.norm = torch.nn.LayerNorm(heads * width)
         self.qkv = torch.nn.Linear(heads * width, 3 * heads * width)
         self.out = torch.nn.Linear(heads * width, heads * width)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         b, t, c = x.shape
-        q, k, v = (y.view(b, t, self.heads, self.width).transpose(1, 2)
-                   for y in self.qkv(self.norm(x)).split(c, dim=2))
-        y = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
+        qkv = self.qkv(self.norm(x))
+        if self.stacked:
+            q, k, v = qkv.reshape(b, t, 3, self.heads, self.width).permute(2, 0, 3, 1, 4)
+        else:
+            q, k, v = (y.view(b, t, self.heads, self.width).transpose(1, 2)
+                       for y in qkv.split(c, dim=2))
+        y = torch.nn.functional.scaled_dot_product_attention(q, k, v,
+                                                             is_causal=not self.stacked)
         return x + self.out(y.transpose(1, 2).reshape(b, t, c))
 
 
@@ -72,8 +80,10 @@ def export(model: torch.nn.Module, x: np.ndarray, exporter: str) -> bytes:
 
 
 def compiled(data: bytes, shape: tuple[int, ...], fuse: bool) -> bytes:
-    """The model module of ``data``, with or without ``fuse_attention``."""
-    pipeline = PIPELINE if fuse else tuple(p for p in PIPELINE if p is not fuse_attention)
+    """The model module of ``data``, with or without ``fuse_attention`` and
+    ``unstack_heads``."""
+    pipeline = PIPELINE if fuse else tuple(
+        p for p in PIPELINE if p not in (fuse_attention, unstack_heads))
     graph = optimize(modelc.from_onnx(data, input_shapes={"x": shape}), pipeline)
     assert ("head_attention" in graph.ops()) == fuse, graph.ops()
     return generate(graph, producer())[0]
@@ -86,13 +96,16 @@ def main() -> None:
     parser.add_argument("--width", type=int, default=64)
     parser.add_argument("--layers", type=int, default=2)
     parser.add_argument("--repeat", type=int, default=15)
+    parser.add_argument("--stacked", action="store_true", help="ViT's layout, no mask")
     args = parser.parse_args()
     torch.manual_seed(0)
-    model = torch.nn.Sequential(*(Block(args.heads, args.width)
+    model = torch.nn.Sequential(*(Block(args.heads, args.width, args.stacked)
                                   for _ in range(args.layers))).eval()
     x = np.random.default_rng(0).standard_normal(
         (1, args.tokens, args.heads * args.width)).astype(np.float32)
-    print(f"{args.layers} blocks, {args.tokens} tokens x {args.heads} heads x {args.width}, "
+    layout = "stacked" if args.stacked else "causal"
+    print(f"{args.layers} {layout} blocks, {args.tokens} tokens x {args.heads} heads x "
+          f"{args.width}, "
           f"batch 1, one thread, median ms of {args.repeat} interleaved rounds")
     for exporter in ("dynamo", "torchscript17"):
         data = export(model, x, exporter)

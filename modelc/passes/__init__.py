@@ -33,6 +33,7 @@ from .recognize_layer_norm import recognize_layer_norm
 from .remove_no_ops import remove_no_ops
 from .softmax_last_axis import softmax_last_axis
 from .split_permutes import split_permutes
+from .unstack_heads import unstack_heads
 from .winograd_convs import winograd_convs
 
 Pass = Callable[[Graph], Graph]
@@ -59,6 +60,7 @@ PIPELINE: tuple[Pass, ...] = (
     flush_subnormal_weights,  # subnormal gemm weights (a 100x slower multiply): zero
     softmax_last_axis,     # softmax along an inner axis: permuted to the last and back
     expand_powers,         # pow by a constant, rsqrt: into mul, sqrt, div, exp and log
+    unstack_heads,         # q, k, v cut from one (3, B, H, T, D) permute: a head permute each
     compose_permutes,      # permute chains into one permute; identities removed
     split_permutes,        # a permute of over 4 unmergeable axes: block moves of <= 4 each
     fuse_epilogues,        # relu & co. into the producing gemm
@@ -85,4 +87,4 @@ __all__ = ["PIPELINE", "chain_max_pools", "channels_last_point_convs", "compose_
            "fuse_epilogues", "gather_one_hot", "infer_shapes", "linear_point_convs",
            "materialize_outputs", "merge_duplicates", "optimize", "phase_conv_transposes",
            "plan_memory", "recognize_composites", "recognize_layer_norm", "remove_no_ops",
-           "softmax_last_axis", "split_permutes", "winograd_convs"]
+           "softmax_last_axis", "split_permutes", "unstack_heads", "winograd_convs"]

@@ -119,3 +119,23 @@ def test_gpt2_attention_and_gelu_take_the_fast_paths(name, exporter, compare_wit
         with runtime.load(wasm, kernels=kernels) as session:
             compare_with_ort(session.run(dict(inputs)), data, inputs,
                              f"{name} by {exporter} on {kernels}")
+
+
+@pytest.mark.parametrize("exporter", EXPORTERS)
+@pytest.mark.parametrize("name", ["vit", "whisper_encoder"])
+def test_stacked_qkv_attention_fuses(name, exporter, compare_with_ort):
+    """ViT's and Whisper's Q, K and V, cut from one (3, B, H, T, D) permute of the qkv
+    projection (slices from dynamo, a split from TorchScript), fuse into one
+    ``head_attention`` node per layer, computing what onnxruntime computes."""
+    if exporter == "dynamo":
+        pytest.importorskip("onnxscript")
+    inputs, data = _inputs(name), _export(name, exporter)
+    shapes = {k: v.shape for k, v in inputs.items()}
+    graph = optimize(modelc.from_onnx(data, input_shapes=shapes))
+    ops = collections.Counter(node.op for node in graph.nodes)
+    assert ops["head_attention"] == 2 and not ops["softmax"] and not ops["matmul"], ops
+    wasm = modelc.export(modelc.from_onnx(data, input_shapes=shapes))
+    for kernels in PROVIDERS:
+        with runtime.load(wasm, kernels=kernels) as session:
+            compare_with_ort(session.run(dict(inputs)), data, inputs,
+                             f"{name} by {exporter} on {kernels}")
