@@ -12,6 +12,7 @@ import functools
 import io
 import logging
 import warnings
+from typing import Any
 
 import numpy as np
 import pytest
@@ -99,26 +100,33 @@ def test_arch_in_wasm_matches_onnxruntime(name, exporter, batch, compare_with_or
                                  f"batch {len(next(iter(run.values())))}")
 
 
+def _optimized_ops_matching_ort(name: str, exporter: str, compare_with_ort: Any
+                                ) -> collections.Counter[str]:
+    """The op counts of ``name``'s optimized graph as ``exporter`` writes it, after its wasm
+    matched onnxruntime on every provider."""
+    if exporter == "dynamo":
+        pytest.importorskip("onnxscript")
+    inputs, data = _inputs(name), _export(name, exporter)
+    shapes = {k: v.shape for k, v in inputs.items()}
+    wasm = modelc.export(modelc.from_onnx(data, input_shapes=shapes))
+    for kernels in PROVIDERS:
+        with runtime.load(wasm, kernels=kernels) as session:
+            compare_with_ort(session.run(dict(inputs)), data, inputs,
+                             f"{name} by {exporter} on {kernels}")
+    graph = optimize(modelc.from_onnx(data, input_shapes=shapes))
+    return collections.Counter(node.op for node in graph.nodes)
+
+
 @pytest.mark.parametrize("exporter", EXPORTERS)
 @pytest.mark.parametrize("name", ["gpt2", "gpt2_masked"])
 def test_gpt2_attention_and_gelu_take_the_fast_paths(name, exporter, compare_with_ort):
     """From both exporters, each layer's attention (the SDPA scale a ``mul`` on Q and K^T, a
     constant causal or an additive padding mask) is one ``head_attention`` node and its
     GELU(tanh) one ``gelu_tanh`` node, computing what onnxruntime computes."""
-    if exporter == "dynamo":
-        pytest.importorskip("onnxscript")
-    inputs, data = _inputs(name), _export(name, exporter)
-    shapes = {k: v.shape for k, v in inputs.items()}
-    graph = optimize(modelc.from_onnx(data, input_shapes=shapes))
-    ops = collections.Counter(node.op for node in graph.nodes)
+    ops = _optimized_ops_matching_ort(name, exporter, compare_with_ort)
     layers = 2  # torch_archs' GPT-2
     assert ops["head_attention"] == layers and ops["gelu_tanh"] == layers, ops
     assert not ops["softmax"] and not ops["tanh"] and not ops["matmul"], ops
-    wasm = modelc.export(modelc.from_onnx(data, input_shapes=shapes))
-    for kernels in PROVIDERS:
-        with runtime.load(wasm, kernels=kernels) as session:
-            compare_with_ort(session.run(dict(inputs)), data, inputs,
-                             f"{name} by {exporter} on {kernels}")
 
 
 @pytest.mark.parametrize("exporter", EXPORTERS)
@@ -127,15 +135,5 @@ def test_stacked_qkv_attention_fuses(name, exporter, compare_with_ort):
     """ViT's and Whisper's Q, K and V, cut from one (3, B, H, T, D) permute of the qkv
     projection (slices from dynamo, a split from TorchScript), fuse into one
     ``head_attention`` node per layer, computing what onnxruntime computes."""
-    if exporter == "dynamo":
-        pytest.importorskip("onnxscript")
-    inputs, data = _inputs(name), _export(name, exporter)
-    shapes = {k: v.shape for k, v in inputs.items()}
-    graph = optimize(modelc.from_onnx(data, input_shapes=shapes))
-    ops = collections.Counter(node.op for node in graph.nodes)
+    ops = _optimized_ops_matching_ort(name, exporter, compare_with_ort)
     assert ops["head_attention"] == 2 and not ops["softmax"] and not ops["matmul"], ops
-    wasm = modelc.export(modelc.from_onnx(data, input_shapes=shapes))
-    for kernels in PROVIDERS:
-        with runtime.load(wasm, kernels=kernels) as session:
-            compare_with_ort(session.run(dict(inputs)), data, inputs,
-                             f"{name} by {exporter} on {kernels}")
