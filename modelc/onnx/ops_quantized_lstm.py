@@ -21,7 +21,7 @@ import numpy as np
 from nn import functional as F
 
 from .node import OnnxNode, Tensor
-from .ops_rnn import _direction_state, _nonlinearity, _stack
+from .ops_rnn import _direction_state, _nonlinearity, _stack, gate_order
 
 
 def _quantized_product(x: Tensor, weight: np.ndarray, scale: np.ndarray, zero: np.ndarray,
@@ -39,16 +39,12 @@ def _per_direction(n: OnnxNode, index: int, name: str, d: int) -> np.ndarray:
     return np.asarray(value.reshape(-1)[d] if value.ndim <= 1 else value[d])
 
 
-TORCH_ORDER = np.array([0, 2, 3, 1])
-"""ONNX's gate blocks (i, o, f, c) in torch's order (i, f, g, o), that of ``lstm_step``."""
-
-
 def _torch_order(columns: np.ndarray, hidden: int) -> np.ndarray:
-    """``columns`` (..., 4H), or a per-tensor scalar unchanged, with gates in torch's order."""
+    """``columns`` (..., 4H) with its gates in torch's order (``lstm_step``'s); a scale or
+    zero point per tensor (a scalar) unchanged."""
     if columns.ndim == 0 or columns.shape[-1] != 4 * hidden:
         return columns
-    blocks = columns.reshape(*columns.shape[:-1], 4, hidden)[..., TORCH_ORDER, :]
-    return np.ascontiguousarray(blocks.reshape(columns.shape))
+    return gate_order(columns, "LSTM", axis=-1)
 
 
 def dynamic_quantize_lstm(n: OnnxNode) -> Any:
