@@ -27,6 +27,7 @@ from .kernel_qrescale import qrescale
 from .kernels_conv import FAMILIES as CONV_FAMILIES
 from .kernels_detection import FAMILIES as DETECTION_FAMILIES
 from .kernels_quantized import FAMILIES as QUANTIZED_FAMILIES
+from .kernels_quantized import dynamic_quantize
 from .kernels_winograd import FAMILIES as WINOGRAD_FAMILIES
 
 
@@ -294,6 +295,23 @@ def _cell(spec: abi.KernelSpec) -> Callable[..., None]:
     return cell
 
 
+def _lstm_step(spec: abi.KernelSpec) -> Callable[..., None]:
+    def step(ctx: HostContext, *args: int) -> None:
+        arg = dict(zip(spec.params, args))
+        rows, hidden = arg["rows"], arg["hidden"]
+        gates = operand(ctx.memory, arg["gates"], (rows, 4, hidden))
+        c, h, c_out = (operand(ctx.memory, arg[k], (rows, hidden)) for k in ("c", "h", "c_out"))
+        for b in range(rows):
+            row = {"c": c[b].copy(), "h": h[b]}
+            _cell_update(abi.BY_NAME["f32_lstm_cell"], gates[b], np.zeros_like(gates[b]), row)
+            c_out[b] = row["c"]
+        if "q" in arg:
+            dynamic_quantize(ctx, arg["h"], arg["q"], arg["scale"], arg["zero_point"],
+                             rows * hidden)
+
+    return step
+
+
 def _topk(spec: abi.KernelSpec) -> Callable[..., None]:
     dtype = element_dtype(spec.dtypes[0])
 
@@ -316,7 +334,9 @@ FAMILIES: dict[str, Callable[[abi.KernelSpec], Callable[..., None]]] = {
     "cast": _cast, "gather": _gather,
     "movement": lambda spec: _copy(spec) if spec.op == "copy" else _where(spec),
     "norm": lambda spec: _group_norm,
-    "compare": _broadcast, "recurrent": _cell, "resample": lambda spec: _resample,
+    "compare": _broadcast,
+    "recurrent": lambda spec: _lstm_step(spec) if spec.op == "lstm_step" else _cell(spec),
+    "resample": lambda spec: _resample,
     "integer": _broadcast, "topk": _topk, "qrescale": qrescale, "attention": _attention,
     **QUANTIZED_FAMILIES, **CONV_FAMILIES, **WINOGRAD_FAMILIES, **DETECTION_FAMILIES,
 }

@@ -49,7 +49,9 @@ def _dequantize(spec: abi.KernelSpec) -> Callable[..., None]:
     return run
 
 
-def _dynamic(ctx: HostContext, x: int, y: int, scale: int, zero_point: int, n: int) -> None:
+def dynamic_quantize(ctx: HostContext, x: int, y: int, scale: int, zero_point: int,
+                     n: int) -> None:
+    """``f32_dynamic_quantize_linear`` of the n floats at ``x``."""
     memory = ctx.memory
     values = operand(memory, x, (n,))
     low = min(np.float32(0), values.min(initial=np.float32(0)))
@@ -99,7 +101,7 @@ def _qlinear(spec: abi.KernelSpec) -> Callable[..., None]:
 def _quantize_family(spec: abi.KernelSpec) -> Callable[..., None]:
     if spec.op == "dequantize_linear":
         return _dequantize(spec)
-    return _quantize if spec.op == "quantize_linear" else _dynamic
+    return _quantize if spec.op == "quantize_linear" else dynamic_quantize
 
 
 def _im2col(ctx: HostContext, x: int, zero_point: int, a: int, n: int, c: int, h: int,

@@ -361,6 +361,27 @@ def _cell(op: str, epilogue: tuple[str, ...] = ()) -> KernelSpec:
         "1 - step when reverse is nonzero, else t = step; past its end its state stays (and "
         "y[step, b] = 0)", epilogue=epilogue)
 
+
+def _lstm_step(quantize: bool) -> KernelSpec:
+    dq = ("; then h (all rows * hidden of it) quantized as f32_dynamic_quantize_linear into "
+          "uint8 q (rows, hidden) and the one f32 scale and one uint8 zero_point (the next "
+          "step's integer product reads them)") if quantize else ""
+    return KernelSpec(
+        "f32_lstm_step" + ("_dynamic_quantize" if quantize else ""), "recurrent", "lstm_step",
+        ("gates", "c", "h", "c_out", *(("q", "scale", "zero_point") if quantize else ()),
+         "rows", "hidden"),
+        "one LSTM step of an unrolled recurrence (the recurrent product already added into "
+        "gates): for each row b, i, f, g, o = gates[b] (rows, 4 * hidden, torch's order); "
+        "c_out = sigmoid(f) c + sigmoid(i) tanh(g), h = sigmoid(o) tanh(c_out), c and c_out "
+        f"(rows, hidden) may be the same buffer{dq}",
+        epilogue=("dynamic_quantize",) if quantize else (),
+        dtypes=("float32", "uint8") if quantize else ("float32", "float32"))
+
+
+LSTM_STEPS = (_lstm_step(False), _lstm_step(True))
+"""The fused cell of a step of an unrolled LSTM (``DynamicQuantizeLSTM``), after its
+product; the quantizing row also gives the next step's dynamic quantization of h."""
+
 RESAMPLE = KernelSpec(
     "f32_resample", "resample", "resample",
     ("x", "index", "weight", "y", "outer", "n", "on", "inner", "taps"),
@@ -401,6 +422,7 @@ KERNELS: tuple[KernelSpec, ...] = (
     _cell("gru_reset"),
     _cell("gru_update"),
     *(_cell("rnn_cell", (act,)) for act in RNN_ACTIVATIONS),
+    *LSTM_STEPS,
     RESAMPLE,
     *INTEGERS,
     *TOPKS,

@@ -4,10 +4,12 @@ over its fixed number of steps.
 Its products run as onnxruntime runs them: the input of every step is quantized at once
 (``dynamic_quantize_linear`` over the whole (T, B, I) input, uint8) and multiplied by the
 int8 ``W`` in ``qlinear``; at each step the previous hidden state is quantized the same way
-and multiplied by ``R``. The rest is ONNX's LSTM cell in float32 (gates i, o, f, c; sigmoid,
-tanh, tanh). ``W`` is (D, I, 4H) and ``R`` (D, H, 4H), the transposes of LSTM's, with a
-scale and zero point per direction or per direction and gate column. ``sequence_lens``
-shorter than the sequence, peepholes and the attributes LSTM refuses are refused.
+and multiplied by ``R``. The rest is ONNX's LSTM cell in float32, one ``lstm_step`` per step
+(which also quantizes h for the next step's product), its gates i, o, f, c reordered to
+torch's i, f, g, o in the weights at compile time. ``W`` is (D, I, 4H) and ``R`` (D, H, 4H),
+the transposes of LSTM's, with a scale and zero point per direction or per direction and
+gate column. ``sequence_lens`` shorter than the sequence, peepholes and the attributes LSTM
+refuses are refused.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ import numpy as np
 from nn import functional as F
 
 from .node import OnnxNode, Tensor
-from .ops_rnn import _direction_state, _nonlinearity, _stack
+from .ops_rnn import _direction_state, _nonlinearity, _stack, gate_order
 
 
 def _quantized_product(x: Tensor, weight: np.ndarray, scale: np.ndarray, zero: np.ndarray,
@@ -37,13 +39,12 @@ def _per_direction(n: OnnxNode, index: int, name: str, d: int) -> np.ndarray:
     return np.asarray(value.reshape(-1)[d] if value.ndim <= 1 else value[d])
 
 
-def _cell(gates: Tensor, c: Tensor, hidden: int) -> tuple[Tensor, Tensor]:
-    """ONNX's LSTM cell on the (B, 4H) pre-activations (i, o, f, c): the new (h, c).
-    The three sigmoid gates are contiguous, so they take one sigmoid."""
-    sigmoids, g = F.split(gates, [3 * hidden, hidden], 1)
-    i, o, f = F.split(F.sigmoid(sigmoids), [hidden] * 3, 1)
-    c = F.add(F.mul(f, c), F.mul(i, F.tanh(g)))
-    return F.mul(o, F.tanh(c)), c
+def _torch_order(columns: np.ndarray, hidden: int) -> np.ndarray:
+    """``columns`` (..., 4H) with its gates in torch's order (``lstm_step``'s); a scale or
+    zero point per tensor (a scalar) unchanged."""
+    if columns.ndim == 0 or columns.shape[-1] != 4 * hidden:
+        return columns
+    return gate_order(columns, "LSTM", axis=-1)
 
 
 def dynamic_quantize_lstm(n: OnnxNode) -> Any:
@@ -75,27 +76,32 @@ def dynamic_quantize_lstm(n: OnnxNode) -> Any:
     initial = [n.optional(5), n.optional(6)]
     results: list[list[Tensor]] = [[], [], []]
     for d in range(directions):
-        gates_x = _quantized_product(x, weights[d], _per_direction(n, 8, "W_scale", d),
-                                     _per_direction(n, 9, "W_zero_point", d),
-                                     biases[d, :4 * hidden] + biases[d, 4 * hidden:])
-        r_scale, r_zero = (_per_direction(n, 10, "R_scale", d),
-                           _per_direction(n, 11, "R_zero_point", d))
+        w_scale, w_zero, r_scale, r_zero = (
+            _torch_order(_per_direction(n, index, name, d), hidden) for index, name in
+            ((8, "W_scale"), (9, "W_zero_point"), (10, "R_scale"), (11, "R_zero_point")))
+        bias = biases[d, :4 * hidden] + biases[d, 4 * hidden:]
+        gates_x = _quantized_product(x, _torch_order(weights[d], hidden), w_scale, w_zero,
+                                     _torch_order(bias, hidden))
+        recurrent = _torch_order(recurrents[d], hidden)
         h, c = (_direction_state(s, d, 0) for s in initial)
         c = np.zeros((batch, hidden), np.float32) if c is None else c
+        quantized: list[Tensor] = []  # h quantized by the last step, for this one's product
         outputs: list[Tensor] = []
         rows = F.split(gates_x, 1, 0)  # one view of gates_x per step, no copy
         order = range(steps - 1, -1, -1) if direction == "reverse" or d == 1 else range(steps)
-        for t in order:
+        for k, t in enumerate(order):
             gates = F.squeeze(rows[t], 0)
-            if h is not None and batch == 1 and not isinstance(h, np.ndarray):
-                # NOTE: one row's projected input is the recurrent product's float bias: no
-                # add node, the same sums (acc * scale + bias, as the add computed them); a
-                # constant initial state's product folds instead
-                gates = _quantized_product(h, recurrents[d], r_scale, r_zero,
-                                           F.reshape(gates, (4 * hidden,)))
+            if isinstance(h, np.ndarray):  # a constant initial state: its product folds
+                gates = F.add(gates, _quantized_product(h, recurrent, r_scale, r_zero))
             elif h is not None:
-                gates = F.add(gates, _quantized_product(h, recurrents[d], r_scale, r_zero))
-            h, c = _cell(gates, c, hidden)
+                hq, hs, hz = quantized or F.dynamic_quantize_linear(h)
+                # NOTE: one row's projected input is the product's float bias: no add node,
+                # the same sums (acc * scale + bias, as the add computed them)
+                product = F.qlinear(hq, hs, hz, np.ascontiguousarray(recurrent.T), r_scale,
+                                    r_zero, F.reshape(gates, (4 * hidden,)) if batch == 1
+                                    else None)
+                gates = product if batch == 1 else F.add(gates, product)
+            h, c, *quantized = F.lstm_step(gates, c, quantize=k < steps - 1)
             outputs.append(h)
         if direction == "reverse" or d == 1:
             outputs.reverse()

@@ -26,10 +26,16 @@ ORDER = {"LSTM": (0, 2, 3, 1), "GRU": (1, 0, 2), "RNN": (0,)}
 ACTIVATIONS = {"LSTM": ("sigmoid", "tanh", "tanh"), "GRU": ("sigmoid", "tanh")}
 
 
+def gate_order(array: np.ndarray, op_type: str, axis: int = 0) -> np.ndarray:
+    """The gate blocks of ``op_type`` (a key of ``ORDER``) along ``axis`` of ``array``
+    reordered from ONNX's to torch's, in ``array``'s dtype."""
+    parts = np.split(np.asarray(array), len(ORDER[op_type]), axis=axis)
+    return np.concatenate([parts[i] for i in ORDER[op_type]], axis=axis)
+
+
 def _torch_order(n: OnnxNode, array: np.ndarray) -> np.ndarray:
-    """The gate blocks along axis 0 of ``array`` reordered from ONNX's to torch's."""
-    parts = np.split(np.asarray(array, np.float32), len(ORDER[n.op_type]), axis=0)
-    return np.concatenate([parts[i] for i in ORDER[n.op_type]], axis=0)
+    """The gate blocks along axis 0 of ``array`` in torch's order, as float32."""
+    return gate_order(np.asarray(array, np.float32), n.op_type)
 
 
 def _nonlinearity(n: OnnxNode, directions: int) -> str:

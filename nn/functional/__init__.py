@@ -78,7 +78,7 @@ from .quantized import (
                          qmatmul,
                          quantize_linear,
 )
-from .recurrent import gru, lstm, rnn
+from .recurrent import gru, lstm, lstm_step, rnn
 from .reduction import amax, log_softmax, mean, softmax, sum, topk
 from .resize import interpolate, resample
 from .rounding import ceil, cos, floor, fmod, round, sign, sin, trunc
@@ -109,7 +109,7 @@ __all__ = ["PRIMITIVES", "abs", "acos", "acosh", "adaptive_avg_pool2d", "add", "
            "gelu", "gelu_tanh", "grid_sample", "group_norm", "gru", "gt", "hardshrink",
            "hardsigmoid", "hardswish", "hardtanh", "head_attention", "instance_norm",
            "interpolate", "isinf", "isnan", "layer_norm", "le", "leaky_relu", "linear", "log",
-           "log_softmax", "loop", "lstm", "lt", "matmul",
+           "log_softmax", "loop", "lstm", "lstm_step", "lt", "matmul",
            "max_pool2d", "max_pool3d", "maximum", "mean", "minimum", "mish", "mul", "ne", "neg",
            "non_max_suppression",
            "pad", "permute", "pixel_shuffle", "pixel_unshuffle", "pow", "qadd", "qconcat",

@@ -16,8 +16,9 @@ from collections.abc import Callable
 import numpy as np
 
 from .._dispatch import primitive
+from .quantized import dynamic_quantize_linear
 
-__all__ = ["gru", "lstm", "rnn"]
+__all__ = ["gru", "lstm", "lstm_step", "rnn"]
 
 Cell = Callable[[np.ndarray, np.ndarray, list[np.ndarray]], list[np.ndarray]]
 
@@ -58,6 +59,37 @@ def _scan(gates: np.ndarray, weight_hh: np.ndarray, states: list[np.ndarray],
     return (y, *states)
 
 
+def _lstm_update(gates: np.ndarray, c: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The new (h, c) of an LSTM from its (B, 4H) pre-activations i, f, g, o and old c."""
+    i, f, g, o = np.split(gates, 4, axis=1)
+    c = _sigmoid(f) * c + _sigmoid(i) * np.tanh(g)
+    return _sigmoid(o) * np.tanh(c), c
+
+
+@primitive
+def lstm_step(gates: np.ndarray, c: np.ndarray, quantize: bool = False) -> tuple[np.ndarray, ...]:
+    """One step of an unrolled LSTM whose recurrent product is already in ``gates``:
+    ``i, f, g, o = gates`` (B, 4H), ``c = sigmoid(f) c + sigmoid(i) tanh(g)``, ``h =
+    sigmoid(o) tanh(c)``; returns ``(h, c)``, then with ``quantize`` also
+    ``dynamic_quantize_linear(h)`` (the next step's input to its integer product).
+
+    Raises:
+        ValueError: ``gates`` is not (B, 4H) for ``c`` (B, H).
+
+    >>> h, c, q, scale, zero = lstm_step(np.zeros((1, 8), np.float32),
+    ...                                  np.ones((1, 2), np.float32), quantize=True)
+    >>> c, zero
+    (array([[0.5, 0.5]], dtype=float32), array(0, dtype=uint8))
+    """
+    gates, c = np.asarray(gates, np.float32), np.asarray(c, np.float32)
+    if gates.ndim != 2 or c.ndim != 2 or gates.shape != (c.shape[0], 4 * c.shape[1]):
+        raise ValueError(f"lstm_step expects gates (B, 4H) and c (B, H), got "
+                         f"{list(gates.shape)} and {list(c.shape)}")
+    h, c = _lstm_update(gates, c)
+    h, c = h.astype(np.float32), c.astype(np.float32)
+    return (h, c, *dynamic_quantize_linear(h)) if quantize else (h, c)
+
+
 @primitive
 def lstm(gates: np.ndarray, weight_hh: np.ndarray, h0: np.ndarray | None = None,
          c0: np.ndarray | None = None, lengths: np.ndarray | None = None,
@@ -76,9 +108,7 @@ def lstm(gates: np.ndarray, weight_hh: np.ndarray, h0: np.ndarray | None = None,
     hidden = weight_hh.shape[1]
 
     def cell(x: np.ndarray, r: np.ndarray, states: list[np.ndarray]) -> list[np.ndarray]:
-        i, f, g, o = np.split(x + r, 4, axis=1)
-        c = _sigmoid(f) * states[1] + _sigmoid(i) * np.tanh(g)
-        return [_sigmoid(o) * np.tanh(c), c]
+        return list(_lstm_update(x + r, states[1]))
 
     y, h, c = _scan(gates, weight_hh, [_state(h0, gates, hidden), _state(c0, gates, hidden)],
                     lengths, reverse, cell)

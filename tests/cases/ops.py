@@ -252,6 +252,11 @@ CASES: dict[str, Case] = {
     # recurrences over the projected inputs (T, B, gates * hidden) of a symbolic length
     "lstm": Case(lambda g, h0, c0: sum(F.lstm(g, W_HH, h0, c0, reverse=True)),
                  (x(5, 2, 12), x(2, 3), x(2, 3)), {"input0": {0: ("steps", 1, 9)}}),
+    # one step of an unrolled LSTM (DynamicQuantizeLSTM), with h's dynamic quantization
+    "lstm_step": Case(lambda g, c: sum(F.lstm_step(g, c)), (x(2, 12, scale=2), x(2, 3)),
+                      {name: {0: ("batch", 1, 3)} for name in ("input0", "input1")}),
+    "lstm_step_quantize": Case(lambda g, c: (lambda h, c, *q: h + c + F.dequantize_linear(*q))(
+        *F.lstm_step(g, c, quantize=True)), (x(3, 80, scale=2), x(3, 20))),
     "gru": Case(lambda g: sum(F.gru(g, W_HH[:9], B_HH[:9])), (x(5, 2, 9),),
                 {"input0": {0: ("steps", 1, 9)}}),
     "gru_reset_first": Case(lambda g: sum(F.gru(g, W_HH[:9], B_HH[:9], reverse=True,

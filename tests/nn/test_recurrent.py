@@ -135,3 +135,42 @@ def test_bad_arguments_are_refused_clearly() -> None:
     with pytest.raises(ValueError, match="unknown nonlinearity 'elu'"):
         F.rnn(np.zeros((5, 2, 3), np.float32), np.zeros((3, 3), np.float32),
               nonlinearity="elu")
+
+
+@pytest.mark.parametrize("batch,hidden", [(1, 5), (3, 8)])
+def test_lstm_step_matches_torch_lstm_cell_and_ort_dynamic_quantization(batch: int,
+                                                                        hidden: int) -> None:
+    """One step of an unrolled LSTM against torch's LSTMCell fed the gates through an
+    identity input weight and a zero recurrent weight, and its quantized h against
+    onnxruntime's DynamicQuantizeLinear of that h."""
+    ort = pytest.importorskip("onnxruntime")
+    onnx = pytest.importorskip("onnx")
+    rng = np.random.default_rng(batch * hidden)
+    gates = (rng.standard_normal((batch, 4 * hidden)) * 2).astype(np.float32)
+    c = rng.standard_normal((batch, hidden)).astype(np.float32)
+    h, new_c, q, scale, zero = F.lstm_step(gates, c, quantize=True)
+    cell = torch.nn.LSTMCell(4 * hidden, hidden)
+    with torch.no_grad():
+        cell.weight_ih.copy_(torch.eye(4 * hidden))
+        for tensor in (cell.weight_hh, cell.bias_ih, cell.bias_hh):
+            tensor.zero_()
+        want_h, want_c = cell(to_torch(gates), (torch.zeros(batch, hidden), to_torch(c)))
+    np.testing.assert_allclose(h, want_h.numpy(), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(new_c, want_c.numpy(), rtol=1e-5, atol=1e-6)
+    helper = onnx.helper
+    graph = helper.make_graph(
+        [helper.make_node("DynamicQuantizeLinear", ["h"], ["q", "s", "z"])], "dq",
+        [helper.make_tensor_value_info("h", onnx.TensorProto.FLOAT, list(h.shape))],
+        [helper.make_tensor_value_info(n, t, None) for n, t in
+         (("q", onnx.TensorProto.UINT8), ("s", onnx.TensorProto.FLOAT),
+          ("z", onnx.TensorProto.UINT8))])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    want_q, want_scale, want_zero = session.run(None, {"h": h})
+    np.testing.assert_array_equal(q, want_q)
+    assert scale == want_scale and zero == want_zero
+
+
+def test_lstm_step_refuses_gates_not_four_times_the_state() -> None:
+    with pytest.raises(ValueError, match=r"gates \(B, 4H\) and c \(B, H\), got \[2, 7\]"):
+        F.lstm_step(np.zeros((2, 7), np.float32), np.zeros((2, 2), np.float32))

@@ -99,8 +99,8 @@ def test_names_follow_the_fields() -> None:
             expected = "_".join((prefix + spec.op,) + spec.epilogue)
         assert spec.name == expected
         assert len(spec.activations) <= 1
-        assert set(spec.epilogue) - set(spec.activations) <= {"bias", "add", "requantize",
-                                                              "dequantize"}, spec.name
+        assert set(spec.epilogue) - set(spec.activations) <= {
+            "bias", "add", "requantize", "dequantize", "dynamic_quantize"}, spec.name
 
 
 def test_every_fused_activation_fuses_in_every_gemm_like_family() -> None:

@@ -1,12 +1,14 @@
 """The recurrent cell kernels (one time step of LSTM, GRU, RNN gate math) against a float64
 numpy reference, at register edges of the hidden size, with and without lengths, forward
-and reverse, on every provider."""
+and reverse, on every provider; the unrolled LSTM step (and its dynamic quantization of h,
+against ``nn.functional.dynamic_quantize_linear`` of the kernel's own h)."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
+from nn import functional as F
 from wasm_kernels import abi
 
 HIDDEN = [3, 4, 13]
@@ -40,7 +42,7 @@ def _reference(spec: abi.KernelSpec, x: np.ndarray, hw: np.ndarray,
 @pytest.mark.parametrize("reverse", [0, 1])
 @pytest.mark.parametrize("with_lengths", [False, True])
 @pytest.mark.parametrize("hidden", HIDDEN)
-@pytest.mark.parametrize("name", [k.name for k in abi.KERNELS if k.family == "recurrent"])
+@pytest.mark.parametrize("name", [k.name for k in abi.KERNELS if k.op in abi.RECURRENT_CELLS])
 def test_cell_step_matches_numpy(kernels, name: str, hidden: int, with_lengths: bool,  # type: ignore[no-untyped-def]
                                  reverse: int) -> None:
     spec = abi.BY_NAME[name]
@@ -70,3 +72,34 @@ def test_cell_step_matches_numpy(kernels, name: str, hidden: int, with_lengths: 
             want["y"][t, b] = new["h"]
     for n in operands:
         np.testing.assert_allclose(got[n], want[n], rtol=1e-5, atol=1e-6, err_msg=n)
+
+
+@pytest.mark.parametrize("rows", [1, 3])
+@pytest.mark.parametrize("hidden", HIDDEN + [37])
+@pytest.mark.parametrize("name", [k.name for k in abi.KERNELS if k.op == "lstm_step"])
+def test_lstm_step_matches_numpy(kernels, name: str, hidden: int, rows: int) -> None:  # type: ignore[no-untyped-def]
+    rng = np.random.default_rng(hidden + rows)
+    gates = (rng.standard_normal((rows, 4 * hidden)) * 2).astype(np.float32)
+    c = rng.standard_normal((rows, hidden)).astype(np.float32)
+    quantize = "q" in abi.BY_NAME[name].params
+    outputs = {"h": kernels.output((rows, hidden), np.float32),
+               "c_out": kernels.output((rows, hidden), np.float32)}
+    if quantize:
+        outputs.update(q=kernels.output((rows, hidden), np.uint8),
+                       scale=kernels.output((1,), np.float32),
+                       zero_point=kernels.output((1,), np.uint8))
+    got = kernels.call(name, offset=4, gates=gates, c=c, **outputs, rows=rows, hidden=hidden)
+    want = {n: np.zeros((rows, hidden)) for n in ("c", "h")}
+    for b in range(rows):
+        new = _reference(abi.BY_NAME["f32_lstm_cell"], gates[b].astype(np.float64),
+                         np.zeros(4 * hidden), {"c": c[b].astype(np.float64),
+                                                "h": np.zeros(hidden)})
+        for n, v in new.items():
+            want[n][b] = v
+    np.testing.assert_allclose(got["c_out"], want["c"], rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(got["h"], want["h"], rtol=1e-5, atol=1e-6)
+    if quantize:
+        q, scale, zero_point = F.dynamic_quantize_linear(got["h"])
+        np.testing.assert_array_equal(got["q"], q)
+        np.testing.assert_array_equal(got["scale"][0], scale)
+        np.testing.assert_array_equal(got["zero_point"][0], zero_point)

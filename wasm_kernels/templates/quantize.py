@@ -169,9 +169,10 @@ def _vector_quantize(c: Code, arg: dict[str, int], i: int, scale: int, zero: int
     strided_loop(c, i, 4 * VECTORS, arg["n"], step)
 
 
-def _dynamic(c: Code, arg: dict[str, int], vector: bool) -> None:
+def dynamic_quantize(c: Code, arg: dict[str, int], vector: bool) -> None:
     """min and max (with 0), scale, zero point, then quantize every element; a ``vector``
-    ISA reads 16 elements at a time, then the rest one by one."""
+    ISA reads 16 elements at a time, then the rest one by one. ``arg`` names the locals of
+    x, y, scale, zero_point and n (it advances those of x and y)."""
     i, low, high, scale, zero = (c.local(t) for t in ("i32", "f32", "f32", "f32", "i32"))
     x, n = arg["x"], arg["n"]
     c.emit("f32.const", 0.0).emit("local.set", low).emit("f32.const", 0.0).emit("local.set", high)
@@ -221,5 +222,5 @@ def emit(spec: KernelSpec, isa_name: str) -> tuple[FuncType, Code]:
     elif spec.op == "dequantize_linear":
         _dequantize(c, arg, spec.dtypes[0] == "int8")
     else:
-        _dynamic(c, arg, isa_name != "scalar")
+        dynamic_quantize(c, arg, isa_name != "scalar")
     return FuncType(spec.param_types, spec.results), c

@@ -5,6 +5,10 @@ For each batch row the kernel finds the row's length and time index, points one 
 each gate's slice of ``x`` (this step's input projection) and of ``hw`` (this step's
 recurrent product), and maps them elementwise to the new state(s), written in place and to
 ``y``. A row past its end only gets zeros in ``y``.
+
+``f32_lstm_step[_dynamic_quantize]`` is the same LSTM math for one step of an unrolled
+recurrence whose product already holds the projected input: every row, into new c and h
+buffers, then (``_dynamic_quantize``) h quantized as ``f32_dynamic_quantize_linear``.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from . import activations, expr, vmath
 from .expr import Expr
 from .isa import ISAS, Isa, NamedFrame
 from .loops import strided_loop
+from .quantize import dynamic_quantize
 from .rows import with_tail
 
 Load = Callable[[str], Expr]
@@ -26,13 +31,24 @@ Keep = Callable[[Expr], Expr]
 Store = Callable[[str, Expr], None]
 
 
+def _lstm_update(gates: list[Expr], c: Expr, keep: Keep) -> tuple[Expr, Expr]:
+    """The new (c, h) of an LSTM from its pre-activations i, f, g, o and the old c."""
+    i, f, g, o = gates
+    c = keep(vmath.sigmoid(f) * c + vmath.sigmoid(i) * vmath.tanh(g))
+    return c, keep(vmath.sigmoid(o) * vmath.tanh(c))
+
+
 def _lstm(load: Load, keep: Keep, store: Store) -> None:
-    i, f, g, o = (load(f"x{k}") + load(f"r{k}") for k in range(4))
-    c = keep(vmath.sigmoid(f) * load("c_row") + vmath.sigmoid(i) * vmath.tanh(g))
+    c, h = _lstm_update([load(f"x{k}") + load(f"r{k}") for k in range(4)], load("c_row"), keep)
     store("c_row", c)
-    h = keep(vmath.sigmoid(o) * vmath.tanh(c))
     store("h_row", h)
     store("y_row", h)
+
+
+def _lstm_step(load: Load, keep: Keep, store: Store) -> None:
+    c, h = _lstm_update([load(f"x{k}") for k in range(4)], load("c_row"), keep)
+    store("c_out_row", c)
+    store("h_row", h)
 
 
 def _gru(load: Load, keep: Keep, store: Store) -> None:
@@ -114,6 +130,13 @@ def _step_row(f: NamedFrame, spec: KernelSpec) -> None:
     for name in operands:
         _pointer(f, f"{name}_row", name, "row" if name == "y" else "b", "hidden")
 
+    _map(f, CELLS[spec.op] if spec.op in CELLS else _rnn(spec.activations[0]))
+
+
+def _map(f: NamedFrame, cell: Callable[[Load, Keep, Store], None]) -> None:
+    """``cell`` over the hidden units of one row, its pointers named by locals of ``f``."""
+    c = f.c
+
     def body(isa: Isa, inputs: dict[int, int]) -> None:
         def keep(value: Expr) -> Expr:
             expr.emit(c, isa, value, inputs)
@@ -135,7 +158,6 @@ def _step_row(f: NamedFrame, spec: KernelSpec) -> None:
             expr.emit(c, isa, value, inputs)
             isa.store(c)
 
-        cell = CELLS[spec.op] if spec.op in CELLS else _rnn(spec.activations[0])
         cell(load, keep, store)
 
     _elements(f, body)
@@ -158,8 +180,37 @@ def _zero_row(f: NamedFrame) -> None:
     _elements(f, body)
 
 
+def _emit_lstm_step(spec: KernelSpec, isa_name: str) -> Code:
+    """``f32_lstm_step[_dynamic_quantize]``: each row's cell, then h's quantization."""
+    c = Code(spec.param_types)
+    arg = {p: i for i, p in enumerate(spec.params)}
+    names = ["b", "j", "row", "c_row", "h_row", "c_out_row", "x0", "x1", "x2", "x3"]
+    f = NamedFrame(c, ISAS[isa_name], arg, (), {n: c.local("i32") for n in names})
+
+    def row() -> None:
+        for k in range(4):
+            _pointer(f, f"x{k}", "gates", "b", "hidden", 4)
+            if k:
+                f.add(f"x{k}", k * 4, "hidden")
+        for name in ("c", "h", "c_out"):
+            _pointer(f, f"{name}_row", name, "b", "hidden")
+        _map(f, _lstm_step)
+
+    f.count("b", "rows", 1, row)
+    if "q" in arg:
+        f.get("rows", "hidden")
+        c.emit("i32.mul")
+        f.set("row")  # the element count
+        dynamic_quantize(c, {"x": arg["h"], "y": arg["q"], "scale": arg["scale"],
+                             "zero_point": arg["zero_point"], "n": f.v["row"]},
+                         isa_name != "scalar")
+    return c
+
+
 def emit(spec: KernelSpec, isa_name: str) -> tuple[FuncType, Code]:
     """Generate recurrent cell kernel ``spec`` for ``isa_name``."""
+    if spec.op == "lstm_step":
+        return FuncType(spec.param_types, spec.results), _emit_lstm_step(spec, isa_name)
     c = Code(spec.param_types)
     arg = {p: i for i, p in enumerate(spec.params)}
     operands, x_gates, hw_gates, _ = abi.RECURRENT_CELLS[spec.op]
