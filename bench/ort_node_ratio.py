@@ -41,7 +41,7 @@ import op_profile
 import peers
 import peers_real
 
-from modelc.graph import Node
+from modelc.graph import Graph, Node
 from modelc.ops.conv2d import kernel_path
 
 SOURCE = re.compile(r"ONNX node '(.*)' \(")
@@ -56,10 +56,10 @@ def our_kernel(node: Node) -> str:
     return node.op
 
 
-def ours(name: str, inputs: dict[str, np.ndarray], runs: int
+def ours(graph: Graph, inputs: dict[str, np.ndarray], runs: int
          ) -> tuple[float, dict[str, float], dict[str, str]]:
-    """(our run's median ms, in-situ ms per ONNX node, the kernel that runs it)."""
-    graph = op_profile.model_graph(name, inputs)
+    """(our run's median ms, in-situ ms per ONNX node, the kernel that runs it) of an
+    imported and optimised ``graph``."""
     whole, in_situ, _ = op_profile.profile(graph, inputs, "relaxed", runs)
     times: dict[str, float] = collections.defaultdict(float)
     kernels: dict[str, str] = {}
@@ -122,6 +122,15 @@ class _Onnx:
         return f"k{kh}x{kw}/{stride} {per_group * groups}->{o}{grouped} @{out[2]}x{out[3]}"
 
 
+LABEL = re.compile(r"k(\d+)x(\d+)/\d+ (\d+)->(\d+)(?:/g(\d+))? @(\d+)x(\d+)")
+
+
+def label_flops(label: str) -> float:
+    """The FLOPs (2 per multiply-add) of one image through the conv ``conv_label`` names."""
+    kh, kw, c, o, groups, oh, ow = LABEL.match(label).groups()  # type: ignore[union-attr]
+    return 2.0 * int(kh) * int(kw) * int(c) // int(groups or 1) * int(o) * int(oh) * int(ow)
+
+
 def _shape(entry: dict[str, list[int]]) -> list[int]:
     return list(next(iter(entry.values())))
 
@@ -169,7 +178,8 @@ def main() -> None:
     args = parser.parse_args()
     inputs = peers.MODELS[args.model].inputs()
     ort_whole, theirs, labels = onnxruntime(peers_real.path(args.model), inputs, args.runs)
-    our_whole, mine, kernels = ours(args.model, inputs, args.runs)
+    our_whole, mine, kernels = ours(op_profile.model_graph(args.model, inputs), inputs,
+                                    args.runs)
     print(f"{args.model}: run ours {our_whole:.1f} ms, onnxruntime (profiled) {ort_whole:.1f} ms "
           f"({our_whole / ort_whole:.2f}x); nodes ours {sum(mine.values()):.1f} ms, "
           f"onnxruntime {sum(theirs.values()):.1f} ms")
@@ -188,12 +198,13 @@ def main() -> None:
             row[0] += 1
             row[1] += mine.get(key, 0.0)
             row[2] += theirs[key]
-    print(f"\n{'conv shape':<34}{'ours by':>11}{'nodes':>6}{'ours ms':>9}{'ort ms':>8}"
-          f"{'ratio':>7}{'lost':>7}")
+    print(f"\n{'conv shape (GFLOPS: one image)':<34}{'ours by':>11}{'nodes':>6}{'ours ms':>9}"
+          f"{'ort ms':>8}{'ratio':>7}{'lost':>7}{'ours GF/s':>10}{'ort GF/s':>9}")
     for (label, kernel), (count, a, b) in sorted(shapes.items(),
                                                  key=lambda kv: -(kv[1][1] - kv[1][2])):
+        flops = count * label_flops(label) / 1e6  # per ms: GFLOPS
         print(f"{label:<34}{kernel:>11}{count:>6.0f}{a:>9.3f}{b:>8.3f}{a / b:>7.2f}"
-              f"{a - b:>7.2f}")
+              f"{a - b:>7.2f}{flops / max(a, 1e-9):>10.1f}{flops / max(b, 1e-9):>9.1f}")
 
 
 if __name__ == "__main__":
