@@ -164,7 +164,8 @@ def onnxruntime(path: Path, inputs: dict[str, np.ndarray], runs: int
         args = event["args"]
         key = graph.resolve(kernel, args) or f"(ort) {args['op_name']} {kernel}"
         per_run[key][run] += event["dur"] / 1e3
-        conv = args["op_name"] in ("Conv", "FusedConv") and key in graph.nodes
+        conv = (args["op_name"] in ("Conv", "FusedConv") and key in graph.nodes
+                and graph.nodes[key].op_type == "Conv")
         labels.setdefault(key, graph.conv_label(key, args) if conv else args["op_name"])
     whole = min(p["dur"] / 1e3 for p in passes)
     return whole, {k: min(v) for k, v in per_run.items()}, labels
