@@ -20,6 +20,7 @@ from . import (
     ops_index,
     ops_layout,
     ops_math,
+    ops_ml,
     ops_nn,
     ops_pool,
     ops_quantized,
@@ -41,6 +42,7 @@ OPS = {**ops_activation.OPS, **ops_layout.OPS, **ops_math.OPS, **ops_nn.OPS, **o
 """Every supported ONNX op type (default domain) and its import function."""
 DOMAIN_OPS: dict[str, dict[str, Any]] = {"com.microsoft": {**ops_quantized.MICROSOFT,
                                                            **ops_fused.MICROSOFT},
+                                         ops_ml.DOMAIN: ops_ml.OPS,
                                          set_value.DOMAIN: {**set_value.OPS,
                                                             **merged_transpose.OPS}}
 """Supported ops of other domains (onnxruntime's contrib ops, and the importer's own rewrites),

