@@ -9,18 +9,18 @@ from typing import Any
 
 from ..errors import CompileError, UnsupportedOpError
 from . import (
+    fused_conv,
     merged_transpose,
+    onnx_ml,
     ops_activation,
     ops_bitshift,
     ops_control,
     ops_deform_conv,
     ops_detection,
     ops_einsum,
-    ops_fused,
     ops_index,
     ops_layout,
     ops_math,
-    ops_ml,
     ops_nn,
     ops_pool,
     ops_quantized,
@@ -41,8 +41,8 @@ OPS = {**ops_activation.OPS, **ops_layout.OPS, **ops_math.OPS, **ops_nn.OPS, **o
        **ops_roi_align.OPS, **ops_deform_conv.OPS}
 """Every supported ONNX op type (default domain) and its import function."""
 DOMAIN_OPS: dict[str, dict[str, Any]] = {"com.microsoft": {**ops_quantized.MICROSOFT,
-                                                           **ops_fused.MICROSOFT},
-                                         ops_ml.DOMAIN: ops_ml.OPS,
+                                                           **fused_conv.MICROSOFT},
+                                         onnx_ml.DOMAIN: onnx_ml.OPS,
                                          set_value.DOMAIN: {**set_value.OPS,
                                                             **merged_transpose.OPS}}
 """Supported ops of other domains (onnxruntime's contrib ops, and the importer's own rewrites),
