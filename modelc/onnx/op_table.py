@@ -9,7 +9,7 @@ from typing import Any
 
 from ..errors import CompileError, UnsupportedOpError
 from . import (
-    fused_conv,
+    fused,
     merged_transpose,
     onnx_ml,
     ops_activation,
@@ -41,7 +41,7 @@ OPS = {**ops_activation.OPS, **ops_layout.OPS, **ops_math.OPS, **ops_nn.OPS, **o
        **ops_roi_align.OPS, **ops_deform_conv.OPS}
 """Every supported ONNX op type (default domain) and its import function."""
 DOMAIN_OPS: dict[str, dict[str, Any]] = {"com.microsoft": {**ops_quantized.MICROSOFT,
-                                                           **fused_conv.MICROSOFT},
+                                                           **fused.MICROSOFT},
                                          onnx_ml.DOMAIN: onnx_ml.OPS,
                                          set_value.DOMAIN: {**set_value.OPS,
                                                             **merged_transpose.OPS}}
