@@ -1,9 +1,9 @@
 """``peers.py``'s ``real`` group: the real models of ``tests/cases/real_models.py`` (ONNX files
-inside pinned PyPI wheels), prepared for the same cells as the other models.
+inside pinned PyPI wheels and npm packages), prepared for the same cells as the other models.
 
 A real model has no torch twin: its ``.onnx`` file is what onnxruntime and ORT-web run, the
 wasmnn row is that file imported by ``modelc.from_onnx``, and the reference output is
-onnxruntime's (one thread). Wheels are downloaded once into ``$WASMNN_MODEL_CACHE``, else
+onnxruntime's (one thread). Packages are downloaded once into ``$WASMNN_MODEL_CACHE``, else
 the folder the tests use (``.pytest_cache/d/real_models``); offline, every cell of the model
 prints ``n/a``.
 """

@@ -24,6 +24,7 @@ from ..trace import DynamicSpec, SymbolicTensor, Tracer
 from . import functions, merged_transpose, set_value
 from .fold_qdq import fold_qdq
 from .functions import expandable
+from .half import check_no_half
 from .node import OnnxNode
 from .older_opsets import upgrade
 from .op_table import CONVERTED, OPSETS, check_supported, load, op_function, opset_of
@@ -300,8 +301,9 @@ def from_onnx(model: Any, input_shapes: Mapping[str, Sequence[int]] | None = Non
 
     Raises:
         UnsupportedOpError: listing every node whose op is not covered, before importing.
-        CompileError: a node cannot be imported (an unsupported attribute or a shape
-            computation over symbolic dims), naming the node and its op type.
+        CompileError: the model computes in float16 or bfloat16 (naming every such tensor,
+            before importing), or a node cannot be imported (an unsupported attribute or a
+            shape computation over symbolic dims), naming the node and its op type.
         ValueError: ``input_shapes`` or ``dynamic`` do not fit the model's inputs, or
             ``model`` is not a valid ONNX model.
         ImportError: the ``onnx`` package is not installed.
@@ -309,6 +311,7 @@ def from_onnx(model: Any, input_shapes: Mapping[str, Sequence[int]] | None = Non
     proto = set_value.fold_set_value(fold_qdq(upgrade(load(model), OPSETS[0], CONVERTED)))
     proto = merged_transpose.fold_merged_transposes(proto)
     check_supported(proto)
+    check_no_half(proto)
     graph = Graph()
     importer = _Importer(proto, graph, opset_of(proto))
     importer.add_inputs(input_shapes or {}, dynamic or {})

