@@ -10,7 +10,12 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from wasm_kernels import abi
-from wasm_kernels.pack_quantized import pack_qlinear_weight, packs_wide, qlinear_scratch_floats
+from wasm_kernels.pack_quantized import (
+    pack_qlinear_weight,
+    packs_wide,
+    qlinear_scratch_floats,
+    seven_bit_panels,
+)
 
 from ._quantized import Push, per_channel
 
@@ -46,7 +51,8 @@ def call_qlinear(ctx: LowerContext, named: dict[str, Value], a: Push, c: Push,
     ``a``'s, ``op`` the op lowered (``qconv2d`` calls the ``qconv`` rows) and named in
     errors. A ``qlinear`` of a few static rows takes the ``qlinear_wide`` rows when the
     weight packed wide fits (``pack_quantized.packs_wide``): twice its bytes among the
-    weights.
+    weights; the ``qlinear_mixed`` rows when some of its panels are also 7-bit
+    (``pack_quantized.seven_bit_panels``), which the relaxed module's relaxed dot takes.
 
     Raises:
         CompileError: the weight scale is computed at run time.
@@ -54,11 +60,12 @@ def call_qlinear(ctx: LowerContext, named: dict[str, Value], a: Push, c: Push,
     n, k = weight.shape
     wide = op == "qlinear" and all(isinstance(d, int) for d in rows) and packs_wide(
         math.prod(rows), n, k)
+    mixed = wide and bool(np.any(seven_bit_panels(weight)))
     bias = named.get("bias")
     a()
     ctx.address(named["input_scale"])
     ctx.address(named["input_zero_point"])
-    ctx.constant(pack_qlinear_weight(weight, wide))
+    ctx.constant(pack_qlinear_weight(weight, wide and not mixed, mixed))
     ctx.constant(per_channel(named["weight_scale"], n, "float32", op))
     if bias is not None and bias.dtype == "int32":
         ctx.address(bias)
@@ -80,5 +87,6 @@ def call_qlinear(ctx: LowerContext, named: dict[str, Value], a: Push, c: Push,
     ctx.push(n)
     epilogue = ("requantize" if requantize else "dequantize",) + ((activation,) if
                                                                   activation else ())
-    kernel = "qconv" if op == "qconv2d" else "qlinear_wide" if wide else "qlinear"
+    kernel = ("qconv" if op == "qconv2d" else "qlinear_mixed" if mixed else
+              "qlinear_wide" if wide else "qlinear")
     ctx.call(abi.find("qlinear", kernel, epilogue, dtype).name)

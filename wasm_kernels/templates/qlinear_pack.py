@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from ..pack_quantized import QPANEL
+from ..pack_quantized import DIRECT_ROWS, QPANEL, SEVEN_SHIFT
 from ..wasm import Code
 from .loops import strided_loop
 from .qlinear_frame import QFrame
@@ -36,9 +36,11 @@ WIDE_STEP_BYTES = 8 * QPANEL
 """Bytes of one step of a W panel widened by ``widen_panel``: QPANEL columns by four i16."""
 SEVEN_STEP_BYTES = 4 * QPANEL
 """Bytes of one step of a W panel as ``widen_panel`` stores it with ``seven``."""
-SEVEN_SHIFT = 64
-"""What ``widen_panel`` adds to 7-bit weights (in [-64, 63]) to make them the relaxed dot's
-unsigned 7-bit operand; each row then owes ``SEVEN_SHIFT * sum(A)``."""
+MIXED_ROWS = DIRECT_ROWS - 1
+"""The most rows of A a ``qlinear_mixed`` kernel packs at a time (its rows' products): with
+``pack_rows(mixed=True)`` their int8 steps go in ``ws`` (a row's ``panel_bytes >>
+PACKED_SHIFT`` bytes apart), then their sums, at ``ws + MIXED_ROWS * row_bytes``: within
+the ``4 * round_up(k, 4)`` floats of ``ws`` per ``QSPLIT_ROWS`` rows."""
 
 
 STEP_TWICE = [bytes(list(range(8 * s, 8 * s + 8)) * 2) for s in range(2)]
@@ -49,9 +51,10 @@ def _splat_byte(c: Code, value: int) -> None:
     c.emit("v128.const", bytes([value & 255]) * 16)
 
 
-def pack_rows(f: QFrame, count: int, seven: bool = False) -> None:
+def pack_rows(f: QFrame, count: int, seven: bool = False, mixed: bool = False) -> None:
     """Widen the first ``count`` (a local) rows of A to i16 into ``wa`` (the module
-    docstring's layout), or with ``seven`` store them as int8 steps and their row sums."""
+    docstring's layout), or with ``seven`` store them as int8 steps and their row sums
+    (``mixed``: in ``ws``, ``MIXED_ROWS``)."""
     c, arg = f.c, f.arg
     signed = f.spec.dtypes[0] == "int8"
     src, dst, end, chunks, word, byte, row, sums = (c.local("i32") for _ in range(8))
@@ -131,10 +134,13 @@ def pack_rows(f: QFrame, count: int, seven: bool = False) -> None:
 
     # rows are contiguous in both: A's k bytes apart, wa's round_up(k, 4) * 4
     c.emit("local.get", arg["a"]).emit("local.set", src)
-    c.emit("local.get", arg["wa"]).emit("local.set", dst)
+    c.emit("local.get", arg["ws" if mixed else "wa"]).emit("local.set", dst)
     if seven:
-        c.emit("local.get", arg["ws"]).emit("local.get", f.panel_bytes).emit("i32.add")
-        c.emit("local.set", sums)
+        c.emit("local.get", arg["ws"]).emit("local.get", f.panel_bytes)
+        if mixed:
+            c.emit("i32.const", PACKED_SHIFT).emit("i32.shr_u")
+            c.emit("i32.const", MIXED_ROWS).emit("i32.mul")
+        c.emit("i32.add").emit("local.set", sums)
     c.emit("i32.const", 0).emit("local.set", row)
     strided_loop(c, row, 1, count, one_row)
 
