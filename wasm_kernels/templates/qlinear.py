@@ -159,7 +159,7 @@ def _blocks(f: QFrame, tiles: list[tuple[int, Tile]], i: int, j: int,
     c.emit("local.get", most).emit("local.get", arg["m"]).emit("local.get", most)
     c.emit("local.get", arg["m"]).emit("i32.lt_u").emit("select").emit("local.set", count)
     pack_rows(f, count, seven)
-    if sevens is not None and sevens[0][1].seven:
+    if sevens is not None:
         pack_rows(f, count, seven=True, mixed=True)
 
     def rows(tiles: list[tuple[int, Tile]], edge: bool) -> None:

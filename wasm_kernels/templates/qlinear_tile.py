@@ -31,6 +31,12 @@ engine:
   ``pack_rows(seven=True)`` stored it, and W plus 64 (7-bit) the second, from ``ws`` (a
   column in [-63, 64] negated first, its result negated back); each row then subtracts 64
   times its sum of A. Pair sums stay within 2 * 128 * 127 here too.
+- ``qlinear_mixed`` rows (``pack_quantized``'s mixed packing): per panel, as its flag says,
+  the wide tile, or on a 7-bit panel's ``s * w + 64`` bytes, read in place from W, the
+  ``seven`` tile in the relaxed module (A as int8 stored by ``pack_rows(mixed=True)`` in
+  ``ws``; uint8 A's ``- 128`` given back as 128 times the column sums) and elsewhere a
+  ``decode`` tile: the i16 dot on the bytes widened as loaded (``v128.load8x8_u``), A widened
+  in ``wa``, then ``s * (acc - 64 * sum(A))`` per column.
 
 Accumulation: every product is at most 255 * 128 in magnitude, so k up to
 ``abi_quantized.QLINEAR_MAX_K`` stays within int32 (wrapping arithmetic keeps the A zero point's
@@ -228,10 +234,8 @@ class Tile:
             if self.direct:
                 c.emit("v128.load8x8_s", 0, w_offset + 8 * g)
             elif self.decode:
-                # a mixed packing's 7-bit panel: s * w, its column's sign s applied at the end
-                c.emit("v128.load64_zero", 0, w_offset + 8 * g)
-                _splat_i8(c, SEVEN_SHIFT)
-                c.emit("i8x16.sub").emit("i16x8.extend_low_i8x16_s")
+                # a mixed packing's 7-bit panel: s * w + SEVEN_SHIFT (corrected at the end)
+                c.emit("v128.load8x8_u", 0, w_offset + 8 * g)
             else:
                 c.emit("v128.load", 0, w_offset + 16 * g)
             c.emit("local.set", register)
@@ -270,7 +274,8 @@ class Tile:
         if self.seven or self.decode:
             # s * (acc - SEVEN_SHIFT * (row's sum of A)) = (x ^ m) - m, the columns' masks m
             # at masks + j * 4 (32 bytes a panel), the row's sum at ws + panel_bytes + 4 * row
-            # (mixed: at ws + MIXED_ROWS * row_bytes + 4 * row); decode: s * acc
+            # (mixed: at ws + MIXED_ROWS * row_bytes + 4 * row, of A as int8); decode: A as
+            # it is, uint8 A's sum 128 * k more
             mask = self.spare
             c.emit("local.get", f.masks).emit("local.get", self.j).emit("i32.const", 2)
             c.emit("i32.shl").emit("i32.add").emit("v128.load", 0, 16 * half)
@@ -279,16 +284,20 @@ class Tile:
                 self._pair_sums(r, half)
             else:
                 c.emit("local.get", self.acc[r][half][0])
-                c.emit("local.get", f.arg["ws"]).emit("local.get", f.panel_bytes)
-                if f.mixed:
-                    c.emit("i32.const", PACKED_SHIFT).emit("i32.shr_u")
-                    c.emit("i32.const", MIXED_ROWS).emit("i32.mul")
-                c.emit("i32.add").emit("local.get", self.i).emit("i32.const", 2)
-                c.emit("i32.shl").emit("i32.add")
-                c.emit("i32.load", 2, 4 * r).emit("i32.const", SEVEN_SHIFT).emit("i32.mul")
-                c.emit("i32x4.splat").emit("i32x4.sub")
+            c.emit("local.get", f.arg["ws"]).emit("local.get", f.panel_bytes)
+            if f.mixed:
+                c.emit("i32.const", PACKED_SHIFT).emit("i32.shr_u")
+                c.emit("i32.const", MIXED_ROWS).emit("i32.mul")
+            c.emit("i32.add").emit("local.get", self.i).emit("i32.const", 2)
+            c.emit("i32.shl").emit("i32.add").emit("i32.load", 2, 4 * r)
+            unsigned = f.spec.dtypes[0] == "uint8"
+            if self.decode and unsigned:
+                c.emit("local.get", f.arg["k"]).emit("i32.const", 7).emit("i32.shl")
+                c.emit("i32.add")
+            c.emit("i32.const", SEVEN_SHIFT).emit("i32.mul").emit("i32x4.splat")
+            c.emit("i32x4.sub")
             c.emit("local.get", mask).emit("v128.xor").emit("local.get", mask).emit("i32x4.sub")
-            if f.mixed and self.seven and f.spec.dtypes[0] == "uint8":
+            if f.mixed and self.seven and unsigned:
                 # A went in as uint8 A - 128: add 128 * the columns' weight sums back
                 _column_vector(f, f.sums, self.j, half)
                 c.emit("i32.const", 7).emit("i32x4.shl").emit("i32x4.add")
