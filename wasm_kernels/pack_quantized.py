@@ -69,6 +69,26 @@ def packs_wide(rows: int, n: int, k: int) -> bool:
     return rows < DIRECT_ROWS and 2 * _round_up(n, QPANEL) * _round_up(k, 4) <= WIDE_MAX_BYTES
 
 
+MIXED_SHARE = 0.5
+"""The share of 7-bit panels from which a product of ``DIRECT_ROWS`` rows or more takes the
+``qlinear_mixed`` rows (fewer rows: any 7-bit panel). Its wide tile, on blocks of
+``MIXED_ROWS`` rows, ran 24x512x1024 as fast as the int8 tile (77 against 75 GOPS), its 7-bit
+one 1.17x (88), in the relaxed module; the simd128 module's widens each 7-bit panel
+(``bench/kernels.py --only int8rows``)."""
+
+
+def packs_mixed(rows: int, weight: np.ndarray) -> bool:
+    """Whether a product of ``rows`` rows of A by the (n, k) int8 ``weight`` takes the
+    ``qlinear_mixed`` rows: its mixed packing within ``WIDE_MAX_BYTES``, and some 7-bit
+    panels (``seven_bit_panels``), at ``DIRECT_ROWS`` rows or more ``MIXED_SHARE`` of them
+    but not all (the int8 packing's own 7-bit tile then takes 4 rows at a time)."""
+    n, k = weight.shape
+    if 2 * _round_up(n, QPANEL) * _round_up(k, 4) > WIDE_MAX_BYTES:
+        return False
+    share = float(np.mean(seven_bit_panels(weight)))
+    return share > 0 if rows < DIRECT_ROWS else MIXED_SHARE <= share < 1
+
+
 QSPLIT_ROWS = 8
 """Rows at a multiple of which a thread's part of a qlinear kernel starts
 (``parallel.splits``): ``ws`` holds one widened panel per that many rows, so parts widen

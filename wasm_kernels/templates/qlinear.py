@@ -21,7 +21,7 @@ from ..wasm import Code, FuncType
 from .isa import ISAS
 from .loops import strided_loop
 from .qlinear_frame import QFrame, frame, scalar_element
-from .qlinear_pack import MIXED_ROWS, PACKED_SHIFT, pack_rows, widen_panel
+from .qlinear_pack import MIXED_ROWS, PACKED_SHIFT, pack_rows, widen_panel, widen_seven_panel
 from .qlinear_tile import Tile
 
 MR = {"relaxed": 4, "simd128": 2}
@@ -83,14 +83,25 @@ def emit(spec: KernelSpec, isa_name: str, tile_isa: str | None = None
         c.emit("local.set", f.a_zero)
     tiles = [(rows, Tile(f, isa, rows, i, j)) for rows in (MR[isa_name], 1)]
     if f.wide:
-        sevens = None
-        if f.mixed:
-            # NOTE: 7-bit panels take the relaxed dot in the relaxed module, else the i16
-            # dot on their bytes minus SEVEN_SHIFT (decode); the rest the wide tile
-            sevens = [(rows, Tile(f, ISAS["relaxed"] if relaxed_module else isa, rows, i, j,
-                                  seven=relaxed_module, decode=not relaxed_module))
-                      for rows in (MR[isa_name], 1)]
-        _blocks(f, tiles, i, j, sevens=sevens)
+        if not f.mixed:
+            _blocks(f, tiles, i, j)
+            return FuncType(spec.param_types, spec.results), c
+        # NOTE: 7-bit panels take the relaxed dot in the relaxed module; elsewhere the i16
+        # dot on their bytes (decode) for a few rows, else on the panel widened into ws
+        # (where decoding W in the k loop costs more than once per panel); the rest of the
+        # panels take the wide tile
+        if relaxed_module:
+            _blocks(f, tiles, i, j, sevens=[(rows, Tile(f, ISAS["relaxed"], rows, i, j,
+                                                        seven=True)) for rows in (MR[isa_name], 1)])
+            return FuncType(spec.param_types, spec.results), c
+        c.emit("local.get", f.arg["m"]).emit("i32.const", DIRECT_ROWS).emit("i32.lt_u")
+        c.emit("if")
+        _blocks(f, tiles, i, j, sevens=[(rows, Tile(f, isa, rows, i, j, decode=True))
+                                        for rows in (MR[isa_name], 1)])
+        c.emit("else")
+        _blocks(f, tiles, i, j, sevens=[(rows, Tile(f, isa, rows, i, j, from_ws=True))
+                                        for rows in (MR[isa_name], 1)])
+        c.emit("end")
         return FuncType(spec.param_types, spec.results), c
     if tiles[0][1].packed:
         direct = [(rows, Tile(f, isa, rows, i, j, direct=True)) for rows in (MR[isa_name], 1)]
@@ -148,7 +159,8 @@ def _blocks(f: QFrame, tiles: list[tuple[int, Tile]], i: int, j: int,
     c.emit("i32.const", -2).emit("i32.and").emit("local.tee", most)
     c.emit("i32.const", 2).emit("local.get", most).emit("i32.const", 2).emit("i32.gt_u")
     c.emit("select").emit("local.set", most)
-    if sevens is not None:
+    stored = sevens is not None and not sevens[0][1].from_ws  # A's int8 steps in ws
+    if stored:
         c.emit("i32.const", MIXED_ROWS).emit("local.set", most)
     if seven:  # most = min(most, panel_bytes / 4)
         c.emit("local.get", most).emit("local.get", f.panel_bytes).emit("i32.const", 2)
@@ -159,7 +171,7 @@ def _blocks(f: QFrame, tiles: list[tuple[int, Tile]], i: int, j: int,
     c.emit("local.get", most).emit("local.get", arg["m"]).emit("local.get", most)
     c.emit("local.get", arg["m"]).emit("i32.lt_u").emit("select").emit("local.set", count)
     pack_rows(f, count, seven)
-    if sevens is not None:
+    if stored:
         pack_rows(f, count, seven=True, mixed=True)
 
     def rows(tiles: list[tuple[int, Tile]], edge: bool) -> None:
@@ -176,6 +188,8 @@ def _blocks(f: QFrame, tiles: list[tuple[int, Tile]], i: int, j: int,
         # the panel's flag: flags + (j / QPANEL) * 4
         c.emit("local.get", f.flags).emit("local.get", j).emit("i32.const", 1)
         c.emit("i32.shr_u").emit("i32.add").emit("i32.load", 2, 0).emit("if")
+        if not stored:
+            widen_seven_panel(f, j)
         rows(sevens, edge)
         c.emit("else")
         rows(tiles, edge)

@@ -180,3 +180,35 @@ def widen_panel(f: QFrame, j: int, seven: bool = False) -> None:
     c.emit("local.get", f.panel_bytes).emit("i32.add").emit("local.set", end)
     c.emit("local.get", arg["ws"]).emit("local.set", dst)
     strided_loop(c, src, SEVEN_STEP_BYTES if seven else WIDE_STEP_BYTES // 2, end, step)
+
+
+def widen_seven_panel(f: QFrame, j: int) -> None:
+    """Widen a mixed packing's 7-bit panel of columns ``j .. j + QPANEL`` into ``ws`` as
+    ``widen_panel`` lays a panel out: each byte ``b`` of a column with mask ``m`` (0 or -1
+    in every byte) as the int16 ``((b - SEVEN_SHIFT) ^ m) - m``, its weight."""
+    c, arg = f.c, f.arg
+    src, dst, end = (c.local("i32") for _ in range(3))
+    masks = [c.local("v128") for _ in range(QPANEL // 2)]
+    for group, mask in enumerate(masks):
+        # columns 2 * group and 2 * group + 1's masks: masks + j * 4 + 8 * group
+        c.emit("local.get", f.masks).emit("local.get", j).emit("i32.const", 2).emit("i32.shl")
+        c.emit("i32.add").emit("v128.load64_zero", 0, 8 * group).emit("local.set", mask)
+
+    def step() -> None:
+        for group, mask in enumerate(masks):
+            c.emit("local.get", dst).emit("local.get", src)
+            c.emit("v128.load64_zero", 0, 8 * group)
+            _splat_byte(c, SEVEN_SHIFT)
+            c.emit("i8x16.sub").emit("local.get", mask).emit("v128.xor")
+            c.emit("local.get", mask).emit("i8x16.sub").emit("i16x8.extend_low_i8x16_s")
+            c.emit("v128.store", 0, 16 * group)
+        c.emit("local.get", dst).emit("i32.const", WIDE_STEP_BYTES).emit("i32.add")
+        c.emit("local.set", dst)
+
+    # src = w + (j / QPANEL) * 2 * panel_bytes (a wide slot), end = src + panel_bytes
+    c.emit("local.get", arg["w"]).emit("local.get", j)
+    c.emit("i32.const", QPANEL.bit_length() - 2).emit("i32.shr_u")
+    c.emit("local.get", f.panel_bytes).emit("i32.mul").emit("i32.add").emit("local.tee", src)
+    c.emit("local.get", f.panel_bytes).emit("i32.add").emit("local.set", end)
+    c.emit("local.get", arg["ws"]).emit("local.set", dst)
+    strided_loop(c, src, SEVEN_STEP_BYTES, end, step)

@@ -90,10 +90,10 @@ class Tile:
     """Emits one tile: its accumulators, a step of k for each row, and the stores."""
 
     def __init__(self, f: QFrame, isa: Isa, rows: int, i: int, j: int, seven: bool = False,
-                 direct: bool = False, decode: bool = False):
+                 direct: bool = False, decode: bool = False, from_ws: bool = False):
         c = f.c
         self.f, self.isa, self.rows, self.i, self.j = f, isa, rows, i, j
-        self.seven, self.direct, self.decode = seven, direct, decode
+        self.seven, self.direct, self.decode, self.from_ws = seven, direct, decode, from_ws
         self.unroll = WIDE_UNROLL if f.wide and rows == 1 else 1
         self.relaxed = isa.fma and not seven
         self.packed = not self.relaxed  # simd128 and seven read A and W from qlinear_pack
@@ -124,7 +124,7 @@ class Tile:
             else:
                 c.emit("local.get", f.arg["k"])
             c.emit("i32.mul").emit("i32.add").emit("local.set", pointer)
-        if self.packed and not self.direct and not f.wide:
+        if self.packed and not self.direct and not f.wide or self.from_ws:
             c.emit("local.get", f.arg["ws"])
         else:
             # w + (j / QPANEL) * panel_bytes, twice that for wide panels
