@@ -148,9 +148,10 @@ def _blocks(f: QFrame, tiles: list[tuple[int, Tile]], i: int, j: int,
     7-bit weights' tile) a block also holds at most ``panel_bytes / 4`` rows: their sums of A
     go in ``ws`` after the panel, within the ``4 * round_up(k, 4)`` floats it has; with
     ``direct`` (tiles that widen W as they load it) no panel is widened. With ``sevens``
-    (a mixed packing's 7-bit panels' tiles) a block holds at most ``MIXED_ROWS`` rows, and
-    each panel takes ``sevens`` or ``tiles`` as its flag says; a relaxed ``sevens`` also
-    has its rows stored as int8 steps in ``ws`` (``pack_rows(mixed=True)``)."""
+    (a mixed packing's 7-bit panels' tiles) each panel takes ``sevens`` or ``tiles`` as its
+    flag says; ``sevens`` that read the panel widened into ``ws`` (``from_ws``) have it
+    widened first, the others have the block's rows (at most ``MIXED_ROWS``) stored as int8
+    steps in ``ws`` with their sums (``pack_rows(mixed=True)``)."""
     c, arg = f.c, f.arg
     most, count = c.local("i32"), c.local("i32")
     # most = max(2, (QBLOCK_BYTES / row_bytes) & ~1), row_bytes = panel_bytes >> 1
