@@ -92,7 +92,7 @@ def emit(spec: KernelSpec, isa_name: str, tile_isa: str | None = None
         # panels take the wide tile
         if relaxed_module:
             _blocks(f, tiles, i, j, sevens=[(rows, Tile(f, ISAS["relaxed"], rows, i, j,
-                                                        seven=True)) for rows in (MR[isa_name], 1)])
+                                                        seven=True)) for rows in (MIXED_ROWS, 1)])
             return FuncType(spec.param_types, spec.results), c
         c.emit("local.get", f.arg["m"]).emit("i32.const", DIRECT_ROWS).emit("i32.lt_u")
         c.emit("if")
