@@ -69,24 +69,30 @@ def packs_wide(rows: int, n: int, k: int) -> bool:
     return rows < DIRECT_ROWS and 2 * _round_up(n, QPANEL) * _round_up(k, 4) <= WIDE_MAX_BYTES
 
 
-MIXED_SHARE = 0.5
-"""The share of 7-bit panels from which a product of ``DIRECT_ROWS`` rows or more takes the
-``qlinear_mixed`` rows (fewer rows: any 7-bit panel). Its wide tile, on blocks of
-``MIXED_ROWS`` rows, ran 24x512x1024 as fast as the int8 tile (77 against 75 GOPS), its 7-bit
-one 1.17x (88), in the relaxed module; the simd128 module's widens each 7-bit panel
-(``bench/kernels.py --only int8rows``)."""
+MIXED_SHARE = (0.25, 0.9)
+"""The least share of 7-bit panels with which a product of fewer than ``DIRECT_ROWS`` rows,
+and one of more, takes the ``qlinear_mixed`` rows. In the relaxed module, all panels 7-bit,
+the 7-bit tile ran 1 x 256 x 1024 1.04-1.07x the wide one and 24 x 512 x 1024 1.29x the int8
+one, the wide tile on blocks of ``MIXED_ROWS`` rows 1.03x int8 (``bench/kernels.py --only
+int8rows``); but the packing's other panels are int16, twice the int8 bytes, and its kernel
+does more per call: tashkeel_bilstm (recurrent weights 0-74% 7-bit panels, input ones 15-99%)
+ran 0.95-0.98x as fast with every 7-bit panel taken, in one process round-robin against its
+build without mixed rows (caches shared with the other builds); its weights with few 7-bit
+panels then keep the wide or int8 packing."""
 
 
 def packs_mixed(rows: int, weight: np.ndarray) -> bool:
     """Whether a product of ``rows`` rows of A by the (n, k) int8 ``weight`` takes the
-    ``qlinear_mixed`` rows: its mixed packing within ``WIDE_MAX_BYTES``, and some 7-bit
-    panels (``seven_bit_panels``), at ``DIRECT_ROWS`` rows or more ``MIXED_SHARE`` of them
-    but not all (the int8 packing's own 7-bit tile then takes 4 rows at a time)."""
+    ``qlinear_mixed`` rows: its mixed packing within ``WIDE_MAX_BYTES``, and ``MIXED_SHARE``
+    of its panels 7-bit (``seven_bit_panels``), at ``DIRECT_ROWS`` rows or more not all of
+    them (the int8 packing's 4-row 7-bit tile takes those)."""
     n, k = weight.shape
     if 2 * _round_up(n, QPANEL) * _round_up(k, 4) > WIDE_MAX_BYTES:
         return False
     share = float(np.mean(seven_bit_panels(weight)))
-    return share > 0 if rows < DIRECT_ROWS else MIXED_SHARE <= share < 1
+    if rows < DIRECT_ROWS:
+        return share >= MIXED_SHARE[0]
+    return MIXED_SHARE[1] <= share < 1
 
 
 QSPLIT_ROWS = 8
