@@ -142,8 +142,10 @@ projection of 24 steps at once; VoiceFilter's step (k = 512 by 4 * 512 gates: wi
 past ``pack_quantized.WIDE_MAX_BYTES``) and its 8-step projection."""
 
 
-ROW_OPS = ("qlinear", "qlinear_wide")
-"""The rows compared: W packed as int8 and widened in the kernel, and W packed wide (int16)."""
+ROW_OPS = ("qlinear", "qlinear_wide", "qlinear_mixed")
+"""The rows compared: W packed as int8 and widened in the kernel, W packed wide (int16), and
+W packed mixed with every panel 7-bit (its weights clipped to [-64, 63]: the relaxed module's
+relaxed-dot tile; the simd128 module's i16 dot on the bytes)."""
 
 
 def bench_int8_rows(repeat: int) -> None:
@@ -164,7 +166,9 @@ def bench_int8_rows(repeat: int) -> None:
         for (isa, variant), op in itertools.product(variants.items(), ROW_OPS):
             addresses = variant.place([
                 qa, np.array([0.02], np.float32), np.array([128], np.uint8),
-                pack_qlinear_weight(qw, wide=op == "qlinear_wide"), np.full(n, 0.01, np.float32),
+                pack_qlinear_weight(np.clip(qw, -64, 63) if op == "qlinear_mixed" else qw,
+                                    wide=op == "qlinear_wide", mixed=op == "qlinear_mixed"),
+                np.full(n, 0.01, np.float32),
                 np.zeros(n, np.int32), np.zeros(n, np.float32), np.zeros((m, n), np.float32),
                 *(np.zeros(size, np.float32) for size in qlinear_scratch_floats(m, k))],
                 after=True)

@@ -74,9 +74,10 @@ def _qlinear(spec: abi.KernelSpec) -> Callable[..., None]:
         m, k, n = arg["m"], arg["k"], arg["n"]
         a = operand(memory, arg["a"], (m, k), BYTES[source]).astype(np.int64)
         a_zero = int(operand(memory, arg["a_zero_point"], (1,), BYTES[source])[0])
-        wide = spec.op == "qlinear_wide"
-        packed = operand(memory, arg["w"], (packed_qlinear_bytes(n, k, wide),), BYTES["uint8"])
-        w = unpack_qlinear_weight(packed, n, k, wide).astype(np.int64)
+        wide, mixed = spec.op == "qlinear_wide", spec.op == "qlinear_mixed"
+        packed = operand(memory, arg["w"], (packed_qlinear_bytes(n, k, wide, mixed),),
+                         BYTES["uint8"])
+        w = unpack_qlinear_weight(packed, n, k, wide, mixed).astype(np.int64)
         acc = ((a - a_zero) @ w.T + operand(memory, arg["bias"], (n,), I32)).astype(np.int32)
         scale = operand(memory, arg["a_scale"], (1,))[0] * operand(memory, arg["w_scale"], (n,))
         if "fbias" in arg:

@@ -80,7 +80,7 @@ def _qlinear(dtype: str, requantize: bool, activation: str, op: str) -> KernelSp
         "wa and ws are scratch of pack_quantized.qlinear_scratch_floats(m, k) floats (A's "
         "rows widened to int16, a block at a time; one widened weight panel per "
         "pack_quantized.QSPLIT_ROWS rows, so parts of the rows on other threads use their own)"
-        + {"qconv": CONV_TILE, "qlinear_wide": WIDE}.get(op, ""),
+        + {"qconv": CONV_TILE, "qlinear_wide": WIDE, "qlinear_mixed": MIXED}.get(op, ""),
         epilogue=epilogue, dtypes=(dtype, dtype if requantize else "float32"))
 
 
@@ -91,8 +91,13 @@ WIDE = ("; W packed wide (pack_qlinear_weight(w, wide=True): its weights as int1
         "bytes), which the k loop loads without widening it: a product of a few rows (an "
         "unrolled recurrent step's) over a weight that fits in L2 (templates/qlinear.py)")
 
+MIXED = ("; W packed mixed (pack_qlinear_weight(w, mixed=True): wide, but its panels of "
+         "7-bit columns as bytes, which the relaxed module multiplies with the relaxed dot): "
+         "the qlinear_wide rows' product when some panels are 7-bit")
+
 QLINEARS: tuple[KernelSpec, ...] = tuple(
-    _qlinear(dtype, requantize, act, op) for op in ("qlinear", "qconv", "qlinear_wide")
+    _qlinear(dtype, requantize, act, op)
+    for op in ("qlinear", "qconv", "qlinear_wide", "qlinear_mixed")
     for dtype in ("uint8", "int8") for requantize in (False, True)
     for act in ("", "relu", "relu6"))
 

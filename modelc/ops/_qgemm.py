@@ -10,7 +10,12 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from wasm_kernels import abi
-from wasm_kernels.pack_quantized import pack_qlinear_weight, packs_wide, qlinear_scratch_floats
+from wasm_kernels.pack_quantized import (
+    pack_qlinear_weight,
+    packs_mixed,
+    packs_wide,
+    qlinear_scratch_floats,
+)
 
 from ._quantized import Push, per_channel
 
@@ -46,19 +51,21 @@ def call_qlinear(ctx: LowerContext, named: dict[str, Value], a: Push, c: Push,
     ``a``'s, ``op`` the op lowered (``qconv2d`` calls the ``qconv`` rows) and named in
     errors. A ``qlinear`` of a few static rows takes the ``qlinear_wide`` rows when the
     weight packed wide fits (``pack_quantized.packs_wide``): twice its bytes among the
-    weights.
+    weights; the ``qlinear_mixed`` rows instead when its panels of 7-bit columns, which
+    the relaxed module's relaxed dot takes, are enough (``pack_quantized.packs_mixed``).
 
     Raises:
         CompileError: the weight scale is computed at run time.
     """
     n, k = weight.shape
-    wide = op == "qlinear" and all(isinstance(d, int) for d in rows) and packs_wide(
-        math.prod(rows), n, k)
+    static = op == "qlinear" and all(isinstance(d, int) for d in rows)
+    mixed = static and packs_mixed(math.prod(rows), weight)
+    wide = static and not mixed and packs_wide(math.prod(rows), n, k)
     bias = named.get("bias")
     a()
     ctx.address(named["input_scale"])
     ctx.address(named["input_zero_point"])
-    ctx.constant(pack_qlinear_weight(weight, wide))
+    ctx.constant(pack_qlinear_weight(weight, wide, mixed))
     ctx.constant(per_channel(named["weight_scale"], n, "float32", op))
     if bias is not None and bias.dtype == "int32":
         ctx.address(bias)
@@ -80,5 +87,6 @@ def call_qlinear(ctx: LowerContext, named: dict[str, Value], a: Push, c: Push,
     ctx.push(n)
     epilogue = ("requantize" if requantize else "dequantize",) + ((activation,) if
                                                                   activation else ())
-    kernel = "qconv" if op == "qconv2d" else "qlinear_wide" if wide else "qlinear"
+    kernel = ("qconv" if op == "qconv2d" else "qlinear_mixed" if mixed else
+              "qlinear_wide" if wide else "qlinear")
     ctx.call(abi.find("qlinear", kernel, epilogue, dtype).name)

@@ -9,7 +9,12 @@ import pytest
 from nn import functional as F
 from wasm_kernels import abi, abi_quantized
 from wasm_kernels.pack_quantized import SEVEN_BIT as SEVEN
-from wasm_kernels.pack_quantized import pack_qlinear_weight, qblock_rows, qlinear_scratch_floats
+from wasm_kernels.pack_quantized import (
+    pack_qlinear_weight,
+    qblock_rows,
+    qlinear_scratch_floats,
+    seven_bit_panels,
+)
 
 # (m, k, n): size 1, k % 4 tails of 1-3, n below, at and past the 8-column panel, m % 2
 # remainders, several tiles, a long k, and k past the unrolled steps of 8 by one step of 4
@@ -64,7 +69,8 @@ def _call(kernels, spec: abi.KernelSpec, ops: dict, offset: int = 0) -> np.ndarr
     m, k = ops["a"].shape
     n = ops["w"].shape[0]
     dtype = np.dtype(spec.dtypes[1])
-    w = pack_qlinear_weight(ops["w"], wide=spec.op == "qlinear_wide")
+    w = pack_qlinear_weight(ops["w"], wide=spec.op == "qlinear_wide",
+                            mixed=spec.op == "qlinear_mixed")
     args = dict(ops, w=w, c=kernels.output((m, n), dtype),
                 **_scratch(m, k), m=m, k=k, n=n)
     if "fbias" in spec.params:
@@ -98,6 +104,35 @@ def test_qlinear_rows_are_exact_on_seven_bit_weights(kernels, shape) -> None:  #
         np.testing.assert_array_equal(got, _reference(spec, ops), err_msg=spec.name)
         ops = _operands(spec, m, k, n, seed=seed, weights=(-63, 65))
         ops["w"][::2] = np.clip(ops["w"][::2], -64, 63)  # every other column plain
+        got = _call(kernels, spec, ops, offset=index % 3)
+        np.testing.assert_array_equal(got, _reference(spec, ops), err_msg=spec.name)
+
+
+MIXED = [k for k in QLINEAR if k.op == "qlinear_mixed"]
+
+
+@pytest.mark.parametrize("shape", [(1, 3, 7), (1, 258, 33), (2, 23, 24), (3, 44, 40),
+                                   (5, 16, 17), (7, 130, 31)],
+                         ids=lambda s: "x".join(map(str, s)))
+def test_mixed_rows_are_exact_on_mixed_panels(kernels, shape) -> None:  # type: ignore[no-untyped-def]
+    """A mixed packing whose panels alternate: 7-bit ones (columns plain in [-64, 63] and
+    negated in [-63, 64], their ends reached) and full-range ones (-128 and 127 reached),
+    on every provider (the relaxed module's relaxed dot, the others' i16 dot on the bytes);
+    5 and 7 rows take blocks of MIXED_ROWS."""
+    m, k, n = shape
+    for index, spec in enumerate(MIXED):
+        ops = _operands(spec, m, k, n, seed=m * 1000 + k * 10 + n + index)
+        w = ops["w"]
+        panel = np.arange(n) // 8
+        plain, negated = (panel % 2 == 0) & (np.arange(n) % 2 == 0), (panel % 2 == 0) & (
+            np.arange(n) % 2 == 1)
+        w[plain] = np.clip(w[plain], -64, 63)
+        w[negated] = np.clip(w[negated], -63, 64)
+        w[plain, 0], w[negated, -1] = -64, 64
+        w[plain & (np.arange(n) % 4 == 0), -1] = 63
+        w[panel % 2 == 1, 0] = -128
+        w[panel % 2 == 1, -1] = 127
+        assert list(seven_bit_panels(w)) == [p % 2 == 0 for p in range(-(-n // 8))]
         got = _call(kernels, spec, ops, offset=index % 3)
         np.testing.assert_array_equal(got, _reference(spec, ops), err_msg=spec.name)
 

@@ -21,7 +21,7 @@ from ..wasm import Code, FuncType
 from .isa import ISAS
 from .loops import strided_loop
 from .qlinear_frame import QFrame, frame, scalar_element
-from .qlinear_pack import PACKED_SHIFT, pack_rows, widen_panel
+from .qlinear_pack import MIXED_ROWS, PACKED_SHIFT, pack_rows, widen_panel, widen_seven_panel
 from .qlinear_tile import Tile
 
 MR = {"relaxed": 4, "simd128": 2}
@@ -61,6 +61,7 @@ def emit(spec: KernelSpec, isa_name: str, tile_isa: str | None = None
     c = Code(spec.param_types)
     f = frame(c, spec)
     seven = ISAS[isa_name].fma and tile_isa is None and not f.wide
+    relaxed_module = ISAS[isa_name].fma
     if f.wide:
         # NOTE: wide weights take the i16 dot tile alone, whatever the module's ISA
         isa_name = "scalar" if isa_name == "scalar" else "simd128"
@@ -82,7 +83,25 @@ def emit(spec: KernelSpec, isa_name: str, tile_isa: str | None = None
         c.emit("local.set", f.a_zero)
     tiles = [(rows, Tile(f, isa, rows, i, j)) for rows in (MR[isa_name], 1)]
     if f.wide:
-        _blocks(f, tiles, i, j)
+        if not f.mixed:
+            _blocks(f, tiles, i, j)
+            return FuncType(spec.param_types, spec.results), c
+        # NOTE: 7-bit panels take the relaxed dot in the relaxed module; elsewhere the i16
+        # dot on their bytes (decode) for a few rows, else on the panel widened into ws
+        # (where decoding W in the k loop costs more than once per panel); the rest of the
+        # panels take the wide tile
+        if relaxed_module:
+            _blocks(f, tiles, i, j, sevens=[(rows, Tile(f, ISAS["relaxed"], rows, i, j,
+                                                        seven=True)) for rows in (MIXED_ROWS, 1)])
+            return FuncType(spec.param_types, spec.results), c
+        c.emit("local.get", f.arg["m"]).emit("i32.const", DIRECT_ROWS).emit("i32.lt_u")
+        c.emit("if")
+        _blocks(f, tiles, i, j, sevens=[(rows, Tile(f, isa, rows, i, j, decode=True))
+                                        for rows in (MR[isa_name], 1)])
+        c.emit("else")
+        _blocks(f, tiles, i, j, sevens=[(rows, Tile(f, isa, rows, i, j, from_ws=True))
+                                        for rows in (MR[isa_name], 1)])
+        c.emit("end")
         return FuncType(spec.param_types, spec.results), c
     if tiles[0][1].packed:
         direct = [(rows, Tile(f, isa, rows, i, j, direct=True)) for rows in (MR[isa_name], 1)]
@@ -121,13 +140,18 @@ def emit(spec: KernelSpec, isa_name: str, tile_isa: str | None = None
 
 
 def _blocks(f: QFrame, tiles: list[tuple[int, Tile]], i: int, j: int,
-            seven: bool = False, direct: bool = False) -> None:
+            seven: bool = False, direct: bool = False,
+            sevens: list[tuple[int, Tile]] | None = None) -> None:
     """The packed product, a block of A's rows at a time (``pack_quantized.qblock_rows``):
     the block widened into ``wa``, then per column panel of W, the panel widened into ``ws``
     and every row of the block; then a, c and m move past the block. With ``seven`` (the
     7-bit weights' tile) a block also holds at most ``panel_bytes / 4`` rows: their sums of A
     go in ``ws`` after the panel, within the ``4 * round_up(k, 4)`` floats it has; with
-    ``direct`` (tiles that widen W as they load it) no panel is widened."""
+    ``direct`` (tiles that widen W as they load it) no panel is widened. With ``sevens``
+    (a mixed packing's 7-bit panels' tiles) each panel takes ``sevens`` or ``tiles`` as its
+    flag says; ``sevens`` that read the panel widened into ``ws`` (``from_ws``) have it
+    widened first, the others have the block's rows (at most ``MIXED_ROWS``) stored as int8
+    steps in ``ws`` with their sums (``pack_rows(mixed=True)``)."""
     c, arg = f.c, f.arg
     most, count = c.local("i32"), c.local("i32")
     # most = max(2, (QBLOCK_BYTES / row_bytes) & ~1), row_bytes = panel_bytes >> 1
@@ -136,6 +160,9 @@ def _blocks(f: QFrame, tiles: list[tuple[int, Tile]], i: int, j: int,
     c.emit("i32.const", -2).emit("i32.and").emit("local.tee", most)
     c.emit("i32.const", 2).emit("local.get", most).emit("i32.const", 2).emit("i32.gt_u")
     c.emit("select").emit("local.set", most)
+    stored = sevens is not None and not sevens[0][1].from_ws  # A's int8 steps in ws
+    if stored:
+        c.emit("i32.const", MIXED_ROWS).emit("local.set", most)
     if seven:  # most = min(most, panel_bytes / 4)
         c.emit("local.get", most).emit("local.get", f.panel_bytes).emit("i32.const", 2)
         c.emit("i32.shr_u").emit("local.tee", count).emit("local.get", most)
@@ -145,13 +172,29 @@ def _blocks(f: QFrame, tiles: list[tuple[int, Tile]], i: int, j: int,
     c.emit("local.get", most).emit("local.get", arg["m"]).emit("local.get", most)
     c.emit("local.get", arg["m"]).emit("i32.lt_u").emit("select").emit("local.set", count)
     pack_rows(f, count, seven)
+    if stored:
+        pack_rows(f, count, seven=True, mixed=True)
+
+    def rows(tiles: list[tuple[int, Tile]], edge: bool) -> None:
+        c.emit("i32.const", 0).emit("local.set", i)
+        for height, tile in tiles:
+            strided_loop(c, i, height, count, partial(tile.emit, edge))
 
     def panel(edge: bool) -> None:
         if not direct and not f.wide:
             widen_panel(f, j, seven)
-        c.emit("i32.const", 0).emit("local.set", i)
-        for rows, tile in tiles:
-            strided_loop(c, i, rows, count, partial(tile.emit, edge))
+        if sevens is None:
+            rows(tiles, edge)
+            return
+        # the panel's flag: flags + (j / QPANEL) * 4
+        c.emit("local.get", f.flags).emit("local.get", j).emit("i32.const", 1)
+        c.emit("i32.shr_u").emit("i32.add").emit("i32.load", 2, 0).emit("if")
+        if not stored:
+            widen_seven_panel(f, j)
+        rows(sevens, edge)
+        c.emit("else")
+        rows(tiles, edge)
+        c.emit("end")
 
     c.emit("i32.const", 0).emit("local.set", j)
     strided_loop(c, j, QPANEL, arg["n"], partial(panel, False))

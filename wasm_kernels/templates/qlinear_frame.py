@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..abi import KernelSpec
-from ..pack_quantized import QPANEL
+from ..pack_quantized import QPANEL, SEVEN_SHIFT
 from ..wasm import Code
 from .loops import strided_loop
 
@@ -20,7 +20,8 @@ RANGES = {"uint8": (0, 255), "int8": (-128, 127)}
 class QFrame:
     """Locals every qlinear kernel shares: its arguments by name, the A zero point, the f32
     scale of A, (requantized) the output's scale, zero point and clamp bounds, the packed
-    weight's panel bytes, and where its column sums and its column masks start."""
+    weight's panel bytes, and where its column sums, its column masks and (``mixed``) its
+    panels' 7-bit flags start."""
 
     c: Code
     spec: KernelSpec
@@ -34,6 +35,7 @@ class QFrame:
     panel_bytes: int
     sums: int
     masks: int
+    flags: int
 
     @property
     def requantize(self) -> bool:
@@ -45,8 +47,15 @@ class QFrame:
 
     @property
     def wide(self) -> bool:
-        """Whether W's panels hold int16 weights (the ``qlinear_wide`` rows)."""
-        return self.spec.op == "qlinear_wide"
+        """Whether W's panels have int16 weights' slots (the ``qlinear_wide`` and
+        ``qlinear_mixed`` rows)."""
+        return self.spec.op in ("qlinear_wide", "qlinear_mixed")
+
+    @property
+    def mixed(self) -> bool:
+        """Whether W's 7-bit panels hold bytes, the rest int16 (the ``qlinear_mixed`` rows,
+        ``pack_quantized.pack_qlinear_weight(w, mixed=True)``)."""
+        return self.spec.op == "qlinear_mixed"
 
 
 def _load_byte(c: Code, dtype: str) -> None:
@@ -57,7 +66,7 @@ def frame(c: Code, spec: KernelSpec) -> QFrame:
     """Declare the shared locals and compute them in the prologue."""
     arg = {p: i for i, p in enumerate(spec.params)}
     f = QFrame(c, spec, arg, *(c.local(t) for t in ("i32", "f32", "f32", "f32", "f32", "f32",
-                                                     "i32", "i32", "i32")))
+                                                     "i32", "i32", "i32", "i32")))
     c.emit("local.get", arg["a_zero_point"])
     _load_byte(c, spec.dtypes[0])
     c.emit("local.set", f.a_zero)
@@ -75,6 +84,10 @@ def frame(c: Code, spec: KernelSpec) -> QFrame:
     c.emit("i32.add").emit("i32.const", -QPANEL).emit("i32.and").emit("i32.const", 2)
     c.emit("i32.shl").emit("i32.add").emit("i32.const", 4).emit("i32.add")
     c.emit("local.set", f.masks)
+    if f.mixed:  # flags = masks + 4 * round_up(n, QPANEL)
+        c.emit("local.get", f.masks).emit("local.get", arg["n"]).emit("i32.const", QPANEL - 1)
+        c.emit("i32.add").emit("i32.const", -QPANEL).emit("i32.and").emit("i32.const", 2)
+        c.emit("i32.shl").emit("i32.add").emit("local.set", f.flags)
     if f.requantize:
         low, high = RANGES[spec.dtypes[1]]
         c.emit("local.get", arg["c_scale"]).emit("f32.load", 2, 0).emit("local.set", f.c_scale)
@@ -132,18 +145,43 @@ def column_start(f: QFrame, column: int) -> None:
 
 
 def _load_weight(f: QFrame, column: int, step: int) -> None:
-    """Push W[column, step] from the packed panels (wide: an int16 in place of each byte)."""
+    """Push W[column, step] from the packed panels (wide: an int16 in place of each byte;
+    mixed: a 7-bit panel's ``s * w + SEVEN_SHIFT`` byte at the int8 panel's place in its
+    slot, ``s`` the column's sign, ``(x ^ m) - m`` with its mask ``m``)."""
     c = f.c
-    c.emit("local.get", column).emit("i32.const", QPANEL.bit_length() - 1).emit("i32.shr_u")
-    c.emit("local.get", f.panel_bytes).emit("i32.mul")
-    c.emit("local.get", step).emit("i32.const", 2).emit("i32.shr_u")
-    c.emit("i32.const", 4 * QPANEL).emit("i32.mul").emit("i32.add")
-    c.emit("local.get", column).emit("i32.const", QPANEL - 1).emit("i32.and")
-    c.emit("i32.const", 2).emit("i32.shl").emit("i32.add")
-    c.emit("local.get", step).emit("i32.const", 3).emit("i32.and").emit("i32.add")
-    c.emit("i32.const", int(f.wide)).emit("i32.shl")
-    c.emit("local.get", f.arg["w"]).emit("i32.add")
-    c.emit("i32.load16_s" if f.wide else "i32.load8_s", 0, 0)
+
+    def place(wide: bool) -> None:
+        # panel * panel_bytes (wide slots: twice) + the weight's place in the panel
+        c.emit("local.get", column).emit("i32.const", QPANEL.bit_length() - 1)
+        c.emit("i32.shr_u").emit("local.get", f.panel_bytes).emit("i32.mul")
+        if f.wide:
+            c.emit("i32.const", 1).emit("i32.shl")
+        c.emit("local.get", step).emit("i32.const", 2).emit("i32.shr_u")
+        c.emit("i32.const", 4 * QPANEL << int(wide)).emit("i32.mul").emit("i32.add")
+        c.emit("local.get", column).emit("i32.const", QPANEL - 1).emit("i32.and")
+        c.emit("i32.const", 2).emit("i32.shl")
+        c.emit("local.get", step).emit("i32.const", 3).emit("i32.and").emit("i32.add")
+        c.emit("i32.const", int(wide)).emit("i32.shl").emit("i32.add")
+        c.emit("local.get", f.arg["w"]).emit("i32.add")
+
+    if not f.mixed:
+        place(f.wide)
+        c.emit("i32.load16_s" if f.wide else "i32.load8_s", 0, 0)
+        return
+    mask = c.local("i32")
+    # the panel's flag at flags + (column / QPANEL) * 4
+    c.emit("local.get", f.flags).emit("local.get", column)
+    c.emit("i32.const", QPANEL.bit_length() - 3).emit("i32.shr_u").emit("i32.const", -4)
+    c.emit("i32.and").emit("i32.add").emit("i32.load", 2, 0).emit("if", "i32")
+    c.emit("local.get", f.masks).emit("local.get", column).emit("i32.const", 2).emit("i32.shl")
+    c.emit("i32.add").emit("i32.load", 2, 0).emit("local.set", mask)
+    place(False)
+    c.emit("i32.load8_u", 0, 0).emit("i32.const", SEVEN_SHIFT).emit("i32.sub")
+    c.emit("local.get", mask).emit("i32.xor").emit("local.get", mask).emit("i32.sub")
+    c.emit("else")
+    place(True)
+    c.emit("i32.load16_s", 0, 0)
+    c.emit("end")
 
 
 def scalar_element(f: QFrame, row: int, column: int) -> None:

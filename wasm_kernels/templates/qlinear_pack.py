@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from ..pack_quantized import QPANEL
+from ..pack_quantized import DIRECT_ROWS, QPANEL, SEVEN_SHIFT
 from ..wasm import Code
 from .loops import strided_loop
 from .qlinear_frame import QFrame
@@ -36,9 +36,11 @@ WIDE_STEP_BYTES = 8 * QPANEL
 """Bytes of one step of a W panel widened by ``widen_panel``: QPANEL columns by four i16."""
 SEVEN_STEP_BYTES = 4 * QPANEL
 """Bytes of one step of a W panel as ``widen_panel`` stores it with ``seven``."""
-SEVEN_SHIFT = 64
-"""What ``widen_panel`` adds to 7-bit weights (in [-64, 63]) to make them the relaxed dot's
-unsigned 7-bit operand; each row then owes ``SEVEN_SHIFT * sum(A)``."""
+MIXED_ROWS = DIRECT_ROWS - 1
+"""The most rows of A a ``qlinear_mixed`` kernel packs at a time (its rows' products): with
+``pack_rows(mixed=True)`` their int8 steps go in ``ws`` (a row's ``panel_bytes >>
+PACKED_SHIFT`` bytes apart), then their sums, at ``ws + MIXED_ROWS * row_bytes``: within
+the ``4 * round_up(k, 4)`` floats of ``ws`` per ``QSPLIT_ROWS`` rows."""
 
 
 STEP_TWICE = [bytes(list(range(8 * s, 8 * s + 8)) * 2) for s in range(2)]
@@ -49,9 +51,10 @@ def _splat_byte(c: Code, value: int) -> None:
     c.emit("v128.const", bytes([value & 255]) * 16)
 
 
-def pack_rows(f: QFrame, count: int, seven: bool = False) -> None:
+def pack_rows(f: QFrame, count: int, seven: bool = False, mixed: bool = False) -> None:
     """Widen the first ``count`` (a local) rows of A to i16 into ``wa`` (the module
-    docstring's layout), or with ``seven`` store them as int8 steps and their row sums."""
+    docstring's layout), or with ``seven`` store them as int8 steps and their row sums
+    (``mixed``: in ``ws``, ``MIXED_ROWS``)."""
     c, arg = f.c, f.arg
     signed = f.spec.dtypes[0] == "int8"
     src, dst, end, chunks, word, byte, row, sums = (c.local("i32") for _ in range(8))
@@ -131,10 +134,13 @@ def pack_rows(f: QFrame, count: int, seven: bool = False) -> None:
 
     # rows are contiguous in both: A's k bytes apart, wa's round_up(k, 4) * 4
     c.emit("local.get", arg["a"]).emit("local.set", src)
-    c.emit("local.get", arg["wa"]).emit("local.set", dst)
+    c.emit("local.get", arg["ws" if mixed else "wa"]).emit("local.set", dst)
     if seven:
-        c.emit("local.get", arg["ws"]).emit("local.get", f.panel_bytes).emit("i32.add")
-        c.emit("local.set", sums)
+        c.emit("local.get", arg["ws"]).emit("local.get", f.panel_bytes)
+        if mixed:
+            c.emit("i32.const", PACKED_SHIFT).emit("i32.shr_u")
+            c.emit("i32.const", MIXED_ROWS).emit("i32.mul")
+        c.emit("i32.add").emit("local.set", sums)
     c.emit("i32.const", 0).emit("local.set", row)
     strided_loop(c, row, 1, count, one_row)
 
@@ -174,3 +180,35 @@ def widen_panel(f: QFrame, j: int, seven: bool = False) -> None:
     c.emit("local.get", f.panel_bytes).emit("i32.add").emit("local.set", end)
     c.emit("local.get", arg["ws"]).emit("local.set", dst)
     strided_loop(c, src, SEVEN_STEP_BYTES if seven else WIDE_STEP_BYTES // 2, end, step)
+
+
+def widen_seven_panel(f: QFrame, j: int) -> None:
+    """Widen a mixed packing's 7-bit panel of columns ``j .. j + QPANEL`` into ``ws`` as
+    ``widen_panel`` lays a panel out: each byte ``b`` of a column with mask ``m`` (0 or -1
+    in every byte) as the int16 ``((b - SEVEN_SHIFT) ^ m) - m``, its weight."""
+    c, arg = f.c, f.arg
+    src, dst, end = (c.local("i32") for _ in range(3))
+    masks = [c.local("v128") for _ in range(QPANEL // 2)]
+    for group, mask in enumerate(masks):
+        # columns 2 * group and 2 * group + 1's masks: masks + j * 4 + 8 * group
+        c.emit("local.get", f.masks).emit("local.get", j).emit("i32.const", 2).emit("i32.shl")
+        c.emit("i32.add").emit("v128.load64_zero", 0, 8 * group).emit("local.set", mask)
+
+    def step() -> None:
+        for group, mask in enumerate(masks):
+            c.emit("local.get", dst).emit("local.get", src)
+            c.emit("v128.load64_zero", 0, 8 * group)
+            _splat_byte(c, SEVEN_SHIFT)
+            c.emit("i8x16.sub").emit("local.get", mask).emit("v128.xor")
+            c.emit("local.get", mask).emit("i8x16.sub").emit("i16x8.extend_low_i8x16_s")
+            c.emit("v128.store", 0, 16 * group)
+        c.emit("local.get", dst).emit("i32.const", WIDE_STEP_BYTES).emit("i32.add")
+        c.emit("local.set", dst)
+
+    # src = w + (j / QPANEL) * 2 * panel_bytes (a wide slot), end = src + panel_bytes
+    c.emit("local.get", arg["w"]).emit("local.get", j)
+    c.emit("i32.const", QPANEL.bit_length() - 2).emit("i32.shr_u")
+    c.emit("local.get", f.panel_bytes).emit("i32.mul").emit("i32.add").emit("local.tee", src)
+    c.emit("local.get", f.panel_bytes).emit("i32.add").emit("local.set", end)
+    c.emit("local.get", arg["ws"]).emit("local.set", dst)
+    strided_loop(c, src, SEVEN_STEP_BYTES, end, step)

@@ -31,6 +31,12 @@ engine:
   ``pack_rows(seven=True)`` stored it, and W plus 64 (7-bit) the second, from ``ws`` (a
   column in [-63, 64] negated first, its result negated back); each row then subtracts 64
   times its sum of A. Pair sums stay within 2 * 128 * 127 here too.
+- ``qlinear_mixed`` rows (``pack_quantized``'s mixed packing): per panel, as its flag says,
+  the wide tile, or on a 7-bit panel's ``s * w + 64`` bytes, read in place from W, the
+  ``seven`` tile in the relaxed module (A as int8 stored by ``pack_rows(mixed=True)`` in
+  ``ws``; uint8 A's ``- 128`` given back as 128 times the column sums) and elsewhere a
+  ``decode`` tile: the i16 dot on the bytes widened as loaded (``v128.load8x8_u``), A widened
+  in ``wa``, then ``s * (acc - 64 * sum(A))`` per column.
 
 Accumulation: every product is at most 255 * 128 in magnitude, so k up to
 ``abi_quantized.QLINEAR_MAX_K`` stays within int32 (wrapping arithmetic keeps the A zero point's
@@ -43,16 +49,16 @@ import struct
 from collections.abc import Callable
 from functools import partial
 
-from ..pack_quantized import QPANEL
+from ..pack_quantized import QPANEL, SEVEN_SHIFT
 from ..wasm import Code
 from .conv_tiles import LANE_BROADCAST
 from .isa import Isa
 from .loops import strided_loop
 from .qlinear_frame import QFrame, column_start, finish_scalar
 from .qlinear_pack import (
+    MIXED_ROWS,
     PACKED_SHIFT,
     PACKED_STEP_BYTES,
-    SEVEN_SHIFT,
     SEVEN_STEP_BYTES,
     WIDE_STEP_BYTES,
 )
@@ -84,10 +90,10 @@ class Tile:
     """Emits one tile: its accumulators, a step of k for each row, and the stores."""
 
     def __init__(self, f: QFrame, isa: Isa, rows: int, i: int, j: int, seven: bool = False,
-                 direct: bool = False):
+                 direct: bool = False, decode: bool = False, from_ws: bool = False):
         c = f.c
         self.f, self.isa, self.rows, self.i, self.j = f, isa, rows, i, j
-        self.seven, self.direct = seven, direct
+        self.seven, self.direct, self.decode, self.from_ws = seven, direct, decode, from_ws
         self.unroll = WIDE_UNROLL if f.wide and rows == 1 else 1
         self.relaxed = isa.fma and not seven
         self.packed = not self.relaxed  # simd128 and seven read A and W from qlinear_pack
@@ -107,7 +113,9 @@ class Tile:
         c, f = self.f.c, self.f
         for r, pointer in enumerate(self.pa):
             # pa = a + (i + r) * k, or wa + (i + r) * row_bytes (packed)
-            c.emit("local.get", f.arg["wa" if self.packed else "a"]).emit("local.get", self.i)
+            # (a mixed packing's 7-bit tile: its A stored by pack_rows(mixed=True) in ws)
+            base = "ws" if self.seven and f.mixed else "wa" if self.packed else "a"
+            c.emit("local.get", f.arg[base]).emit("local.get", self.i)
             if r:
                 c.emit("i32.const", r).emit("i32.add")
             if self.packed:
@@ -116,7 +124,7 @@ class Tile:
             else:
                 c.emit("local.get", f.arg["k"])
             c.emit("i32.mul").emit("i32.add").emit("local.set", pointer)
-        if self.packed and not self.direct and not f.wide:
+        if self.packed and not self.direct and not f.wide or self.from_ws:
             c.emit("local.get", f.arg["ws"])
         else:
             # w + (j / QPANEL) * panel_bytes, twice that for wide panels
@@ -162,7 +170,7 @@ class Tile:
             for pointer, quad in zip(self.pa, self.quads):
                 c.emit("local.get", pointer).emit(A_LOAD[UNROLL], 0, 0)
                 c.emit("local.set", quad)
-        w_step = (SEVEN_STEP_BYTES if self.seven else
+        w_step = (SEVEN_STEP_BYTES if self.seven else STEP_BYTES if self.decode else
                   WIDE_STEP_BYTES if self.packed and not self.direct else STEP_BYTES)
         for u in range(unroll):
             self._step(partial(self._packed_load, PACKED_STEP_BYTES * u) if self.packed else
@@ -225,6 +233,9 @@ class Tile:
             c.emit("local.get", self.pw)
             if self.direct:
                 c.emit("v128.load8x8_s", 0, w_offset + 8 * g)
+            elif self.decode:
+                # a mixed packing's 7-bit panel: s * w + SEVEN_SHIFT (corrected at the end)
+                c.emit("v128.load8x8_u", 0, w_offset + 8 * g)
             else:
                 c.emit("v128.load", 0, w_offset + 16 * g)
             c.emit("local.set", register)
@@ -260,25 +271,48 @@ class Tile:
     def _columns(self, r: int, half: int) -> None:
         """Push the i32x4 sums of columns ``4 * half .. 4 * half + 4`` of row ``r``."""
         c, f = self.f.c, self.f
-        if self.seven:
+        if self.seven or self.decode:
             # s * (acc - SEVEN_SHIFT * (row's sum of A)) = (x ^ m) - m, the columns' masks m
             # at masks + j * 4 (32 bytes a panel), the row's sum at ws + panel_bytes + 4 * row
+            # (mixed: at ws + MIXED_ROWS * row_bytes + 4 * row, of A as int8); decode: A as
+            # it is, uint8 A's sum 128 * k more
             mask = self.spare
             c.emit("local.get", f.masks).emit("local.get", self.j).emit("i32.const", 2)
             c.emit("i32.shl").emit("i32.add").emit("v128.load", 0, 16 * half)
             c.emit("local.set", mask)
-            c.emit("local.get", self.acc[r][half][0])
-            c.emit("local.get", f.arg["ws"]).emit("local.get", f.panel_bytes).emit("i32.add")
-            c.emit("local.get", self.i).emit("i32.const", 2).emit("i32.shl").emit("i32.add")
-            c.emit("i32.load", 2, 4 * r).emit("i32.const", SEVEN_SHIFT).emit("i32.mul")
-            c.emit("i32x4.splat").emit("i32x4.sub").emit("local.get", mask).emit("v128.xor")
-            c.emit("local.get", mask).emit("i32x4.sub")
+            if self.decode:
+                self._pair_sums(r, half)
+            else:
+                c.emit("local.get", self.acc[r][half][0])
+            c.emit("local.get", f.arg["ws"]).emit("local.get", f.panel_bytes)
+            if f.mixed:
+                c.emit("i32.const", PACKED_SHIFT).emit("i32.shr_u")
+                c.emit("i32.const", MIXED_ROWS).emit("i32.mul")
+            c.emit("i32.add").emit("local.get", self.i).emit("i32.const", 2)
+            c.emit("i32.shl").emit("i32.add").emit("i32.load", 2, 4 * r)
+            unsigned = f.spec.dtypes[0] == "uint8"
+            if self.decode and unsigned:
+                c.emit("local.get", f.arg["k"]).emit("i32.const", 7).emit("i32.shl")
+                c.emit("i32.add")
+            c.emit("i32.const", SEVEN_SHIFT).emit("i32.mul").emit("i32x4.splat")
+            c.emit("i32x4.sub")
+            c.emit("local.get", mask).emit("v128.xor").emit("local.get", mask).emit("i32x4.sub")
+            if f.mixed and self.seven and unsigned:
+                # A went in as uint8 A - 128: add 128 * the columns' weight sums back
+                _column_vector(f, f.sums, self.j, half)
+                c.emit("i32.const", 7).emit("i32x4.shl").emit("i32x4.add")
             return
         if self.relaxed:
             lo, hi = self.acc[r][half]
             c.emit("local.get", hi).emit("i32.const", 7).emit("i32x4.shl")
             c.emit("local.get", lo).emit("i32x4.add")
             return
+        self._pair_sums(r, half)
+
+    def _pair_sums(self, r: int, half: int) -> None:
+        """Push the i16 dot tile's sums of columns ``4 * half .. 4 * half + 4`` of row ``r``:
+        each column's two lanes added."""
+        c = self.f.c
         first, second = self.acc[r][2 * half][0], self.acc[r][2 * half + 1][0]
         for pattern in (EVEN, ODD):
             c.emit("local.get", first).emit("local.get", second).emit("i8x16.shuffle", pattern)
