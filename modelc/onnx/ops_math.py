@@ -23,12 +23,24 @@ from .node import OnnxNode
 OpFn = Callable[[OnnxNode], Any]
 
 _UNARY: dict[str, Callable[[Any], Any]] = {
-    "Abs": F.abs, "Erf": F.erf, "Exp": F.exp, "Log": F.log, "Neg": F.neg, "Relu": F.relu,
+    "Abs": lambda x: _integer_abs(x) if _is_traced_int(x) else F.abs(x),
+    "Neg": lambda x: F.mul(x, -1) if _is_traced_int(x) else F.neg(x),
+    "Erf": F.erf, "Exp": F.exp, "Log": F.log, "Relu": F.relu,
     "Sigmoid": F.sigmoid, "Sqrt": F.sqrt, "Tanh": F.tanh,
     "Reciprocal": lambda x: F.div(1.0, x),
     "Tan": F.tan, "Atan": F.atan, "Asin": F.asin, "Acos": F.acos, "Sinh": F.sinh,
     "Cosh": F.cosh, "Asinh": F.asinh, "Acosh": F.acosh, "Atanh": F.atanh, "IsNaN": F.isnan,
 }
+
+def _is_traced_int(x: Any) -> bool:
+    return not is_known(x) and np.dtype(x.dtype).kind == "i"
+
+
+def _integer_abs(x: Any) -> Any:
+    """|x| of a signed integer tensor (T5's relative positions): ``x`` where it is not
+    negative, ``-x`` (wrapping multiply) elsewhere."""
+    return F.where(F.lt(x, 0), F.mul(x, -1), x)
+
 
 _BINARY: dict[str, Callable[[Any, Any], Any]] = {
     "Add": F.add, "Sub": F.sub, "Mul": F.mul,
@@ -310,7 +322,8 @@ def where(n: OnnxNode) -> Any:
 
 
 def cast(n: OnnxNode) -> Any:
-    """Cast; a known shape value naming symbolic dims stays as it is (it is integral)."""
+    """Cast; a known shape value naming symbolic dims stays as it is (it is integral, and a
+    float32 dim is exact), e.g. for a ``Range`` of float positions up to it."""
     from onnx.helper import tensor_dtype_to_np_dtype
 
     return _cast_to(n.input(0), tensor_dtype_to_np_dtype(n.attr("to")))
@@ -322,7 +335,9 @@ def cast_like(n: OnnxNode) -> Any:
 
 
 def _cast_to(x: Any, dtype: np.dtype) -> Any:
-    if isinstance(x, np.ndarray) and x.dtype == object and dtype.kind in "iu":
+    if isinstance(x, np.ndarray) and x.dtype == object and (
+            dtype.kind in "iu" or (dtype.kind == "f" and any(
+                isinstance(d, str) for d in x.reshape(-1).tolist()))):
         return x
     return F.cast(x, dtype)
 

@@ -15,6 +15,7 @@ import numpy as np
 
 from nn import functional as F
 
+from ..trace_dims import SymbolicDim
 from .fold import dims, is_known, product, shape_value
 from .node import OnnxNode
 
@@ -284,16 +285,35 @@ def pad(n: OnnxNode) -> Any:
     return F.pad(x, torch_pad, _PAD_MODES[mode], value or 0.0)
 
 
-def range_(n: OnnxNode) -> np.ndarray:
+def range_(n: OnnxNode) -> Any:
+    """Range: folded, or up to a symbolic dim (from 0 by 1: the positions of a symbolic
+    sequence) the front of a constant ``arange`` over the dim's declared maximum, sliced to
+    the dim at run time.
+
+    Raises:
+        CompileError: a symbolic start or delta, or a symbolic limit with a start other than
+            0 or a delta other than 1 (the length would be arithmetic of the dim).
+    """
     start, limit, delta = (n.known(i, name) for i, name in
                            enumerate(("start", "limit", "delta")))
-    if any(isinstance(v, str) for v in (*dims(start), *dims(limit))):
-        raise n.error(f"Range up to symbolic dim {limit.tolist()!r} is not supported; fix it "
-                      "with input_shapes")
+    dtype = next((v.dtype for v in (start, limit, delta) if v.dtype != object), np.int64)
+    if any(isinstance(v, str) for v in (*dims(start), *dims(limit), *dims(delta))):
+        return _range_to_dim(n, start, limit, delta, np.dtype(dtype))
     # NOTE: a fixed dim read from a shape that names other dims is an int in an object array
     bounds = [v.item() if v.dtype != object else int(v.item()) for v in (start, limit, delta)]
-    dtype = next((v.dtype for v in (start, limit, delta) if v.dtype != object), np.int64)
     return np.arange(*bounds, dtype=dtype)
+
+
+def _range_to_dim(n: OnnxNode, start: np.ndarray, limit: np.ndarray, delta: np.ndarray,
+                  dtype: np.dtype) -> Any:
+    """``arange(0, dim, 1)``: a constant table's first ``dim`` elements."""
+    dim = limit.reshape(-1)[0]
+    if not isinstance(dim, SymbolicDim) or isinstance(start.reshape(-1)[0], str) \
+            or isinstance(delta.reshape(-1)[0], str) or start.item() != 0 or delta.item() != 1:
+        raise n.error(f"Range({start.tolist()!r}, {limit.tolist()!r}, {delta.tolist()!r}) over "
+                      "a symbolic dim is supported from 0 by 1 up to the dim; fix the dim with "
+                      "input_shapes")
+    return F.arange(dim, dtype)
 
 
 def tile(n: OnnxNode) -> Any:

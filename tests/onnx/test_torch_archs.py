@@ -3,7 +3,11 @@ default dynamo exporter (``torch.onnx.export(..., dynamo=True)``, which needs on
 graphs are opset 20 with LayerNormalization, Gelu and its own shape and mask patterns) and by
 the TorchScript one at opset 17, both with a symbolic batch as users export them. Each is
 compiled to wasm twice, with its shapes fixed by ``input_shapes`` and with the batch kept
-symbolic, and run on every kernel provider against onnxruntime within 1e-4."""
+symbolic, and run on every kernel provider against onnxruntime within 1e-4. The text models
+are also exported and compiled with a symbolic sequence as well (``dynamic_axes`` naming the
+token axis, as users export them), one module run at three sequence lengths: their positions
+(``Range`` up to the sequence), T5's relative position buckets, LLaMA's rotary angles and
+the causal masks are computed at run time."""
 
 from __future__ import annotations
 
@@ -27,13 +31,18 @@ from torch_archs import ARCHS  # noqa: E402  (it imports torch)
 
 EXPORTERS = ("dynamo", "torchscript17")
 BATCH = ("batch", 1, 4)
+SEQ = ("seq", 1, 16)
+VARIANTS = ("fixed", "symbolic", "sequence")
+"""Shapes fixed by input_shapes; the batch symbolic; the batch and the sequence symbolic."""
 
-REFUSED: dict[tuple[str, str, str], str] = {
-    (name, exporter, "symbolic"): "Range up to symbolic dim 'seq' (dynamo: 's<N>') is not "
-    "supported: the relative positions over a symbolic sequence; input_shapes fixes it"
-    for name in ("t5_encoder", "t5_decoder") for exporter in EXPORTERS}
-"""(architecture, exporter, batch) -> the refusal it meets today (a strict xfail, so a fix
-shows)."""
+REFUSED: dict[tuple[str, str], str] = {
+    ("gpt2_masked", "sequence"): "CumSum over the symbolic sequence (positions counted along "
+    "the attention mask): 'cumsum over axis 1 needs a fixed size, got the symbolic 'seq''",
+    ("gpt2_past", "sequence"): "the past length plus the symbolic sequence (Range's limit, "
+    "the mask's width): dims are names without arithmetic, so input_shapes fixes them",
+}
+"""(architecture, variant) -> the refusal it meets today, on both exporters (a strict xfail,
+so a fix shows)."""
 
 
 def _inputs(name: str) -> dict[str, np.ndarray]:
@@ -41,20 +50,21 @@ def _inputs(name: str) -> dict[str, np.ndarray]:
 
 
 @functools.cache
-def _export(name: str, exporter: str) -> bytes:
-    """The model exported with axis 0 of every input symbolic (and the architecture's own
-    symbolic axes)."""
+def _export(name: str, exporter: str, sequence: bool = False) -> bytes:
+    """The model exported with axis 0 of every input symbolic, and with ``sequence`` the
+    architecture's sequence axes too."""
     arch, inputs = ARCHS[name], _inputs(name)
     args = tuple(torch.from_numpy(a) for a in inputs.values())
-    axes = {k: {0: "batch", **arch.dynamic.get(k, {})} for k in inputs}
+    axes = {k: {0: "batch", **({arch.sequence[k]: "seq"} if sequence and k in arch.sequence
+                               else {})} for k in inputs}
     names, outputs = list(inputs), list(arch.outputs)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         if exporter == "dynamo":
             logging.getLogger("torch.onnx").setLevel(logging.ERROR)
-            batch = torch.export.Dim("batch", min=1, max=64)
-            shapes = tuple({axis: batch if dim == "batch" else torch.export.Dim.DYNAMIC
-                            for axis, dim in axes[k].items()} for k in inputs)
+            dim = {"batch": torch.export.Dim("batch", min=1, max=64),
+                   "seq": torch.export.Dim("seq", min=1, max=SEQ[2])}
+            shapes = tuple({axis: dim[d] for axis, d in axes[k].items()} for k in inputs)
             program = torch.onnx.export(arch.model(), args, dynamo=True, input_names=names,
                                         output_names=outputs, dynamic_shapes=shapes,
                                         verbose=False)
@@ -69,35 +79,53 @@ def _cases() -> list:
     cases = []
     for name in sorted(ARCHS):
         for exporter in EXPORTERS:
-            for batch in ("fixed", "symbolic"):
-                reason = REFUSED.get((name, exporter, batch))
+            for variant in VARIANTS:
+                if variant == "sequence" and not ARCHS[name].sequence:
+                    continue
+                reason = REFUSED.get((name, variant))
                 marks = ([pytest.mark.xfail(reason=reason, raises=modelc.CompileError, strict=True)]
                          if reason else [])
-                cases.append(pytest.param(name, exporter, batch, marks=marks,
-                                          id=f"{name}-{exporter}-{batch}"))
+                cases.append(pytest.param(name, exporter, variant, marks=marks,
+                                          id=f"{name}-{exporter}-{variant}"))
     return cases
 
 
-@pytest.mark.parametrize(("name", "exporter", "batch"), _cases())
-def test_arch_in_wasm_matches_onnxruntime(name, exporter, batch, compare_with_ort):
+def _runs(name: str, variant: str) -> list[dict[str, np.ndarray]]:
+    """The example inputs, then at batch 1 (symbolic batch), or cut to 4 and to 1 along the
+    sequence (batch 2, then 1)."""
+    inputs = _inputs(name)
+    if variant == "fixed":
+        return [inputs]
+    if variant == "symbolic":
+        return [inputs, {k: v[:1] for k, v in inputs.items()}]
+    sequence = ARCHS[name].sequence
+    return [inputs, *({k: np.take(v[:batch], range(length), axis=sequence[k])
+                       if k in sequence else v[:batch] for k, v in inputs.items()}
+                      for batch, length in ((2, 4), (1, 1)))]
+
+
+@pytest.mark.parametrize(("name", "exporter", "variant"), _cases())
+def test_arch_in_wasm_matches_onnxruntime(name, exporter, variant, compare_with_ort):
+    """One module per variant runs every input set of ``_runs`` on every provider."""
     if exporter == "dynamo":
         pytest.importorskip("onnxscript")
-    inputs, data = _inputs(name), _export(name, exporter)
-    if batch == "fixed":
+    inputs, data = _inputs(name), _export(name, exporter, variant == "sequence")
+    sequence = ARCHS[name].sequence
+    if variant == "fixed":
         kwargs: dict = {"input_shapes": {k: v.shape for k, v in inputs.items()}}
-        runs = [inputs]
     else:
-        kwargs = {"dynamic": {k: {0: BATCH} for k in inputs}}
-        runs = [inputs, {k: v[:1] for k, v in inputs.items()}]
+        kwargs = {"dynamic": {k: {0: BATCH, **({sequence[k]: SEQ} if variant == "sequence"
+                                               and k in sequence else {})} for k in inputs}}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # T5's log(0) in the branch not taken
         wasm = modelc.export(modelc.from_onnx(data, **kwargs))
     for kernels in PROVIDERS:
         with runtime.load(wasm, kernels=kernels) as session:
-            for run in runs:
+            for run in _runs(name, variant):
                 got = session.run(dict(run))
+                shape = next(iter(run.values())).shape
                 compare_with_ort(got, data, run, f"{name} by {exporter} on {kernels}, "
-                                 f"batch {len(next(iter(run.values())))}")
+                                 f"{variant}, first input {shape}")
 
 
 def _optimized_ops_matching_ort(name: str, exporter: str, compare_with_ort: Any
