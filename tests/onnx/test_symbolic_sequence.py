@@ -1,0 +1,119 @@
+"""Positions over a symbolic sequence, as exported transformers compute them: ``Range`` from 0
+by 1 up to a symbolic dim (int64, and float32 through a ``Cast`` of the dim), ``Trilu`` over
+symbolic axes (a causal mask), integer ``Neg`` / ``Abs`` (T5's relative positions); one
+module run at several lengths on every provider against onnxruntime, and the refusals of
+what stays unsupported."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+from executors import PROVIDERS
+
+import modelc
+import runtime
+
+onnx = pytest.importorskip("onnx")
+from onnx import TensorProto, helper, numpy_helper  # noqa: E402
+
+SEQ = ("seq", 1, 16)
+
+
+def _model(nodes: list, inputs: list, outputs: list, initializers: dict[str, np.ndarray]
+           ) -> Any:
+    graph = helper.make_graph(nodes, "g", inputs, outputs, [
+        numpy_helper.from_array(v, k) for k, v in initializers.items()])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+    onnx.checker.check_model(model)
+    return model
+
+
+def _positions_model(start: int = 0, delta: int = 1) -> Any:
+    """``Range(start, x.shape[1], delta)`` as int64 (``ids``) and, through a float ``Cast``
+    of the dim, ``sin`` of the float positions (``angles``: LLaMA's rotary spelling)."""
+    nodes = [helper.make_node("Shape", ["X"], ["shape"]),
+             helper.make_node("Gather", ["shape", "one"], ["seq"], axis=0),
+             helper.make_node("Range", ["start", "seq", "delta"], ["ids"]),
+             helper.make_node("Cast", ["seq"], ["seq_f"], to=TensorProto.FLOAT),
+             helper.make_node("Range", ["start_f", "seq_f", "delta_f"], ["positions"]),
+             helper.make_node("Sin", ["positions"], ["angles"])]
+    return _model(nodes, [helper.make_tensor_value_info("X", TensorProto.FLOAT, [2, "seq"])],
+                  [helper.make_tensor_value_info("ids", TensorProto.INT64, ["seq"]),
+                   helper.make_tensor_value_info("angles", TensorProto.FLOAT, ["seq"])],
+                  {"one": np.array(1, np.int64), "start": np.array(start, np.int64),
+                   "delta": np.array(delta, np.int64),
+                   "start_f": np.array(start, np.float32),
+                   "delta_f": np.array(delta, np.float32)})
+
+
+def _run_lengths(model: Any, feeds_at: Any, lengths: tuple[int, ...], compare: Any) -> None:
+    wasm = modelc.export(modelc.from_onnx(model, dynamic={"X": dict(feeds_at.axes)}))
+    for kernels in PROVIDERS:
+        with runtime.load(wasm, kernels=kernels) as session:
+            for length in lengths:
+                feeds = feeds_at(length)
+                compare(session.run(feeds), model, feeds, f"length {length} on {kernels}")
+
+
+class _Feeds:
+    """Seeded float inputs ``X`` whose symbolic axes all take the run's length."""
+
+    def __init__(self, shape: tuple[Any, ...]):
+        self.shape = shape
+        self.axes = {i: (d, 1, 16) for i, d in enumerate(shape) if isinstance(d, str)}
+
+    def __call__(self, length: int) -> dict[str, np.ndarray]:
+        shape = [length if isinstance(d, str) else d for d in self.shape]
+        return {"X": np.random.default_rng(length).standard_normal(shape).astype(np.float32)}
+
+
+def test_range_up_to_a_symbolic_dim_matches_onnxruntime(compare_with_ort: Any) -> None:
+    _run_lengths(_positions_model(), _Feeds((2, "seq")), (1, 5, 16), compare_with_ort)
+
+
+@pytest.mark.parametrize(("upper", "k"), [(0, 0), (1, 0), (0, -1), (1, 2)])
+def test_trilu_over_symbolic_axes_matches_onnxruntime(upper: int, k: int,
+                                                      compare_with_ort: Any) -> None:
+    """A (rows, columns) of two symbolic dims, rows != columns in a run."""
+    nodes = [helper.make_node("Trilu", ["X", "k"], ["Y"], upper=upper)]
+    model = _model(nodes, [helper.make_tensor_value_info("X", TensorProto.FLOAT,
+                                                         [3, "rows", "columns"])],
+                   [helper.make_tensor_value_info("Y", TensorProto.FLOAT,
+                                                  [3, "rows", "columns"])],
+                   {"k": np.array(k, np.int64)})
+    feeds = _Feeds((3, "rows", "columns"))
+    wasm = modelc.export(modelc.from_onnx(model, dynamic={"X": feeds.axes}))
+    rng = np.random.default_rng(0)
+    for kernels in PROVIDERS:
+        with runtime.load(wasm, kernels=kernels) as session:
+            for rows, columns in ((1, 1), (4, 7), (9, 2)):
+                run = {"X": rng.standard_normal((3, rows, columns)).astype(np.float32)}
+                compare_with_ort(session.run(run), model, run, f"{rows}x{columns} on {kernels}")
+
+
+def test_integer_neg_and_abs_of_relative_positions_match_onnxruntime(
+        compare_with_ort: Any) -> None:
+    """T5's ``memory - context`` over a symbolic sequence, negated and made absolute in
+    int64."""
+    nodes = [helper.make_node("Shape", ["X"], ["shape"]),
+             helper.make_node("Gather", ["shape", "one"], ["seq"], axis=0),
+             helper.make_node("Range", ["zero", "seq", "one"], ["ids"]),
+             helper.make_node("Unsqueeze", ["ids", "zero1"], ["row"]),
+             helper.make_node("Unsqueeze", ["ids", "one1"], ["column"]),
+             helper.make_node("Sub", ["row", "column"], ["relative"]),
+             helper.make_node("Neg", ["relative"], ["negated"]),
+             helper.make_node("Abs", ["relative"], ["distance"])]
+    model = _model(nodes, [helper.make_tensor_value_info("X", TensorProto.FLOAT, [2, "seq"])],
+                   [helper.make_tensor_value_info(name, TensorProto.INT64, ["seq", "seq"])
+                    for name in ("negated", "distance")],
+                   {"one": np.array(1, np.int64), "zero": np.array(0, np.int64),
+                    "zero1": np.array([0], np.int64), "one1": np.array([1], np.int64)})
+    _run_lengths(model, _Feeds((2, "seq")), (1, 6), compare_with_ort)
+
+
+@pytest.mark.parametrize(("start", "delta"), [(1, 1), (0, 2)])
+def test_range_whose_length_is_not_the_dim_is_refused_by_name(start: int, delta: int) -> None:
+    with pytest.raises(modelc.CompileError, match=r"Range.*'seq'.*from 0 by 1.*input_shapes"):
+        modelc.from_onnx(_positions_model(start, delta), dynamic={"X": {1: SEQ}})
