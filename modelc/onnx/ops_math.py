@@ -112,18 +112,21 @@ def _unary(fn: Callable[[Any], Any]) -> OpFn:
 
 
 def _no_dim_arithmetic(n: OnnxNode, a: Any, b: Any) -> tuple[Any, Any]:
-    """``a`` and ``b``, refused where numpy would add dim names as strings (``'past' +
-    'seq'``) or repeat one (``'batch' * 4``) in a known shape value."""
-    if n.op_type not in ("Add", "Mul", "Sum", "Mean") or not is_known(a, b) or all(
+    """``a`` and ``b``, refused where a known shape value would need arithmetic of a dim
+    name: a sum or difference involving one (``'past' + 'seq'``, ``5 + 'seq'``: numpy would
+    concatenate the strings or fail) or a product other than by 1 (``'batch' * 4``)."""
+    if n.op_type not in ("Add", "Sub", "Mul", "Sum", "Mean") or not is_known(a, b) or all(
             np.asarray(v).dtype != object for v in (a, b)):
         return a, b
     pairs = zip(*(v.reshape(-1).tolist() for v in np.broadcast_arrays(
         np.asarray(a, object), np.asarray(b, object))))
     for x, y in pairs:
         names = [v for v in (x, y) if isinstance(v, str)]
-        if len(names) == 2 or (names and n.op_type == "Mul" and 1 not in (x, y)):
-            raise n.error(f"{n.op_type} of symbolic dims {x!r} and {y!r} is not supported "
-                          "(the IR has no dim arithmetic); fix them with input_shapes")
+        if names and (n.op_type != "Mul" or len(names) == 2 or 1 not in (x, y)):
+            raise n.error(f"{n.op_type} of {x!r} and {y!r} in a shape computation is not "
+                          f"supported: symbolic dims are names without arithmetic (such as "
+                          f"a past length plus the sequence); fix {names[0]!r} with "
+                          "input_shapes")
     return a, b
 
 
