@@ -99,10 +99,12 @@ def split(n: OnnxNode) -> Any:
 
 def slice_(n: OnnxNode) -> Any:
     """Slice: starts/ends/axes/steps are attributes before opset 10 and inputs from it;
-    ONNX clamps bounds as Python slicing does."""
+    ONNX clamps bounds as Python slicing does. An end may be a symbolic dim (BERT's position
+    ids ``buffer[:, :seq]``): from 0 by 1, the whole axis when it is that dim, else a run-time
+    slice of a fixed axis."""
     x = n.input(0)
     if n.opset >= 10:
-        starts, ends = n.ints("starts", 1), n.ints("ends", 2)
+        starts, ends = n.ints("starts", 1), dims(n.known(2, "ends"))
         axes, steps = n.ints("axes", 3), n.ints("steps", 4)
     else:
         starts, ends, axes, steps = n.attr("starts"), n.attr("ends"), n.attr("axes"), None
@@ -111,6 +113,13 @@ def slice_(n: OnnxNode) -> Any:
     steps = steps or [1] * len(starts)
     for start, end, axis, step in zip(starts, ends, axes, steps):
         axis, length = n.axis(axis), x.shape[n.axis(axis)]
+        if isinstance(end, str):
+            if start != 0 or step != 1:
+                raise n.error(f"Slice [{start}:{end!r}:{step}] up to a symbolic dim is "
+                              "supported from 0 by 1; fix the dim with input_shapes")
+            dim: Any = end  # NOTE: F.slice annotates ints; the tracer takes a dim name
+            x = x if length == end else F.slice(x, axis, 0, dim)
+            continue
         if step > 0 and isinstance(length, int):
             start, end, _ = builtins.slice(start, end, step).indices(length)
         x = (x[(builtins.slice(None),) * axis + (builtins.slice(start, end, step),)]

@@ -117,3 +117,29 @@ def test_integer_neg_and_abs_of_relative_positions_match_onnxruntime(
 def test_range_whose_length_is_not_the_dim_is_refused_by_name(start: int, delta: int) -> None:
     with pytest.raises(modelc.CompileError, match=r"Range.*'seq'.*from 0 by 1.*input_shapes"):
         modelc.from_onnx(_positions_model(start, delta), dynamic={"X": {1: SEQ}})
+
+
+def _sliced_positions_model(start: int) -> Any:
+    """BERT's position ids: a constant (1, 32) ``arange`` buffer sliced ``[:, start:seq]``,
+    rows of a table gathered at them."""
+    nodes = [helper.make_node("Shape", ["X"], ["shape"]),
+             helper.make_node("Slice", ["shape", "one1", "two1"], ["seq"]),
+             helper.make_node("Slice", ["buffer", "start", "seq", "one1"], ["ids"]),
+             helper.make_node("Gather", ["table", "ids"], ["Y"])]
+    return _model(nodes, [helper.make_tensor_value_info("X", TensorProto.FLOAT, [2, "seq"])],
+                  [helper.make_tensor_value_info("Y", TensorProto.FLOAT, [1, "seq", 3])],
+                  {"one1": np.array([1], np.int64), "two1": np.array([2], np.int64),
+                   "start": np.array([start], np.int64),
+                   "buffer": np.arange(32, dtype=np.int64)[None],
+                   "table": np.random.default_rng(0).standard_normal((32, 3)).astype(
+                       np.float32)})
+
+
+def test_slice_of_a_constant_up_to_a_symbolic_dim_matches_onnxruntime(
+        compare_with_ort: Any) -> None:
+    _run_lengths(_sliced_positions_model(0), _Feeds((2, "seq")), (1, 9, 16), compare_with_ort)
+
+
+def test_slice_up_to_a_symbolic_dim_from_elsewhere_than_0_is_refused_by_name() -> None:
+    with pytest.raises(modelc.CompileError, match=r"Slice \[1:'seq':1\].*input_shapes"):
+        modelc.from_onnx(_sliced_positions_model(1), dynamic={"X": {1: SEQ}})
