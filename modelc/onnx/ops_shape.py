@@ -117,6 +117,10 @@ def slice_(n: OnnxNode) -> Any:
             if start != 0 or step != 1:
                 raise n.error(f"Slice [{start}:{end!r}:{step}] up to a symbolic dim is "
                               "supported from 0 by 1; fix the dim with input_shapes")
+            if isinstance(length, int) and isinstance(end, SymbolicDim) \
+                    and end.bounds[1] > length:
+                raise n.error(f"Slice up to {end!r} (at most {end.bounds[1]}) of an axis of "
+                              f"{length}: bound {end!r} to at most {length} (dynamic=)")
             dim: Any = end  # NOTE: F.slice annotates ints; the tracer takes a dim name
             x = x if length == end else F.slice(x, axis, 0, dim)
             continue

@@ -143,3 +143,10 @@ def test_slice_of_a_constant_up_to_a_symbolic_dim_matches_onnxruntime(
 def test_slice_up_to_a_symbolic_dim_from_elsewhere_than_0_is_refused_by_name() -> None:
     with pytest.raises(modelc.CompileError, match=r"Slice \[1:'seq':1\].*input_shapes"):
         modelc.from_onnx(_sliced_positions_model(1), dynamic={"X": {1: SEQ}})
+
+
+def test_slice_up_to_a_dim_longer_than_the_axis_is_refused_by_name() -> None:
+    """The position buffer has 32 entries; a sequence of up to 64 could not be sliced."""
+    with pytest.raises(modelc.CompileError, match=r"Slice up to 'seq' \(at most 64\) of an "
+                                                  r"axis of 32: bound 'seq' to at most 32"):
+        modelc.from_onnx(_sliced_positions_model(0), dynamic={"X": {1: ("seq", 1, 64)}})
