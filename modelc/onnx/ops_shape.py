@@ -255,13 +255,15 @@ def eye_like(n: OnnxNode) -> np.ndarray:
 def expand(n: OnnxNode) -> Any:
     """Expand (bidirectional broadcast): adding zeros of the target shape (bools: ``!=
     False``); a symbolic target dim the input lacks takes zeros made at run time (a ViT's
-    class token expanded to the batch)."""
+    class token expanded to the batch), and a known single element is a run-time ``full``."""
     x, target = n.input(0), dims(n.known(1, "shape"))
     if is_known(x) and all(isinstance(d, int) for d in target):
         return x * np.ones(target, dtype=x.dtype)
     rank = max(len(x.shape), len(target))
     have = [1] * (rank - len(x.shape)) + list(x.shape)
     want = [1] * (rank - len(target)) + target
+    if is_known(x) and x.size == 1:  # torch.ones(t, t, dtype=bool) from dynamo
+        return F.full(want, x.reshape(-1)[0].item(), x.dtype)
     if any(isinstance(w, str) and h != w for h, w in zip(have, want)) or is_known(x):
         if x.dtype == bool or any(isinstance(w, str) and h not in (1, w)
                                   for h, w in zip(have, want)):

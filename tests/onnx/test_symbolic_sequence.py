@@ -150,3 +150,43 @@ def test_slice_up_to_a_dim_longer_than_the_axis_is_refused_by_name() -> None:
     with pytest.raises(modelc.CompileError, match=r"Slice up to 'seq' \(at most 64\) of an "
                                                   r"axis of 32: bound 'seq' to at most 32"):
         modelc.from_onnx(_sliced_positions_model(0), dynamic={"X": {1: ("seq", 1, 64)}})
+
+
+@pytest.mark.parametrize(("dtype", "exclusive", "reverse"), [
+    (TensorProto.INT64, 0, 0), (TensorProto.INT64, 1, 1), (TensorProto.FLOAT, 0, 1),
+    (TensorProto.FLOAT, 1, 0)])
+def test_cumsum_along_a_symbolic_axis_matches_onnxruntime(dtype: int, exclusive: int,
+                                                          reverse: int,
+                                                          compare_with_ort: Any) -> None:
+    """RoBERTa's positions: the running count along the attention mask (int64, exact), and
+    float32 running sums, over (batch, seq) both symbolic."""
+    nodes = [helper.make_node("Cast", ["X"], ["values"], to=dtype),
+             helper.make_node("CumSum", ["values", "axis"], ["Y"], exclusive=exclusive,
+                              reverse=reverse)]
+    model = _model(nodes, [helper.make_tensor_value_info("X", TensorProto.FLOAT,
+                                                         ["batch", "seq"])],
+                   [helper.make_tensor_value_info("Y", dtype, ["batch", "seq"])],
+                   {"axis": np.array(1, np.int64)})
+    feeds = _Feeds(("batch", "seq"))
+    wasm = modelc.export(modelc.from_onnx(model, dynamic={"X": feeds.axes}))
+    rng = np.random.default_rng(0)
+    for kernels in PROVIDERS:
+        with runtime.load(wasm, kernels=kernels) as session:
+            for shape in ((1, 1), (3, 7), (2, 16)):
+                run = {"X": rng.integers(-9, 9, shape).astype(np.float32)}
+                compare_with_ort(session.run(run), model, run, f"{shape} on {kernels}")
+
+
+def test_expand_of_a_constant_to_symbolic_dims_matches_onnxruntime(compare_with_ort: Any
+                                                                   ) -> None:
+    """dynamo's ``torch.ones(t, t, dtype=bool)``: a bool scalar expanded to (seq, seq)."""
+    nodes = [helper.make_node("Shape", ["X"], ["shape"]),
+             helper.make_node("Slice", ["shape", "one1", "two1"], ["seq"]),
+             helper.make_node("Concat", ["seq", "seq"], ["square"], axis=0),
+             helper.make_node("Expand", ["true", "square"], ["ones"]),
+             helper.make_node("Trilu", ["ones"], ["Y"], upper=0)]
+    model = _model(nodes, [helper.make_tensor_value_info("X", TensorProto.FLOAT, [2, "seq"])],
+                   [helper.make_tensor_value_info("Y", TensorProto.BOOL, ["seq", "seq"])],
+                   {"one1": np.array([1], np.int64), "two1": np.array([2], np.int64),
+                    "true": np.array(True)})
+    _run_lengths(model, _Feeds((2, "seq")), (1, 6), compare_with_ort)

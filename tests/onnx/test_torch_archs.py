@@ -36,8 +36,6 @@ VARIANTS = ("fixed", "symbolic", "sequence")
 """Shapes fixed by input_shapes; the batch symbolic; the batch and the sequence symbolic."""
 
 REFUSED: dict[tuple[str, str], str] = {
-    ("gpt2_masked", "sequence"): "CumSum over the symbolic sequence (positions counted along "
-    "the attention mask): 'cumsum over axis 1 needs a fixed size, got the symbolic 'seq''",
     ("gpt2_past", "sequence"): "'Add of 5 and 'seq' in a shape computation is not supported': "
     "the past length plus the sequence (the positions' Range limit, the keys' length) needs "
     "dim arithmetic; input_shapes fixes 'seq'",
