@@ -168,3 +168,28 @@ def test_stacked_qkv_attention_fuses(name, exporter, compare_with_ort):
     ``head_attention`` node per layer, computing what onnxruntime computes."""
     ops = _optimized_ops_matching_ort(name, exporter, compare_with_ort)
     assert ops["head_attention"] == 2 and not ops["softmax"] and not ops["matmul"], ops
+
+
+COMPUTE_OPS = ("linear", "matmul", "softmax", "head_attention", "layer_norm", "gelu_tanh",
+               "rms_norm", "silu")
+"""The ops that carry a model's arithmetic; a symbolic sequence adds only position and mask
+ops (computed at run time instead of folded)."""
+
+
+@pytest.mark.parametrize("exporter", EXPORTERS)
+@pytest.mark.parametrize("name", sorted(n for n, arch in ARCHS.items() if arch.sequence
+                                        and (n, "sequence") not in REFUSED))
+def test_a_symbolic_sequence_keeps_the_fixed_graphs_fusions(name, exporter):
+    """Every fusion the optimizer makes with the sequence fixed it makes over a symbolic one
+    (run-time masks included): the compute ops of both optimized graphs count the same."""
+    if exporter == "dynamo":
+        pytest.importorskip("onnxscript")
+    counts = []
+    for variant in ("fixed", "sequence"):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # T5's log(0), as above
+            graph = optimize(modelc.from_onnx(_export(name, exporter, variant == "sequence"),
+                                              **_import_kwargs(name, variant)))
+        ops = collections.Counter(node.op for node in graph.nodes)
+        counts.append({op: ops[op] for op in COMPUTE_OPS})
+    assert counts[0] == counts[1], counts
