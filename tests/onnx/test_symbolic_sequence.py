@@ -1,8 +1,9 @@
 """Positions over a symbolic sequence, as exported transformers compute them: ``Range`` from 0
-by 1 up to a symbolic dim (int64, and float32 through a ``Cast`` of the dim), ``Trilu`` over
-symbolic axes (a causal mask), integer ``Neg`` / ``Abs`` (T5's relative positions); one
-module run at several lengths on every provider against onnxruntime, and the refusals of
-what stays unsupported."""
+by 1 up to a symbolic dim (int64, and float32 through a ``Cast`` of the dim), ``Slice`` of a
+position buffer up to it, ``Trilu`` over symbolic axes (a causal mask), integer ``Neg`` /
+``Abs`` (T5's relative positions), ``CumSum`` along it, and three torch modules spelling
+positions and masks as transformers do, exported by both exporters; one module run at several
+lengths on every provider against onnxruntime, and the refusals of what stays unsupported."""
 
 from __future__ import annotations
 
@@ -190,3 +191,79 @@ def test_expand_of_a_constant_to_symbolic_dims_matches_onnxruntime(compare_with_
                    {"one1": np.array([1], np.int64), "two1": np.array([2], np.int64),
                     "true": np.array(True)})
     _run_lengths(model, _Feeds((2, "seq")), (1, 6), compare_with_ort)
+
+
+def _position_patterns() -> dict[str, Any]:
+    """Modules spelling positions and masks over their sequence (axis 1 of (B, T, 8)) as
+    transformers' older and current models do."""
+    import torch
+
+    class OldCausalMask(torch.nn.Module):
+        """transformers' former ``_make_causal_mask``: a full of the float minimum, zeroed
+        where ``arange < (arange + 1).view(T, 1)``."""
+
+        def forward(self, x: Any) -> Any:
+            mask = torch.full((x.shape[1], x.shape[1]), torch.finfo(torch.float32).min)
+            cond = torch.arange(mask.size(-1))
+            mask = mask.masked_fill(cond < (cond + 1).view(mask.size(-1), 1), 0.0)
+            return torch.softmax(x @ x.transpose(1, 2) / 4.0 + mask[None], -1) @ x
+
+    class RotaryByMatmul(torch.nn.Module):
+        """LLaMA's rotary angles in transformers: ``inv_freq @ position_ids``."""
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.register_buffer("inv_freq", 1.0 / 10000 ** (torch.arange(0, 8, 2) / 8))
+
+        def forward(self, x: Any) -> Any:
+            positions = torch.arange(x.shape[1])[None].expand(x.shape[0], -1)
+            freqs = (self.inv_freq[None, :, None] @ positions[:, None, :].float()
+                     ).transpose(1, 2)
+            angles = torch.cat((freqs, freqs), -1)
+            return x * angles.cos() + x * angles.sin()
+
+    class Sinusoids(torch.nn.Module):
+        """fairseq's and Marian's sinusoidal positions, computed for the sequence."""
+
+        def forward(self, x: Any) -> Any:
+            scale = torch.exp(torch.arange(4, dtype=torch.float32) * -(np.log(1e4) / 3))
+            angles = torch.arange(x.shape[1], dtype=torch.float32)[:, None] * scale[None]
+            return x + torch.cat([angles.sin(), angles.cos()], 1)[None]
+
+    return {"old_causal_mask": OldCausalMask, "rotary_by_matmul": RotaryByMatmul,
+            "sinusoids": Sinusoids}
+
+
+@pytest.mark.parametrize("exporter", ["dynamo", "torchscript17"])
+@pytest.mark.parametrize("pattern", ["old_causal_mask", "rotary_by_matmul", "sinusoids"])
+def test_exported_position_patterns_over_a_symbolic_sequence(pattern: str, exporter: str,
+                                                             compare_with_ort: Any) -> None:
+    import io
+    import logging
+    import warnings
+
+    torch = pytest.importorskip("torch")
+    model, x = _position_patterns()[pattern]().eval(), torch.zeros(2, 7, 8)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        if exporter == "dynamo":
+            pytest.importorskip("onnxscript")
+            logging.getLogger("torch.onnx").setLevel(logging.ERROR)
+            dims = {0: torch.export.Dim("batch", min=1, max=4),
+                    1: torch.export.Dim("seq", min=1, max=16)}
+            data = torch.onnx.export(model, (x,), dynamo=True, input_names=["x"],
+                                     output_names=["y"], dynamic_shapes=(dims,),
+                                     verbose=False).model_proto.SerializeToString()
+        else:
+            out = io.BytesIO()
+            torch.onnx.export(model, (x,), out, dynamo=False, input_names=["x"],
+                              output_names=["y"], opset_version=17,
+                              dynamic_axes={"x": {0: "batch", 1: "seq"}})
+            data = out.getvalue()
+    wasm = modelc.export(modelc.from_onnx(data, dynamic={"x": {0: ("batch", 1, 4), 1: SEQ}}))
+    for kernels in PROVIDERS:
+        with runtime.load(wasm, kernels=kernels) as session:
+            for shape in ((2, 7, 8), (1, 1, 8), (3, 16, 8)):
+                run = {"x": np.random.default_rng(shape[1]).standard_normal(shape).astype(
+                    np.float32)}
+                compare_with_ort(session.run(run), data, run, f"{shape} on {kernels}")
