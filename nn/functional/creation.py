@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from typing import Any
 
@@ -36,4 +37,13 @@ def arange(end: Any, dtype: Any = np.int64) -> Any:
     """
     if isinstance(end, (int, np.integer)):
         return np.arange(int(end), dtype=dtype)
-    return slice(np.arange(end.bounds[1], dtype=dtype), 0, 0, end)
+    return slice(_table(end.bounds[1], np.dtype(dtype)), 0, 0, end)
+
+
+@functools.cache
+def _table(length: int, dtype: np.dtype) -> np.ndarray:
+    """One read-only ``arange`` per length and dtype, so a tracer sees one constant and
+    equal slices of it (each layer's causal mask) can merge."""
+    table = np.arange(length, dtype=dtype)
+    table.setflags(write=False)
+    return table
