@@ -14,6 +14,7 @@ import numpy as np
 
 from nn import functional as F
 
+from ..trace_dims import SymbolicDim
 from .node import OnnxNode
 
 
@@ -57,6 +58,8 @@ def cum_sum(n: OnnxNode) -> Any:
     dim = n.axis(int(n.known(1, "axis").reshape(-1)[0]))
     exclusive, reverse = bool(n.attr("exclusive", 0)), bool(n.attr("reverse", 0))
     if not isinstance(x, np.ndarray):
+        if isinstance(x.shape[dim], str):
+            return _cum_sum_in_a_loop(x, dim, exclusive, reverse)
         return F.cumsum(x, dim, exclusive, reverse)
     values = np.flip(x, dim) if reverse else x
     sums = np.cumsum(values, dim, dtype=x.dtype)
@@ -64,6 +67,29 @@ def cum_sum(n: OnnxNode) -> Any:
         sums = np.concatenate([np.zeros_like(np.take(sums, [0], dim)),
                                np.take(sums, range(x.shape[dim] - 1), dim)], dim)
     return np.flip(sums, dim) if reverse else sums
+
+
+def _cum_sum_in_a_loop(x: Any, dim: int, exclusive: bool, reverse: bool) -> Any:
+    """CumSum along a symbolic axis (RoBERTa's and padded GPT-2's positions counted along
+    the attention mask): one ``nn.functional.loop`` over the axis moved to the front, the
+    running sum carried, so integers sum exactly."""
+    from ..ops.loop import Body
+
+    order = [dim, *(d for d in range(len(x.shape)) if d != dim)]
+    rows = F.permute(x, order) if dim else x
+    row = tuple(rows.shape[1:])
+    spec = (row, str(x.dtype))
+
+    def step(i: Any, states: list[Any], elements: list[Any], outer: list[Any]
+             ) -> tuple[list[Any], list[Any]]:
+        total = F.add(states[0], elements[0])
+        return [total], [states[0] if exclusive else total]
+
+    dims = {str(d): d.bounds for d in row if isinstance(d, SymbolicDim)}
+    body = Body.trace(step, [spec], [spec], dims=dims)
+    sums = F.loop(None, [F.full(list(row), 0, x.dtype)], [rows], [], body,
+                  reverse_inputs=(reverse,), reverse_outputs=(reverse,))[1]
+    return F.permute(sums, [order.index(d) for d in range(len(order))]) if dim else sums
 
 
 def cum_prod(n: OnnxNode) -> Any:

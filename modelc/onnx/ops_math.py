@@ -23,12 +23,24 @@ from .node import OnnxNode
 OpFn = Callable[[OnnxNode], Any]
 
 _UNARY: dict[str, Callable[[Any], Any]] = {
-    "Abs": F.abs, "Erf": F.erf, "Exp": F.exp, "Log": F.log, "Neg": F.neg, "Relu": F.relu,
+    "Abs": lambda x: _integer_abs(x) if _is_traced_int(x) else F.abs(x),
+    "Neg": lambda x: F.mul(x, -1) if _is_traced_int(x) else F.neg(x),
+    "Erf": F.erf, "Exp": F.exp, "Log": F.log, "Relu": F.relu,
     "Sigmoid": F.sigmoid, "Sqrt": F.sqrt, "Tanh": F.tanh,
     "Reciprocal": lambda x: F.div(1.0, x),
     "Tan": F.tan, "Atan": F.atan, "Asin": F.asin, "Acos": F.acos, "Sinh": F.sinh,
     "Cosh": F.cosh, "Asinh": F.asinh, "Acosh": F.acosh, "Atanh": F.atanh, "IsNaN": F.isnan,
 }
+
+def _is_traced_int(x: Any) -> bool:
+    return not is_known(x) and np.dtype(x.dtype).kind == "i"
+
+
+def _integer_abs(x: Any) -> Any:
+    """|x| of a signed integer tensor (T5's relative positions): ``x`` where it is not
+    negative, ``-x`` (wrapping multiply) elsewhere."""
+    return F.where(F.lt(x, 0), F.mul(x, -1), x)
+
 
 _BINARY: dict[str, Callable[[Any, Any], Any]] = {
     "Add": F.add, "Sub": F.sub, "Mul": F.mul,
@@ -100,18 +112,21 @@ def _unary(fn: Callable[[Any], Any]) -> OpFn:
 
 
 def _no_dim_arithmetic(n: OnnxNode, a: Any, b: Any) -> tuple[Any, Any]:
-    """``a`` and ``b``, refused where numpy would add dim names as strings (``'past' +
-    'seq'``) or repeat one (``'batch' * 4``) in a known shape value."""
-    if n.op_type not in ("Add", "Mul", "Sum", "Mean") or not is_known(a, b) or all(
+    """``a`` and ``b``, refused where a known shape value would need arithmetic of a dim
+    name: a sum or difference involving one (``'past' + 'seq'``, ``5 + 'seq'``: numpy would
+    concatenate the strings or fail) or a product other than by 1 (``'batch' * 4``)."""
+    if n.op_type not in ("Add", "Sub", "Mul", "Sum", "Mean") or not is_known(a, b) or all(
             np.asarray(v).dtype != object for v in (a, b)):
         return a, b
     pairs = zip(*(v.reshape(-1).tolist() for v in np.broadcast_arrays(
         np.asarray(a, object), np.asarray(b, object))))
     for x, y in pairs:
         names = [v for v in (x, y) if isinstance(v, str)]
-        if len(names) == 2 or (names and n.op_type == "Mul" and 1 not in (x, y)):
-            raise n.error(f"{n.op_type} of symbolic dims {x!r} and {y!r} is not supported "
-                          "(the IR has no dim arithmetic); fix them with input_shapes")
+        if names and (n.op_type != "Mul" or len(names) == 2 or 1 not in (x, y)):
+            raise n.error(f"{n.op_type} of {x!r} and {y!r} in a shape computation is not "
+                          f"supported: symbolic dims are names without arithmetic (such as "
+                          f"a past length plus the sequence); fix {names[0]!r} with "
+                          "input_shapes")
     return a, b
 
 
@@ -310,7 +325,8 @@ def where(n: OnnxNode) -> Any:
 
 
 def cast(n: OnnxNode) -> Any:
-    """Cast; a known shape value naming symbolic dims stays as it is (it is integral)."""
+    """Cast; a known shape value naming symbolic dims stays as it is (it is integral, and a
+    float32 dim is exact), e.g. for a ``Range`` of float positions up to it."""
     from onnx.helper import tensor_dtype_to_np_dtype
 
     return _cast_to(n.input(0), tensor_dtype_to_np_dtype(n.attr("to")))
@@ -322,7 +338,9 @@ def cast_like(n: OnnxNode) -> Any:
 
 
 def _cast_to(x: Any, dtype: np.dtype) -> Any:
-    if isinstance(x, np.ndarray) and x.dtype == object and dtype.kind in "iu":
+    if isinstance(x, np.ndarray) and x.dtype == object and (
+            dtype.kind in "iu" or (dtype.kind == "f" and any(
+                isinstance(d, str) for d in x.reshape(-1).tolist()))):
         return x
     return F.cast(x, dtype)
 

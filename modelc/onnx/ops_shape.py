@@ -15,6 +15,7 @@ import numpy as np
 
 from nn import functional as F
 
+from ..trace_dims import SymbolicDim
 from .fold import dims, is_known, product, shape_value
 from .node import OnnxNode
 
@@ -98,10 +99,12 @@ def split(n: OnnxNode) -> Any:
 
 def slice_(n: OnnxNode) -> Any:
     """Slice: starts/ends/axes/steps are attributes before opset 10 and inputs from it;
-    ONNX clamps bounds as Python slicing does."""
+    ONNX clamps bounds as Python slicing does. An end may be a symbolic dim (BERT's position
+    ids ``buffer[:, :seq]``): from 0 by 1, the whole axis when it is that dim, else a run-time
+    slice of a fixed axis."""
     x = n.input(0)
     if n.opset >= 10:
-        starts, ends = n.ints("starts", 1), n.ints("ends", 2)
+        starts, ends = n.ints("starts", 1), dims(n.known(2, "ends"))
         axes, steps = n.ints("axes", 3), n.ints("steps", 4)
     else:
         starts, ends, axes, steps = n.attr("starts"), n.attr("ends"), n.attr("axes"), None
@@ -110,6 +113,17 @@ def slice_(n: OnnxNode) -> Any:
     steps = steps or [1] * len(starts)
     for start, end, axis, step in zip(starts, ends, axes, steps):
         axis, length = n.axis(axis), x.shape[n.axis(axis)]
+        if isinstance(end, str):
+            if start != 0 or step != 1:
+                raise n.error(f"Slice [{start}:{end!r}:{step}] up to a symbolic dim is "
+                              "supported from 0 by 1; fix the dim with input_shapes")
+            if isinstance(length, int) and isinstance(end, SymbolicDim) \
+                    and end.bounds[1] > length:
+                raise n.error(f"Slice up to {end!r} (at most {end.bounds[1]}) of an axis of "
+                              f"{length}: bound {end!r} to at most {length} (dynamic=)")
+            dim: Any = end  # NOTE: F.slice annotates ints; the tracer takes a dim name
+            x = x if length == end else F.slice(x, axis, 0, dim)
+            continue
         if step > 0 and isinstance(length, int):
             start, end, _ = builtins.slice(start, end, step).indices(length)
         x = (x[(builtins.slice(None),) * axis + (builtins.slice(start, end, step),)]
@@ -241,13 +255,15 @@ def eye_like(n: OnnxNode) -> np.ndarray:
 def expand(n: OnnxNode) -> Any:
     """Expand (bidirectional broadcast): adding zeros of the target shape (bools: ``!=
     False``); a symbolic target dim the input lacks takes zeros made at run time (a ViT's
-    class token expanded to the batch)."""
+    class token expanded to the batch), and a known single element is a run-time ``full``."""
     x, target = n.input(0), dims(n.known(1, "shape"))
     if is_known(x) and all(isinstance(d, int) for d in target):
         return x * np.ones(target, dtype=x.dtype)
     rank = max(len(x.shape), len(target))
     have = [1] * (rank - len(x.shape)) + list(x.shape)
     want = [1] * (rank - len(target)) + target
+    if is_known(x) and x.size == 1:  # torch.ones(t, t, dtype=bool) from dynamo
+        return F.full(want, x.reshape(-1)[0].item(), x.dtype)
     if any(isinstance(w, str) and h != w for h, w in zip(have, want)) or is_known(x):
         if x.dtype == bool or any(isinstance(w, str) and h not in (1, w)
                                   for h, w in zip(have, want)):
@@ -284,16 +300,35 @@ def pad(n: OnnxNode) -> Any:
     return F.pad(x, torch_pad, _PAD_MODES[mode], value or 0.0)
 
 
-def range_(n: OnnxNode) -> np.ndarray:
+def range_(n: OnnxNode) -> Any:
+    """Range: folded, or up to a symbolic dim (from 0 by 1: the positions of a symbolic
+    sequence) the front of a constant ``arange`` over the dim's declared maximum, sliced to
+    the dim at run time.
+
+    Raises:
+        CompileError: a symbolic start or delta, or a symbolic limit with a start other than
+            0 or a delta other than 1 (the length would be arithmetic of the dim).
+    """
     start, limit, delta = (n.known(i, name) for i, name in
                            enumerate(("start", "limit", "delta")))
-    if any(isinstance(v, str) for v in (*dims(start), *dims(limit))):
-        raise n.error(f"Range up to symbolic dim {limit.tolist()!r} is not supported; fix it "
-                      "with input_shapes")
+    dtype = next((v.dtype for v in (start, limit, delta) if v.dtype != object), np.int64)
+    if any(isinstance(v, str) for v in (*dims(start), *dims(limit), *dims(delta))):
+        return _range_to_dim(n, start, limit, delta, np.dtype(dtype))
     # NOTE: a fixed dim read from a shape that names other dims is an int in an object array
     bounds = [v.item() if v.dtype != object else int(v.item()) for v in (start, limit, delta)]
-    dtype = next((v.dtype for v in (start, limit, delta) if v.dtype != object), np.int64)
     return np.arange(*bounds, dtype=dtype)
+
+
+def _range_to_dim(n: OnnxNode, start: np.ndarray, limit: np.ndarray, delta: np.ndarray,
+                  dtype: np.dtype) -> Any:
+    """``arange(0, dim, 1)``: a constant table's first ``dim`` elements."""
+    dim = limit.reshape(-1)[0]
+    if not isinstance(dim, SymbolicDim) or isinstance(start.reshape(-1)[0], str) \
+            or isinstance(delta.reshape(-1)[0], str) or start.item() != 0 or delta.item() != 1:
+        raise n.error(f"Range({start.tolist()!r}, {limit.tolist()!r}, {delta.tolist()!r}) over "
+                      "a symbolic dim is supported from 0 by 1 up to the dim; fix the dim with "
+                      "input_shapes")
+    return F.arange(dim, dtype)
 
 
 def tile(n: OnnxNode) -> Any:

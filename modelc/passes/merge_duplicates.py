@@ -4,13 +4,15 @@ in the same order, equal attributes) is dropped and its users read the earlier o
 Exporters repeat work: YOLOv5's Focus slices the image's even rows twice and its odd rows
 twice (``x[..., ::2, ::2]``, ``x[..., ::2, 1::2]``, ...: four row slices, two distinct),
 and ddddocr's detector copied 2 x 2 MB for them at every inference. Nodes whose attributes
-hold anything but numbers, strings, booleans, None and tuples or lists of them (a loop's
-body) stay, as do nodes with an output that is a graph output.
+hold anything but numbers, strings, booleans, None, numpy dtypes and tuples or lists of them
+(a loop's body) stay, as do nodes with an output that is a graph output.
 """
 
 from __future__ import annotations
 
 from typing import Any
+
+import numpy as np
 
 from ..graph import Graph
 
@@ -26,6 +28,8 @@ def _plain(value: Any) -> Key | None:
         return ("float", repr(value))
     if value is None or isinstance(value, (bool, int, str)):
         return (type(value).__name__, value)
+    if isinstance(value, np.dtype) or (isinstance(value, type) and issubclass(value, np.generic)):
+        return ("dtype", np.dtype(value).name)  # a full's element type
     return None
 
 

@@ -31,7 +31,7 @@ from .activation import (
 from .argmax import argmax, argmin
 from .attention import attention_weights, head_attention, scaled_dot_product_attention
 from .conv import conv1d, conv2d, conv3d, conv_padding, conv_transpose2d, conv_transpose3d
-from .creation import full
+from .creation import arange, full
 from .detection import non_max_suppression
 from .dropout import dropout
 from .elementwise import (
@@ -99,8 +99,8 @@ from .triangular import cumprod, cumsum, tril, triu
 from .trigonometry import acos, acosh, asin, asinh, atan, atanh, cosh, sinh, tan
 from .winograd import winograd_input, winograd_output
 
-__all__ = ["PRIMITIVES", "abs", "acos", "acosh", "adaptive_avg_pool2d", "add", "amax", "argmax",
-           "argmin", "asin", "asinh", "atan", "atanh", "attention_weights", "avg_pool2d",
+__all__ = ["PRIMITIVES", "abs", "acos", "acosh", "adaptive_avg_pool2d", "add", "amax", "arange",
+           "argmax", "argmin", "asin", "asinh", "atan", "atanh", "attention_weights", "avg_pool2d",
            "avg_pool3d", "batch_norm", "cast", "ceil", "celu", "channel_shuffle", "check",
            "concat", "conv1d", "conv2d", "conv3d", "conv_padding", "conv_transpose2d",
            "conv_transpose3d", "cos", "cosh", "cumprod", "cumsum", "dequantize_linear", "div",

@@ -1,8 +1,9 @@
 """Triangular selections and running sums, composites over constant triangular matrices:
 ``triu``, ``tril`` (a ``where`` on a constant mask, so an inf outside the triangle still
-gives 0), ``cumsum`` (a ``linear`` with a triangular weight, so it runs on the gemm
-kernel; integers are summed exactly by doubling instead) and ``cumprod`` (by doubling); the
-scanned axis must have a fixed size."""
+gives 0; over a symbolic axis the mask compares positions at run time), ``cumsum`` (a
+``linear`` with a triangular weight, so it runs on the gemm kernel; integers are summed
+exactly by doubling instead) and ``cumprod`` (by doubling); the scanned axis must have a
+fixed size."""
 
 from __future__ import annotations
 
@@ -10,10 +11,10 @@ from typing import Any
 
 import numpy as np
 
-from .creation import full
-from .elementwise import add, mul, sub, where
+from .creation import arange, full
+from .elementwise import add, ge, le, mul, sub, where
 from .linear import linear
-from .shape import concat, permute, slice
+from .shape import concat, permute, reshape, slice
 
 __all__ = ["cumprod", "cumsum", "tril", "triu"]
 
@@ -24,20 +25,25 @@ def _fixed(size: Any, what: str) -> int:
     return int(size)
 
 
-def _mask(input: Any, diagonal: int, upper: bool, op: str) -> np.ndarray:
+def _mask(input: Any, diagonal: int, upper: bool, op: str) -> Any:
+    """Which elements of the last two axes are kept: a constant, or over a symbolic axis a
+    run-time comparison of the column and row positions (``arange`` up to each dim)."""
     if len(input.shape) < 2:
         raise ValueError(f"{op}: input tensor must have at least 2 dimensions, got shape "
                          f"{tuple(input.shape)}")
-    rows, columns = (_fixed(d, f"{op} over axis {d!r}") for d in input.shape[-2:])
-    lower = np.tri(rows, columns, diagonal - 1 if upper else diagonal, dtype=bool)
-    return ~lower if upper else lower
+    rows, columns = input.shape[-2:]
+    if isinstance(rows, (int, np.integer)) and isinstance(columns, (int, np.integer)):
+        lower = np.tri(int(rows), int(columns), diagonal - 1 if upper else diagonal, dtype=bool)
+        return ~lower if upper else lower
+    offset = sub(reshape(arange(columns), (1, columns)), reshape(arange(rows), (rows, 1)))
+    return ge(offset, diagonal) if upper else le(offset, diagonal)
 
 
 def triu(input: Any, diagonal: int = 0) -> Any:
     """The upper triangle of the last two axes (from ``diagonal`` up), zeros elsewhere.
 
     Raises:
-        ValueError: fewer than 2 axes, or one of the last two is symbolic.
+        ValueError: fewer than 2 axes.
 
     >>> triu(np.ones((2, 2), np.float32)).tolist()
     [[1.0, 1.0], [0.0, 1.0]]
@@ -49,7 +55,7 @@ def tril(input: Any, diagonal: int = 0) -> Any:
     """The lower triangle of the last two axes (up to ``diagonal``), zeros elsewhere.
 
     Raises:
-        ValueError: fewer than 2 axes, or one of the last two is symbolic.
+        ValueError: fewer than 2 axes.
 
     >>> tril(np.ones((2, 2), np.float32)).tolist()
     [[1.0, 0.0], [1.0, 1.0]]

@@ -328,8 +328,9 @@ class Arch:
     build: Callable[[], nn.Module]
     inputs: Inputs
     outputs: tuple[str, ...] = ("y",)
-    dynamic: dict[str, dict[int, str]] = field(default_factory=dict)
-    """Axes exported as symbolic (fixed again at import by the inputs' shapes)."""
+    sequence: dict[str, int] = field(default_factory=dict)
+    """The token (or time) axis of each input that has one: the axis a user exports as a
+    symbolic sequence."""
 
     def model(self) -> nn.Module:
         torch.manual_seed(0)
@@ -339,17 +340,20 @@ class Arch:
 _PRESENTS = tuple(f"present_{kind}_{i}" for i in range(2) for kind in ("key", "value"))
 
 ARCHS: dict[str, Arch] = {
-    "gpt2": Arch(GPT2, lambda rng: {"input_ids": rng.integers(0, 64, (2, 7))}, ("logits",)),
-    "gpt2_masked": Arch(GPT2WithMask, _gpt2_masked_inputs, ("logits",)),
-    "gpt2_past": Arch(GPT2WithPast, _gpt2_past_inputs, ("logits", *_PRESENTS)),
-    "llama": Arch(LlamaBlock, _floats(x=(2, 7, 32))),
-    "whisper_encoder": Arch(WhisperEncoder, _floats(mel=(2, 16, 32))),
+    "gpt2": Arch(GPT2, lambda rng: {"input_ids": rng.integers(0, 64, (2, 7))}, ("logits",),
+                 sequence={"input_ids": 1}),
+    "gpt2_masked": Arch(GPT2WithMask, _gpt2_masked_inputs, ("logits",),
+                        sequence={"input_ids": 1, "attention_mask": 1}),
+    "gpt2_past": Arch(GPT2WithPast, _gpt2_past_inputs, ("logits", *_PRESENTS),
+                      sequence={"input_ids": 1}),
+    "llama": Arch(LlamaBlock, _floats(x=(2, 7, 32)), sequence={"x": 1}),
+    "whisper_encoder": Arch(WhisperEncoder, _floats(mel=(2, 16, 32))),  # fixed frames
     "convnext": Arch(ConvNeXt, _floats(x=(2, 3, 32, 32))),
     "efficientnet": Arch(EfficientNet, _floats(x=(2, 3, 32, 32))),
     "yolov8": Arch(YOLOv8, _floats(x=(1, 3, 32, 32))),
     "unet": Arch(UNet, _unet_inputs),
-    "t5_encoder": Arch(T5Attention, _floats(x=(2, 9, 32)), dynamic={"x": {1: "seq"}}),
+    "t5_encoder": Arch(T5Attention, _floats(x=(2, 9, 32)), sequence={"x": 1}),
     "t5_decoder": Arch(lambda: T5Attention(bidirectional=False), _floats(x=(2, 9, 32)),
-                       dynamic={"x": {1: "seq"}}),
+                       sequence={"x": 1}),
     "vit": Arch(ViT, _floats(x=(2, 3, 16, 16))),
 }

@@ -59,3 +59,28 @@ def test_merged_graph_matches_eager_and_torch(compiled: bytes, kernels: str) -> 
     t = torch.from_numpy(x)
     focus = torch.cat([t[..., r::2, c::2] for r, c in ((0, 0), (1, 0), (0, 1), (1, 1))], 1)
     np.testing.assert_array_equal(got[0], focus.numpy())
+
+
+class Masks(nn.Module):
+    """Two layers' causal masks over a symbolic sequence, as an exporter repeats them: a
+    ``full`` of ones and a ``tril`` each; casts to two types stay apart."""
+
+    def forward(self, x):  # type: ignore[no-untyped-def]
+        seq = x.shape[1]
+        masks = [F.tril(F.full((seq, seq), 1.0)) for _ in range(2)]
+        casts = F.cast(F.cast(x, np.int32), np.float32) + F.cast(F.cast(x, np.int64),
+                                                                  np.float32)
+        return F.matmul(F.reshape(x, (seq, 1)) * masks[0], masks[1]) + casts
+
+
+def test_repeated_masks_over_a_symbolic_dim_merge() -> None:
+    x = np.arange(5, dtype=np.float32)[None]
+    graph = modelc.optimize(modelc.trace(Masks(), (x,), dynamic={"input0": {1: ("s", 1, 9)}}))
+    ops = [node.op for node in graph.nodes]
+    assert ops.count("full") == 1 and ops.count("le") == 1, ops
+    assert ops.count("cast") == 4, ops  # to int32 and int64, each back to float32
+    wasm = modelc.export(Masks(), (x,), dynamic={"input0": {1: ("s", 1, 9)}})
+    with runtime.load(wasm) as session:
+        for length in (1, 4, 9):
+            x = np.random.default_rng(length).standard_normal((1, length)).astype(np.float32)
+            np.testing.assert_allclose(session.run(x)["output0"], Masks()(x), rtol=1e-5)
