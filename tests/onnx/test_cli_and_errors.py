@@ -69,12 +69,12 @@ def test_unsupported_ops_are_reported_all_at_once(tmp_path, capsys):
     model = _model([helper.make_node("Relu", ["x"], ["a"], name="ok"),
                     helper.make_node("Det", ["a"], ["b"], name="mix"),
                     helper.make_node("Unique", ["b"], ["c"], name="pick"),
-                    helper.make_node("FusedGemm", ["c", "c"], ["y"], name="vendor",
+                    helper.make_node("Inverse", ["c"], ["y"], name="vendor",
                                      domain="com.microsoft")],
                    [_float("x", [2, 3])], [_float("y", None)],
                    [numpy_helper.from_array(np.array([1], np.int64), "k")])
     message = r"3 unsupported node\(s\): 'mix' \(Det\), 'pick' \(Unique\), 'vendor' " \
-              r"\(com.microsoft.FusedGemm\); supported ops: \['Abs'"
+              r"\(com.microsoft.Inverse\); supported ops: \['Abs'"
     with pytest.raises(modelc.UnsupportedOpError, match=message):
         modelc.from_onnx(model)
     path = tmp_path / "bad.onnx"
