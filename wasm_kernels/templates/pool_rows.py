@@ -1,0 +1,138 @@
+"""Max pool rows as column maxima first: the vector ISAs' fast path of ``f32_max_pool2d``.
+
+For a window of ``kh`` in 1..3 rows at dilation 1, an output row's input rows are read
+once per block of four outputs: each v128 of input columns is folded over the window's
+rows (``vertical``), and the window's column taps are then shuffles of those column maxima
+(stride 1: lanes s..s+3 of two registers; stride 2: the even and odd lanes of two, and for
+a third tap the even lanes moved on by one). A 3x3/2 block reads nine registers and
+shuffles three where tap by tap it read eighteen and shuffled nine.
+
+A row of the window outside the input is replaced by the nearest row inside it: the max of
+a row twice is the max of it once, so the padding needs no test in the block (max only).
+Every NaN lane of a column maximum is made all ones (a NaN) and the taps' NaN lanes are
+ORed into the result, so NaNs propagate as with the scalar ``f32.max``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from ..wasm import Code
+from .conv_tiles import EVEN_LANES, ODD_LANES
+from .isa import Isa
+
+SHAPES: tuple[tuple[int, int], ...] = ((1, 1), (1, 2), (1, 3), (1, 4), (1, 5),
+                                      (2, 1), (2, 2), (2, 3))
+"""The (column stride, kernel columns) of the fast blocks: up to two v128 of columns at
+stride 1, three at stride 2."""
+
+ROWS = (1, 2, 3)
+"""Kernel rows of the fast blocks."""
+
+
+def _lanes(*lanes: int) -> bytes:
+    """The ``i8x16.shuffle`` picking these f32 lanes of two registers (0-3, then 4-7)."""
+    return bytes(4 * lane + byte for lane in lanes for byte in range(4))
+
+
+def _registers(stride: int, kw: int) -> int:
+    """v128s of columns one block of four outputs reads."""
+    return -(-(3 * stride + kw) // 4)
+
+
+def fast_rows(c: Code, isa: Isa, output: Callable[[], None]) -> None:
+    """Continue the output row at ``ox`` with four-output blocks where the window has
+    ``kh`` in ``ROWS``, dilation 1 and (``sw``, ``kw``) in ``SHAPES``; leaves ``ox`` at the
+    first output not done (the caller's general row finishes it). Outputs left of the
+    first whole window (``ox * sw < pw``) go one by one through ``output()``."""
+    arg, get = c.names, c.get
+    row_ptrs = [c.local("i32") for _ in ROWS]
+    at = c.local("i32")
+    regs = [c.local("v128") for _ in range(3)]
+    mask, value, acc, nans = (c.local("v128") for _ in range(4))
+
+    def block(kh: int, stride: int, kw: int) -> None:
+        count = _registers(stride, kw)
+        for k, reg in enumerate(regs[:count]):
+            for i in range(kh):
+                get(row_ptrs[i], at).emit("i32.add")
+                isa.load(c, 16 * k)
+                if i == 0:
+                    c.emit("local.tee", reg).emit("local.get", reg).emit("f32x4.ne")
+                    c.emit("local.set", mask)
+                    continue
+                c.emit("local.tee", value).emit("local.get", value).emit("f32x4.ne")
+                get(mask).emit("v128.or").emit("local.set", mask)
+                get(reg, value).emit("f32x4.pmax").emit("local.set", reg)
+            if kh > 1:
+                get(reg, mask).emit("v128.or").emit("local.set", reg)
+        for j in range(kw):
+            _tap(c, regs, stride, j)
+            if j == 0:
+                c.emit("local.tee", acc).emit("local.get", acc).emit("f32x4.ne")
+                c.emit("local.set", nans)
+                continue
+            c.emit("local.tee", value).emit("local.get", value).emit("f32x4.ne")
+            get(nans).emit("v128.or").emit("local.set", nans)
+            get(acc, value).emit("f32x4.pmax").emit("local.set", acc)
+        get(arg["out"], acc)
+        if kw > 1:
+            get(nans).emit("v128.or")
+        isa.store(c)
+
+    def loop(kh: int, stride: int, kw: int) -> None:
+        with c.loop():
+            # at = (ox * sw - pw) * 4; stop at the row's end or where the block would read
+            # past the input row
+            get(arg["ox"]).emit("i32.const", 4).emit("i32.add").emit("local.get", arg["ow"])
+            c.emit("i32.gt_u").emit("br_if", 1)
+            get(arg["ox"]).emit("i32.const", stride).emit("i32.mul").emit("local.get", arg["pw"])
+            c.emit("i32.sub").emit("i32.const", 2).emit("i32.shl").emit("local.tee", at)
+            c.emit("i32.const", 16 * _registers(stride, kw)).emit("i32.add")
+            get(arg["row"]).emit("i32.gt_s").emit("br_if", 1)
+            block(kh, stride, kw)
+            get(arg["out"]).emit("i32.const", 16).emit("i32.add").emit("local.set", arg["out"])
+            get(arg["ox"]).emit("i32.const", 4).emit("i32.add").emit("local.set", arg["ox"])
+
+    # the rows of the window (oy * sh - ph + i), clamped into the input
+    for i, ptr in enumerate(row_ptrs):
+        get(arg["oy"], arg["sh"]).emit("i32.mul").emit("local.get", arg["ph"]).emit("i32.sub")
+        c.emit("i32.const", i).emit("i32.add").emit("local.tee", arg["ih"])
+        c.emit("i32.const", 0).emit("local.get", arg["ih"]).emit("i32.const", 0)
+        c.emit("i32.gt_s").emit("select").emit("local.tee", arg["ih"])
+        get(arg["h"]).emit("i32.const", 1).emit("i32.sub").emit("local.tee", arg["iw"])
+        get(arg["ih"], arg["iw"]).emit("i32.lt_s").emit("select")
+        get(arg["row"]).emit("i32.mul").emit("local.get", arg["xp"]).emit("i32.add")
+        c.emit("local.set", ptr)
+    # left of the first whole window: one by one
+    with c.loop():
+        get(arg["ox"], arg["ow"]).emit("i32.ge_u").emit("br_if", 1)
+        get(arg["ox"], arg["sw"]).emit("i32.mul").emit("local.get", arg["pw"])
+        c.emit("i32.ge_s").emit("br_if", 1)
+        output()
+        get(arg["ox"]).emit("i32.const", 1).emit("i32.add").emit("local.set", arg["ox"])
+    get(arg["dh"]).emit("i32.const", 1).emit("i32.eq")
+    get(arg["dw"]).emit("i32.const", 1).emit("i32.eq").emit("i32.and").emit("if")
+    for kh in ROWS:
+        get(arg["kh"]).emit("i32.const", kh).emit("i32.eq").emit("if")
+        for stride, kw in SHAPES:
+            get(arg["sw"]).emit("i32.const", stride).emit("i32.eq")
+            get(arg["kw"]).emit("i32.const", kw).emit("i32.eq").emit("i32.and").emit("if")
+            loop(kh, stride, kw)
+            c.emit("end")
+        c.emit("end")
+    c.emit("end")
+
+
+def _tap(c: Code, regs: list[int], stride: int, j: int) -> None:
+    """Push tap ``j`` of four outputs: columns j, j + s, j + 2s, j + 3s of the block."""
+    if stride == 1:
+        if j in (0, 4):
+            c.emit("local.get", regs[j // 4])
+        else:
+            c.get(regs[0], regs[1]).emit("i8x16.shuffle", _lanes(*range(j, j + 4)))
+    elif j < 2:
+        c.get(regs[0], regs[1]).emit("i8x16.shuffle", EVEN_LANES if j == 0 else ODD_LANES)
+    else:
+        c.get(regs[0], regs[1]).emit("i8x16.shuffle", EVEN_LANES)
+        c.emit("local.get", regs[2]).emit("i8x16.shuffle", _lanes(1, 2, 3, 4))
