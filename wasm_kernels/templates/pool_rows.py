@@ -9,8 +9,10 @@ shuffles three where tap by tap it read eighteen and shuffled nine.
 
 A row of the window outside the input is replaced by the nearest row inside it: the max of
 a row twice is the max of it once, so the padding needs no test in the block (max only).
-Every NaN lane of a column maximum is made all ones (a NaN) and the taps' NaN lanes are
-ORed into the result, so NaNs propagate as with the scalar ``f32.max``.
+The block folds with ``pmax`` (one instruction; ``f32x4.max`` is eight) and sums every
+column it reads: where that sum is NaN (a NaN read, or +inf beside -inf) the loop stops
+before storing, and the general row (``pool._vector_row``: NaN masks per tap) finishes the
+output row, so NaNs propagate as with the scalar ``f32.max``.
 """
 
 from __future__ import annotations
@@ -49,35 +51,33 @@ def fast_rows(c: Code, isa: Isa, output: Callable[[], None]) -> None:
     row_ptrs = [c.local("i32") for _ in ROWS]
     at = c.local("i32")
     regs = [c.local("v128") for _ in range(3)]
-    mask, value, acc, nans = (c.local("v128") for _ in range(4))
+    total, value, acc = (c.local("v128") for _ in range(3))
 
     def block(kh: int, stride: int, kw: int) -> None:
+        """Four outputs; ``br_if`` out of the loop first if a NaN may be in reach."""
         count = _registers(stride, kw)
         for k, reg in enumerate(regs[:count]):
             for i in range(kh):
                 get(row_ptrs[i], at).emit("i32.add")
                 isa.load(c, 16 * k)
                 if i == 0:
-                    c.emit("local.tee", reg).emit("local.get", reg).emit("f32x4.ne")
-                    c.emit("local.set", mask)
+                    c.emit("local.tee", reg)
+                    if k:
+                        get(total).emit("f32x4.add")
+                    c.emit("local.set", total)
                     continue
-                c.emit("local.tee", value).emit("local.get", value).emit("f32x4.ne")
-                get(mask).emit("v128.or").emit("local.set", mask)
+                c.emit("local.tee", value).emit("local.get", total).emit("f32x4.add")
+                c.emit("local.set", total)
                 get(reg, value).emit("f32x4.pmax").emit("local.set", reg)
-            if kh > 1:
-                get(reg, mask).emit("v128.or").emit("local.set", reg)
+        # the sum of every column read is NaN if one is (or if +inf meets -inf): the general
+        # row then finishes the output row, NaN-exact
+        get(total, total).emit("f32x4.ne").emit("v128.any_true").emit("br_if", 1)
         for j in range(kw):
             _tap(c, regs, stride, j)
-            if j == 0:
-                c.emit("local.tee", acc).emit("local.get", acc).emit("f32x4.ne")
-                c.emit("local.set", nans)
-                continue
-            c.emit("local.tee", value).emit("local.get", value).emit("f32x4.ne")
-            get(nans).emit("v128.or").emit("local.set", nans)
-            get(acc, value).emit("f32x4.pmax").emit("local.set", acc)
+            if j:
+                get(acc).emit("f32x4.pmax")
+            c.emit("local.set", acc)
         get(arg["out"], acc)
-        if kw > 1:
-            get(nans).emit("v128.or")
         isa.store(c)
 
     def loop(kh: int, stride: int, kw: int) -> None:
