@@ -51,27 +51,34 @@ def fast_rows(c: Code, isa: Isa, output: Callable[[], None]) -> None:
     row_ptrs = [c.local("i32") for _ in ROWS]
     at = c.local("i32")
     regs = [c.local("v128") for _ in range(3)]
+    sums = [c.local("v128") for _ in range(3)]
     total, value, acc = (c.local("v128") for _ in range(3))
 
-    def block(kh: int, stride: int, kw: int) -> None:
+    def vertical(kh: int, k: int) -> None:
+        """``regs[k]`` = the max over the window's rows of the v128 at ``at + 16 k``;
+        ``sums[k]`` their sum."""
+        for i in range(kh):
+            get(row_ptrs[i], at).emit("i32.add")
+            isa.load(c, 16 * k)
+            if i == 0:
+                c.emit("local.tee", regs[k]).emit("local.set", sums[k])
+                continue
+            c.emit("local.tee", value).emit("local.get", sums[k]).emit("f32x4.add")
+            c.emit("local.set", sums[k])
+            get(regs[k], value).emit("f32x4.pmax").emit("local.set", regs[k])
+
+    def block(kh: int, stride: int, kw: int, carried: bool) -> None:
         """Four outputs; ``br_if`` out of the loop first if a NaN may be in reach."""
         count = _registers(stride, kw)
-        for k, reg in enumerate(regs[:count]):
-            for i in range(kh):
-                get(row_ptrs[i], at).emit("i32.add")
-                isa.load(c, 16 * k)
-                if i == 0:
-                    c.emit("local.tee", reg)
-                    if k:
-                        get(total).emit("f32x4.add")
-                    c.emit("local.set", total)
-                    continue
-                c.emit("local.tee", value).emit("local.get", total).emit("f32x4.add")
-                c.emit("local.set", total)
-                get(reg, value).emit("f32x4.pmax").emit("local.set", reg)
+        for k in range(1 if carried else 0, count):
+            vertical(kh, k)
         # the sum of every column read is NaN if one is (or if +inf meets -inf): the general
         # row then finishes the output row, NaN-exact
-        get(total, total).emit("f32x4.ne").emit("v128.any_true").emit("br_if", 1)
+        get(sums[0])
+        for k in range(1, count):
+            get(sums[k]).emit("f32x4.add")
+        c.emit("local.tee", total).emit("local.get", total).emit("f32x4.ne")
+        c.emit("v128.any_true").emit("br_if", 1)
         for j in range(kw):
             _tap(c, regs, stride, j)
             if j:
@@ -79,18 +86,32 @@ def fast_rows(c: Code, isa: Isa, output: Callable[[], None]) -> None:
             c.emit("local.set", acc)
         get(arg["out"], acc)
         isa.store(c)
+        if carried:
+            get(regs[count - 1]).emit("local.set", regs[0])
+            get(sums[count - 1]).emit("local.set", sums[0])
+
+    def fits(stride: int, kw: int) -> None:
+        """Push whether a block fits at ``ox``: four outputs left in the row and its
+        registers inside the input row (``at`` = (ox * sw - pw) * 4)."""
+        get(arg["ox"]).emit("i32.const", 4).emit("i32.add").emit("local.get", arg["ow"])
+        c.emit("i32.le_u")
+        get(arg["ox"]).emit("i32.const", stride).emit("i32.mul").emit("local.get", arg["pw"])
+        c.emit("i32.sub").emit("i32.const", 2).emit("i32.shl").emit("local.tee", at)
+        c.emit("i32.const", 16 * _registers(stride, kw)).emit("i32.add")
+        get(arg["row"]).emit("i32.le_s").emit("i32.and")
 
     def loop(kh: int, stride: int, kw: int) -> None:
+        # a block's last register is the next one's first when they overlap by one
+        carried = _registers(stride, kw) == stride + 1
+        if carried:
+            fits(stride, kw)
+            c.emit("if")
+            vertical(kh, 0)
+            c.emit("end")
         with c.loop():
-            # at = (ox * sw - pw) * 4; stop at the row's end or where the block would read
-            # past the input row
-            get(arg["ox"]).emit("i32.const", 4).emit("i32.add").emit("local.get", arg["ow"])
-            c.emit("i32.gt_u").emit("br_if", 1)
-            get(arg["ox"]).emit("i32.const", stride).emit("i32.mul").emit("local.get", arg["pw"])
-            c.emit("i32.sub").emit("i32.const", 2).emit("i32.shl").emit("local.tee", at)
-            c.emit("i32.const", 16 * _registers(stride, kw)).emit("i32.add")
-            get(arg["row"]).emit("i32.gt_s").emit("br_if", 1)
-            block(kh, stride, kw)
+            fits(stride, kw)
+            c.emit("i32.eqz").emit("br_if", 1)
+            block(kh, stride, kw, carried)
             get(arg["out"]).emit("i32.const", 16).emit("i32.add").emit("local.set", arg["out"])
             get(arg["ox"]).emit("i32.const", 4).emit("i32.add").emit("local.set", arg["ox"])
 
