@@ -17,6 +17,8 @@ output row, so NaNs propagate as with the scalar ``f32.max``.
 
 from __future__ import annotations
 
+import math
+import struct
 from collections.abc import Callable
 
 from ..wasm import Code
@@ -27,6 +29,9 @@ SHAPES: tuple[tuple[int, int], ...] = ((1, 1), (1, 2), (1, 3), (1, 4), (1, 5),
                                       (2, 1), (2, 2), (2, 3))
 """The (column stride, kernel columns) of the fast blocks: up to two v128 of columns at
 stride 1, three at stride 2."""
+
+NEG_INF = struct.pack("<f", -math.inf) * 4
+"""-inf in every lane: the columns past the row."""
 
 ROWS = (1, 2, 3)
 """Kernel rows of the fast blocks."""
@@ -53,13 +58,14 @@ def fast_rows(c: Code, isa: Isa, output: Callable[[], None]) -> None:
     regs = [c.local("v128") for _ in range(3)]
     sums = [c.local("v128") for _ in range(3)]
     total, value, acc = (c.local("v128") for _ in range(3))
+    past, tail = c.local("i32"), c.local("i32")
 
-    def vertical(kh: int, k: int) -> None:
-        """``regs[k]`` = the max over the window's rows of the v128 at ``at + 16 k``;
-        ``sums[k]`` their sum."""
+    def vertical(kh: int, k: int, base: int | None = None) -> None:
+        """``regs[k]`` = the max over the window's rows of the v128 at ``at + 16 k`` (or at
+        ``base``); ``sums[k]`` their sum."""
         for i in range(kh):
-            get(row_ptrs[i], at).emit("i32.add")
-            isa.load(c, 16 * k)
+            get(row_ptrs[i], at if base is None else base).emit("i32.add")
+            isa.load(c, 16 * k if base is None else 0)
             if i == 0:
                 c.emit("local.tee", regs[k]).emit("local.set", sums[k])
                 continue
@@ -67,18 +73,24 @@ def fast_rows(c: Code, isa: Isa, output: Callable[[], None]) -> None:
             c.emit("local.set", sums[k])
             get(regs[k], value).emit("f32x4.pmax").emit("local.set", regs[k])
 
-    def block(kh: int, stride: int, kw: int, carried: bool) -> None:
-        """Four outputs; ``br_if`` out of the loop first if a NaN may be in reach."""
+    def block(kh: int, stride: int, kw: int, carried: bool, exit_: int,
+              edge: bool = False) -> None:
+        """Four outputs; ``br_if exit_`` first if a NaN may be in reach. At the ``edge``, a
+        register reaching past the row is the row's last four columns moved into place,
+        -inf where past the row (the max's identity)."""
         count = _registers(stride, kw)
         for k in range(1 if carried else 0, count):
-            vertical(kh, k)
+            if edge:
+                edge_register(kh, k)
+            else:
+                vertical(kh, k)
         # the sum of every column read is NaN if one is (or if +inf meets -inf): the general
         # row then finishes the output row, NaN-exact
         get(sums[0])
         for k in range(1, count):
             get(sums[k]).emit("f32x4.add")
         c.emit("local.tee", total).emit("local.get", total).emit("f32x4.ne")
-        c.emit("v128.any_true").emit("br_if", 1)
+        c.emit("v128.any_true").emit("br_if", exit_)
         for j in range(kw):
             _tap(c, regs, stride, j)
             if j:
@@ -89,6 +101,24 @@ def fast_rows(c: Code, isa: Isa, output: Callable[[], None]) -> None:
         if carried:
             get(regs[count - 1]).emit("local.set", regs[0])
             get(sums[count - 1]).emit("local.set", sums[0])
+
+    def edge_register(kh: int, k: int) -> None:
+        """``vertical`` at the edge: columns past = (at + 16 (k + 1) - row) / 4."""
+        get(at).emit("i32.const", 16 * (k + 1)).emit("i32.add").emit("local.get", arg["row"])
+        c.emit("i32.sub").emit("i32.const", 2).emit("i32.shr_s").emit("local.tee", past)
+        c.emit("i32.const", 0).emit("i32.gt_s").emit("if")
+        get(arg["row"]).emit("i32.const", 16).emit("i32.sub").emit("local.set", tail)
+        vertical(kh, k, tail)
+        for shift in (1, 2, 3):
+            get(past).emit("i32.const", shift).emit("i32.eq").emit("if")
+            get(regs[k]).emit("v128.const", NEG_INF)
+            c.emit("i8x16.shuffle", _lanes(*range(shift, shift + 4)))
+            c.emit("local.set", regs[k]).emit("else")
+        c.emit("v128.const", NEG_INF).emit("local.set", regs[k])
+        c.emit("end").emit("end").emit("end")
+        c.emit("else")
+        vertical(kh, k)
+        c.emit("end")
 
     def fits(stride: int, kw: int) -> None:
         """Push whether a block fits at ``ox``: four outputs left in the row and its
@@ -103,6 +133,7 @@ def fast_rows(c: Code, isa: Isa, output: Callable[[], None]) -> None:
     def loop(kh: int, stride: int, kw: int) -> None:
         # a block's last register is the next one's first when they overlap by one
         carried = _registers(stride, kw) == stride + 1
+        c.emit("block")  # a NaN in reach leaves it
         if carried:
             fits(stride, kw)
             c.emit("if")
@@ -111,9 +142,27 @@ def fast_rows(c: Code, isa: Isa, output: Callable[[], None]) -> None:
         with c.loop():
             fits(stride, kw)
             c.emit("i32.eqz").emit("br_if", 1)
-            block(kh, stride, kw, carried)
+            block(kh, stride, kw, carried, 2)
             get(arg["out"]).emit("i32.const", 16).emit("i32.add").emit("local.set", arg["out"])
             get(arg["ox"]).emit("i32.const", 4).emit("i32.add").emit("local.set", arg["ox"])
+        # the last four outputs as one block when at most four are left and their first
+        # column is inside the row (ox and out move back to them)
+        get(arg["ox"], arg["ow"]).emit("i32.lt_u")
+        get(arg["ox"]).emit("i32.const", 4).emit("i32.add").emit("local.get", arg["ow"])
+        c.emit("i32.ge_u").emit("i32.and")
+        get(arg["ow"]).emit("i32.const", 4).emit("i32.sub").emit("local.tee", past)
+        c.emit("i32.const", stride).emit("i32.mul").emit("local.get", arg["pw"]).emit("i32.sub")
+        c.emit("i32.const", 2).emit("i32.shl").emit("local.tee", at)
+        c.emit("i32.const", 0).emit("i32.ge_s").emit("i32.and")
+        get(arg["w"]).emit("i32.const", 4).emit("i32.ge_s").emit("i32.and")
+        get(past).emit("i32.const", 0).emit("i32.ge_s").emit("i32.and").emit("if")
+        get(arg["out"], arg["ox"], past).emit("i32.sub").emit("i32.const", 2)
+        c.emit("i32.shl").emit("i32.sub").emit("local.set", arg["out"])
+        get(past).emit("local.set", arg["ox"])
+        block(kh, stride, kw, False, 1, edge=True)
+        get(arg["out"]).emit("i32.const", 16).emit("i32.add").emit("local.set", arg["out"])
+        get(arg["ow"]).emit("local.set", arg["ox"])
+        c.emit("end").emit("end")
 
     # the rows of the window (oy * sh - ph + i), clamped into the input
     for i, ptr in enumerate(row_ptrs):
