@@ -1,6 +1,6 @@
 """Max pool rows as column maxima first: the vector ISAs' fast path of ``f32_max_pool2d``.
 
-For a window of ``kh`` in 1..3 rows at dilation 1, an output row's input rows are read
+For a window of ``kh`` in 1..5 rows at dilation 1, an output row's input rows are read
 once per block of four outputs: each v128 of input columns is folded over the window's
 rows (``vertical``), and the window's column taps are then shuffles of those column maxima
 (stride 1: lanes s..s+3 of two registers; stride 2: the even and odd lanes of two, and for
@@ -33,8 +33,8 @@ stride 1, three at stride 2."""
 NEG_INF = struct.pack("<f", -math.inf) * 4
 """-inf in every lane: the columns past the row."""
 
-ROWS = (1, 2, 3)
-"""Kernel rows of the fast blocks."""
+ROWS = (1, 2, 3, 4, 5)
+"""Kernel rows of the fast blocks (5: the row pass of a separable 5x5 SPPF pool)."""
 
 
 def _lanes(*lanes: int) -> bytes:
