@@ -32,7 +32,7 @@ from ..wasm import Code, FuncType
 from .conv_tiles import EVEN_LANES
 from .isa import ISAS, Isa
 from .loops import strided_loop
-from .pool_rows import fast_rows
+from .pool_rows import fast_rows, scalar_rows
 
 COMBINE: dict[str, tuple[str, float]] = {"f32_max_pool2d": ("f32.max", float("-inf")),
                                          "f32_avg_pool2d": ("f32.add", 0.0)}
@@ -96,6 +96,8 @@ def emit(spec: KernelSpec, isa_name: str) -> tuple[FuncType, Code]:
                 fast_rows(c, isa, output)
             _vector_row(c, isa, combine, identity, output)
         else:
+            if combine == "f32.max":
+                scalar_rows(c, output)
             strided_loop(c, v["ox"], 1, arg["ow"], output)
 
     def plane() -> None:

@@ -164,23 +164,7 @@ def fast_rows(c: Code, isa: Isa, output: Callable[[], None]) -> None:
         get(arg["ow"]).emit("local.set", arg["ox"])
         c.emit("end").emit("end")
 
-    # the rows of the window (oy * sh - ph + i), clamped into the input
-    for i, ptr in enumerate(row_ptrs):
-        get(arg["oy"], arg["sh"]).emit("i32.mul").emit("local.get", arg["ph"]).emit("i32.sub")
-        c.emit("i32.const", i).emit("i32.add").emit("local.tee", arg["ih"])
-        c.emit("i32.const", 0).emit("local.get", arg["ih"]).emit("i32.const", 0)
-        c.emit("i32.gt_s").emit("select").emit("local.tee", arg["ih"])
-        get(arg["h"]).emit("i32.const", 1).emit("i32.sub").emit("local.tee", arg["iw"])
-        get(arg["ih"], arg["iw"]).emit("i32.lt_s").emit("select")
-        get(arg["row"]).emit("i32.mul").emit("local.get", arg["xp"]).emit("i32.add")
-        c.emit("local.set", ptr)
-    # left of the first whole window: one by one
-    with c.loop():
-        get(arg["ox"], arg["ow"]).emit("i32.ge_u").emit("br_if", 1)
-        get(arg["ox"], arg["sw"]).emit("i32.mul").emit("local.get", arg["pw"])
-        c.emit("i32.ge_s").emit("br_if", 1)
-        output()
-        get(arg["ox"]).emit("i32.const", 1).emit("i32.add").emit("local.set", arg["ox"])
+    _window_rows(c, row_ptrs, output)
     get(arg["dh"]).emit("i32.const", 1).emit("i32.eq")
     get(arg["dw"]).emit("i32.const", 1).emit("i32.eq").emit("i32.and").emit("if")
     for kh in ROWS:
@@ -192,6 +176,62 @@ def fast_rows(c: Code, isa: Isa, output: Callable[[], None]) -> None:
             c.emit("end")
         c.emit("end")
     c.emit("end")
+
+
+def scalar_rows(c: Code, output: Callable[[], None]) -> None:
+    """The scalar ISA's ``fast_rows``: one output at a time, but where the window lies
+    inside the row its ``kh * kw`` taps (``kh`` in ``ROWS``, ``kw`` up to 5, dilation 1)
+    are straight-line loads folded by ``f32.max``, with no bounds test; the rows outside
+    the input are the nearest inside (as ``fast_rows``)."""
+    arg, get = c.names, c.get
+    row_ptrs = [c.local("i32") for _ in ROWS]
+    at, acc = c.local("i32"), c.local("f32")
+    _window_rows(c, row_ptrs, output)
+    get(arg["dh"]).emit("i32.const", 1).emit("i32.eq")
+    get(arg["dw"]).emit("i32.const", 1).emit("i32.eq").emit("i32.and").emit("if")
+    for kh in ROWS:
+        for kw in range(1, 6):
+            get(arg["kh"]).emit("i32.const", kh).emit("i32.eq")
+            get(arg["kw"]).emit("i32.const", kw).emit("i32.eq").emit("i32.and").emit("if")
+            with c.loop():
+                # at = (ox * sw - pw) * 4; stop where the window reaches past the row
+                get(arg["ox"], arg["ow"]).emit("i32.ge_u").emit("br_if", 1)
+                get(arg["ox"], arg["sw"]).emit("i32.mul").emit("local.get", arg["pw"])
+                c.emit("i32.sub").emit("i32.const", 2).emit("i32.shl").emit("local.tee", at)
+                c.emit("i32.const", 4 * kw).emit("i32.add").emit("local.get", arg["row"])
+                c.emit("i32.gt_s").emit("br_if", 1)
+                for i in range(kh):
+                    for j in range(kw):
+                        get(row_ptrs[i], at).emit("i32.add").emit("f32.load", 2, 4 * j)
+                        if i or j:
+                            get(acc).emit("f32.max")
+                        c.emit("local.set", acc)
+                get(arg["out"], acc).emit("f32.store", 2)
+                get(arg["out"]).emit("i32.const", 4).emit("i32.add").emit("local.set", arg["out"])
+                get(arg["ox"]).emit("i32.const", 1).emit("i32.add").emit("local.set", arg["ox"])
+            c.emit("end")
+    c.emit("end")
+
+
+def _window_rows(c: Code, row_ptrs: list[int], output: Callable[[], None]) -> None:
+    """Set ``row_ptrs`` to the window's rows (oy * sh - ph + i) clamped into the input,
+    then run ``output()`` one by one left of the first whole window (ox * sw < pw)."""
+    arg, get = c.names, c.get
+    for i, ptr in enumerate(row_ptrs):
+        get(arg["oy"], arg["sh"]).emit("i32.mul").emit("local.get", arg["ph"]).emit("i32.sub")
+        c.emit("i32.const", i).emit("i32.add").emit("local.tee", arg["ih"])
+        c.emit("i32.const", 0).emit("local.get", arg["ih"]).emit("i32.const", 0)
+        c.emit("i32.gt_s").emit("select").emit("local.tee", arg["ih"])
+        get(arg["h"]).emit("i32.const", 1).emit("i32.sub").emit("local.tee", arg["iw"])
+        get(arg["ih"], arg["iw"]).emit("i32.lt_s").emit("select")
+        get(arg["row"]).emit("i32.mul").emit("local.get", arg["xp"]).emit("i32.add")
+        c.emit("local.set", ptr)
+    with c.loop():
+        get(arg["ox"], arg["ow"]).emit("i32.ge_u").emit("br_if", 1)
+        get(arg["ox"], arg["sw"]).emit("i32.mul").emit("local.get", arg["pw"])
+        c.emit("i32.ge_s").emit("br_if", 1)
+        output()
+        get(arg["ox"]).emit("i32.const", 1).emit("i32.add").emit("local.set", arg["ox"])
 
 
 def _tap(c: Code, regs: list[int], stride: int, j: int) -> None:
