@@ -1,11 +1,14 @@
-"""Max pool rows as column maxima first: the vector ISAs' fast path of ``f32_max_pool2d``.
+"""Max pool rows as column maxima first: the fast paths of ``f32_max_pool2d``.
 
-For a window of ``kh`` in 1..5 rows at dilation 1, an output row's input rows are read
-once per block of four outputs: each v128 of input columns is folded over the window's
-rows (``vertical``), and the window's column taps are then shuffles of those column maxima
-(stride 1: lanes s..s+3 of two registers; stride 2: the even and odd lanes of two, and for
-a third tap the even lanes moved on by one). A 3x3/2 block reads nine registers and
-shuffles three where tap by tap it read eighteen and shuffled nine.
+Vector ISAs (``fast_rows``): for a window of ``kh`` in 1..5 rows at dilation 1, each v128
+of input columns is folded over the window's rows (``vertical``), and the window's column
+taps of four outputs are then shuffles of those column maxima (stride 1: lanes s..s+3 of
+two registers; stride 2: the even and odd lanes of two, and for a third tap the even lanes
+moved on by one). A 3x3/2 block loads six registers (its last is the next block's first)
+and shuffles four where tap by tap it loaded eighteen and shuffled nine. The row's last
+four outputs are one more block, its registers past the row's end the last four columns
+shuffled beside -inf. The scalar ISA (``scalar_rows``) folds a window inside the row as
+straight-line loads with no bounds test.
 
 A row of the window outside the input is replaced by the nearest row inside it: the max of
 a row twice is the max of it once, so the padding needs no test in the block (max only).
