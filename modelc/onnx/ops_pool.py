@@ -35,7 +35,10 @@ def max_pool(n: OnnxNode) -> Any:
                           "16-bit integers are")
         x = F.cast(x, np.float32)
     pads = list(window.pads)
-    if not n.attr("ceil_mode", 0) and _tail_padding_is_ceil_mode(window, planar(x).shape):
+    if _same_upper(window) and not n.attr("ceil_mode", 0) and len(window.kernel) == 2:
+        out = unplanar(F.max_pool2d(planar(x), tuple(window.kernel), 1, "same",
+                                    tuple(window.dilations)), spatial)
+    elif not n.attr("ceil_mode", 0) and _tail_padding_is_ceil_mode(window, planar(x).shape):
         window.pads = [(0, 0)] * len(window.pads)
         out = unplanar(_max_pool(planar(x), window, True), spatial)
     else:
@@ -105,6 +108,15 @@ def _tail_padding_is_ceil_mode(window: Window, shape: Any) -> bool:
         if _ceil_windows(size, kernel, stride, dilation, 0, 0) != padded:
             return False
     return True
+
+
+def _same_upper(window: Window) -> bool:
+    """Whether the padding is ``max_pool2d``'s ``'same'`` at stride 1 with an extra row or
+    column at the end (SAME_UPPER of an even window): then no padded copy is needed."""
+    totals = [d * (k - 1) for k, d in zip(window.kernel, window.dilations)]
+    return all(s == 1 for s in window.strides) and list(window.pads) != [
+        (t // 2, t // 2) for t in totals] and all(
+        (head, tail) == (t // 2, t - t // 2) for (head, tail), t in zip(window.pads, totals))
 
 
 def average_pool(n: OnnxNode) -> Any:

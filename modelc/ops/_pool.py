@@ -7,6 +7,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from nn.functional.conv import conv_padding
+
 from ..errors import CompileError
 from . import OpDef
 from ._shapes import pair, require_static, window_out
@@ -18,11 +20,25 @@ if TYPE_CHECKING:
 
 def window(attrs: dict[str, Any]) -> tuple[tuple[int, int], ...]:
     """(kernel, stride, padding, dilation) from a pooling node's attrs; the stride defaults
-    to the kernel."""
+    to the kernel, the padding is the top and left one (``pads``)."""
+    kernel, stride, dilation = _sizes(attrs)
+    (top, _), (left, _) = pads(attrs)
+    return kernel, stride, (top, left), dilation
+
+
+def pads(attrs: dict[str, Any]) -> tuple[tuple[int, int], tuple[int, int]]:
+    """((top, bottom), (left, right)): an int or pair pads both ends, max_pool2d's
+    ``'same'`` an even window's extra row / column at the end only (the kernels clip the
+    windows that run past the input, as in ceil mode)."""
+    kernel, stride, dilation = _sizes(attrs)
+    return conv_padding(attrs.get("padding", 0), kernel, stride, dilation)
+
+
+def _sizes(attrs: dict[str, Any]) -> tuple[tuple[int, int], ...]:
     kernel = pair(attrs["kernel_size"])
     stride_attr = attrs.get("stride")
     stride = pair(kernel if stride_attr in (None, (), []) else stride_attr)
-    return kernel, stride, pair(attrs.get("padding", 0)), pair(attrs.get("dilation", 1))
+    return kernel, stride, pair(attrs.get("dilation", 1))
 
 
 def emit_window(ctx: LowerContext, kernel: str, shape: Shape, out: Shape,
@@ -41,10 +57,10 @@ class Pool2d(OpDef):
         if len(x) != 4:
             raise CompileError(f"{self.name} expects (N, C, H, W), got {list(x)}")
         require_static(x, (2, 3), self.name)
-        kernel, stride, pad, dilation = window(attrs)
+        kernel, stride, _, dilation = window(attrs)
         ceil_mode = attrs.get("ceil_mode", False)
-        out = tuple(window_out(x[2 + i], kernel[i], stride[i], 2 * pad[i], dilation[i],
-                               ceil_mode) for i in range(2))
+        out = tuple(window_out(x[2 + i], kernel[i], stride[i], sum(pads(attrs)[i]),
+                               dilation[i], ceil_mode) for i in range(2))
         return [(tuple(x[:2]) + out, dtypes[0])]
 
     def scale(self, node: Node) -> np.ndarray | None:

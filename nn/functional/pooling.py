@@ -15,6 +15,7 @@ from numpy.lib.stride_tricks import sliding_window_view
 
 from .._dispatch import primitive
 from .._utils import pair, triple
+from .conv import conv_padding
 from .shape import reshape
 
 __all__ = ["adaptive_avg_pool2d", "avg_pool2d", "avg_pool3d", "max_pool2d", "max_pool3d"]
@@ -63,17 +64,25 @@ def _stride(kernel_size: Any, stride: Any) -> tuple[int, int]:
 def max_pool2d(input: np.ndarray, kernel_size: Any, stride: Any = None, padding: Any = 0,
                dilation: Any = 1, ceil_mode: bool = False) -> np.ndarray:
     """Max over each window, padding with -inf; ``stride`` defaults to ``kernel_size``.
+    ``padding`` may also be ``'same'`` (stride 1; an even window's extra row and column at
+    the end, as ``conv2d``'s) or ``'valid'``.
 
     Raises:
-        ValueError: input not 4-D, or padding over half the effective kernel.
+        ValueError: input not 4-D, padding over half the effective kernel, an unknown
+            padding string, or ``'same'`` at a stride other than 1.
 
     >>> max_pool2d(np.arange(16, dtype=np.float32).reshape(1, 1, 4, 4), 2).tolist()
     [[[[5.0, 7.0], [13.0, 15.0]]]]
     """
-    kernel, pad, dil = pair(kernel_size), pair(padding), pair(dilation)
-    _check_pool(input, kernel, pad, dil, "max_pool2d")
+    kernel, dil, step = pair(kernel_size), pair(dilation), _stride(kernel_size, stride)
     lowest = -np.inf if np.issubdtype(input.dtype, np.floating) else np.iinfo(input.dtype).min
-    views = _windows(input, kernel, _stride(kernel_size, stride), pad, dil, ceil_mode, lowest)
+    (top, bottom), (left, right) = conv_padding(padding, kernel, step, dil)
+    pad = (top, left)
+    _check_pool(input, kernel, pad, dil, "max_pool2d")
+    if (bottom, right) != pad:  # 'same' for an even window: the extra row / column at the end
+        input = np.pad(input, [(0, 0), (0, 0), (0, bottom - top), (0, right - left)],
+                       constant_values=lowest)
+    views = _windows(input, kernel, step, pad, dil, ceil_mode, lowest)
     return views.max(axis=(4, 5))
 
 

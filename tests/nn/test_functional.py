@@ -284,3 +284,16 @@ def test_check_passes_its_input_through_or_raises_its_message() -> None:
     assert F.check(X, np.array(False), expected=False) is X
     with pytest.raises(ValueError, match="the 8 kHz branch cannot run"):
         F.check(X, np.array(True), expected=False, message="the 8 kHz branch cannot run")
+
+
+@pytest.mark.parametrize(("kernel", "dilation"), [((2, 2), (1, 1)), ((3, 4), (1, 1)),
+                                                  ((2, 3), (1, 2))])
+def test_max_pool2d_same_padding_matches_torch_on_a_tail_padded_input(kernel, dilation) -> None:
+    """``padding='same'`` (stride 1): torch's max_pool2d over the input padded with -inf as
+    conv2d's 'same' pads (an even window's extra row / column at the end)."""
+    x = np.random.default_rng(3).standard_normal((2, 3, 7, 9)).astype(np.float32)
+    (top, bottom), (left, right) = F.conv_padding("same", kernel, (1, 1), dilation)
+    padded = torch.nn.functional.pad(torch.from_numpy(x), (left, right, top, bottom),
+                                     value=-float("inf"))
+    expected = torch.nn.functional.max_pool2d(padded, kernel, 1, 0, dilation).numpy()
+    np.testing.assert_array_equal(F.max_pool2d(x, kernel, 1, "same", dilation), expected)

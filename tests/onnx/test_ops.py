@@ -39,6 +39,13 @@ CASES: dict[str, tuple] = {
     "max_pool_uneven_pads_ceil": ("MaxPool", [Run(r(1, 2, 7, 7))],
                                   {"kernel_shape": [3, 3], "strides": [2, 2],
                                    "pads": [0, 0, 1, 1], "ceil_mode": 1}, 12),
+    # SAME_UPPER at stride 1 (PP-OCRv6): max_pool2d's 'same', no padded copy
+    "max_pool_same_upper_2x2": ("MaxPool", [Run(r(1, 3, 9, 26))],
+                                {"kernel_shape": [2, 2], "auto_pad": "SAME_UPPER"}, 11),
+    "max_pool_same_upper_3x4": ("MaxPool", [Run(r(1, 2, 7, 30))],
+                                {"kernel_shape": [3, 4], "auto_pad": "SAME_UPPER"}, 11),
+    "max_pool_1d_same_upper": ("MaxPool", [Run(r(2, 3, 21))],
+                               {"kernel_shape": [2], "auto_pad": "SAME_UPPER"}, 11),
     "avg_pool_ceil_window_in_tail_pad": ("AveragePool", [Run(r(1, 2, 11, 12))],
                                          {"kernel_shape": [2, 2], "strides": [2, 2],
                                           "pads": [0, 0, 0, 1], "ceil_mode": 1}, 19),

@@ -25,6 +25,13 @@ CASES = {
     "rows-5x1": ((1, 3, 13, 26), (5, 1), 1, (2, 0), 1, False),
     "columns-1x5": ((1, 3, 13, 26), (1, 5), 1, (0, 2), 1, False),
     "columns-1x3-s2": ((1, 3, 6, 27), (1, 3), (1, 2), (0, 1), 1, False),
+    "3x3-s2-ceil-wide": ((1, 2, 13, 42), 3, 2, 0, 1, True),
+    "3x3-s1-p1-wide": ((1, 2, 7, 23), 3, 1, 1, 1, False),
+    "2x2-s1-wide": ((1, 2, 6, 26), 2, 1, 0, 1, False),
+    "2x1-s2x1-wide": ((1, 2, 9, 22), (2, 1), (2, 1), 0, 1, False),
+    "1x2-s1x2-wide": ((1, 2, 5, 27), (1, 2), (1, 2), 0, 1, False),
+    "1x4-s1-wide": ((1, 2, 5, 27), (1, 4), 1, (0, 2), 1, False),
+    "2x3-s2-p1-ceil-wide": ((1, 2, 8, 35), (2, 3), 2, (1, 1), 1, True),
 }
 
 
@@ -39,11 +46,17 @@ def _window(case: tuple) -> dict[str, int]:
             "sh": sh, "sw": sw, "ph": ph, "pw": pw, "dh": dh, "dw": dw}
 
 
+@pytest.mark.parametrize("every", [23, 331])
 @pytest.mark.parametrize("case", list(CASES))
-def test_max_pool2d(kernels, case: str) -> None:  # type: ignore[no-untyped-def]
+def test_max_pool2d(kernels, case: str, every: int) -> None:  # type: ignore[no-untyped-def]
     shape, k, s, p, d, ceil = CASES[case]
     x = np.random.default_rng(1).standard_normal(shape).astype(np.float32)
-    x.flat[::23] = np.nan  # NOTE: a NaN tap makes its window's maximum NaN, in every lane
+    # NOTE: a NaN tap makes its window's maximum NaN, in every lane; sparse NaNs and
+    # infinities leave most rows to the vector ISAs' column-maxima blocks, which hand a row
+    # with one in reach to the general one
+    x.flat[::every] = np.nan
+    x.flat[every // 2::every * 2] = np.inf
+    x.flat[every // 2 + 1::every * 2] = -np.inf
     expected = F.max_pool2d(x, k, s, p, d, ceil)
     out = kernels.call("f32_max_pool2d", offset=4, x=x, y=expected.shape,
                        oh=expected.shape[2], ow=expected.shape[3], **_window(CASES[case]))["y"]
