@@ -1,8 +1,9 @@
 """remove_no_ops: nodes whose output equals one of their inputs are dropped, their users
 reading that input instead. ONNX exports build attention masks with such steps (transformers'
 mask code exports a row gathered element by element, casts to the dtype it already has, and
-an ``Expand`` that broadcasts nothing); each would otherwise be a kernel call, and bool ones
-have no kernel. Runs before ``eliminate_dead_code``, which drops what they leave unused.
+an ``Expand`` that broadcasts nothing) and reshape tensors to the shape they have; each would
+otherwise be a kernel call, and bool ones have no kernel. Runs before
+``eliminate_dead_code``, which drops what they leave unused.
 
 The rules (``RULES``) are functions of a node that return the input its output equals, or
 None. A node is kept when dropping it would make a graph output alias a graph input.
@@ -75,11 +76,21 @@ def _whole_slice(node: Node) -> Value | None:
     return None
 
 
+def _same_shape_reshape(node: Node) -> Value | None:
+    """A ``reshape`` to its input's own shape: transformers' attention reshapes its
+    (B, H, T, D) output to (B, -1, T, D) before the head permute (it would hide the
+    attention from ``fuse_attention``)."""
+    if node.op == "reshape" and node.output.shape == node.inputs[0].shape:
+        return node.inputs[0]
+    return None
+
+
 RULES: tuple[Callable[[Node], Value | None], ...] = (
     _same_dtype_cast,
     _add_zeros,
     _concat_of_slices,
     _whole_slice,
+    _same_shape_reshape,
 )
 
 
