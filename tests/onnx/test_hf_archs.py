@@ -7,6 +7,7 @@ runs every kernel provider."""
 
 from __future__ import annotations
 
+import collections
 import functools
 import io
 import logging
@@ -18,6 +19,7 @@ import pytest
 from executors import PROVIDERS
 
 import modelc
+from modelc.passes import optimize
 
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
@@ -86,3 +88,19 @@ def test_hf_arch_in_wasm_matches_onnxruntime(name, exporter, compare_with_ort):
         with runtime.load(wasm, kernels=kernels) as session:
             compare_with_ort(session.run(dict(inputs)), data, inputs,
                              f"{name} by {exporter} on {kernels}")
+
+
+@pytest.mark.parametrize("exporter", EXPORTERS)
+@pytest.mark.parametrize("name", ["clip_vision", "segformer", "vit", "wav2vec2",
+                                  "whisper_encoder", "yolos"])
+def test_unmasked_attention_fuses(name, exporter):
+    """Each of the two layers' attention without a padding mask is one ``head_attention``
+    node from either exporter (transformers' reshape of the heads to their own shape and
+    the dynamo export's NaN guard after the softmax dropped); the models' numbers are
+    checked against onnxruntime above."""
+    if exporter == "dynamo":
+        pytest.importorskip("onnxscript")
+    shapes = {k: v.shape for k, v in _inputs(name).items()}
+    graph = optimize(modelc.from_onnx(_export(name, exporter), input_shapes=shapes))
+    ops = collections.Counter(node.op for node in graph.nodes)
+    assert ops["head_attention"] == 2 and not ops["softmax"] and not ops["matmul"], ops
