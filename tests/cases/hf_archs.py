@@ -82,11 +82,13 @@ def _config(name: str, **kwargs: Any) -> Callable[[], Any]:
 
 
 def _text(rng: np.random.Generator) -> dict[str, np.ndarray]:
-    """Two sequences of 12 token ids (avoiding the special ids 0 to 2) and an attention mask
-    padding the second on the right."""
-    attention = np.ones((2, 12), np.int64)
+    """Three sequences of 12 token ids (avoiding the special ids 0 to 2) and an attention
+    mask padding the second on the right and all of the third (every key masked: torch's
+    attention exports zero those rows)."""
+    attention = np.ones((3, 12), np.int64)
     attention[1, 8:] = 0
-    return {"input_ids": rng.integers(3, VOCAB, (2, 12)), "attention_mask": attention}
+    attention[2] = 0
+    return {"input_ids": rng.integers(3, VOCAB, (3, 12)), "attention_mask": attention}
 
 
 def _pixels(size: int, batch: int = 1) -> Inputs:
