@@ -33,8 +33,8 @@ KERNELS = PROVIDERS if SLOW else ("relaxed",)
 _VIEW = ("torch's dynamo exporter cannot decompose the attention's view of a transposed "
          "tensor ('Cannot view a tensor with shape ... as a tensor with shape ...')")
 REFUSED: dict[tuple[str, str], tuple[type[Exception], str]] = {
-    ("swin", "dynamo"): (Exception, _VIEW),
-    ("t5_encoder", "dynamo"): (Exception, _VIEW),
+    ("swin", "dynamo"): (torch.onnx.OnnxExporterError, _VIEW),
+    ("t5_encoder", "dynamo"): (torch.onnx.OnnxExporterError, _VIEW),
 }
 """(architecture, exporter) -> the exception it meets today and why (a strict xfail, so a
 fix shows)."""
