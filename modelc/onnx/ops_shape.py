@@ -173,24 +173,31 @@ def gather(n: OnnxNode) -> Any:
 
 
 def gather_elements(n: OnnxNode) -> Any:
-    """GatherElements: known from known; a run-time tensor at known indices is one
-    ``embedding`` of its flattened elements (a column table) at flat indices computed
-    here. Run-time indices are not supported (the flat index needs integer arithmetic)."""
+    """GatherElements: known from known; otherwise one ``embedding`` of the data's flattened
+    elements (a column table) at flat indices: computed here for known indices, at run time
+    (``indices * stride + offset``, negatives wrapped first) for run-time ones."""
     data, indices = n.input(0), n.input(1)
     axis = n.axis(n.attr("axis", 0), len(data.shape))
-    if not is_known(indices):
-        raise n.error("GatherElements at run-time indices is not supported")
-    if not all(isinstance(d, int) for d in data.shape):
-        raise n.error(f"GatherElements of symbolic shape {list(data.shape)} is not supported; "
-                      "fix its dims with input_shapes")
+    if not all(isinstance(d, int) for d in (*data.shape, *indices.shape)):
+        raise n.error(f"GatherElements of symbolic shapes {list(data.shape)} and "
+                      f"{list(indices.shape)} is not supported; fix their dims with input_shapes")
     if len(indices.shape) != len(data.shape):
         raise n.error(f"indices rank {len(indices.shape)} != data rank {len(data.shape)}")
-    indices = np.where(indices < 0, indices + data.shape[axis], indices).astype(np.int64)
-    if is_known(data):
-        return np.take_along_axis(data, indices, axis=axis)
+    length = data.shape[axis]
     coords = list(np.indices(indices.shape, dtype=np.int64))
-    coords[axis] = indices
-    flat = np.ravel_multi_index(tuple(coords), data.shape)
+    if is_known(indices):
+        indices = np.where(indices < 0, indices + length, indices).astype(np.int64)
+        if is_known(data):
+            return np.take_along_axis(data, indices, axis=axis)
+        coords[axis] = indices
+        flat = np.ravel_multi_index(tuple(coords), data.shape)
+    else:
+        indices = F.cast(indices, np.int64) if indices.dtype != np.int64 else indices
+        indices = F.where(F.lt(indices, 0), F.add(indices, length), indices)
+        coords[axis] = np.zeros(indices.shape, np.int64)
+        offset = np.ravel_multi_index(tuple(coords), data.shape)
+        stride = int(np.prod(data.shape[axis + 1:]))
+        flat = F.add(F.mul(indices, stride) if stride != 1 else indices, offset)
     column = F.reshape(data, (int(np.prod(data.shape)), 1))
     return F.reshape(F.embedding(flat, column), indices.shape)
 

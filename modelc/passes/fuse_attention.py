@@ -21,6 +21,12 @@ exporters write ``scaled_dot_product_attention``'s ``1 / sqrt(D)`` so, the dynam
 (B, T, H, D) instead of over the (B, H, T, S) scores, or none when the query is a linear's
 output only it reads (through reshapes): the linear's weights and bias take the factor
 (``fold_scales``).
+
+torch's export of ``scaled_dot_product_attention`` with a mask zeroes the rows of weights a
+mask of only -inf leaves NaN, ``where(w != w, 0, w)`` after the softmax (``remove_no_ops``
+drops it where no row can be so). That guard fuses too: the kernel's rows for such queries
+are NaN (every provider's softmax of an all -inf row), so the same ``where`` over the fused
+(B, T, H, D) result zeroes exactly them, as the weighted sum of zero weights does.
 """
 
 from __future__ import annotations
@@ -66,6 +72,21 @@ def _unscaled(graph: Graph, value: Value) -> tuple[Value, list[Node], float]:
     return source, [node], factor
 
 
+def _guarded(graph: Graph, value: Value) -> tuple[Value, list[Node]]:
+    """``value`` without the NaN guard ``where(w != w, 0, w)`` producing it (if its ``ne``
+    and ``where`` are the weights' only users), and those two nodes (or none)."""
+    node = _only_use(graph, value, "where")
+    if node is None or node.attrs.get("input") != 0.0:
+        return value, []
+    named = node.named_inputs()
+    test, weights = _only_use(graph, named["condition"], "ne"), named.get("other")
+    if (test is None or weights is None or list(test.inputs) != [weights, weights]
+            or set(weights.users) != {test, node}
+            or any(out is weights for out in graph.outputs.values())):
+        return value, []
+    return weights, [test, node]
+
+
 def _masked_scores(graph: Graph, value: Value) -> tuple[list[Node], Value | None] | None:
     """The nodes making the masked scores ``value`` and the mask: a matmul with the mask as
     its fused residual (or none), or a plain matmul and an ``add`` of the mask (one the
@@ -86,18 +107,21 @@ def _masked_scores(graph: Graph, value: Value) -> tuple[list[Node], Value | None
     return None
 
 
-def _match(graph: Graph, out: Node) -> tuple[list[Node], list[Value], float] | None:
+def _match(graph: Graph, out: Node) -> tuple[list[Node], list[Value], float, bool] | None:
     """The nodes of one attention ending at the head permute ``out``, the fused node's
-    inputs (query, K^T, value[, mask]) and the factor scaling the scores, or None."""
+    inputs (query, K^T, value[, mask]), the factor scaling the scores and whether a NaN
+    guard was among them, or None."""
     if out.op != "permute" or tuple(out.attrs["dims"]) != HEADS:
         return None
     weighted = _only_use(graph, out.inputs[0], "matmul")
     if weighted is None or weighted.attrs.get("epilogue"):
         return None
     named = weighted.named_inputs()
-    softmax = _only_use(graph, named["input"], "softmax")
+    weights, guard = _guarded(graph, named["input"])
+    softmax = weights.producer if guard else _only_use(graph, weights, "softmax")
     v_heads = _heads(graph, named["other"])
-    if softmax is None or v_heads is None or softmax.attrs["dim"] not in (-1, 3):
+    if (softmax is None or softmax.op != "softmax" or v_heads is None
+            or softmax.attrs["dim"] not in (-1, 3)):
         return None
     masked = _masked_scores(graph, softmax.inputs[0])
     if masked is None:
@@ -113,8 +137,8 @@ def _match(graph: Graph, out: Node) -> tuple[list[Node], list[Value], float] | N
                              or mask_form(mask.shape, b, t, kt.shape[3]) is None):
         return None
     inputs = [q_heads.inputs[0], kt, v_heads.inputs[0]] + ([mask] if mask is not None else [])
-    nodes = [q_heads, v_heads, *q_scale, *k_scale, *scoring, softmax, weighted, out]
-    return nodes, inputs, q_factor * k_factor
+    nodes = [q_heads, v_heads, *q_scale, *k_scale, *scoring, softmax, *guard, weighted, out]
+    return nodes, inputs, q_factor * k_factor, bool(guard)
 
 
 def fuse_attention(graph: Graph) -> Graph:
@@ -122,7 +146,7 @@ def fuse_attention(graph: Graph) -> Graph:
         matched = _match(graph, out)
         if matched is None:
             continue
-        nodes, inputs, factor = matched
+        nodes, inputs, factor, guarded = matched
         result = out.output
         linear = None if factor == 1.0 else source_linear(graph, inputs[0])
         for node in reversed(nodes):
@@ -137,6 +161,14 @@ def fuse_attention(graph: Graph) -> Graph:
             inputs[0] = graph.insert(position, scaled.name, "mul", [query], ("input",),
                                      {"other": factor}, out.meta, scaled)
             position += 1
+        attended = (Value(f"{out.name}_attended", result.shape, result.dtype) if guarded
+                    else result)
         graph.insert(position, f"{out.name}_attention", "head_attention", inputs,
-                     ("query", "key_t", "value", "mask")[:len(inputs)], {}, out.meta, result)
+                     ("query", "key_t", "value", "mask")[:len(inputs)], {}, out.meta, attended)
+        if guarded:
+            nan = Value(f"{out.name}_nan", result.shape, "bool")
+            graph.insert(position + 1, nan.name, "ne", [attended, attended],
+                         ("input", "other"), {}, out.meta, nan)
+            graph.insert(position + 2, f"{out.name}_unblocked", "where", [nan, attended],
+                         ("condition", "other"), {"input": 0.0}, out.meta, result)
     return graph

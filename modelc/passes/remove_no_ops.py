@@ -1,8 +1,9 @@
 """remove_no_ops: nodes whose output equals one of their inputs are dropped, their users
 reading that input instead. ONNX exports build attention masks with such steps (transformers'
 mask code exports a row gathered element by element, casts to the dtype it already has, and
-an ``Expand`` that broadcasts nothing); each would otherwise be a kernel call, and bool ones
-have no kernel. Runs before ``eliminate_dead_code``, which drops what they leave unused.
+an ``Expand`` that broadcasts nothing) and reshape tensors to the shape they have; each would
+otherwise be a kernel call, and bool ones have no kernel. Runs before
+``eliminate_dead_code``, which drops what they leave unused.
 
 The rules (``RULES``) are functions of a node that return the input its output equals, or
 None. A node is kept when dropping it would make a graph output alias a graph input.
@@ -75,11 +76,45 @@ def _whole_slice(node: Node) -> Value | None:
     return None
 
 
+def _same_shape_reshape(node: Node) -> Value | None:
+    """A ``reshape`` to its input's own shape: transformers' attention reshapes its
+    (B, H, T, D) output to (B, -1, T, D) before the head permute (it would hide the
+    attention from ``fuse_attention``)."""
+    if node.op == "reshape" and node.output.shape == node.inputs[0].shape:
+        return node.inputs[0]
+    return None
+
+
+def _nan_guard_of_finite_scores(node: Node) -> Value | None:
+    """``where(s != s, 0, s)`` of ``s = softmax(scores)`` where the scores are a matmul's
+    or linear's product, plus a constant mask finite everywhere if any: torch's dynamo
+    export of ``scaled_dot_product_attention`` zeroes the NaN rows a mask of only -inf
+    makes, and such a mask cannot make one here (only non-finite activations could, whose
+    attention is NaN either way). The guard would hide the attention from
+    ``fuse_attention``."""
+    if node.op != "where" or node.attrs.get("input") != 0.0:
+        return None
+    named = node.named_inputs()
+    test, s = named.get("condition"), named.get("other")
+    if (test is None or s is None or test.producer is None or test.producer.op != "ne"
+            or list(test.producer.inputs) != [s, s] or s.producer is None
+            or s.producer.op != "softmax"):
+        return None
+    scores = s.producer.inputs[0].producer
+    if scores is not None and scores.op == "add" and len(scores.inputs) == 2:
+        unmasked = [x for x, mask in (scores.inputs, scores.inputs[::-1])
+                    if mask.data is not None and np.all(np.isfinite(mask.data))]
+        scores = unmasked[0].producer if unmasked and not scores.attrs else None
+    return s if scores is not None and scores.op in ("matmul", "linear") else None
+
+
 RULES: tuple[Callable[[Node], Value | None], ...] = (
     _same_dtype_cast,
     _add_zeros,
     _concat_of_slices,
     _whole_slice,
+    _same_shape_reshape,
+    _nan_guard_of_finite_scores,
 )
 
 

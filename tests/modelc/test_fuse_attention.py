@@ -31,11 +31,18 @@ def _inputs():
 
 
 class _Heads(nn.Module):
-    """Attention over (B, T, H, D) heads with a given mask, returning the weights too."""
+    """Attention over (B, T, H, D) heads with a given mask, returning the weights too;
+    ``guard``: the weights' NaN rows zeroed, as torch exports a masked SDPA."""
+
+    def __init__(self, guard: bool = False) -> None:
+        super().__init__()
+        self.guard = guard
 
     def forward(self, q, k, v, mask):  # type: ignore[no-untyped-def]
         scores = F.matmul(F.permute(q, (0, 2, 1, 3)), F.permute(k, (0, 2, 3, 1))) + mask
         weights = F.softmax(scores, -1)  # (B, H, T, T)
+        if self.guard:
+            weights = F.where(F.ne(weights, weights), 0.0, weights)
         return F.permute(F.matmul(weights, F.permute(v, (0, 2, 1, 3))), (0, 2, 1, 3)), weights
 
 
@@ -75,6 +82,29 @@ def test_a_mask_per_query_row_fuses(mask_shape, kernels) -> None:
         with runtime.load(modelc.export(model, tuple(inputs)), kernels=kernels) as session:
             got = session.run(feed)["output0"]
     np.testing.assert_allclose(got, model(*inputs), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.filterwarnings("ignore:invalid value:RuntimeWarning")  # the all -inf rows
+@pytest.mark.parametrize("kernels", ["interpreter", *PROVIDERS])
+def test_a_nan_guard_after_the_softmax_fuses_and_zeroes_fully_masked_rows(kernels) -> None:
+    rng = np.random.default_rng(3)
+    q, k, v = (rng.standard_normal((BATCH, LENGTH, HEADS, WIDTH)).astype(np.float32)
+               for _ in range(3))
+    mask = np.zeros((BATCH, 1, LENGTH, LENGTH), np.float32)
+    mask[1, ..., 4:] = -np.inf
+    mask[1, 0, 2] = mask[0, 0, 5] = -np.inf  # two queries that see no key
+    model = Lambda(lambda *a: _Heads(guard=True)(*a)[0])
+    graph = optimize(modelc.trace(model, (q, k, v, mask)))
+    ops = [node.op for node in graph.nodes]
+    assert ops.count("head_attention") == 1 and "softmax" not in ops, ops
+    feed = {f"input{i}": x for i, x in enumerate((q, k, v, mask))}
+    if kernels == "interpreter":
+        got = modelc.interpret(graph, feed)["output0"]
+    else:
+        with runtime.load(modelc.export(model, (q, k, v, mask)), kernels=kernels) as session:
+            got = session.run(feed)["output0"]
+    assert not np.any(got[1, 2]) and not np.any(got[0, 5]) and not np.any(np.isnan(got))
+    np.testing.assert_allclose(got, model(q, k, v, mask), rtol=1e-5, atol=1e-5)
 
 
 @pytest.mark.parametrize("mask_shape, returns_weights", [

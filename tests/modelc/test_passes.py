@@ -1,4 +1,5 @@
 import numpy as np
+import pytest
 
 import modelc
 import nn
@@ -55,7 +56,7 @@ class _Masks(nn.Module):
     def forward(self, ids, x):  # type: ignore[no-untyped-def]
         mask = F.cast(F.cast(ids, np.bool_), np.bool_)                          # (2, 5) bool
         rows = F.concat([F.slice(mask, 1, i, i + 1, 1) for i in range(5)], 1)  # all of it
-        x = F.slice(x, 0, 0, 2, 1)                                              # all of x
+        x = F.reshape(F.slice(x, 0, 0, 2, 1), (2, -1))                          # all of x
         part = F.concat([F.slice(x, 1, 0, 2, 1), F.slice(x, 1, 3, 5, 1)], 1)   # a gap: kept
         wide = F.add(rows, np.zeros((2, 5), np.bool_))                          # no broadcast
         return F.where(wide, F.sum(part, 1, keepdim=True), x)
@@ -69,11 +70,43 @@ def test_remove_no_ops_drops_identities_and_keeps_the_rest():
         graph = run(graph)
         graph.verify()
     ops = [n.op for n in graph.nodes]
-    assert ops.count("cast") == 1 and "add" not in ops
+    assert ops.count("cast") == 1 and "add" not in ops and "reshape" not in ops
     assert ops.count("concat") == 1 and ops.count("slice") == 2  # only the gapped one remains
     got = modelc.interpret(graph, {"input0": ids, "input1": x})["output0"]
     np.testing.assert_array_equal(got, _Masks()(ids, x))
 
+
+
+class _GuardedSoftmax(nn.Module):
+    """Softmaxes of scores with torch's NaN guard: a finite constant mask (the guard goes),
+    a run-time mask and a constant one with a row of only -inf (both stay)."""
+
+    def forward(self, q, k, mask):  # type: ignore[no-untyped-def]
+        blocked = np.zeros((1, 3, 4), np.float32)
+        blocked[0, 1] = -np.inf
+        outs = []
+        for m in (np.linspace(-1, 1, 12, dtype=np.float32).reshape(3, 4), mask, blocked):
+            s = F.softmax(F.add(F.matmul(q, k), m), -1)
+            outs.append(F.where(F.ne(s, s), 0.0, s))
+        return tuple(outs)
+
+
+@pytest.mark.filterwarnings("ignore:invalid value:RuntimeWarning")  # the all -inf rows
+def test_remove_no_ops_drops_the_nan_guard_only_where_no_row_can_be_all_masked():
+    rng = np.random.default_rng(2)
+    q, k = rng.standard_normal((2, 3, 5), np.float32), rng.standard_normal((2, 5, 4), np.float32)
+    mask = np.zeros((2, 3, 4), np.float32)
+    mask[1, 2] = -np.inf
+    model = _GuardedSoftmax()
+    graph = modelc.trace(model, (q, k, mask))
+    for run in (infer_shapes, remove_no_ops, eliminate_dead_code):
+        graph = run(graph)
+        graph.verify()
+    assert [n.op for n in graph.nodes].count("where") == 2
+    got = modelc.interpret(graph, {"input0": q, "input1": k, "input2": mask})
+    for name, want in zip(graph.outputs, model(q, k, mask), strict=True):
+        np.testing.assert_array_equal(got[name], want)
+    assert not np.any(np.isnan(got["output1"])) and not np.any(got["output1"][1, 2])
 
 
 class _Scores(nn.Module):

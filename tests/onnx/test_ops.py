@@ -128,6 +128,10 @@ CASES: dict[str, tuple] = {
         [[0, -1], [3, 2], [1, 1]], np.int64)], {"axis": 1}, 13),
     "gather_elements_axis0_smaller": ("GatherElements", [Run(r(3, 4, 2)), np.array(
         [[[2], [0], [1], [-3]], [[1], [1], [0], [2]]], np.int64)], {}, 11),
+    "gather_elements_runtime_indices": ("GatherElements", [Run(r(3, 4, 2)), Run(np.array(
+        [[[2], [0], [1], [-3]], [[1], [-1], [0], [2]]], np.int64))], {}, 11),
+    "gather_elements_runtime_indices_known_data": ("GatherElements", [r(2, 5), Run(np.array(
+        [[4, 0, -1], [1, 1, 3]], np.int64))], {"axis": 1}, 13),
     "squeeze_attr": ("Squeeze", [Run(r(2, 1, 3, 1))], {"axes": [1]}, 11),
     "squeeze_all": ("Squeeze", [Run(r(2, 1, 3, 1))], {}, 13),
     "unsqueeze_input": ("Unsqueeze", [Run(r(2, 3)), i64(0, -1)], {}, 13),

@@ -44,6 +44,8 @@ WASM_CASES: dict[str, tuple] = {
     "one_hot_int64_axis0_int_values": ("OneHot", [Run(np.array([2, -5, 1], np.int64)),
                                                   i64(4), np.array([0, 7], np.int64)],
                                        {"axis": 0}, 11),
+    "gather_elements_runtime_indices": ("GatherElements", [Run(r(3, 4, 2)), Run(np.array(
+        [[[2], [0], [1], [-3]], [[1], [-1], [0], [2]]], np.int64))], {}, 11),
     "gather_nd_known_indices": ("GatherND", [Run(r(3, 4, 2)),
                                              np.array([[[0, 1]], [[2, -1]]], np.int64)], {}, 13),
     "scatter_nd_rows_repeated_index": ("ScatterND", [Run(r(4, 3)), np.array(
