@@ -14,7 +14,7 @@ import numpy as np
 
 from nn import functional as F
 
-from . import ops_activation, ops_math, ops_nn
+from . import ops_math, ops_nn
 from .node import OnnxNode
 
 _PARAMS = {"Relu": (), "Tanh": (), "Sigmoid": (), "LeakyRelu": ("alpha",),
@@ -50,7 +50,9 @@ def _activate(n: OnnxNode, y: Any, allowed: tuple[str, ...], params: list[float]
     else:
         node = OnnxNode(f"{n.name}/{name}", name, [y], dict(zip(_PARAMS[name], params)),
                         n.opset)
-    return {**ops_math.OPS, **ops_nn.OPS, **ops_activation.OPS}[name](node)
+    from .op_table import OPS  # NOTE: op_table imports this module
+
+    return OPS[name](node)
 
 
 def fused_conv(n: OnnxNode) -> Any:
