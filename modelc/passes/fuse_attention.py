@@ -36,6 +36,7 @@ import math
 from ..graph import Graph, Node, Value
 from ..ops.head_attention import mask_form
 from .fold_scales import scalar_factor, scale_linear, source_linear
+from .remove_no_ops import nan_guarded
 
 HEADS = (0, 2, 1, 3)
 """The permute between (B, T, H, D) and (B, H, T, D), its own inverse."""
@@ -76,12 +77,11 @@ def _guarded(graph: Graph, value: Value) -> tuple[Value, list[Node]]:
     """``value`` without the NaN guard ``where(w != w, 0, w)`` producing it (if its ``ne``
     and ``where`` are the weights' only users), and those two nodes (or none)."""
     node = _only_use(graph, value, "where")
-    if node is None or node.attrs.get("input") != 0.0:
+    weights = None if node is None else nan_guarded(node)
+    if node is None or weights is None:
         return value, []
-    named = node.named_inputs()
-    test, weights = _only_use(graph, named["condition"], "ne"), named.get("other")
-    if (test is None or weights is None or list(test.inputs) != [weights, weights]
-            or set(weights.users) != {test, node}
+    test = _only_use(graph, node.named_inputs()["condition"], "ne")
+    if (test is None or set(weights.users) != {test, node}
             or any(out is weights for out in graph.outputs.values())):
         return value, []
     return weights, [test, node]

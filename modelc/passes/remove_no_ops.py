@@ -85,6 +85,19 @@ def _same_shape_reshape(node: Node) -> Value | None:
     return None
 
 
+def nan_guarded(node: Node) -> Value | None:
+    """``s`` when ``node`` is the NaN guard ``where(s != s, 0, s)`` (torch's export zeroes a
+    masked softmax's NaN rows so), else None."""
+    if node.op != "where" or node.attrs.get("input") != 0.0:
+        return None
+    named = node.named_inputs()
+    test, s = named.get("condition"), named.get("other")
+    if (test is None or s is None or test.producer is None or test.producer.op != "ne"
+            or list(test.producer.inputs) != [s, s]):
+        return None
+    return s
+
+
 def _nan_guard_of_finite_scores(node: Node) -> Value | None:
     """``where(s != s, 0, s)`` of ``s = softmax(scores)`` where the scores are a matmul's
     or linear's product, plus a constant mask finite everywhere if any: torch's dynamo
@@ -92,13 +105,8 @@ def _nan_guard_of_finite_scores(node: Node) -> Value | None:
     makes, and such a mask cannot make one here (only non-finite activations could, whose
     attention is NaN either way). The guard would hide the attention from
     ``fuse_attention``."""
-    if node.op != "where" or node.attrs.get("input") != 0.0:
-        return None
-    named = node.named_inputs()
-    test, s = named.get("condition"), named.get("other")
-    if (test is None or s is None or test.producer is None or test.producer.op != "ne"
-            or list(test.producer.inputs) != [s, s] or s.producer is None
-            or s.producer.op != "softmax"):
+    s = nan_guarded(node)
+    if s is None or s.producer is None or s.producer.op != "softmax":
         return None
     scores = s.producer.inputs[0].producer
     if scores is not None and scores.op == "add" and len(scores.inputs) == 2:
